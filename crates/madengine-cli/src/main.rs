@@ -1,0 +1,27 @@
+//! `madengine`: GPU profiler traces to TraceLens reports.
+//!
+//! Parse, run, report; everything else lives in the library crates.
+
+mod cli;
+mod commands;
+mod error;
+mod render;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::run(cli) {
+        Ok(status) => status.into(),
+        Err(err) => {
+            if err.is_broken_pipe() {
+                return ExitCode::SUCCESS;
+            }
+            render::error(&err);
+            err.status().into()
+        }
+    }
+}

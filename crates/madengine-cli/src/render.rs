@@ -1,0 +1,183 @@
+//! Everything `madengine` prints: tables, JSON, errors.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "this module is the CLI's output")]
+
+use std::{
+    error::Error as _,
+    io::{self, Write},
+};
+
+use serde::Serialize;
+use trace_discover::{Claim, Discovery, RankSource, TraceKind};
+use trace_sanitize::{Defect, FileReport};
+
+use crate::error::Error;
+
+fn out(text: &str) -> Result<(), Error> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(Error::Stdout)
+}
+
+/// `error: ...` and each cause as `caused by: ...`, on stderr.
+pub(crate) fn error(err: &Error) {
+    let mut text = format!("error: {err}\n");
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(&format!("  caused by: {cause}\n"));
+        source = cause.source();
+    }
+    eprint!("{text}");
+}
+
+pub(crate) fn json<T: Serialize>(value: &T) -> Result<(), Error> {
+    let mut text = serde_json::to_string_pretty(value).expect("report types serialize");
+    text.push('\n');
+    out(&text)
+}
+
+pub(crate) fn size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}
+
+pub(crate) fn discovery(found: &Discovery) -> Result<(), Error> {
+    let mut text = String::new();
+    if !found.traces.is_empty() {
+        let rows: Vec<[String; 5]> = found
+            .traces
+            .iter()
+            .map(|t| {
+                let rank = match t.rank {
+                    Some(r) => format!(
+                        "{} ({})",
+                        r.rank,
+                        match r.source {
+                            RankSource::FileName => "name",
+                            RankSource::DistributedInfo => "distributedInfo",
+                        }
+                    ),
+                    None => "-".into(),
+                };
+                let claim = match t.claim {
+                    Claim::Name => "name",
+                    Claim::Content => "content",
+                };
+                [t.kind.to_string(), claim.into(), rank, size(t.size), t.path.display().to_string()]
+            })
+            .collect();
+        table(&mut text, ["KIND", "FOUND BY", "RANK", "SIZE", "PATH"], &rows);
+    }
+    for u in &found.unsupported {
+        text.push_str(&format!("unsupported  {}: {}\n", u.path.display(), u.reason));
+    }
+    for p in &found.problems {
+        text.push_str(&format!("problem      {}: {}\n", p.path.display(), p.message));
+    }
+    let kinds: Vec<String> = [TraceKind::Pytorch, TraceKind::RocprofJson, TraceKind::Pftrace]
+        .into_iter()
+        .filter_map(|k| match found.count(k) {
+            0 => None,
+            n => Some(format!("{n} {k}")),
+        })
+        .collect();
+    text.push_str(&format!(
+        "{} under {}{}; {} unsupported; {}\n",
+        plural(found.traces.len(), "trace"),
+        found.root.display(),
+        if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
+        found.unsupported.len(),
+        plural(found.problems.len(), "problem"),
+    ));
+    out(&text)
+}
+
+pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
+    let r = &file.report;
+    let c = &r.counts;
+    let mut text = String::new();
+    let counts = format!(
+        "{} invalid UTF-8, {} control {}, {} lone {}",
+        c.invalid_utf8,
+        c.control_chars,
+        if c.control_chars == 1 { "byte" } else { "bytes" },
+        c.lone_surrogates,
+        if c.lone_surrogates == 1 { "surrogate" } else { "surrogates" },
+    );
+    let scanned = size(r.bytes_read);
+    match &file.output {
+        None if !r.needs_repair() => {
+            text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
+        }
+        None => text.push_str(&format!(
+            "{}: needs repair: {counts}{}\n",
+            file.input.display(),
+            if r.stopped_early {
+                format!(" (stopped at the first, after {scanned})")
+            } else {
+                String::new()
+            }
+        )),
+        Some(output) if !r.needs_repair() => text.push_str(&format!(
+            "{}: clean, copied unchanged to {} ({scanned})\n",
+            file.input.display(),
+            output.display()
+        )),
+        Some(output) => text.push_str(&format!(
+            "{}: repaired into {}: {counts} ({scanned})\n",
+            file.input.display(),
+            output.display()
+        )),
+    }
+    for repair in &r.repairs {
+        let what = match repair.defect {
+            Defect::InvalidUtf8 => "invalid UTF-8",
+            Defect::ControlChar => "control byte",
+            Defect::LoneSurrogate => "lone surrogate",
+            _ => "defect",
+        };
+        let key = repair.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();
+        text.push_str(&format!(
+            "  at byte {:>10}  {what:<14} {}{key}\n",
+            repair.offset, repair.original
+        ));
+    }
+    let listed = r.repairs.len() as u64;
+    if c.total() > listed {
+        text.push_str(&format!("  ... and {} more\n", c.total() - listed));
+    }
+    out(&text)
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+fn table<const N: usize>(text: &mut String, header: [&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == N {
+                l.push_str(cell);
+            } else {
+                l.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        text.push_str(l.trim_end());
+        text.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}

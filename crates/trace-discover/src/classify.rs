@@ -1,0 +1,199 @@
+//! Classification of one path: by name (the original's glob patterns) and by content.
+
+use std::{
+    ffi::OsStr,
+    fs::File,
+    io::{self, Read},
+    path::Path,
+};
+
+use flate2::read::MultiGzDecoder;
+use memchr::memmem;
+use serde::Serialize;
+
+/// The kinds of trace TraceLens can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceKind {
+    /// Kineto / PyTorch profiler Chrome-trace JSON (`.json` or `.json.gz`).
+    Pytorch,
+    /// rocprofv3 (rocprofiler-sdk) JSON.
+    RocprofJson,
+    /// Perfetto protobuf (rocprofv3 `--output-format pftrace`).
+    Pftrace,
+}
+
+impl TraceKind {
+    /// The name used in summaries: `pytorch`, `rocprof_json`, `pftrace`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceKind::Pytorch => "pytorch",
+            TraceKind::RocprofJson => "rocprof_json",
+            TraceKind::Pftrace => "pftrace",
+        }
+    }
+}
+
+impl std::fmt::Display for TraceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a trace was recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Claim {
+    /// Its name matched one of the original's patterns.
+    Name,
+    /// Its content showed the format (`"traceEvents"` or `"rocprofiler-sdk-tool"`
+    /// near the start).
+    Content,
+}
+
+/// Formats TraceLens cannot read, with what to do instead (text as the original's).
+pub(crate) const UNSUPPORTED: [(&str, &str); 3] = [
+    (
+        "_results.db",
+        "rocprofv3 SQLite output is not readable by TraceLens; re-run with a preset that sets an \
+         explicit --output-format, e.g. rocprofv3_lightweight (JSON) or rocprofv3_perfetto (pftrace)",
+    ),
+    (
+        ".rpd",
+        "RPD databases are not readable by TraceLens; the rpd post-script also writes a converted \
+         trace.json alongside it; point TraceLens at that",
+    ),
+    (
+        ".pb",
+        "JAX XPlane protobuf traces need TraceLens_generate_perf_report_jax, which madengine does \
+         not drive yet",
+    ),
+];
+
+/// Directories whose files are never sniffed (the original's skip list).
+pub(crate) const SKIP_DIRS: [&str; 6] =
+    [".git", "__pycache__", "node_modules", "site-packages", "venv", ".venv"];
+
+/// Bytes of (decompressed) content read to classify a file by content.
+pub(crate) const CONTENT_HEAD: usize = 64 << 10;
+/// What the original read to sniff `trace.json` (used with `names_only`).
+pub(crate) const ORIGINAL_SNIFF_HEAD: usize = 4096;
+
+/// The kind a file name claims under the original's glob patterns
+/// (`**/*.pt.trace.json`, `**/libkineto_trace*.json`, `**/torch_profiler_output/*.json`,
+/// each also `.gz`; `**/*_results.json`; `**/*.pftrace`), in that precedence.
+pub(crate) fn kind_by_name(name: &[u8], parent: Option<&OsStr>) -> Option<TraceKind> {
+    let json = name.ends_with(b".json") || name.ends_with(b".json.gz");
+    if name.ends_with(b".pt.trace.json")
+        || name.ends_with(b".pt.trace.json.gz")
+        || (json && name.starts_with(b"libkineto_trace"))
+        || (json && parent.is_some_and(|p| p == "torch_profiler_output"))
+    {
+        return Some(TraceKind::Pytorch);
+    }
+    if name.ends_with(b"_results.json") {
+        return Some(TraceKind::RocprofJson);
+    }
+    if name.ends_with(b".pftrace") {
+        return Some(TraceKind::Pftrace);
+    }
+    None
+}
+
+pub(crate) fn unsupported_reason(name: &[u8]) -> Option<&'static str> {
+    UNSUPPORTED
+        .iter()
+        .find(|(suffix, _)| name.ends_with(suffix.as_bytes()))
+        .map(|(_, reason)| *reason)
+}
+
+/// Whether the original would sniff this name (`trace.json`, `trace.json.gz`).
+pub(crate) fn is_ambiguous_name(name: &[u8]) -> bool {
+    name == b"trace.json" || name == b"trace.json.gz"
+}
+
+pub(crate) fn is_json_name(name: &[u8]) -> bool {
+    name.ends_with(b".json") || name.ends_with(b".json.gz")
+}
+
+/// The kind shown by the first bytes of a file's content, if any.
+pub(crate) fn kind_by_content(head: &[u8], chrome_only: bool) -> Option<TraceKind> {
+    let chrome = memmem::find(head, b"\"traceEvents\"");
+    let rocprof = if chrome_only { None } else { memmem::find(head, b"\"rocprofiler-sdk-tool\"") };
+    match (chrome, rocprof) {
+        (Some(c), Some(r)) if r < c => Some(TraceKind::RocprofJson),
+        (Some(_), _) => Some(TraceKind::Pytorch),
+        (None, Some(_)) => Some(TraceKind::RocprofJson),
+        (None, None) => None,
+    }
+}
+
+/// Up to `limit` bytes of the file's content, decompressed when it is gzip
+/// (by its magic bytes). A truncated or corrupt gzip stream yields what could
+/// be decompressed before the damage.
+pub(crate) fn read_head(path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let mut raw = Vec::with_capacity(limit.min(1 << 16));
+    (&mut file).take(2).read_to_end(&mut raw)?;
+    if raw != [0x1f, 0x8b] {
+        (&mut file).take(limit.saturating_sub(raw.len()) as u64).read_to_end(&mut raw)?;
+        return Ok(raw);
+    }
+    let chained = io::Cursor::new(raw).chain(file);
+    let mut out = Vec::with_capacity(limit.min(1 << 16));
+    let mut decoder = MultiGzDecoder::new(chained).take(limit as u64);
+    let mut buf = [0u8; 16 << 10];
+    loop {
+        match decoder.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // Damaged gzip: keep what was decompressed.
+            Err(_) => break,
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        let check = |name: &str, parent: Option<&str>, expected: Option<TraceKind>| {
+            assert_eq!(kind_by_name(name.as_bytes(), parent.map(OsStr::new)), expected, "{name}");
+        };
+        use TraceKind::*;
+        check("model_rank0.pt.trace.json", None, Some(Pytorch));
+        check("worker0_step_12.1694128201545.pt.trace.json", None, Some(Pytorch));
+        check("a.pt.trace.json.gz", None, Some(Pytorch));
+        check("libkineto_trace.json", None, Some(Pytorch));
+        check("libkineto_trace_4242.json.gz", None, Some(Pytorch));
+        check("x_results.json", Some("torch_profiler_output"), Some(Pytorch));
+        check("x_results.json", Some("rocprof_output"), Some(RocprofJson));
+        check("x_results.json.gz", None, None);
+        check("model.pftrace", None, Some(Pftrace));
+        check("rank0.json.gz", None, None);
+        check("sampled_rank-0.json.gz", None, None);
+        check("trace.json", None, None);
+    }
+
+    #[test]
+    fn content() {
+        assert_eq!(
+            kind_by_content(b"{\"schemaVersion\":1,\"traceEvents\":[", false),
+            Some(TraceKind::Pytorch)
+        );
+        assert_eq!(
+            kind_by_content(b"{\"rocprofiler-sdk-tool\":[{", false),
+            Some(TraceKind::RocprofJson)
+        );
+        assert_eq!(kind_by_content(b"{\"rocprofiler-sdk-tool\":[{", true), None);
+        assert_eq!(
+            kind_by_content(b"{\"traceEvents\":[{\"name\":\"rocprofiler-sdk-tool\"", false),
+            Some(TraceKind::Pytorch)
+        );
+        assert_eq!(kind_by_content(b"{\"events\":[]}", false), None);
+    }
+}

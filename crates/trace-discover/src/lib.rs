@@ -1,0 +1,46 @@
+//! Finds and classifies the GPU profiler artifacts under a run directory.
+//!
+//! The classification is the original madengine analyzer's (kinds, name
+//! patterns and their precedence, the sniffing of `trace.json[.gz]`, the
+//! unsupported formats with their guidance, the skip list, exclusion of the
+//! output directory, sorted results), done in ONE walk of the tree, plus:
+//!
+//! - any other `.json`/`.json.gz` is classified by content: a bounded,
+//!   decompressed head read that shows `"traceEvents"` is a PyTorch trace,
+//!   one that shows `"rocprofiler-sdk-tool"` is a rocprofv3 trace
+//!   ([`Claim`] records which rule claimed it; [`Options::names_only`]
+//!   restores the original's name-only behaviour);
+//! - each PyTorch trace carries its [`Rank`] when one can be known, from its
+//!   file name ([`RANK_REGEX`]) or its `distributedInfo`;
+//! - symlinked directories are not followed unless asked (with loop
+//!   detection), unreadable paths become [`Problem`]s, and non-UTF-8 names are
+//!   handled.
+//!
+//! # Example
+//!
+//! ```
+//! use trace_discover::{Options, TraceKind, discover};
+//!
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("model_rank1.pt.trace.json"), r#"{"traceEvents": []}"#)?;
+//! std::fs::write(dir.path().join("run.rpd"), b"")?;
+//!
+//! let found = discover(dir.path(), &Options::default())?;
+//! assert_eq!(found.traces[0].kind, TraceKind::Pytorch);
+//! assert_eq!(found.traces[0].rank.map(|r| r.rank), Some(1));
+//! assert!(found.unsupported[0].reason.contains("RPD"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod classify;
+mod error;
+mod rank;
+mod walk;
+
+pub use crate::{
+    classify::{Claim, TraceKind},
+    error::{Error, Result},
+    rank::{RANK_REGEX, Rank, RankSource, find_rank, rank_from_file_name},
+    walk::{Discovery, Options, Problem, Trace, Unsupported, discover},
+};

@@ -1,0 +1,266 @@
+//! The single walk over a run directory.
+
+use std::{
+    ffi::OsStr,
+    fs,
+    path::{Component, Path, PathBuf},
+};
+
+use serde::{Serialize, Serializer};
+use walkdir::WalkDir;
+
+use crate::{
+    Error, Result,
+    classify::{
+        CONTENT_HEAD, Claim, ORIGINAL_SNIFF_HEAD, SKIP_DIRS, TraceKind, is_ambiguous_name,
+        is_json_name, kind_by_content, kind_by_name, read_head, unsupported_reason,
+    },
+    rank::{Rank, find_rank},
+};
+
+/// What to look at, and how.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Directories whose contents are ignored (for example the report output
+    /// directory, so a re-run never treats earlier reports as inputs). Compared
+    /// as absolute paths, without resolving symlinks.
+    pub exclude: Vec<PathBuf>,
+    /// Follow symlinked directories (with loop detection). Off by default.
+    pub follow_links: bool,
+    /// Classify by name only, as the original did: no content sniffing except
+    /// its 4 KiB look into files named `trace.json[.gz]`.
+    pub names_only: bool,
+}
+
+/// A trace TraceLens can read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Trace {
+    /// `root` joined with the path below it.
+    #[serde(serialize_with = "lossy")]
+    pub path: PathBuf,
+    /// Its format.
+    pub kind: TraceKind,
+    /// Whether its name or its content said so.
+    pub claim: Claim,
+    /// Size on disk in bytes.
+    pub size: u64,
+    /// Its rank, for PyTorch traces where one can be known.
+    pub rank: Option<Rank>,
+}
+
+/// An artifact in a format TraceLens cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unsupported {
+    /// `root` joined with the path below it.
+    #[serde(serialize_with = "lossy")]
+    pub path: PathBuf,
+    /// Why, and what to do instead.
+    pub reason: &'static str,
+}
+
+/// A path that could not be looked at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The path.
+    #[serde(serialize_with = "lossy")]
+    pub path: PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Everything found under a root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Discovery {
+    /// The root as given.
+    #[serde(serialize_with = "lossy")]
+    pub root: PathBuf,
+    /// Traces, sorted by kind then path.
+    pub traces: Vec<Trace>,
+    /// Unsupported artifacts, sorted by path.
+    pub unsupported: Vec<Unsupported>,
+    /// Paths that could not be read (unreadable directories and files,
+    /// symlink loops), sorted by path. They do not fail the discovery.
+    pub problems: Vec<Problem>,
+}
+
+impl Discovery {
+    /// The traces of one kind, in path order.
+    pub fn of_kind(&self, kind: TraceKind) -> impl Iterator<Item = &Trace> {
+        self.traces.iter().filter(move |t| t.kind == kind)
+    }
+
+    /// How many traces of each kind were found.
+    pub fn count(&self, kind: TraceKind) -> usize {
+        self.of_kind(kind).count()
+    }
+}
+
+fn lossy<S: Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
+/// Find and classify the traces under `root`, in one walk.
+///
+/// Fails only when `root` itself cannot be read; anything below it that
+/// cannot be read becomes a [`Problem`].
+pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
+    let meta =
+        fs::metadata(root).map_err(|source| Error::Root { path: root.to_path_buf(), source })?;
+    if !meta.is_dir() {
+        return Err(Error::NotADirectory { path: root.to_path_buf() });
+    }
+    let abs_root =
+        absolute(root).map_err(|source| Error::Root { path: root.to_path_buf(), source })?;
+    let excludes: Vec<PathBuf> = options.exclude.iter().filter_map(|p| absolute(p).ok()).collect();
+    let excluded = |rel: &Path| {
+        !excludes.is_empty() && excludes.iter().any(|ex| abs_root.join(rel).starts_with(ex))
+    };
+
+    let mut found = Discovery {
+        root: root.to_path_buf(),
+        traces: vec![],
+        unsupported: vec![],
+        problems: vec![],
+    };
+    let mut walker = WalkDir::new(root).follow_links(options.follow_links).min_depth(1).into_iter();
+    while let Some(entry) = walker.next() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let path = e.path().map(Path::to_path_buf).unwrap_or_else(|| root.to_path_buf());
+                let message = match (e.loop_ancestor(), e.io_error()) {
+                    (Some(ancestor), _) => format!("symlink loop back to {}", ancestor.display()),
+                    (None, Some(io)) => io.to_string(),
+                    (None, None) => e.to_string(),
+                };
+                found.problems.push(Problem { path, message });
+                continue;
+            }
+        };
+        let path = entry.path();
+        let rel = path.strip_prefix(root).unwrap_or(path);
+        if entry.file_type().is_dir() {
+            let name = entry.file_name();
+            // Hidden (never globbed) and on the skip list (never sniffed):
+            // nothing below can be found.
+            if excluded(rel) || (is_hidden(name) && SKIP_DIRS.iter().any(|d| name == *d)) {
+                walker.skip_current_dir();
+            }
+            continue;
+        }
+        let size = if entry.file_type().is_file() {
+            entry.metadata().map(|m| m.len())
+        } else {
+            // A symlink (not followed): only a link to a regular file counts.
+            match fs::metadata(path) {
+                Ok(m) if m.is_file() => Ok(m.len()),
+                _ => continue,
+            }
+        };
+        if excluded(rel) {
+            continue;
+        }
+        classify_file(path, rel, size, options, &mut found);
+    }
+
+    found.traces.sort_by(|a, b| (a.kind, a.path.as_os_str()).cmp(&(b.kind, b.path.as_os_str())));
+    found
+        .unsupported
+        .sort_by(|a, b| (a.path.as_os_str(), a.reason).cmp(&(b.path.as_os_str(), b.reason)));
+    found.problems.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+fn classify_file(
+    path: &Path,
+    rel: &Path,
+    size: walkdir::Result<u64>,
+    options: &Options,
+    found: &mut Discovery,
+) {
+    let Some(name) = rel.file_name() else { return };
+    let name_bytes = name.as_encoded_bytes();
+    let dirs = || rel.parent().into_iter().flat_map(Path::components).map(Component::as_os_str);
+    // Python's glob matches no name that starts with a dot, at any level.
+    let globbed = !is_hidden(name) && !dirs().any(is_hidden);
+    // The original's sniff walk prunes the skip list.
+    let sniffed = !dirs().any(|d| SKIP_DIRS.iter().any(|s| d == *s));
+
+    let mut claim = None;
+    if globbed {
+        claim = kind_by_name(name_bytes, rel.parent().and_then(Path::file_name))
+            .map(|k| (k, Claim::Name));
+    }
+    let ambiguous = sniffed && is_ambiguous_name(name_bytes);
+    let by_content = !options.names_only && globbed && sniffed && is_json_name(name_bytes);
+    if claim.is_none() && (ambiguous || by_content) {
+        let (limit, chrome_only) =
+            if options.names_only { (ORIGINAL_SNIFF_HEAD, true) } else { (CONTENT_HEAD, false) };
+        match read_head(path, limit) {
+            Ok(head) => claim = kind_by_content(&head, chrome_only).map(|k| (k, Claim::Content)),
+            Err(e) => found.problems.push(Problem {
+                path: path.to_path_buf(),
+                message: format!("cannot read it to tell whether it is a trace: {e}"),
+            }),
+        }
+    }
+    let Some((kind, claim)) = claim else {
+        if globbed {
+            if let Some(reason) = unsupported_reason(name_bytes) {
+                found.unsupported.push(Unsupported { path: path.to_path_buf(), reason });
+            }
+        }
+        return;
+    };
+    let size = match size {
+        Ok(s) => s,
+        Err(e) => {
+            found.problems.push(Problem { path: path.to_path_buf(), message: e.to_string() });
+            return;
+        }
+    };
+    let rank = match kind {
+        TraceKind::Pytorch => find_rank(path).unwrap_or_else(|e| {
+            found.problems.push(Problem {
+                path: path.to_path_buf(),
+                message: format!("cannot read it to find its rank: {e}"),
+            });
+            None
+        }),
+        _ => None,
+    };
+    found.traces.push(Trace { path: path.to_path_buf(), kind, claim, size, rank });
+}
+
+fn is_hidden(name: &OsStr) -> bool {
+    name.as_encoded_bytes().first() == Some(&b'.')
+}
+
+/// Python's `os.path.abspath`: absolute, `.` and `..` removed lexically,
+/// symlinks not resolved.
+pub(crate) fn absolute(path: &Path) -> std::io::Result<PathBuf> {
+    let abs = std::path::absolute(path)?;
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_is_lexical() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(absolute(Path::new("a/./b/../c")).unwrap(), cwd.join("a/c"));
+        assert_eq!(absolute(Path::new("/x/y/..")).unwrap(), PathBuf::from("/x"));
+    }
+}

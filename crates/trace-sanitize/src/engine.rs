@@ -1,0 +1,382 @@
+//! The byte-level repair engine.
+//!
+//! The engine sees the input as a sequence of buffers. Between two buffers the
+//! only state it keeps is whether the scan is inside a JSON string literal:
+//! every multi-byte construct (a UTF-8 sequence, an escape, a surrogate pair)
+//! is decided by looking ahead inside the buffer, and when the buffer ends in
+//! the middle of one, the engine stops before it and the caller hands those
+//! few bytes back at the front of the next buffer (`Outcome::consumed`). That
+//! is what makes the output independent of where chunk boundaries fall.
+//!
+//! Clean 64-byte blocks (no backslash, no byte >= 0x80, no control byte inside
+//! a string) are skipped with a bitmask test; everything else goes through the
+//! scalar state machine.
+
+use crate::report::{Defect, Recorder};
+
+/// Longest run of undecided bytes the engine may hand back: a high surrogate
+/// escape plus the first five bytes of the low one (`\ud800\udc0`).
+pub(crate) const MAX_CARRY: usize = 12;
+
+/// How much already-consumed input is kept to name the JSON key of a repair
+/// whose string started in an earlier buffer.
+const CONTEXT: usize = 1024;
+
+const BLOCK: usize = 64;
+
+/// One replacement inside the current buffer: `buf[start..end]` becomes `with`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Edit {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) with: &'static [u8],
+}
+
+const FFFD_UTF8: &[u8] = "\u{fffd}".as_bytes();
+const FFFD_ESCAPE: &[u8] = b"\\ufffd";
+
+/// `\u0000` .. `\u001f`, lowercase hex like Python's `json.dumps`.
+static CONTROL_ESCAPES: [[u8; 6]; 32] = {
+    let hex = b"0123456789abcdef";
+    let mut table = [[0u8; 6]; 32];
+    let mut i = 0;
+    while i < 32 {
+        table[i] = [b'\\', b'u', b'0', b'0', hex[i >> 4], hex[i & 0xf]];
+        i += 1;
+    }
+    table
+};
+
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// Bytes of the buffer that are decided; the rest must be passed again.
+    pub(crate) consumed: usize,
+    /// Set when `stop_at_first` asked to stop and a defect was found.
+    pub(crate) stopped: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Engine {
+    in_string: bool,
+    stop_at_first: bool,
+    /// The last bytes consumed, for naming the key of a repair.
+    context: Vec<u8>,
+}
+
+enum Step {
+    Advance(usize),
+    Repair { len: usize, defect: Defect, with: &'static [u8] },
+    NeedMore,
+}
+
+impl Engine {
+    pub(crate) fn new(stop_at_first: bool) -> Engine {
+        Engine { in_string: false, stop_at_first, context: Vec::with_capacity(CONTEXT) }
+    }
+
+    /// Scan `buf`, whose first byte is at input offset `base`. `eof` says no
+    /// more input follows, so everything must be decided.
+    pub(crate) fn process(
+        &mut self,
+        buf: &[u8],
+        base: u64,
+        eof: bool,
+        edits: &mut Vec<Edit>,
+        rec: &mut Recorder,
+    ) -> Outcome {
+        let len = buf.len();
+        let mut i = 0;
+        let mut stopped = false;
+        'outer: while i < len {
+            let block_end = if i + BLOCK <= len {
+                let block: &[u8; BLOCK] = buf[i..i + BLOCK].try_into().expect("64-byte block");
+                if let Some(in_string) = clean_block(block, self.in_string) {
+                    self.in_string = in_string;
+                    i += BLOCK;
+                    continue;
+                }
+                i + BLOCK
+            } else {
+                len
+            };
+            while i < block_end {
+                match self.step(buf, i, eof) {
+                    Step::Advance(n) => i += n,
+                    Step::NeedMore => break 'outer,
+                    Step::Repair { len: n, defect, with } => {
+                        if rec.wants_detail() {
+                            let key = self.key_of(buf, i);
+                            rec.record(defect, base + i as u64, &buf[i..i + n], key);
+                        } else {
+                            rec.count(defect);
+                        }
+                        edits.push(Edit { start: i, end: i + n, with });
+                        i += n;
+                        if self.stop_at_first {
+                            stopped = true;
+                            break 'outer;
+                        }
+                    }
+                }
+            }
+        }
+        debug_assert!(stopped || !eof || i == len, "at end of input everything is decided");
+        debug_assert!(stopped || len - i <= MAX_CARRY);
+        self.remember(&buf[..i]);
+        Outcome { consumed: i, stopped }
+    }
+
+    fn step(&mut self, buf: &[u8], i: usize, eof: bool) -> Step {
+        let b = buf[i];
+        if b >= 0x80 {
+            return match utf8_sequence(buf, i, eof) {
+                Utf8::Valid(n) => Step::Advance(n),
+                Utf8::Invalid(n) => {
+                    Step::Repair { len: n, defect: Defect::InvalidUtf8, with: FFFD_UTF8 }
+                }
+                Utf8::NeedMore => Step::NeedMore,
+            };
+        }
+        if !self.in_string {
+            if b == b'"' {
+                self.in_string = true;
+            }
+            return Step::Advance(1);
+        }
+        match b {
+            b'"' => {
+                self.in_string = false;
+                Step::Advance(1)
+            }
+            b'\\' => escape(buf, i, eof),
+            0..=0x1f => Step::Repair {
+                len: 1,
+                defect: Defect::ControlChar,
+                with: &CONTROL_ESCAPES[b as usize],
+            },
+            _ => Step::Advance(1),
+        }
+    }
+
+    fn remember(&mut self, consumed: &[u8]) {
+        if consumed.len() >= CONTEXT {
+            self.context.clear();
+            self.context.extend_from_slice(&consumed[consumed.len() - CONTEXT..]);
+        } else {
+            let keep = CONTEXT - consumed.len();
+            if self.context.len() > keep {
+                self.context.drain(..self.context.len() - keep);
+            }
+            self.context.extend_from_slice(consumed);
+        }
+    }
+
+    /// The key whose string value holds position `pos`, when it can be found
+    /// within the last kilobyte or so. Best effort: `None` when unsure.
+    fn key_of(&self, buf: &[u8], pos: usize) -> Option<String> {
+        let start = pos.saturating_sub(CONTEXT);
+        if start > 0 || self.context.is_empty() {
+            return key_before(&buf[start..pos]);
+        }
+        let mut joined = Vec::with_capacity(self.context.len() + pos);
+        joined.extend_from_slice(&self.context);
+        joined.extend_from_slice(&buf[..pos]);
+        key_before(&joined)
+    }
+}
+
+/// If `block` needs no repair, the string state after it.
+#[inline(always)]
+fn clean_block(block: &[u8; BLOCK], in_string: bool) -> Option<bool> {
+    let mut quote = 0u64;
+    let mut special = 0u64; // backslash or non-ASCII: always go scalar
+    let mut control = 0u64;
+    for (j, &b) in block.iter().enumerate() {
+        quote |= ((b == b'"') as u64) << j;
+        special |= ((b == b'\\' || b >= 0x80) as u64) << j;
+        control |= ((b < 0x20) as u64) << j;
+    }
+    if special != 0 {
+        return None;
+    }
+    // With no backslash in the block every quote toggles the string state:
+    // bit j of `inside` is set when byte j lies inside a string.
+    let inside = prefix_xor(quote) ^ if in_string { !0 } else { 0 };
+    if control & inside != 0 {
+        return None;
+    }
+    Some(inside >> 63 == 1)
+}
+
+#[inline(always)]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+enum Utf8 {
+    Valid(usize),
+    /// The maximal invalid subpart, replaced by one U+FFFD (Unicode 15 §3.9,
+    /// what CPython's decoder does).
+    Invalid(usize),
+    NeedMore,
+}
+
+fn utf8_sequence(buf: &[u8], i: usize, eof: bool) -> Utf8 {
+    let (n, lo, hi) = match buf[i] {
+        0xc2..=0xdf => (2, 0x80, 0xbf),
+        0xe0 => (3, 0xa0, 0xbf),
+        0xe1..=0xec | 0xee..=0xef => (3, 0x80, 0xbf),
+        0xed => (3, 0x80, 0x9f),
+        0xf0 => (4, 0x90, 0xbf),
+        0xf1..=0xf3 => (4, 0x80, 0xbf),
+        0xf4 => (4, 0x80, 0x8f),
+        _ => return Utf8::Invalid(1),
+    };
+    for k in 1..n {
+        let Some(&c) = buf.get(i + k) else {
+            return if eof { Utf8::Invalid(k) } else { Utf8::NeedMore };
+        };
+        let (l, h) = if k == 1 { (lo, hi) } else { (0x80, 0xbf) };
+        if c < l || c > h {
+            return Utf8::Invalid(k);
+        }
+    }
+    Utf8::Valid(n)
+}
+
+/// `buf[i]` is a backslash inside a string.
+fn escape(buf: &[u8], i: usize, eof: bool) -> Step {
+    let Some(&c) = buf.get(i + 1) else {
+        return if eof { Step::Advance(1) } else { Step::NeedMore };
+    };
+    if c != b'u' {
+        // A raw control or non-ASCII byte after a backslash is not part of a
+        // valid escape: leave the backslash and look at that byte on its own.
+        return if c < 0x20 || c >= 0x80 { Step::Advance(1) } else { Step::Advance(2) };
+    }
+    let value = match hex4(buf, i + 2, eof) {
+        Hex::Value(v) => v,
+        Hex::Invalid => return Step::Advance(2),
+        Hex::NeedMore => return Step::NeedMore,
+    };
+    let lone = Step::Repair { len: 6, defect: Defect::LoneSurrogate, with: FFFD_ESCAPE };
+    match value {
+        0xdc00..=0xdfff => lone,
+        0xd800..=0xdbff => match low_surrogate_at(buf, i + 6, eof) {
+            Some(true) => Step::Advance(12),
+            Some(false) => lone,
+            None => Step::NeedMore,
+        },
+        _ => Step::Advance(6),
+    }
+}
+
+enum Hex {
+    Value(u16),
+    Invalid,
+    NeedMore,
+}
+
+fn hex4(buf: &[u8], p: usize, eof: bool) -> Hex {
+    let mut v = 0u16;
+    for k in 0..4 {
+        let Some(&c) = buf.get(p + k) else {
+            return if eof { Hex::Invalid } else { Hex::NeedMore };
+        };
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return Hex::Invalid,
+        };
+        v = v << 4 | d as u16;
+    }
+    Hex::Value(v)
+}
+
+/// Whether `\uDC00`..`\uDFFF` starts at `p`; `None` when the buffer ends
+/// before that is known.
+fn low_surrogate_at(buf: &[u8], p: usize, eof: bool) -> Option<bool> {
+    for (k, want) in [b'\\', b'u'].into_iter().enumerate() {
+        match buf.get(p + k) {
+            None => return if eof { Some(false) } else { None },
+            Some(&c) if c != want => return Some(false),
+            Some(_) => {}
+        }
+    }
+    match hex4(buf, p + 2, eof) {
+        Hex::Value(v) => Some((0xdc00..=0xdfff).contains(&v)),
+        Hex::Invalid => Some(false),
+        Hex::NeedMore => None,
+    }
+}
+
+/// Given the bytes up to a repair inside a string value, the key of that
+/// value: `"key" : "....<repair>`.
+fn key_before(bytes: &[u8]) -> Option<String> {
+    let open = rfind_unescaped_quote(bytes)?;
+    let mut j = open;
+    while j > 0 && bytes[j - 1].is_ascii_whitespace() {
+        j -= 1;
+    }
+    if j == 0 || bytes[j - 1] != b':' {
+        return None;
+    }
+    j -= 1;
+    while j > 0 && bytes[j - 1].is_ascii_whitespace() {
+        j -= 1;
+    }
+    if j == 0 || bytes[j - 1] != b'"' {
+        return None;
+    }
+    let key_end = j - 1;
+    let key_open = rfind_unescaped_quote(&bytes[..key_end])?;
+    let key = &bytes[key_open + 1..key_end];
+    if key.len() > 128 {
+        return None;
+    }
+    Some(String::from_utf8_lossy(key).into_owned())
+}
+
+fn rfind_unescaped_quote(bytes: &[u8]) -> Option<usize> {
+    let mut end = bytes.len();
+    loop {
+        let q = bytes[..end].iter().rposition(|&b| b == b'"')?;
+        let backslashes = bytes[..q].iter().rev().take_while(|&&b| b == b'\\').count();
+        if backslashes % 2 == 0 {
+            return Some(q);
+        }
+        end = q;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_xor_marks_string_interiors() {
+        // quotes at 1 and 4: bytes 1..=3 are inside
+        assert_eq!(prefix_xor(0b10010), 0b01110);
+    }
+
+    #[test]
+    fn key_lookup() {
+        assert_eq!(key_before(br#"{"kname": "abc"#).as_deref(), Some("kname"));
+        assert_eq!(key_before(br#"{"a\"b":"x"#).as_deref(), Some("a\\\"b"));
+        assert_eq!(key_before(br#"["x", "y"#), None);
+        assert_eq!(key_before(br#"abc"#), None);
+    }
+
+    #[test]
+    fn control_escape_table() {
+        assert_eq!(&CONTROL_ESCAPES[0x1f], b"\\u001f");
+        assert_eq!(&CONTROL_ESCAPES[0x0a], b"\\u000a");
+    }
+}

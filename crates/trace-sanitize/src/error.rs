@@ -1,0 +1,75 @@
+//! The crate's error type.
+
+use std::{io, path::PathBuf};
+
+/// Everything that can go wrong while sanitizing or checking a trace.
+///
+/// Each variant names the file (or the stream position) involved; the
+/// underlying cause is available through `source()`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading the input stream failed.
+    #[error("failed to read the input at byte {offset}")]
+    Read {
+        /// Bytes successfully read before the failure.
+        offset: u64,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the output stream failed.
+    #[error("failed to write the output after {offset} bytes")]
+    Write {
+        /// Bytes successfully written before the failure.
+        offset: u64,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The input file could not be opened or inspected.
+    #[error("cannot open {path}")]
+    Open {
+        /// The input file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Reading or decompressing the input file failed part-way.
+    #[error("failed to read {path} at byte {offset}{}", if *.compressed { " of its decompressed content" } else { "" })]
+    ReadFile {
+        /// The input file.
+        path: PathBuf,
+        /// Bytes successfully read (decompressed) before the failure.
+        offset: u64,
+        /// Whether the file is gzip-compressed (so the error may be bad gzip data).
+        compressed: bool,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the output file failed; the partial output was removed.
+    #[error("failed to write {path}")]
+    WriteFile {
+        /// The final output path (the data was going to a temporary file beside it).
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The output path names the input file itself (directly, through a
+    /// symlink or through a hard link).
+    #[error(
+        "the output {output} is the input {input}; the input is never modified, choose another output path"
+    )]
+    SameFile {
+        /// The input file.
+        input: PathBuf,
+        /// The output path given.
+        output: PathBuf,
+    },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,310 @@
+//! Sanitizing and checking files: `.json` or `.json.gz`, written atomically.
+
+use std::{
+    cell::Cell,
+    ffi::OsString,
+    fs::{self, File},
+    io::{self, BufWriter, Read},
+    path::{Path, PathBuf},
+    rc::Rc,
+};
+
+use flate2::{read::MultiGzDecoder, write::GzEncoder};
+use serde::Serialize;
+
+use crate::{
+    Error, Options, Report, Result,
+    stream::{Output, scan},
+};
+
+/// How a trace file is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compression {
+    /// Plain JSON.
+    None,
+    /// gzip (`.json.gz`); detected by its magic bytes, not its name.
+    Gzip,
+}
+
+/// What [`sanitize_file`] or [`check_file`] did to one file.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    /// The input file (never modified).
+    pub input: PathBuf,
+    /// The output file written, `None` for a check.
+    pub output: Option<PathBuf>,
+    /// The input's compression; the output keeps it.
+    pub compression: Compression,
+    /// Size of the input file on disk.
+    pub input_size: u64,
+    /// What was found and repaired. Offsets are in the decompressed content.
+    pub report: Report,
+}
+
+/// Progress of a file pass: bytes of the input file read so far, out of its size.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// The output name used when none is given: `.sanitized` goes before the
+/// trace suffix, so `run.pt.trace.json.gz` becomes `run.sanitized.pt.trace.json.gz`
+/// and `908_results.json` becomes `908_results.sanitized.json`.
+pub fn default_output_path(input: &Path) -> PathBuf {
+    let name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let suffixes = [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"];
+    let new_name = match suffixes.iter().find(|s| name.len() > s.len() && name.ends_with(*s)) {
+        Some(suffix) => {
+            let stem = &name[..name.len() - suffix.len()];
+            OsString::from(format!("{stem}.sanitized{suffix}"))
+        }
+        None => {
+            let mut n = input.file_name().map(OsString::from).unwrap_or_default();
+            n.push(".sanitized");
+            n
+        }
+    };
+    input.with_file_name(new_name)
+}
+
+/// Report what [`sanitize_file`] would repair in `input`, writing nothing.
+pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Result<FileReport> {
+    let (file, size, compression) = open(input)?;
+    let report = scan_file(
+        input,
+        file,
+        compression,
+        None::<&mut Output<io::Sink>>,
+        options,
+        size,
+        progress,
+    )?;
+    Ok(FileReport {
+        input: input.to_path_buf(),
+        output: None,
+        compression,
+        input_size: size,
+        report,
+    })
+}
+
+/// Write a repaired copy of `input` to `output`, keeping its compression.
+///
+/// The input is never modified, and an `output` that is the input (also
+/// through a symlink or a hard link) is refused. The data goes to a temporary
+/// file beside `output` that is renamed into place only when complete, so a
+/// failure leaves no partial file. A clean input is copied byte for byte
+/// (for `.json.gz` the compressed bytes themselves).
+pub fn sanitize_file(
+    input: &Path,
+    output: &Path,
+    options: &Options,
+    progress: Progress<'_>,
+) -> Result<FileReport> {
+    let (file, size, compression) = open(input)?;
+    refuse_same_file(input, &file, output)?;
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", output.file_name().unwrap_or_default().to_string_lossy()))
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(write_err)?;
+
+    let report = match compression {
+        Compression::None => {
+            let mut out =
+                Output { inner: BufWriter::with_capacity(1 << 16, tmp.as_file()), written: 0 };
+            let report =
+                scan_file(input, file, compression, Some(&mut out), options, size, progress)?;
+            out.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
+            report
+        }
+        Compression::Gzip => {
+            // Most traces are clean: find out first, so a clean one is copied
+            // as it is instead of being decompressed and compressed again.
+            let first = Options { stop_at_first: true, ..options.clone() };
+            let probe = scan_file(
+                input,
+                file,
+                compression,
+                None::<&mut Output<io::Sink>>,
+                &first,
+                size,
+                progress,
+            )?;
+            let file = reopen(input)?;
+            if probe.needs_repair() {
+                let encoder = GzEncoder::new(
+                    BufWriter::with_capacity(1 << 16, tmp.as_file()),
+                    flate2::Compression::fast(),
+                );
+                let mut out = Output { inner: encoder, written: 0 };
+                let report =
+                    scan_file(input, file, compression, Some(&mut out), options, size, progress)?;
+                let buffered = out.inner.finish().map_err(write_err)?;
+                buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+                report
+            } else {
+                let mut file = file;
+                io::copy(&mut file, &mut tmp.as_file()).map_err(|source| {
+                    // Which side failed is not known here; name both.
+                    Error::WriteFile {
+                        path: output.to_path_buf(),
+                        source: io::Error::new(
+                            source.kind(),
+                            format!("copying {}: {source}", input.display()),
+                        ),
+                    }
+                })?;
+                progress(size, size);
+                Report { bytes_written: probe.bytes_read, ..probe }
+            }
+        }
+    };
+
+    if let Ok(meta) = fs::metadata(input) {
+        // Keep the input's permission bits rather than the temp file's 0600.
+        let _ = fs::set_permissions(tmp.path(), meta.permissions());
+    }
+    tmp.persist(output).map_err(|e| write_err(e.error))?;
+    Ok(FileReport {
+        input: input.to_path_buf(),
+        output: Some(output.to_path_buf()),
+        compression,
+        input_size: size,
+        report,
+    })
+}
+
+fn open(path: &Path) -> Result<(File, u64, Compression)> {
+    let open_err = |source| Error::Open { path: path.to_path_buf(), source };
+    let mut file = File::open(path).map_err(open_err)?;
+    let meta = file.metadata().map_err(open_err)?;
+    if meta.is_dir() {
+        return Err(open_err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")));
+    }
+    let mut magic = [0u8; 2];
+    let n = read_up_to(&mut file, &mut magic).map_err(open_err)?;
+    let compression =
+        if n == 2 && magic == [0x1f, 0x8b] { Compression::Gzip } else { Compression::None };
+    drop(file);
+    Ok((reopen(path)?, meta.len(), compression))
+}
+
+fn reopen(path: &Path) -> Result<File> {
+    File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+fn scan_file<W: io::Write>(
+    path: &Path,
+    file: File,
+    compression: Compression,
+    output: Option<&mut Output<W>>,
+    options: &Options,
+    size: u64,
+    progress: Progress<'_>,
+) -> Result<Report> {
+    let counter = Rc::new(Cell::new(0u64));
+    let raw = Counting { inner: file, count: Rc::clone(&counter) };
+    let mut tick = |_| progress(counter.get(), size);
+    let result = match compression {
+        Compression::None => scan(raw, output, options, &mut tick),
+        Compression::Gzip => scan(MultiGzDecoder::new(raw), output, options, &mut tick),
+    };
+    result.map_err(|e| match e {
+        Error::Read { offset, source } => Error::ReadFile {
+            path: path.to_path_buf(),
+            offset,
+            compressed: compression == Compression::Gzip,
+            source,
+        },
+        other => other,
+    })
+}
+
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+fn refuse_same_file(input: &Path, input_file: &File, output: &Path) -> Result<()> {
+    let same = || Err(Error::SameFile { input: input.to_path_buf(), output: output.to_path_buf() });
+    if let Ok(out_meta) = fs::metadata(output) {
+        // Follows symlinks; equal (device, inode) also catches hard links.
+        if let Ok(in_meta) = input_file.metadata() {
+            if same_inode(&in_meta, &out_meta) {
+                return same();
+            }
+        }
+    }
+    if let (Ok(a), Ok(b)) = (fs::canonicalize(input), canonical_target(output)) {
+        if a == b {
+            return same();
+        }
+    }
+    Ok(())
+}
+
+/// The canonical form of a path that may not exist yet (its parent does).
+fn canonical_target(path: &Path) -> io::Result<PathBuf> {
+    if let Ok(p) = fs::canonicalize(path) {
+        return Ok(p);
+    }
+    let parent = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| io::Error::other("no file name"))?;
+    Ok(fs::canonicalize(parent)?.join(name))
+}
+
+#[cfg(unix)]
+fn same_inode(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_inode(_: &fs::Metadata, _: &fs::Metadata) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_output_names() {
+        let check = |input: &str, expected: &str| {
+            assert_eq!(default_output_path(Path::new(input)), PathBuf::from(expected), "{input}");
+        };
+        check("a/x.json", "a/x.sanitized.json");
+        check("r.pt.trace.json.gz", "r.sanitized.pt.trace.json.gz");
+        check("w.pt.trace.json", "w.sanitized.pt.trace.json");
+        check("908_results.json", "908_results.sanitized.json");
+        check("rank0.json.gz", "rank0.sanitized.json.gz");
+        check("trace", "trace.sanitized");
+        check(".json", ".json.sanitized");
+    }
+}

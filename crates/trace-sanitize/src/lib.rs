@@ -1,0 +1,51 @@
+//! Streaming repair of GPU profiler traces that strict JSON parsers reject.
+//!
+//! TraceLens loads traces with orjson, which refuses a whole file for one bad
+//! byte. Real traces have three such defects:
+//!
+//! 1. invalid UTF-8 (rocprofv3 copies non-string `const char *` HIP arguments
+//!    verbatim): each invalid sequence becomes U+FFFD, exactly as Python's
+//!    `bytes.decode("utf-8", "replace")` does (one replacement per maximal
+//!    invalid subpart);
+//! 2. raw control bytes 0x00-0x1F inside string literals (Kineto does not
+//!    escape Python names and metadata): escaped as `\u00XX`; bytes outside
+//!    strings are left alone;
+//! 3. lone UTF-16 surrogate escapes (`\ud800` without its low half, or a lone
+//!    low half): replaced by `\ufffd`.
+//!
+//! Everything streams in constant memory (about 1 MiB of buffer), and the
+//! result does not depend on where chunk boundaries fall. A valid input is
+//! copied byte for byte and its [`Report`] says it needed no repair.
+//!
+//! - [`sanitize`] / [`check`] work on any `Read` (and `Write`).
+//! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
+//!   the input is never modified, the output keeps the input's compression
+//!   and is written to a temporary file beside it, then renamed.
+//!
+//! # Example
+//!
+//! ```
+//! use trace_sanitize::{Options, sanitize};
+//!
+//! let input = b"{\"kname\":\"k\xff\x01\"}";
+//! let mut output = Vec::new();
+//! let report = sanitize(&input[..], &mut output, &Options::default())?;
+//! assert_eq!(output, "{\"kname\":\"k\u{fffd}\\u0001\"}".as_bytes());
+//! assert_eq!(report.counts.invalid_utf8, 1);
+//! assert_eq!(report.repairs[0].key.as_deref(), Some("kname"));
+//! # Ok::<(), trace_sanitize::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod engine;
+mod error;
+mod file;
+mod report;
+mod stream;
+
+pub use crate::{
+    error::{Error, Result},
+    file::{Compression, FileReport, Progress, check_file, default_output_path, sanitize_file},
+    report::{Counts, Defect, Repair, Report},
+    stream::{Options, check, sanitize},
+};

@@ -1,0 +1,135 @@
+//! What a run found and did.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+/// The three defects that make strict JSON parsers reject a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Defect {
+    /// A byte sequence that is not UTF-8; replaced by U+FFFD per maximal
+    /// invalid subpart, as Python's `bytes.decode("utf-8", "replace")` does.
+    InvalidUtf8,
+    /// A raw byte 0x00-0x1F inside a string literal; escaped as `\u00XX`.
+    ControlChar,
+    /// A `\uD800`-`\uDFFF` escape without its other half; replaced by `\ufffd`.
+    LoneSurrogate,
+}
+
+impl Defect {
+    /// A short human name.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Defect::InvalidUtf8 => "invalid UTF-8",
+            Defect::ControlChar => "raw control byte in a string",
+            Defect::LoneSurrogate => "lone UTF-16 surrogate escape",
+        }
+    }
+}
+
+/// One repair, as found in the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Repair {
+    /// Byte offset in the input (the decompressed stream for `.json.gz`).
+    pub offset: u64,
+    /// What was wrong.
+    pub defect: Defect,
+    /// The offending bytes, printable: `\xff\xfe`, `\x01`, `\ud800`.
+    pub original: String,
+    /// The key whose string value held the defect, when it could be found
+    /// cheaply (for example `kname` of a `hipModuleGetFunction` record).
+    pub key: Option<String>,
+}
+
+/// Counts per defect class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Invalid UTF-8 sequences replaced.
+    pub invalid_utf8: u64,
+    /// Control bytes escaped.
+    pub control_chars: u64,
+    /// Lone surrogate escapes replaced.
+    pub lone_surrogates: u64,
+}
+
+impl Counts {
+    /// All repairs together.
+    pub fn total(&self) -> u64 {
+        self.invalid_utf8 + self.control_chars + self.lone_surrogates
+    }
+
+    fn bump(&mut self, defect: Defect) {
+        match defect {
+            Defect::InvalidUtf8 => self.invalid_utf8 += 1,
+            Defect::ControlChar => self.control_chars += 1,
+            Defect::LoneSurrogate => self.lone_surrogates += 1,
+        }
+    }
+}
+
+/// What a sanitize or check pass found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Input bytes scanned (decompressed bytes for `.json.gz`).
+    pub bytes_read: u64,
+    /// Bytes written (uncompressed); 0 for a check.
+    pub bytes_written: u64,
+    /// How many of each defect were found (and repaired, when writing).
+    pub counts: Counts,
+    /// The first repairs in input order, at most `Options::max_recorded`.
+    pub repairs: Vec<Repair>,
+    /// True when the scan stopped at the first defect (`Options::stop_at_first`),
+    /// so `bytes_read` and the counts cover only part of the input.
+    pub stopped_early: bool,
+}
+
+impl Report {
+    /// Whether the input needs repair before a strict parser accepts it.
+    pub fn needs_repair(&self) -> bool {
+        self.counts.total() > 0
+    }
+}
+
+/// Collects counts and the first `max` repairs.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    pub(crate) counts: Counts,
+    pub(crate) repairs: Vec<Repair>,
+    max: usize,
+}
+
+impl Recorder {
+    pub(crate) fn new(max: usize) -> Recorder {
+        Recorder { counts: Counts::default(), repairs: Vec::new(), max }
+    }
+
+    pub(crate) fn wants_detail(&self) -> bool {
+        self.repairs.len() < self.max
+    }
+
+    pub(crate) fn count(&mut self, defect: Defect) {
+        self.counts.bump(defect);
+    }
+
+    pub(crate) fn record(
+        &mut self,
+        defect: Defect,
+        offset: u64,
+        bytes: &[u8],
+        key: Option<String>,
+    ) {
+        self.counts.bump(defect);
+        let original = match defect {
+            Defect::LoneSurrogate => String::from_utf8_lossy(bytes).into_owned(),
+            Defect::InvalidUtf8 | Defect::ControlChar => {
+                bytes.iter().fold(String::new(), |mut s, b| {
+                    let _ = write!(s, "\\x{b:02x}");
+                    s
+                })
+            }
+        };
+        self.repairs.push(Repair { offset, defect, original, key });
+    }
+}

@@ -1,0 +1,2 @@
+//! The workspace's automation entry point (`cargo xtask --help`).
+fn main() {}
