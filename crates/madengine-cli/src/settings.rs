@@ -11,5 +11,9 @@ pub(crate) fn discover_options(args: &DiscoverArgs) -> trace_discover::Options {
 }
 
 pub(crate) fn sanitize_options(args: &SanitizeArgs) -> trace_sanitize::Options {
-    trace_sanitize::Options { max_recorded: args.max_listed, stop_at_first: args.first }
+    trace_sanitize::Options {
+        max_recorded: args.max_listed,
+        stop_at_first: args.first,
+        ..Default::default()
+    }
 }

@@ -186,26 +186,69 @@ impl Engine {
 }
 
 /// If `block` needs no repair, the string state after it.
+///
+/// SWAR over eight 64-bit words: exact per-byte flags in bit 7 of each byte,
+/// gathered into 64-bit masks (bit j = byte j).
 #[inline(always)]
 fn clean_block(block: &[u8; BLOCK], in_string: bool) -> Option<bool> {
-    let mut quote = 0u64;
+    let words = block.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    // First pass: only "any?" questions, answered with ORs and XORs.
     let mut special = 0u64; // backslash or non-ASCII: always go scalar
     let mut control = 0u64;
-    for (j, &b) in block.iter().enumerate() {
-        quote |= ((b == b'"') as u64) << j;
-        special |= ((b == b'\\' || b >= 0x80) as u64) << j;
-        control |= ((b < 0x20) as u64) << j;
+    let mut quote_parity = 0u64;
+    for w in words.clone() {
+        special |= (w & HIGH) | eq_flags(w, b'\\');
+        control |= lt_flags(w, 0x20);
+        quote_parity ^= eq_flags(w, b'"');
     }
     if special != 0 {
         return None;
     }
-    // With no backslash in the block every quote toggles the string state:
+    if control == 0 {
+        // Only the number of quotes matters: fold the flags' parity into bit 7.
+        let mut p = quote_parity;
+        p ^= p >> 32;
+        p ^= p >> 16;
+        p ^= p >> 8;
+        return Some(in_string ^ (p & 0x80 != 0));
+    }
+    // Control bytes (newlines between records, usually): are any inside a
+    // string? With no backslash every quote toggles the string state, so
     // bit j of `inside` is set when byte j lies inside a string.
+    let mut quote = 0u64;
+    let mut control = 0u64;
+    for (k, w) in words.enumerate() {
+        quote |= gather(eq_flags(w, b'"')) << (8 * k);
+        control |= gather(lt_flags(w, 0x20)) << (8 * k);
+    }
     let inside = prefix_xor(quote) ^ if in_string { !0 } else { 0 };
     if control & inside != 0 {
         return None;
     }
     Some(inside >> 63 == 1)
+}
+
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// Bit 7 of each byte set exactly where the byte equals `c`.
+#[inline(always)]
+fn eq_flags(w: u64, c: u8) -> u64 {
+    let x = w ^ (ONES * c as u64);
+    !(((x & LOW7) + LOW7) | x) & HIGH
+}
+
+/// Bit 7 of each byte set exactly where the byte is below `n` (`n` <= 0x80).
+#[inline(always)]
+fn lt_flags(w: u64, n: u8) -> u64 {
+    !(((w & LOW7) + ONES * (0x80 - n) as u64) | w) & HIGH
+}
+
+/// Bit 7 of byte i becomes bit i.
+#[inline(always)]
+fn gather(flags: u64) -> u64 {
+    (flags >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
 #[inline(always)]
@@ -359,6 +402,20 @@ fn rfind_unescaped_quote(bytes: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swar_flags_are_exact() {
+        for b in 0..=255u8 {
+            let w = u64::from_le_bytes([b, 0x22, b, 0x5c, 0x1f, 0x20, 0x80, b]);
+            let expect = |f: &dyn Fn(u8) -> bool| {
+                let bytes = w.to_le_bytes();
+                (0..8).fold(0u64, |m, i| m | ((f(bytes[i]) as u64) << i))
+            };
+            assert_eq!(gather(eq_flags(w, b'"')), expect(&|x| x == b'"'), "{b:#x}");
+            assert_eq!(gather(eq_flags(w, b'\\')), expect(&|x| x == b'\\'), "{b:#x}");
+            assert_eq!(gather(lt_flags(w, 0x20)), expect(&|x| x < 0x20), "{b:#x}");
+        }
+    }
 
     #[test]
     fn prefix_xor_marks_string_interiors() {

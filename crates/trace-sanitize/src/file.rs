@@ -13,8 +13,8 @@ use flate2::{read::MultiGzDecoder, write::GzEncoder};
 use serde::Serialize;
 
 use crate::{
-    Error, Options, Report, Result,
-    stream::{Output, scan},
+    Error, Options, Report, Result, copy,
+    stream::{NullSink, Sink, WriteSink, scan},
 };
 
 /// How a trace file is stored.
@@ -68,15 +68,7 @@ pub fn default_output_path(input: &Path) -> PathBuf {
 /// Report what [`sanitize_file`] would repair in `input`, writing nothing.
 pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Result<FileReport> {
     let (file, size, compression) = open(input)?;
-    let report = scan_file(
-        input,
-        file,
-        compression,
-        None::<&mut Output<io::Sink>>,
-        options,
-        size,
-        progress,
-    )?;
+    let report = scan_file(input, file, compression, &mut NullSink, options, size, progress)?;
     Ok(FileReport {
         input: input.to_path_buf(),
         output: None,
@@ -114,49 +106,55 @@ pub fn sanitize_file(
 
     let report = match compression {
         Compression::None => {
-            let mut out =
-                Output { inner: BufWriter::with_capacity(1 << 16, tmp.as_file()), written: 0 };
-            let report =
-                scan_file(input, file, compression, Some(&mut out), options, size, progress)?;
-            out.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
-            report
+            // Scan on this thread; a second one copies the unchanged ranges.
+            let source = reopen(input)?;
+            let out = tmp.as_file();
+            std::thread::scope(|scope| {
+                let (tx, rx) = copy::channel();
+                let writer = scope.spawn(move || copy::write_ops(source, out, rx));
+                let mut sink = copy::CopySink::new(tx);
+                let scanned =
+                    scan_file(input, file, compression, &mut sink, options, size, progress)
+                        .and_then(|report| sink.finish().map(|()| report));
+                let written = writer
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));
+                match (scanned, written) {
+                    (Err(e @ Error::ReadFile { .. }), _) => Err(e),
+                    (_, Err(source)) => Err(write_err(source)),
+                    (Err(e), Ok(_)) => Err(e),
+                    (Ok(report), Ok(written)) => Ok(Report { bytes_written: written, ..report }),
+                }
+            })?
         }
         Compression::Gzip => {
             // Most traces are clean: find out first, so a clean one is copied
             // as it is instead of being decompressed and compressed again.
             let first = Options { stop_at_first: true, ..options.clone() };
-            let probe = scan_file(
-                input,
-                file,
-                compression,
-                None::<&mut Output<io::Sink>>,
-                &first,
-                size,
-                progress,
-            )?;
-            let file = reopen(input)?;
+            let probe = scan_file(input, file, compression, &mut NullSink, &first, size, progress)?;
+            let mut file = reopen(input)?;
             if probe.needs_repair() {
                 let encoder = GzEncoder::new(
                     BufWriter::with_capacity(1 << 16, tmp.as_file()),
                     flate2::Compression::fast(),
                 );
-                let mut out = Output { inner: encoder, written: 0 };
+                let mut sink = WriteSink { inner: encoder, written: 0 };
                 let report =
-                    scan_file(input, file, compression, Some(&mut out), options, size, progress)?;
-                let buffered = out.inner.finish().map_err(write_err)?;
+                    scan_file(input, file, compression, &mut sink, options, size, progress)
+                        .map_err(|e| match e {
+                            Error::Write { source, .. } => write_err(source),
+                            other => other,
+                        })?;
+                let buffered = sink.inner.finish().map_err(write_err)?;
                 buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-                report
+                Report { bytes_written: sink.written, ..report }
             } else {
-                let mut file = file;
-                io::copy(&mut file, &mut tmp.as_file()).map_err(|source| {
-                    // Which side failed is not known here; name both.
-                    Error::WriteFile {
-                        path: output.to_path_buf(),
-                        source: io::Error::new(
-                            source.kind(),
-                            format!("copying {}: {source}", input.display()),
-                        ),
-                    }
+                io::copy(&mut file, &mut tmp.as_file()).map_err(|source| Error::WriteFile {
+                    path: output.to_path_buf(),
+                    source: io::Error::new(
+                        source.kind(),
+                        format!("copying {}: {source}", input.display()),
+                    ),
                 })?;
                 progress(size, size);
                 Report { bytes_written: probe.bytes_read, ..probe }
@@ -208,11 +206,11 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-fn scan_file<W: io::Write>(
+fn scan_file(
     path: &Path,
     file: File,
     compression: Compression,
-    output: Option<&mut Output<W>>,
+    sink: &mut dyn Sink,
     options: &Options,
     size: u64,
     progress: Progress<'_>,
@@ -221,8 +219,8 @@ fn scan_file<W: io::Write>(
     let raw = Counting { inner: file, count: Rc::clone(&counter) };
     let mut tick = |_| progress(counter.get(), size);
     let result = match compression {
-        Compression::None => scan(raw, output, options, &mut tick),
-        Compression::Gzip => scan(MultiGzDecoder::new(raw), output, options, &mut tick),
+        Compression::None => scan(raw, sink, options, &mut tick),
+        Compression::Gzip => scan(MultiGzDecoder::new(raw), sink, options, &mut tick),
     };
     result.map_err(|e| match e {
         Error::Read { offset, source } => Error::ReadFile {

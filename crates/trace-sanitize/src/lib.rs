@@ -37,6 +37,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod copy;
 mod engine;
 mod error;
 mod file;

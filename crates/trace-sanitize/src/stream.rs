@@ -8,9 +8,8 @@ use crate::{
     report::{Recorder, Report},
 };
 
-/// How much input is scanned at a time. Memory use is about this much
-/// (plus the output buffer), whatever the input size.
-pub(crate) const CHUNK: usize = 1 << 20;
+/// How much input is scanned at a time by default (it fits in L2 cache).
+pub(crate) const CHUNK: usize = 128 << 10;
 
 /// Settings for a sanitize or check pass.
 #[derive(Debug, Clone)]
@@ -19,11 +18,14 @@ pub struct Options {
     pub max_recorded: usize,
     /// Stop at the first defect (useful for "does this need repair?").
     pub stop_at_first: bool,
+    /// Bytes of input scanned at a time: the memory used, whatever the input
+    /// size. Results never depend on it. At least 1.
+    pub buffer_size: usize,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { max_recorded: 20, stop_at_first: false }
+        Options { max_recorded: 20, stop_at_first: false, buffer_size: CHUNK }
     }
 }
 
@@ -33,23 +35,43 @@ impl Default for Options {
 /// report says it needed no repair. With `stop_at_first` the output holds
 /// only the part up to and including the first repair.
 pub fn sanitize<R: Read, W: Write>(input: R, output: W, options: &Options) -> Result<Report> {
-    let mut out = Output { inner: output, written: 0 };
-    let report = scan(input, Some(&mut out), options, &mut |_| {})?;
-    out.inner.flush().map_err(|source| Error::Write { offset: out.written, source })?;
+    let mut sink = WriteSink { inner: output, written: 0 };
+    let mut report = scan(input, &mut sink, options, &mut |_| {})?;
+    sink.inner.flush().map_err(|source| Error::Write { offset: sink.written, source })?;
+    report.bytes_written = sink.written;
     Ok(report)
 }
 
 /// Scan `input` and report what [`sanitize`] would repair, writing nothing.
 pub fn check<R: Read>(input: R, options: &Options) -> Result<Report> {
-    scan::<R, io::Sink>(input, None, options, &mut |_| {})
+    scan(input, &mut NullSink, options, &mut |_| {})
 }
 
-pub(crate) struct Output<W> {
+/// Where the scan's decisions go, in input order.
+pub(crate) trait Sink {
+    /// `bytes` of the input pass unchanged.
+    fn pass(&mut self, bytes: &[u8]) -> Result<()>;
+    /// `original` bytes of the input are replaced by `with`.
+    fn replace(&mut self, original: &[u8], with: &'static [u8]) -> Result<()>;
+}
+
+pub(crate) struct NullSink;
+
+impl Sink for NullSink {
+    fn pass(&mut self, _: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn replace(&mut self, _: &[u8], _: &'static [u8]) -> Result<()> {
+        Ok(())
+    }
+}
+
+pub(crate) struct WriteSink<W> {
     pub(crate) inner: W,
     pub(crate) written: u64,
 }
 
-impl<W: Write> Output<W> {
+impl<W: Write> WriteSink<W> {
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
         self.inner
             .write_all(bytes)
@@ -59,17 +81,27 @@ impl<W: Write> Output<W> {
     }
 }
 
+impl<W: Write> Sink for WriteSink<W> {
+    fn pass(&mut self, bytes: &[u8]) -> Result<()> {
+        self.put(bytes)
+    }
+    fn replace(&mut self, _: &[u8], with: &'static [u8]) -> Result<()> {
+        self.put(with)
+    }
+}
+
 /// The driver shared by every entry point. `progress` is called after each
-/// chunk with the number of input bytes scanned so far.
-pub(crate) fn scan<R: Read, W: Write>(
+/// chunk with the number of input bytes scanned so far. The report's
+/// `bytes_written` is left for the caller to fill in.
+pub(crate) fn scan<R: Read>(
     mut input: R,
-    mut output: Option<&mut Output<W>>,
+    sink: &mut dyn Sink,
     options: &Options,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Report> {
     let mut engine = Engine::new(options.stop_at_first);
     let mut rec = Recorder::new(options.max_recorded);
-    let mut buf = vec![0u8; CHUNK + MAX_CARRY];
+    let mut buf = vec![0u8; options.buffer_size.max(1) + MAX_CARRY];
     let mut edits: Vec<Edit> = Vec::new();
     let mut carry = 0usize;
     let mut base = 0u64; // input offset of buf[0]
@@ -81,15 +113,13 @@ pub(crate) fn scan<R: Read, W: Write>(
         let len = carry + filled;
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
-        if let Some(out) = output.as_deref_mut() {
-            let mut at = 0;
-            for edit in &edits {
-                out.put(&buf[at..edit.start])?;
-                out.put(edit.with)?;
-                at = edit.end;
-            }
-            out.put(&buf[at..outcome.consumed])?;
+        let mut at = 0;
+        for edit in &edits {
+            sink.pass(&buf[at..edit.start])?;
+            sink.replace(&buf[edit.start..edit.end], edit.with)?;
+            at = edit.end;
         }
+        sink.pass(&buf[at..outcome.consumed])?;
         base += outcome.consumed as u64;
         progress(base);
         if outcome.stopped {
@@ -105,7 +135,7 @@ pub(crate) fn scan<R: Read, W: Write>(
     }
     Ok(Report {
         bytes_read: base,
-        bytes_written: output.map_or(0, |o| o.written),
+        bytes_written: 0,
         counts: rec.counts,
         repairs: rec.repairs,
         stopped_early,
