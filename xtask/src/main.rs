@@ -1,2 +1,82 @@
-//! The workspace's automation entry point (`cargo xtask --help`).
-fn main() {}
+//! The workspace's automation entry point: `cargo xtask <command>`.
+//!
+//! - `ci`: what CI runs (format, lints, tests); the README's test command.
+//! - `tidy`: the workspace shape rules of STYLE.md (also run by `cargo test`).
+//! - `fixtures [--check]`: write (or verify) the synthetic fixtures.
+//! - `bench [sanitize|discover|all]`: benchmarks against named baselines.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a command-line tool")]
+
+mod bench;
+mod cmd;
+mod fixtures;
+mod tidy;
+
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "madengine's automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Run what CI runs: cargo fmt --check, clippy -D warnings, the tests.
+    Ci,
+    /// Check the workspace shape (layers, lints, docs, test layout).
+    Tidy,
+    /// Write the synthetic fixtures under fixtures/synthetic.
+    Fixtures {
+        /// Only verify that the committed fixtures are up to date.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Benchmarks, each against a named baseline in the same run.
+    Bench {
+        /// Which benchmark.
+        #[arg(value_enum, default_value_t = bench::Which::All)]
+        which: bench::Which,
+        /// Size of the generated trace for `sanitize`, in MB.
+        #[arg(long, default_value_t = 300)]
+        size_mb: u64,
+        /// Number of files in the generated tree for `discover`.
+        #[arg(long, default_value_t = 100_000)]
+        files: usize,
+        /// Runs of each command; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let root = project_root();
+    let result = match cli.command {
+        Task::Ci => cmd::ci(&root),
+        Task::Tidy => tidy::run(&root),
+        Task::Fixtures { check } => fixtures::run(&root, check),
+        Task::Bench { which, size_mb, files, runs } => {
+            bench::run(&root, which, size_mb, files, runs)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace root")
+        .to_path_buf()
+}

@@ -72,11 +72,24 @@ pub(crate) struct WriteSink<W> {
 }
 
 impl<W: Write> WriteSink<W> {
-    fn put(&mut self, bytes: &[u8]) -> Result<()> {
-        self.inner
-            .write_all(bytes)
-            .map_err(|source| Error::Write { offset: self.written, source })?;
-        self.written += bytes.len() as u64;
+    fn put(&mut self, mut bytes: &[u8]) -> Result<()> {
+        while !bytes.is_empty() {
+            match self.inner.write(bytes) {
+                Ok(0) => {
+                    let source = io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the output accepts no more bytes",
+                    );
+                    return Err(Error::Write { offset: self.written, source });
+                }
+                Ok(n) => {
+                    self.written += n as u64;
+                    bytes = &bytes[n..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => return Err(Error::Write { offset: self.written, source }),
+            }
+        }
         Ok(())
     }
 }

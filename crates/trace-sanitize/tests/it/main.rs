@@ -1,1 +1,46 @@
-//! Integration tests of trace-sanitize.
+//! Integration tests of trace-sanitize, at its public API.
+
+mod cases;
+mod chunks;
+mod files;
+mod public;
+mod python;
+mod snapshots;
+
+use trace_sanitize::{Options, Report, sanitize};
+
+/// Sanitize `input` in one piece with default options.
+pub(crate) fn run(input: &[u8]) -> (Vec<u8>, Report) {
+    run_with(input, &Options::default())
+}
+
+pub(crate) fn run_with(input: &[u8], options: &Options) -> (Vec<u8>, Report) {
+    let mut out = Vec::new();
+    let report = sanitize(input, &mut out, options).expect("in-memory sanitize cannot fail");
+    (out, report)
+}
+
+/// The project's fixtures directory.
+pub(crate) fn fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// `../shared/fixtures/public` beside the workspace, when present. Under CI
+/// (`CI=true`) its absence is a failure, not a skip.
+pub(crate) fn public_fixtures() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("MADENGINE_PUBLIC_FIXTURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/public")
+        });
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "the public traces are missing at {} (set MADENGINE_PUBLIC_FIXTURES)",
+        dir.display()
+    );
+    eprintln!("skipped: public traces not found at {}", dir.display());
+    None
+}

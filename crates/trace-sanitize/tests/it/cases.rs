@@ -1,0 +1,164 @@
+//! Each defect class, byte for byte.
+
+use crate::run;
+
+/// Sanitize `input` and compare the output and the counts
+/// `[invalid_utf8, control_chars, lone_surrogates]`.
+#[track_caller]
+fn check(input: &[u8], expected: &[u8], counts: [u64; 3]) {
+    let (out, report) = run(input);
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        String::from_utf8_lossy(expected),
+        "input {:?}",
+        String::from_utf8_lossy(input)
+    );
+    assert_eq!(out, expected);
+    let c = report.counts;
+    assert_eq!([c.invalid_utf8, c.control_chars, c.lone_surrogates], counts);
+    assert_eq!(report.needs_repair(), counts != [0, 0, 0]);
+    assert_eq!(report.bytes_read, input.len() as u64);
+    assert_eq!(report.bytes_written, out.len() as u64);
+}
+
+#[test]
+fn valid_input_passes_through() {
+    check(b"", b"", [0, 0, 0]);
+    check(b"{\"a\": [1, 2.5, true, null]}\n", b"{\"a\": [1, 2.5, true, null]}\n", [0, 0, 0]);
+    let unicode =
+        "{\"name\":\"caf\u{e9} \u{20ac} \u{1f600} \\\\ \\\" \\n \\u00e9 \\ud83d\\ude00\"}";
+    check(unicode.as_bytes(), unicode.as_bytes(), [0, 0, 0]);
+    // newlines and tabs between tokens are not inside strings
+    check(b"{\n\t\"a\":\r\n1}", b"{\n\t\"a\":\r\n1}", [0, 0, 0]);
+}
+
+#[test]
+fn invalid_utf8_is_replaced_per_maximal_subpart() {
+    check(b"\"a\xffb\"", "\"a\u{fffd}b\"".as_bytes(), [1, 0, 0]);
+    // a truncated 3-byte sequence is ONE replacement
+    check(b"\"\xe2\x82\"", "\"\u{fffd}\"".as_bytes(), [1, 0, 0]);
+    // an impossible second byte: the lead and the byte each get one
+    check(b"\"\xe0\x80\"", "\"\u{fffd}\u{fffd}\"".as_bytes(), [2, 0, 0]);
+    // surrogates encoded in UTF-8 (CESU) are invalid
+    check(b"\"\xed\xa0\x80\"", "\"\u{fffd}\u{fffd}\u{fffd}\"".as_bytes(), [3, 0, 0]);
+    // overlong and out of range
+    check(
+        b"\xc0\xaf\xf5\xf4\x90",
+        "\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}".as_bytes(),
+        [5, 0, 0],
+    );
+    // at the very end of the input
+    check(b"\"x\xf0\x9f\x98", "\"x\u{fffd}".as_bytes(), [1, 0, 0]);
+    // the ASCII byte that breaks a sequence is kept and still ends the string
+    check(b"\"\xc3\",\"b\"", "\"\u{fffd}\",\"b\"".as_bytes(), [1, 0, 0]);
+    // rocprofv3's stray pointer bytes (the benchmark's junk)
+    check(
+        b"{\"fname\":\"void at::\xff\xfe\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c\"}",
+        "{\"fname\":\"void at::\u{fffd}\u{fffd}\u{fffd}(\u{fffd}\u{fffd}\u{fffd}(\u{fffd}\u{fffd}(\u{fffd}\"}".as_bytes(),
+        [9, 0, 0],
+    );
+}
+
+#[test]
+fn control_bytes_inside_strings_are_escaped() {
+    check(b"{\"n\":\"a\x01b\tc\"}", b"{\"n\":\"a\\u0001b\\u0009c\"}", [0, 2, 0]);
+    check(b"\"\x00\x1f\n\"", b"\"\\u0000\\u001f\\u000a\"", [0, 3, 0]);
+    // outside strings they are left alone
+    check(b"[\x01\"x\"\x1f]", b"[\x01\"x\"\x1f]", [0, 0, 0]);
+    // an escaped quote does not end the string
+    check(b"\"a\\\"\x02\"", b"\"a\\\"\\u0002\"", [0, 1, 0]);
+    // an escaped backslash does not escape the quote after it
+    check(b"\"a\\\\\"\x02", b"\"a\\\\\"\x02", [0, 0, 0]);
+}
+
+#[test]
+fn lone_surrogates_are_replaced() {
+    check(b"\"\\ud800\"", b"\"\\ufffd\"", [0, 0, 1]);
+    check(b"\"\\uDC00x\"", b"\"\\ufffdx\"", [0, 0, 1]);
+    // a high surrogate followed by another high one: both are lone
+    check(b"\"\\ud800\\ud800\"", b"\"\\ufffd\\ufffd\"", [0, 0, 2]);
+    // high then a non-surrogate escape
+    check(b"\"\\ud800\\u0041\"", b"\"\\ufffd\\u0041\"", [0, 0, 1]);
+    // a valid pair, in either case
+    check(b"\"\\uD83D\\uDE00\\ud83d\\ude00\"", b"\"\\uD83D\\uDE00\\ud83d\\ude00\"", [0, 0, 0]);
+    // a low half first, then a valid pair
+    check(b"\"\\udc00\\ud83d\\ude00\"", b"\"\\ufffd\\ud83d\\ude00\"", [0, 0, 1]);
+    // at the end of the input
+    check(b"\"\\ud800", b"\"\\ufffd", [0, 0, 1]);
+    // outside a string nothing is an escape
+    check(b"\\ud800", b"\\ud800", [0, 0, 0]);
+    // not an escape: an escaped backslash followed by text
+    check(b"\"\\\\ud800\"", b"\"\\\\ud800\"", [0, 0, 0]);
+}
+
+#[test]
+fn malformed_escapes_are_left_alone() {
+    check(b"\"\\u12\"", b"\"\\u12\"", [0, 0, 0]);
+    check(b"\"\\x\"", b"\"\\x\"", [0, 0, 0]);
+    check(b"\"\\", b"\"\\", [0, 0, 0]);
+    // a control byte right after a backslash is still escaped
+    check(b"\"\\\x01\"", b"\"\\\\u0001\"", [0, 1, 0]);
+}
+
+#[test]
+fn repairs_name_their_offset_and_key() {
+    let input = b"{\"records\":[{\"kind\":\"hipModuleGetFunction\",\"args\":{\"kname\":\"\x90\x12k\"}}],\n\"py\": \"\\udc01\"}";
+    let (_, report) = run(input);
+    let found: Vec<_> = report
+        .repairs
+        .iter()
+        .map(|r| (r.offset, format!("{:?}", r.defect), r.original.as_str(), r.key.as_deref()))
+        .collect();
+    insta::assert_debug_snapshot!(found, @r#"
+    [
+        (
+            60,
+            "InvalidUtf8",
+            "\\x90",
+            Some(
+                "kname",
+            ),
+        ),
+        (
+            61,
+            "ControlChar",
+            "\\x12",
+            Some(
+                "kname",
+            ),
+        ),
+        (
+            76,
+            "LoneSurrogate",
+            "\\udc01",
+            Some(
+                "py",
+            ),
+        ),
+    ]
+    "#);
+}
+
+#[test]
+fn only_the_first_repairs_are_detailed_but_all_are_counted() {
+    let input = b"\"\xff\xff\xff\xff\xff\"";
+    let options = trace_sanitize::Options { max_recorded: 2, ..Default::default() };
+    let (_, report) = crate::run_with(input, &options);
+    assert_eq!(report.counts.invalid_utf8, 5);
+    assert_eq!(report.repairs.len(), 2);
+}
+
+#[test]
+fn check_reports_without_writing_and_stops_only_when_asked() {
+    let input = b"\"\x01\x02\xff\"";
+    let all = trace_sanitize::check(&input[..], &Default::default()).unwrap();
+    assert_eq!(all.counts.total(), 3);
+    assert!(!all.stopped_early);
+    assert_eq!(all.bytes_written, 0);
+    let first = trace_sanitize::Options { stop_at_first: true, ..Default::default() };
+    let one = trace_sanitize::check(&input[..], &first).unwrap();
+    assert_eq!(one.counts.total(), 1);
+    assert!(one.stopped_early);
+    let clean = trace_sanitize::check(&b"{}"[..], &first).unwrap();
+    assert!(!clean.needs_repair() && !clean.stopped_early);
+}

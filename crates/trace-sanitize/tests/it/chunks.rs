@@ -1,0 +1,56 @@
+//! The output never depends on where chunk boundaries fall.
+
+use proptest::prelude::*;
+use trace_sanitize::Options;
+
+use crate::run_with;
+
+/// Bytes that exercise every state: quotes, escapes, hex digits of
+/// surrogates, control bytes, UTF-8 lead and continuation bytes.
+const ALPHABET: &[u8] = b"\"\"\"\\\\\\uuuudDdD89aAbBcCeEfF0123 ,:{}[]x\x01\x0a\x1f\x80\x8f\x90\x9f\xa0\xbf\xc2\xc3\xdf\xe0\xe2\xed\xef\xf0\xf4\xf5\xff";
+
+fn trace_like() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(proptest::sample::select(ALPHABET), 0..400)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+
+    #[test]
+    fn any_buffer_size_gives_the_same_bytes(input in trace_like(), size in 1usize..80) {
+        let (whole, whole_report) = run_with(&input, &Options::default());
+        let options = Options { buffer_size: size, ..Options::default() };
+        let (pieces, report) = run_with(&input, &options);
+        prop_assert_eq!(&pieces, &whole);
+        prop_assert_eq!(report.counts, whole_report.counts);
+        prop_assert_eq!(report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>(),
+                        whole_report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn output_is_valid_utf8_and_idempotent(input in trace_like(), size in 1usize..80) {
+        let options = Options { buffer_size: size, ..Options::default() };
+        let (once, _) = run_with(&input, &options);
+        prop_assert!(std::str::from_utf8(&once).is_ok());
+        let (twice, report) = run_with(&once, &options);
+        prop_assert_eq!(twice, once);
+        prop_assert!(!report.needs_repair());
+    }
+
+    #[test]
+    fn check_agrees_with_sanitize(input in trace_like()) {
+        let (_, report) = run_with(&input, &Options::default());
+        let checked = trace_sanitize::check(&input[..], &Options::default()).unwrap();
+        prop_assert_eq!(checked.counts, report.counts);
+    }
+}
+
+#[test]
+fn every_split_of_a_dense_sample() {
+    let input = b"{\"a\":\"\\ud83d\\ude00\\ud800\\udc0\xe2\x82\xac\xf0\x9f\x98\x80\x01\\\"\\\\\xff\\uDBFF\\uDFFF\"}";
+    let (whole, _) = run_with(input, &Options::default());
+    for size in 1..=input.len() + 1 {
+        let (pieces, _) = run_with(input, &Options { buffer_size: size, ..Options::default() });
+        assert_eq!(pieces, whole, "buffer size {size}");
+    }
+}

@@ -1,0 +1,195 @@
+//! Files: compression kept, input untouched, atomic output, same-file refusal.
+
+use std::{
+    fs,
+    io::{Read, Write},
+    path::Path,
+};
+
+use flate2::{Compression as Level, read::MultiGzDecoder, write::GzEncoder};
+use trace_sanitize::{Compression, Error, Options, check_file, sanitize_file};
+
+const DIRTY: &[u8] =
+    b"{\"traceEvents\": [{\"name\": \"py\x01thon\xff\", \"args\": {\"s\": \"\\ud800\"}}]}";
+const REPAIRED: &[u8] =
+    "{\"traceEvents\": [{\"name\": \"py\\u0001thon\u{fffd}\", \"args\": {\"s\": \"\\ufffd\"}}]}"
+        .as_bytes();
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    let mut e = GzEncoder::new(Vec::new(), Level::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    MultiGzDecoder::new(bytes).read_to_end(&mut out).unwrap();
+    out
+}
+
+fn no_progress() -> impl FnMut(u64, u64) {
+    |_, _| {}
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn plain_json_is_repaired_and_the_input_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    let output = dir.path().join("t.sanitized.json");
+    fs::write(&input, DIRTY).unwrap();
+    let mut seen = Vec::new();
+    let report = sanitize_file(&input, &output, &Options::default(), &mut |done, total| {
+        seen.push((done, total))
+    })
+    .unwrap();
+    assert_eq!(fs::read(&input).unwrap(), DIRTY);
+    assert_eq!(fs::read(&output).unwrap(), REPAIRED);
+    assert_eq!(report.compression, Compression::None);
+    assert_eq!(report.report.counts.total(), 3);
+    assert_eq!(report.report.bytes_written, REPAIRED.len() as u64);
+    assert_eq!(seen.last(), Some(&(DIRTY.len() as u64, DIRTY.len() as u64)));
+    assert_eq!(names_in(dir.path()), ["t.json", "t.sanitized.json"], "no temporary file is left");
+}
+
+#[test]
+fn clean_input_is_copied_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("c.json", REPAIRED.to_vec()), ("c.json.gz", gz(REPAIRED))] {
+        let input = dir.path().join(name);
+        let output = dir.path().join(format!("out-{name}"));
+        fs::write(&input, &bytes).unwrap();
+        let report =
+            sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
+        assert!(!report.report.needs_repair(), "{name}");
+        assert_eq!(fs::read(&output).unwrap(), bytes, "{name}: identical bytes, even compressed");
+    }
+}
+
+#[test]
+fn gzip_stays_gzip() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("rank0.json.gz");
+    let output = dir.path().join("rank0.sanitized.json.gz");
+    let original = gz(DIRTY);
+    fs::write(&input, &original).unwrap();
+    let report = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
+    assert_eq!(report.compression, Compression::Gzip);
+    assert_eq!(fs::read(&input).unwrap(), original);
+    assert_eq!(gunzip(&fs::read(&output).unwrap()), REPAIRED);
+    let checked = check_file(&output, &Options::default(), &mut no_progress()).unwrap();
+    assert!(!checked.report.needs_repair());
+}
+
+#[test]
+fn output_that_is_the_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    fs::write(&input, DIRTY).unwrap();
+    let hard = dir.path().join("hard.json");
+    fs::hard_link(&input, &hard).unwrap();
+    let sym = dir.path().join("sym.json");
+    std::os::unix::fs::symlink(&input, &sym).unwrap();
+    let dotted = dir.path().join(".").join("t.json");
+    for output in [&input, &hard, &sym, &dotted] {
+        let err =
+            sanitize_file(&input, output, &Options::default(), &mut no_progress()).unwrap_err();
+        assert!(matches!(err, Error::SameFile { .. }), "{}: {err}", output.display());
+        assert!(err.to_string().contains("is the input"), "{err}");
+    }
+    assert_eq!(fs::read(&input).unwrap(), DIRTY);
+}
+
+#[test]
+fn corrupt_gzip_fails_cleanly_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("cut.json.gz");
+    let mut bytes = gz(&DIRTY.repeat(2000));
+    bytes.truncate(bytes.len() / 2);
+    fs::write(&input, &bytes).unwrap();
+    let output = dir.path().join("out.json.gz");
+    let err = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap_err();
+    match &err {
+        Error::ReadFile { path, compressed, .. } => {
+            assert_eq!(path, &input);
+            assert!(compressed);
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+    assert!(err.to_string().contains("cut.json.gz"), "{err}");
+    assert_eq!(names_in(dir.path()), ["cut.json.gz"], "no partial output");
+}
+
+#[test]
+fn missing_input_and_missing_output_dir_name_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.json");
+    let err = check_file(&missing, &Options::default(), &mut no_progress()).unwrap_err();
+    assert!(matches!(err, Error::Open { .. }) && err.to_string().contains("nope.json"), "{err}");
+
+    let input = dir.path().join("t.json");
+    fs::write(&input, DIRTY).unwrap();
+    let output = dir.path().join("no/such/dir/out.json");
+    let err = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap_err();
+    assert!(
+        matches!(err, Error::WriteFile { .. }) && err.to_string().contains("out.json"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failing_writer_reports_where() {
+    struct Full(usize);
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                return Err(std::io::Error::other("no space left"));
+            }
+            let n = buf.len().min(self.0);
+            self.0 -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let err = trace_sanitize::sanitize(DIRTY, Full(10), &Options::default()).unwrap_err();
+    assert!(matches!(err, Error::Write { offset: 10, .. }), "{err:?}");
+}
+
+#[test]
+fn permissions_follow_the_input() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    fs::write(&input, DIRTY).unwrap();
+    fs::set_permissions(&input, fs::Permissions::from_mode(0o640)).unwrap();
+    let output = dir.path().join("o.json");
+    sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
+    assert_eq!(fs::metadata(&output).unwrap().permissions().mode() & 0o777, 0o640);
+}
+
+#[test]
+fn large_input_streams_in_small_buffers() {
+    // Many buffers' worth, with defects straddling buffer boundaries.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.json");
+    let record = b"{\"name\": \"k\xe2\x82\xac\x01\\ud83d\\ude00\xff\"},\n";
+    let body: Vec<u8> = record.iter().copied().cycle().take(record.len() * 20_000).collect();
+    fs::write(&input, &body).unwrap();
+    let output = dir.path().join("out.json");
+    let small = Options { buffer_size: 4093, ..Options::default() };
+    let report = sanitize_file(&input, &output, &small, &mut no_progress()).unwrap();
+    let (expected, _) = crate::run(&body);
+    assert_eq!(fs::read(&output).unwrap(), expected);
+    assert_eq!(report.report.counts.invalid_utf8, 20_000);
+    assert_eq!(report.report.counts.control_chars, 20_000);
+}

@@ -1,0 +1,33 @@
+//! The real public traces are all clean: `check` says so, and sanitizing
+//! copies them byte for byte.
+
+use trace_sanitize::{Options, check_file};
+
+#[test]
+fn every_public_json_trace_checks_clean() {
+    let Some(dir) = crate::public_fixtures() else { return };
+    let mut checked = 0;
+    for entry in walk(&dir) {
+        let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.ends_with(".json") || name.ends_with(".json.gz"))
+            || entry.to_string_lossy().contains("tracelens-expected")
+        {
+            continue;
+        }
+        let report = check_file(&entry, &Options::default(), &mut |_, _| {}).unwrap();
+        assert!(!report.report.needs_repair(), "{}: {:?}", entry.display(), report.report.counts);
+        assert!(report.report.bytes_read > 0);
+        checked += 1;
+    }
+    assert!(checked >= 28, "only {checked} public traces found");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,145 @@
+//! Cross-checks against CPython, the reference the sanitizer must match.
+
+use std::{fs, process::Command};
+
+use trace_sanitize::Options;
+
+use crate::run_with;
+
+/// A small deterministic generator (xorshift), so the cases are the same on
+/// every run and Python sees exactly what Rust saw.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, items: &'a [&'a [u8]]) -> &'a [u8] {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+fn python() -> Command {
+    #[allow(clippy::disallowed_methods, reason = "a test calling the reference implementation")]
+    Command::new("python3")
+}
+
+/// Random text with valid and invalid UTF-8 (but no control bytes inside
+/// strings and no escapes): the sanitized bytes must equal CPython's
+/// `data.decode("utf-8", "replace").encode("utf-8")`, whatever the buffer size.
+#[test]
+fn invalid_utf8_matches_python_replace() {
+    let pieces: &[&[u8]] = &[
+        b"a",
+        b"\"",
+        b" ",
+        b"{\"k\":",
+        b"\xc3\xa9",
+        b"\xe2\x82\xac",
+        b"\xf0\x9f\x98\x80",
+        b"\xff",
+        b"\xfe",
+        b"\xc3",
+        b"\xe2\x82",
+        b"\xf0\x9f",
+        b"\xf0\x9f\x98",
+        b"\x80",
+        b"\xbf",
+        b"\xc0\xaf",
+        b"\xe0\x80\x80",
+        b"\xed\xa0\x80",
+        b"\xed\x9f\xbf",
+        b"\xf4\x90\x80\x80",
+        b"\xf4\x8f\xbf\xbf",
+        b"\xf5",
+        b"\xc2\xa0",
+        b"\xef\xbf\xbd",
+        b"\xe0\xa0",
+        b"\xf1\x80\x80",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let cases: Vec<Vec<u8>> = (0..400)
+        .map(|_| {
+            let n = (rng.next() % 60) as usize;
+            (0..n).flat_map(|_| rng.pick(pieces).to_vec()).collect()
+        })
+        .collect();
+    for (i, case) in cases.iter().enumerate() {
+        fs::write(dir.path().join(format!("{i}.in")), case).unwrap();
+    }
+    let script = r#"
+import sys, pathlib
+d = pathlib.Path(sys.argv[1])
+for p in d.glob("*.in"):
+    p.with_suffix(".py").write_bytes(p.read_bytes().decode("utf-8", "replace").encode("utf-8"))
+"#;
+    let status = python().args(["-c", script]).arg(dir.path()).status().expect("python3 runs");
+    assert!(status.success());
+    for (i, case) in cases.iter().enumerate() {
+        let expected = fs::read(dir.path().join(format!("{i}.py"))).unwrap();
+        for size in [1, 2, 3, 5, 64, 1 << 17] {
+            let (ours, _) = run_with(case, &Options { buffer_size: size, ..Options::default() });
+            assert_eq!(
+                ours,
+                expected,
+                "case {i} {:?} with buffer {size}",
+                String::from_utf8_lossy(case)
+            );
+        }
+    }
+}
+
+/// JSON documents whose strings hold every defect: what we write must load in
+/// Python's strict `json` and re-encode as strict UTF-8 (no lone surrogate
+/// survives), which is what orjson demands.
+#[test]
+fn repaired_json_loads_strictly_in_python() {
+    let junk: &[&[u8]] = &[
+        b"ok",
+        b"\x01",
+        b"\x1f",
+        b"\t",
+        b"\n",
+        b"\xff",
+        b"\xe2\x82",
+        b"\\ud800",
+        b"\\udfff",
+        b"\\ud83d\\ude00",
+        b"\\\"",
+        b"\\\\",
+        b"\xc3\xa9",
+        b"\\u0041",
+        b"\\ud800\\ud800",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(42);
+    let mut doc = b"{\"traceEvents\": [".to_vec();
+    for i in 0..300 {
+        if i > 0 {
+            doc.extend_from_slice(b",\n");
+        }
+        doc.extend_from_slice(format!("{{\"ph\": \"X\", \"id\": {i}, \"name\": \"").as_bytes());
+        for _ in 0..(rng.next() % 8) {
+            doc.extend_from_slice(rng.pick(junk));
+        }
+        doc.extend_from_slice(b"\"}");
+    }
+    doc.extend_from_slice(b"]}\n");
+    let (out, report) = run_with(&doc, &Options::default());
+    assert!(report.needs_repair());
+    let path = dir.path().join("repaired.json");
+    fs::write(&path, &out).unwrap();
+    let script = r#"
+import json, sys
+text = open(sys.argv[1], "rb").read().decode("utf-8")
+doc = json.loads(text)
+json.dumps(doc, ensure_ascii=False).encode("utf-8")
+assert len(doc["traceEvents"]) == 300
+"#;
+    let status = python().args(["-c", script]).arg(&path).status().expect("python3 runs");
+    assert!(status.success(), "python rejected the repaired document");
+}

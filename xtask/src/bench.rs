@@ -1,0 +1,290 @@
+//! `cargo xtask bench`: each benchmark against a named baseline, in the same
+//! run, on the same data; medians of `--runs` runs; one table of ratios.
+
+use std::{
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use crate::cmd::{cargo, cmd};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Which {
+    Sanitize,
+    Discover,
+    All,
+}
+
+struct Row {
+    bench: &'static str,
+    subject: String,
+    seconds: f64,
+    peak_kib: u64,
+    baseline: Option<usize>,
+}
+
+const PYTHON_DECODER_COPY: &str = r#"
+import codecs, sys
+dec = codecs.getincrementaldecoder("utf-8")("replace")
+with open(sys.argv[1], "rb") as src, open(sys.argv[2], "wb") as dst:
+    while True:
+        chunk = src.read(1 << 20)
+        if not chunk:
+            dst.write(dec.decode(b"", final=True).encode("utf-8"))
+            break
+        dst.write(dec.decode(chunk).encode("utf-8"))
+"#;
+
+/// The original's discovery: one recursive glob per pattern, then the sniff walk.
+const PYTHON_GLOB_DISCOVERY: &str = r#"
+import glob, os, sys
+root = sys.argv[1]
+patterns = ["**/*.pt.trace.json", "**/*.pt.trace.json.gz", "**/libkineto_trace*.json",
+            "**/libkineto_trace*.json.gz", "**/torch_profiler_output/*.json",
+            "**/torch_profiler_output/*.json.gz", "**/*_results.json", "**/*.pftrace",
+            "**/*_results.db", "**/*.rpd", "**/*.pb"]
+found = set()
+for p in patterns:
+    for m in glob.glob(os.path.join(root, p), recursive=True):
+        if os.path.isfile(m):
+            found.add(m)
+skip = {".git", "__pycache__", "node_modules", "site-packages", "venv", ".venv"}
+for d, dirs, files in os.walk(root):
+    dirs[:] = [x for x in dirs if x not in skip]
+    for f in files:
+        if f in ("trace.json", "trace.json.gz"):
+            with open(os.path.join(d, f), "rb") as fh:
+                if b'"traceEvents"' in fh.read(4096):
+                    found.add(os.path.join(d, f))
+print(len(found))
+"#;
+
+pub(crate) fn run(
+    root: &Path,
+    which: Which,
+    size_mb: u64,
+    files: usize,
+    runs: usize,
+) -> Result<(), String> {
+    if !Path::new("/usr/bin/time").is_file() {
+        return Err(
+            "the benchmarks measure peak memory with /usr/bin/time: apt-get install time".into()
+        );
+    }
+    eprintln!("building madengine (release)...");
+    cmd(&cargo(), ["build", "--release", "--quiet", "-p", "madengine-cli"])
+        .dir(root)
+        .run()
+        .map_err(|e| format!("cargo build --release failed: {e}"))?;
+    let madengine = root.join("target/release/madengine");
+    let scratch = tempdir(root)?;
+    let mut rows = Vec::new();
+    if matches!(which, Which::Sanitize | Which::All) {
+        sanitize(root, &scratch, &madengine, size_mb, runs, &mut rows)?;
+    }
+    if matches!(which, Which::Discover | Which::All) {
+        discover(&scratch, &madengine, files, runs, &mut rows)?;
+    }
+    let _ = fs::remove_dir_all(&scratch);
+    print!("{}", table(&rows));
+    Ok(())
+}
+
+fn tempdir(root: &Path) -> Result<PathBuf, String> {
+    let dir = root.join("target/bench-scratch");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+fn sanitize(
+    root: &Path,
+    scratch: &Path,
+    madengine: &Path,
+    size_mb: u64,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let generator = root.join("../shared/bench/gen_rocprof_trace.py");
+    if !generator.is_file() {
+        return Err(format!("the trace generator is missing: {}", generator.display()));
+    }
+    let input = scratch.join("big_results.json");
+    eprintln!("generating a {size_mb} MB rocprofv3-style trace with 12 invalid spots...");
+    cmd(
+        "python3",
+        [generator.as_os_str(), input.as_os_str(), size_mb.to_string().as_ref(), "12".as_ref()],
+    )
+    .run()
+    .map_err(|e| format!("the trace generator failed: {e}"))?;
+    let out = scratch.join("out.json");
+    let (i, o) = (input.display().to_string(), out.display().to_string());
+    let subjects: Vec<(String, Vec<String>)> = vec![
+        (
+            "cat in > out (I/O floor)".into(),
+            vec!["sh".into(), "-c".into(), format!("cat '{i}' > '{o}'")],
+        ),
+        (
+            "madengine trace sanitize".into(),
+            vec![
+                madengine.display().to_string(),
+                "trace".into(),
+                "sanitize".into(),
+                i.clone(),
+                "-o".into(),
+                o.clone(),
+            ],
+        ),
+        (
+            "python incremental decoder copy".into(),
+            vec!["python3".into(), "-c".into(), PYTHON_DECODER_COPY.into(), i.clone(), o.clone()],
+        ),
+    ];
+    // cat is madengine's baseline; madengine is Python's (so that row reads
+    // "how many times madengine's time Python takes").
+    let first = rows.len();
+    for (k, (name, argv)) in subjects.into_iter().enumerate() {
+        let (seconds, peak_kib) = measure(&argv, runs, &out)?;
+        rows.push(Row {
+            bench: "sanitize",
+            subject: name,
+            seconds,
+            peak_kib,
+            baseline: k.checked_sub(1).map(|b| first + b),
+        });
+    }
+    let _ = fs::remove_file(&input);
+    Ok(())
+}
+
+fn discover(
+    scratch: &Path,
+    madengine: &Path,
+    files: usize,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let tree = scratch.join("tree");
+    eprintln!("generating a tree of {files} files...");
+    let per_dir = 100;
+    for n in 0..files {
+        let dir = tree.join(format!(
+            "node_{}/run_{}/step_{}",
+            n / 10_000,
+            (n / 1000) % 10,
+            (n / per_dir) % 10
+        ));
+        if n % per_dir == 0 {
+            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let (name, body): (String, &[u8]) = match n % 50 {
+            0 => (format!("worker{n}.pt.trace.json"), br#"{"traceEvents": []}"#),
+            1 => (format!("{n}_results.json"), br#"{"rocprofiler-sdk-tool": []}"#),
+            2 => (format!("m{n}.pftrace"), b"\x0a\x00"),
+            3 => ("trace.json".into(), br#"{"traceEvents": []}"#),
+            4 => (format!("config_{n}.json"), br#"{"lr": 0.1}"#),
+            5 => (format!("{n}_results.db"), b""),
+            _ => (format!("log_{n}.txt"), b"step 1 loss 0.5\n"),
+        };
+        fs::write(dir.join(name), body).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let t = tree.display().to_string();
+    let m = madengine.display().to_string();
+    let first = rows.len();
+    let subjects: Vec<(&str, Vec<String>)> = vec![
+        (
+            "python recursive glob per pattern (original)",
+            vec!["python3".into(), "-c".into(), PYTHON_GLOB_DISCOVERY.into(), t.clone()],
+        ),
+        (
+            "madengine trace discover --names-only",
+            vec![
+                m.clone(),
+                "trace".into(),
+                "discover".into(),
+                t.clone(),
+                "--names-only".into(),
+                "--json".into(),
+            ],
+        ),
+        (
+            "madengine trace discover (content sniffing)",
+            vec![m, "trace".into(), "discover".into(), t, "--json".into()],
+        ),
+    ];
+    for (k, (name, argv)) in subjects.into_iter().enumerate() {
+        let (seconds, peak_kib) = measure(&argv, runs, &scratch.join("unused"))?;
+        rows.push(Row {
+            bench: "discover",
+            subject: name.into(),
+            seconds,
+            peak_kib,
+            baseline: (k > 0).then_some(first),
+        });
+    }
+    let _ = fs::remove_dir_all(&tree);
+    Ok(())
+}
+
+/// Median wall time and the largest peak RSS over `runs` runs. `sync` runs
+/// before each so no run pays for another's dirty pages.
+fn measure(argv: &[String], runs: usize, cleanup: &Path) -> Result<(f64, u64), String> {
+    let mut times = Vec::new();
+    let mut peak = 0;
+    for _ in 0..runs.max(1) {
+        let _ = fs::remove_file(cleanup);
+        let _ = cmd("sync", Vec::<String>::new()).run();
+        let mut full = vec!["-f".to_string(), "%M".to_string(), "--".to_string()];
+        full.extend(argv.iter().cloned());
+        let start = Instant::now();
+        let out = cmd("/usr/bin/time", full)
+            .stdout_null()
+            .stderr_capture()
+            .unchecked()
+            .run()
+            .map_err(|e| format!("{}: {e}", argv[0]))?;
+        let elapsed = start.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("`{}` failed: {stderr}", argv.join(" ")));
+        }
+        let kib: u64 = stderr.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+        peak = peak.max(kib);
+        times.push(elapsed);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[times.len() / 2], peak))
+}
+
+fn table(rows: &[Row]) -> String {
+    let cpu = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let date = cmd("date", ["-u", "+%Y-%m-%d %H:%M UTC"]).read().unwrap_or_default();
+    let mut s = format!("\nmachine: {cpu}, {cores} cores; {date}\n\n");
+    let _ = writeln!(s, "| bench | command | median wall | peak RSS | ratio to baseline |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for r in rows {
+        let ratio = match r.baseline {
+            Some(b) => format!("{:.2}x of `{}`", r.seconds / rows[b].seconds, rows[b].subject),
+            None => "baseline".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.3} s | {:.1} MiB | {ratio} |",
+            r.bench,
+            r.subject,
+            r.seconds,
+            r.peak_kib as f64 / 1024.0
+        );
+    }
+    s
+}

@@ -1,0 +1,275 @@
+//! `cargo xtask fixtures`: write the synthetic fixtures, deterministically.
+//!
+//! Every file under `fixtures/synthetic/` is produced here from constants, so
+//! the tree is the same on every machine; `--check` regenerates it in memory
+//! and fails when the committed files differ.
+
+use std::{
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use flate2::{Compression, GzBuilder};
+
+pub(crate) struct Fixture {
+    pub(crate) path: &'static str,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) how: &'static str,
+}
+
+/// A small Kineto trace laid out like the Kineto writer's (one event per
+/// line), with `gpu` kernels launched from `aten::mm`.
+fn kineto(name_extra: &str, dist: Option<(u32, u32)>, dist_at_end: bool, gpu: bool) -> String {
+    let dist = dist.map(|(rank, world)| {
+        format!(
+            "\"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {rank}, \"world_size\": {world}, \"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": {world}, \"ranks\": [{}]}}], \"nccl_version\": \"2.21.5\"}}",
+            (0..world).map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+        )
+    });
+    let mut s = String::from(
+        "\n{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\n      \"id\": 0, \"name\": \"AMD Instinct MI300X\", \"totalGlobalMem\": 205822885888,\n      \"computeMajor\": 9, \"computeMinor\": 4,\n      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n      \"regsPerBlock\": 65536, \"warpSize\": 64,\n      \"sharedMemPerBlock\": 65536, \"numSms\": 304\n    }\n  ],\n",
+    );
+    if let (Some(d), false) = (&dist, dist_at_end) {
+        s.push_str(&format!("  {d},\n"));
+    }
+    s.push_str("  \"record_shapes\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": 1759300000000000000,\n  \"traceEvents\": [\n");
+    let mut events = vec![
+        format!("  {{\n    \"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"train.py(12): step{name_extra}\", \"pid\": 4242, \"tid\": 4242,\n    \"ts\": 100.000, \"dur\": 90.000,\n    \"args\": {{\n      \"Python id\": 1, \"Python parent id\": 0\n    }}\n  }}"),
+        "  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 4242, \"tid\": 4242,\n    \"ts\": 110.000, \"dur\": 20.000,\n    \"args\": {\n      \"External id\": 7,\"Ev Idx\": 0, \"Input Dims\": [[64, 64], [64, 64]]\n    }\n  }".into(),
+    ];
+    if gpu {
+        events.push("  {\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"hipLaunchKernel\", \"pid\": 4242, \"tid\": 4242,\n    \"ts\": 115.000, \"dur\": 5.000,\n    \"args\": {\n      \"External id\": 7, \"cid\": 1, \"correlation\": 11\n    }\n  }".into());
+        events.push("  {\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"Cijk_Alik_Bljk_HHS_BH_MT64x64x32\", \"pid\": 2, \"tid\": 1,\n    \"ts\": 121.000, \"dur\": 8.500,\n    \"args\": {\n      \"External id\": 7, \"device\": 2, \"stream\": 1, \"correlation\": 11, \"kind\": \"Dispatch Kernel\", \"grid\": [256, 1, 1], \"block\": [256, 1, 1]\n    }\n  }".into());
+        events.push("  {\n    \"ph\": \"s\", \"id\": 11, \"pid\": 4242, \"tid\": 4242, \"ts\": 115.000,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }".into());
+        events.push("  {\n    \"ph\": \"f\", \"id\": 11, \"pid\": 2, \"tid\": 1, \"ts\": 121.000,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }".into());
+    }
+    events.push("  {\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\", \"ts\": 200.000\n  }".into());
+    s.push_str(&events.join(",\n"));
+    s.push_str("\n  ]");
+    if let (Some(d), true) = (&dist, dist_at_end) {
+        s.push_str(&format!(",\n  {d}"));
+    }
+    s.push_str(",\n  \"traceName\": \"/tmp/madengine_kineto/trace.json\"\n}\n");
+    s
+}
+
+fn rocprofv3(kname: &[u8]) -> Vec<u8> {
+    let mut s = br#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":9999,"init_time":1000,"fini_time":9000,"command":["python3","train.py"]},"strings":{"buffer_records":[{"kind":"HIP_RUNTIME_API","operations":["hipModuleGetFunction","hipLaunchKernel"]}]},"kernel_symbols":[{"kernel_id":0,"kernel_name":""},{"kernel_id":1,"kernel_name":"Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd"}],"buffer_records":{"hip_api":[{"size":56,"kind":0,"operation":0,"thread_id":9999,"correlation_id":{"internal":1,"external":0},"start_timestamp":1100,"end_timestamp":1200,"args":{"hfunc":"0x7f00","hmod":"0x7f10","kname":""#.to_vec();
+    s.extend_from_slice(kname);
+    s.extend_from_slice(br#""}}],"kernel_dispatch":[{"size":96,"kind":11,"operation":2,"thread_id":9999,"correlation_id":{"internal":2,"external":0},"start_timestamp":1300,"end_timestamp":1800,"dispatch_info":{"agent_id":{"handle":2},"queue_id":{"handle":1},"kernel_id":1,"dispatch_id":1,"workgroup_size":{"x":256,"y":1,"z":1},"grid_size":{"x":65536,"y":1,"z":1}}}],"memory_copy":[]}}]}"#);
+    s.push(b'\n');
+    s
+}
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    // mtime 0 and no file name: the same bytes on every run.
+    let mut e = GzBuilder::new().mtime(0).write(Vec::new(), Compression::best());
+    e.write_all(bytes).expect("in-memory write");
+    e.finish().expect("in-memory gzip")
+}
+
+pub(crate) fn all() -> Vec<Fixture> {
+    let run = |p: &'static str| p;
+    let mut ctrl = kineto("", None, false, true).into_bytes();
+    // Kineto writes Python names raw: a tab and 0x01 inside a python_function
+    // name, and a lone surrogate escape in an argument.
+    let at = find(&ctrl, b"): step").expect("marker") + 2;
+    ctrl.splice(at..at, b"\t\x01".iter().copied());
+    let at = find(&ctrl, b"\"Python parent id\": 0").expect("marker");
+    ctrl.splice(at..at, b"\"Concrete Inputs\": \"\\ud800\", ".iter().copied());
+
+    vec![
+        Fixture {
+            path: run("run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+            bytes: kineto("", Some((0, 2)), false, true).into_bytes(),
+            how: "Kineto layout, rank 0 of 2 in its name and its distributedInfo, one GPU kernel",
+        },
+        Fixture {
+            path: run("run/torch_profiler_output/libkineto_trace_rank1_2.json"),
+            bytes: kineto("", Some((1, 2)), false, true).into_bytes(),
+            how: "as above, rank 1 of 2",
+        },
+        Fixture {
+            path: run("run/torch_profiler_output/libkineto_trace_4242.json"),
+            bytes: kineto("", Some((1, 2)), true, false).into_bytes(),
+            how: "an on-demand (dynolog) trace named by pid: no GPU events (the torchrun launcher), distributedInfo after traceEvents",
+        },
+        Fixture {
+            path: run("run/traces/model_rank2.pt.trace.json.gz"),
+            bytes: gz(kineto("", Some((2, 4)), false, true).as_bytes()),
+            how: "gzip (mtime 0) of a Kineto trace, rank 2 of 4 in its name",
+        },
+        Fixture {
+            path: run("run/node_0/rank0.json.gz"),
+            bytes: gz(kineto("", Some((0, 4)), false, true).as_bytes()),
+            how: "a Kineto trace whose name matches no pattern: claimed by content",
+        },
+        Fixture {
+            path: run("run/node_0/host_4242.json"),
+            bytes: {
+                let mut s = String::from("{\"metadata\": {\"note\": \"");
+                s.push_str(&"x".repeat(6000));
+                s.push_str("\"},\n");
+                s.push_str(&kineto("", Some((3, 4)), false, true)[3..]);
+                s.into_bytes()
+            },
+            how: "re-saved by Python with a leading 6 KB metadata object: traceEvents lies past the original's 4 KiB sniff, inside our 64 KiB head",
+        },
+        Fixture {
+            path: run("run/rpd_output/trace.json"),
+            bytes: kineto("", None, false, true).into_bytes(),
+            how: "rpd's converted Chrome trace under the ambiguous name trace.json (sniffed)",
+        },
+        Fixture {
+            path: run("run/rocm_trace_lite_output/trace.json"),
+            bytes: b"{\"format\": \"rocm-trace-lite\", \"events\": []}\n".to_vec(),
+            how: "rocm-trace-lite's own format under the name trace.json: not a Chrome trace",
+        },
+        Fixture {
+            path: run("run/rocprof_output/9999_results.json"),
+            bytes: rocprofv3(b"\xa0\x91\x7f\x00\xff\xfe"),
+            how: "rocprofv3 JSON whose hipModuleGetFunction kname holds raw pointer bytes (invalid UTF-8 and control bytes)",
+        },
+        Fixture {
+            path: run("run/rocprof_output/model_trace.pftrace"),
+            bytes: vec![0x0a, 0x04, 0x40, 0x01, 0x50, 0x01],
+            how: "a minimal Perfetto packet (field 1, 4 bytes)",
+        },
+        Fixture {
+            path: run("run/rocprof_output/1e4d92661463/1234_results.db"),
+            bytes: b"SQLite format 3\0".to_vec(),
+            how: "the header of a rocpd SQLite file: unsupported",
+        },
+        Fixture {
+            path: run("run/rpd_output/trace.rpd"),
+            bytes: b"SQLite format 3\0".to_vec(),
+            how: "RPD database header: unsupported",
+        },
+        Fixture {
+            path: run("run/jax/plugins/profile/host.xplane.pb"),
+            bytes: vec![0x0a, 0x00],
+            how: "JAX XPlane protobuf stand-in: unsupported",
+        },
+        Fixture {
+            path: run("run/broken/python_names.pt.trace.json"),
+            bytes: ctrl,
+            how: "Kineto trace with a raw tab and 0x01 in a python_function name and a lone surrogate escape in Concrete Inputs",
+        },
+        Fixture {
+            path: run("run/tracelens_output/stale_results.json"),
+            bytes: b"{\"rocprofiler-sdk-tool\": []}\n".to_vec(),
+            how: "a previous report's file: excluded with --exclude tracelens_output",
+        },
+        Fixture {
+            path: run("run/.cache/hidden.pt.trace.json"),
+            bytes: kineto("", None, false, true).into_bytes(),
+            how: "under a hidden directory: never matched by the glob patterns",
+        },
+        Fixture {
+            path: run("run/node_modules/pkg/vendored.pt.trace.json"),
+            bytes: kineto("", None, false, false).into_bytes(),
+            how: "under a skip-list directory: still matched by name (the skip list only limits sniffing)",
+        },
+        Fixture {
+            path: run("run/manifest.json"),
+            bytes: b"{\"built_models\": {}}\n".to_vec(),
+            how: "plain JSON, not a trace",
+        },
+        Fixture {
+            path: run("run/perf.csv"),
+            bytes: b"model,performance,metric\ndummy,1.0,samples/s\n".to_vec(),
+            how: "not a trace",
+        },
+    ]
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+pub(crate) fn dir(root: &Path) -> PathBuf {
+    root.join("fixtures/synthetic")
+}
+
+/// Write every fixture (and remove strays); with `check`, only compare.
+pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
+    let base = dir(root);
+    let fixtures = all();
+    let mut stale = Vec::new();
+    for f in &fixtures {
+        let path = base.join(f.path);
+        if fs::read(&path).ok().as_deref() == Some(&f.bytes[..]) {
+            continue;
+        }
+        if check {
+            stale.push(f.path.to_string());
+            continue;
+        }
+        fs::create_dir_all(path.parent().expect("has a parent"))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        fs::write(&path, &f.bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let wanted: Vec<PathBuf> = fixtures.iter().map(|f| base.join(f.path)).collect();
+    for path in files_under(&base) {
+        if !wanted.contains(&path) {
+            if check {
+                stale.push(format!("{} (not generated)", path.display()));
+            } else {
+                fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
+    }
+    let readme = readme(&fixtures);
+    let readme_path = root.join("fixtures/README.md");
+    let current = fs::read_to_string(&readme_path).unwrap_or_default();
+    let updated = splice_readme(&current, &readme);
+    if updated != current {
+        if check {
+            stale.push("fixtures/README.md".into());
+        } else {
+            fs::write(&readme_path, updated)
+                .map_err(|e| format!("{}: {e}", readme_path.display()))?;
+        }
+    }
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fixtures are stale; run `cargo xtask fixtures`:\n  {}", stale.join("\n  ")))
+    }
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() { out.extend(files_under(&p)) } else { out.push(p) }
+        }
+    }
+    out.sort();
+    out
+}
+
+const BEGIN: &str = "<!-- BEGIN synthetic (generated by `cargo xtask fixtures`) -->";
+const END: &str = "<!-- END synthetic -->";
+
+fn readme(fixtures: &[Fixture]) -> String {
+    let mut s = format!(
+        "{BEGIN}\n| file (under `fixtures/synthetic/`) | bytes | how it was made |\n|---|---|---|\n"
+    );
+    for f in fixtures {
+        s.push_str(&format!("| `{}` | {} | {} |\n", f.path, f.bytes.len(), f.how));
+    }
+    s.push_str(END);
+    s
+}
+
+fn splice_readme(current: &str, table: &str) -> String {
+    match (current.find(BEGIN), current.find(END)) {
+        (Some(a), Some(b)) if a < b => {
+            format!("{}{}{}", &current[..a], table, &current[b + END.len()..])
+        }
+        _ => format!("{}{table}\n", current),
+    }
+}
