@@ -9,14 +9,13 @@ Exit codes:
   0  success
   1  the command found problems (a trace needs repair with --check)
   2  usage error (bad arguments)
-  3  input or I/O error (a missing, unreadable or corrupt file; a failed write)
-  4  TraceLens is not installed for the chosen interpreter";
+  3  input or I/O error (a missing, unreadable or corrupt file; a failed write)";
 
 /// Turn GPU profiler traces into TraceLens reports.
 ///
 /// madengine finds the traces a benchmark run leaves behind (PyTorch/Kineto,
-/// rocprofv3 JSON, Perfetto), repairs what strict JSON parsers reject, and
-/// drives TraceLens over them.
+/// rocprofv3 JSON, Perfetto) and repairs what strict JSON parsers such as
+/// TraceLens' orjson reject.
 #[derive(Debug, Parser)]
 #[command(name = "madengine", version, propagate_version = true, after_help = EXIT_CODES)]
 pub(crate) struct Cli {

@@ -1,1 +1,64 @@
-//! End-to-end tests of the `madengine` binary.
+//! End-to-end tests of the `madengine` binary: one happy path per
+//! subcommand, `--help`, and one failure per exit-code class. Everything
+//! else is tested at the library layer.
+
+mod trace;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+/// Run `madengine` in `dir` and snapshot its exit code, stdout and stderr
+/// together, with temp paths filtered.
+#[macro_export]
+macro_rules! cli_snapshot {
+    ($dir:expr, [$($arg:expr),* $(,)?], @$snapshot:literal) => {{
+        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*]);
+        let filters: Vec<(&str, &str)> = filters.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        insta::with_settings!({ filters => filters }, { insta::assert_snapshot!(text, @$snapshot) });
+    }};
+    ($dir:expr, [$($arg:expr),* $(,)?]) => {{
+        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*]);
+        let filters: Vec<(&str, &str)> = filters.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        insta::with_settings!({ filters => filters }, { insta::assert_snapshot!(text) });
+    }};
+}
+
+pub(crate) fn run_cli(dir: &Path, args: &[&std::ffi::OsStr]) -> (String, Vec<(String, String)>) {
+    #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
+    let output = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TRACELENS_VENV")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("madengine runs");
+    let text = format!(
+        "exit code: {}\n----- stdout -----\n{}----- stderr -----\n{}",
+        output.status.code().map_or("signal".into(), |c| c.to_string()),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let filters = vec![
+        (regex_escape(&dir.display().to_string()), "[DIR]".to_string()),
+        (r"/tmp/\.tmp[A-Za-z0-9]+".to_string(), "[TMP]".to_string()),
+        (r"madengine \d+\.\d+\.\d+".to_string(), "madengine [VERSION]".to_string()),
+    ];
+    (text, filters)
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars().fold(String::new(), |mut out, c| {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+        out
+    })
+}
+
+pub(crate) fn synthetic() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic")
+}

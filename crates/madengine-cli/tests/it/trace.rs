@@ -1,0 +1,112 @@
+//! `madengine trace discover|sanitize`, `--help`, and one failure per exit code.
+
+use std::fs;
+
+use crate::{cli_snapshot, synthetic};
+
+#[test]
+fn help() {
+    cli_snapshot!(&synthetic(), ["--help"]);
+}
+
+#[test]
+fn sanitize_help() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "--help"]);
+}
+
+#[test]
+fn discover_table() {
+    cli_snapshot!(&synthetic(), ["trace", "discover", "run", "--exclude", "run/tracelens_output"]);
+}
+
+#[test]
+fn discover_json() {
+    cli_snapshot!(&synthetic(), ["trace", "discover", "run/torch_profiler_output", "--json"]);
+}
+
+#[test]
+fn sanitize_repairs_into_a_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(synthetic().join("run/rocprof_output/9999_results.json"), dir.path().join("9999_results.json")).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "9999_results.json"], @r#"
+    exit code: 0
+    ----- stdout -----
+    9999_results.json: repaired into 9999_results.sanitized.json: 4 invalid UTF-8, 1 control byte, 0 lone surrogates (935 B)
+      at byte        570  invalid UTF-8  \xa0 in "kname"
+      at byte        571  invalid UTF-8  \x91 in "kname"
+      at byte        573  control byte   \x00 in "kname"
+      at byte        574  invalid UTF-8  \xff in "kname"
+      at byte        575  invalid UTF-8  \xfe in "kname"
+    ----- stderr -----
+    "#);
+    let out = fs::read(dir.path().join("9999_results.sanitized.json")).unwrap();
+    assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+}
+
+#[test]
+fn check_exits_1_when_repair_is_needed() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "--first", "run/broken/python_names.pt.trace.json"], @r#"
+    exit code: 1
+    ----- stdout -----
+    run/broken/python_names.pt.trace.json: needs repair: 0 invalid UTF-8, 1 control byte, 0 lone surrogates (stopped at the first, after 534 B)
+      at byte        533  control byte   \x09 in "name"
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn check_exits_0_when_clean() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "run/node_0/rank0.json.gz"], @r"
+    exit code: 0
+    ----- stdout -----
+    run/node_0/rank0.json.gz: clean (2.0 KiB scanned)
+    ----- stderr -----
+    ");
+}
+
+#[test]
+fn missing_input_exits_3_with_the_cause() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "no/such.json"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot open no/such.json
+      caused by: No such file or directory (os error 2)
+    ");
+}
+
+#[test]
+fn output_equal_to_input_exits_3() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "run/manifest.json", "-o", "run/./manifest.json"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: the output run/./manifest.json is the input run/manifest.json; the input is never modified, choose another output path
+    ");
+}
+
+#[test]
+fn missing_root_exits_3() {
+    cli_snapshot!(&synthetic(), ["trace", "discover", "no/such/run"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot read the root directory no/such/run
+      caused by: No such file or directory (os error 2)
+    ");
+}
+
+#[test]
+fn usage_error_exits_2() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "--first", "x.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: the following required arguments were not provided:
+      --check
+
+    Usage: madengine trace sanitize --check --first <INPUT>
+
+    For more information, try '--help'.
+    ");
+}

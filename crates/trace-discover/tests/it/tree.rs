@@ -1,0 +1,162 @@
+//! Discovery on the synthetic run directory and on trees made by the tests.
+
+use std::{fs, path::Path};
+
+use trace_discover::{Claim, Discovery, Options, RankSource, TraceKind, discover};
+
+/// A compact, root-relative view of a discovery for snapshots.
+fn summary(found: &Discovery) -> Vec<String> {
+    let rel = |p: &Path| p.strip_prefix(&found.root).unwrap_or(p).display().to_string();
+    let mut lines: Vec<String> = found
+        .traces
+        .iter()
+        .map(|t| {
+            let rank = t.rank.map(|r| format!(" rank={} ({:?}, world {:?})", r.rank, r.source, r.world_size)).unwrap_or_default();
+            format!("{} {} by {:?}{rank}", t.kind, rel(&t.path), t.claim)
+        })
+        .collect();
+    lines.extend(found.unsupported.iter().map(|u| format!("unsupported {}: {}", rel(&u.path), u.reason)));
+    lines.extend(found.problems.iter().map(|p| format!("problem {}: {}", rel(&p.path), p.message)));
+    lines
+}
+
+#[test]
+fn synthetic_run_directory() {
+    let root = crate::synthetic_run();
+    let options = Options { exclude: vec![root.join("tracelens_output")], ..Options::default() };
+    let found = discover(&root, &options).unwrap();
+    insta::assert_snapshot!(summary(&found).join("\n"));
+    // deterministic: the same result twice
+    assert_eq!(found, discover(&root, &options).unwrap());
+}
+
+#[test]
+fn synthetic_run_directory_json() {
+    let root = crate::synthetic_run();
+    let options = Options { exclude: vec![root.join("tracelens_output")], ..Options::default() };
+    let found = discover(&root, &options).unwrap();
+    insta::assert_json_snapshot!(found, {
+        ".root" => "[root]",
+        ".traces[].path" => insta::dynamic_redaction(|v, _| v.as_str().unwrap().rsplit("synthetic/").next().unwrap().to_string()),
+        ".unsupported[].path" => insta::dynamic_redaction(|v, _| v.as_str().unwrap().rsplit("synthetic/").next().unwrap().to_string()),
+    });
+}
+
+#[test]
+fn names_only_is_the_original_behaviour() {
+    let root = crate::synthetic_run();
+    let options = Options { names_only: true, exclude: vec![root.join("tracelens_output")], ..Options::default() };
+    let found = discover(&root, &options).unwrap();
+    let paths: Vec<_> = found.traces.iter().map(|t| t.path.strip_prefix(&root).unwrap().display().to_string()).collect();
+    // rank0.json.gz and host_4242.json (traceEvents past the first 4 KiB) are not claimed
+    assert!(!paths.iter().any(|p| p.contains("rank0.json.gz") || p.contains("host_4242")), "{paths:?}");
+    assert!(paths.contains(&"rpd_output/trace.json".to_string()), "trace.json is still sniffed");
+    assert!(found.traces.iter().all(|t| t.claim == Claim::Name || t.path.ends_with("trace.json")));
+}
+
+#[test]
+fn the_output_directory_is_excluded_only_when_asked() {
+    let root = crate::synthetic_run();
+    let all = discover(&root, &Options::default()).unwrap();
+    assert!(all.traces.iter().any(|t| t.path.to_string_lossy().contains("tracelens_output")));
+    // also through a relative spelling of the same directory
+    let relative = root.join("torch_profiler_output/../tracelens_output");
+    let found = discover(&root, &Options { exclude: vec![relative], ..Options::default() }).unwrap();
+    assert!(!found.traces.iter().any(|t| t.path.to_string_lossy().contains("tracelens_output")));
+}
+
+fn write(root: &Path, rel: &str, bytes: &[u8]) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn symlinked_directories_are_followed_only_when_asked_and_loops_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "real/a_rank0.pt.trace.json", br#"{"traceEvents": []}"#);
+    std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+    std::os::unix::fs::symlink(root, root.join("real/loop")).unwrap();
+    let plain = discover(root, &Options::default()).unwrap();
+    assert_eq!(plain.traces.len(), 1);
+    assert!(plain.problems.is_empty());
+    let followed = discover(root, &Options { follow_links: true, ..Options::default() }).unwrap();
+    assert_eq!(followed.traces.len(), 2, "{:?}", followed.traces);
+    assert!(followed.problems.iter().any(|p| p.message.contains("loop")), "{:?}", followed.problems);
+}
+
+#[test]
+fn unreadable_paths_are_problems_not_failures() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "ok/x_rank1.pt.trace.json", br#"{"traceEvents": []}"#);
+    write(root, "locked/y.pt.trace.json", br#"{"traceEvents": []}"#);
+    write(root, "content/z.json", br#"{"traceEvents": []}"#);
+    fs::set_permissions(root.join("content/z.json"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+    let found = discover(root, &Options::default());
+    fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    let found = found.unwrap();
+    if fs::File::open(root.join("content/z.json")).is_ok() {
+        // Running as root: permission bits do not stop reads; nothing to see.
+        assert_eq!(found.traces.len(), 3);
+        return;
+    }
+    assert_eq!(found.traces.len(), 1);
+    let names: Vec<_> = found.problems.iter().map(|p| p.path.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["z.json", "locked"]);
+}
+
+#[test]
+fn a_broken_link_followed_is_a_problem_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "ok/x_rank1.pt.trace.json", br#"{"traceEvents": []}"#);
+    std::os::unix::fs::symlink(root.join("gone"), root.join("ok/dangling")).unwrap();
+    let found = discover(root, &Options { follow_links: true, ..Options::default() }).unwrap();
+    assert_eq!(found.traces.len(), 1);
+    assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
+    assert!(found.problems[0].path.ends_with("ok/dangling"));
+    // not following: a dangling link is simply not a trace
+    let found = discover(root, &Options::default()).unwrap();
+    assert!(found.problems.is_empty());
+}
+
+#[test]
+fn non_utf8_names_are_handled() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9_rank3.pt.trace.json");
+    fs::write(dir.path().join(name), br#"{"traceEvents": []}"#).unwrap();
+    let found = discover(dir.path(), &Options::default()).unwrap();
+    assert_eq!(found.traces[0].rank.map(|r| (r.rank, r.source)), Some((3, RankSource::FileName)));
+    let json = serde_json::to_string(&found).unwrap();
+    assert!(json.contains("caf\u{fffd}_rank3.pt.trace.json"), "{json}");
+}
+
+#[test]
+fn root_errors_name_the_root() {
+    let err = discover(Path::new("/no/such/run"), &Options::default()).unwrap_err();
+    assert!(err.to_string().contains("/no/such/run"), "{err}");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let err = discover(file.path(), &Options::default()).unwrap_err();
+    assert!(err.to_string().contains("not a directory"), "{err}");
+}
+
+#[test]
+fn distributed_info_past_the_first_mib_of_a_plain_trace() {
+    // on-demand Kineto traces write distributedInfo after a large traceEvents
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = b"{\"traceEvents\": [".to_vec();
+    while body.len() < (1 << 20) + 1000 {
+        body.extend_from_slice(b"{\"ph\": \"X\", \"name\": \"aten::add\", \"ts\": 1, \"dur\": 1},\n");
+    }
+    body.extend_from_slice(b"{}],\n\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 5, \"world_size\": 8, \"ranks\": \"[0, 1]\"}\n}\n");
+    fs::write(dir.path().join("libkineto_trace_777.json"), &body).unwrap();
+    let found = discover(dir.path(), &Options::default()).unwrap();
+    let rank = found.traces[0].rank.unwrap();
+    assert_eq!((rank.rank, rank.source, rank.world_size), (5, RankSource::DistributedInfo, Some(8)));
+    assert_eq!(found.count(TraceKind::Pytorch), 1);
+}
