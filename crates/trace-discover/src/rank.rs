@@ -88,10 +88,10 @@ pub(crate) fn parse_distributed_info(bytes: &[u8]) -> Option<(u32, Option<u32>)>
         if let Some(r) = rest.strip_prefix(b":") {
             let value = r.trim_ascii_start();
             let mut de = serde_json::Deserializer::from_slice(value).into_iter::<DistributedInfo>();
-            if let Some(Ok(info)) = de.next() {
-                if let Some(rank) = info.rank.as_ref().and_then(as_u32) {
-                    return Some((rank, info.world_size.as_ref().and_then(as_u32)));
-                }
+            if let Some(Ok(info)) = de.next()
+                && let Some(rank) = info.rank.as_ref().and_then(as_u32)
+            {
+                return Some((rank, info.world_size.as_ref().and_then(as_u32)));
             }
         }
         from += at + key.len();

@@ -205,10 +205,8 @@ fn classify_file(
         }
     }
     let Some((kind, claim)) = claim else {
-        if globbed {
-            if let Some(reason) = unsupported_reason(name_bytes) {
-                found.unsupported.push(Unsupported { path: path.to_path_buf(), reason });
-            }
+        if globbed && let Some(reason) = unsupported_reason(name_bytes) {
+            found.unsupported.push(Unsupported { path: path.to_path_buf(), reason });
         }
         return;
     };

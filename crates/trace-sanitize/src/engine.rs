@@ -301,7 +301,7 @@ fn escape(buf: &[u8], i: usize, eof: bool) -> Step {
     if c != b'u' {
         // A raw control or non-ASCII byte after a backslash is not part of a
         // valid escape: leave the backslash and look at that byte on its own.
-        return if c < 0x20 || c >= 0x80 { Step::Advance(1) } else { Step::Advance(2) };
+        return if (0x20..0x80).contains(&c) { Step::Advance(2) } else { Step::Advance(1) };
     }
     let value = match hex4(buf, i + 2, eof) {
         Hex::Value(v) => v,

@@ -248,18 +248,16 @@ impl<R: Read> Read for Counting<R> {
 
 fn refuse_same_file(input: &Path, input_file: &File, output: &Path) -> Result<()> {
     let same = || Err(Error::SameFile { input: input.to_path_buf(), output: output.to_path_buf() });
-    if let Ok(out_meta) = fs::metadata(output) {
-        // Follows symlinks; equal (device, inode) also catches hard links.
-        if let Ok(in_meta) = input_file.metadata() {
-            if same_inode(&in_meta, &out_meta) {
-                return same();
-            }
-        }
+    // Follows symlinks; equal (device, inode) also catches hard links.
+    if let (Ok(out_meta), Ok(in_meta)) = (fs::metadata(output), input_file.metadata())
+        && same_inode(&in_meta, &out_meta)
+    {
+        return same();
     }
-    if let (Ok(a), Ok(b)) = (fs::canonicalize(input), canonical_target(output)) {
-        if a == b {
-            return same();
-        }
+    if let (Ok(a), Ok(b)) = (fs::canonicalize(input), canonical_target(output))
+        && a == b
+    {
+        return same();
     }
     Ok(())
 }

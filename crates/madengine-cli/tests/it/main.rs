@@ -1,6 +1,7 @@
 //! End-to-end tests of the `madengine` binary: one happy path per
 //! subcommand, `--help`, and one failure per exit-code class. Everything
 //! else is tested at the library layer.
+#![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod trace;
 

@@ -27,7 +27,11 @@ fn discover_json() {
 #[test]
 fn sanitize_repairs_into_a_new_file() {
     let dir = tempfile::tempdir().unwrap();
-    fs::copy(synthetic().join("run/rocprof_output/9999_results.json"), dir.path().join("9999_results.json")).unwrap();
+    fs::copy(
+        synthetic().join("run/rocprof_output/9999_results.json"),
+        dir.path().join("9999_results.json"),
+    )
+    .unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "9999_results.json"], @r#"
     exit code: 0
     ----- stdout -----

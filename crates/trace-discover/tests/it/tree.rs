@@ -11,11 +11,16 @@ fn summary(found: &Discovery) -> Vec<String> {
         .traces
         .iter()
         .map(|t| {
-            let rank = t.rank.map(|r| format!(" rank={} ({:?}, world {:?})", r.rank, r.source, r.world_size)).unwrap_or_default();
+            let rank = t
+                .rank
+                .map(|r| format!(" rank={} ({:?}, world {:?})", r.rank, r.source, r.world_size))
+                .unwrap_or_default();
             format!("{} {} by {:?}{rank}", t.kind, rel(&t.path), t.claim)
         })
         .collect();
-    lines.extend(found.unsupported.iter().map(|u| format!("unsupported {}: {}", rel(&u.path), u.reason)));
+    lines.extend(
+        found.unsupported.iter().map(|u| format!("unsupported {}: {}", rel(&u.path), u.reason)),
+    );
     lines.extend(found.problems.iter().map(|p| format!("problem {}: {}", rel(&p.path), p.message)));
     lines
 }
@@ -45,11 +50,22 @@ fn synthetic_run_directory_json() {
 #[test]
 fn names_only_is_the_original_behaviour() {
     let root = crate::synthetic_run();
-    let options = Options { names_only: true, exclude: vec![root.join("tracelens_output")], ..Options::default() };
+    let options = Options {
+        names_only: true,
+        exclude: vec![root.join("tracelens_output")],
+        ..Options::default()
+    };
     let found = discover(&root, &options).unwrap();
-    let paths: Vec<_> = found.traces.iter().map(|t| t.path.strip_prefix(&root).unwrap().display().to_string()).collect();
+    let paths: Vec<_> = found
+        .traces
+        .iter()
+        .map(|t| t.path.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
     // rank0.json.gz and host_4242.json (traceEvents past the first 4 KiB) are not claimed
-    assert!(!paths.iter().any(|p| p.contains("rank0.json.gz") || p.contains("host_4242")), "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p.contains("rank0.json.gz") || p.contains("host_4242")),
+        "{paths:?}"
+    );
     assert!(paths.contains(&"rpd_output/trace.json".to_string()), "trace.json is still sniffed");
     assert!(found.traces.iter().all(|t| t.claim == Claim::Name || t.path.ends_with("trace.json")));
 }
@@ -61,7 +77,8 @@ fn the_output_directory_is_excluded_only_when_asked() {
     assert!(all.traces.iter().any(|t| t.path.to_string_lossy().contains("tracelens_output")));
     // also through a relative spelling of the same directory
     let relative = root.join("torch_profiler_output/../tracelens_output");
-    let found = discover(&root, &Options { exclude: vec![relative], ..Options::default() }).unwrap();
+    let found =
+        discover(&root, &Options { exclude: vec![relative], ..Options::default() }).unwrap();
     assert!(!found.traces.iter().any(|t| t.path.to_string_lossy().contains("tracelens_output")));
 }
 
@@ -83,7 +100,11 @@ fn symlinked_directories_are_followed_only_when_asked_and_loops_are_reported() {
     assert!(plain.problems.is_empty());
     let followed = discover(root, &Options { follow_links: true, ..Options::default() }).unwrap();
     assert_eq!(followed.traces.len(), 2, "{:?}", followed.traces);
-    assert!(followed.problems.iter().any(|p| p.message.contains("loop")), "{:?}", followed.problems);
+    assert!(
+        followed.problems.iter().any(|p| p.message.contains("loop")),
+        "{:?}",
+        followed.problems
+    );
 }
 
 #[test]
@@ -105,7 +126,11 @@ fn unreadable_paths_are_problems_not_failures() {
         return;
     }
     assert_eq!(found.traces.len(), 1);
-    let names: Vec<_> = found.problems.iter().map(|p| p.path.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let names: Vec<_> = found
+        .problems
+        .iter()
+        .map(|p| p.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, ["z.json", "locked"]);
 }
 
@@ -151,12 +176,17 @@ fn distributed_info_past_the_first_mib_of_a_plain_trace() {
     let dir = tempfile::tempdir().unwrap();
     let mut body = b"{\"traceEvents\": [".to_vec();
     while body.len() < (1 << 20) + 1000 {
-        body.extend_from_slice(b"{\"ph\": \"X\", \"name\": \"aten::add\", \"ts\": 1, \"dur\": 1},\n");
+        body.extend_from_slice(
+            b"{\"ph\": \"X\", \"name\": \"aten::add\", \"ts\": 1, \"dur\": 1},\n",
+        );
     }
     body.extend_from_slice(b"{}],\n\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 5, \"world_size\": 8, \"ranks\": \"[0, 1]\"}\n}\n");
     fs::write(dir.path().join("libkineto_trace_777.json"), &body).unwrap();
     let found = discover(dir.path(), &Options::default()).unwrap();
     let rank = found.traces[0].rank.unwrap();
-    assert_eq!((rank.rank, rank.source, rank.world_size), (5, RankSource::DistributedInfo, Some(8)));
+    assert_eq!(
+        (rank.rank, rank.source, rank.world_size),
+        (5, RankSource::DistributedInfo, Some(8))
+    );
     assert_eq!(found.count(TraceKind::Pytorch), 1);
 }
