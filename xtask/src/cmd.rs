@@ -41,5 +41,46 @@ pub(crate) fn ci(root: &Path) -> Result<(), String> {
             "warnings",
         ],
     )?;
-    run(root, &cargo, &["test", "--workspace", "--locked"])
+    test(root, &cargo)
+}
+
+/// `cargo test --workspace --locked`, streamed, then one closing line with
+/// the totals over every test binary (cargo's own last line is that of the
+/// last binary only).
+fn test(root: &Path, cargo: &str) -> Result<(), String> {
+    use std::io::{BufRead, BufReader};
+    let args = ["test", "--workspace", "--locked"];
+    eprintln!("$ {cargo} {}", args.join(" "));
+    let reader = cmd(cargo, args)
+        .dir(root)
+        .stderr_to_stdout()
+        .unchecked()
+        .reader()
+        .map_err(|e| format!("cannot start cargo test: {e}"))?;
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    let mut lines = BufReader::new(&reader);
+    let mut line = String::new();
+    while lines.read_line(&mut line).map_err(|e| format!("reading cargo test's output: {e}"))? > 0 {
+        print!("{line}");
+        if let Some(rest) = line.trim().strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let mut words = part.split_whitespace().rev();
+                let (Some(word), Some(n)) = (words.next(), words.next()) else { continue };
+                let n: u64 = n.parse().unwrap_or(0);
+                match word {
+                    "passed" => passed += n,
+                    "failed" => failed += n,
+                    "ignored" => ignored += n,
+                    _ => {}
+                }
+            }
+        }
+        line.clear();
+    }
+    let status = reader.try_wait().map_err(|e| format!("cargo test: {e}"))?.map(|o| o.status);
+    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
+    match status {
+        Some(s) if s.success() => Ok(()),
+        _ => Err("cargo test failed".into()),
+    }
 }

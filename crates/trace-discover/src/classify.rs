@@ -128,19 +128,34 @@ pub(crate) fn kind_by_content(head: &[u8], chrome_only: bool) -> Option<TraceKin
     }
 }
 
-/// Up to `limit` bytes of the file's content, decompressed when it is gzip
-/// (by its magic bytes). A truncated or corrupt gzip stream yields what could
-/// be decompressed before the damage.
-pub(crate) fn read_head(path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+/// The first bytes of a file's content, decompressed when it is gzip (by
+/// its magic bytes).
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub(crate) bytes: Vec<u8>,
+    /// The whole content was read (it is shorter than the limit).
+    pub(crate) complete: bool,
+}
+
+/// Up to `limit` bytes of the file's content. A truncated or corrupt gzip
+/// stream yields what could be decompressed before the damage. Plain reads
+/// into a fixed buffer: no `fstat`, two `read`s for a small file.
+pub(crate) fn read_head(path: &Path, limit: usize) -> io::Result<Head> {
     let mut file = File::open(path)?;
-    let mut raw = Vec::with_capacity(limit.min(1 << 16));
-    (&mut file).take(2).read_to_end(&mut raw)?;
-    if raw != [0x1f, 0x8b] {
-        (&mut file).take(limit.saturating_sub(raw.len()) as u64).read_to_end(&mut raw)?;
-        return Ok(raw);
+    let first = limit.min(CONTENT_HEAD);
+    let mut raw = vec![0u8; first];
+    let n = read_full(&mut file, &mut raw)?;
+    raw.truncate(n);
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        if n == first && first < limit {
+            // The buffer filled up below the limit: read on to the limit.
+            (&mut file).take((limit - n) as u64).read_to_end(&mut raw)?;
+        }
+        let complete = raw.len() < limit;
+        return Ok(Head { bytes: raw, complete });
     }
     let chained = io::Cursor::new(raw).chain(file);
-    let mut out = Vec::with_capacity(limit.min(1 << 16));
+    let mut out = Vec::with_capacity(limit.min(CONTENT_HEAD));
     let mut decoder = MultiGzDecoder::new(chained).take(limit as u64);
     let mut buf = [0u8; 16 << 10];
     loop {
@@ -152,7 +167,21 @@ pub(crate) fn read_head(path: &Path, limit: usize) -> io::Result<Vec<u8>> {
             Err(_) => break,
         }
     }
-    Ok(out)
+    let complete = out.len() < limit;
+    Ok(Head { bytes: out, complete })
+}
+
+fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use memchr::memmem;
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::classify::read_head;
+use crate::classify::{Head, read_head};
 
 /// The rank regex the original and TraceLens' collective report use, searched
 /// in a trace's file name.
@@ -105,26 +105,38 @@ pub(crate) fn parse_distributed_info(bytes: &[u8]) -> Option<(u32, Option<u32>)>
 /// `distributedInfo` (first MiB, decompressed; then the last 64 KiB of an
 /// uncompressed file).
 pub fn find_rank(path: &Path) -> io::Result<Option<Rank>> {
+    find_rank_with(path, None)
+}
+
+/// [`find_rank`], reusing a head already read for classification.
+pub(crate) fn find_rank_with(path: &Path, known: Option<&Head>) -> io::Result<Option<Rank>> {
     if let Some(rank) = path.file_name().and_then(|n| rank_from_file_name(n.as_encoded_bytes())) {
         return Ok(Some(Rank { rank, source: RankSource::FileName, world_size: None }));
     }
-    let head = read_head(path, DISTRIBUTED_INFO_HEAD)?;
     let from_info =
         |(rank, world_size)| Rank { rank, source: RankSource::DistributedInfo, world_size };
-    if let Some(found) = parse_distributed_info(&head) {
+    if let Some(head) = known {
+        if let Some(found) = parse_distributed_info(&head.bytes) {
+            return Ok(Some(from_info(found)));
+        }
+        if head.complete {
+            return Ok(None);
+        }
+    }
+    let head = read_head(path, DISTRIBUTED_INFO_HEAD)?;
+    if let Some(found) = parse_distributed_info(&head.bytes) {
         return Ok(Some(from_info(found)));
     }
-    if head.len() < DISTRIBUTED_INFO_HEAD {
-        // The head was the whole content.
+    if head.complete {
         return Ok(None);
     }
     let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
     let mut magic = [0u8; 2];
     if file.read(&mut magic)? == 2 && magic == [0x1f, 0x8b] {
         // Reading the end would mean decompressing everything.
         return Ok(None);
     }
+    let len = file.seek(SeekFrom::End(0))?;
     file.seek(SeekFrom::Start(len.saturating_sub(DISTRIBUTED_INFO_TAIL)))?;
     let mut tail = Vec::new();
     file.read_to_end(&mut tail)?;

@@ -15,7 +15,7 @@ use crate::{
         CONTENT_HEAD, Claim, ORIGINAL_SNIFF_HEAD, SKIP_DIRS, TraceKind, is_ambiguous_name,
         is_json_name, kind_by_content, kind_by_name, read_head, unsupported_reason,
     },
-    rank::{Rank, find_rank},
+    rank::{Rank, find_rank_with},
 };
 
 /// What to look at, and how.
@@ -148,19 +148,18 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
             }
             continue;
         }
-        let size = if entry.file_type().is_file() {
-            entry.metadata().map(|m| m.len())
-        } else {
-            // A symlink (not followed): only a link to a regular file counts.
-            match fs::metadata(path) {
-                Ok(m) if m.is_file() => Ok(m.len()),
-                _ => continue,
-            }
-        };
+        let is_link = entry.file_type().is_symlink();
+        // A symlink (not followed) counts only when it leads to a regular file.
+        if is_link && !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        if !is_link && !entry.file_type().is_file() {
+            continue;
+        }
         if excluded(rel) {
             continue;
         }
-        classify_file(path, rel, size, options, &mut found);
+        classify_file(&entry, rel, options, &mut found);
     }
 
     found.traces.sort_by(|a, b| (a.kind, a.path.as_os_str()).cmp(&(b.kind, b.path.as_os_str())));
@@ -171,13 +170,8 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
     Ok(found)
 }
 
-fn classify_file(
-    path: &Path,
-    rel: &Path,
-    size: walkdir::Result<u64>,
-    options: &Options,
-    found: &mut Discovery,
-) {
+fn classify_file(entry: &walkdir::DirEntry, rel: &Path, options: &Options, found: &mut Discovery) {
+    let path = entry.path();
     let Some(name) = rel.file_name() else { return };
     let name_bytes = name.as_encoded_bytes();
     let dirs = || rel.parent().into_iter().flat_map(Path::components).map(Component::as_os_str);
@@ -187,6 +181,7 @@ fn classify_file(
     let sniffed = !dirs().any(|d| SKIP_DIRS.iter().any(|s| d == *s));
 
     let mut claim = None;
+    let mut head = None;
     if globbed {
         claim = kind_by_name(name_bytes, rel.parent().and_then(Path::file_name))
             .map(|k| (k, Claim::Name));
@@ -197,7 +192,10 @@ fn classify_file(
         let (limit, chrome_only) =
             if options.names_only { (ORIGINAL_SNIFF_HEAD, true) } else { (CONTENT_HEAD, false) };
         match read_head(path, limit) {
-            Ok(head) => claim = kind_by_content(&head, chrome_only).map(|k| (k, Claim::Content)),
+            Ok(h) => {
+                claim = kind_by_content(&h.bytes, chrome_only).map(|k| (k, Claim::Content));
+                head = Some(h);
+            }
             Err(e) => found.problems.push(Problem {
                 path: path.to_path_buf(),
                 message: format!("cannot read it to tell whether it is a trace: {e}"),
@@ -210,15 +208,21 @@ fn classify_file(
         }
         return;
     };
+    // Only now, for the few files that are traces: stat (through a symlink).
+    let size = if entry.file_type().is_symlink() {
+        fs::metadata(path).map(|m| m.len()).map_err(|e| e.to_string())
+    } else {
+        entry.metadata().map(|m| m.len()).map_err(|e| e.to_string())
+    };
     let size = match size {
         Ok(s) => s,
         Err(e) => {
-            found.problems.push(Problem { path: path.to_path_buf(), message: e.to_string() });
+            found.problems.push(Problem { path: path.to_path_buf(), message: e });
             return;
         }
     };
     let rank = match kind {
-        TraceKind::Pytorch => find_rank(path).unwrap_or_else(|e| {
+        TraceKind::Pytorch => find_rank_with(path, head.as_ref()).unwrap_or_else(|e| {
             found.problems.push(Problem {
                 path: path.to_path_buf(),
                 message: format!("cannot read it to find its rank: {e}"),

@@ -67,7 +67,7 @@ pub fn default_output_path(input: &Path) -> PathBuf {
 
 /// Report what [`sanitize_file`] would repair in `input`, writing nothing.
 pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Result<FileReport> {
-    let (file, size, compression) = open(input)?;
+    let (file, size, compression, _) = open(input)?;
     let report = scan_file(input, file, compression, &mut NullSink, options, size, progress)?;
     Ok(FileReport {
         input: input.to_path_buf(),
@@ -91,7 +91,7 @@ pub fn sanitize_file(
     options: &Options,
     progress: Progress<'_>,
 ) -> Result<FileReport> {
-    let (file, size, compression) = open(input)?;
+    let (file, size, compression, regular) = open(input)?;
     refuse_same_file(input, &file, output)?;
     let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -104,8 +104,23 @@ pub fn sanitize_file(
         .tempfile_in(dir)
         .map_err(write_err)?;
 
-    let report = match compression {
-        Compression::None => {
+    let recompress = |file: File, sink_progress: Progress<'_>| -> Result<Report> {
+        let encoder = GzEncoder::new(
+            BufWriter::with_capacity(1 << 16, tmp.as_file()),
+            flate2::Compression::fast(),
+        );
+        let mut sink = WriteSink { inner: encoder, written: 0 };
+        let report = scan_file(input, file, compression, &mut sink, options, size, sink_progress)
+            .map_err(|e| match e {
+            Error::Write { source, .. } => write_err(source),
+            other => other,
+        })?;
+        let buffered = sink.inner.finish().map_err(write_err)?;
+        buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+        Ok(Report { bytes_written: sink.written, ..report })
+    };
+    let report = match (compression, regular) {
+        (Compression::None, true) => {
             // Scan on this thread; a second one copies the unchanged ranges.
             let source = reopen(input)?;
             let out = tmp.as_file();
@@ -127,27 +142,27 @@ pub fn sanitize_file(
                 }
             })?
         }
-        Compression::Gzip => {
+        (Compression::None, false) => {
+            // A pipe or device: it can be read only once, so no kernel copy.
+            let mut sink =
+                WriteSink { inner: BufWriter::with_capacity(1 << 16, tmp.as_file()), written: 0 };
+            let report = scan_file(input, file, compression, &mut sink, options, size, progress)
+                .map_err(|e| match e {
+                    Error::Write { source, .. } => write_err(source),
+                    other => other,
+                })?;
+            sink.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
+            Report { bytes_written: sink.written, ..report }
+        }
+        (Compression::Gzip, false) => recompress(file, progress)?,
+        (Compression::Gzip, true) => {
             // Most traces are clean: find out first, so a clean one is copied
             // as it is instead of being decompressed and compressed again.
             let first = Options { stop_at_first: true, ..options.clone() };
             let probe = scan_file(input, file, compression, &mut NullSink, &first, size, progress)?;
             let mut file = reopen(input)?;
             if probe.needs_repair() {
-                let encoder = GzEncoder::new(
-                    BufWriter::with_capacity(1 << 16, tmp.as_file()),
-                    flate2::Compression::fast(),
-                );
-                let mut sink = WriteSink { inner: encoder, written: 0 };
-                let report =
-                    scan_file(input, file, compression, &mut sink, options, size, progress)
-                        .map_err(|e| match e {
-                            Error::Write { source, .. } => write_err(source),
-                            other => other,
-                        })?;
-                let buffered = sink.inner.finish().map_err(write_err)?;
-                buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-                Report { bytes_written: sink.written, ..report }
+                recompress(file, progress)?
             } else {
                 io::copy(&mut file, &mut tmp.as_file()).map_err(|source| Error::WriteFile {
                     path: output.to_path_buf(),
@@ -162,9 +177,15 @@ pub fn sanitize_file(
         }
     };
 
-    if let Ok(meta) = fs::metadata(input) {
-        // Keep the input's permission bits rather than the temp file's 0600.
-        let _ = fs::set_permissions(tmp.path(), meta.permissions());
+    // Keep the input's permission bits rather than the temp file's 0600
+    // (0644 when the input is a pipe or a device).
+    let permissions = if regular {
+        fs::metadata(input).ok().map(|m| m.permissions())
+    } else {
+        default_permissions()
+    };
+    if let Some(permissions) = permissions {
+        let _ = fs::set_permissions(tmp.path(), permissions);
     }
     tmp.persist(output).map_err(|e| write_err(e.error))?;
     Ok(FileReport {
@@ -176,19 +197,37 @@ pub fn sanitize_file(
     })
 }
 
-fn open(path: &Path) -> Result<(File, u64, Compression)> {
+/// The input, its size, its compression and whether it is a regular file
+/// (a pipe such as `/dev/stdin` can be read only once: its compression is
+/// told by its name, not by reading its first bytes).
+fn open(path: &Path) -> Result<(File, u64, Compression, bool)> {
     let open_err = |source| Error::Open { path: path.to_path_buf(), source };
     let mut file = File::open(path).map_err(open_err)?;
     let meta = file.metadata().map_err(open_err)?;
     if meta.is_dir() {
         return Err(open_err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")));
     }
+    if !meta.is_file() {
+        let gz = path.as_os_str().as_encoded_bytes().ends_with(b".gz");
+        return Ok((file, 0, if gz { Compression::Gzip } else { Compression::None }, false));
+    }
     let mut magic = [0u8; 2];
     let n = read_up_to(&mut file, &mut magic).map_err(open_err)?;
     let compression =
         if n == 2 && magic == [0x1f, 0x8b] { Compression::Gzip } else { Compression::None };
     drop(file);
-    Ok((reopen(path)?, meta.len(), compression))
+    Ok((reopen(path)?, meta.len(), compression, true))
+}
+
+#[cfg(unix)]
+fn default_permissions() -> Option<fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+fn default_permissions() -> Option<fs::Permissions> {
+    None
 }
 
 fn reopen(path: &Path) -> Result<File> {

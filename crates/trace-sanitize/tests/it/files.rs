@@ -193,3 +193,26 @@ fn large_input_streams_in_small_buffers() {
     assert_eq!(report.report.counts.invalid_utf8, 20_000);
     assert_eq!(report.report.counts.control_chars, 20_000);
 }
+
+#[test]
+fn a_pipe_is_read_once_and_its_compression_told_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("p.json", DIRTY.to_vec()), ("p.json.gz", gz(DIRTY))] {
+        let fifo = dir.path().join(name);
+        #[allow(clippy::disallowed_methods, reason = "a test making a named pipe")]
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::write(fifo, bytes).unwrap())
+        };
+        let output = dir.path().join(format!("out-{name}"));
+        let report =
+            sanitize_file(&fifo, &output, &Options::default(), &mut no_progress()).unwrap();
+        writer.join().unwrap();
+        let written = fs::read(&output).unwrap();
+        let text = if name.ends_with(".gz") { gunzip(&written) } else { written };
+        assert_eq!(text, REPAIRED, "{name}");
+        assert_eq!(report.report.counts.total(), 3);
+    }
+}
