@@ -19,7 +19,8 @@ pub(crate) struct Fixture {
 }
 
 /// A small Kineto trace laid out like the Kineto writer's (one event per
-/// line), with `gpu` kernels launched from `aten::mm`.
+/// line); with `gpu`, a GEMM kernel launched from `aten::mm` (with its
+/// `ac2g` flow) and an RCCL all-reduce kernel under `c10d::allreduce_`.
 fn kineto(name_extra: &str, dist: Option<(u32, u32)>, dist_at_end: bool, gpu: bool) -> String {
     let dist = dist.map(|(rank, world)| {
         format!(
@@ -43,6 +44,8 @@ fn kineto(name_extra: &str, dist: Option<(u32, u32)>, dist_at_end: bool, gpu: bo
         events.push("  {\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"Cijk_Alik_Bljk_HHS_BH_MT64x64x32\", \"pid\": 2, \"tid\": 1,\n    \"ts\": 121.000, \"dur\": 8.500,\n    \"args\": {\n      \"External id\": 7, \"device\": 2, \"stream\": 1, \"correlation\": 11, \"kind\": \"Dispatch Kernel\", \"grid\": [256, 1, 1], \"block\": [256, 1, 1]\n    }\n  }".into());
         events.push("  {\n    \"ph\": \"s\", \"id\": 11, \"pid\": 4242, \"tid\": 4242, \"ts\": 115.000,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }".into());
         events.push("  {\n    \"ph\": \"f\", \"id\": 11, \"pid\": 2, \"tid\": 1, \"ts\": 121.000,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }".into());
+        events.push("  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c10d::allreduce_\", \"pid\": 4242, \"tid\": 4242,\n    \"ts\": 140.000, \"dur\": 10.000,\n    \"args\": {\n      \"External id\": 9,\"Ev Idx\": 1\n    }\n  }".into());
+        events.push("  {\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)\", \"pid\": 2, \"tid\": 2,\n    \"ts\": 150.000, \"dur\": 20.000,\n    \"args\": {\n      \"External id\": 9, \"device\": 2, \"stream\": 2, \"correlation\": 12, \"Collective name\": \"allreduce\", \"dtype\": \"Float\", \"In msg nelems\": 1048576, \"Out msg nelems\": 1048576, \"Group size\": 2, \"In split size\": \"[]\", \"Out split size\": \"[]\", \"Process Group Name\": \"0\", \"Process Group Ranks\": \"[0, 1]\"\n    }\n  }".into());
     }
     events.push("  {\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\", \"ts\": 200.000\n  }".into());
     s.push_str(&events.join(",\n"));

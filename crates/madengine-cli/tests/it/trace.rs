@@ -63,7 +63,7 @@ fn check_exits_0_when_clean() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "run/node_0/rank0.json.gz"], @r"
     exit code: 0
     ----- stdout -----
-    run/node_0/rank0.json.gz: clean (2.0 KiB scanned)
+    run/node_0/rank0.json.gz: clean (2.6 KiB scanned)
     ----- stderr -----
     ");
 }
