@@ -7,11 +7,15 @@ use std::{io, process::ExitCode};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
     Success = 0,
-    /// The command ran and found problems (e.g. `trace sanitize --check`).
+    /// The command ran and found problems: a trace needs repair, a
+    /// TraceLens job failed.
     Findings = 1,
-    // 2: bad arguments, reported by clap itself.
+    /// Bad arguments (clap reports its own with this code too).
+    Usage = 2,
     /// A missing, unreadable or corrupt input, or a failed write.
     Io = 3,
+    /// TraceLens (or its interpreter) is missing.
+    TraceLensMissing = 4,
 }
 
 impl From<Status> for ExitCode {
@@ -26,14 +30,24 @@ pub(crate) enum Error {
     Sanitize(#[from] trace_sanitize::Error),
     #[error(transparent)]
     Discover(#[from] trace_discover::Error),
+    #[error(transparent)]
+    Tracelens(#[from] tracelens_driver::Error),
+    #[error("{0}")]
+    Usage(String),
     #[error("failed to write to standard output")]
     Stdout(#[source] io::Error),
 }
 
 impl Error {
     pub(crate) fn status(&self) -> Status {
+        use tracelens_driver::Error as T;
         match self {
-            Error::Sanitize(_) | Error::Discover(_) | Error::Stdout(_) => Status::Io,
+            Error::Usage(_) => Status::Usage,
+            Error::Tracelens(T::TraceLensMissing { .. } | T::Python { .. } | T::Probe { .. }) => {
+                Status::TraceLensMissing
+            }
+            Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_)) => Status::Usage,
+            Error::Sanitize(_) | Error::Discover(_) | Error::Tracelens(_) | Error::Stdout(_) => Status::Io,
         }
     }
 

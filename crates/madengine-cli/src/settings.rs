@@ -1,6 +1,11 @@
-//! Validation and conversion of arguments into library settings.
+//! Validation and conversion of arguments (and the environment) into
+//! library settings. The only place the CLI reads environment variables.
 
-use crate::cli::{DiscoverArgs, SanitizeArgs};
+use std::{path::PathBuf, time::Duration};
+
+use tracelens_driver::{Config, Mode};
+
+use crate::cli::{DiscoverArgs, ModeArg, SanitizeArgs, SetupTracelensArgs, TracelensArgs};
 
 pub(crate) fn discover_options(args: &DiscoverArgs) -> trace_discover::Options {
     trace_discover::Options {
@@ -11,9 +16,56 @@ pub(crate) fn discover_options(args: &DiscoverArgs) -> trace_discover::Options {
 }
 
 pub(crate) fn sanitize_options(args: &SanitizeArgs) -> trace_sanitize::Options {
-    trace_sanitize::Options {
-        max_recorded: args.max_listed,
-        stop_at_first: args.first,
-        ..Default::default()
+    trace_sanitize::Options { max_recorded: args.max_listed, stop_at_first: args.first, ..Default::default() }
+}
+
+/// `$TRACELENS_VENV`, trimmed, when set and non-empty.
+fn tracelens_venv() -> Option<PathBuf> {
+    std::env::var_os("TRACELENS_VENV")
+        .map(|v| PathBuf::from(v.to_string_lossy().trim()))
+        .filter(|v| !v.as_os_str().is_empty())
+}
+
+/// `--python`, else `$TRACELENS_VENV/bin/python3`, else `python3`.
+pub(crate) fn interpreter(explicit: Option<&PathBuf>) -> PathBuf {
+    tracelens_driver::resolve_interpreter(explicit.map(PathBuf::as_path), tracelens_venv().as_deref())
+}
+
+pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut config = Config::new(&args.root, std::env::temp_dir(), cpus);
+    config.output_dir = args.output_dir.clone();
+    config.mode = match args.mode {
+        ModeArg::Auto => Mode::Auto,
+        ModeArg::Pytorch => Mode::Pytorch,
+        ModeArg::Rocprof => Mode::Rocprof,
+        ModeArg::Pftrace => Mode::Pftrace,
+        ModeArg::Collective => Mode::Collective,
+    };
+    config.python = interpreter(args.python.as_ref());
+    config.gpu_arch = args.gpu_arch.clone();
+    config.world_size = args.world_size;
+    config.max_traces = args.max_traces;
+    if let Some(jobs) = args.jobs {
+        config.jobs = jobs as usize;
+    }
+    config.timeout = match args.timeout {
+        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+        Some(t) => return Err(format!("--timeout must be a positive number of seconds, not {t}")),
+        None => None,
+    };
+    config.extra_args = args.extra.clone();
+    Ok(config)
+}
+
+pub(crate) fn setup_config(args: &SetupTracelensArgs) -> tracelens_driver::SetupConfig {
+    tracelens_driver::SetupConfig {
+        venv: args
+            .venv
+            .clone()
+            .or_else(tracelens_venv)
+            .unwrap_or_else(|| PathBuf::from(tracelens_driver::DEFAULT_VENV)),
+        spec: args.spec.clone().unwrap_or_else(|| tracelens_driver::DEFAULT_SPEC.into()),
+        base_python: args.python.clone(),
     }
 }

@@ -1,6 +1,55 @@
 //! Drives TraceLens over the traces of a run directory.
 //!
-//! Not built yet: this crate will route each trace found by `trace-discover`
-//! to its TraceLens report generator, sanitizing with `trace-sanitize` first,
-//! and write the run summary. See the project issue "tracelens-driver".
+//! [`run`] finds the traces (`trace-discover`), routes each kind to its
+//! TraceLens generator with the arguments madengine always used, analyzes a
+//! sanitized copy of any trace strict JSON parsers reject (`trace-sanitize`),
+//! stages rank-labelled links for the multi-rank collective report (one per
+//! complete run under the root), runs the jobs in parallel with a log each
+//! and an optional timeout, classifies each outcome (SUCCESS, SKIPPED for "No
+//! GPU events found in the trace", FAILURE with the last line of output) and
+//! writes `tracelens_summary.csv` and `.json` atomically, after removing any
+//! left by an earlier run.
+//!
+//! TraceLens always runs out of process: the console script beside the
+//! chosen interpreter, or `python -c` importing its module. PATH is never
+//! searched and no shell is involved. This crate reads no environment
+//! variable: the caller resolves `TRACELENS_VENV` ([`resolve_interpreter`]).
+//!
+//! # Example
+//!
+//! ```
+//! use std::path::Path;
+//! use tracelens_driver::{Config, Tool, plan_only};
+//!
+//! let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic/run");
+//! let mut config = Config::new(&root, std::env::temp_dir(), 2);
+//! config.output_dir = root.join("tracelens_output");
+//! let (_, plan) = plan_only(&config)?;
+//! let collective = plan.jobs.iter().find(|j| j.tool == Tool::Collective).unwrap();
+//! assert_eq!(collective.collective.as_ref().unwrap().world_size, 2);
+//! # Ok::<(), tracelens_driver::Error>(())
+//! ```
 #![deny(missing_docs)]
+
+mod cmd;
+mod compare;
+mod error;
+mod plan;
+mod python;
+mod redact;
+mod run;
+mod setup;
+mod summary;
+mod tool;
+
+pub use crate::{
+    compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
+    error::{Error, INSTALL_HINT, Result, SetupFailure},
+    plan::{Collective, Config, Job, Plan, plan, report_stem},
+    python::{Probe, TraceLens, probe, resolve_interpreter},
+    redact::redact,
+    run::{Event, NO_GPU_DETAIL, NO_GPU_EVENTS, discover, plan_only, run},
+    setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
+    summary::{Counts, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary},
+    tool::{Mode, Tool},
+};

@@ -1,0 +1,104 @@
+//! `madengine report tracelens` and `report tracelens-compare`.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tracelens_driver::{CompareConfig, Event, Status as RowStatus};
+
+use crate::{
+    cli::{CompareArgs, TracelensArgs},
+    error::{Error, Status},
+    render, settings,
+};
+
+pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
+    let config = settings::tracelens_config(args).map_err(Error::Usage)?;
+    if args.discover_only {
+        let (found, plan) = tracelens_driver::plan_only(&config)?;
+        if args.json {
+            render::json(&serde_json::json!({
+                "root": found.root,
+                "discovered": plan.discovered,
+                "traces": found.traces,
+                "unsupported": found.unsupported,
+                "problems": found.problems,
+                "jobs": plan.jobs,
+                "skipped": plan.skipped,
+            }))?;
+        } else {
+            render::plan(&found, &plan)?;
+        }
+        return Ok(Status::Success);
+    }
+
+    let bar = (std::io::stderr().is_terminal() && !args.json).then(|| {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} TraceLens {pos}/{len} jobs [{elapsed}] {wide_msg}")
+                .expect("valid template"),
+        );
+        bar
+    });
+    let mut running: Vec<String> = Vec::new();
+    let summary = tracelens_driver::run(&config, &mut |event| match event {
+        Event::Note(text) => match &bar {
+            Some(bar) => bar.suspend(|| render::note(&text)),
+            None => render::note(&text),
+        },
+        Event::Planned { jobs } => {
+            if let Some(bar) = &bar {
+                bar.set_length(jobs as u64);
+            }
+        }
+        Event::Started { job, .. } => {
+            running.push(job.label.clone());
+            if let Some(bar) = &bar {
+                bar.set_message(running.join(", "));
+            }
+        }
+        Event::Finished { row, done, .. } => {
+            if let Some(pos) = running.iter().position(|l| *l == row.trace_file) {
+                running.remove(pos);
+            }
+            if let Some(bar) = &bar {
+                bar.set_position(done as u64);
+                bar.set_message(running.join(", "));
+            }
+        }
+        _ => {}
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let summary = summary?;
+    if args.json {
+        render::json(&summary)?;
+    } else {
+        render::tracelens_summary(&summary)?;
+    }
+    if summary.counts.failed > 0 {
+        if args.no_fail {
+            render::warning(&format!(
+                "{} TraceLens job(s) failed (ignored: --no-fail); see {}",
+                summary.counts.failed,
+                summary.summary_csv.display()
+            ));
+            return Ok(Status::Success);
+        }
+        return Ok(Status::Findings);
+    }
+    Ok(Status::Success)
+}
+
+pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
+    let python = settings::interpreter(args.python.as_ref());
+    let probe = tracelens_driver::probe(&python)?;
+    let config = CompareConfig { reports: args.reports.clone(), output: args.output.clone(), names: args.names.clone() };
+    let outcome = tracelens_driver::compare(&config, &probe)?;
+    if args.json {
+        render::json(&outcome)?;
+    } else {
+        render::compare_outcome(&outcome)?;
+    }
+    Ok(if outcome.status == RowStatus::Success { Status::Success } else { Status::Findings })
+}

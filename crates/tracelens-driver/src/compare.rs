@@ -1,0 +1,129 @@
+//! `TraceLens_compare_perf_reports_pytorch` over two or more reports.
+
+use std::{ffi::OsString, path::PathBuf};
+
+use serde::Serialize;
+
+use crate::{
+    Error, Result,
+    cmd::{cmd, display},
+    python::Probe,
+    summary::Status,
+    tool::Tool,
+};
+
+/// What to compare.
+#[derive(Debug, Clone)]
+pub struct CompareConfig {
+    /// Reports written by the PyTorch perf report: `.xlsx` files or CSV directories.
+    pub reports: Vec<PathBuf>,
+    /// The comparison workbook (`-o`).
+    pub output: PathBuf,
+    /// One tag per report (`--names`), or none for TraceLens' defaults.
+    pub names: Vec<String>,
+}
+
+/// How the comparison went.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareOutcome {
+    /// The reports compared.
+    pub reports: Vec<PathBuf>,
+    /// The workbook written.
+    pub output: PathBuf,
+    /// `SUCCESS` or `FAILURE`.
+    pub status: Status,
+    /// TraceLens' whole output on failure, else empty.
+    pub detail: String,
+    /// The command that ran.
+    pub command: String,
+}
+
+/// Check the inputs before TraceLens sees them: at least two existing
+/// reports, as many names as reports, and a `kernel_summary` sheet in the
+/// first one (TraceLens fails with a ValueError otherwise).
+pub fn check_compare_inputs(config: &CompareConfig, probe: &Probe) -> Result<()> {
+    if config.reports.len() < 2 {
+        return Err(Error::CompareArgs(format!(
+            "a comparison needs at least two reports, {} given",
+            config.reports.len()
+        )));
+    }
+    if !config.names.is_empty() && config.names.len() != config.reports.len() {
+        return Err(Error::CompareArgs(format!(
+            "{} names for {} reports: give one name per report, or none",
+            config.names.len(),
+            config.reports.len()
+        )));
+    }
+    for report in &config.reports {
+        if !report.exists() {
+            return Err(Error::CompareInput { path: report.clone(), reason: "no such report".into() });
+        }
+    }
+    let first = &config.reports[0];
+    if !has_kernel_summary(first, probe)? {
+        return Err(Error::CompareInput {
+            path: first.clone(),
+            reason: "the first report has no kernel_summary sheet, which TraceLens' comparison requires; \
+                     regenerate it with `madengine report tracelens` (it passes --enable_kernel_summary)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+fn has_kernel_summary(report: &std::path::Path, probe: &Probe) -> Result<bool> {
+    if report.is_dir() {
+        return Ok(report.join("kernel_summary.csv").is_file());
+    }
+    // An .xlsx is a zip: list its sheets with the interpreter's zipfile
+    // (standard library), without needing openpyxl.
+    let script = "import re, sys, zipfile\n\
+                  names = re.findall(r'<sheet [^>]*name=\"([^\"]+)\"', zipfile.ZipFile(sys.argv[1]).read('xl/workbook.xml').decode('utf-8', 'replace'))\n\
+                  print('\\n'.join(names))";
+    let argv: Vec<OsString> = vec![probe.python.clone().into(), "-c".into(), script.into(), report.into()];
+    let out = cmd(&argv)
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .run()
+        .map_err(|source| Error::Python { python: probe.python.clone(), source })?;
+    if !out.status.success() {
+        return Err(Error::CompareInput {
+            path: report.to_path_buf(),
+            reason: format!(
+                "not a readable .xlsx workbook ({})",
+                String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim()
+            ),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == "kernel_summary"))
+}
+
+/// Run the comparison (after [`check_compare_inputs`]).
+pub fn compare(config: &CompareConfig, probe: &Probe) -> Result<CompareOutcome> {
+    probe.require_tracelens()?;
+    check_compare_inputs(config, probe)?;
+    let mut args: Vec<OsString> = config.reports.iter().map(Into::into).collect();
+    args.extend(["-o".into(), config.output.clone().into()]);
+    if !config.names.is_empty() {
+        args.push("--names".into());
+        args.extend(config.names.iter().map(Into::into));
+    }
+    let argv = probe.command(Tool::Compare, &args);
+    let out = cmd(&argv)
+        .stderr_to_stdout()
+        .stdout_capture()
+        .stdin_null()
+        .unchecked()
+        .run()
+        .map_err(|source| Error::Python { python: probe.python.clone(), source })?;
+    let ok = out.status.success();
+    Ok(CompareOutcome {
+        reports: config.reports.clone(),
+        output: config.output.clone(),
+        status: if ok { Status::Success } else { Status::Failure },
+        detail: if ok { String::new() } else { String::from_utf8_lossy(&out.stdout).trim().to_string() },
+        command: display(&argv),
+    })
+}

@@ -1,0 +1,106 @@
+//! The crate's error type.
+
+use std::{io, path::PathBuf};
+
+/// What stops a TraceLens run before or outside its jobs. A job that fails
+/// is not an error: it is a `FAILURE` row in the summary.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The traces could not be discovered (the root is missing or unreadable).
+    #[error(transparent)]
+    Discover(#[from] trace_discover::Error),
+    /// The interpreter could not be started.
+    #[error("cannot run the Python interpreter {python}")]
+    Python {
+        /// The interpreter.
+        python: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The interpreter ran the probe but its answer made no sense.
+    #[error("the Python interpreter {python} did not answer the probe as expected: {output}")]
+    Probe {
+        /// The interpreter.
+        python: PathBuf,
+        /// What it printed.
+        output: String,
+    },
+    /// `import TraceLens` fails with the chosen interpreter.
+    #[error("{}", missing_message(python, detail, lowercase.as_deref()))]
+    TraceLensMissing {
+        /// The interpreter.
+        python: PathBuf,
+        /// The import error.
+        detail: String,
+        /// Where `import tracelens` (the unrelated PyPI project) was found, if it was.
+        lowercase: Option<String>,
+    },
+    /// `--gpu-arch` names a platform this TraceLens does not know.
+    #[error("TraceLens at {python} knows no GPU arch `{name}`; it knows: {}", known.join(", "))]
+    UnknownArch {
+        /// The name given.
+        name: String,
+        /// The names TraceLens knows.
+        known: Vec<String>,
+        /// The interpreter.
+        python: PathBuf,
+    },
+    /// A file or directory the run needs could not be created or written.
+    #[error("cannot write {path}")]
+    Write {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A compare input is missing or unusable.
+    #[error("{reason}: {}", path.display())]
+    CompareInput {
+        /// The report.
+        path: PathBuf,
+        /// What is wrong with it, and what to do.
+        reason: String,
+    },
+    /// Bad compare arguments.
+    #[error("{0}")]
+    CompareArgs(String),
+    /// Creating the TraceLens environment failed.
+    #[error("{what} (TraceLens spec {spec})")]
+    Setup {
+        /// What failed, with the command.
+        what: String,
+        /// The spec, with credentials redacted.
+        spec: String,
+        /// The tail of the command's output, redacted.
+        #[source]
+        source: SetupFailure,
+    },
+}
+
+/// The output of a failed setup step.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupFailure(pub String);
+
+/// How to install TraceLens, for the missing-TraceLens error.
+pub const INSTALL_HINT: &str = "install TraceLens into an isolated virtual environment, e.g. \
+`madengine setup tracelens` or `python3 -m venv /opt/madengine-tracelens-venv && \
+/opt/madengine-tracelens-venv/bin/pip install git+https://github.com/AMD-AGI/TraceLens`, then point \
+--python at its interpreter or set TRACELENS_VENV=/opt/madengine-tracelens-venv";
+
+fn missing_message(python: &std::path::Path, detail: &str, lowercase: Option<&str>) -> String {
+    let mut m = format!("TraceLens is not importable by {} ({detail}); {INSTALL_HINT}", python.display());
+    if let Some(found) = lowercase {
+        m.push_str(&format!(
+            ". Note: `import tracelens` (lower case) works ({found}): that is the PyPI package `tracelens`, \
+             an unrelated project; TraceLens comes from github.com/AMD-AGI/TraceLens"
+        ));
+    }
+    m
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

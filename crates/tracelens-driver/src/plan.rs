@@ -1,0 +1,516 @@
+//! Which TraceLens job runs on which trace, with which arguments.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    ffi::OsString,
+    path::{Component, Path, PathBuf},
+    time::Duration,
+};
+
+use serde::Serialize;
+use trace_discover::{Discovery, RANK_REGEX, Trace, TraceKind};
+
+use crate::{
+    summary::Row,
+    tool::{Mode, Tool},
+};
+
+/// Everything a run needs. The CLI fills it from arguments and the
+/// environment; this crate reads neither.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The run directory to analyze.
+    pub root: PathBuf,
+    /// Where reports, logs and the summaries go (excluded from discovery).
+    pub output_dir: PathBuf,
+    /// Which traces to analyze.
+    pub mode: Mode,
+    /// The interpreter that runs TraceLens (see [`crate::resolve_interpreter`]).
+    pub python: PathBuf,
+    /// `--gpu_arch_platform` for the PyTorch reports.
+    pub gpu_arch: Option<String>,
+    /// The collective report's world size; 0: the number of ranked traces.
+    pub world_size: u32,
+    /// Analyze at most this many traces of each kind (0: all).
+    pub max_traces: usize,
+    /// Jobs run at the same time (at least 1).
+    pub jobs: usize,
+    /// A job running longer is killed and reported as a failure.
+    pub timeout: Option<Duration>,
+    /// Arguments appended verbatim to every TraceLens command.
+    pub extra_args: Vec<OsString>,
+    /// Where the per-run scratch directory (sanitized copies, collective
+    /// staging) is created; it is removed at the end of the run.
+    pub scratch_parent: PathBuf,
+}
+
+impl Config {
+    /// Defaults as the original's: root `.`, output `tracelens_output`, mode
+    /// auto, `python3`, one job per CPU up to 4 (`cpus`).
+    pub fn new(root: impl Into<PathBuf>, scratch_parent: impl Into<PathBuf>, cpus: usize) -> Config {
+        Config {
+            root: root.into(),
+            output_dir: PathBuf::from("tracelens_output"),
+            mode: Mode::Auto,
+            python: PathBuf::from("python3"),
+            gpu_arch: None,
+            world_size: 0,
+            max_traces: 0,
+            jobs: cpus.clamp(1, 4),
+            timeout: None,
+            extra_args: Vec::new(),
+            scratch_parent: scratch_parent.into(),
+        }
+    }
+}
+
+/// One planned TraceLens job.
+#[derive(Debug, Clone, Serialize)]
+pub struct Job {
+    /// The entry point.
+    pub tool: Tool,
+    /// `pytorch`, `rocprof_json` or `pftrace`.
+    pub kind: TraceKind,
+    /// The trace (for per-trace jobs), as discovered.
+    pub trace: Option<PathBuf>,
+    /// What the summary names: the trace relative to the root, or
+    /// `<k> per-rank traces` for a collective job.
+    pub label: String,
+    /// Output base: reports are `<out_base>.xlsx`, `<out_base>_csv`, ...
+    pub out_base: PathBuf,
+    /// The name of its log: `logs/<log_name>`.
+    pub log_name: String,
+    /// For a collective job: the ranked traces and the world size.
+    pub collective: Option<Collective>,
+}
+
+/// The traces of one run that form a complete set of ranks.
+#[derive(Debug, Clone, Serialize)]
+pub struct Collective {
+    /// The directory (relative to the root) that holds them all.
+    pub dir: PathBuf,
+    /// `(rank, trace)` in rank order.
+    pub members: Vec<(u32, PathBuf)>,
+    /// `--world_size`.
+    pub world_size: u32,
+}
+
+/// The jobs of a run, in the order the summary lists them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Per-trace jobs (kinds alphabetically, traces sorted), then collective jobs.
+    pub jobs: Vec<Job>,
+    /// Rows for what will not run: unsupported artifacts, then collective skips.
+    pub skipped: Vec<Row>,
+    /// Traces found per kind (after `max_traces`).
+    pub discovered: BTreeMap<String, usize>,
+}
+
+impl Job {
+    /// The arguments after the entry point, for a readable `input` (the trace
+    /// or its sanitized copy; for a collective, the staging directory).
+    pub fn args(&self, config: &Config, input: &Path) -> Vec<OsString> {
+        let b = &self.out_base;
+        let with = |suffix: &str| -> OsString {
+            let mut s = b.as_os_str().to_owned();
+            s.push(suffix);
+            s
+        };
+        let mut args: Vec<OsString> = match self.tool {
+            Tool::Pytorch => {
+                let mut a = vec![
+                    "--profile_json_path".into(),
+                    input.into(),
+                    "--output_xlsx_path".into(),
+                    with(".xlsx"),
+                    "--output_csvs_dir".into(),
+                    with("_csv"),
+                    "--enable_kernel_summary".into(),
+                ];
+                if let Some(arch) = &config.gpu_arch {
+                    a.extend(["--gpu_arch_platform".into(), arch.into()]);
+                }
+                a
+            }
+            Tool::Rocprof => vec![
+                "--profile_json_path".into(),
+                input.into(),
+                "--output_xlsx_path".into(),
+                with(".xlsx"),
+                "--output_csvs_dir".into(),
+                with("_csv"),
+                "--kernel_details".into(),
+                "--short_kernel_study".into(),
+            ],
+            Tool::PftraceHipActivity => vec![
+                "--trace_path".into(),
+                input.into(),
+                "--output_csvs_dir".into(),
+                with("_activity_csv"),
+                "--output_md_path".into(),
+                with("_activity.md"),
+            ],
+            Tool::PftraceHipApi => vec![
+                "--trace_path".into(),
+                input.into(),
+                "--output_xlsx_path".into(),
+                with("_hip_api.xlsx"),
+                "--output_csvs_dir".into(),
+                with("_hip_api_csv"),
+            ],
+            Tool::PftraceMemoryCopy => vec![
+                "--trace_path".into(),
+                input.into(),
+                "--output_xlsx_path".into(),
+                with("_memory_copy.xlsx"),
+                "--output_csvs_dir".into(),
+                with("_memory_copy_csv"),
+            ],
+            Tool::Collective => {
+                let world = self.collective.as_ref().map_or(0, |c| c.world_size);
+                let mut glob = input.as_os_str().to_owned();
+                glob.push("/**/*.json*");
+                vec![
+                    "--trace_glob".into(),
+                    glob,
+                    "--rank_regex".into(),
+                    RANK_REGEX.into(),
+                    "--world_size".into(),
+                    world.to_string().into(),
+                    "--output_xlsx_path".into(),
+                    with(".xlsx"),
+                    "--output_csvs_dir".into(),
+                    with("_csv"),
+                    "--use_multiprocessing".into(),
+                ]
+            }
+            Tool::Compare => vec![],
+        };
+        args.extend(config.extra_args.iter().cloned());
+        args
+    }
+
+    /// The report a successful job leaves (what the summary's `output` names).
+    pub fn main_output(&self) -> PathBuf {
+        let suffix = match self.tool {
+            Tool::PftraceHipActivity => "_activity_csv",
+            Tool::PftraceHipApi => "_hip_api_csv",
+            Tool::PftraceMemoryCopy => "_memory_copy_csv",
+            _ => "_csv",
+        };
+        let mut s = self.out_base.as_os_str().to_owned();
+        s.push(suffix);
+        PathBuf::from(s)
+    }
+}
+
+/// The report stem of a trace, as the original's: the path relative to the
+/// root, the first of `.json.gz`, `.pt.trace.json`, `.pftrace`, `.json`
+/// stripped, runs of characters outside `[A-Za-z0-9._-]` made `_`, leading
+/// and trailing `_` removed; `trace` when nothing is left.
+pub fn report_stem(rel: &Path) -> String {
+    let text = rel.to_string_lossy();
+    let text = [".json.gz", ".pt.trace.json", ".pftrace", ".json"]
+        .iter()
+        .find_map(|s| text.strip_suffix(s))
+        .unwrap_or(&text);
+    let mut stem = String::new();
+    let mut in_run = false;
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || "._-".contains(c) {
+            stem.push(c);
+            in_run = false;
+        } else if !in_run {
+            stem.push('_');
+            in_run = true;
+        }
+    }
+    let stem = stem.trim_matches('_');
+    if stem.is_empty() { "trace".into() } else { stem.into() }
+}
+
+pub(crate) fn relative(root: &Path, path: &Path) -> PathBuf {
+    path.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Build the plan for `found` (already discovered with the output
+/// directory excluded).
+pub fn plan(config: &Config, found: &Discovery) -> Plan {
+    let root = &config.root;
+    let wanted: &[TraceKind] = match config.mode {
+        Mode::Auto => &[TraceKind::Pftrace, TraceKind::Pytorch, TraceKind::RocprofJson],
+        Mode::Pytorch | Mode::Collective => &[TraceKind::Pytorch],
+        Mode::Rocprof => &[TraceKind::RocprofJson],
+        Mode::Pftrace => &[TraceKind::Pftrace],
+    };
+    let mut by_kind: BTreeMap<&str, Vec<&Trace>> = BTreeMap::new();
+    for kind in wanted {
+        let mut traces: Vec<&Trace> = found.of_kind(*kind).collect();
+        if config.max_traces > 0 {
+            traces.truncate(config.max_traces);
+        }
+        by_kind.insert(kind.as_str(), traces);
+    }
+    let discovered = by_kind.iter().map(|(k, v)| (k.to_string(), v.len())).collect();
+
+    let mut jobs = Vec::new();
+    let mut stems = BTreeSet::new();
+    let mut unique_stem = |rel: &Path| {
+        let base = report_stem(rel);
+        let mut stem = base.clone();
+        let mut n = 2;
+        while !stems.insert(stem.clone()) {
+            stem = format!("{base}_{n}");
+            n += 1;
+        }
+        stem
+    };
+    // Kinds in alphabetical order (pftrace, pytorch, rocprof_json), as the original.
+    for (kind_name, traces) in &by_kind {
+        for trace in traces {
+            let rel = relative(root, &trace.path);
+            let stem = unique_stem(&rel);
+            let tools: &[Tool] = match trace.kind {
+                TraceKind::Pytorch if config.mode == Mode::Collective => &[],
+                TraceKind::Pytorch => &[Tool::Pytorch],
+                TraceKind::RocprofJson => &[Tool::Rocprof],
+                TraceKind::Pftrace => {
+                    &[Tool::PftraceHipActivity, Tool::PftraceHipApi, Tool::PftraceMemoryCopy]
+                }
+            };
+            for &tool in tools {
+                jobs.push(Job {
+                    tool,
+                    kind: trace.kind,
+                    trace: Some(trace.path.clone()),
+                    label: rel.display().to_string(),
+                    out_base: config.output_dir.join(&stem),
+                    log_name: format!("{stem}.{}.log", tool.short()),
+                    collective: None,
+                });
+            }
+            let _ = kind_name;
+        }
+    }
+
+    let mut skipped: Vec<Row> = found
+        .unsupported
+        .iter()
+        .map(|u| Row::skipped(relative(root, &u.path).display().to_string(), "unsupported", "", u.reason))
+        .collect();
+
+    if matches!(config.mode, Mode::Auto | Mode::Collective) {
+        let pytorch = by_kind.get("pytorch").cloned().unwrap_or_default();
+        let (groups, reasons) = collective_groups(root, &pytorch, config.world_size);
+        let several = groups.len() > 1;
+        for group in groups {
+            let name = if several && !group.dir.as_os_str().is_empty() {
+                format!("multi_rank_collective_{}", report_stem(&group.dir))
+            } else {
+                "multi_rank_collective".to_string()
+            };
+            let label = if several {
+                format!("{} per-rank traces in {}", group.members.len(), group.dir.display())
+            } else {
+                format!("{} per-rank traces", group.members.len())
+            };
+            jobs.push(Job {
+                tool: Tool::Collective,
+                kind: TraceKind::Pytorch,
+                trace: None,
+                label,
+                out_base: config.output_dir.join(&name),
+                log_name: format!("{name}.collective.log"),
+                collective: Some(group),
+            });
+        }
+        for (label, reason) in reasons {
+            skipped.push(Row::skipped(label, "pytorch", Tool::Collective.script(), &reason));
+        }
+    }
+    Plan { jobs, skipped, discovered }
+}
+
+/// Split the ranked PyTorch traces into complete runs; the rest gets reasons.
+fn collective_groups(root: &Path, pytorch: &[&Trace], world: u32) -> (Vec<Collective>, Vec<(String, String)>) {
+    let n = pytorch.len();
+    if n < 2 {
+        return (vec![], vec![]);
+    }
+    let label = format!("{n} PyTorch traces");
+    let ranked: Vec<(PathBuf, u32)> =
+        pytorch.iter().filter_map(|t| Some((relative(root, &t.path), t.rank?.rank))).collect();
+    let k = ranked.len();
+    if k < 2 {
+        return (vec![], vec![(label, format!(
+            "the collective report needs each trace's rank, from its filename or its distributedInfo, and only {k} of {n} carry one. Traces captured on demand through dynolog are named after the process id."
+        ))]);
+    }
+    if world == 1 {
+        return (vec![], vec![(label, "--world-size is 1, but a collective report needs at least 2 ranks.".into())]);
+    }
+    let mut groups = Vec::new();
+    let mut reasons = Vec::new();
+    split(&ranked, 0, world, &mut groups, &mut reasons);
+    if k < n && !groups.is_empty() {
+        // Say what was left out, but still run the complete groups.
+        reasons.push((
+            format!("{} PyTorch traces without a rank", n - k),
+            format!("{} of {n} traces carry no rank (in their filename or distributedInfo) and are not part of any collective report", n - k),
+        ));
+    }
+    (groups, reasons)
+}
+
+fn split(traces: &[(PathBuf, u32)], depth: usize, world: u32, groups: &mut Vec<Collective>, reasons: &mut Vec<(String, String)>) {
+    if traces.len() < 2 {
+        return;
+    }
+    let dir = common_dir(traces, depth);
+    match completeness(traces, world) {
+        Ok(world_size) => {
+            let mut members: Vec<(u32, PathBuf)> = traces.iter().map(|(p, r)| (*r, p.clone())).collect();
+            members.sort();
+            groups.push(Collective { dir, members, world_size });
+            return;
+        }
+        Err(reason) => {
+            // Several runs under one root? Try each subdirectory on its own.
+            let mut parts: BTreeMap<Option<PathBuf>, Vec<(PathBuf, u32)>> = BTreeMap::new();
+            for (path, rank) in traces {
+                let comps: Vec<Component> = path.components().collect();
+                let key = (comps.len() > depth + 1).then(|| comps[..=depth].iter().collect::<PathBuf>());
+                parts.entry(key).or_default().push((path.clone(), *rank));
+            }
+            let deeper = parts.keys().any(Option::is_some);
+            if !deeper {
+                let label = if dir.as_os_str().is_empty() {
+                    format!("{} ranked PyTorch traces", traces.len())
+                } else {
+                    format!("{} ranked PyTorch traces in {}", traces.len(), dir.display())
+                };
+                reasons.push((label, reason));
+                return;
+            }
+            for (key, part) in parts {
+                match key {
+                    Some(_) => split(&part, depth + 1, world, groups, reasons),
+                    None if part.len() >= 2 => {
+                        // Files directly in this directory that were not a complete set.
+                        split_leaf(&part, world, groups, reasons)
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+}
+
+fn split_leaf(traces: &[(PathBuf, u32)], world: u32, groups: &mut Vec<Collective>, reasons: &mut Vec<(String, String)>) {
+    let dir = traces[0].0.parent().map(Path::to_path_buf).unwrap_or_default();
+    match completeness(traces, world) {
+        Ok(world_size) => {
+            let mut members: Vec<(u32, PathBuf)> = traces.iter().map(|(p, r)| (*r, p.clone())).collect();
+            members.sort();
+            groups.push(Collective { dir, members, world_size });
+        }
+        Err(reason) => reasons.push((
+            format!("{} ranked PyTorch traces in {}", traces.len(), dir.display()),
+            reason,
+        )),
+    }
+}
+
+fn common_dir(traces: &[(PathBuf, u32)], depth: usize) -> PathBuf {
+    let first: Vec<Component> = traces[0].0.components().collect();
+    first[..depth.min(first.len().saturating_sub(1))].iter().collect()
+}
+
+/// `Ok(world_size)` when the ranks are exactly 0..world_size-1, each once.
+fn completeness(traces: &[(PathBuf, u32)], world: u32) -> Result<u32, String> {
+    let mut by_rank: BTreeMap<u32, Vec<&Path>> = BTreeMap::new();
+    for (path, rank) in traces {
+        by_rank.entry(*rank).or_default().push(path);
+    }
+    if let Some((rank, paths)) = by_rank.iter().find(|(_, p)| p.len() > 1) {
+        return Err(format!(
+            "rank {rank} is claimed by {} traces ({})",
+            paths.len(),
+            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let expected = if world > 0 { world } else { traces.len() as u32 };
+    let missing: Vec<String> = (0..expected).filter(|r| !by_rank.contains_key(r)).map(|r| r.to_string()).collect();
+    let extra: Vec<String> = by_rank.keys().filter(|r| **r >= expected).map(|r| r.to_string()).collect();
+    if !missing.is_empty() || !extra.is_empty() {
+        let found: Vec<String> = by_rank.keys().map(|r| r.to_string()).collect();
+        let mut reason = format!("the ranks found ({}) do not form 0..{}", found.join(", "), expected.saturating_sub(1));
+        if !missing.is_empty() {
+            reason.push_str(&format!("; missing {}", missing.join(", ")));
+        }
+        if world > 0 && !extra.is_empty() {
+            reason.push_str(&format!("; beyond --world-size {world}: {}", extra.join(", ")));
+        }
+        return Err(reason);
+    }
+    Ok(expected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems() {
+        let check = |rel: &str, expected: &str| assert_eq!(report_stem(Path::new(rel)), expected, "{rel}");
+        check("traces/model_rank0.pt.trace.json", "traces_model_rank0");
+        check("torch_profiler_output/libkineto_trace_1234.json", "torch_profiler_output_libkineto_trace_1234");
+        check("node_0/trace.json", "node_0_trace");
+        check("a.pt.trace.json.gz", "a.pt.trace");
+        check("x y/[rank 1].json", "x_y_rank_1");
+        check("@@.json", "trace");
+        check("m.pftrace", "m");
+    }
+
+    fn set(items: &[(&str, u32)]) -> Vec<(PathBuf, u32)> {
+        items.iter().map(|(p, r)| (PathBuf::from(p), *r)).collect()
+    }
+
+    #[test]
+    fn completeness_names_the_clash() {
+        assert_eq!(completeness(&set(&[("a", 0), ("b", 1)]), 0), Ok(2));
+        assert_eq!(
+            completeness(&set(&[("a", 0), ("b", 0)]), 0),
+            Err("rank 0 is claimed by 2 traces (a, b)".into())
+        );
+        assert_eq!(
+            completeness(&set(&[("a", 0), ("b", 2)]), 0),
+            Err("the ranks found (0, 2) do not form 0..1; missing 1".into())
+        );
+        assert_eq!(
+            completeness(&set(&[("a", 0), ("b", 1)]), 4),
+            Err("the ranks found (0, 1) do not form 0..3; missing 2, 3".into())
+        );
+    }
+
+    #[test]
+    fn runs_under_one_root_are_split() {
+        let traces = set(&[("run_a/rank0.json", 0), ("run_a/rank1.json", 1), ("run_b/x/rank0.json", 0), ("run_b/y/rank1.json", 1), ("run_c/rank0.json", 0), ("run_c/rank2.json", 2)]);
+        let (mut groups, mut reasons) = (vec![], vec![]);
+        split(&traces, 0, 0, &mut groups, &mut reasons);
+        let dirs: Vec<_> = groups.iter().map(|g| (g.dir.display().to_string(), g.world_size)).collect();
+        assert_eq!(dirs, [("run_a".to_string(), 2), ("run_b".to_string(), 2)]);
+        assert_eq!(reasons.len(), 1);
+        assert!(reasons[0].0.contains("run_c") && reasons[0].1.contains("missing 1"), "{reasons:?}");
+    }
+
+    #[test]
+    fn a_multi_node_job_is_one_group() {
+        let traces = set(&[("node_0/torch_profiler_output/rank0.json", 0), ("node_0/torch_profiler_output/rank1.json", 1), ("node_1/torch_profiler_output/rank2.json", 2), ("node_1/torch_profiler_output/rank3.json", 3)]);
+        let (mut groups, mut reasons) = (vec![], vec![]);
+        split(&traces, 0, 0, &mut groups, &mut reasons);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].world_size, 4);
+        assert!(reasons.is_empty());
+    }
+}

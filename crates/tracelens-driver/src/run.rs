@@ -1,0 +1,452 @@
+//! Running a plan: sanitizing, staging, parallel jobs, outcomes, summaries.
+
+use std::{
+    collections::BTreeMap,
+    ffi::OsString,
+    fs,
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    sync::{
+        Mutex,
+        atomic::{AtomicUsize, Ordering},
+        mpsc,
+    },
+    time::{Duration, Instant},
+};
+
+use trace_discover::TraceKind;
+
+use crate::{
+    Error, Result,
+    cmd::{cmd, display},
+    plan::{Config, Job, Plan, plan, relative},
+    python::{Probe, probe},
+    summary::{self, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary},
+};
+
+/// What TraceLens prints for a trace without GPU activity.
+pub const NO_GPU_EVENTS: &str = "No GPU events found in the trace";
+
+/// The detail of a SKIPPED row for a trace without GPU activity.
+pub const NO_GPU_DETAIL: &str = "the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.";
+
+/// Progress of a run, for a front end to show.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// Something worth telling the user (a sanitized copy, a skipped collective).
+    Note(String),
+    /// The jobs are about to start.
+    Planned {
+        /// How many jobs will run.
+        jobs: usize,
+    },
+    /// A job started.
+    Started {
+        /// Its index in the plan.
+        index: usize,
+        /// The job.
+        job: &'a Job,
+    },
+    /// A job finished.
+    Finished {
+        /// Its index in the plan.
+        index: usize,
+        /// Its row.
+        row: &'a Row,
+        /// Jobs finished so far.
+        done: usize,
+        /// All jobs.
+        total: usize,
+    },
+}
+
+/// Discover, plan, run TraceLens and write the summaries.
+///
+/// Fails before anything runs when the root is missing, the interpreter
+/// cannot run, TraceLens is missing or `gpu_arch` is unknown. Job failures
+/// are rows, not errors. Summaries left by an earlier run are removed first;
+/// the new ones are written atomically at the end. The scratch directory is
+/// removed on every path out.
+pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary> {
+    let started = Instant::now();
+    let config = &absolute_config(config);
+    if !config.root.is_dir() {
+        // Let discovery produce the error that names the root.
+        trace_discover::discover(&config.root, &Default::default())?;
+    }
+    let probe = probe(&config.python)?;
+    let tracelens = probe.require_tracelens()?.clone();
+    if let Some(arch) = &config.gpu_arch {
+        probe.check_arch(arch)?;
+    }
+    fs::create_dir_all(config.output_dir.join("logs"))
+        .map_err(|source| Error::Write { path: config.output_dir.join("logs"), source })?;
+    summary::remove_stale(&config.output_dir)?;
+
+    let found = discover(config)?;
+    let discovery_s = started.elapsed().as_secs_f64();
+    let plan = plan(config, &found);
+
+    let scratch = tempfile::Builder::new()
+        .prefix("madengine-tracelens-")
+        .tempdir_in(&config.scratch_parent)
+        .map_err(|source| Error::Write { path: config.scratch_parent.clone(), source })?;
+
+    let sanitize_start = Instant::now();
+    let (readable, repairs) = readable_inputs(config, &plan, scratch.path(), events);
+    let inputs: Vec<Option<PathBuf>> =
+        plan.jobs.iter().map(|j| j.trace.as_ref().map(|t| readable.get(t).unwrap_or(t).clone())).collect();
+    let sanitize_s = sanitize_start.elapsed().as_secs_f64();
+
+    let jobs_start = Instant::now();
+    events(Event::Planned { jobs: plan.jobs.len() });
+    let mut rows: Vec<Option<Row>> = vec![None; plan.jobs.len()];
+    let per_trace: Vec<usize> = (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_none()).collect();
+    let collective: Vec<usize> = (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_some()).collect();
+    let done = AtomicUsize::new(0);
+    run_parallel(config, &probe, &plan, &per_trace, &inputs, &mut rows, &done, events);
+
+    // Collectives run after the per-rank reports they depend on.
+    let mut ready = Vec::new();
+    let mut staged = inputs.clone();
+    for &i in &collective {
+        let job = &plan.jobs[i];
+        let group = job.collective.as_ref().expect("a collective job");
+        let members: Vec<&Row> = plan
+            .jobs
+            .iter()
+            .zip(&rows)
+            .filter(|(j, _)| {
+                j.tool == crate::Tool::Pytorch
+                    && j.trace.as_ref().is_some_and(|t| group.members.iter().any(|(_, m)| config.root.join(m) == *t))
+            })
+            .filter_map(|(_, r)| r.as_ref())
+            .collect();
+        if !members.is_empty() && members.iter().all(|r| r.status == Status::Skipped) {
+            let row = Row::skipped(job.label.clone(), "pytorch", job.tool.script(), "every per-rank report was skipped for having no GPU activity, so there is no collective to analyze");
+            let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+            events(Event::Finished { index: i, row: &row, done: n, total: plan.jobs.len() });
+            rows[i] = Some(row);
+            continue;
+        }
+        match stage_collective(config, job, &readable, scratch.path(), i) {
+            Ok(dir) => {
+                staged[i] = Some(dir);
+                ready.push(i);
+            }
+            Err(e) => {
+                let row = Row { status: Status::Failure, detail: format!("could not stage the traces: {e}"), ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), "") };
+                rows[i] = Some(row);
+            }
+        }
+    }
+    run_parallel(config, &probe, &plan, &ready, &staged, &mut rows, &done, events);
+    let jobs_s = jobs_start.elapsed().as_secs_f64();
+
+    let mut results: Vec<Row> = rows.into_iter().map(|r| r.expect("every job has a row")).collect();
+    results.extend(plan.skipped.iter().cloned());
+    for row in &plan.skipped {
+        if row.kind == "unsupported" {
+            events(Event::Note(format!("skipping {}: {}", row.trace_file, row.detail)));
+        } else {
+            events(Event::Note(format!("skipping the collective report: {}", row.detail)));
+        }
+    }
+    drop(scratch);
+
+    let root = absolute(&config.root);
+    let output_dir = absolute(&config.output_dir);
+    let summary = Summary {
+        summary_csv: output_dir.join(SUMMARY_CSV),
+        root,
+        output_dir: output_dir.clone(),
+        mode: config.mode.as_str().into(),
+        python: config.python.clone(),
+        tracelens_version: tracelens.version,
+        discovered: plan.discovered.clone(),
+        counts: summary::count(&results),
+        results,
+        repairs,
+        problems: found.problems,
+        durations: Durations { discovery_s, sanitize_s, jobs_s, total_s: started.elapsed().as_secs_f64() },
+    };
+    summary::write_csv(&output_dir.join(SUMMARY_CSV), &summary.results)?;
+    summary::write_json(&output_dir.join(SUMMARY_JSON), &summary)?;
+    Ok(summary)
+}
+
+/// Discovery with the output directory excluded.
+pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
+    let options = trace_discover::Options { exclude: vec![config.output_dir.clone()], ..Default::default() };
+    Ok(trace_discover::discover(&config.root, &options)?)
+}
+
+/// The plan without running anything (no TraceLens needed).
+pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
+    let found = discover(config)?;
+    let plan = plan(config, &found);
+    Ok((found, plan))
+}
+
+/// The same config with absolute root and output paths, so every argument
+/// TraceLens gets is absolute, whatever its working directory.
+fn absolute_config(config: &Config) -> Config {
+    Config { root: absolute(&config.root), output_dir: absolute(&config.output_dir), ..config.clone() }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn digest(path: &Path) -> String {
+    let abs = absolute(path);
+    let hex = sha1_smol::Sha1::from(abs.as_os_str().as_encoded_bytes()).digest().to_string();
+    hex[..12].to_string()
+}
+
+/// For each trace a job reads (collective members included), the file
+/// TraceLens should read: the trace, or a sanitized copy in
+/// `<scratch>/<digest>/<basename>` when strict parsers would reject it.
+fn readable_inputs(
+    config: &Config,
+    plan: &Plan,
+    scratch: &Path,
+    events: &mut dyn FnMut(Event<'_>),
+) -> (BTreeMap<PathBuf, PathBuf>, Vec<Repaired>) {
+    let mut repairs = Vec::new();
+    let mut readable = BTreeMap::new();
+    let traces = plan.jobs.iter().flat_map(|job| {
+        let members = job.collective.iter().flat_map(|c| c.members.iter().map(|(_, m)| (config.root.join(m), TraceKind::Pytorch)));
+        job.trace.clone().map(|t| (t, job.kind)).into_iter().chain(members)
+    });
+    for (trace, kind) in traces.collect::<Vec<_>>() {
+        if readable.contains_key(&trace) {
+            continue;
+        }
+        let input = if matches!(kind, TraceKind::Pytorch | TraceKind::RocprofJson) {
+            sanitized(config, &trace, scratch, events, &mut repairs)
+        } else {
+            trace.clone()
+        };
+        readable.insert(trace, input);
+    }
+    (readable, repairs)
+}
+
+fn sanitized(
+    config: &Config,
+    trace: &Path,
+    scratch: &Path,
+    events: &mut dyn FnMut(Event<'_>),
+    repairs: &mut Vec<Repaired>,
+) -> PathBuf {
+    let first = trace_sanitize::Options { stop_at_first: true, ..Default::default() };
+    match trace_sanitize::check_file(trace, &first, &mut |_, _| {}) {
+        Ok(r) if !r.report.needs_repair() => return trace.to_path_buf(),
+        Ok(_) => {}
+        // Unreadable here: TraceLens will say why in its own row.
+        Err(_) => return trace.to_path_buf(),
+    }
+    let dir = scratch.join(digest(trace));
+    let copy = dir.join(trace.file_name().unwrap_or_default());
+    let result = fs::create_dir_all(&dir)
+        .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
+        .and_then(|()| trace_sanitize::sanitize_file(trace, &copy, &Default::default(), &mut |_, _| {}));
+    let rel = relative(&config.root, trace).display().to_string();
+    match result {
+        Ok(report) => {
+            let c = report.report.counts;
+            events(Event::Note(format!(
+                "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes); analyzing a sanitized copy",
+                c.invalid_utf8, c.control_chars, c.lone_surrogates
+            )));
+            repairs.push(Repaired { trace_file: rel, report: report.report });
+            copy
+        }
+        Err(e) => {
+            events(Event::Note(format!("could not sanitize {rel}: {e}; analyzing the original")));
+            trace.to_path_buf()
+        }
+    }
+}
+
+/// `<scratch>/collective-<i>/<digest>/<rank-bearing name>` links to each
+/// member's readable trace (copies where links fail), so TraceLens' rank
+/// regex finds every rank and nothing else matches the glob.
+fn stage_collective(
+    config: &Config,
+    job: &Job,
+    readable: &BTreeMap<PathBuf, PathBuf>,
+    scratch: &Path,
+    index: usize,
+) -> std::io::Result<PathBuf> {
+    let group = job.collective.as_ref().expect("a collective job");
+    let dir = scratch.join(format!("collective-{index}"));
+    for (rank, member) in &group.members {
+        let original = config.root.join(member);
+        let input = readable.get(&original).unwrap_or(&original);
+        let base = original.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = if trace_discover::rank_from_file_name(base.as_bytes()).is_some() {
+            base
+        } else {
+            format!("rank{rank}_{base}")
+        };
+        let sub = dir.join(digest(&original));
+        fs::create_dir_all(&sub)?;
+        let staged = sub.join(name);
+        let target = absolute(input);
+        #[cfg(unix)]
+        let linked = std::os::unix::fs::symlink(&target, &staged);
+        #[cfg(not(unix))]
+        let linked: std::io::Result<()> = Err(std::io::Error::other("no symlinks"));
+        if linked.is_err() {
+            fs::copy(&target, &staged)?;
+        }
+    }
+    Ok(dir)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_parallel(
+    config: &Config,
+    probe: &Probe,
+    plan: &Plan,
+    which: &[usize],
+    inputs: &[Option<PathBuf>],
+    rows: &mut [Option<Row>],
+    done: &AtomicUsize,
+    events: &mut dyn FnMut(Event<'_>),
+) {
+    if which.is_empty() {
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let total = plan.jobs.len();
+    let (tx, rx) = mpsc::channel::<(usize, Option<Row>)>();
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..config.jobs.max(1).min(which.len()) {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let k = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(&i) = which.get(k) else { break };
+                    let _ = tx.send((i, None));
+                    let job = &plan.jobs[i];
+                    let input = inputs[i].clone().unwrap_or_default();
+                    let row = run_job(config, probe, job, &input);
+                    let _ = tx.send((i, Some(row)));
+                }
+            });
+        }
+        drop(tx);
+        for (i, row) in rx {
+            match row {
+                None => events(Event::Started { index: i, job: &plan.jobs[i] }),
+                Some(row) => {
+                    let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    events(Event::Finished { index: i, row: &row, done: n, total });
+                    results.lock().expect("not poisoned").push((i, row));
+                }
+            }
+        }
+    });
+    for (i, row) in results.into_inner().expect("not poisoned") {
+        rows[i] = Some(row);
+    }
+}
+
+/// Run one job; its combined stdout and stderr go to its log.
+fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
+    let argv = probe.command(job.tool, &job.args(config, input));
+    let log = config.output_dir.join("logs").join(&job.log_name);
+    let started = Instant::now();
+    let outcome = execute(&argv, &log, &config.output_dir, config.timeout);
+    let seconds = started.elapsed().as_secs_f64();
+    let (status, detail) = classify(&outcome, &log);
+    let output = match status {
+        Status::Skipped => String::new(),
+        _ => relative(&absolute(&config.root), &absolute(&job.main_output())).display().to_string(),
+    };
+    Row {
+        trace_file: job.label.clone(),
+        kind: job.kind.as_str().into(),
+        tracelens_tool: job.tool.script().into(),
+        status,
+        output,
+        detail,
+        seconds: Some((seconds * 1000.0).round() / 1000.0),
+        log: Some(log.display().to_string()),
+    }
+}
+
+enum Outcome {
+    Exited(Option<i32>),
+    TimedOut(Duration),
+    NotStarted(String),
+}
+
+fn execute(argv: &[OsString], log: &Path, cwd: &Path, timeout: Option<Duration>) -> Outcome {
+    let mut file = match fs::File::create(log) {
+        Ok(f) => f,
+        Err(e) => return Outcome::NotStarted(format!("cannot create the log {}: {e}", log.display())),
+    };
+    let _ = writeln!(file, "$ {}", display(argv));
+    let handle = match cmd(argv).dir(cwd).stdin_null().stderr_to_stdout().stdout_file(file).unchecked().start() {
+        Ok(h) => h,
+        Err(e) => return Outcome::NotStarted(format!("cannot run {}: {e}", argv[0].to_string_lossy())),
+    };
+    let started = Instant::now();
+    loop {
+        match handle.try_wait() {
+            Ok(Some(output)) => return Outcome::Exited(output.status.code()),
+            Ok(None) => {}
+            Err(e) => return Outcome::NotStarted(format!("waiting for {}: {e}", argv[0].to_string_lossy())),
+        }
+        if let Some(limit) = timeout
+            && started.elapsed() > limit
+        {
+            let _ = handle.kill();
+            return Outcome::TimedOut(limit);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn classify(outcome: &Outcome, log: &Path) -> (Status, String) {
+    let (no_gpu, last) = scan_log(log);
+    match outcome {
+        Outcome::Exited(Some(0)) => (Status::Success, String::new()),
+        Outcome::Exited(_) if no_gpu => (Status::Skipped, NO_GPU_DETAIL.into()),
+        Outcome::Exited(code) => {
+            let detail = last.unwrap_or_else(|| match code {
+                Some(c) => format!("exit code {c}"),
+                None => "killed by a signal".into(),
+            });
+            (Status::Failure, detail)
+        }
+        Outcome::TimedOut(limit) => (Status::Failure, format!("timed out after {} s", limit.as_secs_f64())),
+        Outcome::NotStarted(why) => (Status::Failure, why.clone()),
+    }
+}
+
+/// Whether the log says "no GPU events", and its last non-empty line (not
+/// counting the command line written first).
+fn scan_log(log: &Path) -> (bool, Option<String>) {
+    let Ok(file) = fs::File::open(log) else { return (false, None) };
+    let mut no_gpu = false;
+    let mut last = None;
+    for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
+        let Ok(line) = line else { break };
+        let text = String::from_utf8_lossy(&line);
+        if text.contains(NO_GPU_EVENTS) {
+            no_gpu = true;
+        }
+        if n > 0 && !text.trim().is_empty() {
+            last = Some(text.trim().to_string());
+        }
+    }
+    (no_gpu, last)
+}

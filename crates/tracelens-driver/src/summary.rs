@@ -1,0 +1,213 @@
+//! The summary rows and the two summary files.
+
+use std::{
+    collections::BTreeMap,
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use serde::Serialize;
+use trace_discover::Problem;
+
+use crate::{Error, Result};
+
+/// The CSV summary's file name.
+pub const SUMMARY_CSV: &str = "tracelens_summary.csv";
+/// The JSON summary's file name.
+pub const SUMMARY_JSON: &str = "tracelens_summary.json";
+
+/// How a job (or a skipped artifact) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    /// TraceLens wrote its report.
+    Success,
+    /// Nothing to report (no GPU activity, an unsupported format, a collective
+    /// that cannot be built); never a failure.
+    Skipped,
+    /// TraceLens failed, crashed or timed out.
+    Failure,
+}
+
+impl Status {
+    /// `SUCCESS`, `SKIPPED`, `FAILURE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "SUCCESS",
+            Status::Skipped => "SKIPPED",
+            Status::Failure => "FAILURE",
+        }
+    }
+}
+
+/// One summary row. The CSV has exactly the first six fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// The original trace relative to the root (or a label such as `2 per-rank traces`).
+    pub trace_file: String,
+    /// `pytorch`, `rocprof_json`, `pftrace` or `unsupported`.
+    pub kind: String,
+    /// The TraceLens entry point (empty for unsupported artifacts).
+    pub tracelens_tool: String,
+    /// How it ended.
+    pub status: Status,
+    /// The report written (relative to the root when inside it).
+    pub output: String,
+    /// Why it was skipped or how it failed.
+    pub detail: String,
+    /// Seconds the job ran (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// The job's combined output (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}
+
+impl Row {
+    pub(crate) fn skipped(trace_file: String, kind: &str, tool: &str, detail: &str) -> Row {
+        Row {
+            trace_file,
+            kind: kind.into(),
+            tracelens_tool: tool.into(),
+            status: Status::Skipped,
+            output: String::new(),
+            detail: detail.into(),
+            seconds: None,
+            log: None,
+        }
+    }
+}
+
+/// Counts over all rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// `SUCCESS` rows.
+    pub succeeded: usize,
+    /// `FAILURE` rows.
+    pub failed: usize,
+    /// `SKIPPED` rows.
+    pub skipped: usize,
+}
+
+/// A trace analyzed through a sanitized copy.
+#[derive(Debug, Clone, Serialize)]
+pub struct Repaired {
+    /// The original trace, relative to the root.
+    pub trace_file: String,
+    /// What was repaired (counts and the first repairs with offsets and keys).
+    pub report: trace_sanitize::Report,
+}
+
+/// What a run did, as written to `tracelens_summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// The root, absolute.
+    pub root: PathBuf,
+    /// The output directory, absolute.
+    pub output_dir: PathBuf,
+    /// The mode.
+    pub mode: String,
+    /// The interpreter that ran TraceLens.
+    pub python: PathBuf,
+    /// TraceLens' version, when known.
+    pub tracelens_version: Option<String>,
+    /// The CSV summary.
+    pub summary_csv: PathBuf,
+    /// Traces found per kind (after `max_traces`).
+    pub discovered: BTreeMap<String, usize>,
+    /// Row counts by status.
+    pub counts: Counts,
+    /// The rows, as in the CSV: jobs in job order, then unsupported
+    /// artifacts, then collective skips.
+    pub results: Vec<Row>,
+    /// Traces analyzed through a sanitized copy, and what was repaired.
+    pub repairs: Vec<Repaired>,
+    /// Paths discovery could not read.
+    pub problems: Vec<Problem>,
+    /// Wall-clock seconds: discovery, sanitizing, jobs, total.
+    pub durations: Durations,
+}
+
+/// Where the time went.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Durations {
+    /// Finding the traces.
+    pub discovery_s: f64,
+    /// Checking and sanitizing.
+    pub sanitize_s: f64,
+    /// Running TraceLens.
+    pub jobs_s: f64,
+    /// Everything.
+    pub total_s: f64,
+}
+
+impl Summary {
+    /// Whether any job failed.
+    pub fn any_failed(&self) -> bool {
+        self.counts.failed > 0
+    }
+}
+
+pub(crate) fn count(rows: &[Row]) -> Counts {
+    let mut c = Counts::default();
+    for r in rows {
+        match r.status {
+            Status::Success => c.succeeded += 1,
+            Status::Failure => c.failed += 1,
+            Status::Skipped => c.skipped += 1,
+        }
+    }
+    c
+}
+
+/// Remove summaries left by an earlier run, so a crash of this one can never
+/// be read as that run's success.
+pub(crate) fn remove_stale(output_dir: &Path) -> Result<()> {
+    for name in [SUMMARY_CSV, SUMMARY_JSON] {
+        let path = output_dir.join(name);
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(Error::Write { path, source }),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
+    atomic_write(path, |file| {
+        let mut w = csv::Writer::from_writer(file);
+        w.write_record(["trace_file", "kind", "tracelens_tool", "status", "output", "detail"])?;
+        for r in rows {
+            w.write_record([&r.trace_file, &r.kind, &r.tracelens_tool, r.status.as_str(), &r.output, &r.detail])?;
+        }
+        w.flush()?;
+        Ok(())
+    })
+}
+
+pub(crate) fn write_json(path: &Path, summary: &Summary) -> Result<()> {
+    atomic_write(path, |file| {
+        serde_json::to_writer_pretty(&mut *file, summary).map_err(std::io::Error::from)?;
+        file.write_all(b"\n")
+    })
+}
+
+/// Write through a temporary file beside `path`, renamed into place.
+pub(crate) fn atomic_write(
+    path: &Path,
+    fill: impl FnOnce(&mut fs::File) -> std::result::Result<(), std::io::Error>,
+) -> Result<()> {
+    let err = |source| Error::Write { path: path.to_path_buf(), source };
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".madengine-").suffix(".partial").tempfile_in(dir).map_err(err)?;
+    fill(tmp.as_file_mut()).map_err(err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o644));
+    }
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
