@@ -75,6 +75,8 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
         // Let discovery produce the error that names the root.
         trace_discover::discover(&config.root, &Default::default())?;
     }
+    // Whatever happens next, an earlier run's summary must not be read as this one's.
+    summary::remove_stale(&config.output_dir)?;
     let probe = probe(&config.python)?;
     let tracelens = probe.require_tracelens()?.clone();
     if let Some(arch) = &config.gpu_arch {
@@ -82,7 +84,6 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     }
     fs::create_dir_all(config.output_dir.join("logs"))
         .map_err(|source| Error::Write { path: config.output_dir.join("logs"), source })?;
-    summary::remove_stale(&config.output_dir)?;
 
     let found = discover(config)?;
     let discovery_s = started.elapsed().as_secs_f64();

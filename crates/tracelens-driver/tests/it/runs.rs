@@ -1,0 +1,348 @@
+//! Runs of the driver over small trees, against the stand-in.
+
+use std::fs;
+
+use serde_json::json;
+use tracelens_driver::{Error, Mode, Status, Tool, plan_only};
+
+use crate::{Case, rows, standin};
+
+const GPU: &str = "torch_profiler_output/libkineto_trace_rank0_1.json";
+const GPU_RANK1: &str = "torch_profiler_output/libkineto_trace_rank1_2.json";
+const CPU_ONLY_PID: &str = "torch_profiler_output/libkineto_trace_4242.json";
+const ROCPROF: &str = "rocprof_output/9999_results.json";
+
+#[test]
+fn every_kind_is_routed_with_exact_arguments() {
+    let mut case = Case::new();
+    case.fixture("a/model_rank0.pt.trace.json", GPU);
+    case.fixture("b/rank1.json.gz", "traces/model_rank2.pt.trace.json.gz");
+    case.fixture("rocprof_output/9999_results.json", ROCPROF);
+    case.fixture("rocprof_output/model.pftrace", "rocprof_output/model_trace.pftrace");
+    case.fixture("rpd_output/trace.rpd", "rpd_output/trace.rpd");
+    case.config.gpu_arch = Some("MI300X".into());
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"));
+    // The digest directories depend on the temp dir's absolute path.
+    let calls: Vec<String> = case
+        .calls()
+        .iter()
+        .map(|c| match c.find("[SCRATCH]/") {
+            Some(at) if c[at + 10..].chars().take(12).all(|ch| ch.is_ascii_hexdigit()) => {
+                format!("{}[SCRATCH]/[DIGEST]{}", &c[..at], &c[at + 22..])
+            }
+            _ => c.clone(),
+        })
+        .collect();
+    insta::assert_snapshot!(calls.join("\n"));
+    assert_eq!(summary.discovered["pytorch"], 2);
+}
+
+#[test]
+fn broken_traces_are_analyzed_through_a_sanitized_copy_and_the_original_is_untouched() {
+    let case = Case::new();
+    let rocprof = case.fixture("rocprof_output/9999_results.json", ROCPROF);
+    let kineto = case.fixture("broken/names.pt.trace.json", "broken/python_names.pt.trace.json");
+    let before = (fs::read(&rocprof).unwrap(), fs::read(&kineto).unwrap());
+    let summary = case.run();
+    assert_eq!((fs::read(&rocprof).unwrap(), fs::read(&kineto).unwrap()), before);
+    assert!(summary.results.iter().all(|r| r.status == Status::Success), "{:#?}", summary.results);
+    // the summary names the originals; TraceLens read copies in the scratch dir
+    let names: Vec<_> = summary.repairs.iter().map(|r| r.trace_file.as_str()).collect();
+    assert_eq!(names, ["broken/names.pt.trace.json", "rocprof_output/9999_results.json"]);
+    assert_eq!(summary.repairs[1].report.repairs[0].key.as_deref(), Some("kname"));
+    let calls = case.calls().join("\n");
+    assert!(calls.contains("[SCRATCH]/") && !calls.contains("[TMP]/run/rocprof_output/9999_results.json"), "{calls}");
+    // and the scratch dir is gone
+    assert!(!fs::read_dir(case.dir.path()).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("madengine-tracelens-")));
+}
+
+#[test]
+fn gzip_traces_with_defects_are_sanitized_too() {
+    let case = Case::new();
+    let plain = fs::read(standin_fixture("broken/python_names.pt.trace.json")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &plain).unwrap();
+    case.write("rank0.json.gz", gz.finish().unwrap());
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Success, "{:#?}", summary.results);
+    assert_eq!(summary.repairs.len(), 1);
+}
+
+fn standin_fixture(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic/run").join(rel)
+}
+
+#[test]
+fn same_basenames_on_different_nodes_keep_apart() {
+    let case = Case::new();
+    case.fixture("node_0/trace.json", "rpd_output/trace.json");
+    case.fixture("node_1/trace.json", "broken/python_names.pt.trace.json");
+    case.fixture("node_2/trace.json", "broken/python_names.pt.trace.json");
+    let summary = case.run();
+    let outputs: Vec<_> = summary.results.iter().filter(|r| r.tracelens_tool != Tool::Collective.script()).map(|r| r.output.rsplit('/').next().unwrap().to_string()).collect();
+    assert_eq!(outputs, ["node_0_trace_csv", "node_1_trace_csv", "node_2_trace_csv"]);
+    // two sanitized copies with the same basename, in different digest dirs
+    let calls = case.calls();
+    let inputs: std::collections::BTreeSet<_> = calls.iter().filter(|c| c.contains("[SCRATCH]")).map(|c| c.split("[SCRATCH]/").nth(1).unwrap()[..12].to_string()).collect();
+    assert_eq!(inputs.len(), 2, "{calls:#?}");
+}
+
+#[test]
+fn collective_from_file_names() {
+    let case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("rank1_trace.json", GPU_RANK1);
+    let summary = case.run();
+    let collective = summary.results.last().unwrap();
+    assert_eq!((collective.status, collective.trace_file.as_str()), (Status::Success, "2 per-rank traces"));
+    let calls = case.calls();
+    let resolved = calls.iter().find(|c| c.contains("resolved")).unwrap();
+    assert!(resolved.contains(r#""0": "rank0_trace.json""#) && resolved.contains(r#""1": "rank1_trace.json""#), "{resolved}");
+    assert!(calls.iter().any(|c| c.contains(r#""--world_size", "2""#)));
+}
+
+#[test]
+fn collective_from_distributed_info_for_pid_named_traces() {
+    // On-demand dynolog traces are named by pid; their ranks come from distributedInfo.
+    let case = Case::new();
+    let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
+    case.write("libkineto_trace_111.json", &body);
+    case.write("libkineto_trace_222.json", body.replace("\"rank\": 0, \"world_size\": 2", "\"rank\": 1, \"world_size\": 2"));
+    let summary = case.run();
+    let collective = summary.results.last().unwrap();
+    assert_eq!(collective.status, Status::Success, "{:#?}", summary.results);
+    let calls = case.calls();
+    let resolved = calls.iter().find(|c| c.contains("resolved")).unwrap();
+    assert!(resolved.contains(r#""0": "rank0_libkineto_trace_111.json""#), "{resolved}");
+    assert!(resolved.contains(r#""1": "rank1_libkineto_trace_222.json""#), "{resolved}");
+}
+
+#[test]
+fn skip_reasons_say_why() {
+    // k of n carry a rank
+    let case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("libkineto_trace_9.json", "rpd_output/trace.json");
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the collective report needs each trace's rank, from its filename or its distributedInfo, and only 1 of 2 carry one. Traces captured on demand through dynolog are named after the process id.");
+
+    // an explicit world size below 2
+    let mut case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("rank1_trace.json", GPU_RANK1);
+    case.config.world_size = 1;
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | --world-size is 1, but a collective report needs at least 2 ranks.");
+
+    // two runs under one root: each complete one gets its own report; a clash is named
+    let case = Case::new();
+    for run in ["job_1", "job_2"] {
+        case.fixture(&format!("{run}/rank0_trace.json"), GPU);
+        case.fixture(&format!("{run}/rank1_trace.json"), GPU_RANK1);
+    }
+    case.fixture("job_3/rank0_a.json", GPU);
+    case.fixture("job_3/rank0_b.json", GPU);
+    let summary = case.run();
+    let collectives: Vec<_> = rows(&summary).into_iter().filter(|r| r.contains("collective")).collect();
+    insta::assert_snapshot!(collectives.join("\n"), @r"
+    SUCCESS pytorch 2 per-rank traces in job_1 TraceLens_generate_multi_rank_collective_report_pytorch | 
+    SUCCESS pytorch 2 per-rank traces in job_2 TraceLens_generate_multi_rank_collective_report_pytorch | 
+    SKIPPED pytorch 2 ranked PyTorch traces in job_3 TraceLens_generate_multi_rank_collective_report_pytorch | rank 0 is claimed by 2 traces (job_3/rank0_a.json, job_3/rank0_b.json)
+    ");
+}
+
+#[test]
+fn a_collective_of_cpu_only_ranks_is_skipped_not_failed() {
+    let case = Case::new();
+    let body = fs::read_to_string(standin_fixture(CPU_ONLY_PID)).unwrap();
+    case.write("libkineto_trace_1.json", body.replace("\"rank\": 1,", "\"rank\": 0,"));
+    case.write("libkineto_trace_2.json", &body);
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    SKIPPED pytorch libkineto_trace_1.json TraceLens_generate_perf_report_pytorch | the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.
+    SKIPPED pytorch libkineto_trace_2.json TraceLens_generate_perf_report_pytorch | the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.
+    SKIPPED pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | every per-rank report was skipped for having no GPU activity, so there is no collective to analyze
+    ");
+    assert!(!summary.any_failed());
+}
+
+#[test]
+fn extra_arguments_reach_every_command_verbatim() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.fixture("rocprof_output/9999_results.json", ROCPROF);
+    case.config.extra_args = vec!["--topk_ops".into(), "5".into()];
+    case.config.mode = Mode::Pytorch;
+    let summary = case.run();
+    assert_eq!(summary.results.len(), 1);
+    assert!(case.calls()[0].ends_with(r#""--enable_kernel_summary", "--topk_ops", "5"]}"#), "{:?}", case.calls());
+}
+
+#[test]
+fn a_failing_job_does_not_hide_the_others() {
+    let case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.fixture("rocprof_output/9999_results.json", ROCPROF);
+    case.control(json!({"fail": "TraceLens_generate_perf_report_pytorch"}));
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    FAILURE pytorch model_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | forced failure
+    SUCCESS rocprof_json rocprof_output/9999_results.json TraceLens_generate_perf_report_rocprof |
+    ");
+    assert!(summary.any_failed());
+    let log = fs::read_to_string(case.config.output_dir.join("logs/model_rank0.pytorch.log")).unwrap();
+    assert!(log.starts_with("$ ") && log.contains("forced failure"), "{log}");
+}
+
+#[test]
+fn a_crash_leaves_no_stale_success() {
+    let case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    let csv = case.config.output_dir.join("tracelens_summary.csv");
+    fs::write(&csv, "trace_file,kind,tracelens_tool,status,output,detail\nold,pytorch,x,SUCCESS,,\n").unwrap();
+    case.control(json!({"crash": "all"}));
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Failure);
+    assert_eq!(summary.results[0].detail, "killed by a signal");
+    let text = fs::read_to_string(&csv).unwrap();
+    assert!(!text.contains("SUCCESS") && text.contains("FAILURE"), "{text}");
+
+    // and when the run cannot even start, the old summary is gone too
+    let mut broken = Case::new();
+    fs::write(broken.config.output_dir.join("tracelens_summary.json"), "{}").unwrap();
+    broken.config.python = "/no/such/python3".into();
+    assert!(matches!(tracelens_driver::run(&broken.config, &mut |_| {}), Err(Error::Python { .. })));
+    assert!(!broken.config.output_dir.join("tracelens_summary.json").exists());
+}
+
+#[test]
+fn a_job_past_its_timeout_is_killed_and_reported() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.control(json!({"sleep": 30}));
+    case.config.timeout = Some(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let summary = case.run();
+    assert!(started.elapsed().as_secs() < 20);
+    assert_eq!((summary.results[0].status, summary.results[0].detail.as_str()), (Status::Failure, "timed out after 0.5 s"));
+}
+
+#[test]
+fn parallel_jobs_give_the_same_summary_as_one_at_a_time() {
+    let mut case = Case::new();
+    for i in 0..4 {
+        case.fixture(&format!("n{i}/rank{i}.pt.trace.json"), GPU);
+    }
+    case.fixture("rocprof_output/9999_results.json", ROCPROF);
+    case.config.jobs = 1;
+    let one = case.run();
+    case.config.jobs = 4;
+    let four = case.run();
+    let strip = |s: &tracelens_driver::Summary| s.results.iter().map(|r| (r.trace_file.clone(), r.status, r.output.clone(), r.detail.clone())).collect::<Vec<_>>();
+    assert_eq!(strip(&one), strip(&four));
+}
+
+#[test]
+fn the_module_fallback_runs_when_there_are_no_console_scripts() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.config.python = standin::Standin::python(&standin::standin().module_only);
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Success, "{:#?}", summary.results);
+    assert!(case.calls()[0].contains(r#""argv0": "-c""#), "{:?}", case.calls());
+}
+
+#[test]
+fn missing_tracelens_and_the_wrong_package_are_explained() {
+    let mut case = Case::new();
+    case.config.python = standin::Standin::python(&standin::standin().wrong_package);
+    let err = tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::TraceLensMissing { .. }));
+    assert!(text.contains("pip install git+https://github.com/AMD-AGI/TraceLens") && text.contains("TRACELENS_VENV"), "{text}");
+    assert!(text.contains("unrelated project"), "{text}");
+}
+
+#[test]
+fn an_unknown_gpu_arch_is_refused_before_anything_runs() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.config.gpu_arch = Some("MI999".into());
+    let err = tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().ends_with("knows no GPU arch `MI999`; it knows: MI300X, MI325X"), "{err}");
+    assert!(case.calls().is_empty());
+}
+
+#[test]
+fn the_plan_needs_no_tracelens() {
+    let mut case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("rank1_trace.json", GPU_RANK1);
+    case.config.python = "/no/such/python3".into();
+    let (_, plan) = plan_only(&case.config).unwrap();
+    let tools: Vec<_> = plan.jobs.iter().map(|j| j.tool).collect();
+    assert_eq!(tools, [Tool::Pytorch, Tool::Pytorch, Tool::Collective]);
+}
+
+#[test]
+fn compare_checks_its_inputs_then_runs() {
+    let case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.run();
+    let report = case.config.output_dir.join("model_rank0_csv");
+    let probe = tracelens_driver::probe(&case.config.python).unwrap();
+    let out = case.dir.path().join("cmp.xlsx");
+    let config = |reports: Vec<std::path::PathBuf>, names: Vec<&str>| tracelens_driver::CompareConfig {
+        reports,
+        output: out.clone(),
+        names: names.into_iter().map(String::from).collect(),
+    };
+    let ok = tracelens_driver::compare(&config(vec![report.clone(), report.clone()], vec!["a", "b"]), &probe).unwrap();
+    assert_eq!(ok.status, Status::Success, "{}", ok.detail);
+    assert!(out.is_file());
+    let xlsx = case.config.output_dir.join("model_rank0.xlsx");
+    let ok = tracelens_driver::compare(&config(vec![xlsx, report.clone()], vec![]), &probe).unwrap();
+    assert_eq!(ok.status, Status::Success, "{}", ok.detail);
+
+    let err = tracelens_driver::compare(&config(vec![report.clone()], vec![]), &probe).unwrap_err();
+    assert_eq!(err.to_string(), "a comparison needs at least two reports, 1 given");
+    let err = tracelens_driver::compare(&config(vec![report.clone(), report.clone()], vec!["a"]), &probe).unwrap_err();
+    assert_eq!(err.to_string(), "1 names for 2 reports: give one name per report, or none");
+    let no_kernels = case.dir.path().join("old_csv");
+    fs::create_dir_all(&no_kernels).unwrap();
+    fs::write(no_kernels.join("gpu_timeline.csv"), "type\n").unwrap();
+    let err = tracelens_driver::compare(&config(vec![no_kernels, report], vec![]), &probe).unwrap_err();
+    assert!(err.to_string().contains("no kernel_summary sheet"), "{err}");
+}
+
+#[test]
+fn setup_installs_the_spec_and_skips_when_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().join("venv");
+    let spec = standin::standin().wheel.display().to_string();
+    let config = tracelens_driver::SetupConfig { venv: venv.clone(), spec: spec.clone(), base_python: "python3".into() };
+    let mut steps = Vec::new();
+    let first = tracelens_driver::setup(&config, &mut |s| steps.push(s.to_string())).unwrap();
+    assert!(first.installed && first.created_venv);
+    assert_eq!(first.version.as_deref(), Some("0.1.0+standin"));
+    assert!(venv.join("bin/TraceLens_generate_perf_report_pytorch").is_file());
+    let again = tracelens_driver::setup(&config, &mut |_| {}).unwrap();
+    assert!(!again.installed);
+
+    // a failed install removes the venv it created, and never shows the token
+    let bad = tracelens_driver::SetupConfig {
+        venv: dir.path().join("bad"),
+        spec: "git+https://user:s3cr3t@127.0.0.1:9/none.git".into(),
+        base_python: "python3".into(),
+    };
+    let err = tracelens_driver::setup(&bad, &mut |_| {}).unwrap_err();
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    assert!(!text.contains("s3cr3t") && text.contains("user:***@"), "{text}");
+    assert!(!dir.path().join("bad").exists());
+}
