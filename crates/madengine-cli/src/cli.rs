@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  the command found problems (a trace needs repair with --check)
+  1  the command found problems (with --check a trace needs repair; a TraceLens job failed)
   2  usage error (bad arguments)
   3  input or I/O error (a missing, unreadable or corrupt file; a failed write)
   4  TraceLens is missing for the chosen interpreter (or the interpreter cannot run)";

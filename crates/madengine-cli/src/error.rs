@@ -47,7 +47,9 @@ impl Error {
                 Status::TraceLensMissing
             }
             Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_)) => Status::Usage,
-            Error::Sanitize(_) | Error::Discover(_) | Error::Tracelens(_) | Error::Stdout(_) => Status::Io,
+            Error::Sanitize(_) | Error::Discover(_) | Error::Tracelens(_) | Error::Stdout(_) => {
+                Status::Io
+            }
         }
     }
 

@@ -219,7 +219,8 @@ pub(crate) fn plan(found: &Discovery, plan: &tracelens_driver::Plan) -> Result<(
     }
     for job in plan.jobs.iter().filter_map(|j| j.collective.as_ref().map(|c| (j, c))) {
         let (job, c) = job;
-        let ranks: Vec<String> = c.members.iter().map(|(r, p)| format!("rank {r}: {}", p.display())).collect();
+        let ranks: Vec<String> =
+            c.members.iter().map(|(r, p)| format!("rank {r}: {}", p.display())).collect();
         text.push_str(&format!(
             "collective\t{} (world size {})\t{}\n",
             job.label,
@@ -254,15 +255,27 @@ pub(crate) fn tracelens_summary(summary: &tracelens_driver::Summary) -> Result<(
         .results
         .iter()
         .map(|r| {
-            let tool = r.tracelens_tool.strip_prefix("TraceLens_").unwrap_or(&r.tracelens_tool).to_string();
+            let tool = r
+                .tracelens_tool
+                .strip_prefix("TraceLens_")
+                .unwrap_or(&r.tracelens_tool)
+                .to_string();
             let report = if r.output.is_empty() { tool } else { r.output.clone() };
-            [r.status.as_str().to_string(), r.trace_file.clone(), r.kind.clone(), report, r.detail.clone()]
+            [
+                r.status.as_str().to_string(),
+                r.trace_file.clone(),
+                r.kind.clone(),
+                report,
+                r.detail.clone(),
+            ]
         })
         .collect();
     let mut table_text = String::new();
     table(&mut table_text, ["STATUS", "TRACE", "KIND", "REPORT", "DETAIL"], &rows);
     // Colour the status cells after layout, so widths stay right.
-    for (line, row) in table_text.lines().zip(std::iter::once(None).chain(summary.results.iter().map(Some))) {
+    for (line, row) in
+        table_text.lines().zip(std::iter::once(None).chain(summary.results.iter().map(Some)))
+    {
         match row {
             Some(r) => {
                 let rest = &line[r.status.as_str().len()..];

@@ -16,7 +16,11 @@ pub(crate) fn discover_options(args: &DiscoverArgs) -> trace_discover::Options {
 }
 
 pub(crate) fn sanitize_options(args: &SanitizeArgs) -> trace_sanitize::Options {
-    trace_sanitize::Options { max_recorded: args.max_listed, stop_at_first: args.first, ..Default::default() }
+    trace_sanitize::Options {
+        max_recorded: args.max_listed,
+        stop_at_first: args.first,
+        ..Default::default()
+    }
 }
 
 /// `$TRACELENS_VENV`, trimmed, when set and non-empty.
@@ -28,7 +32,10 @@ fn tracelens_venv() -> Option<PathBuf> {
 
 /// `--python`, else `$TRACELENS_VENV/bin/python3`, else `python3`.
 pub(crate) fn interpreter(explicit: Option<&PathBuf>) -> PathBuf {
-    tracelens_driver::resolve_interpreter(explicit.map(PathBuf::as_path), tracelens_venv().as_deref())
+    tracelens_driver::resolve_interpreter(
+        explicit.map(PathBuf::as_path),
+        tracelens_venv().as_deref(),
+    )
 }
 
 pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {

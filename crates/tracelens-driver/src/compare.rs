@@ -57,7 +57,10 @@ pub fn check_compare_inputs(config: &CompareConfig, probe: &Probe) -> Result<()>
     }
     for report in &config.reports {
         if !report.exists() {
-            return Err(Error::CompareInput { path: report.clone(), reason: "no such report".into() });
+            return Err(Error::CompareInput {
+                path: report.clone(),
+                reason: "no such report".into(),
+            });
         }
     }
     let first = &config.reports[0];
@@ -81,7 +84,8 @@ fn has_kernel_summary(report: &std::path::Path, probe: &Probe) -> Result<bool> {
     let script = "import re, sys, zipfile\n\
                   names = re.findall(r'<sheet [^>]*name=\"([^\"]+)\"', zipfile.ZipFile(sys.argv[1]).read('xl/workbook.xml').decode('utf-8', 'replace'))\n\
                   print('\\n'.join(names))";
-    let argv: Vec<OsString> = vec![probe.python.clone().into(), "-c".into(), script.into(), report.into()];
+    let argv: Vec<OsString> =
+        vec![probe.python.clone().into(), "-c".into(), script.into(), report.into()];
     let out = cmd(&argv)
         .stderr_to_stdout()
         .stdout_capture()
@@ -123,7 +127,11 @@ pub fn compare(config: &CompareConfig, probe: &Probe) -> Result<CompareOutcome> 
         reports: config.reports.clone(),
         output: config.output.clone(),
         status: if ok { Status::Success } else { Status::Failure },
-        detail: if ok { String::new() } else { String::from_utf8_lossy(&out.stdout).trim().to_string() },
+        detail: if ok {
+            String::new()
+        } else {
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        },
         command: display(&argv),
     })
 }

@@ -92,7 +92,8 @@ pub const INSTALL_HINT: &str = "install TraceLens into an isolated virtual envir
 --python at its interpreter or set TRACELENS_VENV=/opt/madengine-tracelens-venv";
 
 fn missing_message(python: &std::path::Path, detail: &str, lowercase: Option<&str>) -> String {
-    let mut m = format!("TraceLens is not importable by {} ({detail}); {INSTALL_HINT}", python.display());
+    let mut m =
+        format!("TraceLens is not importable by {} ({detail}); {INSTALL_HINT}", python.display());
     if let Some(found) = lowercase {
         m.push_str(&format!(
             ". Note: `import tracelens` (lower case) works ({found}): that is the PyPI package `tracelens`, \

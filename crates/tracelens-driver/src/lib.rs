@@ -21,12 +21,13 @@
 //! use std::path::Path;
 //! use tracelens_driver::{Config, Tool, plan_only};
 //!
-//! let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic/run");
-//! let mut config = Config::new(&root, std::env::temp_dir(), 2);
-//! config.output_dir = root.join("tracelens_output");
+//! let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic/run/torch_profiler_output");
+//! let config = Config::new(&root, std::env::temp_dir(), 2);
+//! // No TraceLens needed to plan: one perf report per trace...
 //! let (_, plan) = plan_only(&config)?;
-//! let collective = plan.jobs.iter().find(|j| j.tool == Tool::Collective).unwrap();
-//! assert_eq!(collective.collective.as_ref().unwrap().world_size, 2);
+//! assert!(plan.jobs.iter().all(|j| j.tool == Tool::Pytorch));
+//! // ...and no collective: rank 1 appears twice (in a name and in a distributedInfo).
+//! assert!(plan.skipped[0].detail.starts_with("rank 1 is claimed by 2 traces"));
 //! # Ok::<(), tracelens_driver::Error>(())
 //! ```
 #![deny(missing_docs)]

@@ -47,7 +47,11 @@ pub struct Config {
 impl Config {
     /// Defaults as the original's: root `.`, output `tracelens_output`, mode
     /// auto, `python3`, one job per CPU up to 4 (`cpus`).
-    pub fn new(root: impl Into<PathBuf>, scratch_parent: impl Into<PathBuf>, cpus: usize) -> Config {
+    pub fn new(
+        root: impl Into<PathBuf>,
+        scratch_parent: impl Into<PathBuf>,
+        cpus: usize,
+    ) -> Config {
         Config {
             root: root.into(),
             output_dir: PathBuf::from("tracelens_output"),
@@ -296,7 +300,9 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
     let mut skipped: Vec<Row> = found
         .unsupported
         .iter()
-        .map(|u| Row::skipped(relative(root, &u.path).display().to_string(), "unsupported", "", u.reason))
+        .map(|u| {
+            Row::skipped(relative(root, &u.path).display().to_string(), "unsupported", "", u.reason)
+        })
         .collect();
 
     if matches!(config.mode, Mode::Auto | Mode::Collective) {
@@ -332,7 +338,11 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
 }
 
 /// Split the ranked PyTorch traces into complete runs; the rest gets reasons.
-fn collective_groups(root: &Path, pytorch: &[&Trace], world: u32) -> (Vec<Collective>, Vec<(String, String)>) {
+fn collective_groups(
+    root: &Path,
+    pytorch: &[&Trace],
+    world: u32,
+) -> (Vec<Collective>, Vec<(String, String)>) {
     let n = pytorch.len();
     if n < 2 {
         return (vec![], vec![]);
@@ -342,12 +352,24 @@ fn collective_groups(root: &Path, pytorch: &[&Trace], world: u32) -> (Vec<Collec
         pytorch.iter().filter_map(|t| Some((relative(root, &t.path), t.rank?.rank))).collect();
     let k = ranked.len();
     if k < 2 {
-        return (vec![], vec![(label, format!(
-            "the collective report needs each trace's rank, from its filename or its distributedInfo, and only {k} of {n} carry one. Traces captured on demand through dynolog are named after the process id."
-        ))]);
+        return (
+            vec![],
+            vec![(
+                label,
+                format!(
+                    "the collective report needs each trace's rank, from its filename or its distributedInfo, and only {k} of {n} carry one. Traces captured on demand through dynolog are named after the process id."
+                ),
+            )],
+        );
     }
     if world == 1 {
-        return (vec![], vec![(label, "--world-size is 1, but a collective report needs at least 2 ranks.".into())]);
+        return (
+            vec![],
+            vec![(
+                label,
+                "--world-size is 1, but a collective report needs at least 2 ranks.".into(),
+            )],
+        );
     }
     let mut groups = Vec::new();
     let mut reasons = Vec::new();
@@ -362,62 +384,47 @@ fn collective_groups(root: &Path, pytorch: &[&Trace], world: u32) -> (Vec<Collec
     (groups, reasons)
 }
 
-fn split(traces: &[(PathBuf, u32)], depth: usize, world: u32, groups: &mut Vec<Collective>, reasons: &mut Vec<(String, String)>) {
+fn split(
+    traces: &[(PathBuf, u32)],
+    depth: usize,
+    world: u32,
+    groups: &mut Vec<Collective>,
+    reasons: &mut Vec<(String, String)>,
+) {
     if traces.len() < 2 {
         return;
     }
     let dir = common_dir(traces, depth);
-    match completeness(traces, world) {
+    let reason = match completeness(traces, world) {
         Ok(world_size) => {
-            let mut members: Vec<(u32, PathBuf)> = traces.iter().map(|(p, r)| (*r, p.clone())).collect();
+            let mut members: Vec<(u32, PathBuf)> =
+                traces.iter().map(|(p, r)| (*r, p.clone())).collect();
             members.sort();
             groups.push(Collective { dir, members, world_size });
             return;
         }
-        Err(reason) => {
-            // Several runs under one root? Try each subdirectory on its own.
-            let mut parts: BTreeMap<Option<PathBuf>, Vec<(PathBuf, u32)>> = BTreeMap::new();
-            for (path, rank) in traces {
-                let comps: Vec<Component> = path.components().collect();
-                let key = (comps.len() > depth + 1).then(|| comps[..=depth].iter().collect::<PathBuf>());
-                parts.entry(key).or_default().push((path.clone(), *rank));
-            }
-            let deeper = parts.keys().any(Option::is_some);
-            if !deeper {
-                let label = if dir.as_os_str().is_empty() {
-                    format!("{} ranked PyTorch traces", traces.len())
-                } else {
-                    format!("{} ranked PyTorch traces in {}", traces.len(), dir.display())
-                };
-                reasons.push((label, reason));
-                return;
-            }
-            for (key, part) in parts {
-                match key {
-                    Some(_) => split(&part, depth + 1, world, groups, reasons),
-                    None if part.len() >= 2 => {
-                        // Files directly in this directory that were not a complete set.
-                        split_leaf(&part, world, groups, reasons)
-                    }
-                    None => {}
-                }
-            }
-        }
+        Err(reason) => reason,
+    };
+    // Several runs under one root? Try each subdirectory on its own; the
+    // files directly in this directory are one more set.
+    let mut parts: BTreeMap<Option<PathBuf>, Vec<(PathBuf, u32)>> = BTreeMap::new();
+    for (path, rank) in traces {
+        let comps: Vec<Component> = path.components().collect();
+        let key = (comps.len() > depth + 1).then(|| comps[..=depth].iter().collect::<PathBuf>());
+        parts.entry(key).or_default().push((path.clone(), *rank));
     }
-}
-
-fn split_leaf(traces: &[(PathBuf, u32)], world: u32, groups: &mut Vec<Collective>, reasons: &mut Vec<(String, String)>) {
-    let dir = traces[0].0.parent().map(Path::to_path_buf).unwrap_or_default();
-    match completeness(traces, world) {
-        Ok(world_size) => {
-            let mut members: Vec<(u32, PathBuf)> = traces.iter().map(|(p, r)| (*r, p.clone())).collect();
-            members.sort();
-            groups.push(Collective { dir, members, world_size });
-        }
-        Err(reason) => reasons.push((
-            format!("{} ranked PyTorch traces in {}", traces.len(), dir.display()),
-            reason,
-        )),
+    if parts.keys().all(Option::is_none) {
+        let label = if dir.as_os_str().is_empty() {
+            format!("{} ranked PyTorch traces", traces.len())
+        } else {
+            format!("{} ranked PyTorch traces in {}", traces.len(), dir.display())
+        };
+        reasons.push((label, reason));
+        return;
+    }
+    for (key, part) in parts {
+        // The files directly here cannot be split further: `depth` stays.
+        split(&part, depth + usize::from(key.is_some()), world, groups, reasons);
     }
 }
 
@@ -440,11 +447,17 @@ fn completeness(traces: &[(PathBuf, u32)], world: u32) -> Result<u32, String> {
         ));
     }
     let expected = if world > 0 { world } else { traces.len() as u32 };
-    let missing: Vec<String> = (0..expected).filter(|r| !by_rank.contains_key(r)).map(|r| r.to_string()).collect();
-    let extra: Vec<String> = by_rank.keys().filter(|r| **r >= expected).map(|r| r.to_string()).collect();
+    let missing: Vec<String> =
+        (0..expected).filter(|r| !by_rank.contains_key(r)).map(|r| r.to_string()).collect();
+    let extra: Vec<String> =
+        by_rank.keys().filter(|r| **r >= expected).map(|r| r.to_string()).collect();
     if !missing.is_empty() || !extra.is_empty() {
         let found: Vec<String> = by_rank.keys().map(|r| r.to_string()).collect();
-        let mut reason = format!("the ranks found ({}) do not form 0..{}", found.join(", "), expected.saturating_sub(1));
+        let mut reason = format!(
+            "the ranks found ({}) do not form 0..{}",
+            found.join(", "),
+            expected.saturating_sub(1)
+        );
         if !missing.is_empty() {
             reason.push_str(&format!("; missing {}", missing.join(", ")));
         }
@@ -462,9 +475,13 @@ mod tests {
 
     #[test]
     fn stems() {
-        let check = |rel: &str, expected: &str| assert_eq!(report_stem(Path::new(rel)), expected, "{rel}");
+        let check =
+            |rel: &str, expected: &str| assert_eq!(report_stem(Path::new(rel)), expected, "{rel}");
         check("traces/model_rank0.pt.trace.json", "traces_model_rank0");
-        check("torch_profiler_output/libkineto_trace_1234.json", "torch_profiler_output_libkineto_trace_1234");
+        check(
+            "torch_profiler_output/libkineto_trace_1234.json",
+            "torch_profiler_output_libkineto_trace_1234",
+        );
         check("node_0/trace.json", "node_0_trace");
         check("a.pt.trace.json.gz", "a.pt.trace");
         check("x y/[rank 1].json", "x_y_rank_1");
@@ -495,18 +512,34 @@ mod tests {
 
     #[test]
     fn runs_under_one_root_are_split() {
-        let traces = set(&[("run_a/rank0.json", 0), ("run_a/rank1.json", 1), ("run_b/x/rank0.json", 0), ("run_b/y/rank1.json", 1), ("run_c/rank0.json", 0), ("run_c/rank2.json", 2)]);
+        let traces = set(&[
+            ("run_a/rank0.json", 0),
+            ("run_a/rank1.json", 1),
+            ("run_b/x/rank0.json", 0),
+            ("run_b/y/rank1.json", 1),
+            ("run_c/rank0.json", 0),
+            ("run_c/rank2.json", 2),
+        ]);
         let (mut groups, mut reasons) = (vec![], vec![]);
         split(&traces, 0, 0, &mut groups, &mut reasons);
-        let dirs: Vec<_> = groups.iter().map(|g| (g.dir.display().to_string(), g.world_size)).collect();
+        let dirs: Vec<_> =
+            groups.iter().map(|g| (g.dir.display().to_string(), g.world_size)).collect();
         assert_eq!(dirs, [("run_a".to_string(), 2), ("run_b".to_string(), 2)]);
         assert_eq!(reasons.len(), 1);
-        assert!(reasons[0].0.contains("run_c") && reasons[0].1.contains("missing 1"), "{reasons:?}");
+        assert!(
+            reasons[0].0.contains("run_c") && reasons[0].1.contains("missing 1"),
+            "{reasons:?}"
+        );
     }
 
     #[test]
     fn a_multi_node_job_is_one_group() {
-        let traces = set(&[("node_0/torch_profiler_output/rank0.json", 0), ("node_0/torch_profiler_output/rank1.json", 1), ("node_1/torch_profiler_output/rank2.json", 2), ("node_1/torch_profiler_output/rank3.json", 3)]);
+        let traces = set(&[
+            ("node_0/torch_profiler_output/rank0.json", 0),
+            ("node_0/torch_profiler_output/rank1.json", 1),
+            ("node_1/torch_profiler_output/rank2.json", 2),
+            ("node_1/torch_profiler_output/rank3.json", 3),
+        ]);
         let (mut groups, mut reasons) = (vec![], vec![]);
         split(&traces, 0, 0, &mut groups, &mut reasons);
         assert_eq!(groups.len(), 1);

@@ -105,7 +105,10 @@ pub fn probe(python: &Path) -> Result<Probe> {
         .lines()
         .find_map(|l| l.strip_prefix("MADENGINE-PROBE "))
         .and_then(|json| serde_json::from_str::<Answer>(json).ok())
-        .ok_or_else(|| Error::Probe { python: python.to_path_buf(), output: text.trim().to_string() })?;
+        .ok_or_else(|| Error::Probe {
+            python: python.to_path_buf(),
+            output: text.trim().to_string(),
+        })?;
     Ok(Probe {
         python: python.to_path_buf(),
         executable: PathBuf::from(answer.executable),
@@ -138,7 +141,11 @@ impl Probe {
         if tl.archs.iter().any(|a| a == name) || tl.extension {
             return Ok(());
         }
-        Err(Error::UnknownArch { name: name.to_string(), known: tl.archs.clone(), python: self.python.clone() })
+        Err(Error::UnknownArch {
+            name: name.to_string(),
+            known: tl.archs.clone(),
+            python: self.python.clone(),
+        })
     }
 
     /// The argv that runs `tool` with `args`: the console script beside the
@@ -150,14 +157,16 @@ impl Probe {
         } else {
             self.executable.parent().map(Path::to_path_buf)
         };
-        let mut argv: Vec<OsString> = match dir.map(|d| d.join(tool.script())).filter(|s| is_executable(s)) {
-            Some(script) => vec![script.into()],
-            None => vec![
-                self.python.clone().into(),
-                "-c".into(),
-                format!("import sys; from {} import main; sys.exit(main())", tool.module()).into(),
-            ],
-        };
+        let mut argv: Vec<OsString> =
+            match dir.map(|d| d.join(tool.script())).filter(|s| is_executable(s)) {
+                Some(script) => vec![script.into()],
+                None => vec![
+                    self.python.clone().into(),
+                    "-c".into(),
+                    format!("import sys; from {} import main; sys.exit(main())", tool.module())
+                        .into(),
+                ],
+            };
         argv.extend(args.iter().cloned());
         argv
     }

@@ -4,8 +4,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-static USERINFO: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/\s]+)(?P<pass>:[^@/\s]*)?@").expect("valid"));
+static USERINFO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/\s]+)(?P<pass>:[^@/\s]*)?@")
+        .expect("valid")
+});
 static QUERY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?P<key>[?&][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|sig|auth|credential)[a-z0-9_.-]*=)[^&#\s]*")
         .expect("valid")
@@ -31,11 +33,29 @@ mod tests {
     #[test]
     fn credentials_are_masked() {
         let check = |input: &str, expected: &str| assert_eq!(redact(input), expected, "{input}");
-        check("git+https://user:s3cret@github.com/AMD-AGI/TraceLens@abc", "git+https://user:***@github.com/AMD-AGI/TraceLens@abc");
-        check("git+https://ghp_TOKEN@github.com/AMD-AGI/TraceLens", "git+https://***@github.com/AMD-AGI/TraceLens");
-        check("https://host/x.deb?X-Amz-Signature=abc&v=1&token=zz", "https://host/x.deb?X-Amz-Signature=***&v=1&token=***");
-        check("git+https://github.com/AMD-AGI/TraceLens@171dd74", "git+https://github.com/AMD-AGI/TraceLens@171dd74");
-        check("/opt/wheels/TraceLens-0.1.0-py3-none-any.whl", "/opt/wheels/TraceLens-0.1.0-py3-none-any.whl");
-        check("TraceLens @ git+ssh://git@github.com/AMD-AGI/TraceLens", "TraceLens @ git+ssh://***@github.com/AMD-AGI/TraceLens");
+        check(
+            "git+https://user:s3cret@github.com/AMD-AGI/TraceLens@abc",
+            "git+https://user:***@github.com/AMD-AGI/TraceLens@abc",
+        );
+        check(
+            "git+https://ghp_TOKEN@github.com/AMD-AGI/TraceLens",
+            "git+https://***@github.com/AMD-AGI/TraceLens",
+        );
+        check(
+            "https://host/x.deb?X-Amz-Signature=abc&v=1&token=zz",
+            "https://host/x.deb?X-Amz-Signature=***&v=1&token=***",
+        );
+        check(
+            "git+https://github.com/AMD-AGI/TraceLens@171dd74",
+            "git+https://github.com/AMD-AGI/TraceLens@171dd74",
+        );
+        check(
+            "/opt/wheels/TraceLens-0.1.0-py3-none-any.whl",
+            "/opt/wheels/TraceLens-0.1.0-py3-none-any.whl",
+        );
+        check(
+            "TraceLens @ git+ssh://git@github.com/AMD-AGI/TraceLens",
+            "TraceLens @ git+ssh://***@github.com/AMD-AGI/TraceLens",
+        );
     }
 }

@@ -70,11 +70,11 @@ pub enum Event<'a> {
 /// removed on every path out.
 pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary> {
     let started = Instant::now();
-    let config = &absolute_config(config);
     if !config.root.is_dir() {
-        // Let discovery produce the error that names the root.
+        // Let discovery produce the error that names the root as given.
         trace_discover::discover(&config.root, &Default::default())?;
     }
+    let config = &absolute_config(config);
     // Whatever happens next, an earlier run's summary must not be read as this one's.
     summary::remove_stale(&config.output_dir)?;
     let probe = probe(&config.python)?;
@@ -96,15 +96,20 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
 
     let sanitize_start = Instant::now();
     let (readable, repairs) = readable_inputs(config, &plan, scratch.path(), events);
-    let inputs: Vec<Option<PathBuf>> =
-        plan.jobs.iter().map(|j| j.trace.as_ref().map(|t| readable.get(t).unwrap_or(t).clone())).collect();
+    let inputs: Vec<Option<PathBuf>> = plan
+        .jobs
+        .iter()
+        .map(|j| j.trace.as_ref().map(|t| readable.get(t).unwrap_or(t).clone()))
+        .collect();
     let sanitize_s = sanitize_start.elapsed().as_secs_f64();
 
     let jobs_start = Instant::now();
     events(Event::Planned { jobs: plan.jobs.len() });
     let mut rows: Vec<Option<Row>> = vec![None; plan.jobs.len()];
-    let per_trace: Vec<usize> = (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_none()).collect();
-    let collective: Vec<usize> = (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_some()).collect();
+    let per_trace: Vec<usize> =
+        (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_none()).collect();
+    let collective: Vec<usize> =
+        (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_some()).collect();
     let done = AtomicUsize::new(0);
     run_parallel(config, &probe, &plan, &per_trace, &inputs, &mut rows, &done, events);
 
@@ -120,12 +125,19 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
             .zip(&rows)
             .filter(|(j, _)| {
                 j.tool == crate::Tool::Pytorch
-                    && j.trace.as_ref().is_some_and(|t| group.members.iter().any(|(_, m)| config.root.join(m) == *t))
+                    && j.trace.as_ref().is_some_and(|t| {
+                        group.members.iter().any(|(_, m)| config.root.join(m) == *t)
+                    })
             })
             .filter_map(|(_, r)| r.as_ref())
             .collect();
         if !members.is_empty() && members.iter().all(|r| r.status == Status::Skipped) {
-            let row = Row::skipped(job.label.clone(), "pytorch", job.tool.script(), "every per-rank report was skipped for having no GPU activity, so there is no collective to analyze");
+            let row = Row::skipped(
+                job.label.clone(),
+                "pytorch",
+                job.tool.script(),
+                "every per-rank report was skipped for having no GPU activity, so there is no collective to analyze",
+            );
             let n = done.fetch_add(1, Ordering::SeqCst) + 1;
             events(Event::Finished { index: i, row: &row, done: n, total: plan.jobs.len() });
             rows[i] = Some(row);
@@ -137,7 +149,11 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
                 ready.push(i);
             }
             Err(e) => {
-                let row = Row { status: Status::Failure, detail: format!("could not stage the traces: {e}"), ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), "") };
+                let row = Row {
+                    status: Status::Failure,
+                    detail: format!("could not stage the traces: {e}"),
+                    ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), "")
+                };
                 rows[i] = Some(row);
             }
         }
@@ -170,7 +186,12 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
         results,
         repairs,
         problems: found.problems,
-        durations: Durations { discovery_s, sanitize_s, jobs_s, total_s: started.elapsed().as_secs_f64() },
+        durations: Durations {
+            discovery_s,
+            sanitize_s,
+            jobs_s,
+            total_s: started.elapsed().as_secs_f64(),
+        },
     };
     summary::write_csv(&output_dir.join(SUMMARY_CSV), &summary.results)?;
     summary::write_json(&output_dir.join(SUMMARY_JSON), &summary)?;
@@ -179,7 +200,8 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
 
 /// Discovery with the output directory excluded.
 pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
-    let options = trace_discover::Options { exclude: vec![config.output_dir.clone()], ..Default::default() };
+    let options =
+        trace_discover::Options { exclude: vec![config.output_dir.clone()], ..Default::default() };
     Ok(trace_discover::discover(&config.root, &options)?)
 }
 
@@ -193,7 +215,11 @@ pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
 /// The same config with absolute root and output paths, so every argument
 /// TraceLens gets is absolute, whatever its working directory.
 fn absolute_config(config: &Config) -> Config {
-    Config { root: absolute(&config.root), output_dir: absolute(&config.output_dir), ..config.clone() }
+    Config {
+        root: absolute(&config.root),
+        output_dir: absolute(&config.output_dir),
+        ..config.clone()
+    }
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -218,7 +244,10 @@ fn readable_inputs(
     let mut repairs = Vec::new();
     let mut readable = BTreeMap::new();
     let traces = plan.jobs.iter().flat_map(|job| {
-        let members = job.collective.iter().flat_map(|c| c.members.iter().map(|(_, m)| (config.root.join(m), TraceKind::Pytorch)));
+        let members = job
+            .collective
+            .iter()
+            .flat_map(|c| c.members.iter().map(|(_, m)| (config.root.join(m), TraceKind::Pytorch)));
         job.trace.clone().map(|t| (t, job.kind)).into_iter().chain(members)
     });
     for (trace, kind) in traces.collect::<Vec<_>>() {
@@ -253,7 +282,9 @@ fn sanitized(
     let copy = dir.join(trace.file_name().unwrap_or_default());
     let result = fs::create_dir_all(&dir)
         .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
-        .and_then(|()| trace_sanitize::sanitize_file(trace, &copy, &Default::default(), &mut |_, _| {}));
+        .and_then(|()| {
+            trace_sanitize::sanitize_file(trace, &copy, &Default::default(), &mut |_, _| {})
+        });
     let rel = relative(&config.root, trace).display().to_string();
     match result {
         Ok(report) => {
@@ -392,19 +423,35 @@ enum Outcome {
 fn execute(argv: &[OsString], log: &Path, cwd: &Path, timeout: Option<Duration>) -> Outcome {
     let mut file = match fs::File::create(log) {
         Ok(f) => f,
-        Err(e) => return Outcome::NotStarted(format!("cannot create the log {}: {e}", log.display())),
+        Err(e) => {
+            return Outcome::NotStarted(format!("cannot create the log {}: {e}", log.display()));
+        }
     };
     let _ = writeln!(file, "$ {}", display(argv));
-    let handle = match cmd(argv).dir(cwd).stdin_null().stderr_to_stdout().stdout_file(file).unchecked().start() {
+    let handle = match cmd(argv)
+        .dir(cwd)
+        .stdin_null()
+        .stderr_to_stdout()
+        .stdout_file(file)
+        .unchecked()
+        .start()
+    {
         Ok(h) => h,
-        Err(e) => return Outcome::NotStarted(format!("cannot run {}: {e}", argv[0].to_string_lossy())),
+        Err(e) => {
+            return Outcome::NotStarted(format!("cannot run {}: {e}", argv[0].to_string_lossy()));
+        }
     };
     let started = Instant::now();
     loop {
         match handle.try_wait() {
             Ok(Some(output)) => return Outcome::Exited(output.status.code()),
             Ok(None) => {}
-            Err(e) => return Outcome::NotStarted(format!("waiting for {}: {e}", argv[0].to_string_lossy())),
+            Err(e) => {
+                return Outcome::NotStarted(format!(
+                    "waiting for {}: {e}",
+                    argv[0].to_string_lossy()
+                ));
+            }
         }
         if let Some(limit) = timeout
             && started.elapsed() > limit
@@ -428,7 +475,9 @@ fn classify(outcome: &Outcome, log: &Path) -> (Status, String) {
             });
             (Status::Failure, detail)
         }
-        Outcome::TimedOut(limit) => (Status::Failure, format!("timed out after {} s", limit.as_secs_f64())),
+        Outcome::TimedOut(limit) => {
+            (Status::Failure, format!("timed out after {} s", limit.as_secs_f64()))
+        }
         Outcome::NotStarted(why) => (Status::Failure, why.clone()),
     }
 }

@@ -8,13 +8,7 @@ use std::{
 
 use serde::Serialize;
 
-use crate::{
-    Error, Result,
-    cmd::cmd,
-    error::SetupFailure,
-    python::probe,
-    redact::redact,
-};
+use crate::{Error, Result, cmd::cmd, error::SetupFailure, python::probe, redact::redact};
 
 /// TraceLens at the commit the project's reference was written against.
 pub const DEFAULT_SPEC: &str =
@@ -71,13 +65,29 @@ pub fn setup(config: &SetupConfig, progress: &mut dyn FnMut(&str)) -> Result<Set
         });
     }
     let created = !python.is_file();
-    let fail = |what: String, output: String| Error::Setup { what, spec: spec.clone(), source: SetupFailure(tail(&redact(&output))) };
+    let fail = |what: String, output: String| Error::Setup {
+        what,
+        spec: spec.clone(),
+        source: SetupFailure(tail(&redact(&output))),
+    };
     if created {
         progress(&format!("creating the virtual environment {}", config.venv.display()));
-        let argv: Vec<OsString> = vec![config.base_python.clone().into(), "-m".into(), "venv".into(), config.venv.clone().into()];
+        let argv: Vec<OsString> = vec![
+            config.base_python.clone().into(),
+            "-m".into(),
+            "venv".into(),
+            config.venv.clone().into(),
+        ];
         if let Err(output) = run(&argv) {
             remove_created(&config.venv, created);
-            return Err(fail(format!("`{} -m venv {}` failed", config.base_python.display(), config.venv.display()), output));
+            return Err(fail(
+                format!(
+                    "`{} -m venv {}` failed",
+                    config.base_python.display(),
+                    config.venv.display()
+                ),
+                output,
+            ));
         }
     }
     progress(&format!("installing {spec} (this can take a few minutes)"));
@@ -101,7 +111,14 @@ pub fn setup(config: &SetupConfig, progress: &mut dyn FnMut(&str)) -> Result<Set
             probed.import_error.unwrap_or_default(),
         ));
     };
-    Ok(SetupOutcome { venv: config.venv.clone(), python, installed: true, created_venv: created, version: tl.version, spec })
+    Ok(SetupOutcome {
+        venv: config.venv.clone(),
+        python,
+        installed: true,
+        created_venv: created,
+        version: tl.version,
+        spec,
+    })
 }
 
 fn run(argv: &[OsString]) -> std::result::Result<(), String> {

@@ -180,7 +180,14 @@ pub(crate) fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
         let mut w = csv::Writer::from_writer(file);
         w.write_record(["trace_file", "kind", "tracelens_tool", "status", "output", "detail"])?;
         for r in rows {
-            w.write_record([&r.trace_file, &r.kind, &r.tracelens_tool, r.status.as_str(), &r.output, &r.detail])?;
+            w.write_record([
+                &r.trace_file,
+                &r.kind,
+                &r.tracelens_tool,
+                r.status.as_str(),
+                &r.output,
+                &r.detail,
+            ])?;
         }
         w.flush()?;
         Ok(())
@@ -201,7 +208,11 @@ pub(crate) fn atomic_write(
 ) -> Result<()> {
     let err = |source| Error::Write { path: path.to_path_buf(), source };
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".madengine-").suffix(".partial").tempfile_in(dir).map_err(err)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".madengine-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(err)?;
     fill(tmp.as_file_mut()).map_err(err)?;
     #[cfg(unix)]
     {

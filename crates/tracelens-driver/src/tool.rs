@@ -40,9 +40,13 @@ impl Tool {
         match self {
             Tool::Pytorch => "TraceLens.Reporting.generate_perf_report_pytorch",
             Tool::Rocprof => "TraceLens.Reporting.generate_perf_report_rocprof",
-            Tool::PftraceHipActivity => "TraceLens.Reporting.generate_perf_report_pftrace_hip_activity",
+            Tool::PftraceHipActivity => {
+                "TraceLens.Reporting.generate_perf_report_pftrace_hip_activity"
+            }
             Tool::PftraceHipApi => "TraceLens.Reporting.generate_perf_report_pftrace_hip_api",
-            Tool::PftraceMemoryCopy => "TraceLens.Reporting.generate_perf_report_pftrace_memory_copy",
+            Tool::PftraceMemoryCopy => {
+                "TraceLens.Reporting.generate_perf_report_pftrace_memory_copy"
+            }
             Tool::Collective => "TraceLens.Reporting.generate_multi_rank_collective_report_pytorch",
             Tool::Compare => "TraceLens.Reporting.compare_perf_reports_pytorch",
         }

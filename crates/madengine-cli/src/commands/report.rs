@@ -34,8 +34,10 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     let bar = (std::io::stderr().is_terminal() && !args.json).then(|| {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} TraceLens {pos}/{len} jobs [{elapsed}] {wide_msg}")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "{spinner} TraceLens {pos}/{len} jobs [{elapsed}] {wide_msg}",
+            )
+            .expect("valid template"),
         );
         bar
     });
@@ -93,7 +95,11 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
 pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
     let python = settings::interpreter(args.python.as_ref());
     let probe = tracelens_driver::probe(&python)?;
-    let config = CompareConfig { reports: args.reports.clone(), output: args.output.clone(), names: args.names.clone() };
+    let config = CompareConfig {
+        reports: args.reports.clone(),
+        output: args.output.clone(),
+        names: args.names.clone(),
+    };
     let outcome = tracelens_driver::compare(&config, &probe)?;
     if args.json {
         render::json(&outcome)?;

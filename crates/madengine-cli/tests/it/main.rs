@@ -3,6 +3,9 @@
 //! else is tested at the library layer.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+mod report;
+#[path = "../../../tracelens-driver/tests/it/standin.rs"]
+mod standin;
 mod trace;
 
 use std::{
@@ -14,25 +17,40 @@ use std::{
 /// together, with temp paths filtered.
 #[macro_export]
 macro_rules! cli_snapshot {
+    ($dir:expr, env = $env:expr, [$($arg:expr),* $(,)?], @$snapshot:literal) => {{
+        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*], $env);
+        let filters: Vec<(&str, &str)> = filters.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        insta::with_settings!({ filters => filters }, { insta::assert_snapshot!(text, @$snapshot) });
+    }};
+    ($dir:expr, env = $env:expr, [$($arg:expr),* $(,)?]) => {{
+        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*], $env);
+        let filters: Vec<(&str, &str)> = filters.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        insta::with_settings!({ filters => filters }, { insta::assert_snapshot!(text) });
+    }};
     ($dir:expr, [$($arg:expr),* $(,)?], @$snapshot:literal) => {{
-        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*]);
+        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*], &[]);
         let filters: Vec<(&str, &str)> = filters.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         insta::with_settings!({ filters => filters }, { insta::assert_snapshot!(text, @$snapshot) });
     }};
     ($dir:expr, [$($arg:expr),* $(,)?]) => {{
-        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*]);
+        let (text, filters) = $crate::run_cli($dir, &[$(AsRef::<std::ffi::OsStr>::as_ref(&$arg)),*], &[]);
         let filters: Vec<(&str, &str)> = filters.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         insta::with_settings!({ filters => filters }, { insta::assert_snapshot!(text) });
     }};
 }
 
-pub(crate) fn run_cli(dir: &Path, args: &[&std::ffi::OsStr]) -> (String, Vec<(String, String)>) {
+pub(crate) fn run_cli(
+    dir: &Path,
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, std::ffi::OsString)],
+) -> (String, Vec<(String, String)>) {
     #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
     let output = Command::new(env!("CARGO_BIN_EXE_madengine"))
         .args(args)
         .current_dir(dir)
         .env_remove("TRACELENS_VENV")
         .env("NO_COLOR", "1")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("madengine runs");
     let text = format!(
@@ -46,6 +64,18 @@ pub(crate) fn run_cli(dir: &Path, args: &[&std::ffi::OsStr]) -> (String, Vec<(St
         (regex_escape(&dir.display().to_string()), "[DIR]".to_string()),
         (r"/tmp/\.tmp[A-Za-z0-9]+".to_string(), "[TMP]".to_string()),
         (r"madengine \d+\.\d+\.\d+".to_string(), "madengine [VERSION]".to_string()),
+        (
+            regex_escape(&standin::standin().scripts.parent().unwrap().display().to_string()),
+            "[STANDIN]".to_string(),
+        ),
+        (r"/tmp/madengine-tracelens-[A-Za-z0-9]+".to_string(), "[SCRATCH]".to_string()),
+        (r" in \d+\.\d s;".to_string(), " in [TIME] s;".to_string()),
+        (r"lib/python3\.\d+/".to_string(), "lib/python3.X/".to_string()),
+        (r#""(seconds|\w+_s)": [0-9.e-]+"#.to_string(), r#""$1": "[TIME]""#.to_string()),
+        (
+            r#""tracelens_version": "[^"]*""#.to_string(),
+            r#""tracelens_version": "[VERSION]""#.to_string(),
+        ),
     ];
     (text, filters)
 }

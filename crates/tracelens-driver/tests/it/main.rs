@@ -52,7 +52,10 @@ impl Case {
     }
 
     pub(crate) fn fixture(&self, rel: &str, from: &str) -> PathBuf {
-        let bytes = fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic/run").join(from)).unwrap();
+        let bytes = fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic/run").join(from),
+        )
+        .unwrap();
         self.write(rel, bytes)
     }
 
@@ -86,6 +89,15 @@ pub(crate) fn rows(summary: &Summary) -> Vec<String> {
     summary
         .results
         .iter()
-        .map(|r| format!("{} {} {} {} | {}", r.status.as_str(), r.kind, r.trace_file, r.tracelens_tool, r.detail))
+        .map(|r| {
+            format!(
+                "{} {} {} {} | {}",
+                r.status.as_str(),
+                r.kind,
+                r.trace_file,
+                r.tracelens_tool,
+                r.detail
+            )
+        })
         .collect()
 }

@@ -6,14 +6,21 @@ use tracelens_driver::{Config, Status, Tool};
 
 fn public_fixtures() -> Option<PathBuf> {
     let required = std::env::var_os("MADENGINE_PUBLIC_FIXTURES").map(PathBuf::from);
-    let dir = required
-        .clone()
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/public"));
+    let dir = required.clone().unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/public")
+    });
     if dir.is_dir() {
         return Some(dir);
     }
-    assert!(required.is_none(), "MADENGINE_PUBLIC_FIXTURES names a missing directory: {}", dir.display());
-    eprintln!("skipped: public traces not found at {} (set MADENGINE_PUBLIC_FIXTURES to require them)", dir.display());
+    assert!(
+        required.is_none(),
+        "MADENGINE_PUBLIC_FIXTURES names a missing directory: {}",
+        dir.display()
+    );
+    eprintln!(
+        "skipped: public traces not found at {} (set MADENGINE_PUBLIC_FIXTURES to require them)",
+        dir.display()
+    );
     None
 }
 
@@ -36,20 +43,37 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
     collectives.sort();
     assert_eq!(
         collectives,
-        [("kineto-multirank/hta-trace_filter-2rank".to_string(), 2), ("kineto-multirank/param-dlrm-8rank".to_string(), 8)]
+        [
+            ("kineto-multirank/hta-trace_filter-2rank".to_string(), 2),
+            ("kineto-multirank/param-dlrm-8rank".to_string(), 8)
+        ]
     );
 
     // And for real, through the stand-in: every job ran and none crashed
     // (the Perfetto file fails only because traceconv cannot be downloaded
     // offline, as with the real TraceLens; the CPU-only trace is SKIPPED).
-    let mut config = config;
     config.output_dir = out.path().join("reports");
     config.python = crate::standin::Standin::python(&crate::standin::standin().scripts);
     let summary = tracelens_driver::run(&config, &mut |_| {}).unwrap();
-    let by_status = |s: Status| summary.results.iter().filter(|r| r.status == s).map(|r| r.trace_file.clone()).collect::<Vec<_>>();
+    let by_status = |s: Status| {
+        summary
+            .results
+            .iter()
+            .filter(|r| r.status == s)
+            .map(|r| r.trace_file.clone())
+            .collect::<Vec<_>>()
+    };
     let failed = by_status(Status::Failure);
-    assert!(failed.iter().all(|f| f.ends_with(".pftrace")) && failed.len() == 3, "{:#?}", summary.results);
+    assert!(
+        failed.iter().all(|f| f.ends_with(".pftrace")) && failed.len() == 3,
+        "{:#?}",
+        summary.results
+    );
     assert!(by_status(Status::Skipped).iter().any(|s| s.contains("cpu_only")));
-    let collective_ok = summary.results.iter().filter(|r| r.tracelens_tool == Tool::Collective.script() && r.status == Status::Success).count();
+    let collective_ok = summary
+        .results
+        .iter()
+        .filter(|r| r.tracelens_tool == Tool::Collective.script() && r.status == Status::Success)
+        .count();
     assert_eq!(collective_ok, 2, "{:#?}", summary.results);
 }

@@ -52,9 +52,18 @@ fn broken_traces_are_analyzed_through_a_sanitized_copy_and_the_original_is_untou
     assert_eq!(names, ["broken/names.pt.trace.json", "rocprof_output/9999_results.json"]);
     assert_eq!(summary.repairs[1].report.repairs[0].key.as_deref(), Some("kname"));
     let calls = case.calls().join("\n");
-    assert!(calls.contains("[SCRATCH]/") && !calls.contains("[TMP]/run/rocprof_output/9999_results.json"), "{calls}");
+    assert!(
+        calls.contains("[SCRATCH]/")
+            && !calls.contains("[TMP]/run/rocprof_output/9999_results.json"),
+        "{calls}"
+    );
     // and the scratch dir is gone
-    assert!(!fs::read_dir(case.dir.path()).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("madengine-tracelens-")));
+    assert!(
+        !fs::read_dir(case.dir.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("madengine-tracelens-"))
+    );
 }
 
 #[test]
@@ -80,11 +89,20 @@ fn same_basenames_on_different_nodes_keep_apart() {
     case.fixture("node_1/trace.json", "broken/python_names.pt.trace.json");
     case.fixture("node_2/trace.json", "broken/python_names.pt.trace.json");
     let summary = case.run();
-    let outputs: Vec<_> = summary.results.iter().filter(|r| r.tracelens_tool != Tool::Collective.script()).map(|r| r.output.rsplit('/').next().unwrap().to_string()).collect();
+    let outputs: Vec<_> = summary
+        .results
+        .iter()
+        .filter(|r| r.tracelens_tool != Tool::Collective.script())
+        .map(|r| r.output.rsplit('/').next().unwrap().to_string())
+        .collect();
     assert_eq!(outputs, ["node_0_trace_csv", "node_1_trace_csv", "node_2_trace_csv"]);
     // two sanitized copies with the same basename, in different digest dirs
     let calls = case.calls();
-    let inputs: std::collections::BTreeSet<_> = calls.iter().filter(|c| c.contains("[SCRATCH]")).map(|c| c.split("[SCRATCH]/").nth(1).unwrap()[..12].to_string()).collect();
+    let inputs: std::collections::BTreeSet<_> = calls
+        .iter()
+        .filter(|c| c.contains("[SCRATCH]"))
+        .map(|c| c.split("[SCRATCH]/").nth(1).unwrap()[..12].to_string())
+        .collect();
     assert_eq!(inputs.len(), 2, "{calls:#?}");
 }
 
@@ -95,10 +113,17 @@ fn collective_from_file_names() {
     case.fixture("rank1_trace.json", GPU_RANK1);
     let summary = case.run();
     let collective = summary.results.last().unwrap();
-    assert_eq!((collective.status, collective.trace_file.as_str()), (Status::Success, "2 per-rank traces"));
+    assert_eq!(
+        (collective.status, collective.trace_file.as_str()),
+        (Status::Success, "2 per-rank traces")
+    );
     let calls = case.calls();
     let resolved = calls.iter().find(|c| c.contains("resolved")).unwrap();
-    assert!(resolved.contains(r#""0": "rank0_trace.json""#) && resolved.contains(r#""1": "rank1_trace.json""#), "{resolved}");
+    assert!(
+        resolved.contains(r#""0": "rank0_trace.json""#)
+            && resolved.contains(r#""1": "rank1_trace.json""#),
+        "{resolved}"
+    );
     assert!(calls.iter().any(|c| c.contains(r#""--world_size", "2""#)));
 }
 
@@ -108,7 +133,10 @@ fn collective_from_distributed_info_for_pid_named_traces() {
     let case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
     case.write("libkineto_trace_111.json", &body);
-    case.write("libkineto_trace_222.json", body.replace("\"rank\": 0, \"world_size\": 2", "\"rank\": 1, \"world_size\": 2"));
+    case.write(
+        "libkineto_trace_222.json",
+        body.replace("\"rank\": 0, \"world_size\": 2", "\"rank\": 1, \"world_size\": 2"),
+    );
     let summary = case.run();
     let collective = summary.results.last().unwrap();
     assert_eq!(collective.status, Status::Success, "{:#?}", summary.results);
@@ -144,7 +172,8 @@ fn skip_reasons_say_why() {
     case.fixture("job_3/rank0_a.json", GPU);
     case.fixture("job_3/rank0_b.json", GPU);
     let summary = case.run();
-    let collectives: Vec<_> = rows(&summary).into_iter().filter(|r| r.contains("collective")).collect();
+    let collectives: Vec<_> =
+        rows(&summary).into_iter().filter(|r| r.contains("collective")).collect();
     insta::assert_snapshot!(collectives.join("\n"), @r"
     SUCCESS pytorch 2 per-rank traces in job_1 TraceLens_generate_multi_rank_collective_report_pytorch | 
     SUCCESS pytorch 2 per-rank traces in job_2 TraceLens_generate_multi_rank_collective_report_pytorch | 
@@ -176,7 +205,11 @@ fn extra_arguments_reach_every_command_verbatim() {
     case.config.mode = Mode::Pytorch;
     let summary = case.run();
     assert_eq!(summary.results.len(), 1);
-    assert!(case.calls()[0].ends_with(r#""--enable_kernel_summary", "--topk_ops", "5"]}"#), "{:?}", case.calls());
+    assert!(
+        case.calls()[0].ends_with(r#""--enable_kernel_summary", "--topk_ops", "5"]}"#),
+        "{:?}",
+        case.calls()
+    );
 }
 
 #[test]
@@ -191,7 +224,8 @@ fn a_failing_job_does_not_hide_the_others() {
     SUCCESS rocprof_json rocprof_output/9999_results.json TraceLens_generate_perf_report_rocprof |
     ");
     assert!(summary.any_failed());
-    let log = fs::read_to_string(case.config.output_dir.join("logs/model_rank0.pytorch.log")).unwrap();
+    let log =
+        fs::read_to_string(case.config.output_dir.join("logs/model_rank0.pytorch.log")).unwrap();
     assert!(log.starts_with("$ ") && log.contains("forced failure"), "{log}");
 }
 
@@ -200,7 +234,11 @@ fn a_crash_leaves_no_stale_success() {
     let case = Case::new();
     case.fixture("model_rank0.pt.trace.json", GPU);
     let csv = case.config.output_dir.join("tracelens_summary.csv");
-    fs::write(&csv, "trace_file,kind,tracelens_tool,status,output,detail\nold,pytorch,x,SUCCESS,,\n").unwrap();
+    fs::write(
+        &csv,
+        "trace_file,kind,tracelens_tool,status,output,detail\nold,pytorch,x,SUCCESS,,\n",
+    )
+    .unwrap();
     case.control(json!({"crash": "all"}));
     let summary = case.run();
     assert_eq!(summary.results[0].status, Status::Failure);
@@ -212,7 +250,10 @@ fn a_crash_leaves_no_stale_success() {
     let mut broken = Case::new();
     fs::write(broken.config.output_dir.join("tracelens_summary.json"), "{}").unwrap();
     broken.config.python = "/no/such/python3".into();
-    assert!(matches!(tracelens_driver::run(&broken.config, &mut |_| {}), Err(Error::Python { .. })));
+    assert!(matches!(
+        tracelens_driver::run(&broken.config, &mut |_| {}),
+        Err(Error::Python { .. })
+    ));
     assert!(!broken.config.output_dir.join("tracelens_summary.json").exists());
 }
 
@@ -225,7 +266,10 @@ fn a_job_past_its_timeout_is_killed_and_reported() {
     let started = std::time::Instant::now();
     let summary = case.run();
     assert!(started.elapsed().as_secs() < 20);
-    assert_eq!((summary.results[0].status, summary.results[0].detail.as_str()), (Status::Failure, "timed out after 0.5 s"));
+    assert_eq!(
+        (summary.results[0].status, summary.results[0].detail.as_str()),
+        (Status::Failure, "timed out after 0.5 s")
+    );
 }
 
 #[test]
@@ -239,7 +283,12 @@ fn parallel_jobs_give_the_same_summary_as_one_at_a_time() {
     let one = case.run();
     case.config.jobs = 4;
     let four = case.run();
-    let strip = |s: &tracelens_driver::Summary| s.results.iter().map(|r| (r.trace_file.clone(), r.status, r.output.clone(), r.detail.clone())).collect::<Vec<_>>();
+    let strip = |s: &tracelens_driver::Summary| {
+        s.results
+            .iter()
+            .map(|r| (r.trace_file.clone(), r.status, r.output.clone(), r.detail.clone()))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(strip(&one), strip(&four));
 }
 
@@ -260,7 +309,11 @@ fn missing_tracelens_and_the_wrong_package_are_explained() {
     let err = tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::TraceLensMissing { .. }));
-    assert!(text.contains("pip install git+https://github.com/AMD-AGI/TraceLens") && text.contains("TRACELENS_VENV"), "{text}");
+    assert!(
+        text.contains("pip install git+https://github.com/AMD-AGI/TraceLens")
+            && text.contains("TRACELENS_VENV"),
+        "{text}"
+    );
     assert!(text.contains("unrelated project"), "{text}");
 }
 
@@ -270,7 +323,10 @@ fn an_unknown_gpu_arch_is_refused_before_anything_runs() {
     case.fixture("model_rank0.pt.trace.json", GPU);
     case.config.gpu_arch = Some("MI999".into());
     let err = tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err();
-    assert!(err.to_string().ends_with("knows no GPU arch `MI999`; it knows: MI300X, MI325X"), "{err}");
+    assert!(
+        err.to_string().ends_with("knows no GPU arch `MI999`; it knows: MI300X, MI325X"),
+        "{err}"
+    );
     assert!(case.calls().is_empty());
 }
 
@@ -293,26 +349,35 @@ fn compare_checks_its_inputs_then_runs() {
     let report = case.config.output_dir.join("model_rank0_csv");
     let probe = tracelens_driver::probe(&case.config.python).unwrap();
     let out = case.dir.path().join("cmp.xlsx");
-    let config = |reports: Vec<std::path::PathBuf>, names: Vec<&str>| tracelens_driver::CompareConfig {
-        reports,
-        output: out.clone(),
-        names: names.into_iter().map(String::from).collect(),
-    };
-    let ok = tracelens_driver::compare(&config(vec![report.clone(), report.clone()], vec!["a", "b"]), &probe).unwrap();
+    let config =
+        |reports: Vec<std::path::PathBuf>, names: Vec<&str>| tracelens_driver::CompareConfig {
+            reports,
+            output: out.clone(),
+            names: names.into_iter().map(String::from).collect(),
+        };
+    let ok = tracelens_driver::compare(
+        &config(vec![report.clone(), report.clone()], vec!["a", "b"]),
+        &probe,
+    )
+    .unwrap();
     assert_eq!(ok.status, Status::Success, "{}", ok.detail);
     assert!(out.is_file());
     let xlsx = case.config.output_dir.join("model_rank0.xlsx");
-    let ok = tracelens_driver::compare(&config(vec![xlsx, report.clone()], vec![]), &probe).unwrap();
+    let ok =
+        tracelens_driver::compare(&config(vec![xlsx, report.clone()], vec![]), &probe).unwrap();
     assert_eq!(ok.status, Status::Success, "{}", ok.detail);
 
     let err = tracelens_driver::compare(&config(vec![report.clone()], vec![]), &probe).unwrap_err();
     assert_eq!(err.to_string(), "a comparison needs at least two reports, 1 given");
-    let err = tracelens_driver::compare(&config(vec![report.clone(), report.clone()], vec!["a"]), &probe).unwrap_err();
+    let err =
+        tracelens_driver::compare(&config(vec![report.clone(), report.clone()], vec!["a"]), &probe)
+            .unwrap_err();
     assert_eq!(err.to_string(), "1 names for 2 reports: give one name per report, or none");
     let no_kernels = case.dir.path().join("old_csv");
     fs::create_dir_all(&no_kernels).unwrap();
     fs::write(no_kernels.join("gpu_timeline.csv"), "type\n").unwrap();
-    let err = tracelens_driver::compare(&config(vec![no_kernels, report], vec![]), &probe).unwrap_err();
+    let err =
+        tracelens_driver::compare(&config(vec![no_kernels, report], vec![]), &probe).unwrap_err();
     assert!(err.to_string().contains("no kernel_summary sheet"), "{err}");
 }
 
@@ -321,7 +386,11 @@ fn setup_installs_the_spec_and_skips_when_ready() {
     let dir = tempfile::tempdir().unwrap();
     let venv = dir.path().join("venv");
     let spec = standin::standin().wheel.display().to_string();
-    let config = tracelens_driver::SetupConfig { venv: venv.clone(), spec: spec.clone(), base_python: "python3".into() };
+    let config = tracelens_driver::SetupConfig {
+        venv: venv.clone(),
+        spec: spec.clone(),
+        base_python: "python3".into(),
+    };
     let mut steps = Vec::new();
     let first = tracelens_driver::setup(&config, &mut |s| steps.push(s.to_string())).unwrap();
     assert!(first.installed && first.created_venv);

@@ -30,12 +30,16 @@ impl Standin {
 }
 
 pub(crate) fn source_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracelens-driver/tests/fixtures/tracelens-standin")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tracelens-driver/tests/fixtures/tracelens-standin")
 }
 
 #[allow(clippy::disallowed_methods, reason = "test setup runs python")]
 fn run(program: &Path, args: &[&std::ffi::OsStr]) -> String {
-    let out = Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
     assert!(
         out.status.success(),
         "{} {:?} failed:\n{}{}",
@@ -75,7 +79,10 @@ fn fingerprint(dir: &Path) -> u64 {
 
 fn site_packages(venv: &Path) -> PathBuf {
     let python = Standin::python(venv);
-    PathBuf::from(run(&python, &["-c".as_ref(), "import sysconfig; print(sysconfig.get_paths()['purelib'])".as_ref()]))
+    PathBuf::from(run(
+        &python,
+        &["-c".as_ref(), "import sysconfig; print(sysconfig.get_paths()['purelib'])".as_ref()],
+    ))
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -101,23 +108,39 @@ fn build(into: &Path) {
     run(python3, &["-m".as_ref(), "venv".as_ref(), scripts.as_os_str()]);
     run(
         &Standin::python(&scripts),
-        &["-m".as_ref(), "pip".as_ref(), "install".as_ref(), "-q".as_ref(), "--no-index".as_ref(), "--disable-pip-version-check".as_ref(), wheel.as_ref()],
+        &[
+            "-m".as_ref(),
+            "pip".as_ref(),
+            "install".as_ref(),
+            "-q".as_ref(),
+            "--no-index".as_ref(),
+            "--disable-pip-version-check".as_ref(),
+            wheel.as_ref(),
+        ],
     );
     let module_only = into.join("module-only");
-    run(python3, &["-m".as_ref(), "venv".as_ref(), "--without-pip".as_ref(), module_only.as_os_str()]);
+    run(
+        python3,
+        &["-m".as_ref(), "venv".as_ref(), "--without-pip".as_ref(), module_only.as_os_str()],
+    );
     copy_tree(&src.join("TraceLens"), &site_packages(&module_only).join("TraceLens"));
     let wrong = into.join("wrong-package");
     run(python3, &["-m".as_ref(), "venv".as_ref(), "--without-pip".as_ref(), wrong.as_os_str()]);
     let lower = site_packages(&wrong).join("tracelens");
     fs::create_dir_all(&lower).unwrap();
-    fs::write(lower.join("__init__.py"), "\"\"\"The unrelated PyPI project named tracelens.\"\"\"\n").unwrap();
+    fs::write(
+        lower.join("__init__.py"),
+        "\"\"\"The unrelated PyPI project named tracelens.\"\"\"\n",
+    )
+    .unwrap();
 }
 
 pub(crate) fn standin() -> &'static Standin {
     static STANDIN: OnceLock<Standin> = OnceLock::new();
     STANDIN.get_or_init(|| {
         let src = source_dir();
-        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("tracelens-standin-{:016x}", fingerprint(&src)));
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("tracelens-standin-{:016x}", fingerprint(&src)));
         // Venvs cannot move (their scripts name their interpreter), so they
         // are built in place, under a lock directory other test binaries wait on.
         let lock = PathBuf::from(format!("{}.lock", base.display()));
@@ -131,7 +154,11 @@ pub(crate) fn standin() -> &'static Standin {
                     let _ = fs::remove_dir(&lock);
                 }
                 Err(_) => {
-                    assert!(started.elapsed().as_secs() < 300, "waited 5 minutes for {} (remove it if no test is running)", lock.display());
+                    assert!(
+                        started.elapsed().as_secs() < 300,
+                        "waited 5 minutes for {} (remove it if no test is running)",
+                        lock.display()
+                    );
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }
             }

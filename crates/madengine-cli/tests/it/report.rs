@@ -1,0 +1,221 @@
+//! `madengine report tracelens|tracelens-compare` and `setup tracelens`.
+
+use std::{ffi::OsString, fs, path::Path};
+
+use crate::{
+    cli_snapshot,
+    standin::{Standin, standin},
+    synthetic,
+};
+
+/// A run directory with two ranks, a CPU-only launcher trace and a broken
+/// rocprofv3 trace, in a temp dir.
+fn run_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    for (to, from) in [
+        ("run/rank0_trace.json", "torch_profiler_output/libkineto_trace_rank0_1.json"),
+        ("run/rank1_trace.json", "torch_profiler_output/libkineto_trace_rank1_2.json"),
+        (
+            "run/launcher/libkineto_trace_4242.json",
+            "torch_profiler_output/libkineto_trace_4242.json",
+        ),
+        ("run/rocprof_output/9999_results.json", "rocprof_output/9999_results.json"),
+    ] {
+        let path = dir.path().join(to);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::copy(synthetic().join("run").join(from), path).unwrap();
+    }
+    let _ = run;
+    dir
+}
+
+fn python(venv: &Path) -> OsString {
+    Standin::python(venv).into()
+}
+
+#[test]
+fn report_table() {
+    let dir = run_dir();
+    let py = python(&standin().scripts);
+    cli_snapshot!(
+        dir.path(),
+        [
+            "report",
+            "tracelens",
+            "--root",
+            "run",
+            "--output-dir",
+            "run/tracelens_output",
+            "--python",
+            &py,
+            "--jobs",
+            "1"
+        ]
+    );
+    let csv =
+        fs::read_to_string(dir.path().join("run/tracelens_output/tracelens_summary.csv")).unwrap();
+    assert!(csv.starts_with("trace_file,kind,tracelens_tool,status,output,detail\n"), "{csv}");
+}
+
+#[test]
+fn report_json() {
+    let dir = run_dir();
+    let py = python(&standin().scripts);
+    cli_snapshot!(
+        dir.path(),
+        ["report", "tracelens", "--root", "run", "--python", &py, "--mode", "rocprof", "--json"]
+    );
+}
+
+#[test]
+fn report_uses_tracelens_venv_and_never_a_decoy_on_path() {
+    let dir = run_dir();
+    let decoys = dir.path().join("decoys");
+    fs::create_dir_all(&decoys).unwrap();
+    let marker = dir.path().join("decoy-ran");
+    for tool in [
+        "TraceLens_generate_perf_report_pytorch",
+        "TraceLens_generate_perf_report_rocprof",
+        "python3",
+    ] {
+        let script = decoys.join(tool);
+        if tool == "python3" {
+            // python3 itself stays the real one: only TraceLens scripts are decoys
+            continue;
+        }
+        fs::write(&script, format!("#!/bin/sh\ntouch '{}'\nexit 99\n", marker.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = std::env::join_paths(
+        std::iter::once(decoys.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    // The module-only venv has no scripts beside its python: the -c fallback must run, not the decoy.
+    let env = [("PATH", path), ("TRACELENS_VENV", standin().module_only.clone().into_os_string())];
+    cli_snapshot!(
+        dir.path(),
+        env = &env,
+        ["report", "tracelens", "--root", "run", "--output-dir", "run/out", "--mode", "rocprof"]
+    );
+    assert!(!marker.exists(), "a TraceLens script from PATH ran");
+}
+
+#[test]
+fn discover_only_lists_traces_and_the_collective_plan() {
+    let dir = run_dir();
+    cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "run", "--discover-only"]);
+}
+
+#[test]
+fn failures_exit_1_unless_no_fail() {
+    let dir = run_dir();
+    let py = python(&standin().scripts);
+    let env = [("DUMMY_TRACELENS_FAIL", OsString::from("TraceLens_generate_perf_report_rocprof"))];
+    cli_snapshot!(
+        dir.path(),
+        env = &env,
+        [
+            "report",
+            "tracelens",
+            "--root",
+            "run",
+            "--output-dir",
+            "run/out",
+            "--python",
+            &py,
+            "--mode",
+            "rocprof"
+        ]
+    );
+    cli_snapshot!(
+        dir.path(),
+        env = &env,
+        [
+            "report",
+            "tracelens",
+            "--root",
+            "run",
+            "--output-dir",
+            "run/out",
+            "--python",
+            &py,
+            "--mode",
+            "rocprof",
+            "--no-fail"
+        ]
+    );
+}
+
+#[test]
+fn missing_tracelens_exits_4_with_how_to_install() {
+    let dir = run_dir();
+    let py = python(&standin().wrong_package);
+    cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "run", "--python", &py]);
+}
+
+#[test]
+fn bad_arguments_fail_before_anything_runs() {
+    let dir = run_dir();
+    cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "no/such/run"]);
+    cli_snapshot!(dir.path(), ["report", "tracelens", "--mode", "everything"]);
+    let py = python(&standin().scripts);
+    cli_snapshot!(
+        dir.path(),
+        ["report", "tracelens", "--root", "run", "--python", &py, "--gpu-arch", "H100"]
+    );
+}
+
+#[test]
+fn compare_reports() {
+    let dir = run_dir();
+    let py = python(&standin().scripts);
+    cli_snapshot!(
+        dir.path(),
+        ["report", "tracelens", "--root", "run", "--python", &py, "--mode", "pytorch", "--json"]
+    );
+    let a = dir.path().join("tracelens_output/rank0_trace_csv");
+    let b = dir.path().join("tracelens_output/rank1_trace_csv");
+    cli_snapshot!(
+        dir.path(),
+        [
+            "report",
+            "tracelens-compare",
+            &a,
+            &b,
+            "--names",
+            "r0",
+            "r1",
+            "--python",
+            &py,
+            "-o",
+            "cmp.xlsx"
+        ]
+    );
+    cli_snapshot!(dir.path(), ["report", "tracelens-compare", &a, "missing_csv", "--python", &py]);
+    cli_snapshot!(
+        dir.path(),
+        ["report", "tracelens-compare", &a, &b, "--names", "only-one", "--python", &py]
+    );
+}
+
+#[test]
+fn setup_tracelens_installs_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().join("venv");
+    let wheel = standin().wheel.clone();
+    cli_snapshot!(dir.path(), ["setup", "tracelens", "--venv", &venv, "--spec", &wheel]);
+    cli_snapshot!(
+        dir.path(),
+        [
+            "setup",
+            "tracelens",
+            "--venv",
+            &venv,
+            "--spec",
+            "git+https://me:hunter2@example.invalid/TraceLens"
+        ]
+    );
+}
