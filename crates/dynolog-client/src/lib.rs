@@ -1,6 +1,50 @@
-//! Native client for the dynolog daemon (on-demand PyTorch/Kineto capture).
+//! A native client for the dynolog daemon, for on-demand PyTorch (Kineto)
+//! capture without changing the model script.
 //!
-//! Not built yet: this crate will speak dynolog's length-prefixed JSON wire
-//! protocol (getStatus, getVersion, setKinetOnDemandRequest) and drive capture
-//! sessions. See the project issue "dynolog-client and `madengine dynolog`".
+//! [`Client`] speaks dynolog's RPC protocol as observed on a real daemon: TCP,
+//! one request per connection, a 4-byte native-endian length prefix then JSON
+//! each way. It frames the whole request before connecting (a silent client
+//! blocks the daemon's single-threaded server) and always reads the reply
+//! before closing (a client that closes early kills the daemon with SIGPIPE).
+//! Replies are typed; a `{"status":"failed..."}` reply, a connection closed
+//! without a reply, a refused connection and a timeout are distinct
+//! [`Error`]s, and absurd reply lengths are refused.
+//!
+//! [`TraceRequest`] builds the kineto config in the real `dyno gputrace` key
+//! order and serializes the request with serde; [`kineto_trace_path`] names
+//! the file kineto will write; [`trigger`] is the capture policy (warm-up,
+//! live workload pids from the daemon's log, stability wait, retries,
+//! fail-fast on rejection).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use dynolog_client::{Client, TraceRequest, Window, kineto_trace_path};
+//!
+//! let client = Client::new("localhost", 1778)?;
+//! let mut request = TraceRequest::new("/tmp/run/libkineto_trace.json");
+//! request.window = Window::Iterations { count: 5, roundup: 1 };
+//! request.check_log_file(None)?;
+//! let reply = client.gputrace(&request)?;
+//! for pid in &reply.activity_profilers_triggered {
+//!     println!("{}", kineto_trace_path(&request.log_file, *pid));
+//! }
+//! # Ok::<(), dynolog_client::Error>(())
+//! ```
 #![deny(missing_docs)]
+
+mod client;
+mod error;
+mod registry;
+mod request;
+mod trigger;
+
+pub use crate::{
+    client::{Client, DEFAULT_PORT, MAX_REPLY, TraceReply},
+    error::{Error, Result},
+    registry::{
+        ProcFs, Processes, Registration, is_launcher_or_helper, parse_registrations, runnable,
+    },
+    request::{TraceRequest, Window, kineto_trace_path},
+    trigger::{Clock, Event, Outcome, Policy, SystemClock, trigger},
+};

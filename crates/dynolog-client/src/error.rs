@@ -1,0 +1,92 @@
+//! The crate's error type.
+
+use std::{io, net::SocketAddr};
+
+/// Everything that can go wrong talking to a dynolog daemon.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `host:port` does not resolve.
+    #[error("cannot resolve the dynolog address {endpoint}")]
+    Resolve {
+        /// The endpoint as given.
+        endpoint: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Nothing listens there (is the daemon running, on that port?).
+    #[error(
+        "no dynolog daemon at {addr} (connection refused); start one with `madengine dynolog start` or check --port"
+    )]
+    Refused {
+        /// The address tried.
+        addr: SocketAddr,
+    },
+    /// Connecting, sending or receiving took too long.
+    #[error("dynolog at {addr} did not answer within {seconds} s ({during})")]
+    Timeout {
+        /// The address.
+        addr: SocketAddr,
+        /// The limit.
+        seconds: f64,
+        /// What was being done.
+        during: &'static str,
+    },
+    /// The daemon closed the connection without replying (it does so for
+    /// requests it cannot parse or does not know).
+    #[error("dynolog at {addr} closed the connection without replying to {request}")]
+    NoReply {
+        /// The address.
+        addr: SocketAddr,
+        /// The request's `fn`.
+        request: &'static str,
+    },
+    /// The daemon rejected the request: `{"status":"failed..."}`.
+    #[error("dynolog at {addr} rejected {request}: {status}")]
+    Rejected {
+        /// The address.
+        addr: SocketAddr,
+        /// The request's `fn`.
+        request: &'static str,
+        /// The reply's status text.
+        status: String,
+    },
+    /// The reply's length prefix is absurd (negative or larger than allowed).
+    #[error(
+        "dynolog at {addr} sent a reply length of {length} bytes, more than the {limit} allowed"
+    )]
+    ReplyTooLarge {
+        /// The address.
+        addr: SocketAddr,
+        /// The prefix read.
+        length: i64,
+        /// The limit.
+        limit: usize,
+    },
+    /// The reply is not the JSON expected.
+    #[error("dynolog at {addr} sent an unexpected reply to {request}: {body}")]
+    BadReply {
+        /// The address.
+        addr: SocketAddr,
+        /// The request's `fn`.
+        request: &'static str,
+        /// The reply, lossily decoded.
+        body: String,
+    },
+    /// Another I/O failure on the connection.
+    #[error("talking to dynolog at {addr} failed")]
+    Io {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The trace request itself is not acceptable (checked before sending).
+    #[error("{0}")]
+    InvalidRequest(String),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,6 @@
+//! Integration tests of dynolog-client against an in-process fake daemon
+//! that speaks the real framing and sends the real reply shapes.
+
+mod fake;
+mod protocol;
+mod trigger;

@@ -1,0 +1,158 @@
+//! The capture policy, with a fake clock, fake processes and a daemon log.
+
+use std::{collections::HashMap, time::Duration};
+
+use dynolog_client::{Clock, Event, Outcome, Policy, Processes, TraceRequest, trigger};
+
+use crate::fake::{FakeDaemon, NO_MATCH, Reply, json, matched};
+
+struct FakeClock(Duration);
+
+impl Clock for FakeClock {
+    fn now(&self) -> Duration {
+        self.0
+    }
+    fn sleep(&mut self, d: Duration) {
+        self.0 += d;
+    }
+}
+
+struct FakeProcs(HashMap<u32, &'static str>);
+
+impl Processes for FakeProcs {
+    fn cmdline(&self, pid: u32) -> Option<String> {
+        self.0.get(&pid).map(|s| s.to_string())
+    }
+}
+
+fn policy() -> Policy {
+    Policy {
+        warmup: Duration::from_secs(60),
+        retry_interval: Duration::from_secs(15),
+        max_attempts: 4,
+        stable_for: Duration::from_secs(5),
+    }
+}
+
+fn registration(pids: &[u32]) -> String {
+    let list = pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+    format!(
+        "I20260701 10:00:05.000001 1 LibkinetoConfigManager.cpp:238] Registered process ({list}) for job '0'. Leaf PID: {}\n",
+        pids[0]
+    )
+}
+
+struct Run {
+    outcome: Outcome,
+    events: Vec<Event>,
+    bodies: Vec<String>,
+    elapsed: Duration,
+}
+
+#[track_caller]
+fn run(replies: Vec<Reply>, log: Option<&str>, procs: &[(u32, &'static str)]) -> Run {
+    let daemon = FakeDaemon::serve(replies);
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("dynolog.log");
+    if let Some(text) = log {
+        std::fs::write(&log_path, text).unwrap();
+    }
+    let mut clock = FakeClock(Duration::ZERO);
+    let mut events = Vec::new();
+    let outcome = trigger(
+        &daemon.client(),
+        &TraceRequest::new("/tmp/run/libkineto_trace.json"),
+        &policy(),
+        Some(&log_path),
+        &FakeProcs(procs.iter().copied().collect()),
+        &mut clock,
+        &mut |e| events.push(e),
+    );
+    let bodies = daemon.bodies();
+    drop(daemon);
+    Run { outcome, events, bodies, elapsed: clock.0 }
+}
+
+fn pids_of(body: &str) -> serde_json::Value {
+    serde_json::from_str::<serde_json::Value>(body).unwrap()["pids"].clone()
+}
+
+#[test]
+fn retries_until_a_process_matches() {
+    let r = run(vec![json(NO_MATCH), json(NO_MATCH), matched(&[4242])], None, &[]);
+    assert!(matches!(&r.outcome, Outcome::Accepted { attempts: 3, .. }), "{:?}", r.outcome);
+    assert_eq!(r.outcome.as_str(), "accepted");
+    // no registrations known: every process of the job
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([0]));
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 15 + 15));
+}
+
+#[test]
+fn a_rejected_request_is_not_retried() {
+    let r = run(vec![json(r#"{"status":"failed"}"#), json(NO_MATCH)], None, &[]);
+    assert!(
+        matches!(&r.outcome, Outcome::RequestRejected { attempts: 1, reason } if reason.ends_with("rejected setKinetOnDemandRequest: failed")),
+        "{:?}",
+        r.outcome
+    );
+    assert_eq!(r.bodies.len(), 1);
+}
+
+#[test]
+fn gives_up_after_the_attempt_cap() {
+    let r = run(vec![json(NO_MATCH); 4], None, &[]);
+    assert_eq!(r.outcome, Outcome::NoProcess { attempts: 4 });
+    assert_eq!(r.outcome.as_str(), "no_process");
+}
+
+#[test]
+fn only_live_workload_pids_are_requested_once_stable() {
+    // launcher 100 (torchrun) with workers 101 and 102; 103 registered but is gone;
+    // 104 is a multiprocessing helper.
+    let log = [
+        registration(&[100, 50]),
+        registration(&[101, 100, 50]),
+        registration(&[102, 100, 50]),
+        registration(&[103, 100]),
+        registration(&[104, 101]),
+    ]
+    .concat();
+    let procs = [
+        (100, "/usr/bin/python3 /usr/local/bin/torchrun --nproc-per-node 2 train.py"),
+        (101, "/usr/bin/python3 -u train.py"),
+        (102, "/usr/bin/python3 -u train.py"),
+        (
+            104,
+            "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)",
+        ),
+    ];
+    let r = run(vec![matched(&[101, 102])], Some(&log), &procs);
+    // the helper 104 registered under 101, but being a helper it does not hide 101
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([101, 102]));
+    assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }));
+    // it waited for the set to be stable (one retry interval) before asking
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 15));
+    assert!(r.events.iter().any(|e| matches!(e, Event::Workload(w) if w.len() == 2)));
+}
+
+#[test]
+fn an_unlabelled_launcher_is_known_by_its_children() {
+    // `python launch.py` starts two workers: its command line says nothing, but
+    // it is the ancestor of runnable registrants.
+    let log =
+        [registration(&[200, 1]), registration(&[201, 200]), registration(&[202, 200])].concat();
+    let procs =
+        [(200, "python3 launch.py"), (201, "python3 worker.py"), (202, "python3 worker.py")];
+    let r = run(vec![matched(&[201, 202])], Some(&log), &procs);
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([201, 202]));
+}
+
+#[test]
+fn registrations_without_a_runnable_workload_use_attempts_without_requests() {
+    let log = registration(&[100, 50]);
+    let procs = [(100, "torchrun train.py")];
+    let r = run(vec![], Some(&log), &procs);
+    assert_eq!(r.outcome, Outcome::NoProcess { attempts: 4 });
+    assert!(r.bodies.is_empty());
+    assert!(r.events.contains(&Event::NoRunnableWorkload));
+}
