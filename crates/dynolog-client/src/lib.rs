@@ -35,16 +35,26 @@
 
 mod client;
 mod error;
+mod redact;
 mod registry;
 mod request;
+mod session;
+mod setup;
 mod trigger;
 
 pub use crate::{
     client::{Client, DEFAULT_PORT, MAX_REPLY, TraceReply},
     error::{Error, Result},
+    redact::redact,
     registry::{
         ProcFs, Processes, Registration, is_launcher_or_helper, parse_registrations, runnable,
     },
     request::{TraceRequest, Window, kineto_trace_path},
+    session::{
+        HOOK_MODULE, RunState, SessionError, Started, Stopped, free_port, install_hook, is_running,
+        log_tail, remove_hook, run_workload, site_packages, spawn_detached, start_daemon,
+        stop_process,
+    },
+    setup::{DEFAULT_DEB_URL, Installed, install_dynolog},
     trigger::{Clock, Event, Outcome, Policy, SystemClock, trigger},
 };

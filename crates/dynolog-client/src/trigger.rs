@@ -2,7 +2,7 @@
 
 use std::{path::Path, time::Duration};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     Client, Error, TraceReply, TraceRequest,
@@ -36,7 +36,7 @@ impl Default for Policy {
 }
 
 /// How a trigger ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum Outcome {
     /// Processes matched: traces will be written.
@@ -60,6 +60,11 @@ pub enum Outcome {
         /// Why.
         reason: String,
     },
+    /// The trigger was told to stop (the workload ended) before a request matched.
+    WorkloadEnded {
+        /// Requests made.
+        attempts: u32,
+    },
 }
 
 impl Outcome {
@@ -69,6 +74,7 @@ impl Outcome {
             Outcome::Accepted { .. } => "accepted",
             Outcome::NoProcess { .. } => "no_process",
             Outcome::RequestRejected { .. } => "request_rejected",
+            Outcome::WorkloadEnded { .. } => "workload_ended",
         }
     }
 }
@@ -103,6 +109,10 @@ pub trait Clock {
     fn now(&self) -> Duration;
     /// Wait.
     fn sleep(&mut self, d: Duration);
+    /// Whether to give up now (checked after every wait).
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// The real clock.
@@ -141,6 +151,9 @@ pub fn trigger(
 ) -> Outcome {
     events(Event::WarmingUp(policy.warmup));
     clock.sleep(policy.warmup);
+    if clock.cancelled() {
+        return Outcome::WorkloadEnded { attempts: 0 };
+    }
     let mut attempts = 0;
     let mut polls = 0;
     let cap = policy.max_attempts.saturating_mul(3);
@@ -148,6 +161,9 @@ pub fn trigger(
     let mut stable_since = clock.now();
     let pause = policy.retry_interval.max(Duration::from_secs(1));
     while attempts < policy.max_attempts && polls < cap {
+        if clock.cancelled() {
+            return Outcome::WorkloadEnded { attempts };
+        }
         polls += 1;
         let registrations = daemon_log
             .and_then(|p| std::fs::read_to_string(p).ok())

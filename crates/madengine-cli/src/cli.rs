@@ -7,10 +7,13 @@ use clap::{Args, Parser, Subcommand};
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  the command found problems (with --check a trace needs repair; a TraceLens job failed)
+  1  the command found problems (with --check a trace needs repair; a TraceLens job failed;
+     no process matched a trace request)
   2  usage error (bad arguments)
   3  input or I/O error (a missing, unreadable or corrupt file; a failed write)
-  4  TraceLens is missing for the chosen interpreter (or the interpreter cannot run)";
+  4  TraceLens is missing for the chosen interpreter (or the interpreter cannot run)
+  5  the dynolog daemon cannot be reached, rejected a request, or died at start
+`madengine profile` exits with the workload's own code.";
 
 /// Turn GPU profiler traces into TraceLens reports.
 ///
@@ -35,6 +38,275 @@ pub(crate) enum Command {
     /// Install what the other commands need.
     #[command(subcommand)]
     Setup(SetupCommand),
+    /// Talk to a dynolog daemon; start, trigger and stop on-demand capture.
+    #[command(subcommand)]
+    Dynolog(DynologCommand),
+    /// Run a PyTorch workload and capture Kineto traces through dynolog, without changing it.
+    #[command(after_help = PROFILE_HELP)]
+    Profile(ProfileArgs),
+}
+
+const PROFILE_HELP: &str = "\
+Starts a dynolog daemon of its own (free port, private IPC sockets), installs
+the Kineto hook into the workload interpreter's site-packages, runs the
+command with KINETO_USE_DAEMON=1, asks for a trace in the background once the
+workload's processes have registered and settled, then stops everything,
+removes the hook and copies the traces into the output directory.
+
+The capture settings default to the original madengine's environment
+variables (shown in [env: ...]).
+
+Examples:
+  madengine profile -- python train.py --epochs 1
+  madengine profile --iterations 10 --warmup-s 30 -- torchrun --nproc-per-node 8 train.py
+  madengine report tracelens --root torch_profiler_output
+
+Exit code: the workload's own (madengine's errors: 3 and above when it could
+not run the workload at all).";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DynologCommand {
+    /// Ask the daemon for its status (getStatus).
+    Status(DaemonArgs),
+    /// Ask the daemon for its version (getVersion).
+    Version(DaemonArgs),
+    /// Ask the daemon to trace matching PyTorch processes now (like `dyno gputrace`).
+    Gputrace(GputraceArgs),
+    /// Pre-step: start a daemon, install the Kineto hook, arm a background trigger.
+    Start(StartArgs),
+    /// Ask for a trace once the workload has registered (what `start` runs in the background).
+    Trigger(TriggerArgs),
+    /// Post-step: stop the trigger and the daemon, remove the hook, collect the traces.
+    Stop(StopArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DaemonArgs {
+    /// The daemon's host.
+    #[arg(long, default_value = "localhost")]
+    pub(crate) host: String,
+    /// The daemon's RPC port.
+    #[arg(long, env = "DYNOLOG_PORT", default_value_t = 1778)]
+    pub(crate) port: u16,
+    /// Print the reply as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// What to capture: `dyno gputrace`'s options.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CaptureArgs {
+    /// Trace this many optimizer steps (iteration mode; wins over --duration-ms). 0: a time window.
+    #[arg(long, env = "TORCH_PROFILE_ITERATIONS", default_value_t = 5)]
+    pub(crate) iterations: u32,
+    /// The time window in milliseconds (when --iterations is 0).
+    #[arg(long, env = "TORCH_PROFILE_DURATION_MS", default_value_t = 500)]
+    pub(crate) duration_ms: u64,
+    /// Start a time window at this Unix time in ms (0: as soon as possible).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) profile_start_time: u64,
+    /// Start an iteration window at the next multiple of this step.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) profile_start_iteration_roundup: u32,
+    /// At most this many processes are traced (dyno's default 3 drops ranks).
+    #[arg(long, env = "TORCH_PROFILE_PROCESS_LIMIT", default_value_t = 64)]
+    pub(crate) process_limit: u32,
+    /// The job id processes registered with [default: $SLURM_JOB_ID, else 0].
+    #[arg(long, env = "TORCH_PROFILE_JOB_ID")]
+    pub(crate) job_id: Option<u64>,
+    /// Record input shapes (1 or 0).
+    #[arg(long, env = "TORCH_PROFILE_RECORD_SHAPES", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
+    pub(crate) record_shapes: bool,
+    /// Record Python stacks (1 or 0).
+    #[arg(long, env = "TORCH_PROFILE_WITH_STACKS", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
+    pub(crate) with_stacks: bool,
+    /// Record module hierarchy (1 or 0).
+    #[arg(long, env = "TORCH_PROFILE_WITH_MODULES", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
+    pub(crate) with_modules: bool,
+    /// Estimate FLOPs (1 or 0).
+    #[arg(long, env = "TORCH_PROFILE_WITH_FLOPS", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set)]
+    pub(crate) with_flops: bool,
+    /// Profile memory (1 or 0; time windows only).
+    #[arg(long, env = "TORCH_PROFILE_PROFILE_MEMORY", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set)]
+    pub(crate) profile_memory: bool,
+    /// File name kineto writes (it inserts _<pid>).
+    #[arg(long, env = "TORCH_PROFILE_LOG_FILE", default_value = "libkineto_trace.json")]
+    pub(crate) log_name: String,
+}
+
+fn flag01(value: &str) -> Result<bool, String> {
+    match value.trim() {
+        "1" | "true" => Ok(true),
+        "0" | "false" | "" => Ok(false),
+        other => Err(format!("expected 1 or 0, not `{other}`")),
+    }
+}
+
+/// When to ask: the trigger's patience.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PolicyArgs {
+    /// Wait this long for steady state before the first request.
+    #[arg(long, env = "TORCH_PROFILE_WARMUP_S", default_value_t = 60.0, value_name = "SECS")]
+    pub(crate) warmup_s: f64,
+    /// Between attempts.
+    #[arg(
+        long,
+        env = "TORCH_PROFILE_RETRY_INTERVAL_S",
+        default_value_t = 15.0,
+        value_name = "SECS"
+    )]
+    pub(crate) retry_interval_s: f64,
+    /// Give up after this many requests.
+    #[arg(long, env = "TORCH_PROFILE_MAX_ATTEMPTS", default_value_t = 40)]
+    pub(crate) max_attempts: u32,
+    /// The workload's processes must stay unchanged this long before a request.
+    #[arg(long, env = "TORCH_PROFILE_STABLE_S", default_value_t = 5.0, value_name = "SECS")]
+    pub(crate) stable_s: f64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GputraceArgs {
+    #[command(flatten)]
+    pub(crate) daemon: DaemonArgs,
+    /// Where kineto writes (under /tmp/, or $KINETO_ONDEMAND_TRACE_DIR of the workload).
+    #[arg(long, required = true)]
+    pub(crate) log_file: String,
+    /// Comma-separated pids (a process matches when any of its ancestors is listed) [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) pids: Vec<u32>,
+    /// The job id [default: $SLURM_JOB_ID, else 0].
+    #[arg(long)]
+    pub(crate) job_id: Option<u64>,
+    /// Time window in ms.
+    #[arg(long, default_value_t = 500)]
+    pub(crate) duration_ms: u64,
+    /// Trace this many steps instead of a time window.
+    #[arg(long)]
+    pub(crate) iterations: Option<u32>,
+    /// Unix time in ms to start a time window at.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) profile_start_time: u64,
+    /// Round an iteration window's start up to a multiple of this.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) profile_start_iteration_roundup: u32,
+    /// At most this many processes.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) process_limit: u32,
+    /// Record input shapes.
+    #[arg(long)]
+    pub(crate) record_shapes: bool,
+    /// Profile memory.
+    #[arg(long)]
+    pub(crate) profile_memory: bool,
+    /// Record Python stacks.
+    #[arg(long)]
+    pub(crate) with_stacks: bool,
+    /// Estimate FLOPs.
+    #[arg(long)]
+    pub(crate) with_flops: bool,
+    /// Record module hierarchy.
+    #[arg(long)]
+    pub(crate) with_modules: bool,
+    /// The workload's KINETO_ONDEMAND_TRACE_DIR, if it sets one.
+    #[arg(long, env = "KINETO_ONDEMAND_TRACE_DIR", value_name = "DIR")]
+    pub(crate) ondemand_trace_dir: Option<String>,
+    /// Wait until the trace files appear.
+    #[arg(long)]
+    pub(crate) wait: bool,
+    /// How long --wait waits.
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    pub(crate) wait_timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StateArgs {
+    /// The session's state directory (pid files, logs, result, traces)
+    /// [default: /tmp/madengine-dynolog-<port>].
+    #[arg(long, env = "MADENGINE_DYNOLOG_STATE", value_name = "DIR")]
+    pub(crate) state: Option<std::path::PathBuf>,
+    /// The daemon's RPC port.
+    #[arg(long, env = "DYNOLOG_PORT", default_value_t = 1778)]
+    pub(crate) port: u16,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StartArgs {
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    /// The dynolog daemon binary.
+    #[arg(long, env = "DYNOLOG_BIN", default_value = "dynolog", value_name = "PATH")]
+    pub(crate) dynolog_bin: std::path::PathBuf,
+    /// The workload's interpreter (the Kineto hook goes into its site-packages).
+    #[arg(long, default_value = "python3", value_name = "PATH")]
+    pub(crate) python: std::path::PathBuf,
+    /// Do not install the Kineto hook.
+    #[arg(long)]
+    pub(crate) no_hook: bool,
+    /// Do not arm the background trigger.
+    #[arg(long)]
+    pub(crate) no_trigger: bool,
+    #[command(flatten)]
+    pub(crate) capture: CaptureArgs,
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TriggerArgs {
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    #[command(flatten)]
+    pub(crate) capture: CaptureArgs,
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
+    /// The workload's KINETO_ONDEMAND_TRACE_DIR, if it sets one.
+    #[arg(long, env = "KINETO_ONDEMAND_TRACE_DIR", value_name = "DIR")]
+    pub(crate) ondemand_trace_dir: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StopArgs {
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    /// Where the traces are copied.
+    #[arg(
+        long,
+        env = "TORCH_PROFILE_OUTPUT_DIR",
+        default_value = "torch_profiler_output",
+        value_name = "DIR"
+    )]
+    pub(crate) output_dir: std::path::PathBuf,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ProfileArgs {
+    /// Where the traces are copied.
+    #[arg(
+        long,
+        env = "TORCH_PROFILE_OUTPUT_DIR",
+        default_value = "torch_profiler_output",
+        value_name = "DIR"
+    )]
+    pub(crate) output_dir: std::path::PathBuf,
+    /// The dynolog daemon binary.
+    #[arg(long, env = "DYNOLOG_BIN", default_value = "dynolog", value_name = "PATH")]
+    pub(crate) dynolog_bin: std::path::PathBuf,
+    /// The workload's interpreter (the Kineto hook goes into its site-packages).
+    #[arg(long, default_value = "python3", value_name = "PATH")]
+    pub(crate) python: std::path::PathBuf,
+    /// Do not install the Kineto hook (the workload imports torch.profiler itself).
+    #[arg(long)]
+    pub(crate) no_hook: bool,
+    #[command(flatten)]
+    pub(crate) capture: CaptureArgs,
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
+    /// The workload command.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub(crate) command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,6 +324,21 @@ pub(crate) enum SetupCommand {
     /// Create an isolated virtual environment with TraceLens in it.
     #[command(after_help = SETUP_HELP)]
     Tracelens(SetupTracelensArgs),
+    /// Install the pinned dynolog release package (dpkg) when dynolog is missing.
+    Dynolog(SetupDynologArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SetupDynologArgs {
+    /// The .deb to install (may carry a token; never printed unredacted).
+    #[arg(
+        long,
+        env = "DYNOLOG_DEB_URL",
+        value_name = "URL",
+        default_value = "https://github.com/facebookincubator/dynolog/releases/download/v0.5.0/dynolog_0.5.0-0-amd64.deb",
+        hide_env_values = true
+    )]
+    pub(crate) deb_url: String,
 }
 
 const TRACELENS_HELP: &str = "\

@@ -6,21 +6,34 @@ use std::{io, process::ExitCode};
 /// The documented exit codes (see `madengine --help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
-    Success = 0,
+    Success,
     /// The command ran and found problems: a trace needs repair, a
-    /// TraceLens job failed.
-    Findings = 1,
+    /// TraceLens job failed, no process matched a trace request.
+    Findings,
     /// Bad arguments (clap reports its own with this code too).
-    Usage = 2,
+    Usage,
     /// A missing, unreadable or corrupt input, or a failed write.
-    Io = 3,
+    Io,
     /// TraceLens (or its interpreter) is missing.
-    TraceLensMissing = 4,
+    TraceLensMissing,
+    /// The dynolog daemon cannot be reached or refused the request.
+    Daemon,
+    /// `madengine profile`: the workload's own exit code.
+    Workload(i32),
 }
 
 impl From<Status> for ExitCode {
     fn from(s: Status) -> ExitCode {
-        ExitCode::from(s as u8)
+        let code = match s {
+            Status::Success => 0,
+            Status::Findings => 1,
+            Status::Usage => 2,
+            Status::Io => 3,
+            Status::TraceLensMissing => 4,
+            Status::Daemon => 5,
+            Status::Workload(c) => c.clamp(0, 255) as u8,
+        };
+        ExitCode::from(code)
     }
 }
 
@@ -32,6 +45,16 @@ pub(crate) enum Error {
     Discover(#[from] trace_discover::Error),
     #[error(transparent)]
     Tracelens(#[from] tracelens_driver::Error),
+    #[error(transparent)]
+    Dynolog(#[from] dynolog_client::Error),
+    #[error(transparent)]
+    Session(#[from] dynolog_client::SessionError),
+    #[error("cannot write {path}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("{0}")]
     Usage(String),
     #[error("failed to write to standard output")]
@@ -47,9 +70,21 @@ impl Error {
                 Status::TraceLensMissing
             }
             Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_)) => Status::Usage,
-            Error::Sanitize(_) | Error::Discover(_) | Error::Tracelens(_) | Error::Stdout(_) => {
-                Status::Io
+            Error::Dynolog(dynolog_client::Error::InvalidRequest(_)) => Status::Usage,
+            Error::Dynolog(_) | Error::Session(dynolog_client::SessionError::Client(_)) => {
+                Status::Daemon
             }
+            Error::Session(
+                dynolog_client::SessionError::DaemonDied { .. }
+                | dynolog_client::SessionError::DaemonSilent { .. }
+                | dynolog_client::SessionError::Spawn { .. },
+            ) => Status::Daemon,
+            Error::Sanitize(_)
+            | Error::Discover(_)
+            | Error::Tracelens(_)
+            | Error::Session(_)
+            | Error::Io { .. }
+            | Error::Stdout(_) => Status::Io,
         }
     }
 

@@ -314,3 +314,111 @@ pub(crate) fn setup_outcome(outcome: &tracelens_driver::SetupOutcome) -> Result<
         outcome.venv.display()
     ))
 }
+
+pub(crate) fn daemon_value(json: bool, key: &str, value: &serde_json::Value) -> Result<(), Error> {
+    if json {
+        self::json(&serde_json::json!({ key: value }))
+    } else {
+        out(&format!(
+            "{key}: {}\n",
+            value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())
+        ))
+    }
+}
+
+pub(crate) fn gputrace(reply: &dynolog_client::TraceReply, files: &[String]) -> Result<(), Error> {
+    let list = |pids: &[u32]| pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+    let mut text = String::new();
+    if reply.processes_matched.is_empty() {
+        text.push_str("no process matched: check --job-id and --pids, and that the workload runs with KINETO_USE_DAEMON=1\n");
+        return out(&text);
+    }
+    text.push_str(&format!(
+        "matched {} process(es): {}\n",
+        reply.processes_matched.len(),
+        list(&reply.processes_matched)
+    ));
+    if reply.activity_profilers_busy > 0 {
+        text.push_str(&format!(
+            "{} process(es) still had an earlier request pending and were not triggered again\n",
+            reply.activity_profilers_busy
+        ));
+    }
+    if !files.is_empty() {
+        text.push_str("trace files kineto will write:\n");
+        for f in files {
+            text.push_str(&format!("    {f}\n"));
+        }
+    }
+    out(&text)
+}
+
+pub(crate) fn trigger_outcome(outcome: &dynolog_client::Outcome) {
+    use dynolog_client::Outcome;
+    match outcome {
+        Outcome::Accepted { attempts, reply, .. } => note(&format!(
+            "trace request accepted on attempt {attempts}: {} process(es) triggered",
+            reply.activity_profilers_triggered.len()
+        )),
+        Outcome::NoProcess { attempts } => note(&format!(
+            "gave up after {attempts} attempts: no PyTorch process registered. The workload needs PyTorch >= 1.13 \
+             running with KINETO_USE_DAEMON=1; a short run may end before --warmup-s (TORCH_PROFILE_WARMUP_S) \
+             or before --max-attempts (TORCH_PROFILE_MAX_ATTEMPTS) run out"
+        )),
+        Outcome::RequestRejected { reason, .. } => {
+            note(&format!("the daemon rejected the trace request; not retrying: {reason}"))
+        }
+        Outcome::WorkloadEnded { attempts } => note(&format!(
+            "the workload ended before a trace was requested ({attempts} attempts); lower --warmup-s for short runs"
+        )),
+    }
+}
+
+pub(crate) fn stopped(how: dynolog_client::Stopped) -> &'static str {
+    match how {
+        dynolog_client::Stopped::Terminated => "stopped",
+        dynolog_client::Stopped::Killed => "did not stop gracefully; killed",
+        dynolog_client::Stopped::NotRunning => "was no longer running",
+    }
+}
+
+pub(crate) fn capture_report(
+    copied: &[std::path::PathBuf],
+    output_dir: &std::path::Path,
+    outcome: Option<&dynolog_client::Outcome>,
+    state: &dynolog_client::RunState,
+) {
+    if !copied.is_empty() {
+        note(&format!(
+            "captured {} torch.profiler trace(s) in {}:",
+            copied.len(),
+            output_dir.display()
+        ));
+        for c in copied {
+            eprintln!("    {}", c.display());
+        }
+        return;
+    }
+    warning(&format!("no torch.profiler traces were captured in {}", output_dir.display()));
+    let why = match outcome {
+        Some(dynolog_client::Outcome::NoProcess { .. }) => {
+            "the trigger never matched a PyTorch process (not PyTorch, PyTorch before 1.13, KINETO_USE_DAEMON unset, or the run ended before the warm-up)"
+        }
+        Some(dynolog_client::Outcome::RequestRejected { .. }) => {
+            "the daemon rejected the trace request itself, so no trace was ever requested; see the trigger log"
+        }
+        Some(dynolog_client::Outcome::WorkloadEnded { .. }) => {
+            "the workload ended before a trace was requested"
+        }
+        Some(dynolog_client::Outcome::Accepted { .. }) => {
+            "a trace was requested, but kineto wrote nothing: the workload may have ended inside the trace window, or (iteration mode) never imported torch.profiler"
+        }
+        _ => "the trigger never finished",
+    };
+    eprintln!("  why: {why}");
+    for log in [state.daemon_log(), state.trigger_log()] {
+        if log.is_file() {
+            eprintln!("=== {} ===\n{}\n===", log.display(), dynolog_client::log_tail(&log, 40));
+        }
+    }
+}

@@ -5,7 +5,12 @@ use std::{path::PathBuf, time::Duration};
 
 use tracelens_driver::{Config, Mode};
 
-use crate::cli::{DiscoverArgs, ModeArg, SanitizeArgs, SetupTracelensArgs, TracelensArgs};
+use dynolog_client::{Policy, TraceRequest, Window};
+
+use crate::cli::{
+    CaptureArgs, DiscoverArgs, GputraceArgs, ModeArg, PolicyArgs, SanitizeArgs, SetupTracelensArgs,
+    TracelensArgs,
+};
 
 pub(crate) fn discover_options(args: &DiscoverArgs) -> trace_discover::Options {
     trace_discover::Options {
@@ -74,5 +79,56 @@ pub(crate) fn setup_config(args: &SetupTracelensArgs) -> tracelens_driver::Setup
             .unwrap_or_else(|| PathBuf::from(tracelens_driver::DEFAULT_VENV)),
         spec: args.spec.clone().unwrap_or_else(|| tracelens_driver::DEFAULT_SPEC.into()),
         base_python: args.python.clone(),
+    }
+}
+
+/// `--job-id`, else `$SLURM_JOB_ID`, else 0 (what kineto registers with).
+fn job_id(explicit: Option<u64>) -> u64 {
+    explicit.or_else(|| std::env::var("SLURM_JOB_ID").ok()?.trim().parse().ok()).unwrap_or(0)
+}
+
+pub(crate) fn gputrace_request(args: &GputraceArgs) -> TraceRequest {
+    let mut r = TraceRequest::new(&args.log_file);
+    r.window = match args.iterations {
+        Some(n) if n > 0 => {
+            Window::Iterations { count: n, roundup: args.profile_start_iteration_roundup }
+        }
+        _ => Window::Duration { ms: args.duration_ms, start_time_ms: args.profile_start_time },
+    };
+    r.record_shapes = args.record_shapes;
+    r.profile_memory = args.profile_memory;
+    r.with_stacks = args.with_stacks;
+    r.with_flops = args.with_flops;
+    r.with_modules = args.with_modules;
+    r.job_id = job_id(args.job_id);
+    r.pids = args.pids.clone();
+    r.process_limit = args.process_limit;
+    r
+}
+
+pub(crate) fn capture_request(c: &CaptureArgs, log_file: String) -> TraceRequest {
+    let mut r = TraceRequest::new(log_file);
+    r.window = if c.iterations > 0 {
+        Window::Iterations { count: c.iterations, roundup: c.profile_start_iteration_roundup }
+    } else {
+        Window::Duration { ms: c.duration_ms, start_time_ms: c.profile_start_time }
+    };
+    r.record_shapes = c.record_shapes;
+    r.profile_memory = c.profile_memory;
+    r.with_stacks = c.with_stacks;
+    r.with_flops = c.with_flops;
+    r.with_modules = c.with_modules;
+    r.job_id = job_id(c.job_id);
+    r.process_limit = c.process_limit;
+    r
+}
+
+pub(crate) fn policy(p: &PolicyArgs) -> Policy {
+    let secs = |s: f64| Duration::from_secs_f64(if s.is_finite() && s > 0.0 { s } else { 0.0 });
+    Policy {
+        warmup: secs(p.warmup_s),
+        retry_interval: secs(p.retry_interval_s),
+        max_attempts: p.max_attempts,
+        stable_for: secs(p.stable_s),
     }
 }

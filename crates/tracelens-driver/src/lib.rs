@@ -37,7 +37,6 @@ mod compare;
 mod error;
 mod plan;
 mod python;
-mod redact;
 mod run;
 mod setup;
 mod summary;
@@ -48,7 +47,6 @@ pub use crate::{
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     plan::{Collective, Config, Job, Plan, plan, report_stem},
     python::{Probe, TraceLens, probe, resolve_interpreter},
-    redact::redact,
     run::{Event, NO_GPU_DETAIL, NO_GPU_EVENTS, discover, plan_only, run},
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
     summary::{Counts, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary},

@@ -8,7 +8,9 @@ use std::{
 
 use serde::Serialize;
 
-use crate::{Error, Result, cmd::cmd, error::SetupFailure, python::probe, redact::redact};
+use dynolog_client::redact;
+
+use crate::{Error, Result, cmd::cmd, error::SetupFailure, python::probe};
 
 /// TraceLens at the commit the project's reference was written against.
 pub const DEFAULT_SPEC: &str =

@@ -1,11 +1,12 @@
 //! One module per subcommand: call the libraries, hand results to `render`.
 
+mod dynolog;
 mod report;
 mod setup;
 mod trace;
 
 use crate::{
-    cli::{Cli, Command, ReportCommand, SetupCommand, TraceCommand},
+    cli::{Cli, Command, DynologCommand, ReportCommand, SetupCommand, TraceCommand},
     error::{Error, Status},
 };
 
@@ -16,5 +17,13 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
         Command::Report(ReportCommand::Tracelens(args)) => report::tracelens(&args),
         Command::Report(ReportCommand::TracelensCompare(args)) => report::compare(&args),
         Command::Setup(SetupCommand::Tracelens(args)) => setup::tracelens(&args),
+        Command::Setup(SetupCommand::Dynolog(args)) => dynolog::setup(&args),
+        Command::Dynolog(DynologCommand::Status(args)) => dynolog::status(&args),
+        Command::Dynolog(DynologCommand::Version(args)) => dynolog::version(&args),
+        Command::Dynolog(DynologCommand::Gputrace(args)) => dynolog::gputrace(&args),
+        Command::Dynolog(DynologCommand::Start(args)) => dynolog::start(&args),
+        Command::Dynolog(DynologCommand::Trigger(args)) => dynolog::trigger(&args),
+        Command::Dynolog(DynologCommand::Stop(args)) => dynolog::stop(&args),
+        Command::Profile(args) => dynolog::profile(&args),
     }
 }

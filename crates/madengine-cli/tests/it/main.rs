@@ -3,6 +3,7 @@
 //! else is tested at the library layer.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+mod dynolog;
 mod report;
 #[path = "../../../tracelens-driver/tests/it/standin.rs"]
 mod standin;

@@ -1,4 +1,5 @@
-//! Hiding credentials in URLs and package specs before they reach a log.
+//! Hiding credentials in URLs and package specs before they reach a log
+//! (shared with tracelens-driver, whose pip specs may carry tokens).
 
 use std::sync::LazyLock;
 

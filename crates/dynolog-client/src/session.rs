@@ -1,0 +1,506 @@
+//! A capture session's moving parts: its per-run state directory, the
+//! dynolog daemon's lifecycle, and the Kineto hook in the workload's
+//! site-packages.
+
+use std::{
+    ffi::OsString,
+    fs,
+    io::{self, Read, Seek, SeekFrom},
+    net::TcpListener,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Client, Error as ClientError, Outcome};
+
+/// What can go wrong managing a session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// A state file or directory could not be read or written.
+    #[error("cannot use {path}")]
+    State {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The daemon could not be started.
+    #[error("cannot start `{command}`")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The daemon exited during start-up.
+    #[error("the dynolog daemon exited during start-up; the end of its log ({log}):\n{tail}")]
+    DaemonDied {
+        /// Its log.
+        log: PathBuf,
+        /// The last lines.
+        tail: String,
+    },
+    /// The daemon did not answer getStatus in time.
+    #[error(
+        "the dynolog daemon (pid {pid}) did not answer on port {port} within {seconds} s; the end of its log ({log}):\n{tail}"
+    )]
+    DaemonSilent {
+        /// Its pid.
+        pid: u32,
+        /// The port.
+        port: u16,
+        /// The wait.
+        seconds: f64,
+        /// Its log.
+        log: PathBuf,
+        /// The last lines.
+        tail: String,
+    },
+    /// The workload's interpreter could not tell where its site-packages are.
+    #[error("cannot find the site-packages of {python}: {detail}")]
+    SitePackages {
+        /// The interpreter.
+        python: PathBuf,
+        /// What it printed.
+        detail: String,
+    },
+    /// A client error while checking the daemon.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+type Result<T, E = SessionError> = std::result::Result<T, E>;
+
+/// The files of one capture session, all under one directory, so two
+/// profiled runs on one host never share state, traces or daemon.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RunState {
+    /// The directory.
+    pub dir: PathBuf,
+}
+
+/// What `start` recorded, for `trigger` and `stop`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Started {
+    /// The daemon's pid.
+    pub daemon_pid: Option<u32>,
+    /// Its RPC port.
+    pub port: u16,
+    /// The background trigger's pid, if one was started.
+    pub trigger_pid: Option<u32>,
+    /// Where the Kineto hook was installed (a site-packages directory).
+    pub hook_site: Option<PathBuf>,
+}
+
+impl RunState {
+    /// Use (and create) `dir` for a session.
+    pub fn create(dir: impl Into<PathBuf>) -> Result<RunState> {
+        let state = RunState { dir: dir.into() };
+        for d in [state.dir.clone(), state.kineto_dir(), state.ipc_dir()] {
+            fs::create_dir_all(&d)
+                .map_err(|source| SessionError::State { path: d.clone(), source })?;
+        }
+        Ok(state)
+    }
+
+    /// The daemon's combined output.
+    pub fn daemon_log(&self) -> PathBuf {
+        self.dir.join("dynolog.log")
+    }
+    /// The trigger's log.
+    pub fn trigger_log(&self) -> PathBuf {
+        self.dir.join("trigger.log")
+    }
+    /// Where kineto writes the traces (also `KINETO_ONDEMAND_TRACE_DIR` for the workload).
+    pub fn kineto_dir(&self) -> PathBuf {
+        self.dir.join("kineto")
+    }
+    /// `KINETO_IPC_SOCKET_DIR` for the daemon and the workload: their own
+    /// sockets instead of the host-wide abstract `dynolog` name.
+    pub fn ipc_dir(&self) -> PathBuf {
+        self.dir.join("ipc")
+    }
+    fn started_file(&self) -> PathBuf {
+        self.dir.join("started.json")
+    }
+    fn result_file(&self) -> PathBuf {
+        self.dir.join("result.json")
+    }
+
+    /// What `start` recorded, if it ran.
+    pub fn started(&self) -> Result<Option<Started>> {
+        read_json(&self.started_file())
+    }
+    /// Record what `start` did.
+    pub fn set_started(&self, started: &Started) -> Result<()> {
+        write_json(&self.started_file(), started)
+    }
+    /// Forget `start` (after `stop`).
+    pub fn clear_started(&self) -> Result<()> {
+        remove(&self.started_file())
+    }
+    /// The trigger's outcome, if it finished.
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        read_json(&self.result_file())
+    }
+    /// Record the trigger's outcome.
+    pub fn set_outcome(&self, outcome: &Outcome) -> Result<()> {
+        write_json(&self.result_file(), outcome)
+    }
+    /// Forget an earlier outcome (before a new trigger).
+    pub fn clear_outcome(&self) -> Result<()> {
+        remove(&self.result_file())
+    }
+
+    /// The traces kineto finished (`*.json`, `*.json.gz`; not its `.tmp` files).
+    pub fn traces(&self) -> Result<Vec<PathBuf>> {
+        let dir = self.kineto_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(source) => return Err(SessionError::State { path: dir, source }),
+        };
+        let mut out: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p.file_name().unwrap_or_default().to_string_lossy();
+                p.is_file() && (n.ends_with(".json") || n.ends_with(".json.gz"))
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    match fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| SessionError::State {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SessionError::State { path: path.to_path_buf(), source }),
+    }
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let tmp = path.with_extension("json.partial");
+    let bytes = serde_json::to_vec_pretty(value).expect("plain data serializes");
+    fs::write(&tmp, bytes)
+        .and_then(|()| fs::rename(&tmp, path))
+        .map_err(|source| SessionError::State { path: path.to_path_buf(), source })
+}
+
+fn remove(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(SessionError::State { path: path.to_path_buf(), source: e })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The last `lines` lines of a log (reading at most its last 64 KiB).
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    let Ok(mut file) = fs::File::open(path) else {
+        return format!("({} does not exist)", path.display());
+    };
+    let len = file.seek(SeekFrom::End(0)).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(64 << 10)));
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// A free TCP port on this host (for a daemon of our own).
+pub fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The one place this crate starts processes.
+#[allow(clippy::disallowed_methods, reason = "this is the crate's process helper")]
+fn cmd(argv: &[OsString]) -> duct::Expression {
+    duct::cmd(&argv[0], &argv[1..])
+}
+
+/// Start `binary --enable_ipc_monitor --port <port>` in the background, its
+/// output in the daemon log; with `ipc_dir`, it and the workload (which must
+/// get the same `KINETO_IPC_SOCKET_DIR`) use sockets there instead of the
+/// host-wide abstract name. Waits until the daemon answers getStatus (no
+/// fixed sleep); a daemon that dies or stays silent is reported with its log tail.
+pub fn start_daemon(
+    state: &RunState,
+    binary: &Path,
+    port: u16,
+    ipc_dir: Option<&Path>,
+    wait: Duration,
+) -> Result<u32> {
+    let argv: Vec<OsString> = vec![
+        binary.into(),
+        "--enable_ipc_monitor".into(),
+        "--port".into(),
+        port.to_string().into(),
+    ];
+    let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    let log = state.daemon_log();
+    let mut expression = cmd(&argv);
+    if let Some(dir) = ipc_dir {
+        expression = expression.env("KINETO_IPC_SOCKET_DIR", dir);
+    }
+    let handle = expression
+        .stdin_null()
+        .stderr_to_stdout()
+        .stdout_path(&log)
+        .unchecked()
+        .start()
+        .map_err(|source| SessionError::Spawn { command: command.clone(), source })?;
+    let pid = *handle.pids().first().expect("one process");
+    let client = Client::new("127.0.0.1", port)?.with_timeout(Duration::from_secs(2));
+    let started = Instant::now();
+    loop {
+        if let Ok(Some(_)) = handle.try_wait() {
+            return Err(SessionError::DaemonDied { tail: log_tail(&log, 40), log });
+        }
+        if client.status().is_ok() {
+            // Leave it running: dropping the handle does not kill it.
+            std::mem::forget(handle);
+            return Ok(pid);
+        }
+        if started.elapsed() > wait {
+            let _ = handle.kill();
+            return Err(SessionError::DaemonSilent {
+                pid,
+                port,
+                seconds: wait.as_secs_f64(),
+                tail: log_tail(&log, 40),
+                log,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Start `argv` in the background with `env`, its output appended to `log`;
+/// it outlives this process. Returns its pid.
+pub fn spawn_detached(argv: &[OsString], env: &[(&str, OsString)], log: &Path) -> Result<u32> {
+    let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|source| SessionError::State { path: log.to_path_buf(), source })?;
+    let mut expression = cmd(argv).stdin_null().stderr_to_stdout().stdout_file(file).unchecked();
+    for (k, v) in env {
+        expression = expression.env(k, v);
+    }
+    let handle = expression.start().map_err(|source| SessionError::Spawn { command, source })?;
+    let pid = *handle.pids().first().expect("one process");
+    std::mem::forget(handle);
+    Ok(pid)
+}
+
+/// Run the workload `argv` in the foreground (inheriting stdio) with `env`
+/// added; returns its exit code (128 + signal when killed by one).
+pub fn run_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<i32> {
+    let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    let mut expression = cmd(argv).unchecked();
+    for (k, v) in env {
+        expression = expression.env(k, v);
+    }
+    let out = expression.run().map_err(|source| SessionError::Spawn { command, source })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = out.status.signal() {
+            return Ok(128 + sig);
+        }
+    }
+    Ok(out.status.code().unwrap_or(1))
+}
+
+/// How stopping a process went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// It ended after SIGTERM.
+    Terminated,
+    /// It ignored SIGTERM for the whole grace period and was killed.
+    Killed,
+    /// It was not running (gone, or a zombie nobody reaped).
+    NotRunning,
+}
+
+/// Whether `pid` is alive: it exists and is not a zombie (processes
+/// reparented to a container's PID 1 may never be reaped).
+pub fn is_running(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state =
+        stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().next()).unwrap_or("");
+    !matches!(state, "Z" | "X" | "")
+}
+
+/// SIGTERM, wait up to `grace` (zombie-aware), then SIGKILL.
+pub fn stop_process(pid: u32, grace: Duration) -> Stopped {
+    if !is_running(pid) {
+        return Stopped::NotRunning;
+    }
+    let signal = |sig: &str| {
+        let argv: Vec<OsString> =
+            vec!["kill".into(), format!("-{sig}").into(), pid.to_string().into()];
+        let _ = cmd(&argv).stdout_null().stderr_null().unchecked().run();
+    };
+    signal("TERM");
+    let started = Instant::now();
+    while started.elapsed() < grace {
+        if !is_running(pid) {
+            return Stopped::Terminated;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal("KILL");
+    let started = Instant::now();
+    while is_running(pid) && started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Stopped::Killed
+}
+
+/// The Kineto hook: imported from a `.pth` at interpreter start, it keeps the
+/// torchrun launcher and startup helpers off the daemon, and imports
+/// `torch.profiler` in the worker so iteration capture has its
+/// optimizer-step hook (unmodified workloads never import it).
+pub const HOOK_MODULE: &str = r#""""madengine's Kineto hook (installed by `madengine dynolog start`, removed by `stop`)."""
+import os
+import sys
+
+
+def _madengine_kineto_hook():
+    if not (os.environ.get("KINETO_USE_DAEMON") or os.environ.get("MADENGINE_KINETO_USE_DAEMON")):
+        return
+    argv = sys.argv or [""]
+    base = os.path.basename(argv[0] or "")
+    joined = " ".join(argv)
+    launcher = (
+        base == "torchrun" or base.startswith("torchrun.")
+        or "torch.distributed.run" in joined or "torch.distributed.elastic" in joined
+        or "torch/distributed/run.py" in joined
+    )
+    if launcher:
+        # The launcher only supervises: keep it off the daemon, pass the
+        # setting on to its children.
+        if os.environ.get("KINETO_USE_DAEMON"):
+            os.environ["MADENGINE_KINETO_USE_DAEMON"] = os.environ.pop("KINETO_USE_DAEMON")
+        return
+    if any(os.path.basename(a) in ("rocenv_tool.py", "pip", "pip3", "rocm-sdk") for a in argv):
+        os.environ.pop("KINETO_USE_DAEMON", None)
+        return
+    if not os.environ.get("KINETO_USE_DAEMON") and os.environ.get("MADENGINE_KINETO_USE_DAEMON"):
+        os.environ["KINETO_USE_DAEMON"] = os.environ["MADENGINE_KINETO_USE_DAEMON"]
+    if os.environ.get("KINETO_USE_DAEMON"):
+        try:
+            import torch.profiler  # noqa: F401  (registers the optimizer.step hook)
+            sys.stderr.write("madengine: Kineto optimizer-step hook registered (pid %d)\n" % os.getpid())
+        except Exception:
+            pass
+
+
+_madengine_kineto_hook()
+"#;
+
+/// The hook's module and `.pth` names for a session (per session, so two
+/// sessions sharing an interpreter never remove each other's hook).
+fn hook_names(state: &RunState) -> (String, String) {
+    let id: u64 = state
+        .dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let module = format!("madengine_kineto_hook_{id:016x}");
+    (format!("{module}.py"), format!("{module}.pth"))
+}
+
+/// The first site-packages directory of `python`, asked with
+/// `KINETO_USE_DAEMON` unset (the question must not register with a daemon).
+pub fn site_packages(python: &Path) -> Result<PathBuf> {
+    let argv: Vec<OsString> =
+        vec![python.into(), "-c".into(), "import site; print(site.getsitepackages()[0])".into()];
+    let out = cmd(&argv)
+        .env_remove("KINETO_USE_DAEMON")
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .run()
+        .map_err(|e| SessionError::SitePackages {
+            python: python.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let dir = PathBuf::from(text.lines().last().unwrap_or(""));
+    if !out.status.success() || !dir.is_dir() {
+        return Err(SessionError::SitePackages { python: python.to_path_buf(), detail: text });
+    }
+    Ok(dir)
+}
+
+/// Install the hook into `site` (a site-packages directory); returns the files written.
+pub fn install_hook(state: &RunState, site: &Path) -> Result<Vec<PathBuf>> {
+    let (module, pth) = hook_names(state);
+    let module_path = site.join(&module);
+    let pth_path = site.join(&pth);
+    let import = format!("import {}\n", module.trim_end_matches(".py"));
+    for (path, text) in [(&module_path, HOOK_MODULE), (&pth_path, import.as_str())] {
+        fs::write(path, text)
+            .map_err(|source| SessionError::State { path: path.clone(), source })?;
+    }
+    Ok(vec![module_path, pth_path])
+}
+
+/// Remove the session's hook from `site` (nothing to do is fine).
+pub fn remove_hook(state: &RunState, site: &Path) -> Result<()> {
+    let (module, pth) = hook_names(state);
+    remove(&site.join(pth))?;
+    remove(&site.join(module))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = RunState::create(dir.path().join("run")).unwrap();
+        assert_eq!(state.started().unwrap(), None);
+        let started =
+            Started { daemon_pid: Some(7), port: 1778, trigger_pid: None, hook_site: None };
+        state.set_started(&started).unwrap();
+        assert_eq!(state.started().unwrap(), Some(started));
+        state.clear_started().unwrap();
+        assert_eq!(state.started().unwrap(), None);
+        fs::write(state.kineto_dir().join("trace_1.json"), "{}").unwrap();
+        fs::write(state.kineto_dir().join("trace_2.json.tmp"), "{").unwrap();
+        assert_eq!(state.traces().unwrap(), [state.kineto_dir().join("trace_1.json")]);
+    }
+
+    #[test]
+    fn hook_names_differ_per_session() {
+        let a = hook_names(&RunState { dir: "/tmp/a".into() });
+        let b = hook_names(&RunState { dir: "/tmp/b".into() });
+        assert_ne!(a, b);
+        assert!(a.1.ends_with(".pth") && a.0.starts_with("madengine_kineto_hook_"));
+    }
+
+    #[test]
+    fn stopping_a_process_that_is_gone() {
+        assert_eq!(stop_process(u32::MAX - 1, Duration::from_millis(10)), Stopped::NotRunning);
+    }
+}

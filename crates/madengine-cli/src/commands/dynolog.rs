@@ -1,0 +1,408 @@
+//! `madengine dynolog ...`, `madengine profile`, `madengine setup dynolog`.
+
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use dynolog_client::{Client, Clock, Event, Outcome, ProcFs, RunState, Started, kineto_trace_path};
+
+use crate::{
+    cli::{
+        CaptureArgs, DaemonArgs, GputraceArgs, PolicyArgs, ProfileArgs, SetupDynologArgs,
+        StartArgs, StateArgs, StopArgs, TriggerArgs,
+    },
+    error::{Error, Status},
+    render, settings,
+};
+
+pub(crate) fn status(args: &DaemonArgs) -> Result<Status, Error> {
+    let status = Client::new(&args.host, args.port)?.status()?;
+    render::daemon_value(args.json, "status", &serde_json::json!(status))?;
+    Ok(Status::Success)
+}
+
+pub(crate) fn version(args: &DaemonArgs) -> Result<Status, Error> {
+    let version = Client::new(&args.host, args.port)?.version()?;
+    render::daemon_value(args.json, "version", &serde_json::json!(version))?;
+    Ok(Status::Success)
+}
+
+pub(crate) fn gputrace(args: &GputraceArgs) -> Result<Status, Error> {
+    let request = settings::gputrace_request(args);
+    request.check_log_file(args.ondemand_trace_dir.as_deref())?;
+    let client = Client::new(&args.daemon.host, args.daemon.port)?;
+    let reply = client.gputrace(&request)?;
+    let files: Vec<String> = reply
+        .activity_profilers_triggered
+        .iter()
+        .map(|pid| kineto_trace_path(&request.log_file, *pid))
+        .collect();
+    if args.daemon.json {
+        render::json(&serde_json::json!({ "reply": reply, "files": files }))?;
+    } else {
+        render::gputrace(&reply, &files)?;
+    }
+    if reply.processes_matched.is_empty() {
+        return Ok(Status::Findings);
+    }
+    if args.wait {
+        wait_for(&files, Duration::from_secs_f64(args.wait_timeout.max(0.0)))?;
+    }
+    Ok(Status::Success)
+}
+
+/// Wait until every file exists (kineto writes `<name>.tmp`, then renames).
+fn wait_for(files: &[String], timeout: Duration) -> Result<(), Error> {
+    let started = Instant::now();
+    loop {
+        let missing: Vec<&String> = files.iter().filter(|f| !Path::new(f).is_file()).collect();
+        if missing.is_empty() {
+            render::note(&format!("{} trace file(s) written", files.len()));
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            return Err(Error::Usage(format!(
+                "waited {} s; still missing: {}",
+                timeout.as_secs_f64(),
+                missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn state_dir(args: &StateArgs) -> PathBuf {
+    args.state
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/tmp/madengine-dynolog-{}", args.port)))
+}
+
+pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
+    let state = RunState::create(state_dir(&args.state))?;
+    if let Some(old) = state.started()?
+        && old.daemon_pid.is_some_and(dynolog_client::is_running)
+    {
+        return Err(Error::Usage(format!(
+            "a session is already running in {} (daemon pid {}); stop it first with `madengine dynolog stop --state {}`",
+            state.dir.display(),
+            old.daemon_pid.unwrap_or_default(),
+            state.dir.display()
+        )));
+    }
+    state.clear_outcome()?;
+    let mut started = Started { port: args.state.port, ..Default::default() };
+    // The hook first: checking the interpreter must not register with a daemon.
+    if !args.no_hook {
+        match dynolog_client::site_packages(&args.python) {
+            Ok(site) => {
+                dynolog_client::install_hook(&state, &site)?;
+                render::note(&format!(
+                    "installed the Kineto optimizer-step hook in {}",
+                    site.display()
+                ));
+                started.hook_site = Some(site);
+            }
+            Err(e) => render::warning(&format!("not installing the Kineto hook: {e}")),
+        }
+    }
+    state.set_started(&started)?;
+    let pid = dynolog_client::start_daemon(
+        &state,
+        &args.dynolog_bin,
+        args.state.port,
+        None,
+        Duration::from_secs(15),
+    )?;
+    started.daemon_pid = Some(pid);
+    state.set_started(&started)?;
+    render::note(&format!("dynolog daemon started (pid {pid}, port {})", args.state.port));
+    if !args.no_trigger {
+        let mut argv: Vec<OsString> = vec![
+            std::env::current_exe()
+                .map_err(|e| Error::Usage(format!("cannot find madengine itself: {e}")))?
+                .into(),
+            "dynolog".into(),
+            "trigger".into(),
+            "--state".into(),
+            state.dir.clone().into(),
+            "--port".into(),
+            args.state.port.to_string().into(),
+        ];
+        argv.extend(capture_argv(&args.capture));
+        argv.extend(policy_argv(&args.policy));
+        let trigger = dynolog_client::spawn_detached(&argv, &[], &state.trigger_log())?;
+        started.trigger_pid = Some(trigger);
+        state.set_started(&started)?;
+        render::note(&format!(
+            "trace trigger armed (pid {trigger}); log: {}",
+            state.trigger_log().display()
+        ));
+    }
+    render::note(&format!("session state in {}", state.dir.display()));
+    Ok(Status::Success)
+}
+
+fn capture_argv(c: &CaptureArgs) -> Vec<OsString> {
+    let b = |v: bool| if v { "1" } else { "0" };
+    let mut argv: Vec<String> = vec![
+        format!("--iterations={}", c.iterations),
+        format!("--duration-ms={}", c.duration_ms),
+        format!("--profile-start-time={}", c.profile_start_time),
+        format!("--profile-start-iteration-roundup={}", c.profile_start_iteration_roundup),
+        format!("--process-limit={}", c.process_limit),
+        format!("--record-shapes={}", b(c.record_shapes)),
+        format!("--with-stacks={}", b(c.with_stacks)),
+        format!("--with-modules={}", b(c.with_modules)),
+        format!("--with-flops={}", b(c.with_flops)),
+        format!("--profile-memory={}", b(c.profile_memory)),
+        format!("--log-name={}", c.log_name),
+    ];
+    if let Some(job) = c.job_id {
+        argv.push(format!("--job-id={job}"));
+    }
+    argv.into_iter().map(OsString::from).collect()
+}
+
+fn policy_argv(p: &PolicyArgs) -> Vec<OsString> {
+    [
+        format!("--warmup-s={}", p.warmup_s),
+        format!("--retry-interval-s={}", p.retry_interval_s),
+        format!("--max-attempts={}", p.max_attempts),
+        format!("--stable-s={}", p.stable_s),
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect()
+}
+
+/// A clock whose waits end early once `stop` is set.
+struct CancellableClock {
+    start: Instant,
+    stop: Arc<AtomicBool>,
+}
+
+impl Clock for CancellableClock {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+    fn sleep(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while Instant::now() < until && !self.stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        }
+    }
+    fn cancelled(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+fn run_trigger(
+    state: &RunState,
+    port: u16,
+    capture: &CaptureArgs,
+    policy: &PolicyArgs,
+    allowed_dir: Option<&str>,
+    stop: Arc<AtomicBool>,
+) -> Result<Outcome, Error> {
+    let log_file = state.kineto_dir().join(&capture.log_name).display().to_string();
+    let request = settings::capture_request(capture, log_file);
+    request.check_log_file(allowed_dir)?;
+    let client = Client::new("127.0.0.1", port)?;
+    let mut clock = CancellableClock { start: Instant::now(), stop };
+    let outcome = dynolog_client::trigger(
+        &client,
+        &request,
+        &settings::policy(policy),
+        Some(&state.daemon_log()),
+        &ProcFs,
+        &mut clock,
+        &mut |event| trigger_event(&event),
+    );
+    state.set_outcome(&outcome)?;
+    render::trigger_outcome(&outcome);
+    Ok(outcome)
+}
+
+fn trigger_event(event: &Event) {
+    match event {
+        Event::WarmingUp(d) => render::note(&format!(
+            "waiting {} s for the workload to reach steady state",
+            d.as_secs_f64()
+        )),
+        Event::Workload(pids) => {
+            for (pid, cmd) in pids {
+                render::note(&format!("runnable workload pid {pid}: {cmd}"));
+            }
+            render::note("waiting for the workload's processes to finish registering");
+        }
+        Event::NoRunnableWorkload => {
+            render::note("processes registered, but no runnable workload process yet")
+        }
+        Event::Requesting { attempt, pids } => render::note(&format!(
+            "requesting a trace (attempt {attempt}) for {}",
+            if pids.is_empty() {
+                "every registered process".to_string()
+            } else {
+                format!("pids {}", pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","))
+            }
+        )),
+        Event::NothingMatched { attempt } => {
+            render::note(&format!("no PyTorch process matched yet (attempt {attempt}); retrying"))
+        }
+        _ => {}
+    }
+}
+
+pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {
+    let state = RunState::create(state_dir(&args.state))?;
+    state.clear_outcome()?;
+    let outcome = run_trigger(
+        &state,
+        args.state.port,
+        &args.capture,
+        &args.policy,
+        args.ondemand_trace_dir.as_deref(),
+        Arc::new(AtomicBool::new(false)),
+    )?;
+    Ok(if matches!(outcome, Outcome::Accepted { .. }) { Status::Success } else { Status::Findings })
+}
+
+pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
+    let state = RunState { dir: state_dir(&args.state) };
+    let started = state.started()?;
+    // The hook goes first, even after a partial start.
+    if let Some(site) = started.as_ref().and_then(|s| s.hook_site.as_ref()) {
+        dynolog_client::remove_hook(&state, site)?;
+        render::note(&format!("removed the Kineto hook from {}", site.display()));
+    }
+    let Some(started) = started else {
+        render::warning(&format!(
+            "dynolog was not started (no session in {}); nothing to stop",
+            state.dir.display()
+        ));
+        return Ok(Status::Success);
+    };
+    for (name, pid) in
+        [("trace trigger", started.trigger_pid), ("dynolog daemon", started.daemon_pid)]
+    {
+        if let Some(pid) = pid {
+            let how = dynolog_client::stop_process(pid, Duration::from_secs(10));
+            render::note(&format!("{name} (pid {pid}): {}", render::stopped(how)));
+        }
+    }
+    state.clear_started()?;
+    collect(&state, &args.output_dir, args.json)
+}
+
+/// Copy the session's traces into `output_dir` and say what happened.
+fn collect(state: &RunState, output_dir: &Path, json: bool) -> Result<Status, Error> {
+    std::fs::create_dir_all(output_dir)
+        .map_err(|source| Error::Io { path: output_dir.to_path_buf(), source })?;
+    let mut copied = Vec::new();
+    for trace in state.traces()? {
+        let to = output_dir.join(trace.file_name().unwrap_or_default());
+        std::fs::copy(&trace, &to).map_err(|source| Error::Io { path: to.clone(), source })?;
+        copied.push(to);
+    }
+    let outcome = state.outcome()?;
+    if json {
+        render::json(
+            &serde_json::json!({ "traces": copied, "outcome": outcome, "output_dir": output_dir }),
+        )?;
+    }
+    render::capture_report(&copied, output_dir, outcome.as_ref(), state);
+    Ok(Status::Success)
+}
+
+pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
+    let tmp = tempfile::Builder::new()
+        .prefix("madengine-profile-")
+        .tempdir()
+        .map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    let state = RunState::create(tmp.path())?;
+    let port = dynolog_client::free_port()
+        .map_err(|source| Error::Io { path: "127.0.0.1:0".into(), source })?;
+    let mut hook_site = None;
+    if !args.no_hook {
+        match dynolog_client::site_packages(&args.python) {
+            Ok(site) => {
+                dynolog_client::install_hook(&state, &site)?;
+                hook_site = Some(site);
+            }
+            Err(e) => render::warning(&format!("not installing the Kineto hook: {e}")),
+        }
+    }
+    let result = profile_with(args, &state, port);
+    if let Some(site) = &hook_site {
+        dynolog_client::remove_hook(&state, site)?;
+    }
+    result
+}
+
+fn profile_with(args: &ProfileArgs, state: &RunState, port: u16) -> Result<Status, Error> {
+    let daemon = dynolog_client::start_daemon(
+        state,
+        &args.dynolog_bin,
+        port,
+        Some(&state.ipc_dir()),
+        Duration::from_secs(15),
+    )?;
+    render::note(&format!("dynolog daemon started (pid {daemon}, port {port})"));
+    let kineto_dir = state.kineto_dir().display().to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (workload, outcome) = std::thread::scope(|scope| {
+        let trigger = {
+            let stop = Arc::clone(&stop);
+            let kineto_dir = kineto_dir.clone();
+            scope.spawn(move || {
+                run_trigger(state, port, &args.capture, &args.policy, Some(&kineto_dir), stop)
+            })
+        };
+        let env: Vec<(&str, OsString)> = vec![
+            ("KINETO_USE_DAEMON", "1".into()),
+            ("KINETO_IPC_SOCKET_DIR", state.ipc_dir().into()),
+            ("KINETO_ONDEMAND_TRACE_DIR", kineto_dir.clone().into()),
+        ];
+        let workload = dynolog_client::run_workload(&args.command, &env);
+        stop.store(true, Ordering::SeqCst);
+        let outcome = trigger
+            .join()
+            .unwrap_or_else(|_| Err(Error::Usage("the trigger thread panicked".into())));
+        (workload, outcome)
+    });
+    let how = dynolog_client::stop_process(daemon, Duration::from_secs(10));
+    render::note(&format!("dynolog daemon (pid {daemon}): {}", render::stopped(how)));
+    let code = workload?;
+    if let Err(e) = outcome {
+        render::warning(&format!("the trace trigger failed: {e}"));
+    }
+    collect(state, &args.output_dir, false)?;
+    render::note(&format!(
+        "analyze with: madengine report tracelens --root {}",
+        args.output_dir.display()
+    ));
+    Ok(Status::Workload(code))
+}
+
+pub(crate) fn setup(args: &SetupDynologArgs) -> Result<Status, Error> {
+    let scratch =
+        tempfile::tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    let path = std::env::var_os("PATH");
+    let done = dynolog_client::install_dynolog(
+        &args.deb_url,
+        path.as_deref(),
+        scratch.path(),
+        &mut |s| render::note(s),
+    )?;
+    render::note(match done {
+        dynolog_client::Installed::AlreadyThere => "dynolog and dyno are already installed",
+        _ => "dynolog installed",
+    });
+    Ok(Status::Success)
+}

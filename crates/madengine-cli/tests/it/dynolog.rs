@@ -1,0 +1,329 @@
+//! `madengine dynolog ...` and `madengine profile`, end to end against the
+//! fake daemon and fake Kineto workload of dynolog-client's tests (they
+//! follow reference/dynolog.md: wire protocol, IPC registration, file names).
+
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use crate::cli_snapshot;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../dynolog-client/tests/fixtures").join(name)
+}
+
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
+fn madengine(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_madengine")).args(args).current_dir(dir).output().unwrap()
+}
+
+fn fast_policy() -> Vec<OsString> {
+    ["--warmup-s", "0.5", "--retry-interval-s", "0.3", "--stable-s", "0.3", "--max-attempts", "20"]
+        .iter()
+        .map(OsString::from)
+        .collect()
+}
+
+/// `madengine profile` against the fake daemon; returns (exit code, stderr, traces written).
+fn profile(dir: &Path, extra: &[&str], workload: &[&str]) -> (i32, String, Vec<String>) {
+    let mut args: Vec<OsString> = vec![
+        "profile".into(),
+        "--dynolog-bin".into(),
+        fixture("fake_dynolog.py").into(),
+        "--no-hook".into(),
+    ];
+    args.extend(fast_policy());
+    args.extend(extra.iter().map(OsString::from));
+    args.push("--".into());
+    args.push("python3".into());
+    args.push(fixture("fake_workload.py").into());
+    args.extend(workload.iter().map(OsString::from));
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+    let out = madengine(dir, &refs);
+    let traces = std::fs::read_dir(dir.join("torch_profiler_output"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned(), traces)
+}
+
+#[test]
+fn profile_captures_a_trace_and_exits_with_the_workload_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr, traces) = profile(dir.path(), &[], &["5", "3"]);
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(traces.len(), 1, "{stderr}");
+    assert!(
+        traces[0].starts_with("libkineto_trace_") && traces[0].ends_with(".json"),
+        "{traces:?}"
+    );
+    assert!(stderr.contains("trace request accepted on attempt 1"), "{stderr}");
+    assert!(stderr.contains("madengine report tracelens --root torch_profiler_output"), "{stderr}");
+    // and the trace is what report tracelens picks up
+    let (_, plan_out) = (
+        0,
+        madengine(
+            dir.path(),
+            &["trace".as_ref(), "discover".as_ref(), "torch_profiler_output".as_ref()],
+        ),
+    );
+    assert!(String::from_utf8_lossy(&plan_out.stdout).contains("0 (distributedInfo)"));
+}
+
+#[test]
+fn two_profiled_runs_at_once_keep_apart() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let (ra, rb) = std::thread::scope(|s| {
+        let ha = s.spawn(|| profile(a.path(), &[], &["5"]));
+        let hb = s.spawn(|| profile(b.path(), &["--log-name", "other.pt.trace.json"], &["5"]));
+        (ha.join().unwrap(), hb.join().unwrap())
+    });
+    assert_eq!((ra.0, rb.0), (0, 0), "{}\n{}", ra.1, rb.1);
+    assert_eq!(ra.2.len(), 1, "{}", ra.1);
+    assert_eq!(rb.2.len(), 1, "{}", rb.1);
+    assert!(ra.2[0].starts_with("libkineto_trace_"));
+    assert!(rb.2[0].starts_with("other_") && rb.2[0].ends_with(".pt.trace.json"), "{:?}", rb.2);
+}
+
+#[test]
+fn a_workload_without_kineto_gets_no_trace_and_is_told_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<OsString> = vec![
+        "profile".into(),
+        "--dynolog-bin".into(),
+        fixture("fake_dynolog.py").into(),
+        "--no-hook".into(),
+    ];
+    args.extend(fast_policy());
+    args.truncate(args.len() - 2);
+    args.extend(["--max-attempts", "3", "--", "sh", "-c", "sleep 3"].map(OsString::from));
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+    let out = madengine(dir.path(), &refs);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("no torch.profiler traces were captured"), "{stderr}");
+    assert!(
+        stderr.contains("never matched a PyTorch process") || stderr.contains("workload ended"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("=== ") && stderr.contains("dynolog.log"), "log tails: {stderr}");
+}
+
+#[test]
+fn a_daemon_that_dies_at_start_is_reported_with_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("dynolog");
+    std::fs::write(
+        &bad,
+        "#!/bin/sh\necho 'E1130 dynolog: bind(): Address already in use'\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = madengine(
+        dir.path(),
+        &[
+            "profile".as_ref(),
+            "--dynolog-bin".as_ref(),
+            bad.as_os_str(),
+            "--no-hook".as_ref(),
+            "--".as_ref(),
+            "true".as_ref(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("exited during start-up") && stderr.contains("Address already in use"),
+        "{stderr}"
+    );
+}
+
+/// A fake daemon of our own on a free port, for the one-shot commands.
+struct Daemon {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Daemon {
+    #[allow(clippy::disallowed_methods, reason = "tests start the fake daemon")]
+    fn start() -> Daemon {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(fixture("fake_dynolog.py"))
+            .args(["--port", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let client = dynolog_client_probe(port);
+        assert!(client, "the fake daemon did not come up");
+        Daemon { child, port }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dynolog_client_probe(port: u16) -> bool {
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn status_version_and_gputrace() {
+    let daemon = Daemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let port = daemon.port.to_string();
+    cli_snapshot!(dir.path(), ["dynolog", "status", "--port", &port], @r"
+    exit code: 0
+    ----- stdout -----
+    status: 1
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["dynolog", "version", "--port", &port, "--json"], @r#"
+    exit code: 0
+    ----- stdout -----
+    {
+      "version": "0.6.0"
+    }
+    ----- stderr -----
+    "#);
+    // nothing registered: exit 1 with what to check
+    cli_snapshot!(dir.path(), ["dynolog", "gputrace", "--port", &port, "--log-file", "/tmp/x.pt.trace.json", "--iterations", "3"], @r"
+    exit code: 1
+    ----- stdout -----
+    no process matched: check --job-id and --pids, and that the workload runs with KINETO_USE_DAEMON=1
+    ----- stderr -----
+    ");
+    // kineto would ignore this path: refused before anything is sent
+    cli_snapshot!(dir.path(), ["dynolog", "gputrace", "--port", &port, "--log-file", "/workspace/trace.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: kineto only writes on-demand traces under /tmp/ (it would ignore /workspace/trace.json and write /tmp/libkineto_activities_<pid>.json instead); use a path under /tmp/, or set KINETO_ONDEMAND_TRACE_DIR in the workload's environment to the directory you want
+    ");
+    drop(daemon);
+}
+
+#[test]
+fn no_daemon_exits_5() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["dynolog".as_ref(), "status".as_ref(), "--port".as_ref(), port.as_ref()],
+        &[],
+    );
+    assert!(text.starts_with("exit code: 5"), "{text}");
+    assert!(
+        text.contains("connection refused") && text.contains("madengine dynolog start"),
+        "{text}"
+    );
+}
+
+#[test]
+fn start_trigger_stop_as_pre_and_post_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    // stop without start: a warning, exit 0
+    let out = madengine(
+        dir.path(),
+        &["dynolog".as_ref(), "stop".as_ref(), "--state".as_ref(), state.as_os_str()],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dynolog was not started"));
+
+    // a venv of its own, so the hook goes into a throw-away site-packages
+    let venv = dir.path().join("venv");
+    #[allow(clippy::disallowed_methods, reason = "test setup")]
+    let made =
+        Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
+    assert!(made.success());
+    let python = venv.join("bin/python3");
+
+    let mut args: Vec<OsString> = vec![
+        "dynolog".into(),
+        "start".into(),
+        "--state".into(),
+        state.clone().into(),
+        "--port".into(),
+        port.clone().into(),
+        "--dynolog-bin".into(),
+        fixture("fake_dynolog.py").into(),
+        "--python".into(),
+        python.clone().into(),
+    ];
+    args.extend(fast_policy());
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+    let out = madengine(dir.path(), &refs);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("installed the Kineto optimizer-step hook"), "{stderr}");
+    let site = stderr.split("hook in ").nth(1).unwrap().lines().next().unwrap().trim().to_string();
+    let pth: Vec<_> = std::fs::read_dir(&site)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name().to_string_lossy().ends_with(".pth")
+                && e.file_name().to_string_lossy().starts_with("madengine_kineto_hook")
+        })
+        .collect();
+    assert_eq!(pth.len(), 1);
+
+    // the workload, as the model command would run (abstract IPC socket, /tmp trace dir)
+    #[allow(clippy::disallowed_methods, reason = "the workload")]
+    let workload = Command::new(&python)
+        .arg(fixture("fake_workload.py"))
+        .arg("4")
+        .env("KINETO_USE_DAEMON", "1")
+        .output()
+        .unwrap();
+    assert!(workload.status.success(), "{}", String::from_utf8_lossy(&workload.stderr));
+
+    let out = madengine(
+        dir.path(),
+        &[
+            "dynolog".as_ref(),
+            "stop".as_ref(),
+            "--state".as_ref(),
+            state.as_os_str(),
+            "--port".as_ref(),
+            port.as_ref(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("captured 1 torch.profiler trace(s)"),
+        "{stderr}\ntrigger log:\n{}",
+        std::fs::read_to_string(state.join("trigger.log")).unwrap_or_default()
+    );
+    assert!(stderr.contains("removed the Kineto hook"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&site)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("madengine_kineto_hook"))
+        .collect();
+    assert!(left.is_empty());
+}
