@@ -69,6 +69,14 @@ pub enum SessionError {
         /// What it printed.
         detail: String,
     },
+    /// Installing dynolog failed.
+    #[error("installing dynolog failed at `{step}`: {detail}")]
+    Install {
+        /// The step, with the URL redacted.
+        step: String,
+        /// The end of its output, redacted.
+        detail: String,
+    },
     /// A client error while checking the daemon.
     #[error(transparent)]
     Client(#[from] ClientError),

@@ -41,9 +41,9 @@ pub fn install_dynolog(
         return Ok(Installed::AlreadyThere);
     }
     let shown = redact_url(url);
-    let fail = |step: String, output: String| SessionError::Spawn {
-        command: step,
-        source: std::io::Error::other(redact_text(&output, url, &shown)),
+    let fail = |step: String, output: String| SessionError::Install {
+        step,
+        detail: redact_text(&output, url, &shown),
     };
     if std::env::consts::ARCH != "x86_64" {
         return Err(fail(

@@ -327,3 +327,37 @@ fn start_trigger_stop_as_pre_and_post_steps() {
         .collect();
     assert!(left.is_empty());
 }
+
+#[test]
+fn setup_dynolog_skips_when_installed_and_never_shows_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let tool = |name: &str, body: &str| {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // a curl that fails and echoes what it was given (as curl does in its errors)
+    tool("curl", "echo \"curl: (22) The requested URL returned error: 403 for $5\" >&2; exit 22");
+    let path = std::env::join_paths([bin.clone(), "/usr/bin".into(), "/bin".into()]).unwrap();
+    let url = "https://me:hunter2@packages.example/dynolog.deb?token=abc";
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["setup".as_ref(), "dynolog".as_ref(), "--deb-url".as_ref(), url.as_ref()],
+        &[("PATH", path.clone())],
+    );
+    assert!(!text.contains("hunter2") && !text.contains("token=abc"), "{text}");
+    assert!(text.contains("https://me:***@packages.example/dynolog.deb?token=***"), "{text}");
+    assert!(text.starts_with("exit code: 3"), "{text}");
+
+    tool("dynolog", "exit 0");
+    tool("dyno", "exit 0");
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["setup".as_ref(), "dynolog".as_ref(), "--deb-url".as_ref(), url.as_ref()],
+        &[("PATH", path)],
+    );
+    assert!(text.starts_with("exit code: 0") && text.contains("already installed"), "{text}");
+}
