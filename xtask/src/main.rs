@@ -9,6 +9,7 @@
 mod bench;
 mod cmd;
 mod fixtures;
+mod slurm;
 mod tidy;
 
 use std::{
@@ -25,6 +26,12 @@ struct Cli {
     command: Task,
 }
 
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SlurmAction {
+    Up,
+    Down,
+}
+
 #[derive(Debug, Subcommand)]
 enum Task {
     /// Run what CI runs: cargo fmt --check, clippy -D warnings, the tests.
@@ -36,6 +43,15 @@ enum Task {
         /// Only verify that the committed fixtures are up to date.
         #[arg(long)]
         check: bool,
+    },
+    /// Start or stop a private 4-node SLURM cluster with fake GPUs (for the tests).
+    Slurm {
+        /// up or down.
+        #[arg(value_enum)]
+        action: SlurmAction,
+        /// Where the cluster lives (config, state, logs, fake devices).
+        #[arg(long, default_value = "target/slurm-cluster")]
+        dir: PathBuf,
     },
     /// Benchmarks, each against a named baseline in the same run.
     Bench {
@@ -63,6 +79,13 @@ fn main() -> ExitCode {
         Task::Fixtures { check } => fixtures::run(&root, check),
         Task::Bench { which, size_mb, files, runs } => {
             bench::run(&root, which, size_mb, files, runs)
+        }
+        Task::Slurm { action, dir } => {
+            let dir = if dir.is_absolute() { dir } else { root.join(dir) };
+            match action {
+                SlurmAction::Up => slurm::up(&dir),
+                SlurmAction::Down => slurm::down(&dir),
+            }
         }
     };
     match result {

@@ -44,6 +44,125 @@ pub(crate) enum Command {
     /// Run a PyTorch workload and capture Kineto traces through dynolog, without changing it.
     #[command(after_help = PROFILE_HELP)]
     Profile(ProfileArgs),
+    /// Profiled multi-node runs on SLURM: render, submit, gather.
+    #[command(subcommand)]
+    Slurm(SlurmCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SlurmCommand {
+    /// Print (or write) the sbatch script of a profiled run.
+    Script(SlurmScriptArgs),
+    /// Submit a profiled run; with --wait, follow it and gather its results.
+    #[command(after_help = SLURM_SUBMIT_HELP)]
+    Submit(SlurmSubmitArgs),
+    /// Summarize what each node of a finished job left (results_summary.json).
+    Gather(SlurmGatherArgs),
+}
+
+const SLURM_SUBMIT_HELP: &str = "\
+Each node runs the workload once, in a node-local directory, then copies its
+logs and (when it succeeded) its tool output directories into
+<results-dir>/<job_id>/node_<SLURM_NODEID>/. The results directory must be on
+a filesystem every node sees.
+
+Examples:
+  madengine slurm submit --nodes 2 --gpus-per-node 8 --results-dir /shared/results --wait \\
+      -- madengine profile -- torchrun --nproc-per-node 8 /shared/train.py
+  madengine slurm gather /shared/results/12345 --report
+
+Exit codes: 0 submitted (with --wait: the job completed), 1 the job failed,
+was cancelled or timed out, 2 usage error, 3 SLURM refused the job or a
+command failed.";
+
+/// The job, from flags and/or a JSON job file (flags win).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct JobArgs {
+    /// A JSON job file with any of: name, nodes, ntasks_per_node, gpus_per_node, partition, time,
+    /// account, sbatch, env ([[K, V]...]), setup, command, collect, results_dir.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// Nodes.
+    #[arg(long)]
+    pub(crate) nodes: Option<u32>,
+    /// Tasks per node of the allocation (the workload step runs once per node).
+    #[arg(long)]
+    pub(crate) ntasks_per_node: Option<u32>,
+    /// GPUs per node.
+    #[arg(long, value_name = "G")]
+    pub(crate) gpus_per_node: Option<u32>,
+    /// Partition.
+    #[arg(long, value_name = "P")]
+    pub(crate) partition: Option<String>,
+    /// Time limit (SLURM's format, e.g. 01:00:00).
+    #[arg(long, value_name = "T")]
+    pub(crate) time: Option<String>,
+    /// Account.
+    #[arg(long, value_name = "A")]
+    pub(crate) account: Option<String>,
+    /// Job name.
+    #[arg(long)]
+    pub(crate) job_name: Option<String>,
+    /// Environment for the workload (repeatable).
+    #[arg(long = "env", value_name = "K=V")]
+    pub(crate) env: Vec<String>,
+    /// A tool output directory to collect from each node (repeatable; replaces the default list).
+    #[arg(long = "collect", value_name = "DIR")]
+    pub(crate) collect: Vec<String>,
+    /// An extra #SBATCH line, without the prefix (repeatable).
+    #[arg(long = "sbatch", value_name = "LINE")]
+    pub(crate) sbatch: Vec<String>,
+    /// A shell command to run before the workload (repeatable).
+    #[arg(long = "setup", value_name = "CMD")]
+    pub(crate) setup: Vec<String>,
+    /// The workload command (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub(crate) command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SlurmScriptArgs {
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+    /// Where results go [default: slurm_results].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) results_dir: Option<std::path::PathBuf>,
+    /// Write the script here instead of printing it.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SlurmSubmitArgs {
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+    /// Where results go (on a filesystem every node sees).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) results_dir: Option<std::path::PathBuf>,
+    /// Follow the job until it ends, gather its results and exit with its outcome.
+    #[arg(long)]
+    pub(crate) wait: bool,
+    /// With --wait: cancel the job if it runs longer than this.
+    #[arg(long, value_name = "SECS", requires = "wait")]
+    pub(crate) timeout: Option<f64>,
+    /// Print the outcome as JSON (id, state, exit code, results path).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SlurmGatherArgs {
+    /// The job's results directory: <results-dir>/<job_id>.
+    pub(crate) dir: std::path::PathBuf,
+    /// Then run `report tracelens` over it (TraceLens settings as for that command).
+    #[arg(long)]
+    pub(crate) report: bool,
+    /// With --report: the interpreter that has TraceLens.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) python: Option<std::path::PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 const PROFILE_HELP: &str = "\

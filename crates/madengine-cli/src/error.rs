@@ -49,6 +49,8 @@ pub(crate) enum Error {
     Dynolog(#[from] dynolog_client::Error),
     #[error(transparent)]
     Session(#[from] dynolog_client::SessionError),
+    #[error(transparent)]
+    Slurm(#[from] collect_slurm::Error),
     #[error("cannot write {path}")]
     Io {
         path: std::path::PathBuf,
@@ -79,6 +81,8 @@ impl Error {
                 | dynolog_client::SessionError::DaemonSilent { .. }
                 | dynolog_client::SessionError::Spawn { .. },
             ) => Status::Daemon,
+            Error::Slurm(collect_slurm::Error::Spec(_)) => Status::Usage,
+            Error::Slurm(_) => Status::Io,
             Error::Sanitize(_)
             | Error::Discover(_)
             | Error::Tracelens(_)

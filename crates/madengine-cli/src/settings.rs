@@ -3,13 +3,15 @@
 
 use std::{path::PathBuf, time::Duration};
 
+use dynolog_client::{Policy, TraceRequest, Window};
 use tracelens_driver::{Config, Mode};
 
-use dynolog_client::{Policy, TraceRequest, Window};
-
-use crate::cli::{
-    CaptureArgs, DiscoverArgs, GputraceArgs, ModeArg, PolicyArgs, SanitizeArgs, SetupTracelensArgs,
-    TracelensArgs,
+use crate::{
+    cli::{
+        CaptureArgs, DiscoverArgs, GputraceArgs, JobArgs, ModeArg, PolicyArgs, SanitizeArgs,
+        SetupTracelensArgs, TracelensArgs,
+    },
+    error::Error,
 };
 
 pub(crate) fn discover_options(args: &DiscoverArgs) -> trace_discover::Options {
@@ -131,4 +133,60 @@ pub(crate) fn policy(p: &PolicyArgs) -> Policy {
         max_attempts: p.max_attempts,
         stable_for: secs(p.stable_s),
     }
+}
+
+/// The job: the JSON job file (unknown keys are an error), then the flags over it.
+pub(crate) fn job_spec(
+    args: &JobArgs,
+    results_dir: Option<&PathBuf>,
+) -> Result<collect_slurm::JobSpec, Error> {
+    let mut spec = match &args.config {
+        Some(path) => {
+            let bytes =
+                std::fs::read(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+            serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
+        }
+        None => collect_slurm::JobSpec::default(),
+    };
+    if let Some(v) = args.nodes {
+        spec.nodes = v;
+    }
+    if let Some(v) = args.ntasks_per_node {
+        spec.ntasks_per_node = v;
+    }
+    if args.gpus_per_node.is_some() {
+        spec.gpus_per_node = args.gpus_per_node;
+    }
+    if args.partition.is_some() {
+        spec.partition = args.partition.clone();
+    }
+    if args.time.is_some() {
+        spec.time = args.time.clone();
+    }
+    if args.account.is_some() {
+        spec.account = args.account.clone();
+    }
+    if let Some(v) = &args.job_name {
+        spec.name = v.clone();
+    }
+    for kv in &args.env {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--env {kv}: expected NAME=value")))?;
+        spec.env.retain(|(name, _)| name != k);
+        spec.env.push((k.to_string(), v.to_string()));
+    }
+    if !args.collect.is_empty() {
+        spec.collect = args.collect.clone();
+    }
+    spec.sbatch.extend(args.sbatch.iter().cloned());
+    spec.setup.extend(args.setup.iter().cloned());
+    if !args.command.is_empty() {
+        spec.command = args.command.clone();
+    }
+    if let Some(dir) = results_dir {
+        spec.results_dir = dir.clone();
+    }
+    Ok(spec)
 }

@@ -3,10 +3,11 @@
 mod dynolog;
 mod report;
 mod setup;
+mod slurm;
 mod trace;
 
 use crate::{
-    cli::{Cli, Command, DynologCommand, ReportCommand, SetupCommand, TraceCommand},
+    cli::{Cli, Command, DynologCommand, ReportCommand, SetupCommand, SlurmCommand, TraceCommand},
     error::{Error, Status},
 };
 
@@ -25,5 +26,8 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
         Command::Dynolog(DynologCommand::Trigger(args)) => dynolog::trigger(&args),
         Command::Dynolog(DynologCommand::Stop(args)) => dynolog::stop(&args),
         Command::Profile(args) => dynolog::profile(&args),
+        Command::Slurm(SlurmCommand::Script(args)) => slurm::script(&args),
+        Command::Slurm(SlurmCommand::Submit(args)) => slurm::submit(&args),
+        Command::Slurm(SlurmCommand::Gather(args)) => slurm::gather(&args),
     }
 }

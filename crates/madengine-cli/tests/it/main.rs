@@ -5,6 +5,7 @@
 
 mod dynolog;
 mod report;
+mod slurm;
 #[path = "../../../tracelens-driver/tests/it/standin.rs"]
 mod standin;
 mod trace;

@@ -1,0 +1,233 @@
+//! The job spec and its sbatch script.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// The tool output directories each node contributes (the original's list).
+pub const DEFAULT_COLLECT: [&str; 5] = [
+    "rocprof_output",
+    "rpd_output",
+    "rocm_trace_lite_output",
+    "torch_profiler_output",
+    "tracelens_output",
+];
+
+/// A profiled multi-node run. Unknown keys in a JSON job file are an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobSpec {
+    /// `--job-name`.
+    pub name: String,
+    /// `--nodes`.
+    pub nodes: u32,
+    /// `--ntasks-per-node` of the allocation. The workload step itself runs
+    /// once per node (`srun --ntasks-per-node=1`): it starts its own ranks
+    /// (torchrun), and each node's results go to one directory.
+    pub ntasks_per_node: u32,
+    /// `--gpus-per-node`.
+    pub gpus_per_node: Option<u32>,
+    /// `--partition`.
+    pub partition: Option<String>,
+    /// `--time` (SLURM's formats, e.g. `01:00:00`).
+    pub time: Option<String>,
+    /// `--account`.
+    pub account: Option<String>,
+    /// Extra `#SBATCH` lines, without the prefix (e.g. `--exclusive`).
+    pub sbatch: Vec<String>,
+    /// Environment for the workload, `NAME=value`.
+    pub env: Vec<(String, String)>,
+    /// Shell commands run once in the batch script before the workload
+    /// (e.g. `module load rocm`); given as shell text on purpose.
+    pub setup: Vec<String>,
+    /// The workload, as an argv (quoted for the shell when rendered).
+    pub command: Vec<String>,
+    /// Directories (relative to the node's work directory) to collect from
+    /// each node whose step succeeded.
+    pub collect: Vec<String>,
+    /// Where `<job_id>/node_<N>/` go; must be on a filesystem every node sees.
+    pub results_dir: PathBuf,
+}
+
+impl Default for JobSpec {
+    fn default() -> JobSpec {
+        JobSpec {
+            name: "madengine".into(),
+            nodes: 1,
+            ntasks_per_node: 1,
+            gpus_per_node: None,
+            partition: None,
+            time: None,
+            account: None,
+            sbatch: vec![],
+            env: vec![],
+            setup: vec![],
+            command: vec![],
+            collect: DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect(),
+            results_dir: PathBuf::from("slurm_results"),
+        }
+    }
+}
+
+/// `value` as one shell word: single-quoted, `'` written as `'\''`.
+pub fn shell_quote(value: &str) -> String {
+    if !value.is_empty()
+        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./=:,@%+".contains(&b))
+    {
+        return value.to_string();
+    }
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl JobSpec {
+    /// Check what SLURM or the shell would trip over.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::Spec(what));
+        if self.command.is_empty() {
+            return bad("the job has no workload command".into());
+        }
+        if self.nodes == 0 || self.ntasks_per_node == 0 {
+            return bad("--nodes and --ntasks-per-node must be at least 1".into());
+        }
+        if self.name.is_empty() || self.name.contains(['\n', '\r']) {
+            return bad(format!("job name {:?} is empty or has a line break", self.name));
+        }
+        for (k, _) in &self.env {
+            if !is_env_name(k) {
+                return bad(format!("`{k}` is not a valid environment variable name"));
+            }
+        }
+        for line in self
+            .sbatch
+            .iter()
+            .chain(self.partition.iter())
+            .chain(self.time.iter())
+            .chain(self.account.iter())
+        {
+            if line.contains(['\n', '\r']) {
+                return bad(format!(
+                    "{line:?} has a line break; each #SBATCH value must be one line"
+                ));
+            }
+        }
+        for dir in &self.collect {
+            if dir.is_empty() || dir.starts_with('/') || dir.split('/').any(|c| c == "..") {
+                return bad(format!(
+                    "collect directory `{dir}` must be relative and stay inside the node's work directory"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sbatch script. `results_dir` should be absolute (the job may run
+    /// from another directory); paths are quoted, `%j` is the job id.
+    pub fn render(&self) -> Result<String> {
+        self.validate()?;
+        let q = shell_quote;
+        let results = self.results_dir.display().to_string();
+        let mut s = String::from("#!/bin/bash\n# Rendered by madengine (collect-slurm).\n");
+        let mut directive = |d: String| s.push_str(&format!("#SBATCH {d}\n"));
+        directive(format!("--job-name={}", q(&self.name)));
+        directive(format!("--nodes={}", self.nodes));
+        directive(format!("--ntasks-per-node={}", self.ntasks_per_node));
+        if let Some(g) = self.gpus_per_node {
+            directive(format!("--gpus-per-node={g}"));
+        }
+        if let Some(p) = &self.partition {
+            directive(format!("--partition={}", q(p)));
+        }
+        if let Some(t) = &self.time {
+            directive(format!("--time={}", q(t)));
+        }
+        if let Some(a) = &self.account {
+            directive(format!("--account={}", q(a)));
+        }
+        // sbatch does not expand variables here; a quoted path with spaces works.
+        directive(format!("--output={}", q(&format!("{results}/slurm-%j.out"))));
+        for line in &self.sbatch {
+            directive(line.clone());
+        }
+        s.push_str("\nset -u\n");
+        s.push_str(&format!("RESULTS={}/\"$SLURM_JOB_ID\"\n", q(&results)));
+        s.push_str("mkdir -p \"$RESULTS\"\n");
+        s.push_str("export MADENGINE_SUBMIT_DIR=\"${SLURM_SUBMIT_DIR:-$PWD}\"\n");
+        for (k, v) in &self.env {
+            s.push_str(&format!("export {k}={}\n", q(v)));
+        }
+        if !self.setup.is_empty() {
+            s.push_str("\n# setup\n");
+            for line in &self.setup {
+                s.push_str(line);
+                s.push('\n');
+            }
+        }
+        let command = self.command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ");
+        let collect = self.collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
+        s.push_str(&format!(
+            r#"
+# The step each node runs: the workload in a node-local directory (nodes
+# never collide, even on one host), then its logs always and its tool output
+# directories when it succeeded, into $RESULTS/node_$SLURM_NODEID.
+cat > "$RESULTS/node_step.sh" <<'MADENGINE_NODE_STEP'
+set -u
+NODE_DIR="$RESULTS/node_$SLURM_NODEID"
+mkdir -p "$NODE_DIR"
+printf '%s\n' "${{SLURMD_NODENAME:-unknown}}" > "$NODE_DIR/slurm_node"
+WORK="${{NODE_LOCAL_SCRATCH:-${{TMPDIR:-/tmp}}}}/madengine-$SLURM_JOB_ID-node$SLURM_NODEID"
+mkdir -p "$WORK" && cd "$WORK" || exit 1
+{command} > "$NODE_DIR/stdout.out" 2> "$NODE_DIR/stderr.err"
+rc=$?
+printf '%s\n' "$rc" > "$NODE_DIR/exit_code"
+if [ "$rc" -eq 0 ]; then
+    for d in {collect}; do
+        if [ -d "$d" ]; then cp -r "$d" "$NODE_DIR/" && echo "node $SLURM_NODEID: collected $d"; fi
+    done
+else
+    echo "node $SLURM_NODEID: the workload exited with $rc; collecting its logs only" >&2
+fi
+exit "$rc"
+MADENGINE_NODE_STEP
+export RESULTS
+srun --nodes={nodes} --ntasks={nodes} --ntasks-per-node=1 --kill-on-bad-exit=0 bash "$RESULTS/node_step.sh"
+"#,
+            nodes = self.nodes,
+        ));
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("python3"), "python3");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's $HOME"), r"'it'\''s $HOME'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        let mut spec = JobSpec { command: vec!["true".into()], ..JobSpec::default() };
+        assert!(spec.validate().is_ok());
+        spec.env.push(("BAD-NAME".into(), "x".into()));
+        assert!(spec.validate().unwrap_err().to_string().contains("BAD-NAME"));
+        spec.env.clear();
+        spec.collect.push("../etc".into());
+        assert!(spec.validate().is_err());
+        spec.collect.pop();
+        spec.sbatch.push("--exclusive\n#SBATCH --x".into());
+        assert!(spec.validate().is_err());
+    }
+}

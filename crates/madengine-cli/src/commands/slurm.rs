@@ -1,0 +1,96 @@
+//! `madengine slurm script|submit|gather`.
+
+use std::time::Duration;
+
+use collect_slurm::{JobState, Slurm};
+
+use crate::{
+    cli::{SlurmGatherArgs, SlurmScriptArgs, SlurmSubmitArgs},
+    error::{Error, Status},
+    render, settings,
+};
+
+pub(crate) fn script(args: &SlurmScriptArgs) -> Result<Status, Error> {
+    let spec = settings::job_spec(&args.job, args.results_dir.as_ref())?;
+    let text = spec.render()?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|source| Error::Io { path: path.clone(), source })?;
+            render::note(&format!("wrote {}", path.display()));
+        }
+        None => render::raw(&text)?,
+    }
+    Ok(Status::Success)
+}
+
+pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
+    let spec = settings::job_spec(&args.job, args.results_dir.as_ref())?;
+    let slurm = Slurm::default();
+    let submitted = collect_slurm::submit(&spec, &slurm)?;
+    if !args.wait {
+        if args.json {
+            render::json(
+                &serde_json::json!({ "job_id": submitted.job_id, "results": submitted.results }),
+            )?;
+        } else {
+            render::raw(&format!("{}\n", submitted.job_id))?;
+            render::note(&format!("results will be in {}", submitted.results.display()));
+        }
+        return Ok(Status::Success);
+    }
+    render::note(&format!("submitted job {}; waiting for it to end", submitted.job_id));
+    let deadline = args.timeout.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64);
+    let (state, cancelled) = collect_slurm::follow(&submitted, &slurm, deadline)?;
+    if cancelled {
+        render::warning(&format!("job {} ran past --timeout and was cancelled", submitted.job_id));
+    }
+    let summary = collect_slurm::gather(&submitted.results, Some(state.clone()))?;
+    if args.json {
+        render::json(&serde_json::json!({
+            "job_id": submitted.job_id,
+            "state": state.state,
+            "exit_code": state.exit_code,
+            "results": submitted.results,
+            "summary": summary,
+        }))?;
+    } else {
+        render::slurm_summary(&summary)?;
+    }
+    Ok(job_status(&state))
+}
+
+fn job_status(state: &JobState) -> Status {
+    if state.succeeded() { Status::Success } else { Status::Findings }
+}
+
+pub(crate) fn gather(args: &SlurmGatherArgs) -> Result<Status, Error> {
+    let job_id = args.dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    // The job's state when SLURM still knows it (scontrol forgets after MinJobAge).
+    let state = Slurm::default().show(&job_id).ok();
+    let summary = collect_slurm::gather(&args.dir, state)?;
+    if args.json {
+        render::json(&summary)?;
+    } else {
+        render::slurm_summary(&summary)?;
+    }
+    if args.report {
+        let mut config = tracelens_driver::Config::new(
+            &args.dir,
+            std::env::temp_dir(),
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        );
+        config.output_dir = args.dir.join("tracelens_report");
+        config.python = settings::interpreter(args.python.as_ref());
+        let report = tracelens_driver::run(&config, &mut |event| {
+            if let tracelens_driver::Event::Note(text) = event {
+                render::note(&text);
+            }
+        })?;
+        render::tracelens_summary(&report)?;
+        if report.any_failed() {
+            return Ok(Status::Findings);
+        }
+    }
+    Ok(if summary.complete() { Status::Success } else { Status::Findings })
+}

@@ -1,0 +1,139 @@
+//! `madengine slurm script|submit|gather` (submit and gather on the test
+//! cluster from `cargo xtask slurm up`; with CI=true a missing cluster fails).
+
+use std::path::Path;
+
+use crate::cli_snapshot;
+
+fn cluster() -> Option<std::ffi::OsString> {
+    match std::env::var_os("MADENGINE_TEST_SLURM") {
+        Some(conf) if !conf.is_empty() => Some(conf),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but no SLURM cluster (MADENGINE_TEST_SLURM is unset)"
+            );
+            eprintln!(
+                "skipped: no SLURM cluster (start one with `eval \"$(cargo xtask slurm up)\"`)"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn script_from_flags_and_a_job_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("job.json"), r#"{"nodes": 2, "gpus_per_node": 8, "partition": "mi300x", "command": ["python3", "train.py"]}"#).unwrap();
+    std::fs::write(dir.path().join("bad.json"), r#"{"nodes": 2, "gpu_per_node": 8}"#).unwrap();
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "script".as_ref(),
+            "--config".as_ref(),
+            "job.json".as_ref(),
+            "--nodes".as_ref(),
+            "4".as_ref(),
+            "--results-dir".as_ref(),
+            "/shared/r".as_ref(),
+        ],
+        &[],
+    );
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    assert!(
+        text.contains("#SBATCH --nodes=4")
+            && text.contains("#SBATCH --partition=mi300x")
+            && text.contains("\npython3 train.py >"),
+        "{text}"
+    );
+    cli_snapshot!(dir.path(), ["slurm", "script", "--config", "bad.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: bad.json: unknown field `gpu_per_node`, expected one of `name`, `nodes`, `ntasks_per_node`, `gpus_per_node`, `partition`, `time`, `account`, `sbatch`, `env`, `setup`, `command`, `collect`, `results_dir` at line 1 column 27
+    ");
+}
+
+const WORKLOAD: &str = r#"mkdir -p torch_profiler_output
+printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {}}], "distributedInfo": {"rank": %s, "world_size": 4}}' "$SLURM_NODEID" > "torch_profiler_output/libkineto_trace_$$.json""#;
+
+#[test]
+fn submit_wait_gather_and_the_collective_plan() {
+    let Some(conf) = cluster() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("SLURM_CONF", conf)];
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "submit".as_ref(),
+            "--nodes".as_ref(),
+            "4".as_ref(),
+            "--gpus-per-node".as_ref(),
+            "8".as_ref(),
+            "--results-dir".as_ref(),
+            "results".as_ref(),
+            "--wait".as_ref(),
+            "--timeout".as_ref(),
+            "120".as_ref(),
+            "--json".as_ref(),
+            "--".as_ref(),
+            "bash".as_ref(),
+            "-c".as_ref(),
+            WORKLOAD.as_ref(),
+        ],
+        &env,
+    );
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(
+        text.split("----- stdout -----\n")
+            .nth(1)
+            .unwrap()
+            .split("----- stderr -----")
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["state"], "COMPLETED");
+    let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
+    assert_eq!(json["summary"]["nodes"].as_array().unwrap().len(), 4);
+
+    // pid-named traces from four nodes: their distributedInfo ranks make one collective
+    let (plan, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "report".as_ref(),
+            "tracelens".as_ref(),
+            "--root".as_ref(),
+            results.as_os_str(),
+            "--discover-only".as_ref(),
+            "--json".as_ref(),
+        ],
+        &[],
+    );
+    let plan: serde_json::Value = serde_json::from_str(
+        plan.split("----- stdout -----\n")
+            .nth(1)
+            .unwrap()
+            .split("----- stderr -----")
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let collectives: Vec<_> =
+        plan["jobs"].as_array().unwrap().iter().filter(|j| j["tool"] == "Collective").collect();
+    assert_eq!(collectives.len(), 1, "{plan:#}");
+    assert_eq!(collectives[0]["collective"]["world_size"], 4);
+
+    // gather again, by hand
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["slurm".as_ref(), "gather".as_ref(), results.as_os_str()],
+        &env,
+    );
+    assert!(
+        text.starts_with("exit code: 0") && text.contains("node_3") && text.contains("1 pytorch"),
+        "{text}"
+    );
+}
