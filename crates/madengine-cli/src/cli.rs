@@ -47,6 +47,90 @@ pub(crate) enum Command {
     /// Profiled multi-node runs on SLURM: render, submit, gather.
     #[command(subcommand)]
     Slurm(SlurmCommand),
+    /// Profiled runs as Kubernetes Jobs: render, apply, gather.
+    #[command(subcommand)]
+    K8s(K8sCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum K8sCommand {
+    /// Render the manifests (ConfigMap, Service, PVC, Job) as JSON.
+    #[command(after_help = K8S_RENDER_HELP)]
+    Render(K8sRenderArgs),
+    /// Render and `kubectl apply` the manifests.
+    Apply(K8sApplyArgs),
+    /// Copy every pod's results back from the job's results volume.
+    Gather(K8sGatherArgs),
+}
+
+const K8S_RENDER_HELP: &str = "\
+The job file (JSON) holds: name, namespace, image, nodes, gpus_per_node,
+gpu_vendor (amd|nvidia), command (argv list), results_storage (e.g. \"10Gi\"),
+and optionally tools + scripts_dir (scripts_dir/tools.json maps each tool to
+its pre_scripts and post_scripts), node_selector, tolerations, env,
+storage_class, tools_image, image_has_madengine, workdir, collect. Unknown
+keys are an error. A relative scripts_dir is relative to the job file.
+
+Examples:
+  madengine k8s render --config job.json -o manifests/
+  madengine k8s render --config job.json | kubectl apply -f -";
+
+#[derive(Debug, Args)]
+pub(crate) struct K8sRenderArgs {
+    /// The job file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: std::path::PathBuf,
+    /// Write one manifest per object into this directory instead of a List on stdout.
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) output: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct KubectlArgs {
+    /// The kubectl binary.
+    #[arg(long, default_value = "kubectl", value_name = "PATH")]
+    pub(crate) kubectl: std::path::PathBuf,
+    /// The kubeconfig context.
+    #[arg(long)]
+    pub(crate) context: Option<String>,
+    /// Seconds each kubectl call may take.
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    pub(crate) kubectl_timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct K8sApplyArgs {
+    /// The job file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) kubectl: KubectlArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct K8sGatherArgs {
+    /// The Job's name.
+    pub(crate) job: String,
+    /// Where each pod's results go (<dir>/<pod>/).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) results_dir: std::path::PathBuf,
+    /// The namespace.
+    #[arg(long, default_value = "default")]
+    pub(crate) namespace: String,
+    /// The image of the short-lived collector pod.
+    #[arg(long, default_value = "busybox:1.36", value_name = "IMAGE")]
+    pub(crate) collector_image: String,
+    #[command(flatten)]
+    pub(crate) kubectl: KubectlArgs,
+    /// Then run `report tracelens` over the results.
+    #[arg(long)]
+    pub(crate) report: bool,
+    /// With --report: the interpreter that has TraceLens.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) python: Option<std::path::PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]

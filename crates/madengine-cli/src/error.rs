@@ -51,6 +51,8 @@ pub(crate) enum Error {
     Session(#[from] dynolog_client::SessionError),
     #[error(transparent)]
     Slurm(#[from] collect_slurm::Error),
+    #[error(transparent)]
+    K8s(#[from] collect_k8s::Error),
     #[error("cannot write {path}")]
     Io {
         path: std::path::PathBuf,
@@ -83,6 +85,8 @@ impl Error {
             ) => Status::Daemon,
             Error::Slurm(collect_slurm::Error::Spec(_)) => Status::Usage,
             Error::Slurm(_) => Status::Io,
+            Error::K8s(collect_k8s::Error::Invalid(_)) => Status::Usage,
+            Error::K8s(_) => Status::Io,
             Error::Sanitize(_)
             | Error::Discover(_)
             | Error::Tracelens(_)

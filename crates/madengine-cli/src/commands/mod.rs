@@ -1,13 +1,17 @@
 //! One module per subcommand: call the libraries, hand results to `render`.
 
 mod dynolog;
+mod k8s;
 mod report;
 mod setup;
 mod slurm;
 mod trace;
 
 use crate::{
-    cli::{Cli, Command, DynologCommand, ReportCommand, SetupCommand, SlurmCommand, TraceCommand},
+    cli::{
+        Cli, Command, DynologCommand, K8sCommand, ReportCommand, SetupCommand, SlurmCommand,
+        TraceCommand,
+    },
     error::{Error, Status},
 };
 
@@ -29,5 +33,8 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
         Command::Slurm(SlurmCommand::Script(args)) => slurm::script(&args),
         Command::Slurm(SlurmCommand::Submit(args)) => slurm::submit(&args),
         Command::Slurm(SlurmCommand::Gather(args)) => slurm::gather(&args),
+        Command::K8s(K8sCommand::Render(args)) => k8s::render(&args),
+        Command::K8s(K8sCommand::Apply(args)) => k8s::apply(&args),
+        Command::K8s(K8sCommand::Gather(args)) => k8s::gather(&args),
     }
 }

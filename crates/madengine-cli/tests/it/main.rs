@@ -4,6 +4,7 @@
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod dynolog;
+mod k8s;
 mod report;
 mod slurm;
 #[path = "../../../tracelens-driver/tests/it/standin.rs"]

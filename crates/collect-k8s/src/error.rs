@@ -1,0 +1,51 @@
+//! The crate's error type.
+
+use std::{io, path::PathBuf};
+
+/// What can go wrong rendering or gathering.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The job file asks for something Kubernetes would refuse.
+    #[error("invalid job: {0}")]
+    Invalid(String),
+    /// A file could not be read or written.
+    #[error("cannot use {path}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// kubectl could not be started.
+    #[error("cannot run `{command}`")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// kubectl failed.
+    #[error("`{command}` failed (exit {code}): {stderr}")]
+    Kubectl {
+        /// The command line.
+        command: String,
+        /// Its exit code.
+        code: i32,
+        /// Its stderr, trimmed.
+        stderr: String,
+    },
+    /// kubectl ran longer than allowed and was killed.
+    #[error("`{command}` did not finish within {seconds} s")]
+    Timeout {
+        /// The command line.
+        command: String,
+        /// The limit.
+        seconds: f64,
+    },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

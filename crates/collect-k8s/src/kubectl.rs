@@ -1,0 +1,244 @@
+//! kubectl: one helper for every invocation, and gathering through it.
+
+use std::{
+    collections::BTreeMap,
+    ffi::OsString,
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::{Error, Result};
+
+/// How to reach the cluster.
+#[derive(Debug, Clone)]
+pub struct Kubectl {
+    /// The kubectl binary.
+    pub program: PathBuf,
+    /// `--context`, if any.
+    pub context: Option<String>,
+    /// `--namespace`.
+    pub namespace: String,
+    /// Each invocation is killed after this long.
+    pub timeout: Duration,
+}
+
+impl Kubectl {
+    /// `kubectl` from PATH, namespace `namespace`, 120 s per call.
+    pub fn new(namespace: impl Into<String>) -> Kubectl {
+        Kubectl {
+            program: "kubectl".into(),
+            context: None,
+            namespace: namespace.into(),
+            timeout: Duration::from_secs(120),
+        }
+    }
+
+    fn argv(&self, args: &[&str]) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = vec![self.program.clone().into()];
+        if let Some(c) = &self.context {
+            argv.push(format!("--context={c}").into());
+        }
+        argv.push(format!("--namespace={}", self.namespace).into());
+        argv.extend(args.iter().map(OsString::from));
+        argv
+    }
+
+    /// Run `kubectl [--context] --namespace=NS ARGS`, with `stdin` if given;
+    /// errors quote the command.
+    #[allow(clippy::disallowed_methods, reason = "this is the crate's process helper")]
+    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<String> {
+        let argv = self.argv(args);
+        let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+        let mut e = duct::cmd(&argv[0], &argv[1..]).stdout_capture().stderr_capture().unchecked();
+        e = match stdin {
+            Some(bytes) => e.stdin_bytes(bytes.to_vec()),
+            None => e.stdin_null(),
+        };
+        let handle =
+            e.start().map_err(|source| Error::Spawn { command: command.clone(), source })?;
+        let started = Instant::now();
+        let out = loop {
+            match handle.try_wait() {
+                Ok(Some(out)) => break out.clone(),
+                Ok(None) => {}
+                Err(source) => return Err(Error::Spawn { command, source }),
+            }
+            if started.elapsed() > self.timeout {
+                let _ = handle.kill();
+                return Err(Error::Timeout { command, seconds: self.timeout.as_secs_f64() });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if !out.status.success() {
+            return Err(Error::Kubectl {
+                command,
+                code: out.status.code().unwrap_or(-1),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `kubectl apply -f -` of a `List` of objects.
+    pub fn apply(&self, objects: &[serde_json::Value]) -> Result<String> {
+        let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
+        self.run(&["apply", "-f", "-"], Some(&serde_json::to_vec(&list).expect("json")))
+    }
+}
+
+/// One pod's gathered results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PodResults {
+    /// The pod (its directory under `/results`).
+    pub name: String,
+    /// Whether it was copied now (false: already there, left untouched).
+    pub copied: bool,
+    /// Its workload's exit code, when it recorded one.
+    pub exit_code: Option<i32>,
+    /// Collected directories: name, files, bytes.
+    pub collected: Vec<(String, u64, u64)>,
+    /// Traces found, by kind.
+    pub traces: BTreeMap<String, usize>,
+}
+
+/// What gathering did, as written to `results_summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gathered {
+    /// The Job.
+    pub job: String,
+    /// The namespace.
+    pub namespace: String,
+    /// Where results went.
+    pub results: PathBuf,
+    /// One entry per pod directory found on the results volume.
+    pub pods: Vec<PodResults>,
+    /// What went wrong without stopping the gathering (a failed copy).
+    pub problems: Vec<String>,
+}
+
+/// Copy every pod's results from the job's results claim into `results`,
+/// through a short-lived collector pod (deleted afterwards, also on failure),
+/// and write `results_summary.json`. Existing local directories are never
+/// overwritten.
+pub fn gather(
+    kubectl: &Kubectl,
+    job: &str,
+    results: &Path,
+    collector_image: &str,
+) -> Result<Gathered> {
+    fs::create_dir_all(results)
+        .map_err(|source| Error::Io { path: results.to_path_buf(), source })?;
+    let collector = format!("{job}-collector");
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": collector, "namespace": kubectl.namespace, "labels": { "app.kubernetes.io/name": "madengine-collector" } },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{ "name": "collector", "image": collector_image, "command": ["sleep", "3600"],
+                              "volumeMounts": [{ "name": "results", "mountPath": "/results" }] }],
+            "volumes": [{ "name": "results", "persistentVolumeClaim": { "claimName": format!("{job}-results") } }]
+        }
+    });
+    kubectl.apply(std::slice::from_ref(&pod))?;
+    let outcome = collect(kubectl, job, &collector, results);
+    let deleted =
+        kubectl.run(&["delete", "pod", &collector, "--wait=false", "--ignore-not-found"], None);
+    let mut gathered = outcome?;
+    if let Err(e) = deleted {
+        gathered.problems.push(format!("the collector pod {collector} could not be deleted: {e}"));
+    }
+    write_summary(results, &gathered)?;
+    Ok(gathered)
+}
+
+fn collect(kubectl: &Kubectl, job: &str, collector: &str, results: &Path) -> Result<Gathered> {
+    kubectl.run(
+        &["wait", "--for=condition=Ready", &format!("pod/{collector}"), "--timeout=120s"],
+        None,
+    )?;
+    let listing = kubectl.run(&["exec", collector, "--", "ls", "-1", "/results"], None)?;
+    let mut gathered = Gathered {
+        job: job.to_string(),
+        namespace: kubectl.namespace.clone(),
+        results: results.to_path_buf(),
+        pods: vec![],
+        problems: vec![],
+    };
+    for name in listing.lines().map(str::trim).filter(|n| !n.is_empty() && *n != "lost+found") {
+        let local = results.join(name);
+        let copied = if local.exists() {
+            gathered.problems.push(format!("{} already exists; left untouched", local.display()));
+            false
+        } else {
+            let from = format!("{}/{collector}:/results/{name}", kubectl.namespace);
+            match kubectl.run(&["cp", &from, &local.display().to_string()], None) {
+                Ok(_) => true,
+                Err(e) => {
+                    gathered.problems.push(format!("copying {name}: {e}"));
+                    false
+                }
+            }
+        };
+        gathered.pods.push(describe(name, &local, copied));
+    }
+    Ok(gathered)
+}
+
+fn describe(name: &str, dir: &Path, copied: bool) -> PodResults {
+    let exit_code =
+        fs::read_to_string(dir.join("exit_code")).ok().and_then(|t| t.trim().parse().ok());
+    let mut collected = Vec::new();
+    if let Ok(entries) = fs::read_dir(dir) {
+        let mut dirs: Vec<_> =
+            entries.flatten().filter(|e| e.path().is_dir()).map(|e| e.path()).collect();
+        dirs.sort();
+        for d in dirs {
+            let (files, bytes) = count(&d);
+            collected.push((
+                d.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                files,
+                bytes,
+            ));
+        }
+    }
+    let mut traces = BTreeMap::new();
+    if let Ok(found) = trace_discover::discover(dir, &Default::default()) {
+        for t in found.traces {
+            *traces.entry(t.kind.as_str().to_string()).or_insert(0) += 1;
+        }
+    }
+    PodResults { name: name.to_string(), copied, exit_code, collected, traces }
+}
+
+fn count(dir: &Path) -> (u64, u64) {
+    let (mut files, mut bytes) = (0, 0);
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.path().is_dir() {
+                let (f, b) = count(&e.path());
+                files += f;
+                bytes += b;
+            } else {
+                files += 1;
+                bytes += e.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+    }
+    (files, bytes)
+}
+
+fn write_summary(results: &Path, gathered: &Gathered) -> Result<()> {
+    let path = results.join("results_summary.json");
+    let err = |source| Error::Io { path: path.clone(), source };
+    let mut tmp =
+        tempfile::Builder::new().prefix(".results_summary.").tempfile_in(results).map_err(err)?;
+    tmp.write_all(&serde_json::to_vec_pretty(gathered).expect("json")).map_err(err)?;
+    tmp.persist(&path).map_err(|e| err(e.error))?;
+    Ok(())
+}

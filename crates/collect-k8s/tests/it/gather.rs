@@ -1,0 +1,117 @@
+//! Gathering against the kubectl test double: exact argv, the collector
+//! always deleted, partial results reported, nothing overwritten.
+
+use std::{fs, path::Path, time::Duration};
+
+use collect_k8s::{Kubectl, gather};
+
+use crate::fixtures;
+
+struct Fake {
+    dir: tempfile::TempDir,
+    kubectl: Kubectl,
+}
+
+/// A `kubectl` wrapper around the test double, with its tree and log.
+fn fake(fail: &str, fail_cp: &str) -> Fake {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("pvc");
+    for pod in ["bert-profile-0-abcde", "bert-profile-1-fghij"] {
+        let t = tree.join(pod).join("torch_profiler_output");
+        fs::create_dir_all(&t).unwrap();
+        fs::write(
+            t.join("libkineto_trace_77.json"),
+            r#"{"traceEvents": [], "distributedInfo": {"rank": 0}}"#,
+        )
+        .unwrap();
+        fs::write(tree.join(pod).join("exit_code"), "0\n").unwrap();
+    }
+    let wrapper = dir.path().join("kubectl");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nFAKE_KUBECTL_TREE='{}' FAKE_KUBECTL_LOG='{}' FAKE_KUBECTL_FAIL='{fail}' FAKE_KUBECTL_FAIL_CP='{fail_cp}' exec python3 '{}' \"$@\"\n",
+            tree.display(),
+            dir.path().join("calls.jsonl").display(),
+            fixtures().join("fake_kubectl.py").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let kubectl = Kubectl {
+        program: wrapper,
+        context: Some("mi300x-cluster".into()),
+        namespace: "perf".into(),
+        timeout: Duration::from_secs(30),
+    };
+    Fake { dir, kubectl }
+}
+
+fn calls(dir: &Path) -> Vec<String> {
+    let tmp = dir.display().to_string();
+    fs::read_to_string(dir.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| l.replace(&tmp, "[TMP]"))
+        .collect()
+}
+
+#[test]
+fn gathers_every_pod_with_exact_commands() {
+    let f = fake("", "");
+    let results = f.dir.path().join("k8s_results");
+    let g = gather(&f.kubectl, "bert-profile", &results, "busybox:1.36").unwrap();
+    assert!(g.problems.is_empty(), "{:?}", g.problems);
+    assert_eq!(g.pods.len(), 2);
+    assert!(
+        g.pods
+            .iter()
+            .all(|p| p.copied && p.exit_code == Some(0) && p.traces.get("pytorch") == Some(&1))
+    );
+    assert!(results.join("results_summary.json").is_file());
+    insta::assert_snapshot!(calls(f.dir.path()).join("\n"), @r#"
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "apply", "-f", "-"], "applied": [["Pod", "bert-profile-collector"]]}
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "wait", "--for=condition=Ready", "pod/bert-profile-collector", "--timeout=120s"]}
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "exec", "bert-profile-collector", "--", "ls", "-1", "/results"]}
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "cp", "perf/bert-profile-collector:/results/bert-profile-0-abcde", "[TMP]/k8s_results/bert-profile-0-abcde"]}
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "cp", "perf/bert-profile-collector:/results/bert-profile-1-fghij", "[TMP]/k8s_results/bert-profile-1-fghij"]}
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "delete", "pod", "bert-profile-collector", "--wait=false", "--ignore-not-found"]}
+    "#);
+}
+
+#[test]
+fn the_collector_is_deleted_when_gathering_fails() {
+    let f = fake("exec", "");
+    let err = gather(&f.kubectl, "bert-profile", &f.dir.path().join("out"), "busybox:1.36")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("exec bert-profile-collector -- ls -1 /results")
+            && err.contains("container not found"),
+        "{err}"
+    );
+    let log = calls(f.dir.path());
+    assert!(
+        log.last().unwrap().contains(r#""delete", "pod", "bert-profile-collector""#),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn partial_results_are_reported_and_nothing_is_overwritten() {
+    let f = fake("", "bert-profile-1-fghij");
+    let results = f.dir.path().join("out");
+    // results of an earlier gathering for pod 0 are already here
+    fs::create_dir_all(results.join("bert-profile-0-abcde")).unwrap();
+    fs::write(results.join("bert-profile-0-abcde/keep.txt"), "mine").unwrap();
+    let g = gather(&f.kubectl, "bert-profile", &results, "busybox:1.36").unwrap();
+    assert_eq!(g.problems.len(), 2, "{:?}", g.problems);
+    assert!(g.problems[0].contains("already exists; left untouched"));
+    assert!(
+        g.problems[1].contains("copying bert-profile-1-fghij")
+            && g.problems[1].contains("no such file")
+    );
+    assert_eq!(fs::read_to_string(results.join("bert-profile-0-abcde/keep.txt")).unwrap(), "mine");
+    assert!(g.pods.iter().all(|p| !p.copied));
+}

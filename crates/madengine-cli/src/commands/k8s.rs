@@ -1,0 +1,113 @@
+//! `madengine k8s render|apply|gather`.
+
+use std::time::Duration;
+
+use collect_k8s::{Bundle, JobFile, Kubectl};
+
+use crate::{
+    cli::{K8sApplyArgs, K8sGatherArgs, K8sRenderArgs, KubectlArgs},
+    error::{Error, Status},
+    render,
+};
+
+fn manifests(config: &std::path::Path) -> Result<Vec<serde_json::Value>, Error> {
+    let job = JobFile::load(config)?;
+    let bundle = match &job.scripts_dir {
+        Some(dir) => {
+            let dir = if dir.is_absolute() {
+                dir.clone()
+            } else {
+                config.parent().unwrap_or(".".as_ref()).join(dir)
+            };
+            collect_k8s::bundle(&dir, &job.tools)?
+        }
+        None if job.tools.is_empty() => Bundle::default(),
+        None => {
+            return Err(Error::Usage(format!(
+                "{}: `tools` needs a `scripts_dir`",
+                config.display()
+            )));
+        }
+    };
+    Ok(job.render(&bundle)?)
+}
+
+pub(crate) fn render(args: &K8sRenderArgs) -> Result<Status, Error> {
+    let objects = manifests(&args.config)?;
+    match &args.output {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|source| Error::Io { path: dir.clone(), source })?;
+            for (i, o) in objects.iter().enumerate() {
+                let kind = o["kind"].as_str().unwrap_or("object").to_ascii_lowercase();
+                let path = dir.join(format!("{:02}-{kind}.json", i + 1));
+                let text = serde_json::to_vec_pretty(o).expect("json");
+                std::fs::write(&path, text)
+                    .map_err(|source| Error::Io { path: path.clone(), source })?;
+                render::note(&format!("wrote {}", path.display()));
+            }
+        }
+        None => render::json(
+            &serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": objects }),
+        )?,
+    }
+    Ok(Status::Success)
+}
+
+fn kubectl(args: &KubectlArgs, namespace: &str) -> Kubectl {
+    Kubectl {
+        program: args.kubectl.clone(),
+        context: args.context.clone(),
+        namespace: namespace.to_string(),
+        timeout: Duration::from_secs_f64(args.kubectl_timeout.max(1.0)),
+    }
+}
+
+pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
+    let objects = manifests(&args.config)?;
+    let namespace = objects[0]["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+    let out = kubectl(&args.kubectl, &namespace).apply(&objects)?;
+    render::raw(&out)?;
+    Ok(Status::Success)
+}
+
+pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
+    let k = kubectl(&args.kubectl, &args.namespace);
+    let gathered = collect_k8s::gather(&k, &args.job, &args.results_dir, &args.collector_image)?;
+    if args.json {
+        render::json(&gathered)?;
+    } else {
+        for p in &gathered.pods {
+            let traces =
+                p.traces.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
+            render::note(&format!(
+                "{}: {}{}",
+                p.name,
+                if p.copied { "copied" } else { "not copied" },
+                if traces.is_empty() { String::new() } else { format!(" ({traces})") }
+            ));
+        }
+        for problem in &gathered.problems {
+            render::warning(problem);
+        }
+        render::note(&format!(
+            "summary: {}",
+            args.results_dir.join("results_summary.json").display()
+        ));
+    }
+    if args.report {
+        let mut config = tracelens_driver::Config::new(
+            &args.results_dir,
+            std::env::temp_dir(),
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        );
+        config.output_dir = args.results_dir.join("tracelens_report");
+        config.python = crate::settings::interpreter(args.python.as_ref());
+        let report = tracelens_driver::run(&config, &mut |_| {})?;
+        render::tracelens_summary(&report)?;
+        if report.any_failed() {
+            return Ok(Status::Findings);
+        }
+    }
+    Ok(if gathered.problems.is_empty() { Status::Success } else { Status::Findings })
+}

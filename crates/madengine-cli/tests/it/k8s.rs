@@ -1,0 +1,83 @@
+//! `madengine k8s render|gather` (no API server in CI: gather uses the kubectl test double).
+
+use std::{fs, path::Path};
+
+use crate::cli_snapshot;
+
+fn k8s_fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../collect-k8s/tests/fixtures")
+}
+
+fn job_file(dir: &Path, extra: &str) {
+    fs::write(
+        dir.join("job.json"),
+        format!(
+            r#"{{"name": "bert", "namespace": "perf", "image": "rocm/pytorch:latest", "nodes": 2, "gpus_per_node": 8,
+               "gpu_vendor": "amd", "command": ["python3", "train.py"], "results_storage": "1Gi",
+               "tools": ["tracelens"], "scripts_dir": "{}"{extra}}}"#,
+            k8s_fixtures().join("scripts").display()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn render_writes_one_manifest_per_object() {
+    let dir = tempfile::tempdir().unwrap();
+    job_file(dir.path(), "");
+    cli_snapshot!(dir.path(), ["k8s", "render", "--config", "job.json", "-o", "manifests"], @r"
+    exit code: 0
+    ----- stdout -----
+    ----- stderr -----
+    [madengine] wrote manifests/01-configmap.json
+    [madengine] wrote manifests/02-service.json
+    [madengine] wrote manifests/03-persistentvolumeclaim.json
+    [madengine] wrote manifests/04-job.json
+    ");
+    let job: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("manifests/04-job.json")).unwrap())
+            .unwrap();
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+}
+
+#[test]
+fn unknown_keys_and_bad_names_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    job_file(dir.path(), r#", "gpu_count": 8"#);
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["k8s".as_ref(), "render".as_ref(), "--config".as_ref(), "job.json".as_ref()],
+        &[],
+    );
+    assert!(
+        text.starts_with("exit code: 2") && text.contains("unknown field `gpu_count`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn gather_through_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("pvc/bert-0-xyz/torch_profiler_output");
+    fs::create_dir_all(&tree).unwrap();
+    fs::write(tree.join("rank0_trace.json"), r#"{"traceEvents": []}"#).unwrap();
+    let wrapper = dir.path().join("kubectl");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nFAKE_KUBECTL_TREE='{}' exec python3 '{}' \"$@\"\n",
+            dir.path().join("pvc").display(),
+            k8s_fixtures().join("fake_kubectl.py").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    cli_snapshot!(dir.path(), ["k8s", "gather", "bert", "--namespace", "perf", "--results-dir", "k8s_results", "--kubectl", &wrapper], @r"
+    exit code: 0
+    ----- stdout -----
+    ----- stderr -----
+    [madengine] bert-0-xyz: copied (1 pytorch)
+    [madengine] summary: k8s_results/results_summary.json
+    ");
+}
