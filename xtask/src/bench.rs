@@ -74,7 +74,7 @@ pub(crate) fn run(
         );
     }
     eprintln!("building madengine (release)...");
-    cmd(&cargo(), ["build", "--release", "--quiet", "-p", "madengine-cli"])
+    cmd(cargo(), ["build", "--release", "--quiet", "-p", "madengine-cli"])
         .dir(root)
         .run()
         .map_err(|e| format!("cargo build --release failed: {e}"))?;

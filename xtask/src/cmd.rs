@@ -4,8 +4,9 @@ use std::{ffi::OsString, path::Path};
 
 /// `program args...` through duct, with the argv kept for error messages.
 #[allow(clippy::disallowed_methods, reason = "this is xtask's process helper")]
-pub(crate) fn cmd<I, S>(program: &str, args: I) -> duct::Expression
+pub(crate) fn cmd<P, I, S>(program: P, args: I) -> duct::Expression
 where
+    P: duct::IntoExecutablePath,
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {

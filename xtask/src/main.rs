@@ -3,11 +3,16 @@
 //! - `ci`: what CI runs (format, lints, tests); the README's test command.
 //! - `tidy`: the workspace shape rules of STYLE.md (also run by `cargo test`).
 //! - `fixtures [--check]`: write (or verify) the synthetic fixtures.
+//! - `codegen [--check]`: the CLI reference in docs/, from `--help`.
+//! - `slurm up|down`: a private SLURM cluster for the tests.
+//! - `e2e [--dry-run]`: the whole path on a GPU node, with the real tools.
 //! - `bench [sanitize|discover|all]`: benchmarks against named baselines.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a command-line tool")]
 
 mod bench;
 mod cmd;
+mod codegen;
+mod e2e;
 mod fixtures;
 mod slurm;
 mod tidy;
@@ -38,6 +43,14 @@ enum Task {
     Ci,
     /// Check the workspace shape (layers, lints, docs, test layout).
     Tidy,
+    /// Regenerate docs/cli-reference.md from the CLI's --help.
+    Codegen {
+        /// Only check that it is up to date.
+        #[arg(long)]
+        check: bool,
+    },
+    /// End-to-end scenarios with the real tools on a GPU node (see docs/user-guide.md).
+    E2e(e2e::E2eArgs),
     /// Write the synthetic fixtures under fixtures/synthetic.
     Fixtures {
         /// Only verify that the committed fixtures are up to date.
@@ -76,6 +89,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Task::Ci => cmd::ci(&root),
         Task::Tidy => tidy::run(&root),
+        Task::Codegen { check } => codegen::run(&root, check),
+        Task::E2e(args) => e2e::run(&root, &args),
         Task::Fixtures { check } => fixtures::run(&root, check),
         Task::Bench { which, size_mb, files, runs } => {
             bench::run(&root, which, size_mb, files, runs)

@@ -39,7 +39,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
 }
 
 fn metadata(root: &Path) -> Result<Value, String> {
-    let out = cmd(&cargo(), ["metadata", "--format-version", "1"])
+    let out = cmd(cargo(), ["metadata", "--format-version", "1"])
         .dir(root)
         .read()
         .map_err(|e| format!("`cargo metadata` failed: {e}"))?;

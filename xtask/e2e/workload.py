@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The small workload `cargo xtask e2e` runs: a few matmul, conv and attention
+steps with an optimizer (so iteration-based capture has steps to count).
+
+  workload.py --steps N [--profile-dir DIR]   # torch.profiler, rank-labelled traces
+  torchrun --nproc-per-node 2 workload.py --distributed ...   # NCCL/RCCL with 2+ GPUs, gloo otherwise
+"""
+import argparse
+import os
+import time
+
+import torch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--profile-dir")
+    p.add_argument("--distributed", action="store_true")
+    p.add_argument("--sleep", type=float, default=0.0, help="seconds between steps (for on-demand capture)")
+    a = p.parse_args()
+
+    cuda = torch.cuda.is_available()
+    rank, world = 0, 1
+    if a.distributed:
+        import torch.distributed as dist
+        backend = "nccl" if cuda and torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1")) else "gloo"
+        dist.init_process_group(backend)
+        rank, world = dist.get_rank(), dist.get_world_size()
+    device = torch.device("cuda", rank % max(torch.cuda.device_count(), 1)) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(16 * 32 * 32, 256)
+    ).to(device)
+    attn = torch.nn.MultiheadAttention(256, 8, batch_first=True).to(device)
+    opt = torch.optim.SGD(list(model.parameters()) + list(attn.parameters()), lr=0.01)
+
+    def step():
+        x = torch.randn(8, 3, 32, 32, device=device)
+        h = model(x).unsqueeze(1).repeat(1, 16, 1)
+        out, _ = attn(h, h, h)
+        loss = (out @ out.transpose(1, 2)).mean()
+        loss.backward()
+        if a.distributed:
+            for prm in model.parameters():
+                torch.distributed.all_reduce(prm.grad)
+        opt.step()
+        opt.zero_grad()
+        if cuda:
+            torch.cuda.synchronize()
+
+    if a.profile_dir:
+        from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        handler = tensorboard_trace_handler(a.profile_dir, worker_name="rank%d" % rank)
+        with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3), on_trace_ready=handler,
+                     record_shapes=True) as prof:
+            for _ in range(a.steps):
+                step()
+                prof.step()
+    else:
+        for _ in range(a.steps):
+            step()
+            if a.sleep:
+                time.sleep(a.sleep)
+    if a.distributed:
+        torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,503 @@
+//! `cargo xtask e2e`: the whole path on a GPU node with the real tools —
+//! rocprofv3, dynolog, PyTorch, TraceLens, SLURM — and a table that says
+//! what ran, what was skipped and why.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use serde_json::{Value, json};
+
+use crate::cmd::{cargo, cmd};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct E2eArgs {
+    /// Print the inventory and the plan; run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Run only this scenario.
+    #[arg(long, value_name = "NAME")]
+    only: Option<String>,
+    /// Keep each scenario's temp directory.
+    #[arg(long)]
+    keep: bool,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The interpreter with TraceLens [default: $TRACELENS_VENV/bin/python3].
+    #[arg(long, value_name = "PATH")]
+    python: Option<PathBuf>,
+}
+
+/// What the node has.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub(crate) struct Inventory {
+    pub(crate) gpu_vendor: Option<String>,
+    pub(crate) gpus: Vec<String>,
+    pub(crate) rocprofv3: bool,
+    pub(crate) traceconv: bool,
+    pub(crate) torch: Option<Value>,
+    pub(crate) dynolog: bool,
+    pub(crate) tracelens_python: Option<PathBuf>,
+    pub(crate) slurm_conf: Option<PathBuf>,
+}
+
+fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+}
+
+fn output(program: &str, args: &[&str]) -> Option<String> {
+    if !on_path(program) && !Path::new(program).is_file() {
+        return None;
+    }
+    cmd(program, args).stderr_null().unchecked().read().ok()
+}
+
+pub(crate) fn inventory(python: Option<&Path>) -> Inventory {
+    let mut inv = Inventory::default();
+    if let Some(out) = output("nvidia-smi", &["-L"]) {
+        inv.gpus =
+            out.lines().filter(|l| l.starts_with("GPU ")).map(|l| l.trim().to_string()).collect();
+        if !inv.gpus.is_empty() {
+            inv.gpu_vendor = Some("nvidia".into());
+        }
+    }
+    if inv.gpus.is_empty() {
+        let amd =
+            output("amd-smi", &["list"]).or_else(|| output("rocm-smi", &["--showproductname"]));
+        if let Some(out) = amd {
+            inv.gpus = out
+                .lines()
+                .filter(|l| l.trim_start().starts_with("GPU"))
+                .map(|l| l.trim().to_string())
+                .collect();
+            if !inv.gpus.is_empty() {
+                inv.gpu_vendor = Some("amd".into());
+            }
+        }
+    }
+    inv.rocprofv3 = on_path("rocprofv3");
+    inv.traceconv = on_path("traceconv");
+    inv.dynolog = on_path("dynolog") && on_path("dyno");
+    let probe = "import json, torch; print(json.dumps({'version': torch.__version__, 'gpu': torch.cuda.is_available(), \
+                 'count': torch.cuda.device_count(), 'hip': torch.version.hip}))";
+    inv.torch = output("python3", &["-c", probe])
+        .and_then(|o| serde_json::from_str(o.lines().last()?).ok());
+    let tl = python.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os("TRACELENS_VENV").map(|v| PathBuf::from(v).join("bin/python3"))
+    });
+    inv.tracelens_python = tl.filter(|p| {
+        cmd(p, ["-c", "import TraceLens"])
+            .stdout_null()
+            .stderr_null()
+            .unchecked()
+            .run()
+            .is_ok_and(|o| o.status.success())
+    });
+    inv.slurm_conf = std::env::var_os("SLURM_CONF")
+        .map(PathBuf::from)
+        .filter(|c| c.is_file() && output("sinfo", &["-h"]).is_some());
+    inv
+}
+
+/// A scenario and whether this node can run it.
+pub(crate) struct Scenario {
+    pub(crate) name: &'static str,
+    pub(crate) what: &'static str,
+    /// `Err(reason)` when it must be skipped here.
+    pub(crate) runnable: Result<(), String>,
+}
+
+pub(crate) fn plan(inv: &Inventory) -> Vec<Scenario> {
+    let need = |checks: &[(bool, &str)]| -> Result<(), String> {
+        let missing: Vec<&str> =
+            checks.iter().filter(|(ok, _)| !ok).map(|(_, what)| *what).collect();
+        if missing.is_empty() { Ok(()) } else { Err(format!("needs {}", missing.join(", "))) }
+    };
+    let torch = inv.torch.is_some();
+    let torch_gpu = inv.torch.as_ref().is_some_and(|t| t["gpu"] == true);
+    let amd = inv.gpu_vendor.as_deref() == Some("amd");
+    let tl = inv.tracelens_python.is_some();
+    vec![
+        Scenario {
+            name: "rocprof-json",
+            what: "rocprofv3 --kernel-trace --hip-trace --output-format json, then report tracelens --mode rocprof",
+            runnable: need(&[
+                (amd, "an AMD GPU"),
+                (inv.rocprofv3, "rocprofv3"),
+                (torch_gpu, "PyTorch seeing a GPU"),
+                (tl, "TraceLens (--python or TRACELENS_VENV)"),
+            ]),
+        },
+        Scenario {
+            name: "rocprof-pftrace",
+            what: "rocprofv3 --output-format pftrace, then the three pftrace reports",
+            runnable: need(&[
+                (amd, "an AMD GPU"),
+                (inv.rocprofv3, "rocprofv3"),
+                (torch_gpu, "PyTorch seeing a GPU"),
+                (tl, "TraceLens"),
+                (inv.traceconv, "traceconv on PATH (TraceLens would try to download it)"),
+            ]),
+        },
+        Scenario {
+            name: "dynolog-profile",
+            what: "madengine profile -- python workload.py through a real dynolog, then its perf report",
+            runnable: need(&[
+                (inv.dynolog, "dynolog and dyno"),
+                (torch, "PyTorch"),
+                (tl, "TraceLens"),
+            ]),
+        },
+        Scenario {
+            name: "torchrun-2rank",
+            what: "a 2-rank torchrun job (NCCL/RCCL with 2+ GPUs, gloo otherwise), then per-rank and collective reports",
+            runnable: need(&[(torch, "PyTorch"), (tl, "TraceLens")]),
+        },
+        Scenario {
+            name: "slurm",
+            what: "the 2-rank job through madengine slurm submit --wait, then slurm gather --report",
+            runnable: need(&[
+                (inv.slurm_conf.is_some(), "a SLURM cluster (SLURM_CONF)"),
+                (torch, "PyTorch"),
+                (tl, "TraceLens"),
+            ]),
+        },
+    ]
+}
+
+struct Outcome {
+    name: &'static str,
+    ran: bool,
+    detail: String,
+    ok: bool,
+    seconds: f64,
+}
+
+pub(crate) fn run(root: &Path, args: &E2eArgs) -> Result<(), String> {
+    let inv = inventory(args.python.as_deref());
+    eprintln!("inventory:\n{}", serde_json::to_string_pretty(&inv).expect("json"));
+    let scenarios: Vec<Scenario> = plan(&inv)
+        .into_iter()
+        .filter(|s| args.only.as_deref().is_none_or(|o| o == s.name))
+        .collect();
+    if scenarios.is_empty() {
+        return Err(format!("no scenario named {:?}", args.only.as_deref().unwrap_or_default()));
+    }
+    let mut outcomes = Vec::new();
+    if !args.dry_run {
+        cmd(cargo(), ["build", "--quiet", "--release", "-p", "madengine-cli"])
+            .dir(root)
+            .run()
+            .map_err(|e| format!("building madengine: {e}"))?;
+    }
+    let madengine = root.join("target/release/madengine");
+    let workload = root.join("xtask/e2e/workload.py");
+    for s in &scenarios {
+        let started = Instant::now();
+        let (ran, ok, detail) = match (&s.runnable, args.dry_run) {
+            (Err(why), _) => (false, true, format!("skipped: {why}")),
+            (Ok(()), true) => (false, true, format!("would run: {}", s.what)),
+            (Ok(()), false) => {
+                let dir = tempfile_dir(s.name)?;
+                let result = run_scenario(s.name, &dir, &madengine, &workload, &inv);
+                if !args.keep {
+                    let _ = std::fs::remove_dir_all(&dir);
+                } else {
+                    eprintln!("kept {}", dir.display());
+                }
+                match result {
+                    Ok(d) => (true, true, d),
+                    Err(e) => (true, false, e),
+                }
+            }
+        };
+        outcomes.push(Outcome {
+            name: s.name,
+            ran,
+            detail,
+            ok,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    if args.json {
+        let rows: Vec<Value> = outcomes
+            .iter()
+            .map(|o| json!({ "scenario": o.name, "ran": o.ran, "ok": o.ok, "detail": o.detail, "seconds": o.seconds }))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "inventory": inv, "scenarios": rows }))
+                .expect("json")
+        );
+    } else {
+        println!("| scenario | ran | result | time | detail |\n|---|---|---|---|---|");
+        for o in &outcomes {
+            let result = if !o.ran {
+                "-"
+            } else if o.ok {
+                "ok"
+            } else {
+                "FAILED"
+            };
+            println!(
+                "| {} | {} | {result} | {:.1} s | {} |",
+                o.name,
+                if o.ran { "yes" } else { "no" },
+                o.seconds,
+                o.detail
+            );
+        }
+    }
+    if outcomes.iter().any(|o| o.ran && !o.ok) {
+        return Err("a scenario failed".into());
+    }
+    Ok(())
+}
+
+fn tempfile_dir(name: &str) -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("madengine-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Run `program args` in `dir`; Ok(stdout) or Err(the command and its output).
+fn step(dir: &Path, program: &Path, args: &[&str]) -> Result<String, String> {
+    let out = cmd(program, args)
+        .dir(dir)
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .run()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(text)
+    } else {
+        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        Err(format!(
+            "`{} {}` exited {:?}: {}",
+            program.display(),
+            args.join(" "),
+            out.status.code(),
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        ))
+    }
+}
+
+/// `report tracelens` over `root` must give SUCCESS rows (and `expect` in the table).
+fn report(
+    madengine: &Path,
+    dir: &Path,
+    inv: &Inventory,
+    mode: &str,
+    expect: &[&str],
+) -> Result<String, String> {
+    let python =
+        inv.tracelens_python.as_ref().expect("planned only with TraceLens").display().to_string();
+    let out = step(
+        dir,
+        madengine,
+        &["report", "tracelens", "--root", ".", "--mode", mode, "--python", &python, "--json"],
+    )?;
+    let summary: Value =
+        serde_json::from_str(&out).map_err(|e| format!("report JSON: {e}: {out}"))?;
+    let rows = summary["results"].as_array().cloned().unwrap_or_default();
+    let ok = rows.iter().filter(|r| r["status"] == "SUCCESS").count();
+    for want in expect {
+        if !rows.iter().any(|r| {
+            r["status"] == "SUCCESS" && r["tracelens_tool"].as_str().unwrap_or("").contains(want)
+        }) {
+            return Err(format!(
+                "no SUCCESS row for {want}: {}",
+                serde_json::to_string(&rows).unwrap_or_default()
+            ));
+        }
+    }
+    let repaired = summary["repairs"].as_array().map_or(0, Vec::len);
+    Ok(format!(
+        "{ok} report(s){}",
+        if repaired > 0 { format!(", {repaired} trace(s) sanitized") } else { String::new() }
+    ))
+}
+
+fn run_scenario(
+    name: &str,
+    dir: &Path,
+    madengine: &Path,
+    workload: &Path,
+    inv: &Inventory,
+) -> Result<String, String> {
+    let w = workload.display().to_string();
+    let py = Path::new("python3");
+    match name {
+        "rocprof-json" | "rocprof-pftrace" => {
+            let format = if name == "rocprof-json" { "json" } else { "pftrace" };
+            step(
+                dir,
+                Path::new("rocprofv3"),
+                &[
+                    "--kernel-trace",
+                    "--hip-trace",
+                    "--output-format",
+                    format,
+                    "-d",
+                    "rocprof_output",
+                    "--",
+                    "python3",
+                    &w,
+                    "--steps",
+                    "5",
+                ],
+            )?;
+            if name == "rocprof-json" {
+                report(madengine, dir, inv, "rocprof", &["rocprof"])
+            } else {
+                report(madengine, dir, inv, "pftrace", &["hip_activity", "hip_api", "memory_copy"])
+            }
+        }
+        "dynolog-profile" => {
+            let dynolog = which("dynolog").ok_or("dynolog vanished")?;
+            step(
+                dir,
+                madengine,
+                &[
+                    "profile",
+                    "--dynolog-bin",
+                    &dynolog,
+                    "--warmup-s",
+                    "10",
+                    "--iterations",
+                    "3",
+                    "--",
+                    "python3",
+                    &w,
+                    "--steps",
+                    "400",
+                    "--sleep",
+                    "0.05",
+                ],
+            )?;
+            report(
+                madengine,
+                dir.join("torch_profiler_output").as_path(),
+                inv,
+                "pytorch",
+                &["perf_report_pytorch"],
+            )
+        }
+        "torchrun-2rank" => {
+            let torchrun = which("torchrun").unwrap_or_else(|| "torchrun".into());
+            step(
+                dir,
+                Path::new(&torchrun),
+                &[
+                    "--nproc-per-node",
+                    "2",
+                    &w,
+                    "--distributed",
+                    "--steps",
+                    "8",
+                    "--profile-dir",
+                    "torch_profiler_output",
+                ],
+            )?;
+            report(madengine, dir, inv, "auto", &["perf_report_pytorch", "collective"])
+        }
+        "slurm" => {
+            let torchrun = which("torchrun").unwrap_or_else(|| "torchrun".into());
+            let python = inv
+                .tracelens_python
+                .as_ref()
+                .expect("planned with TraceLens")
+                .display()
+                .to_string();
+            let out = step(
+                dir,
+                madengine,
+                &[
+                    "slurm",
+                    "submit",
+                    "--nodes",
+                    "1",
+                    "--results-dir",
+                    "results",
+                    "--wait",
+                    "--timeout",
+                    "900",
+                    "--json",
+                    "--",
+                    &torchrun,
+                    "--nproc-per-node",
+                    "2",
+                    &w,
+                    "--distributed",
+                    "--steps",
+                    "8",
+                    "--profile-dir",
+                    "torch_profiler_output",
+                ],
+            )?;
+            let v: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
+            let results = v["results"].as_str().unwrap_or("").to_string();
+            step(dir, madengine, &["slurm", "gather", &results, "--report", "--python", &python])?;
+            let _ = py;
+            Ok(format!("job {} gathered and reported", v["job_id"]))
+        }
+        other => Err(format!("unknown scenario {other}")),
+    }
+}
+
+fn which(name: &str) -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_says_why_each_scenario_is_skipped() {
+        let inv = Inventory::default();
+        let plan = plan(&inv);
+        let names: Vec<_> = plan.iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            ["rocprof-json", "rocprof-pftrace", "dynolog-profile", "torchrun-2rank", "slurm"]
+        );
+        for s in &plan {
+            let why = s.runnable.as_ref().unwrap_err();
+            assert!(why.starts_with("needs "), "{}: {why}", s.name);
+        }
+        assert!(plan[0].runnable.as_ref().unwrap_err().contains("an AMD GPU"));
+        assert!(plan[4].runnable.as_ref().unwrap_err().contains("SLURM_CONF"));
+    }
+
+    #[test]
+    fn dry_run_on_this_machine_runs_nothing() {
+        let args = E2eArgs { dry_run: true, only: None, keep: false, json: true, python: None };
+        run(&crate::project_root(), &args).unwrap();
+    }
+
+    #[test]
+    fn a_full_node_runs_everything() {
+        let inv = Inventory {
+            gpu_vendor: Some("amd".into()),
+            gpus: vec!["GPU 0".into(), "GPU 1".into()],
+            rocprofv3: true,
+            traceconv: true,
+            torch: Some(json!({"gpu": true})),
+            dynolog: true,
+            tracelens_python: Some("/opt/tl/bin/python3".into()),
+            slurm_conf: Some("/etc/slurm/slurm.conf".into()),
+        };
+        assert!(plan(&inv).iter().all(|s| s.runnable.is_ok()));
+    }
+}
