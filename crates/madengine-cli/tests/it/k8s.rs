@@ -81,3 +81,35 @@ fn gather_through_kubectl() {
     [madengine] summary: k8s_results/results_summary.json
     ");
 }
+
+#[test]
+fn apply_sends_the_rendered_list_to_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    job_file(dir.path(), "");
+    let wrapper = dir.path().join("kubectl");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nFAKE_KUBECTL_LOG='{}' exec python3 '{}' \"$@\"\n",
+            dir.path().join("calls.jsonl").display(),
+            k8s_fixtures().join("fake_kubectl.py").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    cli_snapshot!(dir.path(), ["k8s", "apply", "--config", "job.json", "--kubectl", &wrapper, "--context", "lab"], @r"
+    exit code: 0
+    ----- stdout -----
+    configmap/bert-scripts created
+    service/bert created
+    persistentvolumeclaim/bert-results created
+    job/bert created
+    ----- stderr -----
+    ");
+    let log = fs::read_to_string(dir.path().join("calls.jsonl")).unwrap();
+    assert!(
+        log.contains(r#""argv": ["--context=lab", "--namespace=perf", "apply", "-f", "-"]"#),
+        "{log}"
+    );
+}
