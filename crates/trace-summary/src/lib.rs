@@ -1,0 +1,37 @@
+//! TraceLens' core tables computed natively from Kineto traces.
+//!
+//! [`summarize_file`] reads a Kineto / PyTorch profiler trace (`.json` or
+//! `.json.gz`) in one streaming pass, through `trace-sanitize` so invalid
+//! UTF-8, raw control bytes and lone surrogates never fail it, and computes
+//! `gpu_timeline`, `kernel_summary` and `ops_summary` with TraceLens' exact
+//! definitions (reference/tracelens-metrics.md): GPU events by `cat`,
+//! communication and memcpy by kernel name, linking through `ac2g` flows and
+//! graph-launch correlation, parent ops by time nesting, the op category
+//! registry, Kahan and pairwise sums, and Python's float formatting.
+//!
+//! # Example
+//!
+//! ```
+//! let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+//!     .join("../../fixtures/synthetic/run/torch_profiler_output/libkineto_trace_rank0_1.json");
+//! let summary = trace_summary::summarize_file(&trace)?;
+//! let timeline = summary.gpu_timeline.as_ref().unwrap();
+//! assert_eq!(timeline.header, ["type", "time ms", "percent"]);
+//! assert!(timeline.to_csv().starts_with("type,time ms,percent\ncomputation_time,"));
+//! # Ok::<(), trace_summary::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod compute;
+mod csv;
+mod error;
+mod parse;
+mod registry;
+mod summary;
+
+pub use crate::{
+    compute::{Cell, Table},
+    csv::py_float,
+    error::{Error, Result},
+    summary::{Outcome, Summary, summarize, summarize_file},
+};

@@ -1,0 +1,108 @@
+//! Reading a trace and computing its tables.
+
+use std::{
+    fs::File,
+    io::{BufReader, Read},
+    path::Path,
+};
+
+use serde::Serialize;
+
+use crate::{
+    Error, Result,
+    compute::{Analysis, Table},
+    parse::parse,
+};
+
+/// How the summary went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// TraceLens' rules applied: the tables are what TraceLens writes.
+    Tables,
+    /// No GPU event could be linked to a launch (TraceLens: "No GPU events
+    /// found in the trace"); no table.
+    NoGpuActivity,
+}
+
+/// The three tables of one trace.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// What happened.
+    pub outcome: Outcome,
+    /// `gpu_timeline`.
+    pub gpu_timeline: Option<Table>,
+    /// `kernel_summary` (TraceLens omits it for kernels without `args`).
+    pub kernel_summary: Option<Table>,
+    /// `ops_summary` (traces with `cpu_op` events).
+    pub ops_summary: Option<Table>,
+    /// Events read.
+    pub events: usize,
+    /// GPU events (kernel, memcpy, memset), linked or not.
+    pub gpu_events: usize,
+}
+
+/// Summarize a trace read from `reader` (already decompressed and sanitized).
+pub fn summarize<R: Read>(reader: R, label: &Path) -> Result<Summary> {
+    let parsed = parse(BufReader::with_capacity(1 << 20, reader))
+        .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
+    let analysis = Analysis::new(&parsed);
+    let gpu_events = parsed.events.iter().filter(|e| e.cat.is_gpu()).count();
+    let Some((timeline, total)) = analysis.gpu_timeline() else {
+        return Ok(Summary {
+            outcome: Outcome::NoGpuActivity,
+            gpu_timeline: None,
+            kernel_summary: None,
+            ops_summary: None,
+            events: parsed.events.len(),
+            gpu_events,
+        });
+    };
+    Ok(Summary {
+        outcome: Outcome::Tables,
+        kernel_summary: analysis.kernel_summary(total),
+        ops_summary: analysis.ops_summary(),
+        gpu_timeline: Some(timeline),
+        events: parsed.events.len(),
+        gpu_events,
+    })
+}
+
+/// Summarize a `.json` or `.json.gz` trace file, sanitizing on the fly on a
+/// second thread (decompression and repair there, parsing here).
+pub fn summarize_file(path: &Path) -> Result<Summary> {
+    let file =
+        File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    let mut magic = [0u8; 2];
+    let gz = {
+        let mut f = &file;
+        f.read(&mut magic).map_err(|source| Error::Open { path: path.to_path_buf(), source })? == 2
+            && magic == [0x1f, 0x8b]
+    };
+    let file =
+        File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    let (reader, writer) =
+        std::io::pipe().map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    std::thread::scope(|s| {
+        let repairing = s.spawn(move || {
+            let input: Box<dyn Read> = if gz {
+                Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(file)))
+            } else {
+                Box::new(file)
+            };
+            trace_sanitize::sanitize(
+                input,
+                std::io::BufWriter::with_capacity(1 << 16, writer),
+                &Default::default(),
+            )
+        });
+        let result = summarize(reader, path);
+        let repaired = repairing.join().expect("the sanitizer thread does not panic");
+        match (result, repaired) {
+            (Err(e), Err(read)) => {
+                Err(Error::Parse { path: path.to_path_buf(), detail: format!("{e}; {read}") })
+            }
+            (r, _) => r,
+        }
+    })
+}

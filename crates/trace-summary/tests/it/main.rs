@@ -1,0 +1,5 @@
+//! Integration tests of trace-summary: fidelity against TraceLens' real
+//! outputs on the public traces.
+#![allow(clippy::print_stderr, reason = "tests say what they skipped")]
+
+mod fidelity;
