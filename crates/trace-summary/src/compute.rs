@@ -1,7 +1,9 @@
 //! The host tree, GPU linkage and the three tables, as TraceLens defines them
 //! (reference/tracelens-metrics.md, sections 3-8).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::{
     parse::{Cat, Event, Key, Num, Parsed},
@@ -204,10 +206,10 @@ impl<'p> Analysis<'p> {
         let key_of = |e: &Event| if use_corr { e.correlation } else { e.external_id };
 
         // 4.2 indices
-        let mut flow_s: HashMap<Key, (Option<Key>, Option<Key>)> = HashMap::new();
-        let mut flow_f: HashMap<Key, (Option<Key>, Option<Key>)> = HashMap::new();
-        let mut by_ptk: HashMap<(Option<Key>, Option<Key>, Key), usize> = HashMap::new();
-        let mut gpu_by_key: HashMap<Key, Vec<usize>> = HashMap::new();
+        let mut flow_s: HashMap<Key, (Option<Key>, Option<Key>)> = HashMap::default();
+        let mut flow_f: HashMap<Key, (Option<Key>, Option<Key>)> = HashMap::default();
+        let mut by_ptk: HashMap<(Option<Key>, Option<Key>, Key), usize> = HashMap::default();
+        let mut gpu_by_key: HashMap<Key, Vec<usize>> = HashMap::default();
         for (i, e) in p.events.iter().enumerate() {
             if e.cat == Cat::Ac2g && (e.ph == b's' || e.ph == b'f') {
                 if let Some(id) = e.id {
@@ -242,7 +244,7 @@ impl<'p> Analysis<'p> {
                 .total_cmp(&ev(p, b).ts.map(Num::f).unwrap_or(0.0))
         });
         let mut parent: Vec<Option<usize>> = vec![None; n];
-        let mut stacks: HashMap<(Option<Key>, Option<Key>), Vec<usize>> = HashMap::new();
+        let mut stacks: HashMap<(Option<Key>, Option<Key>), Vec<usize>> = HashMap::default();
         for &i in &host {
             let e = ev(p, i);
             let ts = e.ts.map(Num::f).unwrap_or(0.0);
@@ -271,8 +273,8 @@ impl<'p> Analysis<'p> {
 
         // 4.4 GPU linkage
         let mut gpu_parent: Vec<Option<usize>> = vec![None; n];
-        let mut below: HashMap<usize, Vec<usize>> = HashMap::new();
-        let mut gpu_children: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut below: HashMap<usize, Vec<usize>> = HashMap::default();
+        let mut gpu_children: HashMap<usize, Vec<usize>> = HashMap::default();
         for (i, e) in p.events.iter().enumerate() {
             if !e.cat.is_runtime() || e.ph == b's' || e.ph == b'f' {
                 continue;
@@ -356,7 +358,7 @@ impl<'p> Analysis<'p> {
 
     /// launcher -> its direct (non-communication, linked) GPU events, in file order.
     fn direct_map(&self) -> (Vec<usize>, HashMap<usize, Vec<usize>>) {
-        let mut map: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut map: HashMap<usize, Vec<usize>> = HashMap::default();
         let mut order: Vec<usize> = Vec::new();
         for g in self.linked_gpu() {
             if is_comm_name(self.name(g)) {
@@ -516,7 +518,7 @@ impl<'p> Analysis<'p> {
         // Group by (cat, op, name, stream) in sorted key order (missing last).
         type GKey = (Option<String>, Option<String>, String, Option<StreamKey>);
         let mut groups: Vec<(GKey, Vec<usize>)> = Vec::new();
-        let mut index: HashMap<GKey, usize> = HashMap::new();
+        let mut index: HashMap<GKey, usize> = HashMap::default();
         for (i, r) in rows.iter().enumerate() {
             let key: GKey = (
                 if has_cat { r.cat.clone() } else { None },

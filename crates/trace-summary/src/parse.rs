@@ -1,7 +1,9 @@
 //! One streaming pass over a Kineto trace into compact events: no DOM, only
 //! the fields the tables use; strings are interned as they are read.
 
-use std::{collections::HashMap, fmt, io::Read};
+use std::{fmt, io::Read};
+
+use rustc_hash::FxHashMap;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -63,8 +65,6 @@ impl Cat {
 #[derive(Debug, Clone)]
 pub(crate) struct Event {
     pub(crate) cat: Cat,
-    /// Raw `cat` string id (for legacy detection).
-    pub(crate) cat_name: Option<u32>,
     pub(crate) ph: u8,
     pub(crate) name: u32,
     pub(crate) pid: Option<Key>,
@@ -84,7 +84,7 @@ pub(crate) struct Event {
 pub(crate) struct Parsed {
     pub(crate) events: Vec<Event>,
     pub(crate) strings: Vec<String>,
-    pub(crate) lookup: HashMap<String, u32>,
+    pub(crate) lookup: FxHashMap<String, u32>,
     pub(crate) has_trace_events: bool,
 }
 
@@ -103,45 +103,182 @@ impl Parsed {
     }
 }
 
-pub(crate) fn parse<R: Read>(reader: R) -> Result<Parsed, serde_json::Error> {
+/// Event bytes cut out of the stream, in batches.
+struct Batch {
+    bytes: Vec<u8>,
+    /// `(start, end)` of each event in `bytes`.
+    events: Vec<(usize, usize)>,
+}
+
+/// Parse a trace: the `traceEvents` elements are cut out of the stream one
+/// at a time by a small scanner (strings, escapes and nesting tracked across
+/// reads) on one thread, and deserialized from their own bytes on this one;
+/// everything else at the top level is skipped. Memory stays bounded (a few
+/// batches of events).
+pub(crate) fn parse<R: Read + Send>(reader: R) -> Result<Parsed, serde_json::Error> {
     let mut parsed = Parsed::default();
     parsed.intern("");
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    TopSeed(&mut parsed).deserialize(&mut de)?;
-    de.end()?;
-    Ok(parsed)
-}
-
-struct TopSeed<'a>(&'a mut Parsed);
-
-impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TopSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a Chrome trace object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key_seed(KeyName)? {
-            if key == Field::TraceEvents {
-                self.0.has_trace_events = true;
-                map.next_value_seed(EventsSeed(self.0))?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+    std::thread::scope(|scope| {
+        let scanner = scope.spawn(move || scan(reader, tx));
+        let mut result = Ok(());
+        for batch in rx {
+            if result.is_err() {
+                continue;
+            }
+            for &(s, e) in &batch.events {
+                let mut de = serde_json::Deserializer::from_slice(&batch.bytes[s..e]);
+                match EventSeed(&mut parsed).deserialize(&mut de) {
+                    Ok(Some(ev)) => parsed.events.push(ev),
+                    Ok(None) => {}
+                    Err(err) => {
+                        result = Err(err);
+                        break;
+                    }
+                }
             }
         }
-        Ok(())
+        let scanned = scanner.join().expect("the scanner does not panic");
+        result?;
+        parsed.has_trace_events = scanned?;
+        Ok(parsed)
+    })
+}
+
+/// The scanner: sends batches of `traceEvents` elements; returns whether the
+/// trace had a `traceEvents` key.
+fn scan<R: Read>(
+    mut reader: R,
+    tx: std::sync::mpsc::SyncSender<Batch>,
+) -> Result<bool, serde_json::Error> {
+    let mut has_trace_events = false;
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escape = false;
+    let mut key: Vec<u8> = Vec::new(); // the last string at depth 1
+    let mut key_done = false;
+    let mut pending_key = false; // saw "traceEvents" then ':' at depth 1
+    let mut in_events = false; // inside the traceEvents array (depth 2)
+    let mut event_start: Option<usize> = None;
+    let mut scanned = 0usize; // bytes of `buf` already scanned
+    let mut top_seen = false;
+    let mut batch = Batch { bytes: Vec::with_capacity(1 << 20), events: Vec::new() };
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(serde_json::Error::io(e)),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut i = scanned;
+        while i < buf.len() {
+            let b = buf[i];
+            if in_string {
+                if escape {
+                    escape = false;
+                } else if depth != 1 && b != b'"' && b != b'\\' {
+                    // Jump to the next quote or backslash.
+                    match memchr::memchr2(b'"', b'\\', &buf[i..]) {
+                        Some(k) => i += k,
+                        None => i = buf.len(),
+                    }
+                    continue;
+                } else if b == b'\\' {
+                    escape = true;
+                } else if b == b'"' {
+                    in_string = false;
+                    if depth == 1 {
+                        key_done = true;
+                    }
+                } else if depth == 1 {
+                    key.push(b);
+                }
+                i += 1;
+                continue;
+            }
+            match b {
+                b'"' => {
+                    in_string = true;
+                    if depth == 1 {
+                        key.clear();
+                        key_done = false;
+                    }
+                }
+                b':' if depth == 1 && key_done => {
+                    pending_key = key == b"traceEvents";
+                    has_trace_events |= pending_key;
+                    key_done = false;
+                }
+                b'{' | b'[' => {
+                    if depth == 0 {
+                        top_seen = true;
+                        if b != b'{' {
+                            return Err(serde::de::Error::custom("the trace is not a JSON object"));
+                        }
+                    }
+                    depth += 1;
+                    if depth == 2 && pending_key && b == b'[' {
+                        in_events = true;
+                    } else if depth == 3 && in_events && b == b'{' {
+                        event_start = Some(i);
+                    }
+                    if depth == 2 {
+                        pending_key = false;
+                    }
+                }
+                b'}' | b']' => {
+                    if depth == 0 {
+                        return Err(serde::de::Error::custom("unbalanced brackets in the trace"));
+                    }
+                    depth -= 1;
+                    if depth == 2
+                        && let Some(start) = event_start.take()
+                    {
+                        let s = batch.bytes.len();
+                        batch.bytes.extend_from_slice(&buf[start..=i]);
+                        batch.events.push((s, batch.bytes.len()));
+                        if batch.bytes.len() >= 1 << 20 {
+                            let full = std::mem::replace(
+                                &mut batch,
+                                Batch { bytes: Vec::with_capacity(1 << 20), events: Vec::new() },
+                            );
+                            if tx.send(full).is_err() {
+                                return Ok(has_trace_events);
+                            }
+                        }
+                    }
+                    if depth == 1 {
+                        in_events = false;
+                        pending_key = false;
+                    }
+                }
+                b',' if depth == 1 => pending_key = false,
+                _ => {}
+            }
+            i += 1;
+        }
+        // Keep only what an unfinished event still needs.
+        let keep_from = event_start.unwrap_or(buf.len());
+        if keep_from > 0 {
+            buf.drain(..keep_from);
+            if let Some(s) = event_start.as_mut() {
+                *s -= keep_from;
+            }
+        }
+        scanned = buf.len();
     }
+    let _ = tx.send(batch);
+    if !top_seen || depth != 0 || in_string {
+        return Err(serde::de::Error::custom("the trace ends before its JSON does (truncated?)"));
+    }
+    Ok(has_trace_events)
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
 enum Field {
-    TraceEvents,
     Cat,
     Ph,
     Name,
@@ -173,7 +310,6 @@ impl Visitor<'_> for KeyName {
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Field, E> {
         Ok(match v {
-            "traceEvents" => Field::TraceEvents,
             "cat" => Field::Cat,
             "ph" => Field::Ph,
             "name" => Field::Name,
@@ -188,30 +324,6 @@ impl Visitor<'_> for KeyName {
             "stream" => Field::Stream,
             _ => Field::Other,
         })
-    }
-}
-
-struct EventsSeed<'a>(&'a mut Parsed);
-
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EventsSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the traceEvents array")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(event) = seq.next_element_seed(EventSeed(self.0))? {
-            if let Some(e) = event {
-                self.0.events.push(e);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -256,7 +368,6 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         let p = self.0;
         let mut e = Event {
             cat: Cat::None,
-            cat_name: None,
             ph: 0,
             name: 0,
             pid: None,
@@ -272,26 +383,11 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         while let Some(key) = map.next_key_seed(KeyName)? {
             match key {
                 Field::Cat => {
-                    if let Some(id) = map.next_value_seed(StrSeed(p))? {
-                        e.cat_name = Some(id);
-                        e.cat = match p.str(id) {
-                            "cpu_op" => Cat::CpuOp,
-                            "cuda_runtime" => Cat::Runtime,
-                            "cuda_driver" => Cat::Driver,
-                            "kernel" => Cat::Kernel,
-                            "gpu_memcpy" => Cat::Memcpy,
-                            "gpu_memset" => Cat::Memset,
-                            "ac2g" => Cat::Ac2g,
-                            "python_function" => Cat::PythonFunction,
-                            _ => Cat::Other,
-                        };
+                    if let Some(cat) = map.next_value_seed(CatSeed)? {
+                        e.cat = cat;
                     }
                 }
-                Field::Ph => {
-                    if let Some(id) = map.next_value_seed(StrSeed(p))? {
-                        e.ph = p.str(id).bytes().next().unwrap_or(0);
-                    }
-                }
+                Field::Ph => e.ph = map.next_value_seed(PhSeed)?.unwrap_or(0),
                 Field::Name => e.name = map.next_value_seed(StrSeed(p))?.unwrap_or(0),
                 Field::Pid => e.pid = map.next_value_seed(KeySeed(p))?,
                 Field::Tid => e.tid = map.next_value_seed(KeySeed(p))?,
@@ -489,6 +585,102 @@ impl<'de> Visitor<'de> for NumSeed {
         Ok(None)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Num>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// `cat`, matched without allocating.
+struct CatSeed;
+
+impl<'de> DeserializeSeed<'de> for CatSeed {
+    type Value = Option<Cat>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Cat>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CatSeed {
+    type Value = Option<Cat>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a category")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Cat>, E> {
+        Ok(Some(match v {
+            "cpu_op" => Cat::CpuOp,
+            "cuda_runtime" => Cat::Runtime,
+            "cuda_driver" => Cat::Driver,
+            "kernel" => Cat::Kernel,
+            "gpu_memcpy" => Cat::Memcpy,
+            "gpu_memset" => Cat::Memset,
+            "ac2g" => Cat::Ac2g,
+            "python_function" => Cat::PythonFunction,
+            _ => Cat::Other,
+        }))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<Cat>, E> {
+        Ok(Some(Cat::Other))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<Cat>, E> {
+        Ok(Some(Cat::Other))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<Cat>, E> {
+        Ok(Some(Cat::Other))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<Cat>, E> {
+        Ok(Some(Cat::Other))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<Cat>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Cat>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Some(Cat::Other))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Cat>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Some(Cat::Other))
+    }
+}
+
+/// `ph`: its first byte.
+struct PhSeed;
+
+impl<'de> DeserializeSeed<'de> for PhSeed {
+    type Value = Option<u8>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<u8>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PhSeed {
+    type Value = Option<u8>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a phase")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<u8>, E> {
+        Ok(v.bytes().next())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<u8>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<u8>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<u8>, E> {
+        Ok(None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<u8>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<u8>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u8>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u8>, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(None)
     }

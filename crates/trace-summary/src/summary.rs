@@ -43,7 +43,7 @@ pub struct Summary {
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
-pub fn summarize<R: Read>(reader: R, label: &Path) -> Result<Summary> {
+pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
     let parsed = parse(BufReader::with_capacity(1 << 20, reader))
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
     let analysis = Analysis::new(&parsed);

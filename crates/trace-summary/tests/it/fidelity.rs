@@ -143,3 +143,33 @@ fn tables_match_tracelens() {
     }
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
 }
+
+/// The six public traces TraceLens rejects with "No GPU events found in the
+/// trace" get the same answer here, as an outcome rather than an error.
+#[test]
+fn traces_tracelens_rejects_have_no_gpu_activity() {
+    let Some(root) = public() else { return };
+    for rel in [
+        "kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz",
+        "kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz",
+        "kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+        "kineto/hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
+        "kineto/hta/trace_diff/control/control.json.gz",
+        "kineto/pytorch-kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+    ] {
+        let summary = trace_summary::summarize_file(&root.join(rel)).unwrap();
+        assert_eq!(summary.outcome, trace_summary::Outcome::NoGpuActivity, "{rel}");
+        assert!(summary.events > 0, "{rel}");
+    }
+}
+
+/// A trace with invalid UTF-8 and control bytes is read through the sanitizer.
+#[test]
+fn broken_traces_are_read_through_the_sanitizer() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/synthetic/run/broken/python_names.pt.trace.json");
+    let summary = trace_summary::summarize_file(&path).unwrap();
+    assert_eq!(summary.outcome, trace_summary::Outcome::Tables);
+    let ks = summary.kernel_summary.unwrap().to_csv();
+    assert!(ks.contains("GEMM,aten::mm,Cijk_Alik_Bljk_HHS_BH_MT64x64x32"), "{ks}");
+}
