@@ -520,6 +520,40 @@ pub(crate) enum ReportCommand {
     /// Compare two or more TraceLens PyTorch reports.
     #[command(name = "tracelens-compare", after_help = COMPARE_HELP)]
     TracelensCompare(CompareArgs),
+    /// TraceLens' core tables computed natively, in seconds, without Python.
+    #[command(after_help = SUMMARY_HELP)]
+    Summary(SummaryArgs),
+}
+
+const SUMMARY_HELP: &str = "\
+For every PyTorch (Kineto) trace: gpu_timeline, kernel_summary and
+ops_summary with TraceLens' exact definitions, written as CSVs to
+<output-dir>/<trace stem>/, and a compact view here: where GPU time went,
+the top kernels and ops, and a cross-rank table when the traces carry ranks.
+Broken traces are read through the sanitizer. Traces TraceLens would reject
+for having no linked GPU activity are listed as such.
+
+Examples:
+  madengine report summary --root fixtures/synthetic/run
+  madengine report summary rank0.json.gz rank1.json.gz --top 5 --json";
+
+#[derive(Debug, Args)]
+pub(crate) struct SummaryArgs {
+    /// Traces to summarize (instead of discovering them under --root).
+    #[arg(value_name = "TRACE", conflicts_with = "root")]
+    pub(crate) traces: Vec<PathBuf>,
+    /// The run directory to search for PyTorch traces.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) root: Option<PathBuf>,
+    /// Where the CSVs go (never searched for traces).
+    #[arg(long, default_value = "summary_output", value_name = "DIR")]
+    pub(crate) output_dir: PathBuf,
+    /// How many kernels and ops to show per trace.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub(crate) top: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -53,6 +53,8 @@ pub(crate) enum Error {
     Slurm(#[from] collect_slurm::Error),
     #[error(transparent)]
     K8s(#[from] collect_k8s::Error),
+    #[error(transparent)]
+    Summary(#[from] trace_summary::Error),
     #[error("cannot write {path}")]
     Io {
         path: std::path::PathBuf,
@@ -87,6 +89,7 @@ impl Error {
             Error::Slurm(_) => Status::Io,
             Error::K8s(collect_k8s::Error::Invalid(_)) => Status::Usage,
             Error::K8s(_) => Status::Io,
+            Error::Summary(_) => Status::Io,
             Error::Sanitize(_)
             | Error::Discover(_)
             | Error::Tracelens(_)

@@ -482,3 +482,107 @@ pub(crate) fn slurm_summary(summary: &collect_slurm::Summary) -> Result<(), Erro
     ));
     out(&text)
 }
+
+pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Error> {
+    let mut text = String::new();
+    let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
+    for v in views {
+        let rank = v.rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
+        text.push_str(&format!("== {}{rank}\n", v.trace.display()));
+        if v.outcome == trace_summary::Outcome::NoGpuActivity {
+            text.push_str("   no GPU activity: no GPU event is linked to a launch (TraceLens would reject this trace)\n\n");
+            continue;
+        }
+        let get = |name: &str| v.timeline.iter().find(|r| r.0 == name);
+        let parts: Vec<String> =
+            ["computation_time", "exposed_comm_time", "exposed_memcpy_time", "idle_time"]
+                .iter()
+                .filter_map(|n| {
+                    get(n).map(|r| {
+                        format!(
+                            "{} {:.3} ms ({})",
+                            n.trim_end_matches("_time").replace('_', " "),
+                            r.1,
+                            pct(r.2)
+                        )
+                    })
+                })
+                .collect();
+        if let Some(total) = get("total_time") {
+            text.push_str(&format!("   GPU time {:.3} ms: {}\n", total.1, parts.join(", ")));
+        }
+        if !v.top_kernels.is_empty() {
+            text.push_str("   top kernels (total µs, share of kernel time):\n");
+            for (name, us, p) in &v.top_kernels {
+                text.push_str(&format!(
+                    "     {:>12}  {:>6}  {}\n",
+                    py(*us),
+                    pct(*p),
+                    shorten(name)
+                ));
+            }
+        }
+        if !v.top_ops.is_empty() {
+            text.push_str("   top ops (GPU ms launched directly, share):\n");
+            for (name, ms, p) in &v.top_ops {
+                text.push_str(&format!(
+                    "     {:>12}  {:>6}  {}\n",
+                    py(*ms),
+                    pct(*p),
+                    shorten(name)
+                ));
+            }
+        }
+        if let Some(dir) = &v.csv_dir {
+            text.push_str(&format!("   CSVs: {}\n", dir.display()));
+        }
+        text.push('\n');
+    }
+    let mut ranked: Vec<&crate::commands::SummaryView> =
+        views.iter().filter(|v| v.rank.is_some() && !v.timeline.is_empty()).collect();
+    ranked.sort_by_key(|v| v.rank);
+    if ranked.len() > 1 {
+        let ms = |v: &crate::commands::SummaryView, n: &str| {
+            v.timeline.iter().find(|r| r.0 == n).map_or(0.0, |r| r.1)
+        };
+        let totals: Vec<f64> = ranked.iter().map(|v| ms(v, "total_time")).collect();
+        let slowest = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let fastest = totals.iter().copied().fold(f64::INFINITY, f64::min);
+        // Only a real straggler is flagged: the first rank with the longest GPU time.
+        let flagged =
+            if slowest > fastest { totals.iter().position(|t| *t == slowest) } else { None };
+        let rows: Vec<[String; 6]> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let total = ms(v, "total_time");
+                [
+                    v.rank.unwrap_or_default().to_string(),
+                    format!("{:.3}", ms(v, "computation_time")),
+                    format!("{:.3}", ms(v, "exposed_comm_time")),
+                    format!("{:.3}", ms(v, "idle_time")),
+                    format!("{total:.3}"),
+                    if Some(i) == flagged { "<- slowest".into() } else { String::new() },
+                ]
+            })
+            .collect();
+        text.push_str("cross-rank (ms):\n");
+        table(&mut text, ["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", ""], &rows);
+    }
+    if views.is_empty() {
+        text.push_str("no PyTorch traces found\n");
+    }
+    out(&text)
+}
+
+fn py(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{}", v as i64) } else { format!("{v:.3}") }
+}
+
+fn shorten(name: &str) -> String {
+    if name.chars().count() > 100 {
+        format!("{}...", name.chars().take(97).collect::<String>())
+    } else {
+        name.to_string()
+    }
+}

@@ -5,6 +5,9 @@ mod k8s;
 mod report;
 mod setup;
 mod slurm;
+mod summary;
+
+pub(crate) use summary::TraceView as SummaryView;
 mod trace;
 
 use crate::{
@@ -21,6 +24,7 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
         Command::Trace(TraceCommand::Sanitize(args)) => trace::sanitize(&args),
         Command::Report(ReportCommand::Tracelens(args)) => report::tracelens(&args),
         Command::Report(ReportCommand::TracelensCompare(args)) => report::compare(&args),
+        Command::Report(ReportCommand::Summary(args)) => summary::summary(&args),
         Command::Setup(SetupCommand::Tracelens(args)) => setup::tracelens(&args),
         Command::Setup(SetupCommand::Dynolog(args)) => dynolog::setup(&args),
         Command::Dynolog(DynologCommand::Status(args)) => dynolog::status(&args),

@@ -114,3 +114,18 @@ fn usage_error_exits_2() {
     For more information, try '--help'.
     ");
 }
+
+#[test]
+fn report_summary_on_the_synthetic_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    cli_snapshot!(
+        &synthetic(),
+        ["report", "summary", "--root", "run", "--top", "2", "--output-dir", &out]
+    );
+    let csv = fs::read_to_string(
+        out.join("torch_profiler_output_libkineto_trace_rank0_1/gpu_timeline.csv"),
+    )
+    .unwrap();
+    assert!(csv.starts_with("type,time ms,percent\ncomputation_time,0.0085,"), "{csv}");
+}

@@ -1,0 +1,146 @@
+//! `madengine report summary`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use trace_summary::{Cell, Outcome, Table};
+
+use crate::{
+    cli::SummaryArgs,
+    error::{Error, Status},
+    render,
+};
+
+/// What the terminal and JSON views show for one trace.
+#[derive(Debug, Serialize)]
+pub(crate) struct TraceView {
+    pub(crate) trace: PathBuf,
+    pub(crate) rank: Option<u32>,
+    pub(crate) outcome: Outcome,
+    pub(crate) csv_dir: Option<PathBuf>,
+    /// `(type, ms, percent)` rows of gpu_timeline.
+    pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
+    /// `(kernel, total µs, percent of kernel time)`, largest first.
+    pub(crate) top_kernels: Vec<(String, f64, Option<f64>)>,
+    /// `(op, direct ms, percent)`, largest first.
+    pub(crate) top_ops: Vec<(String, f64, Option<f64>)>,
+}
+
+fn num(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::Int(i) => Some(*i as f64),
+        Cell::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn text(c: &Cell) -> String {
+    match c {
+        Cell::Str(s) => s.clone(),
+        Cell::Int(i) => i.to_string(),
+        Cell::Float(f) => trace_summary::py_float(*f),
+        Cell::Empty => String::new(),
+    }
+}
+
+fn column(t: &Table, name: &str) -> Option<usize> {
+    t.header.iter().position(|h| h == name)
+}
+
+/// Top rows of a table by `value` column: (label, value, percent).
+fn top(
+    t: &Table,
+    label: &str,
+    value: &str,
+    pct: &str,
+    n: usize,
+) -> Vec<(String, f64, Option<f64>)> {
+    let (Some(l), Some(v), Some(p)) = (column(t, label), column(t, value), column(t, pct)) else {
+        return vec![];
+    };
+    t.rows.iter().take(n).map(|r| (text(&r[l]), num(&r[v]).unwrap_or(0.0), num(&r[p]))).collect()
+}
+
+fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {
+    let path = dir.join(format!("{name}.csv"));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|source| Error::Io { path: path.clone(), source })?;
+    std::io::Write::write_all(&mut tmp, table.to_csv().as_bytes())
+        .map_err(|source| Error::Io { path: path.clone(), source })?;
+    tmp.persist(&path).map_err(|e| Error::Io { path: path.clone(), source: e.error })?;
+    Ok(())
+}
+
+pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
+    let (root, traces): (PathBuf, Vec<(PathBuf, Option<u32>)>) = if args.traces.is_empty() {
+        let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+        let options = trace_discover::Options {
+            exclude: vec![args.output_dir.clone()],
+            ..Default::default()
+        };
+        let found = trace_discover::discover(&root, &options)?;
+        let traces = found
+            .of_kind(trace_discover::TraceKind::Pytorch)
+            .map(|t| (t.path.clone(), t.rank.map(|r| r.rank)))
+            .collect();
+        (root, traces)
+    } else {
+        let traces = args
+            .traces
+            .iter()
+            .map(|p| {
+                let rank = trace_discover::find_rank(p).ok().flatten().map(|r| r.rank);
+                (p.clone(), rank)
+            })
+            .collect();
+        (PathBuf::from("."), traces)
+    };
+    let mut views = Vec::new();
+    for (trace, rank) in traces {
+        let summary = trace_summary::summarize_file(&trace)?;
+        let rel = trace.strip_prefix(&root).unwrap_or(&trace);
+        let mut view = TraceView {
+            trace: trace.clone(),
+            rank,
+            outcome: summary.outcome,
+            csv_dir: None,
+            timeline: vec![],
+            top_kernels: vec![],
+            top_ops: vec![],
+        };
+        if let Some(t) = &summary.gpu_timeline {
+            let dir = args.output_dir.join(tracelens_driver::report_stem(rel));
+            std::fs::create_dir_all(&dir)
+                .map_err(|source| Error::Io { path: dir.clone(), source })?;
+            write_csv(&dir, "gpu_timeline", t)?;
+            view.timeline = t
+                .rows
+                .iter()
+                .map(|r| (text(&r[0]), num(&r[1]).unwrap_or(0.0), num(&r[2])))
+                .collect();
+            if let Some(k) = &summary.kernel_summary {
+                write_csv(&dir, "kernel_summary", k)?;
+                view.top_kernels = top(
+                    k,
+                    "Kernel name",
+                    "Kernel duration (µs)_sum",
+                    "Percent of kernels time (%)",
+                    args.top,
+                );
+            }
+            if let Some(o) = &summary.ops_summary {
+                write_csv(&dir, "ops_summary", o)?;
+                view.top_ops =
+                    top(o, "name", "total_direct_kernel_time_ms", "Percentage (%)", args.top);
+            }
+            view.csv_dir = Some(dir);
+        }
+        views.push(view);
+    }
+    if args.json {
+        render::json(&views)?;
+    } else {
+        render::summaries(&views)?;
+    }
+    Ok(Status::Success)
+}
