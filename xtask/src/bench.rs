@@ -14,6 +14,7 @@ use crate::cmd::{cargo, cmd};
 pub(crate) enum Which {
     Sanitize,
     Discover,
+    Summary,
     All,
 }
 
@@ -87,6 +88,9 @@ pub(crate) fn run(
     if matches!(which, Which::Discover | Which::All) {
         discover(&scratch, &madengine, files, runs, &mut rows)?;
     }
+    if matches!(which, Which::Summary | Which::All) {
+        summary(root, &scratch, runs, &mut rows)?;
+    }
     let _ = fs::remove_dir_all(&scratch);
     print!("{}", table(&rows));
     Ok(())
@@ -156,6 +160,60 @@ fn sanitize(
         });
     }
     let _ = fs::remove_file(&input);
+    Ok(())
+}
+
+/// TraceLens itself cannot run on these machines; its figures on the same
+/// 302.6 MB trace were measured on this machine kind and recorded in
+/// shared/fixtures/public/tracelens-expected/README.md (the named baseline).
+const TRACELENS_SECONDS: f64 = 73.7;
+const TRACELENS_PEAK_MIB: f64 = 4937.0;
+
+fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Result<(), String> {
+    let generator = root.join("../shared/bench/make_big_kineto.py");
+    let source = root.join(
+        "../shared/fixtures/public/kineto/hta/negative_queue_length_values_check/rank0.json.gz",
+    );
+    if !generator.is_file() || !source.is_file() {
+        return Err(format!("missing {} or {}", generator.display(), source.display()));
+    }
+    eprintln!("building the trace-summary example (release)...");
+    cmd(
+        cargo(),
+        ["build", "--release", "--quiet", "-p", "trace-summary", "--example", "summarize"],
+    )
+    .dir(root)
+    .run()
+    .map_err(|e| format!("cargo build failed: {e}"))?;
+    let trace = scratch.join("big_kineto.json");
+    eprintln!("generating a ~300 MB Kineto trace...");
+    cmd("python3", [generator.as_os_str(), source.as_os_str(), trace.as_os_str(), "300".as_ref()])
+        .stdout_null()
+        .run()
+        .map_err(|e| format!("make_big_kineto.py failed: {e}"))?;
+    let size = fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+    let example = root.join("target/release/examples/summarize").display().to_string();
+    let argv = vec![example, trace.display().to_string()];
+    let (seconds, peak_kib) = measure(&argv, runs, &scratch.join("unused"))?;
+    let first = rows.len();
+    rows.push(Row {
+        bench: "summary",
+        subject: "TraceLens perf report (recorded on this machine kind)".into(),
+        seconds: TRACELENS_SECONDS,
+        peak_kib: (TRACELENS_PEAK_MIB * 1024.0) as u64,
+        baseline: None,
+    });
+    rows.push(Row {
+        bench: "summary",
+        subject: format!(
+            "trace-summary, 3 tables ({:.0} MB/s end to end)",
+            size as f64 / seconds / 1e6
+        ),
+        seconds,
+        peak_kib,
+        baseline: Some(first),
+    });
+    let _ = fs::remove_file(&trace);
     Ok(())
 }
 
