@@ -9,23 +9,6 @@ use std::{
     path::{Path, PathBuf},
 };
 
-fn public() -> Option<PathBuf> {
-    let required = std::env::var_os("MADENGINE_PUBLIC_FIXTURES").map(PathBuf::from);
-    let dir = required.clone().unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/public")
-    });
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        required.is_none(),
-        "MADENGINE_PUBLIC_FIXTURES names a missing directory: {}",
-        dir.display()
-    );
-    eprintln!("skipped: public traces not found at {}", dir.display());
-    None
-}
-
 fn expected_dirs(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root.join("tracelens-expected")];
@@ -75,7 +58,7 @@ fn split_records(csv: &str) -> Vec<String> {
 
 #[test]
 fn tables_match_tracelens() {
-    let Some(root) = public() else { return };
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
     let dirs = expected_dirs(&root);
     let kineto: Vec<&PathBuf> =
         dirs.iter().filter(|d| !d.to_string_lossy().contains("rocprofv3")).collect();
@@ -148,7 +131,7 @@ fn tables_match_tracelens() {
 /// trace" get the same answer here, as an outcome rather than an error.
 #[test]
 fn traces_tracelens_rejects_have_no_gpu_activity() {
-    let Some(root) = public() else { return };
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
     for rel in [
         "kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz",
         "kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz",

@@ -3,3 +3,5 @@
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod fidelity;
+#[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
+mod public_dir;

@@ -2,6 +2,8 @@
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod public;
+#[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
+mod public_dir;
 mod runs;
 mod standin;
 

@@ -1,28 +1,8 @@
 //! The driver over the real public traces, with the stand-in.
 
-use std::path::PathBuf;
-
 use tracelens_driver::{Config, Status, Tool};
 
-fn public_fixtures() -> Option<PathBuf> {
-    let required = std::env::var_os("MADENGINE_PUBLIC_FIXTURES").map(PathBuf::from);
-    let dir = required.clone().unwrap_or_else(|| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/public")
-    });
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        required.is_none(),
-        "MADENGINE_PUBLIC_FIXTURES names a missing directory: {}",
-        dir.display()
-    );
-    eprintln!(
-        "skipped: public traces not found at {} (set MADENGINE_PUBLIC_FIXTURES to require them)",
-        dir.display()
-    );
-    None
-}
+use crate::public_dir::public_fixtures;
 
 #[test]
 fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
