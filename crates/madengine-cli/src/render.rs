@@ -489,9 +489,19 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
     for v in views {
         let rank = v.rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
         text.push_str(&format!("== {}{rank}\n", v.trace.display()));
-        if v.outcome == trace_summary::Outcome::NoGpuActivity {
-            text.push_str("   no GPU activity: no GPU event is linked to a launch (TraceLens would reject this trace)\n\n");
-            continue;
+        match v.outcome {
+            trace_summary::Outcome::NoGpuActivity => {
+                text.push_str("   no GPU activity (a CPU-only trace): nothing to summarize\n\n");
+                continue;
+            }
+            trace_summary::Outcome::LegacyCategories => text.push_str(
+                "   note: legacy categories or older flows, read as today's (TraceLens rejects this trace)\n",
+            ),
+            trace_summary::Outcome::Unlinked => text.push_str(
+                "   note: no GPU event is linked to a launch (sampled trace?): the timeline counts every GPU event, \
+                 kernels have no parent op (TraceLens rejects this trace)\n",
+            ),
+            _ => {}
         }
         let get = |name: &str| v.timeline.iter().find(|r| r.0 == name);
         let parts: Vec<String> =

@@ -187,6 +187,9 @@ pub(crate) struct Analysis<'p> {
     below: HashMap<usize, Vec<usize>>,
     /// Children that are GPU events, per runtime event.
     gpu_children: HashMap<usize, Vec<usize>>,
+    /// Count unlinked GPU events in the timeline too (TraceLens'
+    /// `--include_unlinked_kernels`).
+    include_unlinked: bool,
 }
 
 fn ev(p: &Parsed, i: usize) -> &Event {
@@ -304,7 +307,13 @@ impl<'p> Analysis<'p> {
                 }
             }
         }
-        Analysis { p, end, parent, gpu_parent, below, gpu_children }
+        Analysis { p, end, parent, gpu_parent, below, gpu_children, include_unlinked: false }
+    }
+
+    /// Count every GPU event in the timeline, linked or not.
+    pub(crate) fn include_unlinked(mut self) -> Self {
+        self.include_unlinked = true;
+        self
     }
 
     fn name(&self, i: usize) -> &str {
@@ -319,7 +328,10 @@ impl<'p> Analysis<'p> {
 
     pub(crate) fn linked_gpu(&self) -> Vec<usize> {
         (0..self.p.events.len())
-            .filter(|&i| ev(self.p, i).cat.is_gpu() && self.gpu_parent[i].is_some())
+            .filter(|&i| {
+                ev(self.p, i).cat.is_gpu()
+                    && (self.include_unlinked || self.gpu_parent[i].is_some())
+            })
             .collect()
     }
 
@@ -360,7 +372,7 @@ impl<'p> Analysis<'p> {
     fn direct_map(&self) -> (Vec<usize>, HashMap<usize, Vec<usize>>) {
         let mut map: HashMap<usize, Vec<usize>> = HashMap::default();
         let mut order: Vec<usize> = Vec::new();
-        for g in self.linked_gpu() {
+        for g in self.linked_gpu().into_iter().filter(|&g| self.gpu_parent[g].is_some()) {
             if is_comm_name(self.name(g)) {
                 continue;
             }
@@ -624,6 +636,9 @@ impl<'p> Analysis<'p> {
             return None;
         }
         let (order, direct) = self.direct_map();
+        if order.is_empty() {
+            return None;
+        }
         let mut launchers = order;
         let first_gpu: HashMap<usize, usize> = direct
             .iter()

@@ -49,11 +49,34 @@ pub(crate) enum Cat {
     Memset,
     Ac2g,
     PythonFunction,
+    /// PyTorch 1.9-era `Kernel`, `Memcpy`, `Memset`, `Runtime`, `Operator`.
+    LegacyKernel,
+    LegacyMemcpy,
+    LegacyMemset,
+    LegacyRuntime,
+    LegacyOperator,
+    /// Older flow categories: `async` (PyTorch 1.9), `async_cpu_to_gpu` (2022-23).
+    LegacyFlow,
     None,
     Other,
 }
 
 impl Cat {
+    /// The modern category of a legacy one (TraceLens does not do this).
+    pub(crate) fn modern(self) -> Cat {
+        match self {
+            Cat::LegacyKernel => Cat::Kernel,
+            Cat::LegacyMemcpy => Cat::Memcpy,
+            Cat::LegacyMemset => Cat::Memset,
+            Cat::LegacyRuntime => Cat::Runtime,
+            Cat::LegacyOperator => Cat::CpuOp,
+            Cat::LegacyFlow => Cat::Ac2g,
+            other => other,
+        }
+    }
+    pub(crate) fn is_legacy(self) -> bool {
+        self.modern() != self
+    }
     pub(crate) fn is_gpu(self) -> bool {
         matches!(self, Cat::Kernel | Cat::Memcpy | Cat::Memset)
     }
@@ -615,6 +638,12 @@ impl<'de> Visitor<'de> for CatSeed {
             "gpu_memset" => Cat::Memset,
             "ac2g" => Cat::Ac2g,
             "python_function" => Cat::PythonFunction,
+            "Kernel" => Cat::LegacyKernel,
+            "Memcpy" => Cat::LegacyMemcpy,
+            "Memset" => Cat::LegacyMemset,
+            "Runtime" => Cat::LegacyRuntime,
+            "Operator" => Cat::LegacyOperator,
+            "async" | "async_cpu_to_gpu" => Cat::LegacyFlow,
             _ => Cat::Other,
         }))
     }

@@ -14,14 +14,22 @@ use crate::{
     parse::parse,
 };
 
-/// How the summary went.
+/// Which rule produced the tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// TraceLens' rules applied: the tables are what TraceLens writes.
     Tables,
-    /// No GPU event could be linked to a launch (TraceLens: "No GPU events
-    /// found in the trace"); no table.
+    /// TraceLens gives up on this trace ("No GPU events found in the trace"),
+    /// but its legacy categories (`Kernel`/`Runtime`/`Operator`) or older
+    /// flows (`async`, `async_cpu_to_gpu`) read as today's link it: the
+    /// tables follow TraceLens' rules on the translated events.
+    LegacyCategories,
+    /// GPU events exist but none is linked to a launch (an event-sampled
+    /// trace whose flows are gone): the timeline counts every GPU event, and
+    /// kernels have no parent op (empty category and op). No `ops_summary`.
+    Unlinked,
+    /// No GPU activity at all (a CPU-only trace): no table.
     NoGpuActivity,
 }
 
@@ -44,26 +52,48 @@ pub struct Summary {
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
 pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
-    let parsed = parse(BufReader::with_capacity(1 << 20, reader))
+    let mut parsed = parse(BufReader::with_capacity(1 << 20, reader))
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
-    let analysis = Analysis::new(&parsed);
-    let gpu_events = parsed.events.iter().filter(|e| e.cat.is_gpu()).count();
-    let Some((timeline, total)) = analysis.gpu_timeline() else {
-        return Ok(Summary {
-            outcome: Outcome::NoGpuActivity,
-            gpu_timeline: None,
-            kernel_summary: None,
-            ops_summary: None,
-            events: parsed.events.len(),
+    let events = parsed.events.len();
+    let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
+        let (timeline, total) = analysis.gpu_timeline()?;
+        Some(Summary {
+            outcome,
+            kernel_summary: analysis.kernel_summary(total),
+            ops_summary: if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() },
+            gpu_timeline: Some(timeline),
+            events,
             gpu_events,
-        });
+        })
     };
+    // 1. TraceLens' own rules.
+    let gpu_events = parsed.events.iter().filter(|e| e.cat.is_gpu()).count();
+    if let Some(s) = tables(&Analysis::new(&parsed), Outcome::Tables, gpu_events) {
+        return Ok(s);
+    }
+    // 2. Legacy categories and older flows, read as today's.
+    let mut gpu_events = gpu_events;
+    if parsed.events.iter().any(|e| e.cat.is_legacy()) {
+        for e in &mut parsed.events {
+            e.cat = e.cat.modern();
+        }
+        gpu_events = parsed.events.iter().filter(|e| e.cat.is_gpu()).count();
+        if let Some(s) = tables(&Analysis::new(&parsed), Outcome::LegacyCategories, gpu_events) {
+            return Ok(s);
+        }
+    }
+    // 3. GPU events without links: the timeline from all of them.
+    if let Some(s) =
+        tables(&Analysis::new(&parsed).include_unlinked(), Outcome::Unlinked, gpu_events)
+    {
+        return Ok(s);
+    }
     Ok(Summary {
-        outcome: Outcome::Tables,
-        kernel_summary: analysis.kernel_summary(total),
-        ops_summary: analysis.ops_summary(),
-        gpu_timeline: Some(timeline),
-        events: parsed.events.len(),
+        outcome: Outcome::NoGpuActivity,
+        gpu_timeline: None,
+        kernel_summary: None,
+        ops_summary: None,
+        events,
         gpu_events,
     })
 }

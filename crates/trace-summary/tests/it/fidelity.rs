@@ -128,21 +128,41 @@ fn tables_match_tracelens() {
 }
 
 /// The six public traces TraceLens rejects with "No GPU events found in the
-/// trace" get the same answer here, as an outcome rather than an error.
+/// trace": we still answer where there is GPU activity, and say by which rule.
 #[test]
-fn traces_tracelens_rejects_have_no_gpu_activity() {
+fn traces_tracelens_rejects_still_get_an_answer() {
+    use trace_summary::Outcome::*;
     let Some(root) = crate::public_dir::public_fixtures() else { return };
-    for rel in [
-        "kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz",
-        "kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz",
-        "kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
-        "kineto/hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
-        "kineto/hta/trace_diff/control/control.json.gz",
-        "kineto/pytorch-kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+    for (rel, outcome, ops) in [
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz", Unlinked, false),
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz", Unlinked, false),
+        ("kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", NoGpuActivity, false),
+        (
+            "kineto/hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
+            NoGpuActivity,
+            false,
+        ),
+        ("kineto/hta/trace_diff/control/control.json.gz", LegacyCategories, true),
+        (
+            "kineto/pytorch-kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+            LegacyCategories,
+            true,
+        ),
     ] {
         let summary = trace_summary::summarize_file(&root.join(rel)).unwrap();
-        assert_eq!(summary.outcome, trace_summary::Outcome::NoGpuActivity, "{rel}");
+        assert_eq!(summary.outcome, outcome, "{rel}");
         assert!(summary.events > 0, "{rel}");
+        assert_eq!(summary.gpu_timeline.is_some(), outcome != NoGpuActivity, "{rel}");
+        assert_eq!(summary.ops_summary.is_some(), ops, "{rel}");
+        if outcome == Unlinked {
+            // kernels without a parent op: no category or op columns at all
+            let ks = summary.kernel_summary.as_ref().unwrap();
+            assert_eq!(ks.header[0], "Kernel name", "{rel}");
+        }
+        if outcome == LegacyCategories {
+            let ks = summary.kernel_summary.as_ref().unwrap().to_csv();
+            assert!(ks.lines().count() > 10, "{rel}: {ks}");
+        }
     }
 }
 
