@@ -105,17 +105,17 @@ fn default_tools_image() -> String {
 fn default_workdir() -> String {
     "/workspace".into()
 }
+/// The workspace directories a job collects unless its config says otherwise.
+pub const DEFAULT_COLLECT: &[&str] = &[
+    "rocprof_output",
+    "rpd_output",
+    "rocm_trace_lite_output",
+    "torch_profiler_output",
+    "tracelens_output",
+];
+
 fn default_collect() -> Vec<String> {
-    [
-        "rocprof_output",
-        "rpd_output",
-        "rocm_trace_lite_output",
-        "torch_profiler_output",
-        "tracelens_output",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect()
 }
 
 /// The ConfigMap's limit on its total size.

@@ -157,6 +157,55 @@ pub fn gather(
     Ok(gathered)
 }
 
+/// For pods still running (or kept after completion): `kubectl cp` each tool
+/// output directory straight from each pod's workspace into
+/// `<results>/<pod>/<dir>`, and write `results_summary.json`. A directory a
+/// pod does not have is not an error; existing local results are left alone.
+pub fn gather_live(
+    kubectl: &Kubectl,
+    job: &str,
+    results: &Path,
+    workdir: &str,
+    dirs: &[String],
+) -> Result<Gathered> {
+    fs::create_dir_all(results)
+        .map_err(|source| Error::Io { path: results.to_path_buf(), source })?;
+    let selector = format!("batch.kubernetes.io/job-name={job}");
+    let names = kubectl
+        .run(&["get", "pods", "-l", &selector, "-o", "jsonpath={.items[*].metadata.name}"], None)?;
+    let mut gathered = Gathered {
+        job: job.to_string(),
+        namespace: kubectl.namespace.clone(),
+        results: results.to_path_buf(),
+        pods: vec![],
+        problems: vec![],
+    };
+    for pod in names.split_whitespace() {
+        let local = results.join(pod);
+        let mut copied = false;
+        for dir in dirs {
+            let target = local.join(dir);
+            if target.exists() {
+                gathered
+                    .problems
+                    .push(format!("{} already exists; left untouched", target.display()));
+                continue;
+            }
+            fs::create_dir_all(&local)
+                .map_err(|source| Error::Io { path: local.clone(), source })?;
+            let from =
+                format!("{}/{pod}:{}/{dir}", kubectl.namespace, workdir.trim_end_matches('/'));
+            // A tool the pod did not run leaves no directory: not a problem.
+            if kubectl.run(&["cp", &from, &target.display().to_string()], None).is_ok() {
+                copied = true;
+            }
+        }
+        gathered.pods.push(describe(pod, &local, copied));
+    }
+    write_summary(results, &gathered)?;
+    Ok(gathered)
+}
+
 fn collect(kubectl: &Kubectl, job: &str, collector: &str, results: &Path) -> Result<Gathered> {
     kubectl.run(
         &["wait", "--for=condition=Ready", &format!("pod/{collector}"), "--timeout=120s"],

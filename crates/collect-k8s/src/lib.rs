@@ -37,8 +37,8 @@ mod kubectl;
 pub use crate::{
     error::{Error, Result},
     job::{
-        Bundle, CONFIGMAP_LIMIT, GpuVendor, JobFile, RENDEZVOUS_PORT, Toleration, bundle,
-        check_dns_name, configmap_key,
+        Bundle, CONFIGMAP_LIMIT, DEFAULT_COLLECT, GpuVendor, JobFile, RENDEZVOUS_PORT, Toleration,
+        bundle, check_dns_name, configmap_key,
     },
-    kubectl::{Gathered, Kubectl, PodResults, gather},
+    kubectl::{Gathered, Kubectl, PodResults, gather, gather_live},
 };

@@ -120,6 +120,13 @@ pub(crate) struct K8sGatherArgs {
     /// The image of the short-lived collector pod.
     #[arg(long, default_value = "busybox:1.36", value_name = "IMAGE")]
     pub(crate) collector_image: String,
+    /// Copy from the job's pods directly (still running or kept), from their workspace,
+    /// instead of from the results volume.
+    #[arg(long)]
+    pub(crate) live: bool,
+    /// With --live: the pods' workspace.
+    #[arg(long, default_value = "/workspace", value_name = "DIR")]
+    pub(crate) workdir: String,
     #[command(flatten)]
     pub(crate) kubectl: KubectlArgs,
     /// Then run `report tracelens` over the results.

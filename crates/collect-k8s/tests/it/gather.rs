@@ -115,3 +115,44 @@ fn partial_results_are_reported_and_nothing_is_overwritten() {
     assert_eq!(fs::read_to_string(results.join("bert-profile-0-abcde/keep.txt")).unwrap(), "mine");
     assert!(g.pods.iter().all(|p| !p.copied));
 }
+
+#[test]
+fn live_pods_are_copied_from_their_workspace() {
+    let f = fake("", "");
+    // pods as `kubectl get pods` and `kubectl cp` see them
+    let pods = f.dir.path().join("pods");
+    fs::create_dir_all(pods.join("bert-profile-0-abcde/torch_profiler_output")).unwrap();
+    fs::write(
+        pods.join("bert-profile-0-abcde/torch_profiler_output/rank0_trace.json"),
+        r#"{"traceEvents": []}"#,
+    )
+    .unwrap();
+    fs::create_dir_all(pods.join("bert-profile-1-fghij")).unwrap();
+    let wrapper = f.kubectl.program.clone();
+    let text = fs::read_to_string(&wrapper)
+        .unwrap()
+        .replace("exec python3", &format!("FAKE_KUBECTL_PODS='{}' exec python3", pods.display()));
+    fs::write(&wrapper, text).unwrap();
+    let results = f.dir.path().join("live");
+    let dirs = vec!["torch_profiler_output".to_string(), "tracelens_output".to_string()];
+    let g = collect_k8s::gather_live(&f.kubectl, "bert-profile", &results, "/workspace", &dirs)
+        .unwrap();
+    let summary: Vec<_> = g
+        .pods
+        .iter()
+        .map(|p| (p.name.as_str(), p.copied, p.traces.get("pytorch").copied()))
+        .collect();
+    assert_eq!(
+        summary,
+        [("bert-profile-0-abcde", true, Some(1)), ("bert-profile-1-fghij", false, None)]
+    );
+    let log = calls(f.dir.path());
+    assert!(
+        log[0].contains(r#""get", "pods", "-l", "batch.kubernetes.io/job-name=bert-profile""#),
+        "{log:?}"
+    );
+    assert!(log.iter().any(|l| {
+        l.contains(r#""cp", "perf/bert-profile-0-abcde:/workspace/torch_profiler_output""#)
+    }));
+    assert!(results.join("results_summary.json").is_file());
+}

@@ -73,7 +73,13 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
 
 pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
     let k = kubectl(&args.kubectl, &args.namespace);
-    let gathered = collect_k8s::gather(&k, &args.job, &args.results_dir, &args.collector_image)?;
+    let gathered = if args.live {
+        let dirs: Vec<String> =
+            collect_k8s::DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect();
+        collect_k8s::gather_live(&k, &args.job, &args.results_dir, &args.workdir, &dirs)?
+    } else {
+        collect_k8s::gather(&k, &args.job, &args.results_dir, &args.collector_image)?
+    };
     if args.json {
         render::json(&gathered)?;
     } else {

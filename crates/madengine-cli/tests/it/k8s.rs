@@ -83,6 +83,33 @@ fn gather_through_kubectl() {
 }
 
 #[test]
+fn gather_live_copies_each_pods_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("pods/bert-0-xyz/torch_profiler_output");
+    fs::create_dir_all(&tree).unwrap();
+    fs::write(tree.join("rank0_trace.json"), r#"{"traceEvents": []}"#).unwrap();
+    let wrapper = dir.path().join("kubectl");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nFAKE_KUBECTL_PODS='{}' exec python3 '{}' \"$@\"\n",
+            dir.path().join("pods").display(),
+            k8s_fixtures().join("fake_kubectl.py").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    cli_snapshot!(dir.path(), ["k8s", "gather", "bert", "--live", "--namespace", "perf", "--results-dir", "live", "--kubectl", &wrapper], @r"
+    exit code: 0
+    ----- stdout -----
+    ----- stderr -----
+    [madengine] bert-0-xyz: copied (1 pytorch)
+    [madengine] summary: live/results_summary.json
+    ");
+}
+
+#[test]
 fn apply_sends_the_rendered_list_to_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     job_file(dir.path(), "");
