@@ -542,7 +542,8 @@ for having no linked GPU activity are listed as such.
 
 Examples:
   madengine report summary --root fixtures/synthetic/run
-  madengine report summary rank0.json.gz rank1.json.gz --top 5 --json";
+  madengine report summary rank0.json.gz rank1.json.gz --top 5 --json
+  madengine report summary --root run/ --html run/summary.html";
 
 #[derive(Debug, Args)]
 pub(crate) struct SummaryArgs {
@@ -561,6 +562,10 @@ pub(crate) struct SummaryArgs {
     /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also write one self-contained HTML page (inline SVG, no scripts, no
+    /// network): GPU time per trace, top kernels and ops, the cross-rank view.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

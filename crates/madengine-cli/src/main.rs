@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod error;
+mod html;
 mod render;
 mod settings;
 

@@ -548,31 +548,18 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
         }
         text.push('\n');
     }
-    let mut ranked: Vec<&crate::commands::SummaryView> =
-        views.iter().filter(|v| v.rank.is_some() && !v.timeline.is_empty()).collect();
-    ranked.sort_by_key(|v| v.rank);
-    if ranked.len() > 1 {
-        let ms = |v: &crate::commands::SummaryView, n: &str| {
-            v.timeline.iter().find(|r| r.0 == n).map_or(0.0, |r| r.1)
-        };
-        let totals: Vec<f64> = ranked.iter().map(|v| ms(v, "total_time")).collect();
-        let slowest = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let fastest = totals.iter().copied().fold(f64::INFINITY, f64::min);
-        // Only a real straggler is flagged: the first rank with the longest GPU time.
-        let flagged =
-            if slowest > fastest { totals.iter().position(|t| *t == slowest) } else { None };
-        let rows: Vec<[String; 6]> = ranked
+    let ranks = crate::commands::cross_rank(views);
+    if !ranks.is_empty() {
+        let rows: Vec<[String; 6]> = ranks
             .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let total = ms(v, "total_time");
+            .map(|r| {
                 [
-                    v.rank.unwrap_or_default().to_string(),
-                    format!("{:.3}", ms(v, "computation_time")),
-                    format!("{:.3}", ms(v, "exposed_comm_time")),
-                    format!("{:.3}", ms(v, "idle_time")),
-                    format!("{total:.3}"),
-                    if Some(i) == flagged { "<- slowest".into() } else { String::new() },
+                    r.rank.to_string(),
+                    format!("{:.3}", r.computation),
+                    format!("{:.3}", r.exposed_comm),
+                    format!("{:.3}", r.idle),
+                    format!("{:.3}", r.total),
+                    if r.slowest { "<- slowest".into() } else { String::new() },
                 ]
             })
             .collect();

@@ -7,7 +7,7 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use summary::TraceView as SummaryView;
+pub(crate) use summary::{TraceView as SummaryView, cross_rank, write_atomic};
 mod trace;
 
 use crate::{

@@ -26,6 +26,52 @@ pub(crate) struct TraceView {
     pub(crate) top_ops: Vec<(String, f64, Option<f64>)>,
 }
 
+impl TraceView {
+    /// Milliseconds of a gpu_timeline row (0 when absent).
+    pub(crate) fn ms(&self, name: &str) -> f64 {
+        self.timeline.iter().find(|r| r.0 == name).map_or(0.0, |r| r.1)
+    }
+}
+
+/// One rank of the cross-rank table.
+#[derive(Debug)]
+pub(crate) struct RankRow {
+    pub(crate) rank: u32,
+    pub(crate) computation: f64,
+    pub(crate) exposed_comm: f64,
+    pub(crate) idle: f64,
+    pub(crate) total: f64,
+    /// The straggler: the first rank with the longest GPU time, flagged only
+    /// when some rank is faster.
+    pub(crate) slowest: bool,
+}
+
+/// The cross-rank table, by rank; empty unless at least two ranked traces have a timeline.
+pub(crate) fn cross_rank(views: &[TraceView]) -> Vec<RankRow> {
+    let mut ranked: Vec<&TraceView> =
+        views.iter().filter(|v| v.rank.is_some() && !v.timeline.is_empty()).collect();
+    if ranked.len() < 2 {
+        return vec![];
+    }
+    ranked.sort_by_key(|v| v.rank);
+    let totals: Vec<f64> = ranked.iter().map(|v| v.ms("total_time")).collect();
+    let slowest = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let fastest = totals.iter().copied().fold(f64::INFINITY, f64::min);
+    let flagged = if slowest > fastest { totals.iter().position(|t| *t == slowest) } else { None };
+    ranked
+        .iter()
+        .enumerate()
+        .map(|(i, v)| RankRow {
+            rank: v.rank.unwrap_or_default(),
+            computation: v.ms("computation_time"),
+            exposed_comm: v.ms("exposed_comm_time"),
+            idle: v.ms("idle_time"),
+            total: v.ms("total_time"),
+            slowest: Some(i) == flagged,
+        })
+        .collect()
+}
+
 fn num(c: &Cell) -> Option<f64> {
     match c {
         Cell::Int(i) => Some(*i as f64),
@@ -61,14 +107,28 @@ fn top(
     t.rows.iter().take(n).map(|r| (text(&r[l]), num(&r[v]).unwrap_or(0.0), num(&r[p]))).collect()
 }
 
-fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {
-    let path = dir.join(format!("{name}.csv"));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|source| Error::Io { path: path.clone(), source })?;
-    std::io::Write::write_all(&mut tmp, table.to_csv().as_bytes())
-        .map_err(|source| Error::Io { path: path.clone(), source })?;
-    tmp.persist(&path).map_err(|e| Error::Io { path: path.clone(), source: e.error })?;
+/// Write `bytes` to `path` atomically: a temp file beside it (mode 0644, as
+/// a plain create would give), then a rename, so readers never see half a file.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(io)?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {
+    write_atomic(&dir.join(format!("{name}.csv")), table.to_csv().as_bytes())
 }
 
 pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
@@ -136,6 +196,9 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             view.csv_dir = Some(dir);
         }
         views.push(view);
+    }
+    if let Some(html) = &args.html {
+        crate::html::write(html, &views)?;
     }
     if args.json {
         render::json(&views)?;

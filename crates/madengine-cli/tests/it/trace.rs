@@ -129,3 +129,91 @@ fn report_summary_on_the_synthetic_run() {
     .unwrap();
     assert!(csv.starts_with("type,time ms,percent\ncomputation_time,0.0085,"), "{csv}");
 }
+
+/// Chromium for rendering the HTML page: `$MADENGINE_CHROMIUM`, else
+/// `chromium` on PATH; with CI=true its absence fails the test.
+fn chromium() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("MADENGINE_CHROMIUM").filter(|p| !p.is_empty()) {
+        return Some(p.into());
+    }
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path).map(|d| d.join("chromium")).find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but chromium is missing (set MADENGINE_CHROMIUM)"
+        );
+        eprintln!("skipped: chromium not found (set MADENGINE_CHROMIUM)");
+    }
+    found
+}
+
+#[test]
+fn report_summary_html_is_self_contained_and_renders_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let html = dir.path().join("summary.html");
+    let (text, _) = crate::run_cli(
+        &synthetic(),
+        &[
+            "report".as_ref(),
+            "summary".as_ref(),
+            "--root".as_ref(),
+            "run".as_ref(),
+            "--output-dir".as_ref(),
+            out.as_os_str(),
+            "--html".as_ref(),
+            html.as_os_str(),
+        ],
+        &[],
+    );
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let page = fs::read_to_string(&html).unwrap();
+    // Self-contained: no scripts, no fetched assets.
+    for banned in ["<script", " src=", " href=", "url(", "@import"] {
+        assert!(!page.contains(banned), "{banned} in the page");
+    }
+    for expected in [
+        "Across ranks",
+        "node_0/rank0.json.gz (rank 0)",
+        "No GPU activity",
+        "ncclDevKernel_Generic(ncclDevKernelArgsStorage&lt;4096ul&gt;)",
+        "<svg",
+    ] {
+        assert!(page.contains(expected), "{expected} missing from the page");
+    }
+    let Some(chromium) = chromium() else { return };
+    let png = dir.path().join("summary.png");
+    #[allow(clippy::disallowed_methods, reason = "the test drives a real browser")]
+    let mut child = std::process::Command::new(&chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
+        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+        .arg("--window-size=1200,2000")
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(dir.path().join("chromium.log")).unwrap())
+        .spawn()
+        .expect("chromium starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish rendering in 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let log = fs::read_to_string(dir.path().join("chromium.log")).unwrap();
+    assert!(status.success(), "chromium failed: {status}\n{log}");
+    // Chromium logs every console message (errors included) as INFO:CONSOLE.
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages while rendering: {console:#?}");
+    let bytes = fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    // A blank 1200x2000 page compresses to a few KB; the charts and tables do not.
+    assert!(bytes.len() > 30_000, "the screenshot looks blank ({} bytes)", bytes.len());
+}

@@ -1,0 +1,212 @@
+//! `report summary --html`: one self-contained page, inline SVG and CSS, no
+//! scripts, no external assets, so it opens anywhere (a laptop, an air-gapped
+//! cluster's login node) and can be mailed as one file.
+
+use std::{fmt::Write as _, path::Path};
+
+use crate::{
+    commands::{SummaryView, cross_rank},
+    error::Error,
+};
+
+/// The four parts GPU time splits into, with their colours.
+const PARTS: [(&str, &str, &str); 4] = [
+    ("computation_time", "computation", "#2e7d32"),
+    ("exposed_comm_time", "exposed comm", "#c62828"),
+    ("exposed_memcpy_time", "exposed memcpy", "#ef6c00"),
+    ("idle_time", "idle", "#9e9e9e"),
+];
+
+const STYLE: &str = "\
+body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:2em;word-break:break-all}
+table{border-collapse:collapse;margin:.5em 0}
+td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
+td.name,th.name{text-align:left;font-family:monospace;word-break:break-all}
+.note{background:#fff8e1;border-left:4px solid #ffb300;padding:4px 8px}
+.legend span{display:inline-block;margin-right:1.2em}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}
+.slowest{color:#c62828;font-weight:bold}
+";
+
+/// Escape text for HTML element content and attribute values.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn pct(p: Option<f64>) -> String {
+    p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into())
+}
+
+/// A horizontal stacked bar: `parts` are (label, value, colour), drawn to
+/// `width` pixels for `scale` (the value a full bar stands for).
+fn stacked_bar(page: &mut String, parts: &[(&str, f64, &str)], scale: f64, width: f64) {
+    let _ = write!(
+        page,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="24" role="img">"#
+    );
+    let mut x = 0.0;
+    for (label, value, colour) in parts {
+        if *value <= 0.0 || scale <= 0.0 {
+            continue;
+        }
+        let w = value / scale * width;
+        let _ = write!(
+            page,
+            r#"<rect x="{x:.2}" y="0" width="{w:.2}" height="24" fill="{colour}"><title>{} {value:.3} ms</title></rect>"#,
+            esc(label)
+        );
+        x += w;
+    }
+    page.push_str("</svg>");
+}
+
+fn top_table(page: &mut String, title: &str, unit: &str, rows: &[(String, f64, Option<f64>)]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        page,
+        r#"<h3>{}</h3><table><tr><th>{}</th><th>share</th><th class="name">name</th></tr>"#,
+        esc(title),
+        esc(unit)
+    );
+    for (name, value, p) in rows {
+        let _ = write!(
+            page,
+            r#"<tr><td>{value:.3}</td><td>{}</td><td class="name">{}</td></tr>"#,
+            pct(*p),
+            esc(name)
+        );
+    }
+    page.push_str("</table>");
+}
+
+fn trace_section(page: &mut String, v: &SummaryView) {
+    let rank = v.rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
+    let _ = write!(page, "<section><h2>{}{}</h2>", esc(&v.trace.display().to_string()), rank);
+    match v.outcome {
+        trace_summary::Outcome::NoGpuActivity => {
+            page.push_str(
+                r#"<p class="note">No GPU activity (a CPU-only trace): nothing to summarize.</p></section>"#,
+            );
+            return;
+        }
+        trace_summary::Outcome::LegacyCategories => page.push_str(
+            r#"<p class="note">Legacy categories or older flows, read as today's (TraceLens rejects this trace).</p>"#,
+        ),
+        trace_summary::Outcome::Unlinked => page.push_str(
+            r#"<p class="note">No GPU event is linked to a launch (a sampled trace?): the timeline counts every GPU event and kernels have no parent op (TraceLens rejects this trace).</p>"#,
+        ),
+        trace_summary::Outcome::Tables => {}
+    }
+    let total = v.ms("total_time");
+    let parts: Vec<(&str, f64, &str)> =
+        PARTS.iter().map(|(key, label, colour)| (*label, v.ms(key), *colour)).collect();
+    let _ = write!(page, "<p>GPU time {total:.3} ms</p>");
+    stacked_bar(page, &parts, total, 800.0);
+    page.push_str(r#"<p class="legend">"#);
+    for ((key, label, colour), (_, ms, _)) in PARTS.iter().zip(&parts) {
+        let share = v.timeline.iter().find(|r| r.0 == *key).and_then(|r| r.2);
+        let _ = write!(
+            page,
+            r#"<span><i class="swatch" style="background:{colour}"></i>{label} {ms:.3} ms ({})</span>"#,
+            pct(share)
+        );
+    }
+    page.push_str("</p>");
+    top_table(page, "Top kernels", "total µs", &v.top_kernels);
+    top_table(page, "Top ops (GPU time launched directly)", "ms", &v.top_ops);
+    if let Some(dir) = &v.csv_dir {
+        let _ = write!(page, "<p>CSVs: <code>{}</code></p>", esc(&dir.display().to_string()));
+    }
+    page.push_str("</section>");
+}
+
+fn cross_rank_section(page: &mut String, views: &[SummaryView]) {
+    let ranks = cross_rank(views);
+    if ranks.is_empty() {
+        return;
+    }
+    let longest = ranks.iter().map(|r| r.total).fold(0.0, f64::max);
+    page.push_str(
+        r#"<section><h2>Across ranks</h2><table><tr><th>rank</th><th>GPU time (ms)</th><th class="name"></th><th>computation</th><th>exposed comm</th><th>idle</th><th></th></tr>"#,
+    );
+    for r in &ranks {
+        let class = if r.slowest { r#" class="slowest""# } else { "" };
+        let _ = write!(
+            page,
+            r#"<tr{class}><td>{}</td><td>{:.3}</td><td class="name">"#,
+            r.rank, r.total
+        );
+        let parts = [
+            ("computation", r.computation, PARTS[0].2),
+            ("exposed comm", r.exposed_comm, PARTS[1].2),
+            ("idle", r.idle, PARTS[3].2),
+        ];
+        stacked_bar(page, &parts, longest, 400.0);
+        let _ = write!(
+            page,
+            "</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr>",
+            r.computation,
+            r.exposed_comm,
+            r.idle,
+            if r.slowest { "slowest" } else { "" }
+        );
+    }
+    page.push_str("</table></section>");
+}
+
+/// The page, as a string.
+pub(crate) fn page(views: &[SummaryView]) -> String {
+    let mut page =
+        String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(
+        page,
+        "<meta name=\"viewport\" content=\"width=device-width\"><title>madengine report summary</title><style>{STYLE}</style></head><body>"
+    );
+    let _ = write!(
+        page,
+        "<h1>GPU time summary</h1><p>{} trace(s); tables with TraceLens' definitions, computed by madengine {}.</p>",
+        views.len(),
+        env!("CARGO_PKG_VERSION")
+    );
+    cross_rank_section(&mut page, views);
+    for v in views {
+        trace_section(&mut page, v);
+    }
+    if views.is_empty() {
+        page.push_str("<p>No PyTorch traces found.</p>");
+    }
+    page.push_str("</body></html>\n");
+    page
+}
+
+/// Write the page to `path` atomically (a temp file beside it, then a rename).
+pub(crate) fn write(path: &Path, views: &[SummaryView]) -> Result<(), Error> {
+    crate::commands::write_atomic(path, page(views).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn names_are_escaped() {
+        assert_eq!(
+            esc(r#"void at::<lambda>(float&) "x" 'y'"#),
+            "void at::&lt;lambda&gt;(float&amp;) &quot;x&quot; &#39;y&#39;"
+        );
+    }
+}
