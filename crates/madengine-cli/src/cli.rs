@@ -537,8 +537,10 @@ For every PyTorch (Kineto) trace: gpu_timeline, kernel_summary and
 ops_summary with TraceLens' exact definitions, written as CSVs to
 <output-dir>/<trace stem>/, and a compact view here: where GPU time went,
 the top kernels and ops, and a cross-rank table when the traces carry ranks.
-Broken traces are read through the sanitizer. Traces TraceLens would reject
-for having no linked GPU activity are listed as such.
+rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
+total/kernel/memory/busy/idle, and kernel_summary). Broken traces are read
+through the sanitizer. Traces TraceLens rejects still get an answer, and each
+trace says which rule applied (`outcome` in --json).
 
 Examples:
   madengine report summary --root fixtures/synthetic/run
@@ -550,7 +552,7 @@ pub(crate) struct SummaryArgs {
     /// Traces to summarize (instead of discovering them under --root).
     #[arg(value_name = "TRACE", conflicts_with = "root")]
     pub(crate) traces: Vec<PathBuf>,
-    /// The run directory to search for PyTorch traces.
+    /// The run directory to search for PyTorch and rocprofv3 JSON traces.
     #[arg(long, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
     /// Where the CSVs go (never searched for traces).

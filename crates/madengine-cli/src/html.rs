@@ -9,13 +9,16 @@ use crate::{
     error::Error,
 };
 
-/// The four parts GPU time splits into, with their colours.
-const PARTS: [(&str, &str, &str); 4] = [
-    ("computation_time", "computation", "#2e7d32"),
-    ("exposed_comm_time", "exposed comm", "#c62828"),
-    ("exposed_memcpy_time", "exposed memcpy", "#ef6c00"),
-    ("idle_time", "idle", "#9e9e9e"),
-];
+/// A colour per part of the timeline, by label.
+fn colour(label: &str) -> &'static str {
+    match label {
+        "computation" | "busy" => "#2e7d32",
+        "exposed comm" => "#c62828",
+        "exposed memcpy" | "memory" => "#ef6c00",
+        "kernel" => "#1565c0",
+        _ => "#9e9e9e",
+    }
+}
 
 const STYLE: &str = "\
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -109,20 +112,28 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         trace_summary::Outcome::Unlinked => page.push_str(
             r#"<p class="note">No GPU event is linked to a launch (a sampled trace?): the timeline counts every GPU event and kernels have no parent op (TraceLens rejects this trace).</p>"#,
         ),
+        trace_summary::Outcome::Rocprofv3 => page.push_str(
+            r#"<p class="note">rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops).</p>"#,
+        ),
         trace_summary::Outcome::Tables => {}
     }
     let total = v.ms("total_time");
-    let parts: Vec<(&str, f64, &str)> =
-        PARTS.iter().map(|(key, label, colour)| (*label, v.ms(key), *colour)).collect();
-    let _ = write!(page, "<p>GPU time {total:.3} ms</p>");
-    stacked_bar(page, &parts, total, 800.0);
+    let bar: Vec<(&str, f64, &str)> =
+        v.bar_parts().iter().map(|(row, label)| (*label, v.ms(row), colour(label))).collect();
+    let what = match v.outcome {
+        trace_summary::Outcome::Rocprofv3 => "Profiled time",
+        _ => "GPU time",
+    };
+    let _ = write!(page, "<p>{what} {total:.3} ms</p>");
+    stacked_bar(page, &bar, total, 800.0);
     page.push_str(r#"<p class="legend">"#);
-    for ((key, label, colour), (_, ms, _)) in PARTS.iter().zip(&parts) {
-        let share = v.timeline.iter().find(|r| r.0 == *key).and_then(|r| r.2);
+    for (row, label) in v.parts() {
         let _ = write!(
             page,
-            r#"<span><i class="swatch" style="background:{colour}"></i>{label} {ms:.3} ms ({})</span>"#,
-            pct(share)
+            r#"<span><i class="swatch" style="background:{}"></i>{label} {:.3} ms ({})</span>"#,
+            colour(label),
+            v.ms(row),
+            pct(v.percent(row))
         );
     }
     page.push_str("</p>");
@@ -151,9 +162,9 @@ fn cross_rank_section(page: &mut String, views: &[SummaryView]) {
             r.rank, r.total
         );
         let parts = [
-            ("computation", r.computation, PARTS[0].2),
-            ("exposed comm", r.exposed_comm, PARTS[1].2),
-            ("idle", r.idle, PARTS[3].2),
+            ("computation", r.computation, colour("computation")),
+            ("exposed comm", r.exposed_comm, colour("exposed comm")),
+            ("idle", r.idle, colour("idle")),
         ];
         stacked_bar(page, &parts, longest, 400.0);
         let _ = write!(
@@ -187,7 +198,7 @@ pub(crate) fn page(views: &[SummaryView]) -> String {
         trace_section(&mut page, v);
     }
     if views.is_empty() {
-        page.push_str("<p>No PyTorch traces found.</p>");
+        page.push_str("<p>No PyTorch or rocprofv3 JSON traces found.</p>");
     }
     page.push_str("</body></html>\n");
     page

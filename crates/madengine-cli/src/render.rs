@@ -497,29 +497,31 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
             trace_summary::Outcome::LegacyCategories => text.push_str(
                 "   note: legacy categories or older flows, read as today's (TraceLens rejects this trace)\n",
             ),
+            trace_summary::Outcome::Rocprofv3 => text.push_str(
+                "   note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)\n",
+            ),
             trace_summary::Outcome::Unlinked => text.push_str(
                 "   note: no GPU event is linked to a launch (sampled trace?): the timeline counts every GPU event, \
                  kernels have no parent op (TraceLens rejects this trace)\n",
             ),
             _ => {}
         }
-        let get = |name: &str| v.timeline.iter().find(|r| r.0 == name);
-        let parts: Vec<String> =
-            ["computation_time", "exposed_comm_time", "exposed_memcpy_time", "idle_time"]
-                .iter()
-                .filter_map(|n| {
-                    get(n).map(|r| {
-                        format!(
-                            "{} {:.3} ms ({})",
-                            n.trim_end_matches("_time").replace('_', " "),
-                            r.1,
-                            pct(r.2)
-                        )
-                    })
-                })
-                .collect();
-        if let Some(total) = get("total_time") {
-            text.push_str(&format!("   GPU time {:.3} ms: {}\n", total.1, parts.join(", ")));
+        let parts: Vec<String> = v
+            .parts()
+            .iter()
+            .filter(|(row, _)| v.timeline.iter().any(|r| r.0 == *row))
+            .map(|(row, label)| format!("{label} {:.3} ms ({})", v.ms(row), pct(v.percent(row))))
+            .collect();
+        if v.timeline.iter().any(|r| r.0 == "total_time") {
+            let what = match v.outcome {
+                trace_summary::Outcome::Rocprofv3 => "profiled",
+                _ => "GPU time",
+            };
+            text.push_str(&format!(
+                "   {what} {:.3} ms: {}\n",
+                v.ms("total_time"),
+                parts.join(", ")
+            ));
         }
         if !v.top_kernels.is_empty() {
             text.push_str("   top kernels (total µs, share of kernel time):\n");
@@ -567,7 +569,7 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
         table(&mut text, ["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", ""], &rows);
     }
     if views.is_empty() {
-        text.push_str("no PyTorch traces found\n");
+        text.push_str("no PyTorch or rocprofv3 JSON traces found\n");
     }
     out(&text)
 }

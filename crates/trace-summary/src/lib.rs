@@ -1,4 +1,4 @@
-//! TraceLens' core tables computed natively from Kineto traces.
+//! TraceLens' core tables computed natively from Kineto and rocprofv3 traces.
 //!
 //! [`summarize_file`] reads a Kineto / PyTorch profiler trace (`.json` or
 //! `.json.gz`) in one streaming pass, through `trace-sanitize` so invalid
@@ -8,6 +8,8 @@
 //! communication and memcpy by kernel name, linking through `ac2g` flows and
 //! graph-launch correlation, parent ops by time nesting, the op category
 //! registry, Kahan and pairwise sums, and Python's float formatting.
+//! rocprofv3 JSON traces get TraceLens' rocprof variant of `gpu_timeline` and
+//! `kernel_summary`, from their kernel dispatch and memory copy records.
 //!
 //! # Example
 //!
@@ -27,6 +29,7 @@ mod csv;
 mod error;
 mod parse;
 mod registry;
+mod rocprof;
 mod summary;
 
 pub use crate::{

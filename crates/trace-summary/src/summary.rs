@@ -2,7 +2,7 @@
 
 use std::{
     fs::File,
-    io::{BufReader, Read},
+    io::{BufRead, BufReader, Read},
     path::Path,
 };
 
@@ -31,6 +31,10 @@ pub enum Outcome {
     Unlinked,
     /// No GPU activity at all (a CPU-only trace): no table.
     NoGpuActivity,
+    /// A rocprofv3 JSON trace: TraceLens' rocprof variant of `gpu_timeline`
+    /// (total / kernel / memory / busy / idle) and `kernel_summary`; no
+    /// `ops_summary` (rocprofv3 records no operators).
+    Rocprofv3,
 }
 
 /// The three tables of one trace.
@@ -51,8 +55,29 @@ pub struct Summary {
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
+///
+/// rocprofv3 JSON is recognized by its first key and summarized with
+/// TraceLens' rocprof rules ([`Outcome::Rocprofv3`]); anything else is read
+/// as a Kineto trace.
 pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
-    let mut parsed = parse(BufReader::with_capacity(1 << 20, reader))
+    let mut reader = BufReader::with_capacity(1 << 20, reader);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
+    if crate::rocprof::sniff(head) {
+        let (timeline, kernels, records) = crate::rocprof::tables(reader)
+            .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
+        let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
+        return Ok(Summary {
+            outcome,
+            gpu_timeline: (outcome == Outcome::Rocprofv3).then_some(timeline),
+            kernel_summary: kernels,
+            ops_summary: None,
+            events: records,
+            gpu_events: records,
+        });
+    }
+    let mut parsed = parse(reader)
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
     let events = parsed.events.len();
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {

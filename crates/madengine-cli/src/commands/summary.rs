@@ -26,10 +26,37 @@ pub(crate) struct TraceView {
     pub(crate) top_ops: Vec<(String, f64, Option<f64>)>,
 }
 
+/// Kineto timelines split GPU time into these four disjoint parts: `(row, label)`.
+const KINETO_PARTS: &[(&str, &str)] = &[
+    ("computation_time", "computation"),
+    ("exposed_comm_time", "exposed comm"),
+    ("exposed_memcpy_time", "exposed memcpy"),
+    ("idle_time", "idle"),
+];
+/// rocprofv3 timelines have no compute/communication split.
+const ROCPROF_PARTS: &[(&str, &str)] =
+    &[("kernel", "kernel"), ("memory", "memory"), ("busy_time", "busy"), ("idle", "idle")];
+const ROCPROF_BAR: &[(&str, &str)] = &[("busy_time", "busy"), ("idle", "idle")];
+
 impl TraceView {
     /// Milliseconds of a gpu_timeline row (0 when absent).
     pub(crate) fn ms(&self, name: &str) -> f64 {
         self.timeline.iter().find(|r| r.0 == name).map_or(0.0, |r| r.1)
+    }
+
+    /// Percent of a gpu_timeline row.
+    pub(crate) fn percent(&self, name: &str) -> Option<f64> {
+        self.timeline.iter().find(|r| r.0 == name).and_then(|r| r.2)
+    }
+
+    /// The timeline rows worth showing, `(row, label)`.
+    pub(crate) fn parts(&self) -> &'static [(&'static str, &'static str)] {
+        if self.outcome == Outcome::Rocprofv3 { ROCPROF_PARTS } else { KINETO_PARTS }
+    }
+
+    /// Disjoint rows that add up to the total, for a stacked bar.
+    pub(crate) fn bar_parts(&self) -> &'static [(&'static str, &'static str)] {
+        if self.outcome == Outcome::Rocprofv3 { ROCPROF_BAR } else { KINETO_PARTS }
     }
 }
 
@@ -140,7 +167,14 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         };
         let found = trace_discover::discover(&root, &options)?;
         let traces = found
-            .of_kind(trace_discover::TraceKind::Pytorch)
+            .traces
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.kind,
+                    trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
+                )
+            })
             .map(|t| (t.path.clone(), t.rank.map(|r| r.rank)))
             .collect();
         (root, traces)
@@ -180,13 +214,18 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
                 .collect();
             if let Some(k) = &summary.kernel_summary {
                 write_csv(&dir, "kernel_summary", k)?;
-                view.top_kernels = top(
-                    k,
-                    "Kernel name",
-                    "Kernel duration (µs)_sum",
-                    "Percent of kernels time (%)",
-                    args.top,
-                );
+                view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
+                    // TraceLens' rocprof table: its "(ms)" total is really µs.
+                    top(k, "name", "Total Kernel Time (ms)", "Percentage (%)", args.top)
+                } else {
+                    top(
+                        k,
+                        "Kernel name",
+                        "Kernel duration (µs)_sum",
+                        "Percent of kernels time (%)",
+                        args.top,
+                    )
+                };
             }
             if let Some(o) = &summary.ops_summary {
                 write_csv(&dir, "ops_summary", o)?;

@@ -176,3 +176,26 @@ fn broken_traces_are_read_through_the_sanitizer() {
     let ks = summary.kernel_summary.unwrap().to_csv();
     assert!(ks.contains("GEMM,aten::mm,Cijk_Alik_Bljk_HHS_BH_MT64x64x32"), "{ks}");
 }
+
+/// The public rocprofv3 trace with TraceLens' rocprof outputs: both tables
+/// byte for byte (its quirks included: ns in the "µs" columns, µs in
+/// "Total Kernel Time (ms)", the cumulative column in name order).
+#[test]
+fn rocprofv3_tables_match_tracelens() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let rel = Path::new("rocprofv3/tracelens/908_results.json.gz");
+    let expected = root.join("tracelens-expected").join(rel);
+    let summary = trace_summary::summarize_file(&root.join(rel)).unwrap();
+    assert_eq!(summary.outcome, trace_summary::Outcome::Rocprofv3);
+    assert_eq!(summary.gpu_events, 43_915);
+    assert!(summary.ops_summary.is_none());
+    for (name, ours) in
+        [("gpu_timeline", &summary.gpu_timeline), ("kernel_summary", &summary.kernel_summary)]
+    {
+        let theirs = fs::read_to_string(expected.join(format!("{name}.csv"))).unwrap();
+        let ours = ours.as_ref().unwrap().to_csv();
+        let diff: Vec<_> =
+            ours.lines().zip(theirs.lines()).filter(|(a, b)| a != b).take(3).collect();
+        assert!(ours == theirs, "{name} differs from TraceLens': {diff:#?}");
+    }
+}
