@@ -58,7 +58,9 @@ fn profile_captures_a_trace_and_exits_with_the_workload_status() {
         traces[0].starts_with("libkineto_trace_") && traces[0].ends_with(".json"),
         "{traces:?}"
     );
-    assert!(stderr.contains("trace request accepted on attempt 1"), "{stderr}");
+    // On a loaded machine the workload may register after the first request:
+    // which attempt succeeds is timing, not behaviour.
+    assert!(stderr.contains("trace request accepted on attempt "), "{stderr}");
     assert!(stderr.contains("madengine report tracelens --root torch_profiler_output"), "{stderr}");
     // and the trace is what report tracelens picks up
     let (_, plan_out) = (
