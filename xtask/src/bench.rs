@@ -193,6 +193,8 @@ fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Res
         .map_err(|e| format!("make_big_kineto.py failed: {e}"))?;
     let size = fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
     let example = root.join("target/release/examples/summarize").display().to_string();
+    let parse_argv = vec![example.clone(), "--parse-only".into(), trace.display().to_string()];
+    let (parse_seconds, parse_kib) = measure(&parse_argv, runs, &scratch.join("unused"))?;
     let argv = vec![example, trace.display().to_string()];
     let (seconds, peak_kib) = measure(&argv, runs, &scratch.join("unused"))?;
     let first = rows.len();
@@ -211,6 +213,16 @@ fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Res
         ),
         seconds,
         peak_kib,
+        baseline: Some(first),
+    });
+    rows.push(Row {
+        bench: "summary",
+        subject: format!(
+            "trace-summary, parse alone ({:.0} MB/s: gunzip/sanitize/scan/deserialize)",
+            size as f64 / parse_seconds / 1e6
+        ),
+        seconds: parse_seconds,
+        peak_kib: parse_kib,
         baseline: Some(first),
     });
     let _ = fs::remove_file(&trace);

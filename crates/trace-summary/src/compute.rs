@@ -239,13 +239,8 @@ impl<'p> Analysis<'p> {
                 matches!(e.cat, Cat::CpuOp | Cat::Runtime | Cat::Driver) && end[i].is_some()
             })
             .collect();
-        host.sort_by(|&a, &b| {
-            ev(p, a)
-                .ts
-                .map(Num::f)
-                .unwrap_or(0.0)
-                .total_cmp(&ev(p, b).ts.map(Num::f).unwrap_or(0.0))
-        });
+        let ts_of: Vec<f64> = p.events.iter().map(|e| e.ts.map(Num::f).unwrap_or(0.0)).collect();
+        host.sort_by(|&a, &b| ts_of[a].total_cmp(&ts_of[b]));
         let mut parent: Vec<Option<usize>> = vec![None; n];
         let mut stacks: HashMap<(Option<Key>, Option<Key>), Vec<usize>> = HashMap::default();
         for &i in &host {

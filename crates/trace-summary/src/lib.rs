@@ -36,5 +36,5 @@ pub use crate::{
     compute::{Cell, Table},
     csv::py_float,
     error::{Error, Result},
-    summary::{Outcome, Summary, summarize, summarize_file},
+    summary::{Outcome, Summary, parse_file, summarize, summarize_file},
 };

@@ -168,6 +168,17 @@ pub(crate) fn parse<R: Read + Send>(reader: R) -> Result<Parsed, serde_json::Err
     })
 }
 
+/// The bytes that change the scanner's state below the top level.
+const STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b']' as usize] = true;
+    t
+};
+
 /// The scanner: sends batches of `traceEvents` elements; returns whether the
 /// trace had a `traceEvents` key.
 fn scan<R: Read>(
@@ -203,10 +214,15 @@ fn scan<R: Read>(
                 if escape {
                     escape = false;
                 } else if depth != 1 && b != b'"' && b != b'\\' {
-                    // Jump to the next quote or backslash.
-                    match memchr::memchr2(b'"', b'\\', &buf[i..]) {
+                    // Jump to the next quote or backslash: most strings are
+                    // short keys, so look at a few bytes before memchr.
+                    let end = buf.len().min(i + 16);
+                    match buf[i..end].iter().position(|&c| c == b'"' || c == b'\\') {
                         Some(k) => i += k,
-                        None => i = buf.len(),
+                        None => match memchr::memchr2(b'"', b'\\', &buf[end..]) {
+                            Some(k) => i = end + k,
+                            None => i = buf.len(),
+                        },
                     }
                     continue;
                 } else if b == b'\\' {
@@ -220,6 +236,15 @@ fn scan<R: Read>(
                     key.push(b);
                 }
                 i += 1;
+                continue;
+            }
+            if depth >= 2 && !STRUCTURAL[b as usize] {
+                // Inside an event only strings and nesting matter: skip
+                // numbers, whitespace, ':' and ','.
+                i += 1;
+                while i < buf.len() && !STRUCTURAL[buf[i] as usize] {
+                    i += 1;
+                }
                 continue;
             }
             match b {

@@ -126,6 +126,24 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
 /// Summarize a `.json` or `.json.gz` trace file, sanitizing on the fly on a
 /// second thread (decompression and repair there, parsing here).
 pub fn summarize_file(path: &Path) -> Result<Summary> {
+    with_sanitized(path, |reader| summarize(reader, path))
+}
+
+/// Read a trace file only: decompress, sanitize and parse its events, and
+/// return how many were kept, computing no table. For measuring the reader
+/// alone (`cargo xtask bench summary`).
+#[doc(hidden)]
+pub fn parse_file(path: &Path) -> Result<usize> {
+    with_sanitized(path, |reader| {
+        parse(BufReader::with_capacity(1 << 20, reader))
+            .map(|p| p.events.len())
+            .map_err(|e| Error::Parse { path: path.to_path_buf(), detail: e.to_string() })
+    })
+}
+
+/// Run `f` on the file's bytes, gunzipped when gzip and sanitized, produced
+/// by a second thread; a parse error after a read error reports both.
+fn with_sanitized<T>(path: &Path, f: impl FnOnce(std::io::PipeReader) -> Result<T>) -> Result<T> {
     let file =
         File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     let mut magic = [0u8; 2];
@@ -151,7 +169,7 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
                 &Default::default(),
             )
         });
-        let result = summarize(reader, path);
+        let result = f(reader);
         let repaired = repairing.join().expect("the sanitizer thread does not panic");
         match (result, repaired) {
             (Err(e), Err(read)) => {
