@@ -689,6 +689,11 @@ pub(crate) struct TracelensArgs {
     /// Exit 0 even when jobs fail (for post-run steps that must not fail a passing run).
     #[arg(long)]
     pub(crate) no_fail: bool,
+    /// Run TraceLens on every PyTorch trace, even one madengine's own pass finds
+    /// without GPU activity TraceLens can use (such traces are otherwise SKIPPED
+    /// up front, saving a TraceLens run each).
+    #[arg(long)]
+    pub(crate) no_precheck: bool,
     /// Arguments forwarded verbatim to every TraceLens command (after `--`).
     #[arg(last = true, value_name = "EXTRA")]
     pub(crate) extra: Vec<std::ffi::OsString>,

@@ -60,6 +60,7 @@ pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
     config.gpu_arch = args.gpu_arch.clone();
     config.world_size = args.world_size;
     config.max_traces = args.max_traces;
+    config.precheck = !args.no_precheck;
     if let Some(jobs) = args.jobs {
         config.jobs = jobs as usize;
     }

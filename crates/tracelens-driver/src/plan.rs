@@ -42,6 +42,10 @@ pub struct Config {
     /// Where the per-run scratch directory (sanitized copies, collective
     /// staging) is created; it is removed at the end of the run.
     pub scratch_parent: PathBuf,
+    /// Read each PyTorch trace with `trace-summary` first: one that TraceLens
+    /// would reject for having no linked GPU activity is reported SKIPPED
+    /// without spending a TraceLens run on it.
+    pub precheck: bool,
 }
 
 impl Config {
@@ -64,6 +68,7 @@ impl Config {
             timeout: None,
             extra_args: Vec::new(),
             scratch_parent: scratch_parent.into(),
+            precheck: true,
         }
     }
 }

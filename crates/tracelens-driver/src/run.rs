@@ -395,6 +395,12 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     let argv = probe.command(job.tool, &job.args(config, input));
     let log = config.output_dir.join("logs").join(&job.log_name);
     let started = Instant::now();
+    if config.precheck
+        && job.tool == crate::Tool::Pytorch
+        && let Some(row) = precheck(job, input, &log, started)
+    {
+        return row;
+    }
     let outcome = execute(&argv, &log, &config.output_dir, config.timeout);
     let seconds = started.elapsed().as_secs_f64();
     let (status, detail) = classify(&outcome, &log);
@@ -412,6 +418,38 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
         seconds: Some((seconds * 1000.0).round() / 1000.0),
         log: Some(log.display().to_string()),
     }
+}
+
+/// A SKIPPED row when `trace-summary` finds no GPU activity TraceLens can
+/// link (TraceLens would stop with "No GPU events found in the trace"); None
+/// when TraceLens should run (including when the trace cannot be read here:
+/// TraceLens then says why).
+fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
+    let summary = trace_summary::summarize_file(input).ok()?;
+    if summary.outcome == trace_summary::Outcome::Tables {
+        return None;
+    }
+    let _ = fs::write(
+        log,
+        format!(
+            "madengine: read {} with trace-summary: {} events, {} GPU events, none linked the way \
+             TraceLens requires (outcome: {:?}).\nTraceLens would stop with \"{NO_GPU_EVENTS}\"; it was not run.\n",
+            input.display(),
+            summary.events,
+            summary.gpu_events,
+            summary.outcome
+        ),
+    );
+    Some(Row {
+        trace_file: job.label.clone(),
+        kind: job.kind.as_str().into(),
+        tracelens_tool: job.tool.script().into(),
+        status: Status::Skipped,
+        output: String::new(),
+        detail: NO_GPU_DETAIL.into(),
+        seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
+        log: Some(log.display().to_string()),
+    })
 }
 
 enum Outcome {

@@ -197,6 +197,28 @@ fn a_collective_of_cpu_only_ranks_is_skipped_not_failed() {
 }
 
 #[test]
+fn the_precheck_skips_traces_tracelens_rejects_without_running_it() {
+    let log_of = |case: &Case| {
+        let summary = case.run();
+        let row = &summary.results[0];
+        assert_eq!(row.status, Status::Skipped, "{row:?}");
+        fs::read_to_string(row.log.as_ref().unwrap()).unwrap()
+    };
+    let mut case = Case::new();
+    case.fixture("libkineto_trace_4242.json", CPU_ONLY_PID);
+    let log = log_of(&case);
+    assert!(log.contains("outcome: NoGpuActivity") && log.contains("it was not run"), "{log}");
+    // --no-precheck: TraceLens runs and says so itself
+    case.config.precheck = false;
+    let log = log_of(&case);
+    assert!(log.starts_with("$ ") && log.contains(tracelens_driver::NO_GPU_EVENTS), "{log}");
+    // a trace with linked GPU activity is never pre-empted
+    let case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    assert_eq!(case.run().results[0].status, Status::Success);
+}
+
+#[test]
 fn extra_arguments_reach_every_command_verbatim() {
     let mut case = Case::new();
     case.fixture("model_rank0.pt.trace.json", GPU);
