@@ -284,10 +284,7 @@ fn count(dir: &Path) -> (u64, u64) {
 
 fn write_summary(results: &Path, gathered: &Gathered) -> Result<()> {
     let path = results.join("results_summary.json");
-    let err = |source| Error::Io { path: path.clone(), source };
-    let mut tmp =
-        tempfile::Builder::new().prefix(".results_summary.").tempfile_in(results).map_err(err)?;
-    tmp.write_all(&serde_json::to_vec_pretty(gathered).expect("json")).map_err(err)?;
-    tmp.persist(&path).map_err(|e| err(e.error))?;
-    Ok(())
+    let json = serde_json::to_vec_pretty(gathered).expect("json");
+    trace_sanitize::write_atomic(&path, |f| f.write_all(&json))
+        .map_err(|source| Error::Io { path: path.clone(), source })
 }

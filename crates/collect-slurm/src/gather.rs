@@ -218,13 +218,7 @@ pub fn gather(job_dir: &Path, state: Option<JobState>) -> Result<Summary> {
 /// Written through a temporary file beside it and renamed, so it is never half-written.
 fn write_summary(job_dir: &Path, summary: &Summary) -> Result<()> {
     let path = job_dir.join(SUMMARY);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".results_summary.")
-        .tempfile_in(job_dir)
-        .map_err(io(&path))?;
-    serde_json::to_writer_pretty(&mut tmp, summary)
-        .map_err(|e| Error::Io { path: path.clone(), source: e.into() })?;
-    tmp.write_all(b"\n").map_err(io(&path))?;
-    tmp.persist(&path).map_err(|e| Error::Io { path: path.clone(), source: e.error })?;
-    Ok(())
+    let mut json = serde_json::to_vec_pretty(summary).expect("json");
+    json.push(b'\n');
+    trace_sanitize::write_atomic(&path, |f| f.write_all(&json)).map_err(io(&path))
 }

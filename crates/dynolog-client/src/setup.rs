@@ -71,8 +71,6 @@ pub fn install_dynolog(
         let _ =
             run(vec!["apt-get".into(), "install".into(), "-f".into(), "-y".into(), "-qq".into()]);
     }
-    let after = std::env::var_os("PATH");
-    let path_var = path_var.or(after.as_deref());
     if !(on_path("dynolog", path_var) && on_path("dyno", path_var)) {
         return Err(fail(
             "dynolog setup".into(),

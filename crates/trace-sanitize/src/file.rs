@@ -325,8 +325,46 @@ fn same_inode(_: &fs::Metadata, _: &fs::Metadata) -> bool {
     false
 }
 
+/// Write a file atomically: `fill` writes a temp file beside `path`
+/// (`.<name>.*.partial`), which is then given mode 0644 (what a plain create
+/// gives under the usual umask, not the temp file's 0600) and renamed over
+/// `path`. Readers never see half a file, and a failure leaves no file.
+///
+/// The workspace's other outputs (summaries, reports) go through this.
+pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", path.file_name().unwrap_or_default().to_string_lossy()))
+        .suffix(".partial")
+        .tempfile_in(dir)?;
+    fill(tmp.as_file_mut())?;
+    if let Some(permissions) = default_permissions() {
+        fs::set_permissions(tmp.path(), permissions)?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
+    #[test]
+    fn write_atomic_gives_0644_and_leaves_nothing_on_failure() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.json");
+        super::write_atomic(&path, |f| std::io::Write::write_all(f, b"{}")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        let failed = super::write_atomic(&path, |_| Err(std::io::Error::other("disk full")));
+        assert_eq!(failed.unwrap_err().to_string(), "disk full");
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}", "the old file stays");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+    }
+
     use super::*;
 
     #[test]

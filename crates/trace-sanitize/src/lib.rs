@@ -46,7 +46,10 @@ mod stream;
 
 pub use crate::{
     error::{Error, Result},
-    file::{Compression, FileReport, Progress, check_file, default_output_path, sanitize_file},
+    file::{
+        Compression, FileReport, Progress, check_file, default_output_path, sanitize_file,
+        write_atomic,
+    },
     report::{Counts, Defect, Repair, Report},
     stream::{Options, check, sanitize},
 };

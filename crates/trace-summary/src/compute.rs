@@ -82,7 +82,7 @@ pub(crate) fn is_comm_name(name: &str) -> bool {
 }
 
 /// Union of intervals (sorted stably by start; touching intervals merge).
-fn union(mut iv: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+pub(crate) fn union(mut iv: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     iv.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut out: Vec<(f64, f64)> = Vec::with_capacity(iv.len());
     for (s, e) in iv {
@@ -99,7 +99,7 @@ fn union(mut iv: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 }
 
 /// Plain left-to-right sum of lengths (Python's built-in `sum`).
-fn length(u: &[(f64, f64)]) -> f64 {
+pub(crate) fn length(u: &[(f64, f64)]) -> f64 {
     u.iter().fold(0.0, |acc, (s, e)| acc + (e - s))
 }
 

@@ -11,7 +11,7 @@ use std::io::Read;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
-use crate::compute::{Cell, Table};
+use crate::compute::{Cell, Table, length, union};
 
 #[derive(Deserialize)]
 struct Root {
@@ -118,10 +118,10 @@ pub(crate) fn tables(reader: impl Read) -> serde_json::Result<(Table, Option<Tab
     let records = kernels.len() + copies.len();
     // TraceLens converts ns to µs floats first; doing the same keeps every digit.
     let total = if fini > init { fini as f64 / 1000.0 - init as f64 / 1000.0 } else { 0.0 };
-    let kernel = union(&mut kernels.clone());
-    let memory = union(&mut copies.clone());
+    let kernel = length(&union(kernels.clone()));
+    let memory = length(&union(copies.clone()));
     kernels.extend(copies);
-    let busy = union(&mut kernels);
+    let busy = length(&union(kernels));
     let idle = (total - busy).max(0.0);
     let row = |name: &str, value: f64| {
         let pct = if total == 0.0 { 0.0 } else { value / total * 100.0 };
@@ -142,27 +142,6 @@ pub(crate) fn tables(reader: impl Read) -> serde_json::Result<(Table, Option<Tab
 
 fn us(start: u64, end: u64) -> (f64, f64) {
     (start as f64 / 1000.0, end as f64 / 1000.0)
-}
-
-/// Length of the union of intervals.
-fn union(intervals: &mut [(f64, f64)]) -> f64 {
-    intervals.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut total = 0.0;
-    let mut current: Option<(f64, f64)> = None;
-    for &(s, e) in intervals.iter() {
-        current = match current {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    if let Some((cs, ce)) = current {
-        total += ce - cs;
-    }
-    total
 }
 
 /// The category by kernel-name keyword (case-insensitive), first match in
@@ -276,13 +255,6 @@ mod tests {
         assert!(sniff(b"  {\n  \"rocprofiler-sdk-tool\": []}"));
         assert!(!sniff(br#"{"traceEvents":[]}"#));
         assert!(!sniff(b"[]"));
-    }
-
-    #[test]
-    fn union_merges_overlaps_and_touching_spans() {
-        let mut spans = [(5.0, 7.0), (0.0, 2.0), (1.0, 3.0), (3.0, 4.0), (10.0, 10.5)];
-        assert_eq!(union(&mut spans), 4.0 + 2.0 + 0.5);
-        assert_eq!(union(&mut []), 0.0);
     }
 
     #[test]

@@ -206,19 +206,6 @@ pub(crate) fn atomic_write(
     path: &Path,
     fill: impl FnOnce(&mut fs::File) -> std::result::Result<(), std::io::Error>,
 ) -> Result<()> {
-    let err = |source| Error::Write { path: path.to_path_buf(), source };
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".madengine-")
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(err)?;
-    fill(tmp.as_file_mut()).map_err(err)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o644));
-    }
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+    trace_sanitize::write_atomic(path, fill)
+        .map_err(|source| Error::Write { path: path.to_path_buf(), source })
 }

@@ -134,24 +134,10 @@ fn top(
     t.rows.iter().take(n).map(|r| (text(&r[l]), num(&r[v]).unwrap_or(0.0), num(&r[p]))).collect()
 }
 
-/// Write `bytes` to `path` atomically: a temp file beside it (mode 0644, as
-/// a plain create would give), then a rename, so readers never see half a file.
+/// Write `bytes` to `path` atomically (temp file beside it, then a rename).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    let mut tmp = builder.tempfile_in(dir).map_err(io)?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    trace_sanitize::write_atomic(path, |f| std::io::Write::write_all(f, bytes))
+        .map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
 
 fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {

@@ -55,24 +55,31 @@ fn unknown_keys_and_bad_names_are_usage_errors() {
     );
 }
 
+/// An executable `kubectl` in `dir` running the test double with `var`
+/// set to `dir/rel`.
+fn fake_kubectl(dir: &Path, var: &str, rel: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let wrapper = dir.join("kubectl");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n{var}='{}' exec python3 '{}' \"$@\"\n",
+            dir.join(rel).display(),
+            k8s_fixtures().join("fake_kubectl.py").display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
 #[test]
 fn gather_through_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("pvc/bert-0-xyz/torch_profiler_output");
     fs::create_dir_all(&tree).unwrap();
     fs::write(tree.join("rank0_trace.json"), r#"{"traceEvents": []}"#).unwrap();
-    let wrapper = dir.path().join("kubectl");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nFAKE_KUBECTL_TREE='{}' exec python3 '{}' \"$@\"\n",
-            dir.path().join("pvc").display(),
-            k8s_fixtures().join("fake_kubectl.py").display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_TREE", "pvc");
     cli_snapshot!(dir.path(), ["k8s", "gather", "bert", "--namespace", "perf", "--results-dir", "k8s_results", "--kubectl", &wrapper], @r"
     exit code: 0
     ----- stdout -----
@@ -88,18 +95,7 @@ fn gather_live_copies_each_pods_workspace() {
     let tree = dir.path().join("pods/bert-0-xyz/torch_profiler_output");
     fs::create_dir_all(&tree).unwrap();
     fs::write(tree.join("rank0_trace.json"), r#"{"traceEvents": []}"#).unwrap();
-    let wrapper = dir.path().join("kubectl");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nFAKE_KUBECTL_PODS='{}' exec python3 '{}' \"$@\"\n",
-            dir.path().join("pods").display(),
-            k8s_fixtures().join("fake_kubectl.py").display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_PODS", "pods");
     cli_snapshot!(dir.path(), ["k8s", "gather", "bert", "--live", "--namespace", "perf", "--results-dir", "live", "--kubectl", &wrapper], @r"
     exit code: 0
     ----- stdout -----
@@ -113,18 +109,7 @@ fn gather_live_copies_each_pods_workspace() {
 fn apply_sends_the_rendered_list_to_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     job_file(dir.path(), "");
-    let wrapper = dir.path().join("kubectl");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nFAKE_KUBECTL_LOG='{}' exec python3 '{}' \"$@\"\n",
-            dir.path().join("calls.jsonl").display(),
-            k8s_fixtures().join("fake_kubectl.py").display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_LOG", "calls.jsonl");
     cli_snapshot!(dir.path(), ["k8s", "apply", "--config", "job.json", "--kubectl", &wrapper, "--context", "lab"], @r"
     exit code: 0
     ----- stdout -----
