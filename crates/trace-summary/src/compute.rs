@@ -183,10 +183,8 @@ pub(crate) struct Analysis<'p> {
     parent: Vec<Option<usize>>,
     /// Runtime parent of a linked GPU event.
     gpu_parent: Vec<Option<usize>>,
-    /// GPU events (indices) below each event.
-    below: HashMap<usize, Vec<usize>>,
-    /// Children that are GPU events, per runtime event.
-    gpu_children: HashMap<usize, Vec<usize>>,
+    /// `(runtime event, GPU event)` links, in the order they were made.
+    links: Vec<(usize, usize)>,
     /// Count unlinked GPU events in the timeline too (TraceLens'
     /// `--include_unlinked_kernels`).
     include_unlinked: bool,
@@ -194,6 +192,12 @@ pub(crate) struct Analysis<'p> {
 
 fn ev(p: &Parsed, i: usize) -> &Event {
     &p.events[i]
+}
+
+/// An integer that orders like `f64::total_cmp`.
+fn total_order(x: f64) -> i64 {
+    let b = x.to_bits() as i64;
+    b ^ (((b >> 63) as u64) >> 1) as i64
 }
 
 impl<'p> Analysis<'p> {
@@ -207,43 +211,64 @@ impl<'p> Analysis<'p> {
             .find(|e| e.cat.is_runtime() && p.str(e.name).to_ascii_lowercase().contains("launch"))
             .is_some_and(|e| e.correlation.is_some());
         let key_of = |e: &Event| if use_corr { e.correlation } else { e.external_id };
+        let is_flow = |e: &Event| e.ph == b's' || e.ph == b'f';
 
-        // 4.2 indices
-        let mut flow_s: HashMap<Key, (Option<Key>, Option<Key>)> = HashMap::default();
+        // 4.2 indices. TraceLens maps (pid, tid, key) to the last event with
+        // it and looks up the (pid, tid) of a key's flow end: keep only the
+        // events that lookup can find.
+        let mut flow_s: rustc_hash::FxHashSet<Key> = Default::default();
         let mut flow_f: HashMap<Key, (Option<Key>, Option<Key>)> = HashMap::default();
-        let mut by_ptk: HashMap<(Option<Key>, Option<Key>, Key), usize> = HashMap::default();
+        for f in &p.flows {
+            if f.cat == Cat::Ac2g
+                && let Some(id) = f.id
+            {
+                if f.ph == b's' {
+                    flow_s.insert(id);
+                } else {
+                    flow_f.insert(id, (f.pid, f.tid));
+                }
+            }
+        }
+        let graph_launch = |name: u32| {
+            let s = p.str(name);
+            s == "cudaGraphLaunch" || s == "hipGraphLaunch"
+        };
+        let any_graph = p.events.iter().any(|e| e.cat.is_runtime() && graph_launch(e.name));
+        // The threads flows end on (GPU streams): few, so a cheap first test.
+        let ends: rustc_hash::FxHashSet<(Option<Key>, Option<Key>)> =
+            flow_f.values().copied().collect();
+        let mut flow_target: HashMap<Key, usize> = HashMap::default();
         let mut gpu_by_key: HashMap<Key, Vec<usize>> = HashMap::default();
         for (i, e) in p.events.iter().enumerate() {
-            if e.cat == Cat::Ac2g && (e.ph == b's' || e.ph == b'f') {
-                if let Some(id) = e.id {
-                    let m = if e.ph == b's' { &mut flow_s } else { &mut flow_f };
-                    m.insert(id, (e.pid, e.tid));
-                }
-                continue;
-            }
-            if e.ph == b's' || e.ph == b'f' {
+            if is_flow(e) {
                 continue;
             }
             if let Some(k) = key_of(e) {
-                by_ptk.insert((e.pid, e.tid, k), i);
-                if e.cat.is_gpu() {
+                if ends.contains(&(e.pid, e.tid))
+                    && flow_f.get(&k).is_some_and(|&(fp, ft)| fp == e.pid && ft == e.tid)
+                {
+                    flow_target.insert(k, i);
+                }
+                if any_graph && e.cat.is_gpu() {
                     gpu_by_key.entry(k).or_default().push(i);
                 }
             }
         }
 
-        // 4.3 host tree
-        let mut host: Vec<usize> = (0..n)
-            .filter(|&i| {
-                let e = ev(p, i);
+        // 4.3 host tree, by start time (ties in file order)
+        let mut host: Vec<(i64, usize)> = p
+            .events
+            .iter()
+            .enumerate()
+            .filter(|&(i, e)| {
                 matches!(e.cat, Cat::CpuOp | Cat::Runtime | Cat::Driver) && end[i].is_some()
             })
+            .map(|(i, e)| (total_order(e.ts.map(Num::f).unwrap_or(0.0)), i))
             .collect();
-        let ts_of: Vec<f64> = p.events.iter().map(|e| e.ts.map(Num::f).unwrap_or(0.0)).collect();
-        host.sort_by(|&a, &b| ts_of[a].total_cmp(&ts_of[b]));
+        host.sort_unstable();
         let mut parent: Vec<Option<usize>> = vec![None; n];
         let mut stacks: HashMap<(Option<Key>, Option<Key>), Vec<usize>> = HashMap::default();
-        for &i in &host {
+        for &(_, i) in &host {
             let e = ev(p, i);
             let ts = e.ts.map(Num::f).unwrap_or(0.0);
             let my_end = end[i].unwrap_or(ts);
@@ -271,38 +296,27 @@ impl<'p> Analysis<'p> {
 
         // 4.4 GPU linkage
         let mut gpu_parent: Vec<Option<usize>> = vec![None; n];
-        let mut below: HashMap<usize, Vec<usize>> = HashMap::default();
-        let mut gpu_children: HashMap<usize, Vec<usize>> = HashMap::default();
+        let mut links: Vec<(usize, usize)> = Vec::new();
         for (i, e) in p.events.iter().enumerate() {
-            if !e.cat.is_runtime() || e.ph == b's' || e.ph == b'f' {
+            if !e.cat.is_runtime() || is_flow(e) {
                 continue;
             }
             let Some(k) = key_of(e) else { continue };
-            let name = p.str(e.name);
-            let targets: Vec<usize> = if name == "cudaGraphLaunch" || name == "hipGraphLaunch" {
-                gpu_by_key.get(&k).cloned().unwrap_or_default()
-            } else {
-                match (flow_s.get(&k), flow_f.get(&k)) {
-                    (Some(_), Some(&(fp, ft))) => {
-                        by_ptk.get(&(fp, ft, k)).copied().into_iter().collect()
-                    }
-                    _ => vec![],
+            let mut link = |t: usize| {
+                if ev(p, t).cat.is_gpu() {
+                    gpu_parent[t] = Some(i);
+                    links.push((i, t));
                 }
             };
-            for t in targets {
-                if !ev(p, t).cat.is_gpu() {
-                    continue;
-                }
-                gpu_parent[t] = Some(i);
-                gpu_children.entry(i).or_default().push(t);
-                let mut cur = Some(i);
-                while let Some(c) = cur {
-                    below.entry(c).or_default().push(t);
-                    cur = parent[c];
-                }
+            if graph_launch(e.name) {
+                gpu_by_key.get(&k).into_iter().flatten().for_each(|&t| link(t));
+            } else if flow_s.contains(&k)
+                && let Some(&t) = flow_target.get(&k)
+            {
+                link(t);
             }
         }
-        Analysis { p, end, parent, gpu_parent, below, gpu_children, include_unlinked: false }
+        Analysis { p, end, parent, gpu_parent, links, include_unlinked: false }
     }
 
     /// Count every GPU event in the timeline, linked or not.
@@ -382,16 +396,16 @@ impl<'p> Analysis<'p> {
         (order, map)
     }
 
-    fn category(&self, op: usize, direct: &HashMap<usize, Vec<usize>>) -> String {
+    fn category(&self, op: usize, direct: &HashMap<usize, Vec<usize>>) -> &'static str {
         let name = self.name(op);
         if let Ok(i) = REGISTRY.binary_search_by(|(n, _)| n.cmp(&name)) {
-            return REGISTRY[i].1.to_string();
+            return REGISTRY[i].1;
         }
         if name.starts_with("triton") {
-            return "triton".into();
+            return "triton";
         }
         if name.starts_with("record_param_comms") {
-            return "record_param_comms".into();
+            return "record_param_comms";
         }
         if let Some(list) = direct.get(&op) {
             let first = list
@@ -403,13 +417,13 @@ impl<'p> Analysis<'p> {
                 if kname.starts_with("void at::native") {
                     for c in ["elementwise", "reduce", "multi_tensor_apply"] {
                         if kname.contains(c) {
-                            return c.into();
+                            return c;
                         }
                     }
                 }
             }
         }
-        "other".into()
+        "other"
     }
 
     /// `gpu_timeline` (None when there are no linked GPU events) and total µs.
@@ -471,44 +485,38 @@ impl<'p> Analysis<'p> {
             return None;
         }
         struct Row {
-            cat: Option<String>,
-            op: Option<String>,
-            name: String,
+            cat: Option<&'static str>,
+            /// Name of the parent cpu_op, else of the launcher.
+            op: Option<u32>,
+            name: u32,
             stream: Option<Key>,
             dur: Num,
         }
-        let mut rows = Vec::new();
+        let mut rows = Vec::with_capacity(kernels.len());
         let mut any_op = false;
         for &k in &kernels {
             let e = ev(self.p, k);
             let launcher = self.gpu_parent[k];
             let op = self.parent_cpu_op(k);
-            if op.is_some() {
-                any_op = true;
-            }
+            any_op |= op.is_some();
             let cat = match op {
                 Some(o) => Some(self.category(o, &direct)),
                 None => launcher.map(|l| {
                     let n = self.name(l).to_ascii_lowercase();
                     if n.contains("cudagraph") || n.contains("graphlaunch") {
-                        "graph".to_string()
+                        "graph"
                     } else {
-                        "runtime".to_string()
+                        "runtime"
                     }
                 }),
             };
             rows.push(Row {
                 cat,
-                op: op.map(|o| self.name(o).to_string()),
-                name: self.name(k).to_string(),
+                op: op.or(launcher).map(|o| ev(self.p, o).name),
+                name: e.name,
                 stream: e.stream,
                 dur: e.dur.unwrap_or(Num::Int(0)),
-                // launcher name kept for the fallback below
             });
-            if op.is_none() {
-                let last = rows.last_mut().expect("just pushed");
-                last.op = launcher.map(|l| self.name(l).to_string());
-            }
         }
         if !any_op {
             for r in &mut rows {
@@ -523,35 +531,38 @@ impl<'p> Analysis<'p> {
         let has_stream = has(&|r| r.stream.is_some());
 
         // Group by (cat, op, name, stream) in sorted key order (missing last).
-        type GKey = (Option<String>, Option<String>, String, Option<StreamKey>);
-        let mut groups: Vec<(GKey, Vec<usize>)> = Vec::new();
-        let mut index: HashMap<GKey, usize> = HashMap::default();
+        type IdKey = (Option<&'static str>, Option<u32>, u32, Option<StreamKey>);
+        let mut groups: Vec<(IdKey, Vec<usize>)> = Vec::new();
+        let mut index: HashMap<IdKey, usize> = HashMap::default();
         for (i, r) in rows.iter().enumerate() {
-            let key: GKey = (
-                if has_cat { r.cat.clone() } else { None },
-                if has_op { r.op.clone() } else { None },
-                r.name.clone(),
-                if has_stream { r.stream.map(|s| StreamKey::of(s, self.p)) } else { None },
+            let key: IdKey = (
+                if has_cat { r.cat } else { None },
+                if has_op { r.op } else { None },
+                r.name,
+                if has_stream { r.stream.map(StreamKey::of) } else { None },
             );
-            let g = *index.entry(key.clone()).or_insert_with(|| {
+            let g = *index.entry(key).or_insert_with(|| {
                 groups.push((key, vec![]));
                 groups.len() - 1
             });
             groups[g].1.push(i);
         }
-        groups.sort_by(|a, b| cmp_key(&a.0, &b.0));
+        let p = self.p;
+        let text = |k: &IdKey| (k.0, k.1.map(|o| p.str(o)), p.str(k.2), k.3.map(|s| s.text(p)));
+        groups.sort_by(|a, b| cmp_key(&text(&a.0), &text(&b.0)));
         // pandas' fast path when rows already come grouped in sorted order
-        let rank: HashMap<usize, usize> = groups
-            .iter()
-            .enumerate()
-            .flat_map(|(gi, (_, members))| members.iter().map(move |&m| (m, gi)))
-            .collect();
-        let sorted_input = (1..rows.len()).all(|i| rank[&(i - 1)] <= rank[&i]);
+        let mut rank = vec![0usize; rows.len()];
+        for (gi, (_, members)) in groups.iter().enumerate() {
+            for &m in members {
+                rank[m] = gi;
+            }
+        }
+        let sorted_input = rank.windows(2).all(|w| w[0] <= w[1]);
         let durs: Vec<f64> = rows.iter().map(|r| r.dur.f()).collect();
         let all_sum = pairwise(&durs);
         let total_ms = total_us / 1000.0;
         struct Out {
-            key: GKey,
+            key: IdKey,
             sum: f64,
             count: usize,
             min: f64,
@@ -594,19 +605,19 @@ impl<'p> Analysis<'p> {
             .map(|o| {
                 let mut row = Vec::new();
                 if has_cat {
-                    row.push(o.key.0.clone().map_or(Cell::Empty, Cell::Str));
+                    row.push(o.key.0.map_or(Cell::Empty, |c| Cell::Str(c.to_string())));
                 }
                 if has_op {
-                    row.push(o.key.1.clone().map_or(Cell::Empty, Cell::Str));
+                    row.push(o.key.1.map_or(Cell::Empty, |op| Cell::Str(p.str(op).to_string())));
                 }
-                row.push(Cell::Str(o.key.2.clone()));
+                row.push(Cell::Str(p.str(o.key.2).to_string()));
                 if has_stream {
-                    row.push(match &o.key.3 {
+                    row.push(match o.key.3 {
                         Some(StreamKey::Num(v)) if !stream_missing && v.fract() == 0.0 => {
-                            Cell::Int(*v as i64)
+                            Cell::Int(v as i64)
                         }
-                        Some(StreamKey::Num(v)) => Cell::Float(*v),
-                        Some(StreamKey::Str(s)) => Cell::Str(s.clone()),
+                        Some(StreamKey::Num(v)) => Cell::Float(v),
+                        Some(StreamKey::Str(s)) => Cell::Str(p.str(s).to_string()),
                         None => Cell::Empty,
                     });
                 }
@@ -643,35 +654,60 @@ impl<'p> Analysis<'p> {
             let (ta, tb) = (self.interval(a).0, self.interval(b).0);
             ta.total_cmp(&tb).then(first_gpu[&a].cmp(&first_gpu[&b]))
         });
-        struct L {
-            name: String,
+        // GPU events below each launcher: a runtime launcher's own links; a
+        // cpu_op's, those of every runtime event under it (in link order).
+        let mut slot: Vec<u32> = vec![u32::MAX; self.p.events.len()];
+        for (li, &l) in launchers.iter().enumerate() {
+            slot[l] = li as u32;
+        }
+        let mut pairs: Vec<(u32, usize)> = Vec::new();
+        for &(rt, t) in &self.links {
+            if slot[rt] != u32::MAX {
+                pairs.push((slot[rt], t));
+            }
+            let mut cur = self.parent[rt];
+            while let Some(c) = cur {
+                if slot[c] != u32::MAX && !ev(self.p, c).cat.is_runtime() {
+                    pairs.push((slot[c], t));
+                }
+                cur = self.parent[c];
+            }
+        }
+        pairs.sort_by_key(|&(li, _)| li); // stable: link order within a launcher
+        let mut sub_start = vec![0usize; launchers.len() + 1];
+        for &(li, _) in &pairs {
+            sub_start[li as usize + 1] += 1;
+        }
+        for li in 0..launchers.len() {
+            sub_start[li + 1] += sub_start[li];
+        }
+        struct L<'a> {
+            name: u32,
             direct: f64,
             subtree: f64,
             direct_int: bool,
             subtree_int: bool,
-            cat: String,
+            cat: &'a str,
         }
         let is_int_iv = |i: usize| {
             let e = ev(self.p, i);
             e.ts.is_some_and(Num::is_int) && e.dur.is_some_and(Num::is_int)
         };
-        let ls: Vec<L> = launchers
+        let ls: Vec<L<'_>> = launchers
             .iter()
-            .map(|&l| {
+            .enumerate()
+            .map(|(li, &l)| {
                 let d = &direct[&l];
                 let direct_len = length(&union(d.iter().map(|&g| self.interval(g)).collect()));
-                let sub: Vec<usize> = if ev(self.p, l).cat.is_runtime() {
-                    self.gpu_children.get(&l).cloned().unwrap_or_default()
-                } else {
-                    self.below.get(&l).cloned().unwrap_or_default()
-                };
-                let subtree_len = length(&union(sub.iter().map(|&g| self.interval(g)).collect()));
+                let sub = &pairs[sub_start[li]..sub_start[li + 1]];
+                let subtree_len =
+                    length(&union(sub.iter().map(|&(_, g)| self.interval(g)).collect()));
                 L {
-                    name: self.name(l).to_string(),
+                    name: ev(self.p, l).name,
                     direct: direct_len,
                     subtree: subtree_len,
                     direct_int: d.iter().all(|&g| is_int_iv(g)),
-                    subtree_int: sub.iter().all(|&g| is_int_iv(g)),
+                    subtree_int: sub.iter().all(|&(_, g)| is_int_iv(g)),
                     cat: self.category(l, &direct),
                 }
             })
@@ -679,29 +715,33 @@ impl<'p> Analysis<'p> {
         let direct_int = ls.iter().all(|l| l.direct_int);
         let subtree_int = ls.iter().all(|l| l.subtree_int);
         // group by name, name order; sums in launcher order
-        let mut names: Vec<&str> =
-            ls.iter().map(|l| l.name.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
-        names.sort();
-        struct G {
-            name: String,
+        let mut group_of: HashMap<u32, usize> = HashMap::default();
+        let mut members: Vec<Vec<&L<'_>>> = Vec::new();
+        for l in &ls {
+            let g = *group_of.entry(l.name).or_insert_with(|| {
+                members.push(Vec::new());
+                members.len() - 1
+            });
+            members[g].push(l);
+        }
+        struct G<'a> {
+            name: &'a str,
             direct: f64,
             subtree: f64,
             count: usize,
-            cats: BTreeSet<String>,
+            cats: BTreeSet<&'a str>,
         }
-        let mut groups: Vec<G> = names
+        let mut groups: Vec<G<'_>> = members
             .iter()
-            .map(|n| {
-                let members: Vec<&L> = ls.iter().filter(|l| l.name == *n).collect();
-                G {
-                    name: n.to_string(),
-                    direct: kahan(members.iter().map(|l| l.direct)),
-                    subtree: kahan(members.iter().map(|l| l.subtree)),
-                    count: members.len(),
-                    cats: members.iter().map(|l| l.cat.clone()).collect(),
-                }
+            .map(|m| G {
+                name: self.p.str(m[0].name),
+                direct: kahan(m.iter().map(|l| l.direct)),
+                subtree: kahan(m.iter().map(|l| l.subtree)),
+                count: m.len(),
+                cats: m.iter().map(|l| l.cat).collect(),
             })
             .collect();
+        groups.sort_by(|a, b| a.name.cmp(b.name));
         groups.sort_by(|a, b| b.direct.total_cmp(&a.direct));
         let direct_ms: Vec<f64> = groups.iter().map(|g| g.direct / 1000.0).collect();
         let total_ms = pairwise(&direct_ms);
@@ -714,7 +754,7 @@ impl<'p> Analysis<'p> {
                 cumulative += pct;
                 let cats = g.cats.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", ");
                 vec![
-                    Cell::Str(g.name.clone()),
+                    Cell::Str(g.name.to_string()),
                     if direct_int { Cell::Int(g.direct as i64) } else { Cell::Float(g.direct) },
                     if subtree_int { Cell::Int(g.subtree as i64) } else { Cell::Float(g.subtree) },
                     Cell::Float(*dms),
@@ -746,11 +786,12 @@ impl<'p> Analysis<'p> {
     }
 }
 
-/// A stream value for grouping: numbers sort numerically.
-#[derive(Debug, Clone, PartialEq)]
+/// A stream value for grouping: numbers sort numerically; a string is
+/// interned (`null` reads as the empty string, id 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum StreamKey {
     Num(f64),
-    Str(String),
+    Str(u32),
 }
 
 impl Eq for StreamKey {}
@@ -764,15 +805,27 @@ impl std::hash::Hash for StreamKey {
     }
 }
 
+/// A stream value for sorting.
+enum StreamText<'a> {
+    Num(f64),
+    Str(&'a str),
+}
+
 impl StreamKey {
-    fn of(k: Key, p: &Parsed) -> StreamKey {
+    fn of(k: Key) -> StreamKey {
         match k {
             Key::Int(i) => StreamKey::Num(i as f64),
             Key::Big(u) => StreamKey::Num(u as f64),
             Key::Float(b) => StreamKey::Num(f64::from_bits(b)),
-            Key::Str(s) => StreamKey::Str(p.str(s).to_string()),
+            Key::Str(s) => StreamKey::Str(s),
             Key::Bool(b) => StreamKey::Num(b as u8 as f64),
-            Key::Null => StreamKey::Str(String::new()),
+            Key::Null => StreamKey::Str(0),
+        }
+    }
+    fn text(self, p: &Parsed) -> StreamText<'_> {
+        match self {
+            StreamKey::Num(v) => StreamText::Num(v),
+            StreamKey::Str(s) => StreamText::Str(p.str(s)),
         }
     }
 }
@@ -790,20 +843,18 @@ fn cmp_opt<T>(
     }
 }
 
-#[allow(clippy::type_complexity)]
-fn cmp_key(
-    a: &(Option<String>, Option<String>, String, Option<StreamKey>),
-    b: &(Option<String>, Option<String>, String, Option<StreamKey>),
-) -> std::cmp::Ordering {
+type TextKey<'a> = (Option<&'a str>, Option<&'a str>, &'a str, Option<StreamText<'a>>);
+
+fn cmp_key(a: &TextKey<'_>, b: &TextKey<'_>) -> std::cmp::Ordering {
     cmp_opt(&a.0, &b.0, |x, y| x.cmp(y))
         .then_with(|| cmp_opt(&a.1, &b.1, |x, y| x.cmp(y)))
-        .then_with(|| a.2.cmp(&b.2))
+        .then_with(|| a.2.cmp(b.2))
         .then_with(|| {
             cmp_opt(&a.3, &b.3, |x, y| match (x, y) {
-                (StreamKey::Num(p), StreamKey::Num(q)) => p.total_cmp(q),
-                (StreamKey::Str(p), StreamKey::Str(q)) => p.cmp(q),
-                (StreamKey::Num(_), StreamKey::Str(_)) => std::cmp::Ordering::Less,
-                (StreamKey::Str(_), StreamKey::Num(_)) => std::cmp::Ordering::Greater,
+                (StreamText::Num(p), StreamText::Num(q)) => p.total_cmp(q),
+                (StreamText::Str(p), StreamText::Str(q)) => p.cmp(q),
+                (StreamText::Num(_), StreamText::Str(_)) => std::cmp::Ordering::Less,
+                (StreamText::Str(_), StreamText::Num(_)) => std::cmp::Ordering::Greater,
             })
         })
 }

@@ -102,10 +102,26 @@ pub(crate) struct Event {
     pub(crate) stream: Option<Key>,
 }
 
+/// A flow event (`ph` `s` or `f` of a flow category), kept apart from the
+/// others: they are a third of a trace and only link launches to kernels.
+#[derive(Debug, Clone)]
+pub(crate) struct Flow {
+    pub(crate) cat: Cat,
+    pub(crate) ph: u8,
+    pub(crate) id: Option<Key>,
+    pub(crate) pid: Option<Key>,
+    pub(crate) tid: Option<Key>,
+}
+
 /// The parsed trace.
 #[derive(Debug, Default)]
 pub(crate) struct Parsed {
+    /// Events read (objects in `traceEvents`), flows included.
+    pub(crate) read: usize,
+    /// Every event but the flows.
     pub(crate) events: Vec<Event>,
+    /// Flow events (`ac2g`, and the older `async` categories).
+    pub(crate) flows: Vec<Flow>,
     pub(crate) strings: Vec<String>,
     pub(crate) lookup: FxHashMap<String, u32>,
     pub(crate) has_trace_events: bool,
@@ -152,7 +168,17 @@ pub(crate) fn parse<R: Read + Send>(reader: R) -> Result<Parsed, serde_json::Err
             for &(s, e) in &batch.events {
                 let mut de = serde_json::Deserializer::from_slice(&batch.bytes[s..e]);
                 match EventSeed(&mut parsed).deserialize(&mut de) {
-                    Ok(Some(ev)) => parsed.events.push(ev),
+                    Ok(Some(ev)) => {
+                        parsed.read += 1;
+                        if matches!(ev.cat, Cat::Ac2g | Cat::LegacyFlow)
+                            && (ev.ph == b's' || ev.ph == b'f')
+                        {
+                            let Event { cat, ph, id, pid, tid, .. } = ev;
+                            parsed.flows.push(Flow { cat, ph, id, pid, tid });
+                        } else {
+                            parsed.events.push(ev);
+                        }
+                    }
                     Ok(None) => {}
                     Err(err) => {
                         result = Err(err);

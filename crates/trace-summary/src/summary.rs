@@ -79,7 +79,7 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
     }
     let mut parsed = parse(reader)
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
-    let events = parsed.events.len();
+    let events = parsed.read;
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         Some(Summary {
@@ -98,9 +98,14 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
     }
     // 2. Legacy categories and older flows, read as today's.
     let mut gpu_events = gpu_events;
-    if parsed.events.iter().any(|e| e.cat.is_legacy()) {
+    if parsed.events.iter().any(|e| e.cat.is_legacy())
+        || parsed.flows.iter().any(|f| f.cat.is_legacy())
+    {
         for e in &mut parsed.events {
             e.cat = e.cat.modern();
+        }
+        for f in &mut parsed.flows {
+            f.cat = f.cat.modern();
         }
         gpu_events = parsed.events.iter().filter(|e| e.cat.is_gpu()).count();
         if let Some(s) = tables(&Analysis::new(&parsed), Outcome::LegacyCategories, gpu_events) {
@@ -136,7 +141,7 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 pub fn parse_file(path: &Path) -> Result<usize> {
     with_sanitized(path, |reader| {
         parse(BufReader::with_capacity(1 << 20, reader))
-            .map(|p| p.events.len())
+            .map(|p| p.read)
             .map_err(|e| Error::Parse { path: path.to_path_buf(), detail: e.to_string() })
     })
 }
