@@ -24,6 +24,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod chan;
 mod compute;
 mod csv;
 mod error;

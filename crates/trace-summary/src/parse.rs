@@ -165,9 +165,17 @@ pub(crate) fn parse<R: Read + Send>(reader: R) -> Result<Parsed, serde_json::Err
             if result.is_err() {
                 continue;
             }
+            // Validate UTF-8 once per batch (the sanitizer upstream makes it
+            // so): strings are then read without checking each again.
+            let text = simdutf8::basic::from_utf8(&batch.bytes).ok();
             for &(s, e) in &batch.events {
-                let mut de = serde_json::Deserializer::from_slice(&batch.bytes[s..e]);
-                match EventSeed(&mut parsed).deserialize(&mut de) {
+                let read = match text {
+                    Some(text) => EventSeed(&mut parsed)
+                        .deserialize(&mut serde_json::Deserializer::from_str(&text[s..e])),
+                    None => EventSeed(&mut parsed)
+                        .deserialize(&mut serde_json::Deserializer::from_slice(&batch.bytes[s..e])),
+                };
+                match read {
                     Ok(Some(ev)) => {
                         parsed.read += 1;
                         if matches!(ev.cat, Cat::Ac2g | Cat::LegacyFlow)
@@ -213,7 +221,6 @@ fn scan<R: Read>(
 ) -> Result<bool, serde_json::Error> {
     let mut has_trace_events = false;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
-    let mut chunk = vec![0u8; 1 << 20];
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escape = false;
@@ -226,13 +233,12 @@ fn scan<R: Read>(
     let mut top_seen = false;
     let mut batch = Batch { bytes: Vec::with_capacity(1 << 20), events: Vec::new() };
     loop {
-        let n = match reader.read(&mut chunk) {
+        // Read straight into `buf`, up to 1 MiB at a time.
+        match (&mut reader).take(1 << 20).read_to_end(&mut buf) {
             Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Ok(_) => {}
             Err(e) => return Err(serde_json::Error::io(e)),
-        };
-        buf.extend_from_slice(&chunk[..n]);
+        }
         let mut i = scanned;
         while i < buf.len() {
             let b = buf[i];

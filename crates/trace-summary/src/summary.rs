@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::{
     Error, Result,
+    chan::{ChanReader, chan_pipe},
     compute::{Analysis, Table},
     parse::parse,
 };
@@ -148,7 +149,7 @@ pub fn parse_file(path: &Path) -> Result<usize> {
 
 /// Run `f` on the file's bytes, gunzipped when gzip and sanitized, produced
 /// by a second thread; a parse error after a read error reports both.
-fn with_sanitized<T>(path: &Path, f: impl FnOnce(std::io::PipeReader) -> Result<T>) -> Result<T> {
+fn with_sanitized<T>(path: &Path, f: impl FnOnce(ChanReader) -> Result<T>) -> Result<T> {
     let file =
         File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     let mut magic = [0u8; 2];
@@ -159,8 +160,7 @@ fn with_sanitized<T>(path: &Path, f: impl FnOnce(std::io::PipeReader) -> Result<
     };
     let file =
         File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
-    let (reader, writer) =
-        std::io::pipe().map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    let (reader, writer) = chan_pipe();
     std::thread::scope(|s| {
         let repairing = s.spawn(move || {
             let input: Box<dyn Read> = if gz {
@@ -168,11 +168,7 @@ fn with_sanitized<T>(path: &Path, f: impl FnOnce(std::io::PipeReader) -> Result<
             } else {
                 Box::new(file)
             };
-            trace_sanitize::sanitize(
-                input,
-                std::io::BufWriter::with_capacity(1 << 16, writer),
-                &Default::default(),
-            )
+            trace_sanitize::sanitize(input, writer, &Default::default())
         });
         let result = f(reader);
         let repaired = repairing.join().expect("the sanitizer thread does not panic");
