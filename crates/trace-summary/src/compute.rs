@@ -214,27 +214,29 @@ impl<'p> Analysis<'p> {
         let is_flow = |e: &Event| e.ph == b's' || e.ph == b'f';
 
         // 4.2 indices. TraceLens maps (pid, tid, key) to the last event with
-        // it and looks up the (pid, tid) of a key's flow end: keep only the
-        // events that lookup can find.
+        // it and looks up the (pid, tid) of a key's flow end, for flows with
+        // both ends: keep only the flow ends and events that lookup can find.
         let mut flow_s: rustc_hash::FxHashSet<Key> = Default::default();
+        for f in &p.flows {
+            if f.cat == Cat::Ac2g && f.ph == b's' {
+                flow_s.extend(f.id);
+            }
+        }
         let mut flow_f: HashMap<Key, (Option<Key>, Option<Key>)> = HashMap::default();
         for f in &p.flows {
             if f.cat == Cat::Ac2g
+                && f.ph == b'f'
                 && let Some(id) = f.id
+                && flow_s.contains(&id)
             {
-                if f.ph == b's' {
-                    flow_s.insert(id);
-                } else {
-                    flow_f.insert(id, (f.pid, f.tid));
-                }
+                flow_f.insert(id, (f.pid, f.tid));
             }
         }
-        let graph_launch = |name: u32| {
-            let s = p.str(name);
-            s == "cudaGraphLaunch" || s == "hipGraphLaunch"
-        };
+        let interned = |s: &str| p.lookup.get(s).copied();
+        let graph_ids = [interned("cudaGraphLaunch"), interned("hipGraphLaunch")];
+        let graph_launch = |name: u32| graph_ids.contains(&Some(name));
         let any_graph = p.events.iter().any(|e| e.cat.is_runtime() && graph_launch(e.name));
-        // The threads flows end on (GPU streams): few, so a cheap first test.
+        // The threads those flows end on (GPU streams): few, a cheap first test.
         let ends: rustc_hash::FxHashSet<(Option<Key>, Option<Key>)> =
             flow_f.values().copied().collect();
         let mut flow_target: HashMap<Key, usize> = HashMap::default();
@@ -310,9 +312,7 @@ impl<'p> Analysis<'p> {
             };
             if graph_launch(e.name) {
                 gpu_by_key.get(&k).into_iter().flatten().for_each(|&t| link(t));
-            } else if flow_s.contains(&k)
-                && let Some(&t) = flow_target.get(&k)
-            {
+            } else if let Some(&t) = flow_target.get(&k) {
                 link(t);
             }
         }
