@@ -1,125 +1,101 @@
-//! Output for a plain input file: unchanged ranges are copied by the kernel
-//! (std's `io::copy` between files uses `copy_file_range` on Linux, falling
-//! back to read/write elsewhere) on a second thread while the scan goes on,
-//! so the repaired copy costs little more than `cat in > out`.
+//! Output for a plain input file: the scan hands each chunk it read, as it
+//! is, to a writer thread (with the repairs to make in it) and goes on
+//! reading into a recycled buffer. The bytes are read once and written once,
+//! from a buffer still in cache, as `cat in > out` does; the scan runs
+//! alongside the writes.
 
 use std::{
     fs::File,
-    io::{self, Read, Seek, SeekFrom, Write},
+    io::{self, Write},
     sync::mpsc::{Receiver, SyncSender, sync_channel},
 };
 
-use crate::{Error, Result, stream::Sink};
+use crate::{Error, Result, engine::Edit, stream::Sink};
 
-/// Unchanged bytes are handed to the writer in ranges of about this size.
-const COPY_BATCH: u64 = 8 << 20;
-/// A short unchanged gap between two repairs travels as bytes, not as a copy.
-const SHORT_GAP: usize = 4 << 10;
-const LITERAL_BATCH: usize = 64 << 10;
+/// Chunks in flight between the scan and the writer.
+const DEPTH: usize = 8;
 
-pub(crate) enum Op {
-    /// Copy the next `n` bytes of the input.
-    Copy(u64),
-    /// Write `data` in place of the next `input_len` bytes of the input.
-    Literal { data: Vec<u8>, input_len: u64 },
+/// A scanned chunk: `buf[..end]` with `edits` applied.
+pub(crate) struct Chunk {
+    buf: Vec<u8>,
+    end: usize,
+    edits: Vec<Edit>,
 }
 
-pub(crate) fn channel() -> (SyncSender<Op>, Receiver<Op>) {
-    sync_channel(16)
+/// The chunk channel, or the one that brings buffers back.
+pub(crate) fn channel<T>() -> (SyncSender<T>, Receiver<T>) {
+    sync_channel(DEPTH)
 }
 
-/// The scan side: turns pass/replace decisions into batched [`Op`]s.
-pub(crate) struct CopySink {
-    tx: SyncSender<Op>,
-    copy: u64,
-    literal: Vec<u8>,
-    literal_input: u64,
+/// The scan side.
+pub(crate) struct ChunkSink {
+    tx: SyncSender<Chunk>,
+    spare: Receiver<Vec<u8>>,
 }
 
-impl CopySink {
-    pub(crate) fn new(tx: SyncSender<Op>) -> CopySink {
-        CopySink { tx, copy: 0, literal: Vec::new(), literal_input: 0 }
+impl ChunkSink {
+    /// `spare` brings the writer's used buffers back.
+    pub(crate) fn new(tx: SyncSender<Chunk>, spare: Receiver<Vec<u8>>) -> ChunkSink {
+        ChunkSink { tx, spare }
     }
 
-    fn send(&mut self, op: Op) -> Result<()> {
+    fn send(&mut self, chunk: Chunk) -> Result<()> {
         // The writer only hangs up after an error, which the caller reports.
         self.tx
-            .send(op)
+            .send(chunk)
             .map_err(|_| Error::Write { offset: 0, source: io::Error::other("the writer stopped") })
-    }
-
-    fn flush_copy(&mut self) -> Result<()> {
-        if self.copy > 0 {
-            let n = std::mem::take(&mut self.copy);
-            self.send(Op::Copy(n))?;
-        }
-        Ok(())
-    }
-
-    fn flush_literal(&mut self) -> Result<()> {
-        if self.literal_input > 0 || !self.literal.is_empty() {
-            let data = std::mem::take(&mut self.literal);
-            let input_len = std::mem::take(&mut self.literal_input);
-            self.send(Op::Literal { data, input_len })?;
-        }
-        Ok(())
-    }
-
-    /// Send what is pending; dropping the sink then ends the writer.
-    pub(crate) fn finish(mut self) -> Result<()> {
-        self.flush_copy()?;
-        self.flush_literal()
     }
 }
 
-impl Sink for CopySink {
+impl Sink for ChunkSink {
     fn pass(&mut self, bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() {
             return Ok(());
         }
-        if !self.literal.is_empty() && bytes.len() < SHORT_GAP && self.literal.len() < LITERAL_BATCH
-        {
-            self.literal.extend_from_slice(bytes);
-            self.literal_input += bytes.len() as u64;
-            return Ok(());
-        }
-        self.flush_literal()?;
-        self.copy += bytes.len() as u64;
-        if self.copy >= COPY_BATCH {
-            self.flush_copy()?;
-        }
-        Ok(())
+        let chunk = Chunk { buf: bytes.to_vec(), end: bytes.len(), edits: Vec::new() };
+        self.send(chunk)
     }
 
-    fn replace(&mut self, original: &[u8], with: &'static [u8]) -> Result<()> {
-        self.flush_copy()?;
-        self.literal.extend_from_slice(with);
-        self.literal_input += original.len() as u64;
-        Ok(())
+    fn replace(&mut self, _: &[u8], with: &'static [u8]) -> Result<()> {
+        self.pass(with)
+    }
+
+    fn chunk(
+        &mut self,
+        buf: &mut Vec<u8>,
+        consumed: usize,
+        len: usize,
+        edits: &[Edit],
+    ) -> Result<()> {
+        let mut next = match self.spare.try_recv() {
+            Ok(b) if b.len() == buf.len() => b,
+            _ => vec![0u8; buf.len()],
+        };
+        next[..len - consumed].copy_from_slice(&buf[consumed..len]);
+        let full = std::mem::replace(buf, next);
+        self.send(Chunk { buf: full, end: consumed, edits: edits.to_vec() })
     }
 }
 
-/// The writer side: carries out the ops; returns the bytes written.
-pub(crate) fn write_ops(mut input: File, mut output: &File, ops: Receiver<Op>) -> io::Result<u64> {
+/// The writer side: writes the chunks, returns their buffers through `back`
+/// and the bytes written.
+pub(crate) fn write_chunks(
+    mut output: &File,
+    chunks: Receiver<Chunk>,
+    back: SyncSender<Vec<u8>>,
+) -> io::Result<u64> {
     let mut written = 0u64;
-    for op in ops {
-        match op {
-            Op::Copy(n) => {
-                let copied = io::copy(&mut (&mut input).take(n), &mut output)?;
-                if copied != n {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the input became shorter while it was being copied",
-                    ));
-                }
-                written += n;
-            }
-            Op::Literal { data, input_len } => {
-                output.write_all(&data)?;
-                input.seek(SeekFrom::Current(input_len as i64))?;
-                written += data.len() as u64;
-            }
+    for Chunk { buf, end, edits } in chunks {
+        let mut at = 0;
+        for edit in &edits {
+            output.write_all(&buf[at..edit.start])?;
+            output.write_all(edit.with)?;
+            written += (edit.start - at + edit.with.len()) as u64;
+            at = edit.end;
         }
+        output.write_all(&buf[at..end])?;
+        written += (end - at) as u64;
+        let _ = back.try_send(buf);
     }
     Ok(written)
 }

@@ -12,6 +12,8 @@
 //! a string) are skipped with a bitmask test; everything else goes through the
 //! scalar state machine.
 
+use wide::u8x64;
+
 use crate::report::{Defect, Recorder};
 
 /// Longest run of undecided bytes the engine may hand back: a high surrogate
@@ -187,68 +189,25 @@ impl Engine {
 
 /// If `block` needs no repair, the string state after it.
 ///
-/// SWAR over eight 64-bit words: exact per-byte flags in bit 7 of each byte,
-/// gathered into 64-bit masks (bit j = byte j).
+/// Portable SIMD (`wide`: SSE2 on any x86-64, NEON on aarch64): per-byte
+/// tests gathered into 64-bit masks, bit j for byte j.
 #[inline(always)]
 fn clean_block(block: &[u8; BLOCK], in_string: bool) -> Option<bool> {
-    let words = block.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
-    // First pass: only "any?" questions, answered with ORs and XORs.
-    let mut special = 0u64; // backslash or non-ASCII: always go scalar
-    let mut control = 0u64;
-    let mut quote_parity = 0u64;
-    for w in words.clone() {
-        special |= (w & HIGH) | eq_flags(w, b'\\');
-        control |= lt_flags(w, 0x20);
-        quote_parity ^= eq_flags(w, b'"');
-    }
-    if special != 0 {
+    let v = u8x64::from(*block);
+    // Backslash or non-ASCII: always go scalar.
+    if (v.simd_eq(u8x64::splat(b'\\')).to_bitmask() | v.to_bitmask()) != 0 {
         return None;
     }
-    if control == 0 {
-        // Only the number of quotes matters: fold the flags' parity into bit 7.
-        let mut p = quote_parity;
-        p ^= p >> 32;
-        p ^= p >> 16;
-        p ^= p >> 8;
-        return Some(in_string ^ (p & 0x80 != 0));
-    }
-    // Control bytes (newlines between records, usually): are any inside a
-    // string? With no backslash every quote toggles the string state, so
-    // bit j of `inside` is set when byte j lies inside a string.
-    let mut quote = 0u64;
-    let mut control = 0u64;
-    for (k, w) in words.enumerate() {
-        quote |= gather(eq_flags(w, b'"')) << (8 * k);
-        control |= gather(lt_flags(w, 0x20)) << (8 * k);
-    }
+    let quote = v.simd_eq(u8x64::splat(b'"')).to_bitmask();
+    let control = v.simd_lt(u8x64::splat(0x20)).to_bitmask();
+    // With no backslash every quote toggles the string state, so bit j of
+    // `inside` is set when byte j lies inside a string. Control bytes
+    // (newlines between records, usually) outside strings are fine.
     let inside = prefix_xor(quote) ^ if in_string { !0 } else { 0 };
     if control & inside != 0 {
         return None;
     }
     Some(inside >> 63 == 1)
-}
-
-const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-const ONES: u64 = 0x0101_0101_0101_0101;
-
-/// Bit 7 of each byte set exactly where the byte equals `c`.
-#[inline(always)]
-fn eq_flags(w: u64, c: u8) -> u64 {
-    let x = w ^ (ONES * c as u64);
-    !(((x & LOW7) + LOW7) | x) & HIGH
-}
-
-/// Bit 7 of each byte set exactly where the byte is below `n` (`n` <= 0x80).
-#[inline(always)]
-fn lt_flags(w: u64, n: u8) -> u64 {
-    !(((w & LOW7) + ONES * (0x80 - n) as u64) | w) & HIGH
-}
-
-/// Bit 7 of byte i becomes bit i.
-#[inline(always)]
-fn gather(flags: u64) -> u64 {
-    (flags >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
 #[inline(always)]
@@ -403,17 +362,66 @@ fn rfind_unescaped_quote(bytes: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// What `clean_block` must answer, byte by byte.
+    fn clean_block_scalar(block: &[u8; BLOCK], mut in_string: bool) -> Option<bool> {
+        for &b in block {
+            match b {
+                b'\\' | 0x80.. => return None,
+                b'"' => in_string = !in_string,
+                0..0x20 if in_string => return None,
+                _ => {}
+            }
+        }
+        Some(in_string)
+    }
+
     #[test]
-    fn swar_flags_are_exact() {
-        for b in 0..=255u8 {
-            let w = u64::from_le_bytes([b, 0x22, b, 0x5c, 0x1f, 0x20, 0x80, b]);
-            let expect = |f: &dyn Fn(u8) -> bool| {
-                let bytes = w.to_le_bytes();
-                (0..8).fold(0u64, |m, i| m | ((f(bytes[i]) as u64) << i))
-            };
-            assert_eq!(gather(eq_flags(w, b'"')), expect(&|x| x == b'"'), "{b:#x}");
-            assert_eq!(gather(eq_flags(w, b'\\')), expect(&|x| x == b'\\'), "{b:#x}");
-            assert_eq!(gather(lt_flags(w, 0x20)), expect(&|x| x < 0x20), "{b:#x}");
+    fn clean_block_matches_the_scalar_rule() {
+        let alphabet = [b'"', b'a', b'\n', 0x1f, b' ', b'\\', 0x80, 0x20, 0x7f, 0xff, 0];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Every byte value at every position, inside and outside a string.
+        let mut base = [b'k'; BLOCK];
+        base[10] = b'"';
+        base[40] = b'"';
+        for value in 0..=255u8 {
+            for pos in 0..BLOCK {
+                let mut block = base;
+                block[pos] = value;
+                for in_string in [false, true] {
+                    assert_eq!(
+                        clean_block(&block, in_string),
+                        clean_block_scalar(&block, in_string),
+                        "{value:#x} at {pos}, {in_string}"
+                    );
+                }
+            }
+        }
+        for round in 0..20_000 {
+            let mut block = [b'x'; BLOCK];
+            // Mostly quotes and letters, sometimes one odd byte anywhere.
+            for b in block.iter_mut() {
+                let r = next();
+                *b = if r % 5 == 0 { b'"' } else { b'a' + (r % 26) as u8 };
+            }
+            let odd = round % 3;
+            for _ in 0..odd {
+                let r = next();
+                block[(r % BLOCK as u64) as usize] =
+                    alphabet[((r >> 8) % alphabet.len() as u64) as usize];
+            }
+            for in_string in [false, true] {
+                assert_eq!(
+                    clean_block(&block, in_string),
+                    clean_block_scalar(&block, in_string),
+                    "{block:?} {in_string}"
+                );
+            }
         }
     }
 

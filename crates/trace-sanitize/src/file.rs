@@ -121,16 +121,16 @@ pub fn sanitize_file(
     };
     let report = match (compression, regular) {
         (Compression::None, true) => {
-            // Scan on this thread; a second one copies the unchanged ranges.
-            let source = reopen(input)?;
+            // Scan on this thread; a second one writes what it scanned.
             let out = tmp.as_file();
             std::thread::scope(|scope| {
                 let (tx, rx) = copy::channel();
-                let writer = scope.spawn(move || copy::write_ops(source, out, rx));
-                let mut sink = copy::CopySink::new(tx);
+                let (back, spare) = copy::channel();
+                let writer = scope.spawn(move || copy::write_chunks(out, rx, back));
+                let mut sink = copy::ChunkSink::new(tx, spare);
                 let scanned =
-                    scan_file(input, file, compression, &mut sink, options, size, progress)
-                        .and_then(|report| sink.finish().map(|()| report));
+                    scan_file(input, file, compression, &mut sink, options, size, progress);
+                drop(sink);
                 let written = writer
                     .join()
                     .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));

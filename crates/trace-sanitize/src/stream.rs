@@ -53,6 +53,27 @@ pub(crate) trait Sink {
     fn pass(&mut self, bytes: &[u8]) -> Result<()>;
     /// `original` bytes of the input are replaced by `with`.
     fn replace(&mut self, original: &[u8], with: &'static [u8]) -> Result<()>;
+    /// A scanned chunk at once: `buf[..consumed]` with `edits` applied goes
+    /// out; `buf[consumed..len]` (an unfinished sequence) must be at the
+    /// start of `buf` afterwards. A sink may take the buffer itself and leave
+    /// another one of the same length in its place.
+    fn chunk(
+        &mut self,
+        buf: &mut Vec<u8>,
+        consumed: usize,
+        len: usize,
+        edits: &[Edit],
+    ) -> Result<()> {
+        let mut at = 0;
+        for edit in edits {
+            self.pass(&buf[at..edit.start])?;
+            self.replace(&buf[edit.start..edit.end], edit.with)?;
+            at = edit.end;
+        }
+        self.pass(&buf[at..consumed])?;
+        buf.copy_within(consumed..len, 0);
+        Ok(())
+    }
 }
 
 pub(crate) struct NullSink;
@@ -126,13 +147,7 @@ pub(crate) fn scan<R: Read>(
         let len = carry + filled;
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
-        let mut at = 0;
-        for edit in &edits {
-            sink.pass(&buf[at..edit.start])?;
-            sink.replace(&buf[edit.start..edit.end], edit.with)?;
-            at = edit.end;
-        }
-        sink.pass(&buf[at..outcome.consumed])?;
+        sink.chunk(&mut buf, outcome.consumed, len, &edits)?;
         base += outcome.consumed as u64;
         progress(base);
         if outcome.stopped {
@@ -143,7 +158,6 @@ pub(crate) fn scan<R: Read>(
             debug_assert_eq!(outcome.consumed, len);
             break;
         }
-        buf.copy_within(outcome.consumed..len, 0);
         carry = len - outcome.consumed;
     }
     Ok(Report {
