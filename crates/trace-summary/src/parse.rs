@@ -6,6 +6,7 @@ use std::{fmt, io::Read};
 use rustc_hash::FxHashMap;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use wide::u8x64;
 
 /// A number as JSON wrote it: integer literals stay integers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,64 +143,75 @@ impl Parsed {
     }
 }
 
-/// Event bytes cut out of the stream, in batches.
+/// Bytes read from the stream, with the events found in them.
 struct Batch {
     bytes: Vec<u8>,
     /// `(start, end)` of each event in `bytes`.
     events: Vec<(usize, usize)>,
 }
 
-/// Parse a trace: the `traceEvents` elements are cut out of the stream one
-/// at a time by a small scanner (strings, escapes and nesting tracked across
-/// reads) on one thread, and deserialized from their own bytes on this one;
+/// Bytes read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Parse a trace: the `traceEvents` elements are found in the stream by a
+/// small scanner (strings, escapes and nesting tracked across reads) on one
+/// thread, and deserialized from the buffer they were read into on this one;
 /// everything else at the top level is skipped. Memory stays bounded (a few
-/// batches of events).
+/// buffers, recycled).
 pub(crate) fn parse<R: Read + Send>(reader: R) -> Result<Parsed, serde_json::Error> {
+    parse_in_chunks(reader, CHUNK)
+}
+
+/// [`parse`], reading `chunk` bytes at a time (tests vary it).
+fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, serde_json::Error> {
     let mut parsed = Parsed::default();
     parsed.intern("");
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+    let (back, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(6);
     std::thread::scope(|scope| {
-        let scanner = scope.spawn(move || scan(reader, tx));
+        let scanner = scope.spawn(move || scan(reader, chunk, tx, spare));
         let mut result = Ok(());
         for batch in rx {
             if result.is_err() {
                 continue;
             }
-            // Validate UTF-8 once per batch (the sanitizer upstream makes it
-            // so): strings are then read without checking each again.
-            let text = simdutf8::basic::from_utf8(&batch.bytes).ok();
-            for &(s, e) in &batch.events {
-                let read = match text {
-                    Some(text) => EventSeed(&mut parsed)
-                        .deserialize(&mut serde_json::Deserializer::from_str(&text[s..e])),
-                    None => EventSeed(&mut parsed)
-                        .deserialize(&mut serde_json::Deserializer::from_slice(&batch.bytes[s..e])),
-                };
-                match read {
-                    Ok(Some(ev)) => {
-                        parsed.read += 1;
-                        if matches!(ev.cat, Cat::Ac2g | Cat::LegacyFlow)
-                            && (ev.ph == b's' || ev.ph == b'f')
-                        {
-                            let Event { cat, ph, id, pid, tid, .. } = ev;
-                            parsed.flows.push(Flow { cat, ph, id, pid, tid });
-                        } else {
-                            parsed.events.push(ev);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(err) => {
-                        result = Err(err);
-                        break;
-                    }
-                }
+            if let Err(err) = read_events(&batch, &mut parsed) {
+                result = Err(err);
             }
+            let _ = back.try_send(batch.bytes);
         }
         let scanned = scanner.join().expect("the scanner does not panic");
         result?;
         parsed.has_trace_events = scanned?;
         Ok(parsed)
     })
+}
+
+fn read_events(batch: &Batch, parsed: &mut Parsed) -> Result<(), serde_json::Error> {
+    let (Some(&(lo, _)), Some(&(_, hi))) = (batch.events.first(), batch.events.last()) else {
+        return Ok(());
+    };
+    // Validate UTF-8 once (the sanitizer upstream makes it so): strings are
+    // then read without checking each again.
+    let text = simdutf8::basic::from_utf8(&batch.bytes[lo..hi]).ok();
+    for &(s, e) in &batch.events {
+        let read = match text {
+            Some(text) => EventSeed(parsed)
+                .deserialize(&mut serde_json::Deserializer::from_str(&text[s - lo..e - lo])),
+            None => EventSeed(parsed)
+                .deserialize(&mut serde_json::Deserializer::from_slice(&batch.bytes[s..e])),
+        };
+        if let Some(ev) = read? {
+            parsed.read += 1;
+            if matches!(ev.cat, Cat::Ac2g | Cat::LegacyFlow) && (ev.ph == b's' || ev.ph == b'f') {
+                let Event { cat, ph, id, pid, tid, .. } = ev;
+                parsed.flows.push(Flow { cat, ph, id, pid, tid });
+            } else {
+                parsed.events.push(ev);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The bytes that change the scanner's state below the top level.
@@ -213,14 +225,27 @@ const STRUCTURAL: [bool; 256] = {
     t
 };
 
-/// The scanner: sends batches of `traceEvents` elements; returns whether the
-/// trace had a `traceEvents` key.
+#[inline(always)]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// The scanner: sends the buffers it read with the `traceEvents` elements
+/// found in them; returns whether the trace had a `traceEvents` key.
 fn scan<R: Read>(
     mut reader: R,
+    chunk: usize,
     tx: std::sync::mpsc::SyncSender<Batch>,
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
 ) -> Result<bool, serde_json::Error> {
     let mut has_trace_events = false;
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escape = false;
@@ -229,32 +254,77 @@ fn scan<R: Read>(
     let mut pending_key = false; // saw "traceEvents" then ':' at depth 1
     let mut in_events = false; // inside the traceEvents array (depth 2)
     let mut event_start: Option<usize> = None;
+    let mut events: Vec<(usize, usize)> = Vec::new();
     let mut scanned = 0usize; // bytes of `buf` already scanned
     let mut top_seen = false;
-    let mut batch = Batch { bytes: Vec::with_capacity(1 << 20), events: Vec::new() };
     loop {
-        // Read straight into `buf`, up to 1 MiB at a time.
-        match (&mut reader).take(1 << 20).read_to_end(&mut buf) {
+        // Read straight into `buf`, up to `chunk` bytes at a time.
+        match (&mut reader).take(chunk as u64).read_to_end(&mut buf) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => return Err(serde_json::Error::io(e)),
         }
+        let n = buf.len();
         let mut i = scanned;
-        while i < buf.len() {
+        let mut scalar_until = i; // a block with a backslash goes byte by byte
+        while i < n {
+            // Inside an event, outside an escape: 64 bytes at a time (portable
+            // SIMD); only unescaped quotes and nesting matter there.
+            if depth >= 2 && !escape && i >= scalar_until && i + 64 <= n {
+                let block: [u8; 64] = buf[i..i + 64].try_into().expect("64 bytes");
+                let v = u8x64::from(block);
+                let eq = |c: u8| v.simd_eq(u8x64::splat(c)).to_bitmask();
+                if eq(b'\\') != 0 {
+                    scalar_until = i + 64;
+                } else {
+                    let inside = prefix_xor(eq(b'"')) ^ if in_string { !0 } else { 0 };
+                    let open = (eq(b'{') | eq(b'[')) & !inside;
+                    let close = (eq(b'}') | eq(b']')) & !inside;
+                    let mut bits = open | close;
+                    let mut left_events = false;
+                    while bits != 0 {
+                        let j = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let at = i + j;
+                        if open >> j & 1 == 1 {
+                            depth += 1;
+                            if depth == 3 && in_events && buf[at] == b'{' {
+                                event_start = Some(at);
+                            }
+                        } else {
+                            depth -= 1;
+                            if depth == 2
+                                && let Some(start) = event_start.take()
+                            {
+                                events.push((start, at + 1));
+                            }
+                            if depth == 1 {
+                                // Back at the top level: byte by byte again.
+                                in_events = false;
+                                pending_key = false;
+                                in_string = false;
+                                i = at + 1;
+                                left_events = true;
+                                break;
+                            }
+                        }
+                    }
+                    if !left_events {
+                        in_string = inside >> 63 == 1;
+                        i += 64;
+                    }
+                    continue;
+                }
+            }
             let b = buf[i];
             if in_string {
                 if escape {
                     escape = false;
                 } else if depth != 1 && b != b'"' && b != b'\\' {
-                    // Jump to the next quote or backslash: most strings are
-                    // short keys, so look at a few bytes before memchr.
-                    let end = buf.len().min(i + 16);
-                    match buf[i..end].iter().position(|&c| c == b'"' || c == b'\\') {
+                    // Jump to the next quote or backslash.
+                    match memchr::memchr2(b'"', b'\\', &buf[i..n]) {
                         Some(k) => i += k,
-                        None => match memchr::memchr2(b'"', b'\\', &buf[end..]) {
-                            Some(k) => i = end + k,
-                            None => i = buf.len(),
-                        },
+                        None => i = n,
                     }
                     continue;
                 } else if b == b'\\' {
@@ -274,7 +344,7 @@ fn scan<R: Read>(
                 // Inside an event only strings and nesting matter: skip
                 // numbers, whitespace, ':' and ','.
                 i += 1;
-                while i < buf.len() && !STRUCTURAL[buf[i] as usize] {
+                while i < n && !STRUCTURAL[buf[i] as usize] {
                     i += 1;
                 }
                 continue;
@@ -317,18 +387,7 @@ fn scan<R: Read>(
                     if depth == 2
                         && let Some(start) = event_start.take()
                     {
-                        let s = batch.bytes.len();
-                        batch.bytes.extend_from_slice(&buf[start..=i]);
-                        batch.events.push((s, batch.bytes.len()));
-                        if batch.bytes.len() >= 1 << 20 {
-                            let full = std::mem::replace(
-                                &mut batch,
-                                Batch { bytes: Vec::with_capacity(1 << 20), events: Vec::new() },
-                            );
-                            if tx.send(full).is_err() {
-                                return Ok(has_trace_events);
-                            }
-                        }
+                        events.push((start, i + 1));
                     }
                     if depth == 1 {
                         in_events = false;
@@ -340,17 +399,25 @@ fn scan<R: Read>(
             }
             i += 1;
         }
-        // Keep only what an unfinished event still needs.
-        let keep_from = event_start.unwrap_or(buf.len());
-        if keep_from > 0 {
+        // Hand the buffer over with its events; keep only what an unfinished
+        // event still needs.
+        let keep_from = event_start.unwrap_or(n);
+        if events.is_empty() {
             buf.drain(..keep_from);
-            if let Some(s) = event_start.as_mut() {
-                *s -= keep_from;
+        } else {
+            let mut next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(2 * CHUNK));
+            next.clear();
+            next.extend_from_slice(&buf[keep_from..]);
+            let full = std::mem::replace(&mut buf, next);
+            if tx.send(Batch { bytes: full, events: std::mem::take(&mut events) }).is_err() {
+                return Ok(has_trace_events);
             }
+        }
+        if let Some(s) = event_start.as_mut() {
+            *s -= keep_from;
         }
         scanned = buf.len();
     }
-    let _ = tx.send(batch);
     if !top_seen || depth != 0 || in_string {
         return Err(serde::de::Error::custom("the trace ends before its JSON does (truncated?)"));
     }
@@ -769,5 +836,69 @@ impl<'de> Visitor<'de> for PhSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u8>, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace whose events hide brackets, quotes and backslashes in
+    /// strings and nest objects and arrays, shifted by `pad` bytes so that
+    /// every construct meets every 64-byte block boundary.
+    fn tricky_trace(pad: usize, events: usize) -> String {
+        let mut t = format!(
+            r#"{{"schemaVersion": 1, "pad": "{}", "deviceProperties": [{{"id": 0, "name": "[{{x}}]"}}],"#,
+            " ".repeat(pad)
+        );
+        t.push_str("\n  \"traceEvents\": [\n");
+        for i in 0..events {
+            let name = match i % 6 {
+                0 => format!("aten::mm_{i}"),
+                1 => format!(r#"quote \" and ] and }} {i}"#),
+                2 => format!(r#"backslash \\ then \" [{{ {i}"#),
+                3 => format!(r#"\\\\\" {i}"#),
+                4 => format!("unicode é ∑ 🙂 {i} {}", "w".repeat(i % 70)),
+                _ => format!(r#"\u005b\u007d {i}"#),
+            };
+            let sep = if i + 1 == events { "" } else { "," };
+            t.push_str(&format!(
+                r#"    {{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": {i}, "tid": 1, "ts": {i}, "dur": 1, "args": {{"Input Dims": [[1, 2], [3]], "s": "{{[\"]}}", "n": {{"a": [{{}}]}}}}}}{sep}
+"#
+            ));
+        }
+        t.push_str(r#"  ], "traceName": "]}", "after": [{"x": "{"}]}"#);
+        t
+    }
+
+    #[test]
+    fn events_are_found_whatever_the_block_and_read_boundaries() {
+        for pad in [0, 1, 7, 31, 63] {
+            let trace = tricky_trace(pad, 40);
+            let reference: serde_json::Value = serde_json::from_str(&trace).unwrap();
+            let expected: Vec<String> = reference["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["name"].as_str().unwrap().to_string())
+                .collect();
+            for chunk in [1, 5, 64, 100, 1000, 1 << 20] {
+                let parsed = parse_in_chunks(trace.as_bytes(), chunk).unwrap();
+                let names: Vec<&str> = parsed.events.iter().map(|e| parsed.str(e.name)).collect();
+                assert_eq!(names, expected, "pad {pad}, chunk {chunk}");
+                assert!(parsed.has_trace_events);
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_and_unbalanced_traces_are_errors() {
+        let trace = tricky_trace(3, 5);
+        for cut in [10, trace.len() / 2, trace.len() - 1] {
+            let err = parse_in_chunks(&trace.as_bytes()[..cut], 64).unwrap_err();
+            assert!(err.to_string().contains("truncated"), "{cut}: {err}");
+        }
+        assert!(parse_in_chunks(&b"[1, 2]"[..], 64).is_err());
+        assert!(parse_in_chunks(&b"{}}"[..], 64).is_err());
     }
 }
