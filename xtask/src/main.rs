@@ -2,11 +2,13 @@
 //!
 //! - `ci`: what CI runs (format, lints, tests); the README's test command.
 //! - `tidy`: the workspace shape rules of STYLE.md (also run by `cargo test`).
-//! - `fixtures [--check]`: write (or verify) the synthetic fixtures.
+//! - `fixtures [--check]`: write (or verify) the synthetic fixtures;
+//!   `fixtures --gpu [--dry-run]`: capture real ones on a GPU node.
 //! - `codegen [--check]`: the CLI reference in docs/, from `--help`.
+//! - `trim IN -o OUT`: cut a real trace down to the fixture size cap.
 //! - `slurm up|down`: a private SLURM cluster for the tests.
 //! - `e2e [--dry-run]`: the whole path on a GPU node, with the real tools.
-//! - `bench [sanitize|discover|all]`: benchmarks against named baselines.
+//! - `bench [sanitize|discover|summary|all]`: benchmarks against named baselines.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a command-line tool")]
 
 mod bench;
@@ -14,8 +16,10 @@ mod cmd;
 mod codegen;
 mod e2e;
 mod fixtures;
+mod gpu;
 mod slurm;
 mod tidy;
+mod trim;
 
 use std::{
     path::{Path, PathBuf},
@@ -51,11 +55,30 @@ enum Task {
     },
     /// End-to-end scenarios with the real tools on a GPU node (see docs/user-guide.md).
     E2e(e2e::E2eArgs),
-    /// Write the synthetic fixtures under fixtures/synthetic.
+    /// Write the synthetic fixtures under fixtures/synthetic; with --gpu,
+    /// capture real traces on this GPU node into fixtures/gpu/<vendor>-<model>.
     Fixtures {
-        /// Only verify that the committed fixtures are up to date.
-        #[arg(long)]
+        /// Only verify that the committed synthetic fixtures are up to date.
+        #[arg(long, conflicts_with = "gpu")]
         check: bool,
+        /// Capture real traces with the GPU (torch.profiler 1 and 2 processes,
+        /// rocprofv3 on AMD), trimmed to the size cap, with provenance.
+        #[arg(long)]
+        gpu: bool,
+        #[command(flatten)]
+        gpu_args: gpu::GpuArgs,
+    },
+    /// Trim a Kineto or rocprofv3 JSON trace to a size cap, keeping it valid
+    /// and every kept GPU event with its launch (what `fixtures --gpu` does).
+    Trim {
+        /// The trace (.json; .json.gz is read too).
+        input: PathBuf,
+        /// Where to write the trimmed trace.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Size cap in KiB.
+        #[arg(long, default_value_t = 256)]
+        cap_kib: usize,
     },
     /// Start or stop a private 4-node SLURM cluster with fake GPUs (for the tests).
     Slurm {
@@ -91,7 +114,9 @@ fn main() -> ExitCode {
         Task::Tidy => tidy::run(&root),
         Task::Codegen { check } => codegen::run(&root, check),
         Task::E2e(args) => e2e::run(&root, &args),
-        Task::Fixtures { check } => fixtures::run(&root, check),
+        Task::Fixtures { gpu: true, gpu_args, .. } => gpu::run(&root, &gpu_args),
+        Task::Fixtures { check, .. } => fixtures::run(&root, check),
+        Task::Trim { input, output, cap_kib } => trim::run(&input, &output, cap_kib << 10),
         Task::Bench { which, size_mb, files, runs } => {
             bench::run(&root, which, size_mb, files, runs)
         }
