@@ -1,18 +1,26 @@
 //! `cargo xtask fixtures --gpu`: small real traces captured on this GPU node
-//! with the workload `cargo xtask e2e` ships (torch.profiler in one process
-//! and in two; rocprofv3 JSON on AMD), trimmed to the size cap while staying
-//! valid and linked (`trim.rs`), checked with trace-summary, and written
-//! under `fixtures/gpu/<vendor>-<model>/` with their provenance in
-//! `fixtures/README.md`.
+//! and committed as fixtures.
+//!
+//! Two steps, so that a node without cargo can do the first:
+//! 1. `xtask/e2e/capture_fixtures.py OUTDIR` runs the workload `cargo xtask
+//!    e2e` ships under torch.profiler (one process and two) and, on AMD,
+//!    rocprofv3, and writes the raw traces and `node.json` (versions,
+//!    commands);
+//! 2. the import trims each trace to the size cap while keeping it valid and
+//!    linked (`trim.rs`), checks it still summarizes with TraceLens' tables,
+//!    and only then replaces `fixtures/gpu/<vendor>-<model>/` and its
+//!    provenance section in `fixtures/README.md`.
+//!
+//! `--from OUTDIR` runs only the import.
 
 use std::{
     fs,
     path::{Path, PathBuf},
 };
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use crate::{cmd::cmd, e2e, trim};
+use crate::{cmd::cmd, trim};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct GpuArgs {
@@ -22,339 +30,167 @@ pub(crate) struct GpuArgs {
     /// With --gpu: the interpreter with PyTorch [default: python3].
     #[arg(long, value_name = "PATH", requires = "gpu")]
     pub(crate) python: Option<PathBuf>,
+    /// With --gpu: import the raw traces `xtask/e2e/capture_fixtures.py DIR`
+    /// wrote (on a node without cargo, say) instead of capturing.
+    #[arg(long, value_name = "DIR", requires = "gpu")]
+    pub(crate) from: Option<PathBuf>,
     /// With --gpu: size cap per trace, in KiB.
     #[arg(long, default_value_t = 256)]
     pub(crate) cap_kib: usize,
 }
 
-/// The node, for the provenance line.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+/// `node.json`, as capture_fixtures.py writes it.
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct Node {
     pub(crate) vendor: String,
     /// GPU model as the driver names it, e.g. `NVIDIA H200`.
     pub(crate) gpu: String,
     pub(crate) gpu_count: usize,
+    #[serde(default)]
     pub(crate) driver: String,
-    /// `CUDA 12.8` or `ROCm 6.4.1`, as PyTorch was built.
+    /// `CUDA 12.8` or `ROCm/HIP 6.4`, as PyTorch was built.
+    #[serde(default)]
     pub(crate) runtime: String,
     pub(crate) torch: String,
     pub(crate) python: String,
+    pub(crate) date: String,
+    #[serde(default)]
+    pub(crate) captures: Vec<Captured>,
+    #[serde(default)]
+    pub(crate) skipped: Vec<Skipped>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct Captured {
+    pub(crate) name: String,
+    pub(crate) command: String,
+    /// Fixture name -> raw size in bytes.
+    pub(crate) files: std::collections::BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct Skipped {
+    pub(crate) name: String,
+    pub(crate) why: String,
 }
 
 impl Node {
     /// `nvidia-h200`, `amd-mi300x`: the fixture directory.
     pub(crate) fn slug(&self) -> String {
-        let model = self.gpu.split_whitespace().last().unwrap_or("gpu").to_ascii_lowercase();
+        // The first word with a digit names the model: `H100` of `NVIDIA
+        // H100 80GB HBM3`, `MI300X` of `AMD Instinct MI300X`.
+        let words = || self.gpu.split_whitespace();
+        let model = words()
+            .find(|w| w.bytes().any(|b| b.is_ascii_digit()))
+            .or_else(|| words().last())
+            .unwrap_or("gpu")
+            .to_ascii_lowercase();
         let model: String =
             model.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
         format!("{}-{model}", self.vendor)
     }
 }
 
-/// One capture and what it needs.
-struct Capture {
-    name: &'static str,
-    what: &'static str,
-    runnable: Result<(), String>,
-}
-
-fn plan(inv: &e2e::Inventory, torch_gpu: bool) -> Vec<Capture> {
-    let amd = inv.gpu_vendor.as_deref() == Some("amd");
-    let need = |ok: bool, what: &str| if ok { Ok(()) } else { Err(format!("needs {what}")) };
-    vec![
-        Capture {
-            name: "single",
-            what: "torch.profiler, one process: workload.py --profile-dir",
-            runnable: need(torch_gpu, "PyTorch seeing a GPU"),
-        },
-        Capture {
-            name: "ddp",
-            what: "torch.profiler, two processes: torchrun --nproc-per-node 2 workload.py --distributed (NCCL/RCCL with 2+ GPUs, gloo otherwise)",
-            runnable: need(torch_gpu, "PyTorch seeing a GPU"),
-        },
-        Capture {
-            name: "rocprofv3",
-            what: "rocprofv3 --kernel-trace --hip-trace --output-format json -- python workload.py",
-            runnable: need(torch_gpu, "PyTorch seeing a GPU")
-                .and(need(amd, "an AMD GPU"))
-                .and(need(inv.rocprofv3, "rocprofv3")),
-        },
-    ]
-}
-
-fn first_line(program: &str, args: &[&str]) -> Option<String> {
-    let out = cmd(program, args).stderr_null().unchecked().read().ok()?;
-    out.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
-}
-
-fn node(inv: &e2e::Inventory, torch: &Value, python: &Path) -> Node {
-    let vendor = inv.gpu_vendor.clone().unwrap_or_else(|| "unknown".into());
-    let (gpu, driver) = if vendor == "nvidia" {
-        let q =
-            first_line("nvidia-smi", &["--query-gpu=name,driver_version", "--format=csv,noheader"])
-                .unwrap_or_default();
-        let mut parts = q.splitn(2, ',').map(|s| s.trim().to_string());
-        (parts.next().unwrap_or_default(), parts.next().unwrap_or_default())
-    } else if vendor == "amd" {
-        // `GPU[0] : Card Series: AMD Instinct MI300X` and the like.
-        let name = inv
-            .gpus
-            .first()
-            .and_then(|l| l.rsplit(':').next())
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default();
-        let rocm = fs::read_to_string("/opt/rocm/.info/version").unwrap_or_default();
-        (name, format!("ROCm {}", rocm.trim()))
-    } else {
-        (String::new(), String::new())
-    };
-    let runtime = match (torch["cuda"].as_str(), torch["hip"].as_str()) {
-        (_, Some(hip)) => format!("ROCm/HIP {hip}"),
-        (Some(cuda), _) => format!("CUDA {cuda}"),
-        _ => "unknown".into(),
-    };
-    Node {
-        vendor,
-        gpu,
-        gpu_count: torch["count"].as_u64().unwrap_or(0) as usize,
-        driver,
-        runtime,
-        torch: torch["version"].as_str().unwrap_or("").to_string(),
-        python: first_line(
-            &python.display().to_string(),
-            &["-c", "import platform; print(platform.python_version())"],
-        )
-        .unwrap_or_default(),
-    }
-}
-
-fn torch_probe(python: &Path) -> Option<Value> {
-    let probe = "import json, torch; print(json.dumps({'version': torch.__version__, 'gpu': torch.cuda.is_available(), \
-                 'count': torch.cuda.device_count(), 'cuda': torch.version.cuda, 'hip': torch.version.hip}))";
-    let out = cmd(python, ["-c", probe]).stderr_null().unchecked().read().ok()?;
-    serde_json::from_str(out.lines().last()?).ok()
-}
-
 pub(crate) fn run(root: &Path, args: &GpuArgs) -> Result<(), String> {
+    let cap = args.cap_kib << 10;
+    if let Some(dir) = &args.from {
+        return import(root, dir, cap);
+    }
     let python = args.python.clone().unwrap_or_else(|| PathBuf::from("python3"));
-    let inv = e2e::inventory(None);
-    let torch = torch_probe(&python);
-    let torch_gpu = torch.as_ref().is_some_and(|t| t["gpu"] == true);
-    let captures = plan(&inv, torch_gpu);
-    let node = node(&inv, torch.as_ref().unwrap_or(&Value::Null), &python);
-    let dest = root.join("fixtures/gpu").join(node.slug());
-    eprintln!("node: {}", serde_json::to_string(&node).unwrap_or_default());
-    eprintln!(
-        "torch ({}): {}",
-        python.display(),
-        torch.as_ref().map_or("not importable".into(), |t| t.to_string())
-    );
-    eprintln!("destination: {} (cap {} KiB per trace)", dest.display(), args.cap_kib);
-    for c in &captures {
-        match &c.runnable {
-            Ok(()) => eprintln!("  capture  {:10} {}", c.name, c.what),
-            Err(why) => eprintln!("  skip     {:10} {why}", c.name),
-        }
-    }
+    let script = root.join("xtask/e2e/capture_fixtures.py");
+    let raw = std::env::temp_dir().join(format!("madengine-gpu-fixtures.{}", std::process::id()));
+    let mut argv = vec![script.display().to_string(), raw.display().to_string()];
     if args.dry_run {
-        return Ok(());
+        argv.push("--dry-run".into());
     }
-    if !torch_gpu {
-        return Err("no capture can run here: PyTorch does not see a GPU (see --python)".into());
-    }
-    let work = tempdir()?;
-    let result = capture_all(root, &python, &captures, &work, args.cap_kib << 10, &node, &dest);
-    let _ = fs::remove_dir_all(&work);
+    eprintln!("$ {} {}", python.display(), argv.join(" "));
+    let status = cmd(python.as_os_str(), &argv)
+        .stdout_to_stderr()
+        .unchecked()
+        .run()
+        .map_err(|e| format!("{}: {e}", python.display()))?
+        .status;
+    let result = if !status.success() {
+        Err(format!("{} failed ({status}); nothing was written", script.display()))
+    } else if args.dry_run {
+        Ok(())
+    } else {
+        import(root, &raw, cap)
+    };
+    let _ = fs::remove_dir_all(&raw);
     result
 }
 
-fn tempdir() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("madengine-gpu-fixtures.{}", std::process::id()));
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    Ok(dir)
-}
-
-/// A fixture written: its name under the destination and how it was made.
+/// A fixture ready to be written.
 struct Made {
     file: String,
-    bytes: usize,
+    text: String,
     command: String,
     note: String,
 }
 
-fn capture_all(
-    root: &Path,
-    python: &Path,
-    captures: &[Capture],
-    work: &Path,
-    cap: usize,
-    node: &Node,
-    dest: &Path,
-) -> Result<(), String> {
-    let workload = root.join("xtask/e2e/workload.py");
-    let py = python.display().to_string();
-    let wl = workload.display().to_string();
-    let mut made: Vec<(Made, String)> = Vec::new();
-    for c in captures.iter().filter(|c| c.runnable.is_ok()) {
-        let dir = work.join(c.name);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let d = dir.display().to_string();
-        let (argv, outputs): (Vec<String>, Vec<(&str, String)>) = match c.name {
-            "single" => (
-                vec![
-                    py.clone(),
-                    wl.clone(),
-                    "--steps".into(),
-                    "6".into(),
-                    "--profile-dir".into(),
-                    d.clone(),
-                ],
-                vec![("rank0.", "single_rank0.pt.trace.json".into())],
-            ),
-            "ddp" => (
-                vec![
-                    py.clone(),
-                    "-m".into(),
-                    "torch.distributed.run".into(),
-                    "--standalone".into(),
-                    "--nproc-per-node".into(),
-                    "2".into(),
-                    wl.clone(),
-                    "--distributed".into(),
-                    "--steps".into(),
-                    "6".into(),
-                    "--profile-dir".into(),
-                    d.clone(),
-                ],
-                vec![
-                    ("rank0.", "ddp_rank0.pt.trace.json".into()),
-                    ("rank1.", "ddp_rank1.pt.trace.json".into()),
-                ],
-            ),
-            _ => (
-                vec![
-                    "rocprofv3".into(),
-                    "--kernel-trace".into(),
-                    "--hip-trace".into(),
-                    "--output-format".into(),
-                    "json".into(),
-                    "-d".into(),
-                    d.clone(),
-                    "-o".into(),
-                    "fixture".into(),
-                    "--".into(),
-                    py.clone(),
-                    wl.clone(),
-                    "--steps".into(),
-                    "3".into(),
-                ],
-                vec![("fixture", "rocprofv3_results.json".into())],
-            ),
-        };
-        eprintln!("$ {}", argv.join(" "));
-        let out = cmd(&argv[0], &argv[1..])
-            .dir(&dir)
-            .stderr_to_stdout()
-            .stdout_capture()
-            .unchecked()
-            .run()
-            .map_err(|e| format!("{}: {e}", argv[0]))?;
-        if !out.status.success() {
-            return Err(format!(
-                "capture `{}` failed ({}):\n{}",
-                c.name,
-                out.status,
-                tail(&String::from_utf8_lossy(&out.stdout), 40)
-            ));
-        }
-        for (prefix, name) in outputs {
-            let found = find_json(&dir, prefix).ok_or_else(|| {
-                format!("capture `{}` wrote no {prefix}*.json under {}", c.name, dir.display())
-            })?;
-            let text =
-                fs::read_to_string(&found).map_err(|e| format!("{}: {e}", found.display()))?;
-            let t = trim::trim(&text, cap).map_err(|e| format!("{}: {e}", found.display()))?;
-            let staged = work.join(&name);
+/// Trim, check and write the raw traces in `dir` (capture_fixtures.py's
+/// output) under `root/fixtures/gpu/<slug>/`, with their provenance.
+pub(crate) fn import(root: &Path, dir: &Path, cap: usize) -> Result<(), String> {
+    let node_path = dir.join("node.json");
+    let node: Node = serde_json::from_str(
+        &fs::read_to_string(&node_path).map_err(|e| format!("{}: {e}", node_path.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", node_path.display()))?;
+    if node.captures.is_empty() {
+        return Err(format!("{}: no capture to import", node_path.display()));
+    }
+    let scratch = std::env::temp_dir().join(format!("madengine-gpu-check.{}", std::process::id()));
+    fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let made = check_all(&node, dir, cap, &scratch);
+    let _ = fs::remove_dir_all(&scratch);
+    let made = made?;
+    // Only now replace the committed set: a failure above leaves it as it was.
+    let dest = root.join("fixtures/gpu").join(node.slug());
+    let _ = fs::remove_dir_all(&dest);
+    fs::create_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    for m in &made {
+        let path = dest.join(&m.file);
+        fs::write(&path, &m.text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {} ({} bytes; {})", path.display(), m.text.len(), m.note);
+    }
+    let readme_path = root.join("fixtures/README.md");
+    let current =
+        fs::read_to_string(&readme_path).map_err(|e| format!("{}: {e}", readme_path.display()))?;
+    let updated = splice(&current, &node.slug(), &section(&node, &made));
+    fs::write(&readme_path, updated).map_err(|e| format!("{}: {e}", readme_path.display()))
+}
+
+fn check_all(node: &Node, dir: &Path, cap: usize, scratch: &Path) -> Result<Vec<Made>, String> {
+    let mut made = Vec::new();
+    for c in &node.captures {
+        for name in c.files.keys() {
+            let raw = dir.join(name);
+            let text = fs::read_to_string(&raw).map_err(|e| format!("{}: {e}", raw.display()))?;
+            let t = trim::trim(&text, cap).map_err(|e| format!("{}: {e}", raw.display()))?;
+            let staged = scratch.join(name);
             fs::write(&staged, &t.text).map_err(|e| format!("{}: {e}", staged.display()))?;
             let s = trace_summary::summarize_file(&staged).map_err(|e| format!("{name}: {e}"))?;
             let outcome = serde_json::to_value(s.outcome).unwrap_or_default();
             if s.gpu_events == 0 || !(outcome == "tables" || outcome == "rocprofv3") {
                 return Err(format!(
-                    "{name}: the trimmed trace summarizes as {outcome} with {} GPU events; not a useful fixture",
+                    "{name}: trimmed, it summarizes as {outcome} with {} GPU events: not a useful fixture",
                     s.gpu_events
                 ));
             }
             let note = format!(
-                "{} of {} events kept ({:.0} {} window{}); trace-summary: {outcome}, {} GPU events",
+                "{} of {} events ({:.0} {} window{}); {outcome}, {} GPU events",
                 t.events_kept,
                 t.events_in,
                 t.window,
                 if c.name == "rocprofv3" { "ns" } else { "µs" },
-                if t.dropped_python { ", python_function events left out" } else { "" },
+                if t.dropped_python { ", python_function left out" } else { "" },
                 s.gpu_events
             );
-            let m = Made {
-                file: name,
-                bytes: t.text.len(),
-                command: argv_for_readme(&argv, root, work),
-                note,
-            };
-            made.push((m, t.text));
+            made.push(Made { file: name.clone(), text: t.text, command: c.command.clone(), note });
         }
     }
-    // Only now replace the committed set: a failed capture leaves it as it was.
-    let _ = fs::remove_dir_all(dest);
-    fs::create_dir_all(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
-    for (m, text) in &made {
-        let path = dest.join(&m.file);
-        fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("wrote {} ({} bytes)", path.display(), text.len());
-    }
-    let made: Vec<Made> = made.into_iter().map(|(m, _)| m).collect();
-    let readme_path = root.join("fixtures/README.md");
-    let current =
-        fs::read_to_string(&readme_path).map_err(|e| format!("{}: {e}", readme_path.display()))?;
-    let updated = splice(&current, &node.slug(), &section(node, &made));
-    fs::write(&readme_path, updated).map_err(|e| format!("{}: {e}", readme_path.display()))
-}
-
-fn tail(s: &str, lines: usize) -> String {
-    let all: Vec<&str> = s.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// The newest `.json` under `dir` whose name starts with `prefix`.
-fn find_json(dir: &Path, prefix: &str) -> Option<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).ok()?.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".json"))
-            {
-                found.push(p);
-            }
-        }
-    }
-    found.sort();
-    found.pop()
-}
-
-/// The command as the README shows it: paths relative to the project, the
-/// scratch directory as `$OUT`.
-fn argv_for_readme(argv: &[String], root: &Path, work: &Path) -> String {
-    argv.iter()
-        .map(|a| {
-            let a = a.replace(&root.display().to_string(), ".");
-            a.replace(&work.display().to_string(), "$OUT")
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    Ok(made)
 }
 
 fn begin(slug: &str) -> String {
@@ -368,39 +204,43 @@ fn end(slug: &str) -> String {
 fn section(node: &Node, made: &[Made]) -> String {
     let mut s = begin(&node.slug());
     s.push_str(&format!(
-        "\n### `gpu/{}/`\n\n{} x {}, driver {}, PyTorch {} ({}), Python {}; captured {} with `cargo xtask fixtures --gpu`, trimmed to the size cap by `xtask/src/trim.rs`.\n\n| file | bytes | command | kept |\n|---|---|---|---|\n",
+        "\n### `gpu/{}/`\n\n{} x {}, driver {}, PyTorch {} ({}), Python {}; captured {} by \
+         `cargo xtask fixtures --gpu` (`$DIR` is a scratch directory), trimmed to the size cap by \
+         `xtask/src/trim.rs`.\n\n| file | bytes | command | kept |\n|---|---|---|---|\n",
         node.slug(),
         node.gpu_count,
         node.gpu,
-        node.driver,
+        if node.driver.is_empty() { "unknown" } else { &node.driver },
         node.torch,
         node.runtime,
         node.python,
-        today(),
+        node.date,
     ));
     for m in made {
-        s.push_str(&format!("| `{}` | {} | `{}` | {} |\n", m.file, m.bytes, m.command, m.note));
+        s.push_str(&format!(
+            "| `{}` | {} | `{}` | {} |\n",
+            m.file,
+            m.text.len(),
+            m.command,
+            m.note
+        ));
+    }
+    for k in &node.skipped {
+        s.push_str(&format!("| ({}: not captured) | | | {} |\n", k.name, k.why));
     }
     s.push_str(&end(&node.slug()));
     s
 }
 
-fn today() -> String {
-    cmd("date", ["-u", "+%Y-%m-%d"]).read().unwrap_or_default()
-}
-
 /// Put `section` in place of the slug's previous one, or at the end.
 fn splice(current: &str, slug: &str, section: &str) -> String {
     let (b, e) = (begin(slug), end(slug));
-    let current = current.replace(
-        "None are committed so far.",
-        "Each node's set is replaced as a whole when captured again.",
-    );
+    let current = current.replace("None are committed so far.", "");
     match (current.find(&b), current.find(&e)) {
         (Some(a), Some(z)) if a < z => {
             format!("{}{}{}", &current[..a], section, &current[z + e.len()..])
         }
-        _ => format!("{}\n{section}\n", current.trim_end()),
+        _ => format!("{}\n\n{section}\n", current.trim_end()),
     }
 }
 
@@ -416,25 +256,8 @@ mod tests {
         assert_eq!(n("nvidia", "NVIDIA H200"), "nvidia-h200");
         assert_eq!(n("amd", "AMD Instinct MI300X"), "amd-mi300x");
         assert_eq!(n("nvidia", "NVIDIA A100-SXM4-80GB"), "nvidia-a100-sxm4-80gb");
-    }
-
-    #[test]
-    fn without_a_gpu_every_capture_says_why_and_dry_run_captures_nothing() {
-        let plan = plan(&e2e::Inventory::default(), false);
-        assert_eq!(plan.iter().map(|c| c.name).collect::<Vec<_>>(), ["single", "ddp", "rocprofv3"]);
-        for c in &plan {
-            assert!(
-                c.runnable.as_ref().unwrap_err().contains("PyTorch seeing a GPU"),
-                "{}",
-                c.name
-            );
-        }
-        let args = GpuArgs { dry_run: true, python: None, cap_kib: 256 };
-        run(&crate::project_root(), &args).unwrap();
-        let nvidia = e2e::Inventory { gpu_vendor: Some("nvidia".into()), ..Default::default() };
-        let plan = super::plan(&nvidia, true);
-        assert!(plan[0].runnable.is_ok() && plan[1].runnable.is_ok());
-        assert!(plan[2].runnable.as_ref().unwrap_err().contains("an AMD GPU"));
+        assert_eq!(n("nvidia", "NVIDIA H100 80GB HBM3"), "nvidia-h100");
+        assert_eq!(n("amd", ""), "amd-gpu");
     }
 
     #[test]
@@ -448,5 +271,110 @@ mod tests {
         let other = format!("{}\nmi\n{}", begin("amd-mi300x"), end("amd-mi300x"));
         let both = splice(&out, "amd-mi300x", &other);
         assert!(both.contains("new") && both.ends_with(&format!("{other}\n")));
+    }
+
+    /// Where no GPU is (CI), the capture script says why for each capture
+    /// and a dry run captures nothing.
+    #[test]
+    fn dry_run_here_says_why_each_capture_is_skipped() {
+        let root = crate::project_root();
+        let out = cmd(
+            "python3",
+            [
+                root.join("xtask/e2e/capture_fixtures.py").display().to_string(),
+                "/nonexistent/never-written".into(),
+                "--dry-run".into(),
+            ],
+        )
+        .stderr_null()
+        .read()
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let plan = v["plan"].as_array().unwrap();
+        let names: Vec<&str> = plan.iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["single", "ddp", "rocprofv3"]);
+        for c in plan {
+            let why = c["skip"].as_str().unwrap_or_else(|| panic!("{c}: runnable on CI?"));
+            assert!(why.contains("PyTorch seeing a GPU"), "{why}");
+        }
+        assert!(plan[1]["command"].as_str().unwrap().contains("torch.distributed.run"));
+        assert!(!Path::new("/nonexistent/never-written").exists());
+        // And without --dry-run it refuses with status 2, writing nothing.
+        let status = cmd(
+            "python3",
+            [
+                root.join("xtask/e2e/capture_fixtures.py").display().to_string(),
+                "/nonexistent/x".into(),
+            ],
+        )
+        .stderr_null()
+        .stdout_null()
+        .unchecked()
+        .run()
+        .unwrap()
+        .status;
+        assert_eq!(status.code(), Some(2));
+    }
+
+    /// The import on a raw directory shaped like the capture script's
+    /// output, from a real public H100 trace: trimmed, checked, written with
+    /// its provenance; a raw trace that cannot give tables writes nothing.
+    #[test]
+    fn import_trims_checks_and_records_provenance() {
+        let public = crate::project_root().join("../shared/fixtures/public");
+        if !public.is_dir() {
+            assert!(std::env::var_os("CI").is_none(), "CI runs with ../shared/fixtures/public");
+            return;
+        }
+        let base = std::env::temp_dir().join(format!("xtask-gpu-import-{}", std::process::id()));
+        let (raw, root) = (base.join("raw"), base.join("root"));
+        fs::create_dir_all(&raw).unwrap();
+        fs::create_dir_all(root.join("fixtures")).unwrap();
+        fs::write(
+            root.join("fixtures/README.md"),
+            "# Fixtures\n\n## `gpu/`\n\nNone are committed so far.\n",
+        )
+        .unwrap();
+        let mut text = String::new();
+        let f = fs::File::open(
+            public.join("kineto/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"),
+        )
+        .unwrap();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text).unwrap();
+        fs::write(raw.join("single_rank0.pt.trace.json"), &text).unwrap();
+        let node = serde_json::json!({
+            "vendor": "nvidia", "gpu": "NVIDIA H100 80GB HBM3", "gpu_count": 1, "driver": "570.1",
+            "runtime": "CUDA 12.8", "torch": "2.11.0", "python": "3.12.3", "date": "2026-11-30",
+            "captures": [{"name": "single", "command": "python3 xtask/e2e/workload.py --steps 6 --profile-dir $DIR",
+                          "files": {"single_rank0.pt.trace.json": text.len()}}],
+            "skipped": [{"name": "rocprofv3", "why": "needs an AMD GPU"}]
+        });
+        fs::write(raw.join("node.json"), node.to_string()).unwrap();
+        import(&root, &raw, 64 << 10).unwrap();
+        let written = root.join("fixtures/gpu/nvidia-h100/single_rank0.pt.trace.json");
+        let len = fs::metadata(&written).unwrap().len();
+        assert!(len > 0 && len <= 64 << 10, "{len}");
+        let readme = fs::read_to_string(root.join("fixtures/README.md")).unwrap();
+        assert!(readme.contains("### `gpu/nvidia-h100/`"), "{readme}");
+        assert!(
+            readme.contains("1 x NVIDIA H100 80GB HBM3, driver 570.1, PyTorch 2.11.0 (CUDA 12.8)")
+        );
+        assert!(readme.contains(&format!("| `single_rank0.pt.trace.json` | {len} |")), "{readme}");
+        assert!(readme.contains("(rocprofv3: not captured)"));
+        assert!(!readme.contains("None are committed"));
+
+        // A CPU-only trace cannot be a GPU fixture: nothing changes.
+        let cpu = public.join("kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+        let mut cpu_text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(fs::File::open(cpu).unwrap()),
+            &mut cpu_text,
+        )
+        .unwrap();
+        fs::write(raw.join("single_rank0.pt.trace.json"), &cpu_text).unwrap();
+        let err = import(&root, &raw, 64 << 10).unwrap_err();
+        assert!(err.contains("not a useful fixture"), "{err}");
+        assert_eq!(fs::metadata(&written).unwrap().len(), len, "the committed set stays");
+        fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -62,7 +62,7 @@ enum Task {
         #[arg(long, conflicts_with = "gpu")]
         check: bool,
         /// Capture real traces with the GPU (torch.profiler 1 and 2 processes,
-        /// rocprofv3 on AMD), trimmed to the size cap, with provenance.
+        /// rocprofv3 on AMD), trimmed to the size cap, checked, with provenance.
         #[arg(long)]
         gpu: bool,
         #[command(flatten)]
