@@ -179,6 +179,19 @@ fn check_files(root: &Path, problems: &mut Vec<String>) {
                 }
             }
         }
+        // Libraries take their settings from the caller (STYLE.md): no
+        // environment reads in their sources.
+        if dir.starts_with(&crates) && name != "madengine-cli" {
+            for file in rust_files(&dir.join("src")) {
+                let text = fs::read_to_string(&file).unwrap_or_default();
+                for line in env_reads(&text) {
+                    problems.push(format!(
+                        "{}:{line}: a library reads the environment; take it as an argument",
+                        file.display()
+                    ));
+                }
+            }
+        }
         for file in rust_files(dir) {
             let text = fs::read_to_string(&file).unwrap_or_default();
             if text.contains(&["#[should", "_panic"].concat()) {
@@ -192,6 +205,19 @@ fn check_files(root: &Path, problems: &mut Vec<String>) {
         problems
             .push("madengine-cli/src/main.rs: keep it under 40 lines (parse, run, report)".into());
     }
+}
+
+/// Lines (1-based) that read the process environment, comments aside.
+fn env_reads(text: &str) -> Vec<usize> {
+    let calls = ["env::var(", "env::var_os(", "env::vars(", "env::vars_os(", "env::args"];
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let code = l.split("//").next().unwrap_or("");
+            calls.iter().any(|c| code.contains(c))
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
 }
 
 fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -211,6 +237,13 @@ fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn environment_reads_are_found_outside_comments() {
+        let text = "fn a() {\n    let p = std::env::var_os(\"PATH\");\n}\n// std::env::var(\"X\") in a comment\n//! env::args in docs\nlet h = env::var(\"HOME\"); // why\n";
+        assert_eq!(super::env_reads(text), [2, 6]);
+        assert!(super::env_reads("let p = paths.var_os;").is_empty());
+    }
+
     #[test]
     fn tidy() {
         if let Err(e) = super::run(&crate::project_root()) {
