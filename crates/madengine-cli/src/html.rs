@@ -152,7 +152,7 @@ fn cross_rank_section(page: &mut String, views: &[SummaryView]) {
     }
     let longest = ranks.iter().map(|r| r.total).fold(0.0, f64::max);
     page.push_str(
-        r#"<section><h2>Across ranks</h2><table><tr><th>rank</th><th>GPU time (ms)</th><th class="name"></th><th>computation</th><th>exposed comm</th><th>idle</th><th></th></tr>"#,
+        r#"<section><h2>Across ranks</h2><table><tr><th>rank</th><th>GPU time (ms)</th><th class="name"></th><th>computation</th><th>exposed comm</th><th>idle</th><th></th><th class="name">trace</th></tr>"#,
     );
     for r in &ranks {
         let class = if r.slowest { r#" class="slowest""# } else { "" };
@@ -169,11 +169,12 @@ fn cross_rank_section(page: &mut String, views: &[SummaryView]) {
         stacked_bar(page, &parts, longest, 400.0);
         let _ = write!(
             page,
-            "</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr>",
+            "</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td class=\"name\">{}</td></tr>",
             r.computation,
             r.exposed_comm,
             r.idle,
-            if r.slowest { "slowest" } else { "" }
+            if r.slowest { "slowest" } else { "" },
+            esc(&r.trace.display().to_string())
         );
     }
     page.push_str("</table></section>");

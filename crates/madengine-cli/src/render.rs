@@ -552,7 +552,7 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
     }
     let ranks = crate::commands::cross_rank(views);
     if !ranks.is_empty() {
-        let rows: Vec<[String; 6]> = ranks
+        let rows: Vec<[String; 7]> = ranks
             .iter()
             .map(|r| {
                 [
@@ -562,11 +562,16 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
                     format!("{:.3}", r.idle),
                     format!("{:.3}", r.total),
                     if r.slowest { "<- slowest".into() } else { String::new() },
+                    r.trace.display().to_string(),
                 ]
             })
             .collect();
         text.push_str("cross-rank (ms):\n");
-        table(&mut text, ["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", ""], &rows);
+        table(
+            &mut text,
+            ["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", "", "TRACE"],
+            &rows,
+        );
     }
     if views.is_empty() {
         text.push_str("no PyTorch or rocprofv3 JSON traces found\n");

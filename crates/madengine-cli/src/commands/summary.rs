@@ -64,6 +64,8 @@ impl TraceView {
 #[derive(Debug)]
 pub(crate) struct RankRow {
     pub(crate) rank: u32,
+    /// The trace behind the row (two runs can hold the same rank).
+    pub(crate) trace: PathBuf,
     pub(crate) computation: f64,
     pub(crate) exposed_comm: f64,
     pub(crate) idle: f64,
@@ -90,6 +92,7 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> Vec<RankRow> {
         .enumerate()
         .map(|(i, v)| RankRow {
             rank: v.rank.unwrap_or_default(),
+            trace: v.trace.clone(),
             computation: v.ms("computation_time"),
             exposed_comm: v.ms("exposed_comm_time"),
             idle: v.ms("idle_time"),
