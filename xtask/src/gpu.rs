@@ -171,7 +171,10 @@ fn check_all(node: &Node, dir: &Path, cap: usize, scratch: &Path) -> Result<Vec<
             let staged = scratch.join(name);
             fs::write(&staged, &t.text).map_err(|e| format!("{}: {e}", staged.display()))?;
             let s = trace_summary::summarize_file(&staged).map_err(|e| format!("{name}: {e}"))?;
-            let outcome = serde_json::to_value(s.outcome).unwrap_or_default();
+            let outcome = serde_json::to_value(s.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
             if s.gpu_events == 0 || !(outcome == "tables" || outcome == "rocprofv3") {
                 return Err(format!(
                     "{name}: trimmed, it summarizes as {outcome} with {} GPU events: not a useful fixture",
