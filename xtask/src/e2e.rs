@@ -332,7 +332,15 @@ fn run_scenario(
     inv: &Inventory,
 ) -> Result<String, String> {
     let w = workload.display().to_string();
-    let py = Path::new("python3");
+    // The 2-rank job, run directly or through SLURM.
+    let torchrun = || which("torchrun").unwrap_or_else(|| "torchrun".into());
+    let two_ranks = |torchrun: &str| -> Vec<String> {
+        [torchrun, "--nproc-per-node", "2", &w, "--distributed", "--steps", "8"]
+            .into_iter()
+            .chain(["--profile-dir", "torch_profiler_output"])
+            .map(str::to_string)
+            .collect()
+    };
     match name {
         "rocprof-json" | "rocprof-pftrace" => {
             let format = if name == "rocprof-json" { "json" } else { "pftrace" };
@@ -390,61 +398,37 @@ fn run_scenario(
             )
         }
         "torchrun-2rank" => {
-            let torchrun = which("torchrun").unwrap_or_else(|| "torchrun".into());
-            step(
-                dir,
-                Path::new(&torchrun),
-                &[
-                    "--nproc-per-node",
-                    "2",
-                    &w,
-                    "--distributed",
-                    "--steps",
-                    "8",
-                    "--profile-dir",
-                    "torch_profiler_output",
-                ],
-            )?;
+            let argv = two_ranks(&torchrun());
+            let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+            step(dir, Path::new(&argv[0]), &args)?;
             report(madengine, dir, inv, "auto", &["perf_report_pytorch", "collective"])
         }
         "slurm" => {
-            let torchrun = which("torchrun").unwrap_or_else(|| "torchrun".into());
             let python = inv
                 .tracelens_python
                 .as_ref()
                 .expect("planned with TraceLens")
                 .display()
                 .to_string();
-            let out = step(
-                dir,
-                madengine,
-                &[
-                    "slurm",
-                    "submit",
-                    "--nodes",
-                    "1",
-                    "--results-dir",
-                    "results",
-                    "--wait",
-                    "--timeout",
-                    "900",
-                    "--json",
-                    "--",
-                    &torchrun,
-                    "--nproc-per-node",
-                    "2",
-                    &w,
-                    "--distributed",
-                    "--steps",
-                    "8",
-                    "--profile-dir",
-                    "torch_profiler_output",
-                ],
-            )?;
+            let job = two_ranks(&torchrun());
+            let mut args = vec![
+                "slurm",
+                "submit",
+                "--nodes",
+                "1",
+                "--results-dir",
+                "results",
+                "--wait",
+                "--timeout",
+                "900",
+                "--json",
+                "--",
+            ];
+            args.extend(job.iter().map(String::as_str));
+            let out = step(dir, madengine, &args)?;
             let v: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
             let results = v["results"].as_str().unwrap_or("").to_string();
             step(dir, madengine, &["slurm", "gather", &results, "--report", "--python", &python])?;
-            let _ = py;
             Ok(format!("job {} gathered and reported", v["job_id"]))
         }
         other => Err(format!("unknown scenario {other}")),

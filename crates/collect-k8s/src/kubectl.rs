@@ -121,6 +121,18 @@ pub struct Gathered {
     pub problems: Vec<String>,
 }
 
+impl Gathered {
+    fn empty(job: &str, namespace: &str, results: &Path) -> Gathered {
+        Gathered {
+            job: job.to_string(),
+            namespace: namespace.to_string(),
+            results: results.to_path_buf(),
+            pods: vec![],
+            problems: vec![],
+        }
+    }
+}
+
 /// Copy every pod's results from the job's results claim into `results`,
 /// through a short-lived collector pod (deleted afterwards, also on failure),
 /// and write `results_summary.json`. Existing local directories are never
@@ -173,13 +185,7 @@ pub fn gather_live(
     let selector = format!("batch.kubernetes.io/job-name={job}");
     let names = kubectl
         .run(&["get", "pods", "-l", &selector, "-o", "jsonpath={.items[*].metadata.name}"], None)?;
-    let mut gathered = Gathered {
-        job: job.to_string(),
-        namespace: kubectl.namespace.clone(),
-        results: results.to_path_buf(),
-        pods: vec![],
-        problems: vec![],
-    };
+    let mut gathered = Gathered::empty(job, &kubectl.namespace, results);
     for pod in names.split_whitespace() {
         let local = results.join(pod);
         let mut copied = false;
@@ -212,13 +218,7 @@ fn collect(kubectl: &Kubectl, job: &str, collector: &str, results: &Path) -> Res
         None,
     )?;
     let listing = kubectl.run(&["exec", collector, "--", "ls", "-1", "/results"], None)?;
-    let mut gathered = Gathered {
-        job: job.to_string(),
-        namespace: kubectl.namespace.clone(),
-        results: results.to_path_buf(),
-        pods: vec![],
-        problems: vec![],
-    };
+    let mut gathered = Gathered::empty(job, &kubectl.namespace, results);
     for name in listing.lines().map(str::trim).filter(|n| !n.is_empty() && *n != "lost+found") {
         let local = results.join(name);
         let copied = if local.exists() {

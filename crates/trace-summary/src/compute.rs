@@ -188,7 +188,12 @@ pub(crate) struct Analysis<'p> {
     /// Count unlinked GPU events in the timeline too (TraceLens'
     /// `--include_unlinked_kernels`).
     include_unlinked: bool,
+    /// See [`Analysis::direct_map`].
+    direct: std::cell::OnceCell<DirectMap>,
 }
+
+/// Launchers in order, and each launcher's direct GPU events.
+type DirectMap = (Vec<usize>, HashMap<usize, Vec<usize>>);
 
 fn ev(p: &Parsed, i: usize) -> &Event {
     &p.events[i]
@@ -316,7 +321,15 @@ impl<'p> Analysis<'p> {
                 link(t);
             }
         }
-        Analysis { p, end, parent, gpu_parent, links, include_unlinked: false }
+        Analysis {
+            p,
+            end,
+            parent,
+            gpu_parent,
+            links,
+            include_unlinked: false,
+            direct: Default::default(),
+        }
     }
 
     /// Count every GPU event in the timeline, linked or not.
@@ -377,8 +390,14 @@ impl<'p> Analysis<'p> {
         None
     }
 
-    /// launcher -> its direct (non-communication, linked) GPU events, in file order.
-    fn direct_map(&self) -> (Vec<usize>, HashMap<usize, Vec<usize>>) {
+    /// launcher -> its direct (non-communication, linked) GPU events, in file
+    /// order, with the launchers in order of their first; computed once for
+    /// both tables that need it.
+    fn direct_map(&self) -> &DirectMap {
+        self.direct.get_or_init(|| self.compute_direct_map())
+    }
+
+    fn compute_direct_map(&self) -> DirectMap {
         let mut map: HashMap<usize, Vec<usize>> = HashMap::default();
         let mut order: Vec<usize> = Vec::new();
         for g in self.linked_gpu().into_iter().filter(|&g| self.gpu_parent[g].is_some()) {
@@ -500,7 +519,7 @@ impl<'p> Analysis<'p> {
             let op = self.parent_cpu_op(k);
             any_op |= op.is_some();
             let cat = match op {
-                Some(o) => Some(self.category(o, &direct)),
+                Some(o) => Some(self.category(o, direct)),
                 None => launcher.map(|l| {
                     let n = self.name(l).to_ascii_lowercase();
                     if n.contains("cudagraph") || n.contains("graphlaunch") {
@@ -645,7 +664,7 @@ impl<'p> Analysis<'p> {
         if order.is_empty() {
             return None;
         }
-        let mut launchers = order;
+        let mut launchers = order.clone();
         let first_gpu: HashMap<usize, usize> = direct
             .iter()
             .map(|(&l, v)| (l, v.iter().copied().min().unwrap_or(usize::MAX)))
@@ -708,7 +727,7 @@ impl<'p> Analysis<'p> {
                     subtree: subtree_len,
                     direct_int: d.iter().all(|&g| is_int_iv(g)),
                     subtree_int: sub.iter().all(|&(_, g)| is_int_iv(g)),
-                    cat: self.category(l, &direct),
+                    cat: self.category(l, direct),
                 }
             })
             .collect();

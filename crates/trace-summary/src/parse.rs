@@ -236,6 +236,62 @@ fn prefix_xor(mut x: u64) -> u64 {
     x
 }
 
+/// Nesting outside strings, and the events it delimits.
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    top_seen: bool,
+    /// Saw `"traceEvents"` then `:` at depth 1.
+    pending_key: bool,
+    /// Inside the traceEvents array (depth 2).
+    in_events: bool,
+    event_start: Option<usize>,
+    /// `(start, end)` of the events completed in the current buffer.
+    events: Vec<(usize, usize)>,
+}
+
+impl Nesting {
+    /// `{` or `[` at `at`.
+    #[inline(always)]
+    fn open(&mut self, b: u8, at: usize) -> Result<(), serde_json::Error> {
+        if self.depth == 0 {
+            self.top_seen = true;
+            if b != b'{' {
+                return Err(serde::de::Error::custom("the trace is not a JSON object"));
+            }
+        }
+        self.depth += 1;
+        if self.depth == 2 && self.pending_key && b == b'[' {
+            self.in_events = true;
+        } else if self.depth == 3 && self.in_events && b == b'{' {
+            self.event_start = Some(at);
+        }
+        if self.depth == 2 {
+            self.pending_key = false;
+        }
+        Ok(())
+    }
+
+    /// `}` or `]` at `at`.
+    #[inline(always)]
+    fn close(&mut self, at: usize) -> Result<(), serde_json::Error> {
+        if self.depth == 0 {
+            return Err(serde::de::Error::custom("unbalanced brackets in the trace"));
+        }
+        self.depth -= 1;
+        if self.depth == 2
+            && let Some(start) = self.event_start.take()
+        {
+            self.events.push((start, at + 1));
+        }
+        if self.depth == 1 {
+            self.in_events = false;
+            self.pending_key = false;
+        }
+        Ok(())
+    }
+}
+
 /// The scanner: sends the buffers it read with the `traceEvents` elements
 /// found in them; returns whether the trace had a `traceEvents` key.
 fn scan<R: Read>(
@@ -246,17 +302,12 @@ fn scan<R: Read>(
 ) -> Result<bool, serde_json::Error> {
     let mut has_trace_events = false;
     let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
-    let mut depth = 0usize;
+    let mut st = Nesting::default();
     let mut in_string = false;
     let mut escape = false;
     let mut key: Vec<u8> = Vec::new(); // the last string at depth 1
     let mut key_done = false;
-    let mut pending_key = false; // saw "traceEvents" then ':' at depth 1
-    let mut in_events = false; // inside the traceEvents array (depth 2)
-    let mut event_start: Option<usize> = None;
-    let mut events: Vec<(usize, usize)> = Vec::new();
     let mut scanned = 0usize; // bytes of `buf` already scanned
-    let mut top_seen = false;
     loop {
         // Read straight into `buf`, up to `chunk` bytes at a time.
         match (&mut reader).take(chunk as u64).read_to_end(&mut buf) {
@@ -270,7 +321,7 @@ fn scan<R: Read>(
         while i < n {
             // Inside an event, outside an escape: 64 bytes at a time (portable
             // SIMD); only unescaped quotes and nesting matter there.
-            if depth >= 2 && !escape && i >= scalar_until && i + 64 <= n {
+            if st.depth >= 2 && !escape && i >= scalar_until && i + 64 <= n {
                 let block: [u8; 64] = buf[i..i + 64].try_into().expect("64 bytes");
                 let v = u8x64::from(block);
                 let eq = |c: u8| v.simd_eq(u8x64::splat(c)).to_bitmask();
@@ -287,21 +338,11 @@ fn scan<R: Read>(
                         bits &= bits - 1;
                         let at = i + j;
                         if open >> j & 1 == 1 {
-                            depth += 1;
-                            if depth == 3 && in_events && buf[at] == b'{' {
-                                event_start = Some(at);
-                            }
+                            st.open(buf[at], at)?;
                         } else {
-                            depth -= 1;
-                            if depth == 2
-                                && let Some(start) = event_start.take()
-                            {
-                                events.push((start, at + 1));
-                            }
-                            if depth == 1 {
+                            st.close(at)?;
+                            if st.depth == 1 {
                                 // Back at the top level: byte by byte again.
-                                in_events = false;
-                                pending_key = false;
                                 in_string = false;
                                 i = at + 1;
                                 left_events = true;
@@ -320,7 +361,7 @@ fn scan<R: Read>(
             if in_string {
                 if escape {
                     escape = false;
-                } else if depth != 1 && b != b'"' && b != b'\\' {
+                } else if st.depth != 1 && b != b'"' && b != b'\\' {
                     // Jump to the next quote or backslash.
                     match memchr::memchr2(b'"', b'\\', &buf[i..n]) {
                         Some(k) => i += k,
@@ -331,16 +372,16 @@ fn scan<R: Read>(
                     escape = true;
                 } else if b == b'"' {
                     in_string = false;
-                    if depth == 1 {
+                    if st.depth == 1 {
                         key_done = true;
                     }
-                } else if depth == 1 {
+                } else if st.depth == 1 {
                     key.push(b);
                 }
                 i += 1;
                 continue;
             }
-            if depth >= 2 && !STRUCTURAL[b as usize] {
+            if st.depth >= 2 && !STRUCTURAL[b as usize] {
                 // Inside an event only strings and nesting matter: skip
                 // numbers, whitespace, ':' and ','.
                 i += 1;
@@ -352,73 +393,43 @@ fn scan<R: Read>(
             match b {
                 b'"' => {
                     in_string = true;
-                    if depth == 1 {
+                    if st.depth == 1 {
                         key.clear();
                         key_done = false;
                     }
                 }
-                b':' if depth == 1 && key_done => {
-                    pending_key = key == b"traceEvents";
-                    has_trace_events |= pending_key;
+                b':' if st.depth == 1 && key_done => {
+                    st.pending_key = key == b"traceEvents";
+                    has_trace_events |= st.pending_key;
                     key_done = false;
                 }
-                b'{' | b'[' => {
-                    if depth == 0 {
-                        top_seen = true;
-                        if b != b'{' {
-                            return Err(serde::de::Error::custom("the trace is not a JSON object"));
-                        }
-                    }
-                    depth += 1;
-                    if depth == 2 && pending_key && b == b'[' {
-                        in_events = true;
-                    } else if depth == 3 && in_events && b == b'{' {
-                        event_start = Some(i);
-                    }
-                    if depth == 2 {
-                        pending_key = false;
-                    }
-                }
-                b'}' | b']' => {
-                    if depth == 0 {
-                        return Err(serde::de::Error::custom("unbalanced brackets in the trace"));
-                    }
-                    depth -= 1;
-                    if depth == 2
-                        && let Some(start) = event_start.take()
-                    {
-                        events.push((start, i + 1));
-                    }
-                    if depth == 1 {
-                        in_events = false;
-                        pending_key = false;
-                    }
-                }
-                b',' if depth == 1 => pending_key = false,
+                b'{' | b'[' => st.open(b, i)?,
+                b'}' | b']' => st.close(i)?,
+                b',' if st.depth == 1 => st.pending_key = false,
                 _ => {}
             }
             i += 1;
         }
         // Hand the buffer over with its events; keep only what an unfinished
         // event still needs.
-        let keep_from = event_start.unwrap_or(n);
-        if events.is_empty() {
+        let keep_from = st.event_start.unwrap_or(n);
+        if st.events.is_empty() {
             buf.drain(..keep_from);
         } else {
             let mut next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(2 * CHUNK));
             next.clear();
             next.extend_from_slice(&buf[keep_from..]);
             let full = std::mem::replace(&mut buf, next);
-            if tx.send(Batch { bytes: full, events: std::mem::take(&mut events) }).is_err() {
+            if tx.send(Batch { bytes: full, events: std::mem::take(&mut st.events) }).is_err() {
                 return Ok(has_trace_events);
             }
         }
-        if let Some(s) = event_start.as_mut() {
+        if let Some(s) = st.event_start.as_mut() {
             *s -= keep_from;
         }
         scanned = buf.len();
     }
-    if !top_seen || depth != 0 || in_string {
+    if !st.top_seen || st.depth != 0 || in_string {
         return Err(serde::de::Error::custom("the trace ends before its JSON does (truncated?)"));
     }
     Ok(has_trace_events)

@@ -125,6 +125,8 @@ impl Job {
             s.push(suffix);
             s
         };
+        // The CSV directory is the report the summary names.
+        let csv: OsString = self.main_output().into();
         let mut args: Vec<OsString> = match self.tool {
             Tool::Pytorch => {
                 let mut a = vec![
@@ -133,7 +135,7 @@ impl Job {
                     "--output_xlsx_path".into(),
                     with(".xlsx"),
                     "--output_csvs_dir".into(),
-                    with("_csv"),
+                    csv.clone(),
                     "--enable_kernel_summary".into(),
                 ];
                 if let Some(arch) = &config.gpu_arch {
@@ -147,7 +149,7 @@ impl Job {
                 "--output_xlsx_path".into(),
                 with(".xlsx"),
                 "--output_csvs_dir".into(),
-                with("_csv"),
+                csv.clone(),
                 "--kernel_details".into(),
                 "--short_kernel_study".into(),
             ],
@@ -155,7 +157,7 @@ impl Job {
                 "--trace_path".into(),
                 input.into(),
                 "--output_csvs_dir".into(),
-                with("_activity_csv"),
+                csv.clone(),
                 "--output_md_path".into(),
                 with("_activity.md"),
             ],
@@ -165,7 +167,7 @@ impl Job {
                 "--output_xlsx_path".into(),
                 with("_hip_api.xlsx"),
                 "--output_csvs_dir".into(),
-                with("_hip_api_csv"),
+                csv.clone(),
             ],
             Tool::PftraceMemoryCopy => vec![
                 "--trace_path".into(),
@@ -173,7 +175,7 @@ impl Job {
                 "--output_xlsx_path".into(),
                 with("_memory_copy.xlsx"),
                 "--output_csvs_dir".into(),
-                with("_memory_copy_csv"),
+                csv.clone(),
             ],
             Tool::Collective => {
                 let world = self.collective.as_ref().map_or(0, |c| c.world_size);
@@ -189,7 +191,7 @@ impl Job {
                     "--output_xlsx_path".into(),
                     with(".xlsx"),
                     "--output_csvs_dir".into(),
-                    with("_csv"),
+                    csv.clone(),
                     "--use_multiprocessing".into(),
                 ]
             }
