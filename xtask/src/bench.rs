@@ -90,6 +90,7 @@ pub(crate) fn run(
     }
     if matches!(which, Which::Summary | Which::All) {
         summary(root, &scratch, runs, &mut rows)?;
+        summary_ranks(root, &scratch, &madengine, runs, &mut rows)?;
     }
     let _ = fs::remove_dir_all(&scratch);
     print!("{}", table(&rows));
@@ -226,6 +227,76 @@ fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Res
         baseline: Some(first),
     });
     let _ = fs::remove_file(&trace);
+    Ok(())
+}
+
+/// `report summary` over 4 rank traces of ~90 MB: one trace at a time
+/// (`--jobs 1`, the baseline) against the default, one per CPU.
+fn summary_ranks(
+    root: &Path,
+    scratch: &Path,
+    madengine: &Path,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let generator = root.join("../shared/bench/make_big_kineto.py");
+    let source = root.join(
+        "../shared/fixtures/public/kineto/hta/negative_queue_length_values_check/rank0.json.gz",
+    );
+    let run = scratch.join("ranks");
+    fs::create_dir_all(&run).map_err(|e| format!("{}: {e}", run.display()))?;
+    let first_trace = run.join("rank0.pt.trace.json");
+    eprintln!("generating 4 rank traces of ~90 MB...");
+    cmd(
+        "python3",
+        [generator.as_os_str(), source.as_os_str(), first_trace.as_os_str(), "75".as_ref()],
+    )
+    .stdout_null()
+    .run()
+    .map_err(|e| format!("make_big_kineto.py failed: {e}"))?;
+    for rank in 1..4 {
+        let copy = run.join(format!("rank{rank}.pt.trace.json"));
+        fs::copy(&first_trace, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+    }
+    let size: u64 = (0..4)
+        .filter_map(|r| fs::metadata(run.join(format!("rank{r}.pt.trace.json"))).ok())
+        .map(|m| m.len())
+        .sum();
+    let out = scratch.join("ranks-summary");
+    let argv = |jobs: Option<&str>| {
+        let mut argv = vec![
+            madengine.display().to_string(),
+            "report".into(),
+            "summary".into(),
+            run.display().to_string(),
+            "--output-dir".into(),
+            out.display().to_string(),
+        ];
+        if let Some(jobs) = jobs {
+            argv.extend(["--jobs".into(), jobs.into()]);
+        }
+        argv
+    };
+    let (serial, serial_kib) = measure(&argv(Some("1")), runs, &out)?;
+    let (parallel, parallel_kib) = measure(&argv(None), runs, &out)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let first = rows.len();
+    rows.push(Row {
+        bench: "summary",
+        subject: format!("report summary, 4 traces ({:.0} MB), --jobs 1", size as f64 / 1e6),
+        seconds: serial,
+        peak_kib: serial_kib,
+        baseline: None,
+    });
+    rows.push(Row {
+        bench: "summary",
+        subject: format!("report summary, 4 traces, default --jobs ({})", cores.min(4)),
+        seconds: parallel,
+        peak_kib: parallel_kib,
+        baseline: Some(first),
+    });
+    let _ = fs::remove_dir_all(&run);
+    let _ = fs::remove_dir_all(&out);
     Ok(())
 }
 

@@ -542,17 +542,22 @@ total/kernel/memory/busy/idle, and kernel_summary). Broken traces are read
 through the sanitizer. Traces TraceLens rejects still get an answer, and each
 trace says which rule applied (`outcome` in --json).
 
+A directory is searched for PyTorch and rocprofv3 JSON traces (the output
+directory excepted); a file is read whatever its name. Traces are read in
+parallel (--jobs). A trace that cannot be read (truncated, not JSON) is
+reported with its error and does not stop the others; the exit code is then 3.
+
 Examples:
-  madengine report summary --root fixtures/synthetic/run
+  madengine report summary runs/llama
   madengine report summary rank0.json.gz rank1.json.gz --top 5 --json
-  madengine report summary --root run/ --html run/summary.html";
+  madengine report summary run/ --html run/summary.html";
 
 #[derive(Debug, Args)]
 pub(crate) struct SummaryArgs {
-    /// Traces to summarize (instead of discovering them under --root).
-    #[arg(value_name = "TRACE", conflicts_with = "root")]
-    pub(crate) traces: Vec<PathBuf>,
-    /// The run directory to search for PyTorch and rocprofv3 JSON traces.
+    /// Trace files, or run directories to search [default: .].
+    #[arg(value_name = "PATH")]
+    pub(crate) paths: Vec<PathBuf>,
+    /// A run directory to search (the same as giving it as a PATH).
     #[arg(long, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
     /// Where the CSVs go (never searched for traces).
@@ -561,6 +566,10 @@ pub(crate) struct SummaryArgs {
     /// How many kernels and ops to show per trace.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
+    /// Traces read at the same time [default: number of CPUs, at most 8]. Each
+    /// takes memory of about 0.7 times its (uncompressed) size while read.
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) jobs: Option<u32>,
     /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,

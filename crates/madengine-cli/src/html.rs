@@ -5,7 +5,7 @@
 use std::{fmt::Write as _, path::Path};
 
 use crate::{
-    commands::{SummaryView, cross_rank},
+    commands::{SummaryView, TopRow, cross_rank},
     error::Error,
 };
 
@@ -27,6 +27,7 @@ table{border-collapse:collapse;margin:.5em 0}
 td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
 td.name,th.name{text-align:left;font-family:monospace;word-break:break-all}
 .note{background:#fff8e1;border-left:4px solid #ffb300;padding:4px 8px}
+.error{background:#fdecea;border-left:4px solid #d32f2f;padding:4px 8px}
 .legend span{display:inline-block;margin-right:1.2em}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:4px}
 .slowest{color:#c62828;font-weight:bold}
@@ -75,7 +76,7 @@ fn stacked_bar(page: &mut String, parts: &[(&str, f64, &str)], scale: f64, width
     page.push_str("</svg>");
 }
 
-fn top_table(page: &mut String, title: &str, unit: &str, rows: &[(String, f64, Option<f64>)]) {
+fn top_table(page: &mut String, title: &str, unit: &str, rows: &[TopRow]) {
     if rows.is_empty() {
         return;
     }
@@ -85,43 +86,42 @@ fn top_table(page: &mut String, title: &str, unit: &str, rows: &[(String, f64, O
         esc(title),
         esc(unit)
     );
-    for (name, value, p) in rows {
+    for row in rows {
         let _ = write!(
             page,
-            r#"<tr><td>{value:.3}</td><td>{}</td><td class="name">{}</td></tr>"#,
-            pct(*p),
-            esc(name)
+            r#"<tr><td>{:.3}</td><td>{}</td><td class="name">{}</td></tr>"#,
+            row.value,
+            pct(row.percent),
+            esc(&row.label(rows))
         );
     }
     page.push_str("</table>");
 }
 
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
 fn trace_section(page: &mut String, v: &SummaryView) {
     let rank = v.rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
     let _ = write!(page, "<section><h2>{}{}</h2>", esc(&v.trace.display().to_string()), rank);
-    match v.outcome {
-        trace_summary::Outcome::NoGpuActivity => {
-            page.push_str(
-                r#"<p class="note">No GPU activity (a CPU-only trace): nothing to summarize.</p></section>"#,
-            );
-            return;
-        }
-        trace_summary::Outcome::LegacyCategories => page.push_str(
-            r#"<p class="note">Legacy categories or older flows, read as today's (TraceLens rejects this trace).</p>"#,
-        ),
-        trace_summary::Outcome::Unlinked => page.push_str(
-            r#"<p class="note">No GPU event is linked to a launch (a sampled trace?): the timeline counts every GPU event and kernels have no parent op (TraceLens rejects this trace).</p>"#,
-        ),
-        trace_summary::Outcome::Rocprofv3 => page.push_str(
-            r#"<p class="note">rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops).</p>"#,
-        ),
-        trace_summary::Outcome::Tables => {}
+    if let Some(error) = &v.error {
+        let _ = write!(page, r#"<p class="error">Could not be read: {}</p></section>"#, esc(error));
+        return;
+    }
+    if let Some(note) = v.note() {
+        let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
+    }
+    if v.outcome == Some(trace_summary::Outcome::NoGpuActivity) {
+        page.push_str("</section>");
+        return;
     }
     let total = v.ms("total_time");
     let bar: Vec<(&str, f64, &str)> =
         v.bar_parts().iter().map(|(row, label)| (*label, v.ms(row), colour(label))).collect();
     let what = match v.outcome {
-        trace_summary::Outcome::Rocprofv3 => "Profiled time",
+        Some(trace_summary::Outcome::Rocprofv3) => "Profiled time",
         _ => "GPU time",
     };
     let _ = write!(page, "<p>{what} {total:.3} ms</p>");

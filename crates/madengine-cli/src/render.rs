@@ -187,6 +187,11 @@ pub(crate) fn note(text: &str) {
     eprintln!("[madengine] {text}");
 }
 
+/// An error that does not end the command (the exit code still tells).
+pub(crate) fn error_line(text: &str) {
+    eprintln!("error: {text}");
+}
+
 pub(crate) fn warning(text: &str) {
     eprintln!("warning: {text}");
 }
@@ -489,22 +494,16 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
     for v in views {
         let rank = v.rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
         text.push_str(&format!("== {}{rank}\n", v.trace.display()));
-        match v.outcome {
-            trace_summary::Outcome::NoGpuActivity => {
-                text.push_str("   no GPU activity (a CPU-only trace): nothing to summarize\n\n");
-                continue;
-            }
-            trace_summary::Outcome::LegacyCategories => text.push_str(
-                "   note: legacy categories or older flows, read as today's (TraceLens rejects this trace)\n",
-            ),
-            trace_summary::Outcome::Rocprofv3 => text.push_str(
-                "   note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)\n",
-            ),
-            trace_summary::Outcome::Unlinked => text.push_str(
-                "   note: no GPU event is linked to a launch (sampled trace?): the timeline counts every GPU event, \
-                 kernels have no parent op (TraceLens rejects this trace)\n",
-            ),
-            _ => {}
+        if let Some(error) = &v.error {
+            text.push_str(&format!("   error: {error}\n\n"));
+            continue;
+        }
+        if v.outcome == Some(trace_summary::Outcome::NoGpuActivity) {
+            text.push_str(&format!("   {}\n\n", v.note().unwrap_or_default()));
+            continue;
+        }
+        if let Some(note) = v.note() {
+            text.push_str(&format!("   note: {note}\n"));
         }
         let parts: Vec<String> = v
             .parts()
@@ -514,7 +513,7 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
             .collect();
         if v.timeline.iter().any(|r| r.0 == "total_time") {
             let what = match v.outcome {
-                trace_summary::Outcome::Rocprofv3 => "profiled",
+                Some(trace_summary::Outcome::Rocprofv3) => "profiled",
                 _ => "GPU time",
             };
             text.push_str(&format!(
@@ -525,23 +524,23 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
         }
         if !v.top_kernels.is_empty() {
             text.push_str("   top kernels (total µs, share of kernel time):\n");
-            for (name, us, p) in &v.top_kernels {
+            for row in &v.top_kernels {
                 text.push_str(&format!(
                     "     {:>12}  {:>6}  {}\n",
-                    py(*us),
-                    pct(*p),
-                    shorten(name)
+                    py(row.value),
+                    pct(row.percent),
+                    shorten(&row.label(&v.top_kernels))
                 ));
             }
         }
         if !v.top_ops.is_empty() {
             text.push_str("   top ops (GPU ms launched directly, share):\n");
-            for (name, ms, p) in &v.top_ops {
+            for row in &v.top_ops {
                 text.push_str(&format!(
                     "     {:>12}  {:>6}  {}\n",
-                    py(*ms),
-                    pct(*p),
-                    shorten(name)
+                    py(row.value),
+                    pct(row.percent),
+                    shorten(&row.label(&v.top_ops))
                 ));
             }
         }

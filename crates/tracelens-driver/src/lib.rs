@@ -45,7 +45,7 @@ mod tool;
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
     error::{Error, INSTALL_HINT, Result, SetupFailure},
-    plan::{Collective, Config, Job, Plan, plan, report_stem},
+    plan::{Collective, Config, Job, Plan, Stems, plan, report_stem},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{Event, NO_GPU_DETAIL, NO_GPU_EVENTS, discover, plan_only, run},
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},

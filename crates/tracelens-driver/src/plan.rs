@@ -240,6 +240,26 @@ pub fn report_stem(rel: &Path) -> String {
     if stem.is_empty() { "trace".into() } else { stem.into() }
 }
 
+/// Report stems made unique within one output directory: a stem already
+/// given out gets `_2`, `_3`, ... (`rank0.json` and `rank0.json.gz` side by
+/// side would otherwise write into the same report).
+#[derive(Debug, Default)]
+pub struct Stems(BTreeSet<String>);
+
+impl Stems {
+    /// The [`report_stem`] of `rel`, suffixed until it is unused.
+    pub fn unique(&mut self, rel: &Path) -> String {
+        let base = report_stem(rel);
+        let mut stem = base.clone();
+        let mut n = 2;
+        while !self.0.insert(stem.clone()) {
+            stem = format!("{base}_{n}");
+            n += 1;
+        }
+        stem
+    }
+}
+
 pub(crate) fn relative(root: &Path, path: &Path) -> PathBuf {
     path.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
 }
@@ -265,22 +285,12 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
     let discovered = by_kind.iter().map(|(k, v)| (k.to_string(), v.len())).collect();
 
     let mut jobs = Vec::new();
-    let mut stems = BTreeSet::new();
-    let mut unique_stem = |rel: &Path| {
-        let base = report_stem(rel);
-        let mut stem = base.clone();
-        let mut n = 2;
-        while !stems.insert(stem.clone()) {
-            stem = format!("{base}_{n}");
-            n += 1;
-        }
-        stem
-    };
+    let mut stems = Stems::default();
     // Kinds in alphabetical order (pftrace, pytorch, rocprof_json), as the original.
     for (kind_name, traces) in &by_kind {
         for trace in traces {
             let rel = relative(root, &trace.path);
-            let stem = unique_stem(&rel);
+            let stem = stems.unique(&rel);
             let tools: &[Tool] = match trace.kind {
                 TraceKind::Pytorch if config.mode == Mode::Collective => &[],
                 TraceKind::Pytorch => &[Tool::Pytorch],

@@ -7,7 +7,7 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use summary::{TraceView as SummaryView, cross_rank, write_atomic};
+pub(crate) use summary::{TopRow, TraceView as SummaryView, cross_rank, write_atomic};
 mod trace;
 
 use crate::{

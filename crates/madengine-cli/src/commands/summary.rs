@@ -1,6 +1,15 @@
 //! `madengine report summary`.
 
-use std::path::{Path, PathBuf};
+use std::{
+    io::IsTerminal,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        mpsc,
+    },
+};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use serde::Serialize;
 use trace_summary::{Cell, Outcome, Table};
@@ -16,14 +25,44 @@ use crate::{
 pub(crate) struct TraceView {
     pub(crate) trace: PathBuf,
     pub(crate) rank: Option<u32>,
-    pub(crate) outcome: Outcome,
+    /// Which rule applied; `None` when the trace could not be read.
+    pub(crate) outcome: Option<Outcome>,
+    /// Why the trace could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
-    /// `(kernel, total µs, percent of kernel time)`, largest first.
-    pub(crate) top_kernels: Vec<(String, f64, Option<f64>)>,
-    /// `(op, direct ms, percent)`, largest first.
-    pub(crate) top_ops: Vec<(String, f64, Option<f64>)>,
+    /// Kernels by total µs, largest first.
+    pub(crate) top_kernels: Vec<TopRow>,
+    /// Ops by GPU ms launched directly, largest first.
+    pub(crate) top_ops: Vec<TopRow>,
+}
+
+/// One row of a top-N list.
+#[derive(Debug, Serialize)]
+pub(crate) struct TopRow {
+    pub(crate) name: String,
+    /// µs for kernels, ms for ops.
+    pub(crate) value: f64,
+    /// Share of kernel time (kernels) or of direct GPU time (ops).
+    pub(crate) percent: Option<f64>,
+    /// The kernel's stream, where the table groups by it (Kineto).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) stream: Option<String>,
+}
+
+impl TopRow {
+    /// The name, with the stream when another row of `rows` has the same
+    /// name (TraceLens groups kernels by name and stream).
+    pub(crate) fn label(&self, rows: &[TopRow]) -> String {
+        match &self.stream {
+            Some(stream) if rows.iter().filter(|r| r.name == self.name).count() > 1 => {
+                format!("{} [stream {stream}]", self.name)
+            }
+            _ => self.name.clone(),
+        }
+    }
 }
 
 /// Kineto timelines split GPU time into these four disjoint parts: `(row, label)`.
@@ -51,12 +90,32 @@ impl TraceView {
 
     /// The timeline rows worth showing, `(row, label)`.
     pub(crate) fn parts(&self) -> &'static [(&'static str, &'static str)] {
-        if self.outcome == Outcome::Rocprofv3 { ROCPROF_PARTS } else { KINETO_PARTS }
+        if self.outcome == Some(Outcome::Rocprofv3) { ROCPROF_PARTS } else { KINETO_PARTS }
+    }
+
+    /// What the reader should know about how this trace was read, if anything.
+    pub(crate) fn note(&self) -> Option<&'static str> {
+        match self.outcome? {
+            Outcome::LegacyCategories => Some(
+                "legacy categories or older flows, read as today's (TraceLens rejects this trace)",
+            ),
+            Outcome::Rocprofv3 => Some(
+                "rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)",
+            ),
+            Outcome::Unlinked => Some(
+                "no GPU event is linked to a launch (sampled trace?): the timeline counts every GPU \
+                 event, kernels have no parent op (TraceLens rejects this trace)",
+            ),
+            Outcome::NoGpuActivity => {
+                Some("no GPU activity (a CPU-only trace): nothing to summarize")
+            }
+            Outcome::Tables => None,
+        }
     }
 
     /// Disjoint rows that add up to the total, for a stacked bar.
     pub(crate) fn bar_parts(&self) -> &'static [(&'static str, &'static str)] {
-        if self.outcome == Outcome::Rocprofv3 { ROCPROF_BAR } else { KINETO_PARTS }
+        if self.outcome == Some(Outcome::Rocprofv3) { ROCPROF_BAR } else { KINETO_PARTS }
     }
 }
 
@@ -123,18 +182,29 @@ fn column(t: &Table, name: &str) -> Option<usize> {
     t.header.iter().position(|h| h == name)
 }
 
-/// Top rows of a table by `value` column: (label, value, percent).
+/// Top rows of a table by `value` column, with the `stream` column if given.
 fn top(
     t: &Table,
     label: &str,
     value: &str,
     pct: &str,
+    stream: Option<&str>,
     n: usize,
-) -> Vec<(String, f64, Option<f64>)> {
+) -> Vec<TopRow> {
     let (Some(l), Some(v), Some(p)) = (column(t, label), column(t, value), column(t, pct)) else {
         return vec![];
     };
-    t.rows.iter().take(n).map(|r| (text(&r[l]), num(&r[v]).unwrap_or(0.0), num(&r[p]))).collect()
+    let s = stream.and_then(|name| column(t, name));
+    t.rows
+        .iter()
+        .take(n)
+        .map(|r| TopRow {
+            name: text(&r[l]),
+            value: num(&r[v]).unwrap_or(0.0),
+            percent: num(&r[p]),
+            stream: s.map(|s| text(&r[s])),
+        })
+        .collect()
 }
 
 /// Write `bytes` to `path` atomically (temp file beside it, then a rename).
@@ -147,52 +217,183 @@ fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {
     write_atomic(&dir.join(format!("{name}.csv")), table.to_csv().as_bytes())
 }
 
-pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
-    let (root, traces): (PathBuf, Vec<(PathBuf, Option<u32>)>) = if args.traces.is_empty() {
-        let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+/// One trace to read, and what names its CSV directory.
+struct Input {
+    trace: PathBuf,
+    /// The path the report stem comes from.
+    rel: PathBuf,
+    rank: Option<u32>,
+}
+
+/// The traces behind the PATHs: directories are searched, files taken as given.
+fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
+    let mut paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
+    if paths.is_empty() {
+        paths.push(PathBuf::from("."));
+    }
+    // One directory alone names CSVs relative to itself, as `--root` always
+    // did; with several PATHs each directory's own name comes first.
+    let alone = paths.len() == 1;
+    let mut inputs = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            let rank = trace_discover::find_rank(&path).ok().flatten().map(|r| r.rank);
+            inputs.push(Input { rel: short_name(&path), trace: path, rank });
+            continue;
+        }
+        let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
         let options = trace_discover::Options {
             exclude: vec![args.output_dir.clone()],
             ..Default::default()
         };
-        let found = trace_discover::discover(&root, &options)?;
-        let traces = found
-            .traces
-            .iter()
-            .filter(|t| {
-                matches!(
-                    t.kind,
-                    trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
-                )
-            })
-            .map(|t| (t.path.clone(), t.rank.map(|r| r.rank)))
-            .collect();
-        (root, traces)
-    } else {
-        let traces = args
-            .traces
-            .iter()
-            .map(|p| {
-                let rank = trace_discover::find_rank(p).ok().flatten().map(|r| r.rank);
-                (p.clone(), rank)
-            })
-            .collect();
-        (PathBuf::from("."), traces)
-    };
+        let found = trace_discover::discover(&path, &options)?;
+        for t in found.traces.into_iter().filter(|t| {
+            matches!(
+                t.kind,
+                trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
+            )
+        }) {
+            let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
+            inputs.push(Input { rank: t.rank.map(|r| r.rank), trace: t.path, rel });
+        }
+    }
+    // A trace named twice (a file inside a directory also given) is read once.
+    let mut seen = std::collections::HashSet::new();
+    inputs.retain(|i| seen.insert(i.trace.canonicalize().unwrap_or_else(|_| i.trace.clone())));
+    Ok(inputs)
+}
+
+/// What names a trace file's CSVs: the path as given, or for an absolute
+/// path its last two components.
+fn short_name(path: &Path) -> PathBuf {
+    if !path.is_absolute() {
+        return path.to_path_buf();
+    }
+    let mut parts: Vec<_> = path.components().rev().take(2).collect();
+    parts.reverse();
+    parts.iter().collect()
+}
+
+/// A directory's own name, also for `.` and `..`.
+fn dir_name(dir: &Path) -> PathBuf {
+    dir.file_name()
+        .map(PathBuf::from)
+        .or_else(|| dir.canonicalize().ok()?.file_name().map(PathBuf::from))
+        .unwrap_or_default()
+}
+
+/// Progress of a worker, for the bar.
+enum Progress {
+    Started(usize),
+    Done(usize, Result<trace_summary::Summary, trace_summary::Error>),
+}
+
+/// Summarize every input on `jobs` threads; results in input order.
+fn summarize_all(
+    inputs: &[Input],
+    jobs: usize,
+    bar: Option<&ProgressBar>,
+) -> Vec<Result<trace_summary::Summary, trace_summary::Error>> {
+    let mut results: Vec<Option<_>> = inputs.iter().map(|_| None).collect();
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, inputs.len().max(1)) {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(input) = inputs.get(i) else { break };
+                    let _ = tx.send(Progress::Started(i));
+                    let result = trace_summary::summarize_file(&input.trace);
+                    if tx.send(Progress::Done(i, result)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut running = Vec::new();
+        for progress in rx {
+            match progress {
+                Progress::Started(i) => running.push(i),
+                Progress::Done(i, result) => {
+                    running.retain(|r| *r != i);
+                    results[i] = Some(result);
+                    if let Some(bar) = bar {
+                        bar.inc(1);
+                    }
+                }
+            }
+            if let Some(bar) = bar {
+                let names: Vec<String> =
+                    running.iter().map(|r| inputs[*r].rel.display().to_string()).collect();
+                bar.set_message(names.join(", "));
+            }
+        }
+    });
+    results.into_iter().map(|r| r.expect("every input was summarized")).collect()
+}
+
+/// The error and its causes on one line.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
+    let inputs = inputs(args)?;
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()).min(8),
+        |j| j as usize,
+    );
+    let bar = (std::io::stderr().is_terminal() && !args.json && !inputs.is_empty()).then(|| {
+        let bar =
+            ProgressBar::with_draw_target(Some(inputs.len() as u64), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} summarized {pos}/{len} traces [{elapsed}] {wide_msg}",
+            )
+            .expect("valid template"),
+        );
+        bar
+    });
+    let results = summarize_all(&inputs, jobs, bar.as_ref());
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let mut stems = tracelens_driver::Stems::default();
     let mut views = Vec::new();
-    for (trace, rank) in traces {
-        let summary = trace_summary::summarize_file(&trace)?;
-        let rel = trace.strip_prefix(&root).unwrap_or(&trace);
+    let mut unreadable = 0;
+    for (input, result) in inputs.into_iter().zip(results) {
         let mut view = TraceView {
-            trace: trace.clone(),
-            rank,
-            outcome: summary.outcome,
+            trace: input.trace,
+            rank: input.rank,
+            outcome: None,
+            error: None,
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
             top_ops: vec![],
         };
+        let summary = match result {
+            Ok(summary) => summary,
+            Err(err) => {
+                unreadable += 1;
+                view.error = Some(chain(&err));
+                views.push(view);
+                continue;
+            }
+        };
+        view.outcome = Some(summary.outcome);
         if let Some(t) = &summary.gpu_timeline {
-            let dir = args.output_dir.join(tracelens_driver::report_stem(rel));
+            let dir = args.output_dir.join(stems.unique(&input.rel));
             std::fs::create_dir_all(&dir)
                 .map_err(|source| Error::Io { path: dir.clone(), source })?;
             write_csv(&dir, "gpu_timeline", t)?;
@@ -205,13 +406,14 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
                 write_csv(&dir, "kernel_summary", k)?;
                 view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
                     // TraceLens' rocprof table: its "(ms)" total is really µs.
-                    top(k, "name", "Total Kernel Time (ms)", "Percentage (%)", args.top)
+                    top(k, "name", "Total Kernel Time (ms)", "Percentage (%)", None, args.top)
                 } else {
                     top(
                         k,
                         "Kernel name",
                         "Kernel duration (µs)_sum",
                         "Percent of kernels time (%)",
+                        Some("Kernel stream"),
                         args.top,
                     )
                 };
@@ -219,7 +421,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             if let Some(o) = &summary.ops_summary {
                 write_csv(&dir, "ops_summary", o)?;
                 view.top_ops =
-                    top(o, "name", "total_direct_kernel_time_ms", "Percentage (%)", args.top);
+                    top(o, "name", "total_direct_kernel_time_ms", "Percentage (%)", None, args.top);
             }
             view.csv_dir = Some(dir);
         }
@@ -233,5 +435,28 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
     } else {
         render::summaries(&views)?;
     }
+    if unreadable > 0 {
+        render::error_line(&format!("{unreadable} of {} traces could not be read", views.len()));
+        return Ok(Status::Io);
+    }
     Ok(Status::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TopRow;
+
+    fn row(name: &str, stream: Option<&str>) -> TopRow {
+        TopRow { name: name.into(), value: 1.0, percent: None, stream: stream.map(Into::into) }
+    }
+
+    #[test]
+    fn a_kernel_name_shown_twice_gets_its_stream() {
+        let rows = [row("nccl", Some("84")), row("nccl", Some("203")), row("gemm", Some("7"))];
+        let labels: Vec<String> = rows.iter().map(|r| r.label(&rows)).collect();
+        assert_eq!(labels, ["nccl [stream 84]", "nccl [stream 203]", "gemm"]);
+        // Ops have no stream column: names stay as they are.
+        let ops = [row("aten::mm", None), row("aten::mm", None)];
+        assert_eq!(ops[0].label(&ops), "aten::mm");
+    }
 }

@@ -217,3 +217,53 @@ fn report_summary_html_is_self_contained_and_renders_in_chromium() {
     // A blank 1200x2000 page compresses to a few KB; the charts and tables do not.
     assert!(bytes.len() > 30_000, "the screenshot looks blank ({} bytes)", bytes.len());
 }
+
+/// A run with one good trace, one truncated one and a file given twice:
+/// every readable trace is summarized, the broken one is named with its
+/// error, the exit code is 3, and the result does not depend on --jobs.
+#[test]
+fn report_summary_reads_every_trace_and_names_the_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("a");
+    fs::create_dir(&run).unwrap();
+    let good = fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"))
+        .unwrap();
+    fs::write(run.join("rank0.pt.trace.json"), &good).unwrap();
+    fs::write(run.join("rank1.pt.trace.json"), &good[..good.len() / 2]).unwrap();
+    fs::copy(synthetic().join("run/node_0/rank0.json.gz"), dir.path().join("b.json.gz")).unwrap();
+    let args = |jobs: &str| -> Vec<std::ffi::OsString> {
+        ["report", "summary", "a", "b.json.gz", "a/rank0.pt.trace.json", "--top", "1"]
+            .into_iter()
+            .chain(["--output-dir", "out", "--jobs", jobs])
+            .map(Into::into)
+            .collect()
+    };
+    let run_with = |args: Vec<std::ffi::OsString>| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    let serial = run_with(args("1"));
+    insta::assert_snapshot!(serial);
+    assert_eq!(run_with(args("3")), serial, "--jobs changes the result");
+    let mut names: Vec<String> = fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a_rank0", "b"]);
+
+    let mut json_args = args("2");
+    json_args.push("--json".into());
+    let text = run_with(json_args);
+    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
+    let stdout = stdout.split("----- stderr -----").next().unwrap();
+    let views: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    let views = views.as_array().unwrap();
+    assert_eq!(views.len(), 3, "{views:#?}");
+    assert_eq!(views[1]["trace"], "a/rank1.pt.trace.json");
+    assert!(views[1]["outcome"].is_null());
+    assert!(views[1]["error"].as_str().unwrap().contains("truncated"), "{:#?}", views[1]);
+    assert_eq!(views[0]["outcome"], "tables");
+    assert!(views[0].get("error").is_none());
+    assert!(views[0]["top_kernels"][0]["stream"].is_string(), "{:#?}", views[0]);
+}
