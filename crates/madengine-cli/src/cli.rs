@@ -612,6 +612,12 @@ sanitized copy; the originals are never modified.
 TraceLens runs with --python, else $TRACELENS_VENV/bin/python3, else python3;
 its console scripts are taken beside that interpreter (never from PATH).
 
+Extra TraceLens options go after `--`. Each goes, with its values, to the
+report tools that document it (exact name or argparse abbreviation), so a
+PyTorch-only option does not break the collective or rocprof reports; one no
+tool documents goes to every command, with a note. Options madengine sets
+itself (inputs, outputs, --world_size, --gpu_arch_platform) are refused.
+
 Writes <output-dir>/<report>..., <output-dir>/logs/<report>.<tool>.log and
 <output-dir>/tracelens_summary.csv / .json (earlier summaries are removed
 first; the new ones are written when the run ends).
@@ -620,7 +626,7 @@ Examples:
   madengine report tracelens --root runs/llama --gpu-arch MI300X
   madengine report tracelens --mode collective --world-size 8
   madengine report tracelens --discover-only --json
-  madengine report tracelens -- --topk_ops 20     # forwarded to every TraceLens command
+  madengine report tracelens -- --topk_ops 20 --topk_kernels 20  # PyTorch / rocprof reports
   # in a container, as the post-run step:
   TRACELENS_VENV=/opt/madengine-tracelens-venv madengine report tracelens --no-fail
 
@@ -703,7 +709,7 @@ pub(crate) struct TracelensArgs {
     /// up front, saving a TraceLens run each).
     #[arg(long)]
     pub(crate) no_precheck: bool,
-    /// Arguments forwarded verbatim to every TraceLens command (after `--`).
+    /// Extra TraceLens options (after `--`), each to the report tools that take it.
     #[arg(last = true, value_name = "EXTRA")]
     pub(crate) extra: Vec<std::ffi::OsString>,
 }

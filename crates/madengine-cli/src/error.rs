@@ -75,7 +75,9 @@ impl Error {
             Error::Tracelens(T::TraceLensMissing { .. } | T::Python { .. } | T::Probe { .. }) => {
                 Status::TraceLensMissing
             }
-            Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_)) => Status::Usage,
+            Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_) | T::ExtraArg { .. }) => {
+                Status::Usage
+            }
             Error::Dynolog(dynolog_client::Error::InvalidRequest(_)) => Status::Usage,
             Error::Dynolog(_) | Error::Session(dynolog_client::SessionError::Client(_)) => {
                 Status::Daemon

@@ -64,6 +64,14 @@ pub enum Error {
         /// What is wrong with it, and what to do.
         reason: String,
     },
+    /// An extra TraceLens argument madengine cannot pass on.
+    #[error("cannot pass `{arg}` to TraceLens: {reason}")]
+    ExtraArg {
+        /// The option as given.
+        arg: String,
+        /// Why, and what to use instead.
+        reason: String,
+    },
     /// Bad compare arguments.
     #[error("{0}")]
     CompareArgs(String),

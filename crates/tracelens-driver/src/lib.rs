@@ -35,6 +35,7 @@
 mod cmd;
 mod compare;
 mod error;
+mod extra;
 mod plan;
 mod python;
 mod run;
@@ -45,6 +46,7 @@ mod tool;
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
     error::{Error, INSTALL_HINT, Result, SetupFailure},
+    extra::check_extra_args,
     plan::{Collective, Config, Job, Plan, Stems, plan, report_stem},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{Event, NO_GPU_DETAIL, NO_GPU_EVENTS, discover, plan_only, run},

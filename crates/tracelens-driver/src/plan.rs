@@ -37,7 +37,8 @@ pub struct Config {
     pub jobs: usize,
     /// A job running longer is killed and reported as a failure.
     pub timeout: Option<Duration>,
-    /// Arguments appended verbatim to every TraceLens command.
+    /// Extra TraceLens arguments: each option goes to the tools that document
+    /// it, an option none documents to every command ([`crate::check_extra_args`]).
     pub extra_args: Vec<OsString>,
     /// Where the per-run scratch directory (sanitized copies, collective
     /// staging) is created; it is removed at the end of the run.
@@ -197,7 +198,7 @@ impl Job {
             }
             Tool::Compare => vec![],
         };
-        args.extend(config.extra_args.iter().cloned());
+        args.extend(crate::extra::for_tool(&config.extra_args, self.tool));
         args
     }
 

@@ -70,6 +70,7 @@ pub enum Event<'a> {
 /// removed on every path out.
 pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary> {
     let started = Instant::now();
+    let unknown = crate::check_extra_args(&config.extra_args)?;
     if !config.root.is_dir() {
         // Let discovery produce the error that names the root as given.
         trace_discover::discover(&config.root, &Default::default())?;
@@ -88,6 +89,18 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let found = discover(config)?;
     let discovery_s = started.elapsed().as_secs_f64();
     let plan = plan(config, &found);
+    for option in unknown {
+        events(Event::Note(format!(
+            "{option} is not an option TraceLens documents for any report tool; it goes to every command"
+        )));
+    }
+    let planned: Vec<crate::Tool> = plan.jobs.iter().map(|j| j.tool).collect();
+    for (option, takers) in crate::extra::unused(&config.extra_args, &planned) {
+        events(Event::Note(format!(
+            "{option} goes to no job of this run: only the {} report(s) take it",
+            takers.join("/")
+        )));
+    }
 
     let scratch = tempfile::Builder::new()
         .prefix("madengine-tracelens-")
@@ -207,6 +220,7 @@ pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
 
 /// The plan without running anything (no TraceLens needed).
 pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
+    crate::check_extra_args(&config.extra_args)?;
     let found = discover(config)?;
     let plan = plan(config, &found);
     Ok((found, plan))

@@ -166,6 +166,17 @@ fn bad_arguments_fail_before_anything_runs() {
         dir.path(),
         ["report", "tracelens", "--root", "run", "--python", &py, "--gpu-arch", "H100"]
     );
+    cli_snapshot!(
+        dir.path(),
+        ["report", "tracelens", "--root", "run", "--python", &py, "--", "--world", "4"],
+        @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot pass `--world` to TraceLens: madengine sets --world_size itself (use madengine's --world-size)
+    "
+    );
+    assert!(!dir.path().join("tracelens_output").exists(), "a refused run wrote output");
 }
 
 #[test]

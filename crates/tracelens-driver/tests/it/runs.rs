@@ -3,7 +3,7 @@
 use std::fs;
 
 use serde_json::json;
-use tracelens_driver::{Error, Mode, Status, Tool, plan_only};
+use tracelens_driver::{Error, Status, Tool, plan_only};
 
 use crate::{Case, rows, standin};
 
@@ -219,19 +219,54 @@ fn the_precheck_skips_traces_tracelens_rejects_without_running_it() {
 }
 
 #[test]
-fn extra_arguments_reach_every_command_verbatim() {
+fn extra_arguments_reach_the_commands_that_take_them() {
     let mut case = Case::new();
     case.fixture("model_rank0.pt.trace.json", GPU);
     case.fixture("rocprof_output/9999_results.json", ROCPROF);
-    case.config.extra_args = vec!["--topk_ops".into(), "5".into()];
-    case.config.mode = Mode::Pytorch;
-    let summary = case.run();
-    assert_eq!(summary.results.len(), 1);
+    // The stand-ins parse their arguments as TraceLens' argparse CLIs do, so
+    // an option sent to a tool that lacks it fails that job (exit 2).
+    case.config.extra_args =
+        ["--topk_ops", "5", "--topk_kernels=3", "--short_kernel_threshold_us", "20"]
+            .map(Into::into)
+            .to_vec();
+    let mut notes = Vec::new();
+    let summary = tracelens_driver::run(&case.config, &mut |event| {
+        if let tracelens_driver::Event::Note(text) = event {
+            notes.push(text);
+        }
+    })
+    .unwrap();
+    assert!(!summary.any_failed(), "{:#?}", rows(&summary));
+    assert_eq!(summary.results.len(), 2);
+    let calls = case.calls();
+    let call = |entry: &str| calls.iter().find(|c| c.contains(entry)).unwrap().clone();
     assert!(
-        case.calls()[0].ends_with(r#""--enable_kernel_summary", "--topk_ops", "5"]}"#),
-        "{:?}",
-        case.calls()
+        call("perf_report_pytorch").ends_with(
+            r#""--enable_kernel_summary", "--topk_ops", "5", "--short_kernel_threshold_us", "20"]}"#
+        ),
+        "{calls:#?}"
     );
+    assert!(
+        call("perf_report_rocprof")
+            .ends_with(r#""--topk_kernels=3", "--short_kernel_threshold_us", "20"]}"#),
+        "{calls:#?}"
+    );
+    // Every option is one a planned tool documents: nothing to warn about.
+    assert!(notes.iter().all(|n| !n.contains("--")), "{notes:?}");
+}
+
+#[test]
+fn extra_arguments_madengine_sets_fail_before_anything_runs() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.config.extra_args = vec!["--output_csvs_dir".into(), "/elsewhere".into()];
+    let err = tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot pass `--output_csvs_dir` to TraceLens: madengine sets --output_csvs_dir itself \
+         (reports go under --output-dir)"
+    );
+    assert!(case.calls().is_empty());
 }
 
 #[test]
