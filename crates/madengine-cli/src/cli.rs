@@ -439,19 +439,39 @@ pub(crate) struct StateArgs {
     pub(crate) port: u16,
 }
 
+/// How the daemon and the Kineto hook are set up (`dynolog start`, `profile`).
 #[derive(Debug, Args)]
-pub(crate) struct StartArgs {
-    #[command(flatten)]
-    pub(crate) state: StateArgs,
+pub(crate) struct LaunchArgs {
     /// The dynolog daemon binary.
     #[arg(long, env = "DYNOLOG_BIN", default_value = "dynolog", value_name = "PATH")]
     pub(crate) dynolog_bin: std::path::PathBuf,
     /// The workload's interpreter (the Kineto hook goes into its site-packages).
     #[arg(long, default_value = "python3", value_name = "PATH")]
     pub(crate) python: std::path::PathBuf,
-    /// Do not install the Kineto hook.
+    /// Do not install the Kineto hook (the workload imports torch.profiler itself).
     #[arg(long)]
     pub(crate) no_hook: bool,
+}
+
+/// Where collected traces go (`dynolog stop`, `profile`).
+#[derive(Debug, Args)]
+pub(crate) struct TraceOutputArgs {
+    /// Where the traces are copied.
+    #[arg(
+        long,
+        env = "TORCH_PROFILE_OUTPUT_DIR",
+        default_value = "torch_profiler_output",
+        value_name = "DIR"
+    )]
+    pub(crate) output_dir: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StartArgs {
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    #[command(flatten)]
+    pub(crate) launch: LaunchArgs,
     /// Do not arm the background trigger.
     #[arg(long)]
     pub(crate) no_trigger: bool,
@@ -478,14 +498,8 @@ pub(crate) struct TriggerArgs {
 pub(crate) struct StopArgs {
     #[command(flatten)]
     pub(crate) state: StateArgs,
-    /// Where the traces are copied.
-    #[arg(
-        long,
-        env = "TORCH_PROFILE_OUTPUT_DIR",
-        default_value = "torch_profiler_output",
-        value_name = "DIR"
-    )]
-    pub(crate) output_dir: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) output: TraceOutputArgs,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -493,23 +507,10 @@ pub(crate) struct StopArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ProfileArgs {
-    /// Where the traces are copied.
-    #[arg(
-        long,
-        env = "TORCH_PROFILE_OUTPUT_DIR",
-        default_value = "torch_profiler_output",
-        value_name = "DIR"
-    )]
-    pub(crate) output_dir: std::path::PathBuf,
-    /// The dynolog daemon binary.
-    #[arg(long, env = "DYNOLOG_BIN", default_value = "dynolog", value_name = "PATH")]
-    pub(crate) dynolog_bin: std::path::PathBuf,
-    /// The workload's interpreter (the Kineto hook goes into its site-packages).
-    #[arg(long, default_value = "python3", value_name = "PATH")]
-    pub(crate) python: std::path::PathBuf,
-    /// Do not install the Kineto hook (the workload imports torch.profiler itself).
-    #[arg(long)]
-    pub(crate) no_hook: bool,
+    #[command(flatten)]
+    pub(crate) output: TraceOutputArgs,
+    #[command(flatten)]
+    pub(crate) launch: LaunchArgs,
     #[command(flatten)]
     pub(crate) capture: CaptureArgs,
     #[command(flatten)]

@@ -522,25 +522,19 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
                 parts.join(", ")
             ));
         }
-        if !v.top_kernels.is_empty() {
-            text.push_str("   top kernels (total µs, share of kernel time):\n");
-            for row in &v.top_kernels {
-                text.push_str(&format!(
-                    "     {:>12}  {:>6}  {}\n",
-                    py(row.value),
-                    pct(row.percent),
-                    shorten(&row.label(&v.top_kernels))
-                ));
+        for (title, rows) in [
+            ("top kernels (total µs, share of kernel time)", &v.top_kernels),
+            ("top ops (GPU ms launched directly, share)", &v.top_ops),
+        ] {
+            if !rows.is_empty() {
+                text.push_str(&format!("   {title}:\n"));
             }
-        }
-        if !v.top_ops.is_empty() {
-            text.push_str("   top ops (GPU ms launched directly, share):\n");
-            for row in &v.top_ops {
+            for row in rows {
                 text.push_str(&format!(
                     "     {:>12}  {:>6}  {}\n",
                     py(row.value),
                     pct(row.percent),
-                    shorten(&row.label(&v.top_ops))
+                    shorten(&row.label(rows))
                 ));
             }
         }

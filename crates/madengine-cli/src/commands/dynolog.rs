@@ -14,8 +14,8 @@ use dynolog_client::{Client, Clock, Event, Outcome, ProcFs, RunState, Started, k
 
 use crate::{
     cli::{
-        CaptureArgs, DaemonArgs, GputraceArgs, PolicyArgs, ProfileArgs, SetupDynologArgs,
-        StartArgs, StateArgs, StopArgs, TriggerArgs,
+        CaptureArgs, DaemonArgs, GputraceArgs, LaunchArgs, PolicyArgs, ProfileArgs,
+        SetupDynologArgs, StartArgs, StateArgs, StopArgs, TriggerArgs,
     },
     error::{Error, Status},
     render, settings,
@@ -98,23 +98,14 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
     state.clear_outcome()?;
     let mut started = Started { port: args.state.port, ..Default::default() };
     // The hook first: checking the interpreter must not register with a daemon.
-    if !args.no_hook {
-        match dynolog_client::site_packages(&args.python) {
-            Ok(site) => {
-                dynolog_client::install_hook(&state, &site)?;
-                render::note(&format!(
-                    "installed the Kineto optimizer-step hook in {}",
-                    site.display()
-                ));
-                started.hook_site = Some(site);
-            }
-            Err(e) => render::warning(&format!("not installing the Kineto hook: {e}")),
-        }
+    started.hook_site = install_hook(&args.launch, &state)?;
+    if let Some(site) = &started.hook_site {
+        render::note(&format!("installed the Kineto optimizer-step hook in {}", site.display()));
     }
     state.set_started(&started)?;
     let pid = dynolog_client::start_daemon(
         &state,
-        &args.dynolog_bin,
+        &args.launch.dynolog_bin,
         args.state.port,
         None,
         Duration::from_secs(15),
@@ -297,7 +288,7 @@ pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
         }
     }
     state.clear_started()?;
-    collect(&state, &args.output_dir, args.json)
+    collect(&state, &args.output.output_dir, args.json)
 }
 
 /// Copy the session's traces into `output_dir` and say what happened.
@@ -320,6 +311,24 @@ fn collect(state: &RunState, output_dir: &Path, json: bool) -> Result<Status, Er
     Ok(Status::Success)
 }
 
+/// Install the Kineto hook into the workload interpreter's site-packages,
+/// unless --no-hook; an interpreter that cannot take it is a warning.
+fn install_hook(launch: &LaunchArgs, state: &RunState) -> Result<Option<PathBuf>, Error> {
+    if launch.no_hook {
+        return Ok(None);
+    }
+    match dynolog_client::site_packages(&launch.python) {
+        Ok(site) => {
+            dynolog_client::install_hook(state, &site)?;
+            Ok(Some(site))
+        }
+        Err(e) => {
+            render::warning(&format!("not installing the Kineto hook: {e}"));
+            Ok(None)
+        }
+    }
+}
+
 pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
     let tmp = tempfile::Builder::new()
         .prefix("madengine-profile-")
@@ -328,16 +337,7 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
     let state = RunState::create(tmp.path())?;
     let port = dynolog_client::free_port()
         .map_err(|source| Error::Io { path: "127.0.0.1:0".into(), source })?;
-    let mut hook_site = None;
-    if !args.no_hook {
-        match dynolog_client::site_packages(&args.python) {
-            Ok(site) => {
-                dynolog_client::install_hook(&state, &site)?;
-                hook_site = Some(site);
-            }
-            Err(e) => render::warning(&format!("not installing the Kineto hook: {e}")),
-        }
-    }
+    let hook_site = install_hook(&args.launch, &state)?;
     let result = profile_with(args, &state, port);
     if let Some(site) = &hook_site {
         dynolog_client::remove_hook(&state, site)?;
@@ -348,7 +348,7 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
 fn profile_with(args: &ProfileArgs, state: &RunState, port: u16) -> Result<Status, Error> {
     let daemon = dynolog_client::start_daemon(
         state,
-        &args.dynolog_bin,
+        &args.launch.dynolog_bin,
         port,
         Some(&state.ipc_dir()),
         Duration::from_secs(15),
@@ -382,10 +382,10 @@ fn profile_with(args: &ProfileArgs, state: &RunState, port: u16) -> Result<Statu
     if let Err(e) = outcome {
         render::warning(&format!("the trace trigger failed: {e}"));
     }
-    collect(state, &args.output_dir, false)?;
+    collect(state, &args.output.output_dir, false)?;
     render::note(&format!(
         "analyze with: madengine report tracelens --root {}",
-        args.output_dir.display()
+        args.output.output_dir.display()
     ));
     Ok(Status::Workload(code))
 }
