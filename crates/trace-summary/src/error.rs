@@ -15,6 +15,18 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// Reading the trace failed part way (a truncated or corrupt gzip stream,
+    /// an I/O error).
+    #[error("cannot read {path}{}", if *gzip { " as gzip (truncated or corrupt?)" } else { "" })]
+    Read {
+        /// The trace.
+        path: PathBuf,
+        /// Whether it was being gunzipped.
+        gzip: bool,
+        /// The cause, with the offset reached.
+        #[source]
+        source: trace_sanitize::Error,
+    },
     /// The trace is not a Chrome trace JSON (after sanitizing).
     #[error("{path} is not a readable Chrome trace: {detail}")]
     Parse {

@@ -308,6 +308,7 @@ fn scan<R: Read>(
     let mut key: Vec<u8> = Vec::new(); // the last string at depth 1
     let mut key_done = false;
     let mut scanned = 0usize; // bytes of `buf` already scanned
+    let mut base = 0u64; // offset in the trace of `buf[0]`
     loop {
         // Read straight into `buf`, up to `chunk` bytes at a time.
         match (&mut reader).take(chunk as u64).read_to_end(&mut buf) {
@@ -390,6 +391,11 @@ fn scan<R: Read>(
                 }
                 continue;
             }
+            if st.depth == 0 && !st.top_seen && !matches!(b, b'{' | b'[') {
+                not_json_before_top(b, base + i as u64)?;
+                i += 1;
+                continue;
+            }
             match b {
                 b'"' => {
                     in_string = true;
@@ -413,6 +419,7 @@ fn scan<R: Read>(
         // Hand the buffer over with its events; keep only what an unfinished
         // event still needs.
         let keep_from = st.event_start.unwrap_or(n);
+        base += keep_from as u64;
         if st.events.is_empty() {
             buf.drain(..keep_from);
         } else {
@@ -429,10 +436,35 @@ fn scan<R: Read>(
         }
         scanned = buf.len();
     }
-    if !st.top_seen || st.depth != 0 || in_string {
-        return Err(serde::de::Error::custom("the trace ends before its JSON does (truncated?)"));
+    let total = base + buf.len() as u64;
+    if total == 0 {
+        return Err(de::Error::custom("the trace is empty (0 bytes)"));
+    }
+    if !st.top_seen {
+        return Err(de::Error::custom(format!("no JSON object in the trace's {total} bytes")));
+    }
+    if st.depth != 0 || in_string {
+        return Err(de::Error::custom(format!(
+            "the trace ends after {total} bytes, before its JSON does (truncated?)"
+        )));
     }
     Ok(has_trace_events)
+}
+
+/// Before the top-level object only whitespace (and a UTF-8 byte order
+/// mark) may come; anything else means this is not a JSON trace.
+fn not_json_before_top(b: u8, at: u64) -> Result<(), serde_json::Error> {
+    const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
+    if b.is_ascii_whitespace() || (at < 3 && b == BOM[at as usize]) {
+        return Ok(());
+    }
+    // Non-ASCII bytes reach here sanitized (U+FFFD), so neither their value
+    // nor their offset is the file's: say what they are instead.
+    Err(de::Error::custom(if b.is_ascii_graphic() {
+        format!("not JSON: '{}' at offset {at}, where the trace's object should start", b as char)
+    } else {
+        "not JSON: binary data where the trace's object should start".to_string()
+    }))
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -911,5 +943,30 @@ mod tests {
         }
         assert!(parse_in_chunks(&b"[1, 2]"[..], 64).is_err());
         assert!(parse_in_chunks(&b"{}}"[..], 64).is_err());
+    }
+
+    #[test]
+    fn what_is_not_a_trace_is_named() {
+        let message = |bytes: &[u8], chunk| parse_in_chunks(bytes, chunk).unwrap_err().to_string();
+        for chunk in [1, 64] {
+            assert_eq!(message(b"", chunk), "the trace is empty (0 bytes)");
+            assert_eq!(message(b" \n ", chunk), "no JSON object in the trace's 3 bytes");
+            assert_eq!(
+                message(b"  step 1 loss 0.5", chunk),
+                "not JSON: 's' at offset 2, where the trace's object should start"
+            );
+            // What reaches the scanner is sanitized: U+FFFD for a stray byte.
+            assert_eq!(
+                message("\u{fffd}\u{fffd}".as_bytes(), chunk),
+                "not JSON: binary data where the trace's object should start"
+            );
+            assert_eq!(
+                message(br#"{"traceEvents": [{"ph": "X"}"#, chunk),
+                "the trace ends after 28 bytes, before its JSON does (truncated?)"
+            );
+        }
+        // A byte order mark and leading whitespace are fine.
+        let parsed = parse_in_chunks("\u{feff} \n{\"traceEvents\": [{}]}".as_bytes(), 2).unwrap();
+        assert_eq!(parsed.read, 1);
     }
 }

@@ -148,7 +148,7 @@ pub fn parse_file(path: &Path) -> Result<usize> {
 }
 
 /// Run `f` on the file's bytes, gunzipped when gzip and sanitized, produced
-/// by a second thread; a parse error after a read error reports both.
+/// by a second thread; a parse error after a read error reports the read error.
 fn with_sanitized<T>(path: &Path, f: impl FnOnce(ChanReader) -> Result<T>) -> Result<T> {
     let file =
         File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
@@ -173,8 +173,9 @@ fn with_sanitized<T>(path: &Path, f: impl FnOnce(ChanReader) -> Result<T>) -> Re
         let result = f(reader);
         let repaired = repairing.join().expect("the sanitizer thread does not panic");
         match (result, repaired) {
-            (Err(e), Err(read)) => {
-                Err(Error::Parse { path: path.to_path_buf(), detail: format!("{e}; {read}") })
+            // The parser only saw the stream end early: the read error is the cause.
+            (Err(_), Err(source)) => {
+                Err(Error::Read { path: path.to_path_buf(), gzip: gz, source })
             }
             (r, _) => r,
         }

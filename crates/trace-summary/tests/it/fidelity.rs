@@ -199,3 +199,21 @@ fn rocprofv3_tables_match_tracelens() {
         assert!(ours == theirs, "{name} differs from TraceLens': {diff:#?}");
     }
 }
+
+/// A `.json.gz` cut short is a read error that says gzip, not a JSON
+/// syntax error at some offset of the decompressed stream.
+#[test]
+fn a_truncated_gzip_trace_is_a_read_error() {
+    use std::io::Write as _;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/synthetic/run/broken/python_names.pt.trace.json");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&fs::read(path).unwrap()).unwrap();
+    let gz = gz.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("rank0.pt.trace.json.gz");
+    fs::write(&cut, &gz[..gz.len() / 2]).unwrap();
+    let err = trace_summary::summarize_file(&cut).unwrap_err();
+    assert!(matches!(err, trace_summary::Error::Read { gzip: true, .. }), "{err:?}");
+    assert!(err.to_string().ends_with("as gzip (truncated or corrupt?)"), "{err}");
+}
