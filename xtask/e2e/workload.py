@@ -55,8 +55,10 @@ def main():
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         handler = tensorboard_trace_handler(a.profile_dir, worker_name="rank%d" % rank)
-        with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3), on_trace_ready=handler,
-                     record_shapes=True) as prof:
+        # One cycle only: with the default repeat=0 a run longer than one cycle
+        # writes a second, partial trace per rank, and two traces then claim each rank.
+        with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+                     on_trace_ready=handler, record_shapes=True) as prof:
             for _ in range(a.steps):
                 step()
                 prof.step()

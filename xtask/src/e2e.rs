@@ -116,7 +116,8 @@ pub(crate) fn plan(inv: &Inventory) -> Vec<Scenario> {
             checks.iter().filter(|(ok, _)| !ok).map(|(_, what)| *what).collect();
         if missing.is_empty() { Ok(()) } else { Err(format!("needs {}", missing.join(", "))) }
     };
-    let torch = inv.torch.is_some();
+    // TraceLens reports nothing for CPU-only traces ("No GPU events found"),
+    // so every scenario needs PyTorch to see a GPU.
     let torch_gpu = inv.torch.as_ref().is_some_and(|t| t["gpu"] == true);
     let amd = inv.gpu_vendor.as_deref() == Some("amd");
     let tl = inv.tracelens_python.is_some();
@@ -147,25 +148,32 @@ pub(crate) fn plan(inv: &Inventory) -> Vec<Scenario> {
             what: "madengine profile -- python workload.py through a real dynolog, then its perf report",
             runnable: need(&[
                 (inv.dynolog, "dynolog and dyno"),
-                (torch, "PyTorch"),
+                (torch_gpu, "PyTorch seeing a GPU"),
                 (tl, "TraceLens"),
             ]),
         },
         Scenario {
             name: "torchrun-2rank",
-            what: "a 2-rank torchrun job (NCCL/RCCL with 2+ GPUs, gloo otherwise), then per-rank and collective reports",
-            runnable: need(&[(torch, "PyTorch"), (tl, "TraceLens")]),
+            what: "a 2-rank torchrun job (NCCL/RCCL with 2+ GPUs, gloo otherwise), then per-rank reports and, with NCCL/RCCL, the collective report",
+            runnable: need(&[(torch_gpu, "PyTorch seeing a GPU"), (tl, "TraceLens")]),
         },
         Scenario {
             name: "slurm",
             what: "the 2-rank job through madengine slurm submit --wait, then slurm gather --report",
             runnable: need(&[
                 (inv.slurm_conf.is_some(), "a SLURM cluster (SLURM_CONF)"),
-                (torch, "PyTorch"),
+                // gather --report includes the collective report, which needs NCCL/RCCL.
+                (gpus_for_nccl(inv), "2+ GPUs PyTorch sees (NCCL/RCCL for the collective report)"),
                 (tl, "TraceLens"),
             ]),
         },
     ]
+}
+
+/// Whether the 2-rank job gets NCCL/RCCL (one GPU per rank), without which
+/// TraceLens' collective report fails (`KeyError: 'collective_id'` on gloo).
+fn gpus_for_nccl(inv: &Inventory) -> bool {
+    inv.torch.as_ref().is_some_and(|t| t["gpu"] == true && t["count"].as_u64() >= Some(2))
 }
 
 struct Outcome {
@@ -264,12 +272,13 @@ fn tempfile_dir(name: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// Run `program args` in `dir`; Ok(stdout) or Err(the command and its output).
+/// Run `program args` in `dir`; Ok(stdout) or Err(the command and its
+/// output). Notes on stderr stay out of the stdout a caller parses.
 fn step(dir: &Path, program: &Path, args: &[&str]) -> Result<String, String> {
     let out = cmd(program, args)
         .dir(dir)
-        .stderr_to_stdout()
         .stdout_capture()
+        .stderr_capture()
         .unchecked()
         .run()
         .map_err(|e| format!("{}: {e}", program.display()))?;
@@ -277,6 +286,7 @@ fn step(dir: &Path, program: &Path, args: &[&str]) -> Result<String, String> {
     if out.status.success() {
         Ok(text)
     } else {
+        let text = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
         let tail: Vec<&str> = text.lines().rev().take(15).collect();
         Err(format!(
             "`{} {}` exited {:?}: {}",
@@ -401,7 +411,12 @@ fn run_scenario(
             let argv = two_ranks(&torchrun());
             let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
             step(dir, Path::new(&argv[0]), &args)?;
-            report(madengine, dir, inv, "auto", &["perf_report_pytorch", "collective"])
+            if gpus_for_nccl(inv) {
+                report(madengine, dir, inv, "auto", &["perf_report_pytorch", "collective"])
+            } else {
+                report(madengine, dir, inv, "pytorch", &["perf_report_pytorch"])
+                    .map(|r| format!("{r}; no collective report (gloo: one GPU)"))
+            }
         }
         "slurm" => {
             let python = inv
@@ -477,11 +492,32 @@ mod tests {
             gpus: vec!["GPU 0".into(), "GPU 1".into()],
             rocprofv3: true,
             traceconv: true,
-            torch: Some(json!({"gpu": true})),
+            torch: Some(json!({"gpu": true, "count": 2})),
             dynolog: true,
             tracelens_python: Some("/opt/tl/bin/python3".into()),
             slurm_conf: Some("/etc/slurm/slurm.conf".into()),
         };
         assert!(plan(&inv).iter().all(|s| s.runnable.is_ok()));
+    }
+
+    #[test]
+    fn cpu_only_torch_runs_nothing_and_one_gpu_skips_slurm() {
+        // TraceLens rejects CPU-only traces: every scenario would fail there.
+        let mut inv = Inventory {
+            torch: Some(json!({"gpu": false, "count": 0})),
+            dynolog: true,
+            tracelens_python: Some("/opt/tl/bin/python3".into()),
+            slurm_conf: Some("/etc/slurm/slurm.conf".into()),
+            ..Default::default()
+        };
+        for s in plan(&inv) {
+            let why = s.runnable.unwrap_err();
+            assert!(why.contains("GPU"), "{}: {why}", s.name);
+        }
+        // One GPU: the 2-rank job runs on gloo; the SLURM gather's collective report cannot.
+        inv.torch = Some(json!({"gpu": true, "count": 1}));
+        let runnable: Vec<_> =
+            plan(&inv).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
+        assert_eq!(runnable, ["dynolog-profile", "torchrun-2rank"]);
     }
 }

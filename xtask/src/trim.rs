@@ -32,6 +32,12 @@ impl Json {
             _ => None,
         }
     }
+    fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
+        match self {
+            Json::Obj(entries) => entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
     fn str(&self) -> Option<&str> {
         match self {
             Json::Str(s) => Some(s),
@@ -182,13 +188,46 @@ pub(crate) fn run(
 /// Trim a trace (Kineto or rocprofv3 JSON, told by its content) to at most
 /// `cap` bytes.
 pub(crate) fn trim(text: &str, cap: usize) -> Result<Trimmed, String> {
-    let doc: Json = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let mut doc: Json = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    redact(&mut doc);
     if doc.get("traceEvents").is_some() {
         trim_kineto(&doc, cap)
     } else if doc.get("rocprofiler-sdk-tool").is_some() {
         trim_rocprof(&doc, cap)
     } else {
         Err("neither a Kineto trace (traceEvents) nor rocprofv3 JSON".into())
+    }
+}
+
+/// What names the capturing machine, replaced in what trimming writes (the
+/// output is meant to be committed): Kineto's top-level `host_name` and the
+/// directories of `traceName`; rocprofv3's `metadata.node` host and machine ids.
+fn redact(doc: &mut Json) {
+    let Json::Obj(top) = doc else { return };
+    for (key, value) in top.iter_mut() {
+        match (key.as_str(), value) {
+            ("host_name", v @ Json::Str(_)) => *v = Json::Str("redacted".into()),
+            ("traceName", Json::Str(name)) => {
+                *name = name.rsplit('/').next().unwrap_or_default().to_string();
+            }
+            ("rocprofiler-sdk-tool", Json::Arr(processes)) => {
+                for process in processes {
+                    let Some(Json::Obj(node)) =
+                        process.get_mut("metadata").and_then(|m| m.get_mut("node"))
+                    else {
+                        continue;
+                    };
+                    for (k, v) in node.iter_mut() {
+                        if ["hostname", "domain_name", "machine_id", "id", "hash"]
+                            .contains(&k.as_str())
+                        {
+                            *v = Json::Str("redacted".into());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -528,6 +567,29 @@ mod tests {
             "{{\"schemaVersion\":1,\"distributedInfo\":{{\"rank\":1}},\"traceEvents\":[{}],\"traceName\":\"x\"}}",
             ev.join(",")
         )
+    }
+
+    #[test]
+    fn what_names_the_machine_is_redacted() {
+        let full = kineto(3).replacen(
+            "{\"schemaVersion\":1,",
+            "{\"schemaVersion\":1,\"host_name\":\"gpu-node-17.corp\",",
+            1,
+        );
+        let full = full.replace(
+            "\"traceName\":\"x\"",
+            "\"traceName\":\"/home/alice/run/rank0.pt.trace.json\"",
+        );
+        let t = trim(&full, 1 << 20).unwrap();
+        assert!(!t.text.contains("gpu-node-17") && !t.text.contains("alice"), "{}", t.text);
+        assert!(t.text.contains(r#""host_name": "redacted""#), "{}", t.text);
+        assert!(t.text.contains(r#""traceName": "rank0.pt.trace.json""#), "{}", t.text);
+        let rocprof = r#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":1,"node":{"hostname":"gpu-node-17","machine_id":"abc123","release":"6.8"}},"agents":[],"strings":{},"buffer_records":{"kernel_dispatch":[]}}]}"#;
+        let mut doc: Json = serde_json::from_str(rocprof).unwrap();
+        redact(&mut doc);
+        let text = compact(&doc);
+        assert!(!text.contains("gpu-node-17") && !text.contains("abc123"), "{text}");
+        assert!(text.contains(r#""release":"6.8""#), "{text}");
     }
 
     #[test]
