@@ -119,8 +119,8 @@ impl TraceView {
     }
 }
 
-/// One rank of the cross-rank table.
-#[derive(Debug)]
+/// One rank of the cross-rank table (ms).
+#[derive(Debug, Serialize)]
 pub(crate) struct RankRow {
     pub(crate) rank: u32,
     /// The trace behind the row (two runs can hold the same rank).
@@ -431,7 +431,11 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         crate::html::write(html, &views)?;
     }
     if args.json {
-        render::json(&views)?;
+        render::json(&serde_json::json!({
+            "traces": views,
+            "cross_rank": cross_rank(&views),
+            "unreadable": unreadable,
+        }))?;
     } else {
         render::summaries(&views)?;
     }

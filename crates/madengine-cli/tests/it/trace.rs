@@ -257,8 +257,15 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     let text = run_with(json_args);
     let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
     let stdout = stdout.split("----- stderr -----").next().unwrap();
-    let views: serde_json::Value = serde_json::from_str(stdout).unwrap();
-    let views = views.as_array().unwrap();
+    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    assert_eq!(json["unreadable"], 1);
+    // Two ranked traces with a timeline: rank 0 twice, from two runs.
+    let ranks = json["cross_rank"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2, "{ranks:#?}");
+    assert_eq!(ranks[0]["rank"], 0);
+    assert_eq!(ranks[0]["trace"], "a/rank0.pt.trace.json");
+    assert!(ranks[0]["total"].as_f64().unwrap() > 0.0);
+    let views = json["traces"].as_array().unwrap();
     assert_eq!(views.len(), 3, "{views:#?}");
     assert_eq!(views[1]["trace"], "a/rank1.pt.trace.json");
     assert!(views[1]["outcome"].is_null());
