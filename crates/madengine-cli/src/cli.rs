@@ -551,7 +551,8 @@ reported with its error and does not stop the others; the exit code is then 3.
 Examples:
   madengine report summary runs/llama
   madengine report summary rank0.json.gz rank1.json.gz --top 5 --json
-  madengine report summary run/ --html run/summary.html";
+  madengine report summary run/ --html run/summary.html
+  madengine report summary run/ --top 0     # many ranks: GPU time per trace, then the cross-rank table";
 
 #[derive(Debug, Args)]
 pub(crate) struct SummaryArgs {
