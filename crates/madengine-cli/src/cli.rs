@@ -568,8 +568,9 @@ pub(crate) struct SummaryArgs {
     /// How many kernels and ops to show per trace.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
-    /// Traces read at the same time [default: number of CPUs, at most 8]. Each
-    /// takes memory of about 0.7 times its (uncompressed) size while read.
+    /// Traces read at the same time [default: number of CPUs, at most 8, fewer
+    /// when the largest would not fit in half the available memory; each takes
+    /// about 0.75 times its uncompressed size while read].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
     /// Print the results as JSON.
