@@ -18,7 +18,7 @@ fn public_traces_are_classified_with_their_ranks() {
         .collect();
     // every JSON trace is PyTorch except the rocprofv3 one; the .pftrace is pftrace
     let mut json = 0;
-    for path in walk(&dir) {
+    for path in crate::public_dir::files_under(&dir) {
         let rel = path.strip_prefix(&dir).unwrap().display().to_string();
         if rel.starts_with("tracelens-expected") || rel.ends_with(".md") {
             continue;
@@ -47,14 +47,4 @@ fn public_traces_are_classified_with_their_ranks() {
     }
     let dlrm = by_name.iter().find(|(n, _)| n.contains("worker3_step_12")).unwrap().1;
     assert_eq!(dlrm.rank.unwrap().world_size, Some(8));
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
-    }
-    out.sort();
-    out
 }

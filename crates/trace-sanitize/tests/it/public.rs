@@ -7,7 +7,7 @@ use trace_sanitize::{Options, check_file};
 fn every_public_json_trace_checks_clean() {
     let Some(dir) = crate::public_fixtures() else { return };
     let mut checked = 0;
-    for entry in walk(&dir) {
+    for entry in crate::public_dir::files_under(&dir) {
         let name = entry.file_name().unwrap().to_string_lossy().into_owned();
         if !(name.ends_with(".json") || name.ends_with(".json.gz"))
             || entry.to_string_lossy().contains("tracelens-expected")
@@ -20,14 +20,4 @@ fn every_public_json_trace_checks_clean() {
         checked += 1;
     }
     assert!(checked >= 28, "only {checked} public traces found");
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
-    }
-    out.sort();
-    out
 }

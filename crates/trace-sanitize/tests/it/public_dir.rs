@@ -25,3 +25,15 @@ pub(crate) fn public_fixtures() -> Option<PathBuf> {
     );
     None
 }
+
+/// Every file under `dir`, sorted.
+#[allow(dead_code, reason = "not every test binary that includes this walks the traces")]
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { out.extend(files_under(&path)) } else { out.push(path) }
+    }
+    out.sort();
+    out
+}
