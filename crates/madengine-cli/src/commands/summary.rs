@@ -231,6 +231,10 @@ fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
     if paths.is_empty() {
         paths.push(PathBuf::from("."));
     }
+    if let Some(root) = args.root.as_ref().filter(|r| !r.is_dir()) {
+        // --root names a directory: discovery says what is wrong with it.
+        trace_discover::discover(root, &Default::default())?;
+    }
     // One directory alone names CSVs relative to itself, as `--root` always
     // did; with several PATHs each directory's own name comes first.
     let alone = paths.len() == 1;
