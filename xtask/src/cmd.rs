@@ -2,15 +2,17 @@
 
 use std::{ffi::OsString, path::Path};
 
-/// `program args...` through duct, with the argv kept for error messages.
+/// `program args...` through duct. A bare name is looked up on PATH even
+/// when it comes as a `Path`: duct would run `Path::new("rocprofv3")` as
+/// `./rocprofv3`, so the program goes to duct as a plain string.
 #[allow(clippy::disallowed_methods, reason = "this is xtask's process helper")]
 pub(crate) fn cmd<P, I, S>(program: P, args: I) -> duct::Expression
 where
-    P: duct::IntoExecutablePath,
+    P: AsRef<std::ffi::OsStr>,
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {
-    duct::cmd(program, args)
+    duct::cmd(program.as_ref().to_os_string(), args)
 }
 
 pub(crate) fn cargo() -> String {

@@ -501,6 +501,21 @@ mod tests {
     }
 
     #[test]
+    fn a_step_returns_stdout_alone_and_fails_with_both() {
+        // A bare name as a Path is found on PATH, as the scenarios' `rocprofv3` must be.
+        let sh = std::path::Path::new("sh");
+        let dir = std::env::temp_dir();
+        let ok = step(&dir, sh, &["-c", "echo '{\"a\": 1}'; echo '[madengine] a note' >&2"]);
+        assert_eq!(ok.unwrap(), "{\"a\": 1}\n", "notes on stderr must not reach the JSON");
+        let err = step(&dir, sh, &["-c", "echo partial; echo 'error: it broke' >&2; exit 3"])
+            .unwrap_err();
+        assert!(
+            err.contains("exited Some(3)") && err.contains("partial") && err.contains("it broke"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn cpu_only_torch_runs_nothing_and_one_gpu_skips_slurm() {
         // TraceLens rejects CPU-only traces: every scenario would fail there.
         let mut inv = Inventory {
