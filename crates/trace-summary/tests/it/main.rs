@@ -3,5 +3,6 @@
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod fidelity;
+mod mangled;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
 mod public_dir;
