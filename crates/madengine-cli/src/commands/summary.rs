@@ -410,14 +410,15 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
             let estimates: Vec<u64> = inputs.iter().map(|i| memory_estimate(&i.trace)).collect();
-            let jobs = jobs_within(cpus, &estimates, mem_available());
+            let available = mem_available();
+            let jobs = jobs_within(cpus, &estimates, available);
             if jobs < cpus.min(inputs.len()) {
                 render::note(&format!(
                     "reading {jobs} trace(s) at a time, not {}: the largest take about {} each to \
                      read and the machine has {} available (--jobs to choose)",
                     cpus.min(inputs.len()),
                     gib(estimates.iter().copied().max().unwrap_or(0)),
-                    gib(mem_available().unwrap_or(0)),
+                    gib(available.unwrap_or(0)),
                 ));
             }
             jobs
