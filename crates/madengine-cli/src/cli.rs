@@ -783,13 +783,19 @@ bytes.decode('utf-8', 'replace')); raw control bytes inside strings become
 unchanged. The input is never modified; the output is written to a temporary
 file beside it and renamed when complete. .json.gz stays .json.gz.
 
+Several inputs are handled one after the other; one that cannot be read does
+not stop the others (exit 3 at the end). With --check a directory is searched
+for PyTorch and rocprofv3 JSON traces (as `trace discover`); to repair, name
+the files. --json prints one report object for a single file, else an array.
+
 Examples:
   madengine trace sanitize 4242_results.json        # writes 4242_results.sanitized.json
   madengine trace sanitize rank0.json.gz -o /tmp/rank0.json.gz
   madengine trace sanitize --check run.pt.trace.json && echo clean
+  madengine trace sanitize --check runs/llama        # every trace of a run
 
-Exit codes: 0 success (with --check: clean), 1 with --check: repair needed,
-2 usage error, 3 input or I/O error.";
+Exit codes: 0 success (with --check: all clean), 1 with --check: a trace needs
+repair, 2 usage error, 3 input or I/O error.";
 
 #[derive(Debug, Args)]
 pub(crate) struct DiscoverArgs {
@@ -812,10 +818,11 @@ pub(crate) struct DiscoverArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct SanitizeArgs {
-    /// The trace to repair (.json or .json.gz).
-    pub(crate) input: PathBuf,
-    /// Where to write the repaired trace [default: beside the input, with
-    /// `.sanitized` before the extension].
+    /// The traces to repair (.json or .json.gz); with --check also run directories.
+    #[arg(required = true, value_name = "INPUT")]
+    pub(crate) inputs: Vec<PathBuf>,
+    /// Where to write the repaired trace, for a single input [default: beside
+    /// the input, with `.sanitized` before the extension].
     #[arg(short, long, value_name = "PATH", conflicts_with = "check")]
     pub(crate) output: Option<PathBuf>,
     /// Only tell whether the trace needs repair; write nothing.

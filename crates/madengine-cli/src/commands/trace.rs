@@ -21,31 +21,94 @@ pub(crate) fn discover(args: &DiscoverArgs) -> Result<Status, Error> {
 }
 
 pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
+    let inputs = sanitize_inputs(args)?;
+    if args.output.is_some() && inputs.len() != 1 {
+        return Err(Error::Usage(format!(
+            "--output names one file, but there are {} inputs; leave it out to write each \
+             repaired trace beside its input",
+            inputs.len()
+        )));
+    }
+    if inputs.is_empty() && !args.json {
+        render::note("no PyTorch or rocprofv3 JSON traces found");
+    }
     let options = settings::sanitize_options(args);
-    let bar = progress_bar(&args.input);
-    let mut tick = |done: u64, total: u64| {
-        if let Some(bar) = &bar {
-            bar.set_length(total);
-            bar.set_position(done);
+    let single = inputs.len() == 1 && !args.inputs[0].is_dir();
+    let (mut reports, mut findings, mut failed) = (Vec::new(), false, 0);
+    for input in &inputs {
+        let bar = progress_bar(input);
+        let mut tick = |done: u64, total: u64| {
+            if let Some(bar) = &bar {
+                bar.set_length(total);
+                bar.set_position(done);
+            }
+        };
+        let result = if args.check {
+            trace_sanitize::check_file(input, &options, &mut tick)
+        } else {
+            let output =
+                args.output.clone().unwrap_or_else(|| trace_sanitize::default_output_path(input));
+            trace_sanitize::sanitize_file(input, &output, &options, &mut tick)
+        };
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
         }
-    };
-    let result = if args.check {
-        trace_sanitize::check_file(&args.input, &options, &mut tick)
-    } else {
-        let output =
-            args.output.clone().unwrap_or_else(|| trace_sanitize::default_output_path(&args.input));
-        trace_sanitize::sanitize_file(&args.input, &output, &options, &mut tick)
-    };
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+        let report = match result {
+            Ok(report) => report,
+            // One input alone fails as it always did.
+            Err(err) if single => return Err(err.into()),
+            Err(err) => {
+                failed += 1;
+                render::error(&Error::from(err));
+                continue;
+            }
+        };
+        findings |= args.check && report.report.needs_repair();
+        if args.json {
+            reports.push(report);
+        } else {
+            render::sanitize_report(&report)?;
+        }
     }
-    let report = result?;
     if args.json {
-        render::json(&report)?;
-    } else {
-        render::sanitize_report(&report)?;
+        if single {
+            render::json(&reports[0])?;
+        } else {
+            render::json(&reports)?;
+        }
     }
-    Ok(if args.check && report.report.needs_repair() { Status::Findings } else { Status::Success })
+    if failed > 0 {
+        render::error_line(&format!("{failed} of {} traces could not be read", inputs.len()));
+        return Ok(Status::Io);
+    }
+    Ok(if findings { Status::Findings } else { Status::Success })
+}
+
+/// The files to sanitize: files as given; with --check, the PyTorch and
+/// rocprofv3 JSON traces under each directory.
+fn sanitize_inputs(args: &SanitizeArgs) -> Result<Vec<std::path::PathBuf>, Error> {
+    let mut inputs = Vec::new();
+    for path in &args.inputs {
+        if !path.is_dir() {
+            inputs.push(path.clone());
+            continue;
+        }
+        if !args.check {
+            return Err(Error::Usage(format!(
+                "{} is a directory: repair names its files (or check it with --check)",
+                path.display()
+            )));
+        }
+        let found = trace_discover::discover(path, &Default::default())?;
+        inputs.extend(found.traces.into_iter().filter_map(|t| {
+            matches!(
+                t.kind,
+                trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
+            )
+            .then_some(t.path)
+        }));
+    }
+    Ok(inputs)
 }
 
 /// A progress bar on stderr for files of 16 MiB or more, when stderr is a terminal.

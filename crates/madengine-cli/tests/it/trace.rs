@@ -109,7 +109,7 @@ fn usage_error_exits_2() {
     error: the following required arguments were not provided:
       --check
 
-    Usage: madengine trace sanitize --check --first <INPUT>
+    Usage: madengine trace sanitize --check --first <INPUT>...
 
     For more information, try '--help'.
     ");
@@ -273,4 +273,46 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     assert_eq!(views[0]["outcome"], "tables");
     assert!(views[0].get("error").is_none());
     assert!(views[0]["top_kernels"][0]["stream"].is_string(), "{:#?}", views[0]);
+}
+
+#[test]
+fn check_searches_a_run_directory() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "--max-listed", "1", "run"]);
+}
+
+#[test]
+fn several_inputs_go_on_past_one_that_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(
+        synthetic().join("run/rocprof_output/9999_results.json"),
+        dir.path().join("9999_results.json"),
+    )
+    .unwrap();
+    fs::copy(synthetic().join("run/node_0/rank0.json.gz"), dir.path().join("rank0.json.gz"))
+        .unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "missing.json", "9999_results.json", "rank0.json.gz", "--max-listed", "0"], @r"
+    exit code: 3
+    ----- stdout -----
+    9999_results.json: repaired into 9999_results.sanitized.json: 4 invalid UTF-8, 1 control byte, 0 lone surrogates (935 B)
+      ... and 5 more
+    rank0.json.gz: clean, copied unchanged to rank0.sanitized.json.gz (2.6 KiB)
+    ----- stderr -----
+    error: cannot open missing.json
+      caused by: No such file or directory (os error 2)
+    error: 1 of 3 traces could not be read
+    ");
+    assert!(dir.path().join("rank0.sanitized.json.gz").is_file());
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "9999_results.json", "rank0.json.gz", "-o", "x.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: --output names one file, but there are 2 inputs; leave it out to write each repaired trace beside its input
+    ");
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "."], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: . is a directory: repair names its files (or check it with --check)
+    ");
+    assert!(!dir.path().join("x.json").exists());
 }
