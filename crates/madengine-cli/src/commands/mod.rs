@@ -18,6 +18,26 @@ use crate::{
     error::{Error, Status},
 };
 
+/// The JSON traces under `dir` that trace-summary and the sanitizer read
+/// (PyTorch and rocprofv3 JSON; not Perfetto), excluding `exclude`.
+fn json_traces(
+    dir: &std::path::Path,
+    exclude: Vec<std::path::PathBuf>,
+) -> Result<Vec<trace_discover::Trace>, Error> {
+    let options = trace_discover::Options { exclude, ..Default::default() };
+    let found = trace_discover::discover(dir, &options)?;
+    Ok(found
+        .traces
+        .into_iter()
+        .filter(|t| {
+            matches!(
+                t.kind,
+                trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
+            )
+        })
+        .collect())
+}
+
 pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
     match cli.command {
         Command::Trace(TraceCommand::Discover(args)) => trace::discover(&args),

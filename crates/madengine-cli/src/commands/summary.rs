@@ -246,17 +246,7 @@ fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
             continue;
         }
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
-        let options = trace_discover::Options {
-            exclude: vec![args.output_dir.clone()],
-            ..Default::default()
-        };
-        let found = trace_discover::discover(&path, &options)?;
-        for t in found.traces.into_iter().filter(|t| {
-            matches!(
-                t.kind,
-                trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
-            )
-        }) {
+        for t in super::json_traces(&path, vec![args.output_dir.clone()])? {
             let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
             inputs.push(Input { rank: t.rank.map(|r| r.rank), trace: t.path, rel });
         }

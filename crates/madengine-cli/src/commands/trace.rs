@@ -99,14 +99,7 @@ fn sanitize_inputs(args: &SanitizeArgs) -> Result<Vec<std::path::PathBuf>, Error
                 path.display()
             )));
         }
-        let found = trace_discover::discover(path, &Default::default())?;
-        inputs.extend(found.traces.into_iter().filter_map(|t| {
-            matches!(
-                t.kind,
-                trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
-            )
-            .then_some(t.path)
-        }));
+        inputs.extend(super::json_traces(path, vec![])?.into_iter().map(|t| t.path));
     }
     Ok(inputs)
 }
