@@ -328,18 +328,44 @@ fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
 
+/// A trace's summary, or why there is none (the error and its causes).
+type Read = Result<trace_summary::Summary, String>;
+
 /// Progress of a worker, for the bar.
 enum Progress {
     Started(usize),
-    Done(usize, Result<trace_summary::Summary, trace_summary::Error>),
+    Done(usize, Read),
+}
+
+/// Summarize one trace. A panic (a bug in the reader) is this trace's error,
+/// so the other traces of the run are still reported.
+fn summarize_one(path: &Path) -> Read {
+    guarded(path, trace_summary::summarize_file)
+}
+
+fn guarded(
+    path: &Path,
+    read: impl FnOnce(&Path) -> Result<trace_summary::Summary, trace_summary::Error>
+    + std::panic::UnwindSafe,
+) -> Read {
+    match std::panic::catch_unwind(|| read(path)) {
+        Ok(result) => result.map_err(|e| chain(&e)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(format!(
+                "madengine's trace reader failed on {} (a bug; please report it with the trace): {what}",
+                path.display()
+            ))
+        }
+    }
 }
 
 /// Summarize every input on `jobs` threads; results in input order.
-fn summarize_all(
-    inputs: &[Input],
-    jobs: usize,
-    bar: Option<&ProgressBar>,
-) -> Vec<Result<trace_summary::Summary, trace_summary::Error>> {
+fn summarize_all(inputs: &[Input], jobs: usize, bar: Option<&ProgressBar>) -> Vec<Read> {
     let mut results: Vec<Option<_>> = inputs.iter().map(|_| None).collect();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
@@ -352,7 +378,7 @@ fn summarize_all(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(input) = inputs.get(i) else { break };
                     let _ = tx.send(Progress::Started(i));
-                    let result = trace_summary::summarize_file(&input.trace);
+                    let result = summarize_one(&input.trace);
                     if tx.send(Progress::Done(i, result)).is_err() {
                         break;
                     }
@@ -447,7 +473,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             Ok(summary) => summary,
             Err(err) => {
                 unreadable += 1;
-                view.error = Some(chain(&err));
+                view.error = Some(err);
                 views.push(view);
                 continue;
             }
@@ -546,6 +572,14 @@ mod tests {
         let plain = dir.path().join("t.json");
         std::fs::write(&plain, &json).unwrap();
         assert_eq!(super::memory_estimate(&plain), json.len() as u64 / 4 * 3);
+    }
+
+    #[test]
+    fn a_panic_while_reading_is_that_traces_error() {
+        let path = std::path::Path::new("run/rank3.json");
+        let err = super::guarded(path, |_| panic!("index out of bounds")).unwrap_err();
+        assert!(err.contains("run/rank3.json") && err.contains("a bug"), "{err}");
+        assert!(err.ends_with("index out of bounds"), "{err}");
     }
 
     #[test]
