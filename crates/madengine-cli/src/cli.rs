@@ -537,7 +537,8 @@ const SUMMARY_HELP: &str = "\
 For every PyTorch (Kineto) trace: gpu_timeline, kernel_summary and
 ops_summary with TraceLens' exact definitions, written as CSVs to
 <output-dir>/<trace stem>/, and a compact view here: where GPU time went,
-the top kernels and ops, and a cross-rank table when the traces carry ranks.
+the top kernels and ops, and a cross-rank table per run when the traces
+carry ranks (runs are told apart by directory wherever a rank appears twice).
 rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
 total/kernel/memory/busy/idle, and kernel_summary). Broken traces are read
 through the sanitizer. Traces TraceLens rejects still get an answer, and each

@@ -5,7 +5,7 @@
 use std::{fmt::Write as _, path::Path};
 
 use crate::{
-    commands::{SummaryView, TopRow, cross_rank},
+    commands::{RankRow, SummaryView, TopRow, by_run},
     error::Error,
 };
 
@@ -145,16 +145,24 @@ fn trace_section(page: &mut String, v: &SummaryView) {
     page.push_str("</section>");
 }
 
-fn cross_rank_section(page: &mut String, views: &[SummaryView]) {
-    let ranks = cross_rank(views);
-    if ranks.is_empty() {
-        return;
+fn cross_rank_section(page: &mut String, ranks: &[RankRow]) {
+    let runs = by_run(ranks);
+    for run in &runs {
+        cross_rank_table(page, run, runs.len() > 1);
     }
+}
+
+fn cross_rank_table(page: &mut String, ranks: &[RankRow], name_the_run: bool) {
     let longest = ranks.iter().map(|r| r.total).fold(0.0, f64::max);
+    page.push_str("<section><h2>Across ranks</h2>");
+    if name_the_run {
+        let _ =
+            write!(page, "<p>Run <code>{}</code></p>", esc(&ranks[0].run.display().to_string()));
+    }
     page.push_str(
-        r#"<section><h2>Across ranks</h2><table><tr><th>rank</th><th>GPU time (ms)</th><th class="name"></th><th>computation</th><th>exposed comm</th><th>idle</th><th></th><th class="name">trace</th></tr>"#,
+        r#"<table><tr><th>rank</th><th>GPU time (ms)</th><th class="name"></th><th>computation</th><th>exposed comm</th><th>idle</th><th></th><th class="name">trace</th></tr>"#,
     );
-    for r in &ranks {
+    for r in ranks {
         let class = if r.slowest { r#" class="slowest""# } else { "" };
         let _ = write!(
             page,
@@ -181,7 +189,7 @@ fn cross_rank_section(page: &mut String, views: &[SummaryView]) {
 }
 
 /// The page, as a string.
-pub(crate) fn page(views: &[SummaryView]) -> String {
+pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow]) -> String {
     let mut page =
         String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -194,7 +202,7 @@ pub(crate) fn page(views: &[SummaryView]) -> String {
         views.len(),
         env!("CARGO_PKG_VERSION")
     );
-    cross_rank_section(&mut page, views);
+    cross_rank_section(&mut page, ranks);
     for v in views {
         trace_section(&mut page, v);
     }
@@ -206,8 +214,8 @@ pub(crate) fn page(views: &[SummaryView]) -> String {
 }
 
 /// Write the page to `path` atomically (a temp file beside it, then a rename).
-pub(crate) fn write(path: &Path, views: &[SummaryView]) -> Result<(), Error> {
-    crate::commands::write_atomic(path, page(views).as_bytes())
+pub(crate) fn write(path: &Path, views: &[SummaryView], ranks: &[RankRow]) -> Result<(), Error> {
+    crate::commands::write_atomic(path, page(views, ranks).as_bytes())
 }
 
 #[cfg(test)]

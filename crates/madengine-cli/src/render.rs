@@ -488,7 +488,10 @@ pub(crate) fn slurm_summary(summary: &collect_slurm::Summary) -> Result<(), Erro
     out(&text)
 }
 
-pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Error> {
+pub(crate) fn summaries(
+    views: &[crate::commands::SummaryView],
+    ranks: &[crate::commands::RankRow],
+) -> Result<(), Error> {
     let mut text = String::new();
     let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
     for v in views {
@@ -543,9 +546,9 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
         }
         text.push('\n');
     }
-    let ranks = crate::commands::cross_rank(views);
-    if !ranks.is_empty() {
-        let rows: Vec<[String; 7]> = ranks
+    let runs = crate::commands::by_run(ranks);
+    for run in &runs {
+        let rows: Vec<[String; 7]> = run
             .iter()
             .map(|r| {
                 [
@@ -559,12 +562,19 @@ pub(crate) fn summaries(views: &[crate::commands::SummaryView]) -> Result<(), Er
                 ]
             })
             .collect();
-        text.push_str("cross-rank (ms):\n");
+        if runs.len() > 1 {
+            text.push_str(&format!("cross-rank (ms), run {}:\n", run[0].run.display()));
+        } else {
+            text.push_str("cross-rank (ms):\n");
+        }
         table(
             &mut text,
             ["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", "", "TRACE"],
             &rows,
         );
+        if runs.len() > 1 {
+            text.push('\n');
+        }
     }
     if views.is_empty() {
         text.push_str("no PyTorch or rocprofv3 JSON traces found\n");

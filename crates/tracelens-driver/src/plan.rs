@@ -389,9 +389,7 @@ fn collective_groups(
             )],
         );
     }
-    let mut groups = Vec::new();
-    let mut reasons = Vec::new();
-    split(&ranked, 0, world, &mut groups, &mut reasons);
+    let (groups, mut reasons) = split_runs(&ranked, RunRule::Complete { world });
     if k < n && !groups.is_empty() {
         // Say what was left out, but still run the complete groups.
         reasons.push((
@@ -402,10 +400,54 @@ fn collective_groups(
     (groups, reasons)
 }
 
+/// How [`split_runs`] tells that a set of ranked traces is one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRule {
+    /// Ranks exactly `0..world` (`world` 0: as many as there are traces),
+    /// each once: what TraceLens' collective report needs.
+    Complete {
+        /// The expected world size; 0 to take the number of traces.
+        world: u32,
+    },
+    /// No rank claimed twice: enough to put the ranks side by side, even
+    /// when some are missing.
+    DistinctRanks,
+}
+
+impl RunRule {
+    /// `Ok(world_size)` when `traces` form one run under this rule.
+    fn accepts(self, traces: &[(PathBuf, u32)]) -> Result<u32, String> {
+        match self {
+            RunRule::Complete { world } => completeness(traces, world),
+            RunRule::DistinctRanks => match duplicate_rank(traces) {
+                Some(reason) => Err(reason),
+                None => Ok(traces.iter().map(|(_, r)| r + 1).max().unwrap_or(0)),
+            },
+        }
+    }
+}
+
+/// Split `(trace, rank)` pairs into runs: all of them when they pass `rule`,
+/// or else each subdirectory of their common directory on its own (and the
+/// files directly in it as one more set), recursively.
+///
+/// Returns the runs of two or more traces, and `(what, why)` for each set
+/// that could not be split further and still fails the rule. Traces left
+/// alone in their directory belong to no run and get no reason.
+pub fn split_runs(
+    traces: &[(PathBuf, u32)],
+    rule: RunRule,
+) -> (Vec<Collective>, Vec<(String, String)>) {
+    let mut groups = Vec::new();
+    let mut reasons = Vec::new();
+    split(traces, 0, rule, &mut groups, &mut reasons);
+    (groups, reasons)
+}
+
 fn split(
     traces: &[(PathBuf, u32)],
     depth: usize,
-    world: u32,
+    rule: RunRule,
     groups: &mut Vec<Collective>,
     reasons: &mut Vec<(String, String)>,
 ) {
@@ -413,7 +455,7 @@ fn split(
         return;
     }
     let dir = common_dir(traces, depth);
-    let reason = match completeness(traces, world) {
+    let reason = match rule.accepts(traces) {
         Ok(world_size) => {
             let mut members: Vec<(u32, PathBuf)> =
                 traces.iter().map(|(p, r)| (*r, p.clone())).collect();
@@ -442,7 +484,7 @@ fn split(
     }
     for (key, part) in parts {
         // The files directly here cannot be split further: `depth` stays.
-        split(&part, depth + usize::from(key.is_some()), world, groups, reasons);
+        split(&part, depth + usize::from(key.is_some()), rule, groups, reasons);
     }
 }
 
@@ -451,19 +493,26 @@ fn common_dir(traces: &[(PathBuf, u32)], depth: usize) -> PathBuf {
     first[..depth.min(first.len().saturating_sub(1))].iter().collect()
 }
 
-/// `Ok(world_size)` when the ranks are exactly 0..world_size-1, each once.
-fn completeness(traces: &[(PathBuf, u32)], world: u32) -> Result<u32, String> {
+/// The first rank two or more traces claim, as a reason.
+fn duplicate_rank(traces: &[(PathBuf, u32)]) -> Option<String> {
     let mut by_rank: BTreeMap<u32, Vec<&Path>> = BTreeMap::new();
     for (path, rank) in traces {
         by_rank.entry(*rank).or_default().push(path);
     }
-    if let Some((rank, paths)) = by_rank.iter().find(|(_, p)| p.len() > 1) {
-        return Err(format!(
-            "rank {rank} is claimed by {} traces ({})",
-            paths.len(),
-            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        ));
+    let (rank, paths) = by_rank.iter().find(|(_, p)| p.len() > 1)?;
+    Some(format!(
+        "rank {rank} is claimed by {} traces ({})",
+        paths.len(),
+        paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// `Ok(world_size)` when the ranks are exactly 0..world_size-1, each once.
+fn completeness(traces: &[(PathBuf, u32)], world: u32) -> Result<u32, String> {
+    if let Some(reason) = duplicate_rank(traces) {
+        return Err(reason);
     }
+    let by_rank: BTreeMap<u32, ()> = traces.iter().map(|(_, r)| (*r, ())).collect();
     let expected = if world > 0 { world } else { traces.len() as u32 };
     let missing: Vec<String> =
         (0..expected).filter(|r| !by_rank.contains_key(r)).map(|r| r.to_string()).collect();
@@ -538,8 +587,7 @@ mod tests {
             ("run_c/rank0.json", 0),
             ("run_c/rank2.json", 2),
         ]);
-        let (mut groups, mut reasons) = (vec![], vec![]);
-        split(&traces, 0, 0, &mut groups, &mut reasons);
+        let (groups, reasons) = split_runs(&traces, RunRule::Complete { world: 0 });
         let dirs: Vec<_> =
             groups.iter().map(|g| (g.dir.display().to_string(), g.world_size)).collect();
         assert_eq!(dirs, [("run_a".to_string(), 2), ("run_b".to_string(), 2)]);
@@ -558,10 +606,37 @@ mod tests {
             ("node_1/torch_profiler_output/rank2.json", 2),
             ("node_1/torch_profiler_output/rank3.json", 3),
         ]);
-        let (mut groups, mut reasons) = (vec![], vec![]);
-        split(&traces, 0, 0, &mut groups, &mut reasons);
+        let (groups, reasons) = split_runs(&traces, RunRule::Complete { world: 0 });
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].world_size, 4);
         assert!(reasons.is_empty());
+    }
+
+    #[test]
+    fn distinct_ranks_split_only_where_ranks_clash() {
+        let traces = set(&[
+            ("a/rank0.json", 0),
+            ("a/rank1.json", 1),
+            ("b/rank0.json", 0),
+            ("b/rank2.json", 2),
+            ("b/rank5.json", 5),
+        ]);
+        let (groups, reasons) = split_runs(&traces, RunRule::DistinctRanks);
+        let dirs: Vec<_> =
+            groups.iter().map(|g| (g.dir.display().to_string(), g.world_size)).collect();
+        // Rank 0 twice: two runs. b misses ranks but is still a run (largest rank + 1).
+        assert_eq!(dirs, [("a".to_string(), 2), ("b".to_string(), 6)]);
+        assert!(reasons.is_empty(), "{reasons:?}");
+        // Without a clash, one run; the complete rule would refuse it.
+        let (groups, _) = split_runs(&traces[2..], RunRule::DistinctRanks);
+        assert_eq!(groups.len(), 1);
+        let (groups, reasons) = split_runs(&traces[2..], RunRule::Complete { world: 0 });
+        assert!(groups.is_empty());
+        assert!(reasons[0].1.contains("missing 0") || reasons[0].1.contains("missing 1"));
+        // A clash in one directory cannot be split: a reason, no run.
+        let (groups, reasons) =
+            split_runs(&set(&[("r0.json", 0), ("r0b.json", 0)]), RunRule::DistinctRanks);
+        assert!(groups.is_empty());
+        assert!(reasons[0].1.contains("rank 0 is claimed by 2 traces"), "{reasons:?}");
     }
 }

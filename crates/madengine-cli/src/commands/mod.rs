@@ -7,7 +7,7 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use summary::{TopRow, TraceView as SummaryView, cross_rank, write_atomic};
+pub(crate) use summary::{RankRow, TopRow, TraceView as SummaryView, by_run, write_atomic};
 mod trace;
 
 use crate::{

@@ -119,37 +119,52 @@ impl TraceView {
     }
 }
 
-/// One rank of the cross-rank table (ms).
+/// One rank of a cross-rank table (ms).
 #[derive(Debug, Serialize)]
 pub(crate) struct RankRow {
+    /// The run the rank belongs to: the directory its traces share.
+    pub(crate) run: PathBuf,
     pub(crate) rank: u32,
-    /// The trace behind the row (two runs can hold the same rank).
+    /// The trace behind the row.
     pub(crate) trace: PathBuf,
     pub(crate) computation: f64,
     pub(crate) exposed_comm: f64,
     pub(crate) idle: f64,
     pub(crate) total: f64,
-    /// The straggler: the first rank with the longest GPU time, flagged only
-    /// when some rank is faster.
+    /// The run's straggler: its first rank with the longest GPU time,
+    /// flagged only when some rank of the run is faster.
     pub(crate) slowest: bool,
 }
 
-/// The cross-rank table, by rank; empty unless at least two ranked traces have a timeline.
-pub(crate) fn cross_rank(views: &[TraceView]) -> Vec<RankRow> {
-    let mut ranked: Vec<&TraceView> =
-        views.iter().filter(|v| v.rank.is_some() && !v.timeline.is_empty()).collect();
-    if ranked.len() < 2 {
-        return vec![];
-    }
-    ranked.sort_by_key(|v| v.rank);
-    let totals: Vec<f64> = ranked.iter().map(|v| v.ms("total_time")).collect();
-    let slowest = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let fastest = totals.iter().copied().fold(f64::INFINITY, f64::min);
-    let flagged = if slowest > fastest { totals.iter().position(|t| *t == slowest) } else { None };
-    ranked
+/// The cross-rank tables, run after run, in rank order; and a note for each
+/// set of ranked traces that forms no run.
+///
+/// Ranked traces with a timeline are split into runs by directory wherever a
+/// rank is claimed twice (two jobs under one root), as the collective report
+/// splits them; a run needs two ranks or more.
+pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
+    let ranked: Vec<(PathBuf, u32)> = views
         .iter()
-        .enumerate()
-        .map(|(i, v)| RankRow {
+        .filter(|v| !v.timeline.is_empty())
+        .filter_map(|v| Some((v.trace.clone(), v.rank?)))
+        .collect();
+    let (runs, reasons) =
+        tracelens_driver::split_runs(&ranked, tracelens_driver::RunRule::DistinctRanks);
+    let mut rows = Vec::new();
+    for run in runs {
+        let members: Vec<&TraceView> = run
+            .members
+            .iter()
+            .filter_map(|(_, path)| views.iter().find(|v| v.trace == *path))
+            .collect();
+        let totals: Vec<f64> = members.iter().map(|v| v.ms("total_time")).collect();
+        let slowest = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let fastest = totals.iter().copied().fold(f64::INFINITY, f64::min);
+        let flagged =
+            if slowest > fastest { totals.iter().position(|t| *t == slowest) } else { None };
+        let dir = if run.dir.as_os_str().is_empty() { PathBuf::from(".") } else { run.dir };
+        rows.extend(members.iter().enumerate().map(|(i, v)| RankRow {
+            run: dir.clone(),
             rank: v.rank.unwrap_or_default(),
             trace: v.trace.clone(),
             computation: v.ms("computation_time"),
@@ -157,8 +172,18 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> Vec<RankRow> {
             idle: v.ms("idle_time"),
             total: v.ms("total_time"),
             slowest: Some(i) == flagged,
-        })
-        .collect()
+        }));
+    }
+    let notes = reasons
+        .into_iter()
+        .map(|(what, why)| format!("no cross-rank table for {what}: {why}"))
+        .collect();
+    (rows, notes)
+}
+
+/// Rows of one run each, in order.
+pub(crate) fn by_run(rows: &[RankRow]) -> Vec<&[RankRow]> {
+    rows.chunk_by(|a, b| a.run == b.run).collect()
 }
 
 fn num(c: &Cell) -> Option<f64> {
@@ -228,7 +253,10 @@ struct Input {
 /// The traces behind the PATHs: directories are searched, files taken as given.
 fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
     let mut paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
-    if paths.is_empty() {
+    // With no PATH, traces are shown as `a/rank0.json`, not `./a/rank0.json`
+    // (as ripgrep does).
+    let defaulted = paths.is_empty();
+    if defaulted {
         paths.push(PathBuf::from("."));
     }
     if let Some(root) = args.root.as_ref().filter(|r| !r.is_dir()) {
@@ -248,7 +276,11 @@ fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
         for t in super::json_traces(&path, vec![args.output_dir.clone()])? {
             let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
-            inputs.push(Input { rank: t.rank.map(|r| r.rank), trace: t.path, rel });
+            let trace = match t.path.strip_prefix(".") {
+                Ok(inside) if defaulted => inside.to_path_buf(),
+                _ => t.path,
+            };
+            inputs.push(Input { rank: t.rank.map(|r| r.rank), trace, rel });
         }
     }
     // A trace named twice (a file inside a directory also given) is read once.
@@ -514,17 +546,21 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         }
         views.push(view);
     }
+    let (ranks, notes) = cross_rank(&views);
+    for note in &notes {
+        render::note(note);
+    }
     if let Some(html) = &args.html {
-        crate::html::write(html, &views)?;
+        crate::html::write(html, &views, &ranks)?;
     }
     if args.json {
         render::json(&serde_json::json!({
             "traces": views,
-            "cross_rank": cross_rank(&views),
+            "cross_rank": ranks,
             "unreadable": unreadable,
         }))?;
     } else {
-        render::summaries(&views)?;
+        render::summaries(&views, &ranks)?;
     }
     if unreadable > 0 {
         render::error_line(&format!("{unreadable} of {} traces could not be read", views.len()));

@@ -259,12 +259,9 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     let stdout = stdout.split("----- stderr -----").next().unwrap();
     let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
     assert_eq!(json["unreadable"], 1);
-    // Two ranked traces with a timeline: rank 0 twice, from two runs.
-    let ranks = json["cross_rank"].as_array().unwrap();
-    assert_eq!(ranks.len(), 2, "{ranks:#?}");
-    assert_eq!(ranks[0]["rank"], 0);
-    assert_eq!(ranks[0]["trace"], "a/rank0.pt.trace.json");
-    assert!(ranks[0]["total"].as_f64().unwrap() > 0.0);
+    // Two ranked traces with a timeline, both rank 0, each alone in its
+    // directory: two runs of one rank, so no cross-rank table.
+    assert_eq!(json["cross_rank"], serde_json::json!([]));
     let views = json["traces"].as_array().unwrap();
     assert_eq!(views.len(), 3, "{views:#?}");
     assert_eq!(views[1]["trace"], "a/rank1.pt.trace.json");
@@ -273,6 +270,58 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     assert_eq!(views[0]["outcome"], "tables");
     assert!(views[0].get("error").is_none());
     assert!(views[0]["top_kernels"][0]["stream"].is_string(), "{:#?}", views[0]);
+}
+
+#[test]
+fn report_summary_gives_each_run_its_own_cross_rank_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"))
+        .unwrap();
+    for file in [
+        "job_a/rank0.json",
+        "job_a/rank1.json",
+        "job_b/node_0/rank0.json",
+        "job_b/node_1/rank1.json",
+        "job_b/node_1/rank2.json",
+        "job_c/rank0.json",
+        "job_c/retry_rank0.json",
+    ] {
+        let path = dir.path().join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, &good).unwrap();
+    }
+    let args = ["report", "summary", "--top", "0", "--output-dir", "out"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let tables = &text[text.find("cross-rank").unwrap()..];
+    // Rank 0 twice: job_a and job_b are split apart. job_b misses no rank
+    // it needs to be compared; job_c cannot be split and gets a note.
+    insta::assert_snapshot!(tables, @r"
+    cross-rank (ms), run job_a:
+    RANK  COMPUTATION  EXPOSED COMM  IDLE   TOTAL    TRACE
+    0     0.009        0.000         0.000  0.009    job_a/rank0.json
+    1     0.009        0.000         0.000  0.009    job_a/rank1.json
+
+    cross-rank (ms), run job_b:
+    RANK  COMPUTATION  EXPOSED COMM  IDLE   TOTAL    TRACE
+    0     0.009        0.000         0.000  0.009    job_b/node_0/rank0.json
+    1     0.009        0.000         0.000  0.009    job_b/node_1/rank1.json
+    2     0.009        0.000         0.000  0.009    job_b/node_1/rank2.json
+
+    ----- stderr -----
+    [madengine] no cross-rank table for 2 ranked PyTorch traces in job_c: rank 0 is claimed by 2 traces (job_c/rank0.json, job_c/retry_rank0.json)
+    ");
+    let args = ["report", "summary", "--json", "--output-dir", "out"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
+    let stdout = stdout.split("----- stderr -----").next().unwrap();
+    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    let runs: Vec<(&str, u64)> = json["cross_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["run"].as_str().unwrap(), r["rank"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(runs, [("job_a", 0), ("job_a", 1), ("job_b", 0), ("job_b", 1), ("job_b", 2)]);
 }
 
 #[test]
