@@ -149,7 +149,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
                 job.label.clone(),
                 "pytorch",
                 job.tool.script(),
-                "every per-rank report was skipped for having no GPU activity, so there is no collective to analyze",
+                "every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze",
             );
             let n = done.fetch_add(1, Ordering::SeqCst) + 1;
             events(Event::Finished { index: i, row: &row, done: n, total: plan.jobs.len() });
@@ -460,10 +460,37 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
         tracelens_tool: job.tool.script().into(),
         status: Status::Skipped,
         output: String::new(),
-        detail: NO_GPU_DETAIL.into(),
+        detail: precheck_detail(&summary),
         seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
         log: Some(log.display().to_string()),
     })
+}
+
+/// Why TraceLens was not run on a trace trace-summary read: the trace may
+/// hold GPU activity that TraceLens cannot see, which is not the launcher's
+/// empty trace that [`NO_GPU_DETAIL`] explains.
+fn precheck_detail(summary: &trace_summary::Summary) -> String {
+    use trace_summary::Outcome as O;
+    let then = format!(
+        "TraceLens would stop with \"{NO_GPU_EVENTS}\"; `madengine report summary` still computes its tables."
+    );
+    match summary.outcome {
+        O::NoGpuActivity => NO_GPU_DETAIL.into(),
+        O::Unlinked => format!(
+            "the trace holds {} GPU events, but none is linked to the CPU launch that issued it \
+             (no ac2g flow events, as in an event-sampled or filtered trace). {then}",
+            summary.gpu_events
+        ),
+        O::LegacyCategories => format!(
+            "the trace holds {} GPU events in an older profiler's format (legacy event \
+             categories or flows) that TraceLens does not read. {then}",
+            summary.gpu_events
+        ),
+        O::Tables | O::Rocprofv3 => format!(
+            "trace-summary found no GPU activity linked the way TraceLens requires (outcome: {:?}). {then}",
+            summary.outcome
+        ),
+    }
 }
 
 enum Outcome {

@@ -51,20 +51,42 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
         "{:#?}",
         summary.results
     );
-    let mut skipped: Vec<String> =
-        by_status(Status::Skipped).into_iter().filter(|s| s.contains(".json")).collect();
+    // Each says why TraceLens cannot use it; only the CPU-only one is told
+    // it holds no GPU activity.
+    let mut skipped: Vec<(String, &str)> = summary
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Skipped && r.trace_file.contains(".json"))
+        .map(|r| {
+            let why = if r.detail == tracelens_driver::NO_GPU_DETAIL {
+                "no GPU activity"
+            } else if r.detail.contains("none is linked to the CPU launch") {
+                "unlinked"
+            } else if r.detail.contains("older profiler's format") {
+                "legacy"
+            } else {
+                panic!("unexpected detail: {r:#?}")
+            };
+            (r.trace_file.clone(), why)
+        })
+        .collect();
     skipped.sort();
-    assert_eq!(
-        skipped,
-        [
-            "kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz",
-            "kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz",
-            "kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+    let expected = [
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz", "unlinked"),
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz", "unlinked"),
+        ("kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", "no GPU activity"),
+        // Only cuda_profiler_range events: no GPU activity indeed.
+        (
             "kineto/hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
-            "kineto/hta/trace_diff/control/control.json.gz",
+            "no GPU activity",
+        ),
+        ("kineto/hta/trace_diff/control/control.json.gz", "legacy"),
+        (
             "kineto/pytorch-kineto/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
-        ]
-    );
+            "legacy",
+        ),
+    ];
+    assert_eq!(skipped, expected.map(|(t, w)| (t.to_string(), w)));
     let collectives: Vec<(String, Status)> = summary
         .results
         .iter()

@@ -191,7 +191,7 @@ fn a_collective_of_cpu_only_ranks_is_skipped_not_failed() {
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
     SKIPPED pytorch libkineto_trace_1.json TraceLens_generate_perf_report_pytorch | the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.
     SKIPPED pytorch libkineto_trace_2.json TraceLens_generate_perf_report_pytorch | the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.
-    SKIPPED pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | every per-rank report was skipped for having no GPU activity, so there is no collective to analyze
+    SKIPPED pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze
     ");
     assert!(!summary.any_failed());
 }
