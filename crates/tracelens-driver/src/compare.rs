@@ -38,31 +38,41 @@ pub struct CompareOutcome {
     pub command: String,
 }
 
+impl CompareConfig {
+    /// The checks that need no interpreter: at least two reports, one name
+    /// per report (or none), and every report present. Run them before
+    /// looking for TraceLens, so a typo is named first.
+    pub fn validate(&self) -> Result<()> {
+        if self.reports.len() < 2 {
+            return Err(Error::CompareArgs(format!(
+                "a comparison needs at least two reports, {} given",
+                self.reports.len()
+            )));
+        }
+        if !self.names.is_empty() && self.names.len() != self.reports.len() {
+            return Err(Error::CompareArgs(format!(
+                "{} names for {} reports: give one name per report, or none",
+                self.names.len(),
+                self.reports.len()
+            )));
+        }
+        for report in &self.reports {
+            if !report.exists() {
+                return Err(Error::CompareInput {
+                    path: report.clone(),
+                    reason: "no such report".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Check the inputs before TraceLens sees them: at least two existing
 /// reports, as many names as reports, and a `kernel_summary` sheet in the
 /// first one (TraceLens fails with a ValueError otherwise).
 pub fn check_compare_inputs(config: &CompareConfig, probe: &Probe) -> Result<()> {
-    if config.reports.len() < 2 {
-        return Err(Error::CompareArgs(format!(
-            "a comparison needs at least two reports, {} given",
-            config.reports.len()
-        )));
-    }
-    if !config.names.is_empty() && config.names.len() != config.reports.len() {
-        return Err(Error::CompareArgs(format!(
-            "{} names for {} reports: give one name per report, or none",
-            config.names.len(),
-            config.reports.len()
-        )));
-    }
-    for report in &config.reports {
-        if !report.exists() {
-            return Err(Error::CompareInput {
-                path: report.clone(),
-                reason: "no such report".into(),
-            });
-        }
-    }
+    config.validate()?;
     let first = &config.reports[0];
     if !has_kernel_summary(first, probe)? {
         return Err(Error::CompareInput {

@@ -93,13 +93,14 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
 }
 
 pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
-    let python = settings::interpreter(args.python.as_ref());
-    let probe = tracelens_driver::probe(&python)?;
     let config = CompareConfig {
         reports: args.reports.clone(),
         output: args.output.clone(),
         names: args.names.clone(),
     };
+    config.validate()?;
+    let python = settings::interpreter(args.python.as_ref());
+    let probe = tracelens_driver::probe(&python)?;
     let outcome = tracelens_driver::compare(&config, &probe)?;
     if args.json {
         render::json(&outcome)?;

@@ -210,6 +210,13 @@ fn compare_reports() {
         dir.path(),
         ["report", "tracelens-compare", &a, &b, "--names", "only-one", "--python", &py]
     );
+    // A missing report is named before TraceLens is looked for.
+    cli_snapshot!(dir.path(), ["report", "tracelens-compare", &a, "missing_csv", "--python", "/no/python"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: no such report: missing_csv
+    ");
 }
 
 #[test]
