@@ -13,7 +13,10 @@ Exit codes:
   3  input or I/O error (a missing, unreadable or corrupt file; a failed write)
   4  TraceLens is missing for the chosen interpreter (or the interpreter cannot run)
   5  the dynolog daemon cannot be reached, rejected a request, or died at start
-`madengine profile` exits with the workload's own code.";
+  130  interrupted (Ctrl-C); `report tracelens` first stops its jobs and removes its
+     scratch files, keeping the reports already written
+`madengine profile` exits with the workload's own code: on Ctrl-C the workload decides,
+and madengine still stops the daemon, removes its hook and keeps the traces captured.";
 
 /// Turn GPU profiler traces into TraceLens reports.
 ///

@@ -20,6 +20,8 @@ pub(crate) enum Status {
     Daemon,
     /// `madengine profile`: the workload's own exit code.
     Workload(i32),
+    /// Stopped by Ctrl-C (130, as shells report SIGINT).
+    Interrupted,
 }
 
 impl From<Status> for ExitCode {
@@ -32,6 +34,7 @@ impl From<Status> for ExitCode {
             Status::TraceLensMissing => 4,
             Status::Daemon => 5,
             Status::Workload(c) => c.clamp(0, 255) as u8,
+            Status::Interrupted => crate::interrupt::EXIT_CODE,
         };
         ExitCode::from(code)
     }
@@ -75,6 +78,7 @@ impl Error {
             Error::Tracelens(T::TraceLensMissing { .. } | T::Python { .. } | T::Probe { .. }) => {
                 Status::TraceLensMissing
             }
+            Error::Tracelens(T::Interrupted { .. }) => Status::Interrupted,
             Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_) | T::ExtraArg { .. }) => {
                 Status::Usage
             }

@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod error;
 mod html;
+mod interrupt;
 mod render;
 mod settings;
 
@@ -18,6 +19,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    interrupt::install();
     match commands::run(cli) {
         Ok(status) => status.into(),
         Err(err) => {

@@ -75,6 +75,20 @@ pub enum Error {
     /// Bad compare arguments.
     #[error("{0}")]
     CompareArgs(String),
+    /// The caller raised [`crate::Config::cancel`]. Reports finished before
+    /// are kept; no summary is written.
+    #[error(
+        "interrupted: {finished} of {total} TraceLens jobs had finished; their reports and logs are in {}, and no summary was written",
+        output_dir.display()
+    )]
+    Interrupted {
+        /// Jobs that finished (succeeded or were skipped) before the stop.
+        finished: usize,
+        /// Jobs planned.
+        total: usize,
+        /// Where the finished reports are.
+        output_dir: PathBuf,
+    },
     /// Creating the TraceLens environment failed.
     #[error("{what} (TraceLens spec {spec})")]
     Setup {

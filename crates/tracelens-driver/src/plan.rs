@@ -4,6 +4,10 @@ use std::{
     collections::{BTreeMap, BTreeSet},
     ffi::OsString,
     path::{Component, Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -47,6 +51,17 @@ pub struct Config {
     /// would reject for having no linked GPU activity is reported SKIPPED
     /// without spending a TraceLens run on it.
     pub precheck: bool,
+    /// Set by the caller (a Ctrl-C handler) to stop the run: no job starts
+    /// after it is raised, running ones are killed, the scratch directory is
+    /// removed, and [`crate::run`] returns [`crate::Error::Interrupted`].
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Config {
+    /// Whether the caller asked the run to stop.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::SeqCst))
+    }
 }
 
 impl Config {
@@ -70,6 +85,7 @@ impl Config {
             extra_args: Vec::new(),
             scratch_parent: scratch_parent.into(),
             precheck: true,
+            cancel: None,
         }
     }
 }

@@ -115,6 +115,15 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
         .map(|j| j.trace.as_ref().map(|t| readable.get(t).unwrap_or(t).clone()))
         .collect();
     let sanitize_s = sanitize_start.elapsed().as_secs_f64();
+    let interrupted = |rows: &[Option<Row>]| Error::Interrupted {
+        finished: rows
+            .iter()
+            .flatten()
+            .filter(|r| matches!(r.status, Status::Success | Status::Skipped))
+            .count(),
+        total: plan.jobs.len(),
+        output_dir: absolute(&config.output_dir),
+    };
 
     let jobs_start = Instant::now();
     events(Event::Planned { jobs: plan.jobs.len() });
@@ -125,6 +134,10 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
         (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_some()).collect();
     let done = AtomicUsize::new(0);
     run_parallel(config, &probe, &plan, &per_trace, &inputs, &mut rows, &done, events);
+    if config.cancelled() {
+        // `scratch` is dropped on the way out: the sanitized copies go too.
+        return Err(interrupted(&rows));
+    }
 
     // Collectives run after the per-rank reports they depend on.
     let mut ready = Vec::new();
@@ -172,6 +185,9 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
         }
     }
     run_parallel(config, &probe, &plan, &ready, &staged, &mut rows, &done, events);
+    if config.cancelled() {
+        return Err(interrupted(&rows));
+    }
     let jobs_s = jobs_start.elapsed().as_secs_f64();
 
     let mut results: Vec<Row> = rows.into_iter().map(|r| r.expect("every job has a row")).collect();
@@ -265,6 +281,9 @@ fn readable_inputs(
         job.trace.clone().map(|t| (t, job.kind)).into_iter().chain(members)
     });
     for (trace, kind) in traces.collect::<Vec<_>>() {
+        if config.cancelled() {
+            break;
+        }
         if readable.contains_key(&trace) {
             continue;
         }
@@ -376,7 +395,7 @@ fn run_parallel(
             let tx = tx.clone();
             let next = &next;
             scope.spawn(move || {
-                loop {
+                while !config.cancelled() {
                     let k = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&i) = which.get(k) else { break };
                     let _ = tx.send((i, None));
@@ -391,6 +410,8 @@ fn run_parallel(
         for (i, row) in rx {
             match row {
                 None => events(Event::Started { index: i, job: &plan.jobs[i] }),
+                // A job stopped by the caller is no result: nothing to show.
+                Some(row) if row.detail == INTERRUPTED => {}
                 Some(row) => {
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                     events(Event::Finished { index: i, row: &row, done: n, total });
@@ -415,7 +436,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     {
         return row;
     }
-    let outcome = execute(&argv, &log, &config.output_dir, config.timeout);
+    let outcome = execute(config, &argv, &log);
     let seconds = started.elapsed().as_secs_f64();
     let (status, detail) = classify(&outcome, &log);
     let output = match status {
@@ -493,13 +514,17 @@ fn precheck_detail(summary: &trace_summary::Summary) -> String {
     }
 }
 
+/// The detail of a job killed because the caller raised the cancel flag.
+const INTERRUPTED: &str = "interrupted";
+
 enum Outcome {
     Exited(Option<i32>),
+    Cancelled,
     TimedOut(Duration),
     NotStarted(String),
 }
 
-fn execute(argv: &[OsString], log: &Path, cwd: &Path, timeout: Option<Duration>) -> Outcome {
+fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
     let mut file = match fs::File::create(log) {
         Ok(f) => f,
         Err(e) => {
@@ -508,7 +533,7 @@ fn execute(argv: &[OsString], log: &Path, cwd: &Path, timeout: Option<Duration>)
     };
     let _ = writeln!(file, "$ {}", display(argv));
     let handle = match cmd(argv)
-        .dir(cwd)
+        .dir(&config.output_dir)
         .stdin_null()
         .stderr_to_stdout()
         .stdout_file(file)
@@ -532,11 +557,15 @@ fn execute(argv: &[OsString], log: &Path, cwd: &Path, timeout: Option<Duration>)
                 ));
             }
         }
-        if let Some(limit) = timeout
+        if let Some(limit) = config.timeout
             && started.elapsed() > limit
         {
             let _ = handle.kill();
             return Outcome::TimedOut(limit);
+        }
+        if config.cancelled() {
+            let _ = handle.kill();
+            return Outcome::Cancelled;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -558,6 +587,7 @@ fn classify(outcome: &Outcome, log: &Path) -> (Status, String) {
             (Status::Failure, format!("timed out after {} s", limit.as_secs_f64()))
         }
         Outcome::NotStarted(why) => (Status::Failure, why.clone()),
+        Outcome::Cancelled => (Status::Failure, INTERRUPTED.into()),
     }
 }
 

@@ -369,7 +369,11 @@ fn profile_with(args: &ProfileArgs, state: &RunState, port: u16) -> Result<Statu
             ("KINETO_IPC_SOCKET_DIR", state.ipc_dir().into()),
             ("KINETO_ONDEMAND_TRACE_DIR", kineto_dir.clone().into()),
         ];
+        // Ctrl-C reaches the workload too; it decides, and the daemon, the
+        // hook and the traces are then dealt with as after any exit.
+        let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Child);
         let workload = dynolog_client::run_workload(&args.command, &env);
+        drop(interrupt);
         stop.store(true, Ordering::SeqCst);
         let outcome = trigger
             .join()

@@ -12,7 +12,7 @@ use crate::{
 };
 
 pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
-    let config = settings::tracelens_config(args).map_err(Error::Usage)?;
+    let mut config = settings::tracelens_config(args).map_err(Error::Usage)?;
     if args.discover_only {
         let (found, plan) = tracelens_driver::plan_only(&config)?;
         if args.json {
@@ -42,6 +42,9 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
         bar
     });
     let mut running: Vec<String> = Vec::new();
+    // Ctrl-C stops the jobs and removes the sanitized copies.
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
+    config.cancel = Some(interrupt.flag());
     let summary = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => match &bar {
             Some(bar) => bar.suspend(|| render::note(&text)),

@@ -363,3 +363,80 @@ fn setup_dynolog_skips_when_installed_and_never_shows_the_token() {
     );
     assert!(text.starts_with("exit code: 0") && text.contains("already installed"), "{text}");
 }
+
+/// `madengine profile` in its own process group with TMPDIR in `dir`, until
+/// its workload runs (and with `traced`, until the session holds a trace);
+/// then madengine gets SIGINT, or with `group` the whole group, as from a
+/// terminal's Ctrl-C. Returns (exit code, stderr, traces written).
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
+fn interrupted_profile(
+    dir: &Path,
+    seconds: &str,
+    group: bool,
+    traced: bool,
+) -> (Option<i32>, String, usize) {
+    use std::{os::unix::process::CommandExt, time::Duration};
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .arg("profile")
+        .arg("--dynolog-bin")
+        .arg(fixture("fake_dynolog.py"))
+        .arg("--no-hook")
+        .args(fast_policy())
+        .args(["--", "python3"])
+        .arg(fixture("fake_workload.py"))
+        .arg(seconds)
+        .current_dir(dir)
+        .env("TMPDIR", &tmp)
+        .process_group(0)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let workload = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            ppid == Some(pid.to_string().as_str())
+                && String::from_utf8_lossy(&cmdline).contains("fake_workload")
+        })
+    };
+    let trace = || {
+        let Ok(sessions) = std::fs::read_dir(&tmp) else { return false };
+        sessions.flatten().any(|s| {
+            std::fs::read_dir(s.path().join("kineto")).is_ok_and(|d| {
+                d.flatten().any(|t| t.file_name().to_string_lossy().ends_with(".json"))
+            })
+        })
+    };
+    let mut tries = 0;
+    while !(workload() && (!traced || trace())) && tries < 1200 {
+        std::thread::sleep(Duration::from_millis(50));
+        tries += 1;
+    }
+    let target = if group { format!("-{pid}") } else { pid.to_string() };
+    Command::new("kill").args(["-INT", "--", &target]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let traces = std::fs::read_dir(dir.join("torch_profiler_output")).map_or(0, |d| d.count());
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the session's state was left behind");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), traces)
+}
+
+#[test]
+fn ctrl_c_during_profile_lets_the_workload_decide_and_still_cleans_up() {
+    // Only madengine is signalled: the workload goes on and its exit code is
+    // madengine's.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr, _) = interrupted_profile(dir.path(), "2", false, false);
+    assert_eq!(code, Some(0), "{stderr}");
+    // The terminal's Ctrl-C once a trace was captured: the workload dies of
+    // it; madengine stops the daemon, keeps the trace, removes its state and
+    // exits as the workload did.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr, traces) = interrupted_profile(dir.path(), "60", true, true);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("dynolog daemon (pid "), "{stderr}");
+    assert_eq!(traces, 1, "{stderr}");
+}

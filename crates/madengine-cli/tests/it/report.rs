@@ -237,3 +237,82 @@ fn setup_tracelens_installs_the_spec() {
         ]
     );
 }
+
+/// The pids of `parent`'s children, from /proc.
+fn children(parent: u32) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else { return vec![] };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
+            ppid == Some(parent.to_string().as_str())
+        })
+        .collect()
+}
+
+#[test]
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
+fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
+    use std::{process::Command, time::Duration};
+    let dir = run_dir();
+    let scratch = dir.path().join("tmp");
+    fs::create_dir(&scratch).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .args(["report", "tracelens", "--root", "run", "--output-dir", "out", "--jobs", "2"])
+        .arg("--python")
+        .arg(python(&standin().scripts))
+        .current_dir(dir.path())
+        .env("TMPDIR", &scratch)
+        .env("DUMMY_TRACELENS_SLEEP", "600")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until two TraceLens jobs run; the broken rocprofv3 trace has a
+    // sanitized copy in the scratch directory by then.
+    let pid = child.id();
+    let mut running = vec![];
+    for _ in 0..600 {
+        running = children(pid);
+        if running.len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(running.len(), 2, "the jobs did not start");
+    let copies = fs::read_dir(&scratch).unwrap().count();
+    assert_eq!(copies, 1, "no scratch directory while the jobs run");
+    // SIGINT to madengine alone: the jobs (sleeping for 10 minutes) must be
+    // stopped by madengine itself.
+    let kill = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
+    assert!(kill.success());
+    // A guard against a hang, not a timing check: without the stop, the jobs
+    // would sleep for 10 minutes.
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() && waited < 1200 {
+        std::thread::sleep(Duration::from_millis(50));
+        waited += 1;
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+        for job in &running {
+            let _ = Command::new("kill").args(["-KILL", &job.to_string()]).status();
+        }
+        panic!("madengine did not stop within a minute of SIGINT");
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    // The launcher's CPU-only trace was skipped without TraceLens: finished.
+    assert!(stderr.contains("error: interrupted: 1 of 5 TraceLens jobs had finished"), "{stderr}");
+    for job in running {
+        // Gone, or a zombie nobody reaps (a container's PID 1 may not).
+        let stat = fs::read_to_string(format!("/proc/{job}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map_or("", |(_, rest)| &rest[..1]);
+        assert!(matches!(state, "" | "Z" | "X"), "job {job} still runs: {stat}");
+    }
+    assert_eq!(fs::read_dir(&scratch).unwrap().count(), 0, "the scratch directory was left");
+    assert!(!dir.path().join("out/tracelens_summary.csv").exists());
+}

@@ -1,0 +1,81 @@
+//! Ctrl-C (SIGINT), handled so that an interrupted command cleans up after
+//! itself instead of dying where it stands.
+//!
+//! The terminal sends SIGINT to the whole foreground process group: to
+//! madengine and to whatever it runs (TraceLens, the profiled workload). What
+//! madengine itself does depends on what it is doing:
+//! - by default it exits at once with 130, as without a handler;
+//! - while a workload runs in the foreground ([`Mode::Child`], `madengine
+//!   profile`) it waits: the workload got the signal too and decides, and
+//!   madengine then stops the daemon, removes its hook and keeps the traces
+//!   captured so far;
+//! - during work that can stop cleanly ([`Mode::Cancel`], `report
+//!   tracelens`) it raises the flag the library watches, which stops the
+//!   jobs and removes the scratch directory (sanitized copies of large
+//!   traces). A second Ctrl-C exits at once.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, AtomicU8, Ordering},
+};
+
+/// The exit code of a process ended by SIGINT, as shells report it.
+pub(crate) const EXIT_CODE: u8 = 130;
+
+const EXIT: u8 = 0;
+const CHILD: u8 = 1;
+const CANCEL: u8 = 2;
+
+static MODE: AtomicU8 = AtomicU8::new(EXIT);
+
+fn flag() -> &'static Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
+}
+
+/// What a Ctrl-C does while a [`Guard`] is held.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode {
+    /// A foreground child got the signal too: let it decide, keep waiting.
+    Child,
+    /// Raise the cancel flag; a second Ctrl-C exits at once.
+    Cancel,
+}
+
+/// Install the handler; without it (if that fails) Ctrl-C kills as usual.
+pub(crate) fn install() {
+    let _ = ctrlc::set_handler(|| match MODE.load(Ordering::SeqCst) {
+        CHILD => {}
+        CANCEL if !flag().swap(true, Ordering::SeqCst) => {
+            crate::render::note("interrupted: stopping (Ctrl-C again to quit at once)");
+        }
+        #[allow(clippy::exit, reason = "what SIGINT does without a handler")]
+        _ => std::process::exit(i32::from(EXIT_CODE)),
+    });
+}
+
+/// Sets the mode for its lifetime; back to exiting at once when dropped.
+#[derive(Debug)]
+pub(crate) struct Guard(());
+
+impl Guard {
+    pub(crate) fn new(mode: Mode) -> Guard {
+        let mode = match mode {
+            Mode::Child => CHILD,
+            Mode::Cancel => CANCEL,
+        };
+        MODE.store(mode, Ordering::SeqCst);
+        Guard(())
+    }
+
+    /// The flag a library watches in [`Mode::Cancel`].
+    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(flag())
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        MODE.store(EXIT, Ordering::SeqCst);
+    }
+}
