@@ -4,7 +4,8 @@
 //! The terminal sends SIGINT to the whole foreground process group: to
 //! madengine and to whatever it runs (TraceLens, the profiled workload). What
 //! madengine itself does depends on what it is doing:
-//! - by default it exits at once with 130, as without a handler;
+//! - by default it exits at once with 130, as without a handler, after
+//!   saying what goes on without it ([`Guard::saying`]);
 //! - while a workload runs in the foreground ([`Mode::Child`], `madengine
 //!   profile`) it waits: the workload got the signal too and decides, and
 //!   madengine then stops the daemon, removes its hook and keeps the traces
@@ -27,6 +28,7 @@ const CHILD: u8 = 1;
 const CANCEL: u8 = 2;
 
 static MODE: AtomicU8 = AtomicU8::new(EXIT);
+static SAY: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 fn flag() -> &'static Arc<AtomicBool> {
     static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
@@ -50,7 +52,12 @@ pub(crate) fn install() {
             crate::render::note("interrupted: stopping (Ctrl-C again to quit at once)");
         }
         #[allow(clippy::exit, reason = "what SIGINT does without a handler")]
-        _ => std::process::exit(i32::from(EXIT_CODE)),
+        _ => {
+            if let Some(text) = SAY.lock().ok().and_then(|s| s.clone()) {
+                crate::render::note(&text);
+            }
+            std::process::exit(i32::from(EXIT_CODE))
+        }
     });
 }
 
@@ -68,6 +75,16 @@ impl Guard {
         Guard(())
     }
 
+    /// Exit at once on Ctrl-C, as by default, but first say `text` (what
+    /// goes on without madengine, and how to stop or resume it).
+    pub(crate) fn saying(text: String) -> Guard {
+        if let Ok(mut say) = SAY.lock() {
+            *say = Some(text);
+        }
+        MODE.store(EXIT, Ordering::SeqCst);
+        Guard(())
+    }
+
     /// The flag a library watches in [`Mode::Cancel`].
     pub(crate) fn flag(&self) -> Arc<AtomicBool> {
         Arc::clone(flag())
@@ -77,5 +94,8 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         MODE.store(EXIT, Ordering::SeqCst);
+        if let Ok(mut say) = SAY.lock() {
+            *say = None;
+        }
     }
 }

@@ -39,9 +39,16 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
         }
         return Ok(Status::Success);
     }
-    render::note(&format!("submitted job {}; waiting for it to end", submitted.job_id));
     let deadline = args.timeout.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64);
+    let interrupt = crate::interrupt::Guard::saying(format!(
+        "stopped waiting; job {id} goes on: `scancel {id}` stops it, `madengine slurm gather {}` \
+         collects its results once it ends",
+        submitted.results.display(),
+        id = submitted.job_id
+    ));
+    render::note(&format!("submitted job {}; waiting for it to end", submitted.job_id));
     let (state, cancelled) = collect_slurm::follow(&submitted, &slurm, deadline)?;
+    drop(interrupt);
     if cancelled {
         render::warning(&format!("job {} ran past --timeout and was cancelled", submitted.job_id));
     }
