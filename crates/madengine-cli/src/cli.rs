@@ -14,7 +14,8 @@ Exit codes:
   4  TraceLens is missing for the chosen interpreter (or the interpreter cannot run)
   5  the dynolog daemon cannot be reached, rejected a request, or died at start
   130  interrupted (Ctrl-C); `report tracelens` first stops its jobs and removes its
-     scratch files, keeping the reports already written
+     scratch files, keeping the reports already written; `trace sanitize` leaves no
+     partial output
 `madengine profile` exits with the workload's own code: on Ctrl-C the workload decides,
 and madengine still stops the daemon, removes its hook and keeps the traces captured.";
 

@@ -78,7 +78,11 @@ impl Error {
             Error::Tracelens(T::TraceLensMissing { .. } | T::Python { .. } | T::Probe { .. }) => {
                 Status::TraceLensMissing
             }
-            Error::Tracelens(T::Interrupted { .. }) => Status::Interrupted,
+            Error::Tracelens(T::Interrupted { .. })
+            | Error::Sanitize(
+                trace_sanitize::Error::CancelledFile { .. }
+                | trace_sanitize::Error::Cancelled { .. },
+            ) => Status::Interrupted,
             Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_) | T::ExtraArg { .. }) => {
                 Status::Usage
             }

@@ -18,6 +18,21 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The caller raised `Options::cancel`.
+    #[error("stopped after {offset} bytes, as asked")]
+    Cancelled {
+        /// Bytes scanned before the stop.
+        offset: u64,
+    },
+    /// The caller raised `Options::cancel` while a file was read; no output
+    /// file was left.
+    #[error("interrupted while reading {path} ({offset} bytes in); no output was written")]
+    CancelledFile {
+        /// The input.
+        path: PathBuf,
+        /// Bytes scanned before the stop (of the decompressed content for gzip).
+        offset: u64,
+    },
     /// Writing the output stream failed.
     #[error("failed to write the output after {offset} bytes")]
     Write {

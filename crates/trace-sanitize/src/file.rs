@@ -268,6 +268,7 @@ fn scan_file(
             compressed: compression == Compression::Gzip,
             source,
         },
+        Error::Cancelled { offset } => Error::CancelledFile { path: path.to_path_buf(), offset },
         other => other,
     })
 }

@@ -1,6 +1,12 @@
 //! Sanitizing and checking over any `Read`/`Write` pair.
 
-use std::io::{self, Read, Write};
+use std::{
+    io::{self, Read, Write},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use crate::{
     Error, Result,
@@ -21,11 +27,15 @@ pub struct Options {
     /// Bytes of input scanned at a time: the memory used, whatever the input
     /// size. Results never depend on it. At least 1.
     pub buffer_size: usize,
+    /// Raised by the caller (a Ctrl-C handler) to stop: the scan ends with
+    /// [`Error::Cancelled`] after the chunk it is on, and the file functions
+    /// remove their partial output.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { max_recorded: 20, stop_at_first: false, buffer_size: CHUNK }
+        Options { max_recorded: 20, stop_at_first: false, buffer_size: CHUNK, cancel: None }
     }
 }
 
@@ -143,6 +153,9 @@ pub(crate) fn scan<R: Read>(
     loop {
         let filled = fill(&mut input, &mut buf[carry..])
             .map_err(|source| Error::Read { offset: base + carry as u64, source })?;
+        if options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(Error::Cancelled { offset: base });
+        }
         let eof = filled < buf.len() - carry;
         let len = carry + filled;
         edits.clear();

@@ -304,7 +304,8 @@ fn sanitized(
     events: &mut dyn FnMut(Event<'_>),
     repairs: &mut Vec<Repaired>,
 ) -> PathBuf {
-    let first = trace_sanitize::Options { stop_at_first: true, ..Default::default() };
+    let options = trace_sanitize::Options { cancel: config.cancel.clone(), ..Default::default() };
+    let first = trace_sanitize::Options { stop_at_first: true, ..options.clone() };
     match trace_sanitize::check_file(trace, &first, &mut |_, _| {}) {
         Ok(r) if !r.report.needs_repair() => return trace.to_path_buf(),
         Ok(_) => {}
@@ -315,9 +316,7 @@ fn sanitized(
     let copy = dir.join(trace.file_name().unwrap_or_default());
     let result = fs::create_dir_all(&dir)
         .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
-        .and_then(|()| {
-            trace_sanitize::sanitize_file(trace, &copy, &Default::default(), &mut |_, _| {})
-        });
+        .and_then(|()| trace_sanitize::sanitize_file(trace, &copy, &options, &mut |_, _| {}));
     let rel = relative(&config.root, trace).display().to_string();
     match result {
         Ok(report) => {
@@ -329,6 +328,8 @@ fn sanitized(
             repairs.push(Repaired { trace_file: rel, report: report.report });
             copy
         }
+        // Stopped by the caller: the run ends before any job reads it.
+        Err(trace_sanitize::Error::CancelledFile { .. }) => trace.to_path_buf(),
         Err(e) => {
             events(Event::Note(format!("could not sanitize {rel}: {e}; analyzing the original")));
             trace.to_path_buf()

@@ -32,7 +32,12 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
     if inputs.is_empty() && !args.json {
         render::note("no PyTorch or rocprofv3 JSON traces found");
     }
-    let options = settings::sanitize_options(args);
+    // Ctrl-C stops at the next chunk and removes the partial output.
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
+    let options = trace_sanitize::Options {
+        cancel: Some(interrupt.flag()),
+        ..settings::sanitize_options(args)
+    };
     let single = inputs.len() == 1 && !args.inputs[0].is_dir();
     let (mut reports, mut findings, mut failed) = (Vec::new(), false, 0);
     for input in &inputs {
@@ -55,8 +60,10 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         }
         let report = match result {
             Ok(report) => report,
-            // One input alone fails as it always did.
-            Err(err) if single => return Err(err.into()),
+            // One input alone fails as it always did; an interrupt stops all.
+            Err(err) if single || matches!(err, trace_sanitize::Error::CancelledFile { .. }) => {
+                return Err(err.into());
+            }
             Err(err) => {
                 failed += 1;
                 render::error(&Error::from(err));

@@ -365,3 +365,50 @@ fn several_inputs_go_on_past_one_that_fails() {
     ");
     assert!(!dir.path().join("x.json").exists());
 }
+
+#[test]
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary, mkfifo and kill(1)")]
+fn ctrl_c_during_sanitize_leaves_no_partial_output() {
+    use std::{
+        io::{BufRead, BufReader, Write},
+        process::{Command, Stdio},
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("live.json");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .args(["trace", "sanitize", "live.json", "-o", "repaired.json"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A trace that arrives slowly: half a megabyte, then the interrupt, then
+    // more; the read after the interrupt must stop the copy.
+    let record = b"{\"name\": \"k\xff\"},\n";
+    let block: Vec<u8> = record.iter().copied().cycle().take(512 << 10).collect();
+    let mut pipe = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    pipe.write_all(b"{\"traceEvents\": [\n").unwrap();
+    pipe.write_all(&block).unwrap();
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("interrupted: stopping"), "{line}");
+    for _ in 0..8 {
+        if pipe.write_all(&block).is_err() {
+            break; // madengine stopped reading
+        }
+    }
+    drop(pipe);
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("error: interrupted while reading live.json"), "{rest}");
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["live.json"], "partial output left behind");
+}

@@ -195,6 +195,48 @@ fn large_input_streams_in_small_buffers() {
 }
 
 #[test]
+fn a_cancelled_run_stops_and_leaves_no_output() {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let record = b"{\"name\": \"k\xff\"},\n";
+    let body: Vec<u8> = record.iter().copied().cycle().take(record.len() * 20_000).collect();
+    fs::write(dir.path().join("big.json"), &body).unwrap();
+    fs::write(dir.path().join("big.json.gz"), gz(&body)).unwrap();
+    for name in ["big.json", "big.json.gz"] {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let options =
+            Options { buffer_size: 4096, cancel: Some(Arc::clone(&cancel)), ..Options::default() };
+        // Raised once some bytes were read, as a Ctrl-C handler would.
+        let mut progress = |done, _| {
+            if done > 0 {
+                cancel.store(true, Ordering::SeqCst);
+            }
+        };
+        let input = dir.path().join(name);
+        let output = dir.path().join(format!("out-{name}"));
+        let err = sanitize_file(&input, &output, &options, &mut progress).unwrap_err();
+        match &err {
+            Error::CancelledFile { path, offset } => {
+                assert_eq!(path, &input);
+                // (for gzip, the stop comes at the start of the repair pass,
+                // after the pass that found a repair is needed)
+                assert!(*offset < body.len() as u64, "{name}: {offset}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(err.to_string().contains("no output was written"), "{err}");
+        assert_eq!(names_in(dir.path()), ["big.json", "big.json.gz"], "{name}");
+    }
+    let cancel = Arc::new(AtomicBool::new(true));
+    let options = Options { cancel: Some(cancel), ..Options::default() };
+    let err = trace_sanitize::sanitize(&body[..], Vec::new(), &options).unwrap_err();
+    assert!(matches!(err, Error::Cancelled { offset: 0 }), "{err:?}");
+}
+
+#[test]
 fn a_pipe_is_read_once_and_its_compression_told_by_name() {
     let dir = tempfile::tempdir().unwrap();
     for (name, bytes) in [("p.json", DIRTY.to_vec()), ("p.json.gz", gz(DIRTY))] {
