@@ -37,6 +37,14 @@ pub enum Error {
         /// Its stderr, trimmed.
         stderr: String,
     },
+    /// The caller raised [`crate::Kubectl::cancel`]: the kubectl call in
+    /// flight was stopped and nothing more was copied. Copies finished before
+    /// are kept; a copy cut short leaves nothing behind.
+    #[error("interrupted; the results copied so far are in {}, and no summary was written", results.display())]
+    Interrupted {
+        /// The local results directory.
+        results: PathBuf,
+    },
     /// kubectl ran longer than allowed and was killed.
     #[error("`{command}` did not finish within {seconds} s")]
     Timeout {

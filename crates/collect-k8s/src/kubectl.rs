@@ -6,6 +6,10 @@ use std::{
     fs,
     io::Write,
     path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -25,6 +29,10 @@ pub struct Kubectl {
     pub namespace: String,
     /// Each invocation is killed after this long.
     pub timeout: Duration,
+    /// Raised by the caller (a Ctrl-C handler) to stop: the call in flight
+    /// is killed, gathering stops and cleans up (the collector pod is still
+    /// deleted) and returns [`Error::Interrupted`].
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Kubectl {
@@ -35,7 +43,13 @@ impl Kubectl {
             context: None,
             namespace: namespace.into(),
             timeout: Duration::from_secs(120),
+            cancel: None,
         }
+    }
+
+    /// Whether the caller asked to stop.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::SeqCst))
     }
 
     fn argv(&self, args: &[&str]) -> Vec<OsString> {
@@ -49,9 +63,20 @@ impl Kubectl {
     }
 
     /// Run `kubectl [--context] --namespace=NS ARGS`, with `stdin` if given;
-    /// errors quote the command.
-    #[allow(clippy::disallowed_methods, reason = "this is the crate's process helper")]
+    /// errors quote the command. A raised [`Kubectl::cancel`] kills it
+    /// ([`Error::Interrupted`]).
     pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<String> {
+        self.run_with(args, stdin, true)
+    }
+
+    /// The same, run to its end whatever the cancel flag says: the clean-up
+    /// after an interrupt.
+    fn run_to_end(&self, args: &[&str]) -> Result<String> {
+        self.run_with(args, None, false)
+    }
+
+    #[allow(clippy::disallowed_methods, reason = "this is the crate's process helper")]
+    fn run_with(&self, args: &[&str], stdin: Option<&[u8]>, cancellable: bool) -> Result<String> {
         let argv = self.argv(args);
         let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
         let mut e = duct::cmd(&argv[0], &argv[1..]).stdout_capture().stderr_capture().unchecked();
@@ -71,6 +96,10 @@ impl Kubectl {
             if started.elapsed() > self.timeout {
                 let _ = handle.kill();
                 return Err(Error::Timeout { command, seconds: self.timeout.as_secs_f64() });
+            }
+            if cancellable && self.cancelled() {
+                let _ = handle.kill();
+                return Err(Error::Interrupted { results: PathBuf::new() });
             }
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -157,11 +186,14 @@ pub fn gather(
             "volumes": [{ "name": "results", "persistentVolumeClaim": { "claimName": format!("{job}-results") } }]
         }
     });
-    kubectl.apply(std::slice::from_ref(&pod))?;
-    let outcome = collect(kubectl, job, &collector, results);
+    // An apply cut short may still have created the pod: delete it whatever happens.
+    let outcome = kubectl
+        .apply(std::slice::from_ref(&pod))
+        .and_then(|_| collect(kubectl, job, &collector, results));
+    // Also after a failure or an interrupt: the pod would sleep for an hour.
     let deleted =
-        kubectl.run(&["delete", "pod", &collector, "--wait=false", "--ignore-not-found"], None);
-    let mut gathered = outcome?;
+        kubectl.run_to_end(&["delete", "pod", &collector, "--wait=false", "--ignore-not-found"]);
+    let mut gathered = outcome.map_err(|e| interrupted_in(e, results))?;
     if let Err(e) = deleted {
         gathered.problems.push(format!("the collector pod {collector} could not be deleted: {e}"));
     }
@@ -190,6 +222,9 @@ pub fn gather_live(
         let local = results.join(pod);
         let mut copied = false;
         for dir in dirs {
+            if kubectl.cancelled() {
+                return Err(Error::Interrupted { results: results.to_path_buf() });
+            }
             let target = local.join(dir);
             if target.exists() {
                 gathered
@@ -202,8 +237,10 @@ pub fn gather_live(
             let from =
                 format!("{}/{pod}:{}/{dir}", kubectl.namespace, workdir.trim_end_matches('/'));
             // A tool the pod did not run leaves no directory: not a problem.
-            if kubectl.run(&["cp", &from, &target.display().to_string()], None).is_ok() {
-                copied = true;
+            match copy_in(kubectl, &from, &target) {
+                Ok(()) => copied = true,
+                Err(e @ Error::Interrupted { .. }) => return Err(interrupted_in(e, results)),
+                Err(_) => {}
             }
         }
         gathered.pods.push(describe(pod, &local, copied));
@@ -220,14 +257,18 @@ fn collect(kubectl: &Kubectl, job: &str, collector: &str, results: &Path) -> Res
     let listing = kubectl.run(&["exec", collector, "--", "ls", "-1", "/results"], None)?;
     let mut gathered = Gathered::empty(job, &kubectl.namespace, results);
     for name in listing.lines().map(str::trim).filter(|n| !n.is_empty() && *n != "lost+found") {
+        if kubectl.cancelled() {
+            return Err(Error::Interrupted { results: results.to_path_buf() });
+        }
         let local = results.join(name);
         let copied = if local.exists() {
             gathered.problems.push(format!("{} already exists; left untouched", local.display()));
             false
         } else {
             let from = format!("{}/{collector}:/results/{name}", kubectl.namespace);
-            match kubectl.run(&["cp", &from, &local.display().to_string()], None) {
-                Ok(_) => true,
+            match copy_in(kubectl, &from, &local) {
+                Ok(()) => true,
+                Err(e @ Error::Interrupted { .. }) => return Err(e),
                 Err(e) => {
                     gathered.problems.push(format!("copying {name}: {e}"));
                     false
@@ -237,6 +278,31 @@ fn collect(kubectl: &Kubectl, job: &str, collector: &str, results: &Path) -> Res
         gathered.pods.push(describe(name, &local, copied));
     }
     Ok(gathered)
+}
+
+/// `kubectl cp FROM` into a staging directory beside `to`, renamed to `to`
+/// once complete: a copy cut short (a dropped connection, an interrupt)
+/// leaves nothing at `to`, so the next gather copies it again instead of
+/// keeping half of it as "already there".
+fn copy_in(kubectl: &Kubectl, from: &str, to: &Path) -> Result<()> {
+    let parent = to.parent().unwrap_or(Path::new("."));
+    let name = to.file_name().unwrap_or_default().to_string_lossy();
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.partial-"))
+        .tempdir_in(parent)
+        .map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+    // kubectl creates the destination; it must not exist yet.
+    let inside = staging.path().join(&*name);
+    kubectl.run(&["cp", from, &inside.display().to_string()], None)?;
+    fs::rename(&inside, to).map_err(|source| Error::Io { path: to.to_path_buf(), source })
+}
+
+/// An interrupt error that names `results`.
+fn interrupted_in(e: Error, results: &Path) -> Error {
+    match e {
+        Error::Interrupted { .. } => Error::Interrupted { results: results.to_path_buf() },
+        other => other,
+    }
 }
 
 fn describe(name: &str, dir: &Path, copied: bool) -> PodResults {

@@ -44,6 +44,7 @@ fn fake(fail: &str, fail_cp: &str) -> Fake {
         context: Some("mi300x-cluster".into()),
         namespace: "perf".into(),
         timeout: Duration::from_secs(30),
+        cancel: None,
     };
     Fake { dir, kubectl }
 }
@@ -53,7 +54,12 @@ fn calls(dir: &Path) -> Vec<String> {
     fs::read_to_string(dir.join("calls.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| l.replace(&tmp, "[TMP]"))
+        .map(|l| {
+            let l = l.replace(&tmp, "[TMP]");
+            // The staging directory's random suffix.
+            let partial = regex::Regex::new(r"\.partial-[A-Za-z0-9]+/").unwrap();
+            partial.replace_all(&l, ".partial-[RANDOM]/").into_owned()
+        })
         .collect()
 }
 
@@ -74,8 +80,8 @@ fn gathers_every_pod_with_exact_commands() {
     {"argv": ["--context=mi300x-cluster", "--namespace=perf", "apply", "-f", "-"], "applied": [["Pod", "bert-profile-collector"]]}
     {"argv": ["--context=mi300x-cluster", "--namespace=perf", "wait", "--for=condition=Ready", "pod/bert-profile-collector", "--timeout=120s"]}
     {"argv": ["--context=mi300x-cluster", "--namespace=perf", "exec", "bert-profile-collector", "--", "ls", "-1", "/results"]}
-    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "cp", "perf/bert-profile-collector:/results/bert-profile-0-abcde", "[TMP]/k8s_results/bert-profile-0-abcde"]}
-    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "cp", "perf/bert-profile-collector:/results/bert-profile-1-fghij", "[TMP]/k8s_results/bert-profile-1-fghij"]}
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "cp", "perf/bert-profile-collector:/results/bert-profile-0-abcde", "[TMP]/k8s_results/.bert-profile-0-abcde.partial-[RANDOM]/bert-profile-0-abcde"]}
+    {"argv": ["--context=mi300x-cluster", "--namespace=perf", "cp", "perf/bert-profile-collector:/results/bert-profile-1-fghij", "[TMP]/k8s_results/.bert-profile-1-fghij.partial-[RANDOM]/bert-profile-1-fghij"]}
     {"argv": ["--context=mi300x-cluster", "--namespace=perf", "delete", "pod", "bert-profile-collector", "--wait=false", "--ignore-not-found"]}
     "#);
 }
@@ -114,6 +120,51 @@ fn partial_results_are_reported_and_nothing_is_overwritten() {
     );
     assert_eq!(fs::read_to_string(results.join("bert-profile-0-abcde/keep.txt")).unwrap(), "mine");
     assert!(g.pods.iter().all(|p| !p.copied));
+}
+
+#[test]
+fn a_copy_cut_short_leaves_nothing_and_is_copied_again_next_time() {
+    let f = fake("", "");
+    let results = f.dir.path().join("out");
+    let wrapper = f.kubectl.program.clone();
+    let text = fs::read_to_string(&wrapper).unwrap();
+    let cut =
+        text.replace("exec python3", "FAKE_KUBECTL_CUT_CP='bert-profile-1-fghij' exec python3");
+    fs::write(&wrapper, cut).unwrap();
+    let g = gather(&f.kubectl, "bert-profile", &results, "busybox:1.36").unwrap();
+    assert!(g.problems.len() == 1 && g.problems[0].contains("unexpected EOF"), "{:?}", g.problems);
+    // Half a copy would read as "already there" next time: nothing is left.
+    let mut names: Vec<String> = fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["bert-profile-0-abcde", "results_summary.json"]);
+    // The connection is back: the missing pod is copied, the other kept.
+    fs::write(&wrapper, text).unwrap();
+    let g = gather(&f.kubectl, "bert-profile", &results, "busybox:1.36").unwrap();
+    let copied: Vec<_> = g.pods.iter().map(|p| (p.name.as_str(), p.copied)).collect();
+    assert_eq!(copied, [("bert-profile-0-abcde", false), ("bert-profile-1-fghij", true)]);
+}
+
+#[test]
+fn an_interrupted_gather_still_deletes_the_collector() {
+    use std::sync::{Arc, atomic::AtomicBool};
+    let mut f = fake("", "");
+    f.kubectl.cancel = Some(Arc::new(AtomicBool::new(true)));
+    let results = f.dir.path().join("out");
+    let err = gather(&f.kubectl, "bert-profile", &results, "busybox:1.36").unwrap_err();
+    assert!(
+        matches!(&err, collect_k8s::Error::Interrupted { results: r } if *r == results),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("no summary was written"), "{err}");
+    let log = calls(f.dir.path());
+    assert!(
+        log.last().unwrap().contains(r#""delete", "pod", "bert-profile-collector""#),
+        "{log:?}"
+    );
+    assert!(!results.join("results_summary.json").exists());
 }
 
 #[test]

@@ -60,6 +60,7 @@ fn kubectl(args: &KubectlArgs, namespace: &str) -> Kubectl {
         context: args.context.clone(),
         namespace: namespace.to_string(),
         timeout: Duration::from_secs_f64(args.kubectl_timeout.max(1.0)),
+        cancel: None,
     }
 }
 
@@ -72,7 +73,9 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
 }
 
 pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
-    let k = kubectl(&args.kubectl, &args.namespace);
+    // Ctrl-C stops the copies and still deletes the collector pod.
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
+    let k = Kubectl { cancel: Some(interrupt.flag()), ..kubectl(&args.kubectl, &args.namespace) };
     let gathered = if args.live {
         let dirs: Vec<String> =
             collect_k8s::DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect();
