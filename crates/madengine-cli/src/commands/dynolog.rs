@@ -298,7 +298,13 @@ fn collect(state: &RunState, output_dir: &Path, json: bool) -> Result<Status, Er
     let mut copied = Vec::new();
     for trace in state.traces()? {
         let to = output_dir.join(trace.file_name().unwrap_or_default());
-        std::fs::copy(&trace, &to).map_err(|source| Error::Io { path: to.clone(), source })?;
+        // Through a temp file beside `to`: a failed copy (a full disk) leaves
+        // no truncated trace for a report to choke on.
+        trace_sanitize::write_atomic(&to, |out| {
+            let mut from = std::fs::File::open(&trace)?;
+            std::io::copy(&mut from, out).map(|_| ())
+        })
+        .map_err(|source| Error::Io { path: to.clone(), source })?;
         copied.push(to);
     }
     let outcome = state.outcome()?;
@@ -339,6 +345,15 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
         .map_err(|source| Error::Io { path: "127.0.0.1:0".into(), source })?;
     let hook_site = install_hook(&args.launch, &state)?;
     let result = profile_with(args, &state, port);
+    // Traces captured but not collected (a failed copy) must not go with the
+    // session's temp directory.
+    if result.is_err() && state.traces().is_ok_and(|t| !t.is_empty()) {
+        let kept = tmp.keep();
+        render::warning(&format!(
+            "the captured traces were not collected; they are kept in {}",
+            kept.join("kineto").display()
+        ));
+    }
     if let Some(site) = &hook_site {
         dynolog_client::remove_hook(&state, site)?;
     }

@@ -440,3 +440,42 @@ fn ctrl_c_during_profile_lets_the_workload_decide_and_still_cleans_up() {
     assert!(stderr.contains("dynolog daemon (pid "), "{stderr}");
     assert_eq!(traces, 1, "{stderr}");
 }
+
+#[test]
+fn traces_that_cannot_be_collected_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // A file where the output directory should go: the copy fails after
+    // the capture.
+    std::fs::write(dir.path().join("blocked"), "").unwrap();
+    let mut args: Vec<OsString> = vec![
+        "profile".into(),
+        "--dynolog-bin".into(),
+        fixture("fake_dynolog.py").into(),
+        "--no-hook".into(),
+        "--output-dir".into(),
+        "blocked/traces".into(),
+    ];
+    args.extend(fast_policy());
+    args.extend(["--", "python3"].map(OsString::from));
+    args.push(fixture("fake_workload.py").into());
+    args.push("5".into());
+    #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
+    let out = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .args(&args)
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let kept = stderr
+        .split("they are kept in ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let traces: Vec<_> = std::fs::read_dir(kept).unwrap().flatten().collect();
+    assert_eq!(traces.len(), 1, "{stderr}");
+    assert!(Path::new(kept).starts_with(&tmp));
+}
