@@ -54,7 +54,8 @@ pub fn submit(spec: &JobSpec, slurm: &Slurm) -> Result<Submitted> {
         .map_err(|source| Error::Io { path: script.clone(), source })?;
     let record = JobRecord { job_id: job_id.clone(), spec };
     let job_file = results.join(JOB_FILE);
-    fs::write(&job_file, serde_json::to_vec_pretty(&record).expect("plain data"))
+    let bytes = serde_json::to_vec_pretty(&record).expect("plain data");
+    trace_sanitize::write_atomic(&job_file, |f| std::io::Write::write_all(f, &bytes))
         .map_err(|source| Error::Io { path: job_file, source })?;
     Ok(Submitted { job_id, results, script })
 }

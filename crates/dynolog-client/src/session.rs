@@ -198,8 +198,14 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let tmp = path.with_extension("json.partial");
-    let bytes = serde_json::to_vec_pretty(value).expect("plain data serializes");
+    write_whole(path, &serde_json::to_vec_pretty(value).expect("plain data serializes"))
+}
+
+/// `bytes` to `path` through `<path>.partial` and a rename: never half a file
+/// (a half-written hook would break every Python start in that environment).
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
     fs::write(&tmp, bytes)
         .and_then(|()| fs::rename(&tmp, path))
         .map_err(|source| SessionError::State { path: path.to_path_buf(), source })
@@ -465,9 +471,9 @@ pub fn install_hook(state: &RunState, site: &Path) -> Result<Vec<PathBuf>> {
     let module_path = site.join(&module);
     let pth_path = site.join(&pth);
     let import = format!("import {}\n", module.trim_end_matches(".py"));
+    // The module first: the .pth that imports it must never come alone.
     for (path, text) in [(&module_path, HOOK_MODULE), (&pth_path, import.as_str())] {
-        fs::write(path, text)
-            .map_err(|source| SessionError::State { path: path.clone(), source })?;
+        write_whole(path, text.as_bytes())?;
     }
     Ok(vec![module_path, pth_path])
 }

@@ -42,8 +42,7 @@ pub(crate) fn render(args: &K8sRenderArgs) -> Result<Status, Error> {
                 let kind = o["kind"].as_str().unwrap_or("object").to_ascii_lowercase();
                 let path = dir.join(format!("{:02}-{kind}.json", i + 1));
                 let text = serde_json::to_vec_pretty(o).expect("json");
-                std::fs::write(&path, text)
-                    .map_err(|source| Error::Io { path: path.clone(), source })?;
+                crate::commands::write_atomic(&path, &text)?;
                 render::note(&format!("wrote {}", path.display()));
             }
         }

@@ -15,8 +15,7 @@ pub(crate) fn script(args: &SlurmScriptArgs) -> Result<Status, Error> {
     let text = spec.render()?;
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &text)
-                .map_err(|source| Error::Io { path: path.clone(), source })?;
+            crate::commands::write_atomic(path, text.as_bytes())?;
             render::note(&format!("wrote {}", path.display()));
         }
         None => render::raw(&text)?,
