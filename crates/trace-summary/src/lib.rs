@@ -37,5 +37,5 @@ pub use crate::{
     compute::{Cell, Table},
     csv::py_float,
     error::{Error, Result},
-    summary::{Outcome, Summary, parse_file, summarize, summarize_file},
+    summary::{Format, Outcome, Summary, parse_file, summarize, summarize_file},
 };

@@ -30,7 +30,9 @@ pub enum Outcome {
     /// trace whose flows are gone): the timeline counts every GPU event, and
     /// kernels have no parent op (empty category and op). No `ops_summary`.
     Unlinked,
-    /// No GPU activity at all (a CPU-only trace): no table.
+    /// No GPU activity at all: no table. For Kineto a CPU-only trace; for
+    /// rocprofv3 no kernel dispatch or memory copy records (captured
+    /// without `--kernel-trace` / `--memory-copy-trace`).
     NoGpuActivity,
     /// A rocprofv3 JSON trace: TraceLens' rocprof variant of `gpu_timeline`
     /// (total / kernel / memory / busy / idle) and `kernel_summary`; no
@@ -38,9 +40,21 @@ pub enum Outcome {
     Rocprofv3,
 }
 
+/// What a trace was read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// A Kineto (PyTorch profiler) Chrome trace.
+    Kineto,
+    /// A rocprofv3 JSON trace (`rocprofiler-sdk-tool`).
+    Rocprofv3,
+}
+
 /// The three tables of one trace.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// What the trace was read as.
+    pub format: Format,
     /// What happened.
     pub outcome: Outcome,
     /// `gpu_timeline`.
@@ -70,6 +84,7 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
             .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
         let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
         return Ok(Summary {
+            format: Format::Rocprofv3,
             outcome,
             gpu_timeline: (outcome == Outcome::Rocprofv3).then_some(timeline),
             kernel_summary: kernels,
@@ -84,6 +99,7 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         Some(Summary {
+            format: Format::Kineto,
             outcome,
             kernel_summary: analysis.kernel_summary(total),
             ops_summary: if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() },
@@ -120,6 +136,7 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
         return Ok(s);
     }
     Ok(Summary {
+        format: Format::Kineto,
         outcome: Outcome::NoGpuActivity,
         gpu_timeline: None,
         kernel_summary: None,

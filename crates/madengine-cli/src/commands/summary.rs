@@ -25,6 +25,8 @@ use crate::{
 pub(crate) struct TraceView {
     pub(crate) trace: PathBuf,
     pub(crate) rank: Option<u32>,
+    /// What the trace was read as; `None` when it could not be read.
+    pub(crate) format: Option<trace_summary::Format>,
     /// Which rule applied; `None` when the trace could not be read.
     pub(crate) outcome: Option<Outcome>,
     /// Why the trace could not be read.
@@ -106,6 +108,12 @@ impl TraceView {
                 "no GPU event is linked to a launch (sampled trace?): the timeline counts every GPU \
                  event, kernels have no parent op (TraceLens rejects this trace)",
             ),
+            Outcome::NoGpuActivity if self.format == Some(trace_summary::Format::Rocprofv3) => {
+                Some(
+                    "no kernel dispatch or memory copy records (rocprofv3 run without \
+                     --kernel-trace or --memory-copy-trace?): nothing to summarize",
+                )
+            }
             Outcome::NoGpuActivity => {
                 Some("no GPU activity (a CPU-only trace): nothing to summarize")
             }
@@ -494,6 +502,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         let mut view = TraceView {
             trace: input.trace,
             rank: input.rank,
+            format: None,
             outcome: None,
             error: None,
             csv_dir: None,
@@ -510,6 +519,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
                 continue;
             }
         };
+        view.format = Some(summary.format);
         view.outcome = Some(summary.outcome);
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));

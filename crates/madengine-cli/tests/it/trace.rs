@@ -412,3 +412,22 @@ fn ctrl_c_during_sanitize_leaves_no_partial_output() {
         .collect();
     assert_eq!(names, ["live.json"], "partial output left behind");
 }
+
+#[test]
+fn a_rocprofv3_trace_without_kernel_records_says_what_was_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("4242_results.json"),
+        r#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":4242,"init_time":1,"fini_time":2},"strings":{"kernel_names":[]},"buffer_records":{"hip_api":[{"size":56,"kind":3,"operation":0,"correlation_id":{"internal":0,"external":0},"start_timestamp":1000,"end_timestamp":1003,"thread_id":4243,"args":{}}]}}]}"#,
+    )
+    .unwrap();
+    // Only HIP API records: rocprofv3 was run without --kernel-trace.
+    cli_snapshot!(dir.path(), ["report", "summary", "--output-dir", "out"], @r"
+    exit code: 0
+    ----- stdout -----
+    == 4242_results.json
+       no kernel dispatch or memory copy records (rocprofv3 run without --kernel-trace or --memory-copy-trace?): nothing to summarize
+
+    ----- stderr -----
+    ");
+}
