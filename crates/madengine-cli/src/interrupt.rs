@@ -9,7 +9,8 @@
 //! - while a workload runs in the foreground ([`Mode::Child`], `madengine
 //!   profile`) it waits: the workload got the signal too and decides, and
 //!   madengine then stops the daemon, removes its hook and keeps the traces
-//!   captured so far;
+//!   captured so far (before the workload starts, Ctrl-C means it is not
+//!   started, and the same clean-up runs);
 //! - during work that can stop cleanly ([`Mode::Cancel`], `report
 //!   tracelens`) it raises the flag the library watches, which stops the
 //!   jobs and removes the scratch directory (sanitized copies of large
@@ -61,9 +62,12 @@ pub(crate) fn install() {
     });
 }
 
-/// Sets the mode for its lifetime; back to exiting at once when dropped.
+/// Sets the mode for its lifetime; the mode before it comes back when it is
+/// dropped, so guards nest (a workload run inside a cancellable command).
 #[derive(Debug)]
-pub(crate) struct Guard(());
+pub(crate) struct Guard {
+    previous: u8,
+}
 
 impl Guard {
     pub(crate) fn new(mode: Mode) -> Guard {
@@ -71,8 +75,7 @@ impl Guard {
             Mode::Child => CHILD,
             Mode::Cancel => CANCEL,
         };
-        MODE.store(mode, Ordering::SeqCst);
-        Guard(())
+        Guard { previous: MODE.swap(mode, Ordering::SeqCst) }
     }
 
     /// Exit at once on Ctrl-C, as by default, but first say `text` (what
@@ -81,8 +84,12 @@ impl Guard {
         if let Ok(mut say) = SAY.lock() {
             *say = Some(text);
         }
-        MODE.store(EXIT, Ordering::SeqCst);
-        Guard(())
+        Guard { previous: MODE.swap(EXIT, Ordering::SeqCst) }
+    }
+
+    /// Whether Ctrl-C was pressed in [`Mode::Cancel`].
+    pub(crate) fn cancelled(&self) -> bool {
+        flag().load(Ordering::SeqCst)
     }
 
     /// The flag a library watches in [`Mode::Cancel`].
@@ -93,7 +100,7 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        MODE.store(EXIT, Ordering::SeqCst);
+        MODE.store(self.previous, Ordering::SeqCst);
         if let Ok(mut say) = SAY.lock() {
             *say = None;
         }

@@ -336,6 +336,9 @@ fn install_hook(launch: &LaunchArgs, state: &RunState) -> Result<Option<PathBuf>
 }
 
 pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
+    // Ctrl-C before the workload starts: it is not started, and the daemon,
+    // the hook and the session directory are cleaned up as after a run.
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let tmp = tempfile::Builder::new()
         .prefix("madengine-profile-")
         .tempdir()
@@ -344,7 +347,7 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
     let port = dynolog_client::free_port()
         .map_err(|source| Error::Io { path: "127.0.0.1:0".into(), source })?;
     let hook_site = install_hook(&args.launch, &state)?;
-    let result = profile_with(args, &state, port);
+    let result = profile_with(args, &state, port, &interrupt);
     // Traces captured but not collected (a failed copy) must not go with the
     // session's temp directory.
     if result.is_err() && state.traces().is_ok_and(|t| !t.is_empty()) {
@@ -360,7 +363,12 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
     result
 }
 
-fn profile_with(args: &ProfileArgs, state: &RunState, port: u16) -> Result<Status, Error> {
+fn profile_with(
+    args: &ProfileArgs,
+    state: &RunState,
+    port: u16,
+    interrupt: &crate::interrupt::Guard,
+) -> Result<Status, Error> {
     let daemon = dynolog_client::start_daemon(
         state,
         &args.launch.dynolog_bin,
@@ -369,6 +377,12 @@ fn profile_with(args: &ProfileArgs, state: &RunState, port: u16) -> Result<Statu
         Duration::from_secs(15),
     )?;
     render::note(&format!("dynolog daemon started (pid {daemon}, port {port})"));
+    if interrupt.cancelled() {
+        let how = dynolog_client::stop_process(daemon, Duration::from_secs(10));
+        render::note(&format!("dynolog daemon (pid {daemon}): {}", render::stopped(how)));
+        render::error_line("interrupted before the workload started; it was not run");
+        return Ok(Status::Interrupted);
+    }
     let kineto_dir = state.kineto_dir().display().to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let (workload, outcome) = std::thread::scope(|scope| {
@@ -386,9 +400,9 @@ fn profile_with(args: &ProfileArgs, state: &RunState, port: u16) -> Result<Statu
         ];
         // Ctrl-C reaches the workload too; it decides, and the daemon, the
         // hook and the traces are then dealt with as after any exit.
-        let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Child);
+        let foreground = crate::interrupt::Guard::new(crate::interrupt::Mode::Child);
         let workload = dynolog_client::run_workload(&args.command, &env);
-        drop(interrupt);
+        drop(foreground);
         stop.store(true, Ordering::SeqCst);
         let outcome = trigger
             .join()

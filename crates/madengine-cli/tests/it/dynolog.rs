@@ -479,3 +479,58 @@ fn traces_that_cannot_be_collected_are_kept() {
     assert_eq!(traces.len(), 1, "{stderr}");
     assert!(Path::new(kept).starts_with(&tmp));
 }
+
+#[test]
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
+fn ctrl_c_before_the_workload_starts_runs_nothing_and_cleans_up() {
+    use std::{os::unix::fs::PermissionsExt, time::Duration};
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // A daemon that takes two seconds to come up.
+    let slow = dir.path().join("slow_dynolog");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\nsleep 2\nexec python3 '{}' \"$@\"\n",
+            fixture("fake_dynolog.py").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .arg("profile")
+        .arg("--dynolog-bin")
+        .arg(&slow)
+        .arg("--no-hook")
+        .args(fast_policy())
+        .args(["--", "touch", "workload_ran"])
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    // Once the daemon is starting, before the workload: Ctrl-C.
+    let starting = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            ppid == Some(pid.as_str()) && String::from_utf8_lossy(&cmdline).contains("slow_dynolog")
+        })
+    };
+    let mut tries = 0;
+    while !starting() && tries < 600 {
+        std::thread::sleep(Duration::from_millis(20));
+        tries += 1;
+    }
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted before the workload started; it was not run"), "{stderr}");
+    assert!(stderr.contains("dynolog daemon (pid "), "the daemon was not stopped: {stderr}");
+    assert!(!dir.path().join("workload_ran").exists(), "the workload ran");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the session's state was left behind");
+}
