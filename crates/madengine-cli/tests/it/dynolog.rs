@@ -394,15 +394,7 @@ fn interrupted_profile(
         .spawn()
         .unwrap();
     let pid = child.id();
-    let workload = || {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            ppid == Some(pid.to_string().as_str())
-                && String::from_utf8_lossy(&cmdline).contains("fake_workload")
-        })
-    };
+    let workload = || !crate::children(pid, "fake_workload").is_empty();
     let trace = || {
         let Ok(sessions) = std::fs::read_dir(&tmp) else { return false };
         sessions.flatten().any(|s| {
@@ -512,14 +504,7 @@ fn ctrl_c_before_the_workload_starts_runs_nothing_and_cleans_up() {
         .unwrap();
     let pid = child.id().to_string();
     // Once the daemon is starting, before the workload: Ctrl-C.
-    let starting = || {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            ppid == Some(pid.as_str()) && String::from_utf8_lossy(&cmdline).contains("slow_dynolog")
-        })
-    };
+    let starting = || !crate::children(child.id(), "slow_dynolog").is_empty();
     let mut tries = 0;
     while !starting() && tries < 600 {
         std::thread::sleep(Duration::from_millis(20));

@@ -96,3 +96,20 @@ fn regex_escape(s: &str) -> String {
 pub(crate) fn synthetic() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic")
 }
+
+/// The pids of `parent`'s children whose command line contains `needle`
+/// (any child for ""), from /proc.
+pub(crate) fn children(parent: u32, needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == Some(parent.to_string().as_str())
+                && String::from_utf8_lossy(&cmdline).contains(needle)
+        })
+        .collect()
+}

@@ -238,20 +238,6 @@ fn setup_tracelens_installs_the_spec() {
     );
 }
 
-/// The pids of `parent`'s children, from /proc.
-fn children(parent: u32) -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else { return vec![] };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
-            ppid == Some(parent.to_string().as_str())
-        })
-        .collect()
-}
-
 #[test]
 #[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
 fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
@@ -275,7 +261,7 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
     let pid = child.id();
     let mut running = vec![];
     for _ in 0..600 {
-        running = children(pid);
+        running = crate::children(pid, "");
         if running.len() == 2 {
             break;
         }
