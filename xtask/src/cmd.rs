@@ -44,6 +44,14 @@ pub(crate) fn ci(root: &Path) -> Result<(), String> {
             "warnings",
         ],
     )?;
+    // The API docs other crates read: broken links and bad markup fail.
+    let args = ["doc", "--workspace", "--no-deps", "--locked"];
+    eprintln!("$ RUSTDOCFLAGS='-D warnings' {cargo} {}", args.join(" "));
+    cmd(&cargo, args)
+        .dir(root)
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .run()
+        .map_err(|e| format!("`cargo doc` failed (RUSTDOCFLAGS='-D warnings'): {e}"))?;
     test(root, &cargo)
 }
 
