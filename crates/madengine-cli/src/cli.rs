@@ -16,8 +16,9 @@ Exit codes:
   130  interrupted (Ctrl-C); `report tracelens` first stops its jobs and removes its
      scratch files, keeping the reports already written; `trace sanitize` leaves no
      partial output
-`madengine profile` exits with the workload's own code: on Ctrl-C the workload decides,
-and madengine still stops the daemon, removes its hook and keeps the traces captured.";
+`madengine profile` exits with the workload's own code (127: not found, 126: cannot run,
+as a shell): on Ctrl-C the workload decides, and madengine still stops the daemon,
+removes its hook and keeps the traces captured.";
 
 /// Turn GPU profiler traces into TraceLens reports.
 ///

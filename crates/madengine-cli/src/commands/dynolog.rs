@@ -411,7 +411,17 @@ fn profile_with(
     });
     let how = dynolog_client::stop_process(daemon, Duration::from_secs(10));
     render::note(&format!("dynolog daemon (pid {daemon}): {}", render::stopped(how)));
-    let code = workload?;
+    let code = match workload {
+        Ok(code) => code,
+        // As a shell (and env, nohup, time) reports it: 127 not found, 126
+        // found but not runnable. Nothing ran, so there is nothing to collect.
+        Err(dynolog_client::SessionError::Spawn { command, source }) => {
+            render::error_line(&format!("cannot run the workload `{command}`: {source}"));
+            let code = if source.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            return Ok(Status::Workload(code));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Err(e) = outcome {
         render::warning(&format!("the trace trigger failed: {e}"));
     }

@@ -519,3 +519,25 @@ fn ctrl_c_before_the_workload_starts_runs_nothing_and_cleans_up() {
     assert!(!dir.path().join("workload_ran").exists(), "the workload ran");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the session's state was left behind");
 }
+
+#[test]
+fn a_workload_that_cannot_start_exits_as_a_shell_would() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("not_executable.sh"), "true\n").unwrap();
+    for (program, code) in [("no_such_program_xyz", 127), ("./not_executable.sh", 126)] {
+        let mut args: Vec<OsString> = vec![
+            "profile".into(),
+            "--dynolog-bin".into(),
+            fixture("fake_dynolog.py").into(),
+            "--no-hook".into(),
+            "--".into(),
+            program.into(),
+        ];
+        let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+        let out = madengine(dir.path(), &refs);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        assert!(stderr.contains(&format!("cannot run the workload `{program}`")), "{stderr}");
+        assert!(stderr.contains("dynolog daemon (pid "), "the daemon was not stopped: {stderr}");
+    }
+}
