@@ -525,7 +525,7 @@ fn a_workload_that_cannot_start_exits_as_a_shell_would() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("not_executable.sh"), "true\n").unwrap();
     for (program, code) in [("no_such_program_xyz", 127), ("./not_executable.sh", 126)] {
-        let mut args: Vec<OsString> = vec![
+        let args: Vec<OsString> = vec![
             "profile".into(),
             "--dynolog-bin".into(),
             fixture("fake_dynolog.py").into(),
