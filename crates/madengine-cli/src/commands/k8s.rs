@@ -103,19 +103,8 @@ pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
             args.results_dir.join("results_summary.json").display()
         ));
     }
-    if args.report {
-        let mut config = tracelens_driver::Config::new(
-            &args.results_dir,
-            std::env::temp_dir(),
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        );
-        config.output_dir = args.results_dir.join("tracelens_report");
-        config.python = crate::settings::interpreter(args.python.as_ref());
-        let report = tracelens_driver::run(&config, &mut |_| {})?;
-        render::tracelens_summary(&report)?;
-        if report.any_failed() {
-            return Ok(Status::Findings);
-        }
+    if args.report && super::report::report_gathered(&args.results_dir, args.python.as_ref())? {
+        return Ok(Status::Findings);
     }
     Ok(if gathered.problems.is_empty() { Status::Success } else { Status::Findings })
 }

@@ -112,3 +112,28 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
     }
     Ok(if outcome.status == RowStatus::Success { Status::Success } else { Status::Findings })
 }
+
+/// `slurm gather --report` / `k8s gather --report`: TraceLens over a gathered
+/// tree, reports in `<root>/tracelens_report`; true when a job failed.
+/// Ctrl-C stops it as it stops `report tracelens`.
+pub(crate) fn report_gathered(
+    root: &std::path::Path,
+    python: Option<&std::path::PathBuf>,
+) -> Result<bool, Error> {
+    let mut config = tracelens_driver::Config::new(
+        root,
+        std::env::temp_dir(),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    );
+    config.output_dir = root.join("tracelens_report");
+    config.python = settings::interpreter(python);
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
+    config.cancel = Some(interrupt.flag());
+    let report = tracelens_driver::run(&config, &mut |event| {
+        if let Event::Note(text) = event {
+            render::note(&text);
+        }
+    })?;
+    render::tracelens_summary(&report)?;
+    Ok(report.any_failed())
+}

@@ -80,23 +80,8 @@ pub(crate) fn gather(args: &SlurmGatherArgs) -> Result<Status, Error> {
     } else {
         render::slurm_summary(&summary)?;
     }
-    if args.report {
-        let mut config = tracelens_driver::Config::new(
-            &args.dir,
-            std::env::temp_dir(),
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        );
-        config.output_dir = args.dir.join("tracelens_report");
-        config.python = settings::interpreter(args.python.as_ref());
-        let report = tracelens_driver::run(&config, &mut |event| {
-            if let tracelens_driver::Event::Note(text) = event {
-                render::note(&text);
-            }
-        })?;
-        render::tracelens_summary(&report)?;
-        if report.any_failed() {
-            return Ok(Status::Findings);
-        }
+    if args.report && super::report::report_gathered(&args.dir, args.python.as_ref())? {
+        return Ok(Status::Findings);
     }
     Ok(if summary.complete() { Status::Success } else { Status::Findings })
 }

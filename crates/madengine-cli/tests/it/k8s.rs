@@ -125,3 +125,28 @@ fn apply_sends_the_rendered_list_to_kubectl() {
         "{log}"
     );
 }
+
+#[test]
+fn gather_report_runs_tracelens_over_the_gathered_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("pvc/bert-0-xyz/torch_profiler_output");
+    fs::create_dir_all(&tree).unwrap();
+    fs::copy(
+        crate::synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+        tree.join("rank0_trace.json"),
+    )
+    .unwrap();
+    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_TREE", "pvc");
+    let python = crate::standin::Standin::python(&crate::standin::standin().scripts);
+    cli_snapshot!(dir.path(), ["k8s", "gather", "bert", "--namespace", "perf", "--results-dir", "k8s_results", "--kubectl", &wrapper, "--report", "--python", &python], @r"
+    exit code: 0
+    ----- stdout -----
+    STATUS   TRACE                                              KIND     REPORT                                                             DETAIL
+    SUCCESS  bert-0-xyz/torch_profiler_output/rank0_trace.json  pytorch  tracelens_report/bert-0-xyz_torch_profiler_output_rank0_trace_csv
+    1 succeeded, 0 failed, 0 skipped in [TIME] s; summary: [DIR]/k8s_results/tracelens_report/tracelens_summary.csv
+    ----- stderr -----
+    [madengine] bert-0-xyz: copied (1 pytorch)
+    [madengine] summary: k8s_results/results_summary.json
+    ");
+    assert!(dir.path().join("k8s_results/tracelens_report/tracelens_summary.csv").is_file());
+}
