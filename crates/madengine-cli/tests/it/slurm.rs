@@ -136,6 +136,26 @@ fn submit_wait_gather_and_the_collective_plan() {
         text.starts_with("exit code: 0") && text.contains("node_3") && text.contains("1 pytorch"),
         "{text}"
     );
+
+    // and with TraceLens (the stand-in): the kernels launch from nowhere, so
+    // each rank is skipped for that reason, and the collective with them
+    let python = crate::standin::Standin::python(&crate::standin::standin().scripts);
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "gather".as_ref(),
+            results.as_os_str(),
+            "--report".as_ref(),
+            "--python".as_ref(),
+            python.as_os_str(),
+        ],
+        &env,
+    );
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    assert_eq!(text.matches("none is linked to the CPU launch").count(), 4, "{text}");
+    assert!(text.contains("0 succeeded, 0 failed, 5 skipped"), "{text}");
+    assert!(results.join("tracelens_report/tracelens_summary.csv").is_file());
 }
 
 #[test]
