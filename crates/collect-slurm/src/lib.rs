@@ -40,7 +40,7 @@ mod submit;
 pub use crate::{
     error::{Error, Result},
     gather::{Collected, JOB_FILE, JobRecord, NodeStatus, NodeSummary, SUMMARY, Summary, gather},
-    slurm::{JobState, Slurm},
+    slurm::{JobState, MAX_POLL, Slurm},
     spec::{DEFAULT_COLLECT, JobSpec, shell_quote},
-    submit::{Submitted, follow, submit},
+    submit::{Submitted, follow, follow_with, submit},
 };

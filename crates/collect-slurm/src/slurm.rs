@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
+/// The longest pause between two `squeue` calls while following a job.
+pub const MAX_POLL: Duration = Duration::from_secs(10);
+
 /// Where the SLURM client commands are and which cluster they talk to.
 #[derive(Debug, Clone, Default)]
 pub struct Slurm {
@@ -77,10 +80,16 @@ impl Slurm {
 
     /// Whether the job is still queued or running (`squeue -h -j ID`).
     pub fn in_queue(&self, job_id: &str) -> Result<bool> {
+        Ok(self.queue_state(job_id)?.is_some())
+    }
+
+    /// The job's state while SLURM lists it (`PENDING`, `RUNNING`,
+    /// `COMPLETING`, ...: squeue's `%T`); `None` once it left the queue.
+    pub fn queue_state(&self, job_id: &str) -> Result<Option<String>> {
         match self.run(&["squeue", "-h", "-j", job_id, "-o", "%T"]) {
-            Ok(out) => Ok(!out.trim().is_empty()),
+            Ok(out) => Ok(Some(out.trim().to_string()).filter(|s| !s.is_empty())),
             // squeue errors for ids it has forgotten: no longer queued.
-            Err(Error::Command { stderr, .. }) if stderr.contains("Invalid job id") => Ok(false),
+            Err(Error::Command { stderr, .. }) if stderr.contains("Invalid job id") => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -109,22 +118,41 @@ impl Slurm {
         self.run(&["scancel", job_id]).map(|_| ())
     }
 
-    /// Poll until the job leaves the queue (every `poll`), then its final
-    /// state. Past `deadline` the job is cancelled and reported as such.
+    /// Poll until the job leaves the queue, then its final state. Past
+    /// `deadline` the job is cancelled and reported as such. Polls start
+    /// `poll` apart and back off to [`MAX_POLL`], so a job of hours does not
+    /// query the controller several times a second; `on_state` hears each
+    /// queue state as it changes (`PENDING`, `RUNNING`, ...).
     pub fn wait(
         &self,
         job_id: &str,
         deadline: Option<Duration>,
         poll: Duration,
+        on_state: &mut dyn FnMut(&str),
     ) -> Result<(JobState, bool)> {
         let started = Instant::now();
         let mut cancelled = false;
-        while self.in_queue(job_id)? {
+        let mut interval = poll;
+        let mut last = String::new();
+        while let Some(state) = self.queue_state(job_id)? {
+            if state != last {
+                on_state(&state);
+                last = state;
+            }
             if !cancelled && deadline.is_some_and(|d| started.elapsed() > d) {
                 self.cancel(job_id)?;
                 cancelled = true;
+                // It leaves the queue soon: look again soon.
+                interval = poll;
             }
-            std::thread::sleep(poll);
+            // Never sleep past the deadline.
+            let left = deadline.map(|d| d.saturating_sub(started.elapsed()));
+            let nap = match left {
+                Some(left) if !cancelled => interval.min(left.max(poll)),
+                _ => interval,
+            };
+            std::thread::sleep(nap);
+            interval = (interval * 3 / 2).min(MAX_POLL);
         }
         Ok((self.show(job_id)?, cancelled))
     }

@@ -66,5 +66,16 @@ pub fn follow(
     slurm: &Slurm,
     deadline: Option<Duration>,
 ) -> Result<(JobState, bool)> {
-    slurm.wait(&submitted.job_id, deadline, Duration::from_millis(200))
+    follow_with(submitted, slurm, deadline, &mut |_| {})
+}
+
+/// [`follow`], telling `on_state` each queue state as it changes
+/// (`PENDING`, `RUNNING`, `COMPLETING`, ...).
+pub fn follow_with(
+    submitted: &Submitted,
+    slurm: &Slurm,
+    deadline: Option<Duration>,
+    on_state: &mut dyn FnMut(&str),
+) -> Result<(JobState, bool)> {
+    slurm.wait(&submitted.job_id, deadline, Duration::from_millis(200), on_state)
 }

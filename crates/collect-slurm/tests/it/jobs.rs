@@ -92,8 +92,23 @@ fn a_job_past_its_deadline_is_cancelled() {
     let Some(slurm) = cluster() else { return };
     let dir = tempfile::tempdir().unwrap();
     let submitted = submit(&job(dir.path(), 1, "sleep 120"), &slurm).unwrap();
-    let (state, cancelled) = follow(&submitted, &slurm, Some(Duration::from_secs(2))).unwrap();
+    let mut states = Vec::new();
+    let (state, cancelled) =
+        collect_slurm::follow_with(&submitted, &slurm, Some(Duration::from_secs(2)), &mut |s| {
+            states.push(s.to_string())
+        })
+        .unwrap();
     assert!(cancelled);
+    // Each state once, as it changed, from the first poll on (PENDING while
+    // other tests hold the nodes, else RUNNING).
+    assert!(
+        matches!(states.first().map(String::as_str), Some("PENDING" | "RUNNING")),
+        "{states:?}"
+    );
+    let mut deduped = states.clone();
+    deduped.dedup();
+    assert_eq!(deduped, states);
+
     assert_eq!(state.state, "CANCELLED", "{state:?}");
     let summary = gather(&submitted.results, Some(state)).unwrap();
     assert!(!summary.complete());

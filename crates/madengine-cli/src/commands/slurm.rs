@@ -46,7 +46,10 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
         id = submitted.job_id
     ));
     render::note(&format!("submitted job {}; waiting for it to end", submitted.job_id));
-    let (state, cancelled) = collect_slurm::follow(&submitted, &slurm, deadline)?;
+    let id = &submitted.job_id;
+    let (state, cancelled) = collect_slurm::follow_with(&submitted, &slurm, deadline, &mut |s| {
+        render::note(&format!("job {id}: {s}"));
+    })?;
     drop(interrupt);
     if cancelled {
         render::warning(&format!("job {} ran past --timeout and was cancelled", submitted.job_id));
