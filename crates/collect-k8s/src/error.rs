@@ -37,7 +37,14 @@ pub enum Error {
         /// Its stderr, trimmed.
         stderr: String,
     },
-    /// The caller raised [`crate::Kubectl::cancel`]: the kubectl call in
+    /// The caller raised [`crate::Kubectl::cancel`] while kubectl ran; it
+    /// was killed.
+    #[error("`{command}` was stopped, as asked")]
+    Cancelled {
+        /// The command line.
+        command: String,
+    },
+    /// The caller raised [`crate::Kubectl::cancel`] while gathering: the kubectl call in
     /// flight was stopped and nothing more was copied. Copies finished before
     /// are kept; a copy cut short leaves nothing behind.
     #[error("interrupted; the results copied so far are in {}, and no summary was written", results.display())]

@@ -64,7 +64,7 @@ impl Kubectl {
 
     /// Run `kubectl [--context] --namespace=NS ARGS`, with `stdin` if given;
     /// errors quote the command. A raised [`Kubectl::cancel`] kills it
-    /// ([`Error::Interrupted`]).
+    /// ([`Error::Cancelled`]).
     pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<String> {
         self.run_with(args, stdin, true)
     }
@@ -99,7 +99,7 @@ impl Kubectl {
             }
             if cancellable && self.cancelled() {
                 let _ = handle.kill();
-                return Err(Error::Interrupted { results: PathBuf::new() });
+                return Err(Error::Cancelled { command });
             }
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -239,7 +239,7 @@ pub fn gather_live(
             // A tool the pod did not run leaves no directory: not a problem.
             match copy_in(kubectl, &from, &target) {
                 Ok(()) => copied = true,
-                Err(e @ Error::Interrupted { .. }) => return Err(interrupted_in(e, results)),
+                Err(e @ Error::Cancelled { .. }) => return Err(interrupted_in(e, results)),
                 Err(_) => {}
             }
         }
@@ -268,7 +268,7 @@ fn collect(kubectl: &Kubectl, job: &str, collector: &str, results: &Path) -> Res
             let from = format!("{}/{collector}:/results/{name}", kubectl.namespace);
             match copy_in(kubectl, &from, &local) {
                 Ok(()) => true,
-                Err(e @ Error::Interrupted { .. }) => return Err(e),
+                Err(e @ Error::Cancelled { .. }) => return Err(e),
                 Err(e) => {
                     gathered.problems.push(format!("copying {name}: {e}"));
                     false
@@ -297,10 +297,11 @@ fn copy_in(kubectl: &Kubectl, from: &str, to: &Path) -> Result<()> {
     fs::rename(&inside, to).map_err(|source| Error::Io { path: to.to_path_buf(), source })
 }
 
-/// An interrupt error that names `results`.
+/// A kubectl call stopped on request ends the gathering: as its interrupt,
+/// naming `results`.
 fn interrupted_in(e: Error, results: &Path) -> Error {
     match e {
-        Error::Interrupted { .. } => Error::Interrupted { results: results.to_path_buf() },
+        Error::Cancelled { .. } => Error::Interrupted { results: results.to_path_buf() },
         other => other,
     }
 }

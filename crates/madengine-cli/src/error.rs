@@ -98,7 +98,9 @@ impl Error {
             Error::Slurm(collect_slurm::Error::Spec(_)) => Status::Usage,
             Error::Slurm(_) => Status::Io,
             Error::K8s(collect_k8s::Error::Invalid(_)) => Status::Usage,
-            Error::K8s(collect_k8s::Error::Interrupted { .. }) => Status::Interrupted,
+            Error::K8s(
+                collect_k8s::Error::Interrupted { .. } | collect_k8s::Error::Cancelled { .. },
+            ) => Status::Interrupted,
             Error::K8s(_) => Status::Io,
             Error::Summary(_) => Status::Io,
             Error::Sanitize(_)

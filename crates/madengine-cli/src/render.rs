@@ -1,10 +1,7 @@
 //! Everything `madengine` prints: tables, JSON, errors.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "this module is the CLI's output")]
 
-use std::{
-    error::Error as _,
-    io::{self, Write},
-};
+use std::io::{self, Write};
 
 use serde::Serialize;
 use trace_discover::{Claim, Discovery, RankSource, TraceKind};
@@ -20,12 +17,19 @@ fn out(text: &str) -> Result<(), Error> {
 /// `error: ...` and each cause as `caused by: ...`, on stderr.
 pub(crate) fn error(err: &Error) {
     let mut text = format!("error: {err}\n");
-    let mut source = err.source();
-    while let Some(cause) = source {
+    for cause in causes(err) {
         text.push_str(&format!("  caused by: {cause}\n"));
-        source = cause.source();
     }
     eprint!("{text}");
+}
+
+/// What caused `err`, nearest first.
+pub(crate) fn causes<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(err.source(), |cause: &&'a (dyn std::error::Error + 'static)| {
+        (*cause).source()
+    })
 }
 
 pub(crate) fn json<T: Serialize>(value: &T) -> Result<(), Error> {

@@ -283,12 +283,17 @@ pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
         [("trace trigger", started.trigger_pid), ("dynolog daemon", started.daemon_pid)]
     {
         if let Some(pid) = pid {
-            let how = dynolog_client::stop_process(pid, Duration::from_secs(10));
-            render::note(&format!("{name} (pid {pid}): {}", render::stopped(how)));
+            stop_noted(name, pid);
         }
     }
     state.clear_started()?;
     collect(&state, &args.output.output_dir, args.json)
+}
+
+/// Stop `pid` (SIGTERM, then SIGKILL after 10 s) and say how it went.
+fn stop_noted(name: &str, pid: u32) {
+    let how = dynolog_client::stop_process(pid, Duration::from_secs(10));
+    render::note(&format!("{name} (pid {pid}): {}", render::stopped(how)));
 }
 
 /// Copy the session's traces into `output_dir` and say what happened.
@@ -378,8 +383,7 @@ fn profile_with(
     )?;
     render::note(&format!("dynolog daemon started (pid {daemon}, port {port})"));
     if interrupt.cancelled() {
-        let how = dynolog_client::stop_process(daemon, Duration::from_secs(10));
-        render::note(&format!("dynolog daemon (pid {daemon}): {}", render::stopped(how)));
+        stop_noted("dynolog daemon", daemon);
         render::error_line("interrupted before the workload started; it was not run");
         return Ok(Status::Interrupted);
     }
@@ -409,8 +413,7 @@ fn profile_with(
             .unwrap_or_else(|_| Err(Error::Usage("the trigger thread panicked".into())));
         (workload, outcome)
     });
-    let how = dynolog_client::stop_process(daemon, Duration::from_secs(10));
-    render::note(&format!("dynolog daemon (pid {daemon}): {}", render::stopped(how)));
+    stop_noted("dynolog daemon", daemon);
     let code = match workload {
         Ok(code) => code,
         // As a shell (and env, nohup, time) reports it: 127 not found, 126

@@ -449,12 +449,10 @@ fn summarize_all(inputs: &[Input], jobs: usize, bar: Option<&ProgressBar>) -> Ve
 }
 
 /// The error and its causes on one line.
-fn chain(err: &dyn std::error::Error) -> String {
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
+    for cause in render::causes(err) {
         text.push_str(&format!(": {cause}"));
-        source = cause.source();
     }
     text
 }
