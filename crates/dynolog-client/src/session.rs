@@ -321,23 +321,55 @@ pub fn spawn_detached(argv: &[OsString], env: &[(&str, OsString)], log: &Path) -
     Ok(pid)
 }
 
-/// Run the workload `argv` in the foreground (inheriting stdio) with `env`
-/// added; returns its exit code (128 + signal when killed by one).
-pub fn run_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<i32> {
+/// A workload started in the foreground by [`start_workload`].
+#[derive(Debug)]
+pub struct Workload {
+    handle: duct::Handle,
+    command: String,
+}
+
+impl Workload {
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        *self.handle.pids().first().expect("one process")
+    }
+
+    /// Wait for it to end; its exit code (128 + signal when killed by one).
+    pub fn wait(self) -> Result<i32> {
+        let out = self
+            .handle
+            .wait()
+            .map_err(|source| SessionError::Spawn { command: self.command.clone(), source })?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(sig) = out.status.signal() {
+                return Ok(128 + sig);
+            }
+        }
+        Ok(out.status.code().unwrap_or(1))
+    }
+}
+
+/// Start the workload `argv` in the foreground (inheriting stdio) with `env`
+/// added. Fails with [`SessionError::Spawn`] when it cannot be started (not
+/// found, not executable), before anything else has to happen.
+pub fn start_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<Workload> {
     let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
     let mut expression = cmd(argv).unchecked();
     for (k, v) in env {
         expression = expression.env(k, v);
     }
-    let out = expression.run().map_err(|source| SessionError::Spawn { command, source })?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = out.status.signal() {
-            return Ok(128 + sig);
-        }
-    }
-    Ok(out.status.code().unwrap_or(1))
+    let handle = expression
+        .start()
+        .map_err(|source| SessionError::Spawn { command: command.clone(), source })?;
+    Ok(Workload { handle, command })
+}
+
+/// Run the workload `argv` in the foreground (inheriting stdio) with `env`
+/// added; returns its exit code (128 + signal when killed by one).
+pub fn run_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<i32> {
+    start_workload(argv, env)?.wait()
 }
 
 /// How stopping a process went.

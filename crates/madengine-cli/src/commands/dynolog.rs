@@ -388,43 +388,46 @@ fn profile_with(
         return Ok(Status::Interrupted);
     }
     let kineto_dir = state.kineto_dir().display().to_string();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (workload, outcome) = std::thread::scope(|scope| {
-        let trigger = {
-            let stop = Arc::clone(&stop);
-            let kineto_dir = kineto_dir.clone();
-            scope.spawn(move || {
-                run_trigger(state, port, &args.capture, &args.policy, Some(&kineto_dir), stop)
-            })
-        };
-        let env: Vec<(&str, OsString)> = vec![
-            ("KINETO_USE_DAEMON", "1".into()),
-            ("KINETO_IPC_SOCKET_DIR", state.ipc_dir().into()),
-            ("KINETO_ONDEMAND_TRACE_DIR", kineto_dir.clone().into()),
-        ];
-        // Ctrl-C reaches the workload too; it decides, and the daemon, the
-        // hook and the traces are then dealt with as after any exit.
-        let foreground = crate::interrupt::Guard::new(crate::interrupt::Mode::Child);
-        let workload = dynolog_client::run_workload(&args.command, &env);
-        drop(foreground);
-        stop.store(true, Ordering::SeqCst);
-        let outcome = trigger
-            .join()
-            .unwrap_or_else(|_| Err(Error::Usage("the trigger thread panicked".into())));
-        (workload, outcome)
-    });
-    stop_noted("dynolog daemon", daemon);
-    let code = match workload {
-        Ok(code) => code,
+    let env: Vec<(&str, OsString)> = vec![
+        ("KINETO_USE_DAEMON", "1".into()),
+        ("KINETO_IPC_SOCKET_DIR", state.ipc_dir().into()),
+        ("KINETO_ONDEMAND_TRACE_DIR", kineto_dir.clone().into()),
+    ];
+    // Ctrl-C reaches the workload too; it decides, and the daemon, the hook
+    // and the traces are then dealt with as after any exit.
+    let foreground = crate::interrupt::Guard::new(crate::interrupt::Mode::Child);
+    let workload = match dynolog_client::start_workload(&args.command, &env) {
+        Ok(workload) => workload,
         // As a shell (and env, nohup, time) reports it: 127 not found, 126
-        // found but not runnable. Nothing ran, so there is nothing to collect.
+        // found but not runnable. Nothing ran, so there is nothing to
+        // trigger or collect.
         Err(dynolog_client::SessionError::Spawn { command, source }) => {
+            drop(foreground);
+            stop_noted("dynolog daemon", daemon);
             render::error_line(&format!("cannot run the workload `{command}`: {source}"));
             let code = if source.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
             return Ok(Status::Workload(code));
         }
         Err(e) => return Err(e.into()),
     };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (code, outcome) = std::thread::scope(|scope| {
+        let trigger = {
+            let stop = Arc::clone(&stop);
+            scope.spawn(move || {
+                run_trigger(state, port, &args.capture, &args.policy, Some(&kineto_dir), stop)
+            })
+        };
+        let code = workload.wait();
+        stop.store(true, Ordering::SeqCst);
+        let outcome = trigger
+            .join()
+            .unwrap_or_else(|_| Err(Error::Usage("the trigger thread panicked".into())));
+        (code, outcome)
+    });
+    drop(foreground);
+    stop_noted("dynolog daemon", daemon);
+    let code = code?;
     if let Err(e) = outcome {
         render::warning(&format!("the trace trigger failed: {e}"));
     }

@@ -539,5 +539,10 @@ fn a_workload_that_cannot_start_exits_as_a_shell_would() {
         assert_eq!(out.status.code(), Some(code), "{stderr}");
         assert!(stderr.contains(&format!("cannot run the workload `{program}`")), "{stderr}");
         assert!(stderr.contains("dynolog daemon (pid "), "the daemon was not stopped: {stderr}");
+        // Nothing ran: no trace request, and no hint about a workload that
+        // ended too soon.
+        for noise in ["requesting a trace", "warmup", "ended before", "captured"] {
+            assert!(!stderr.contains(noise), "{noise:?} in {stderr}");
+        }
     }
 }
