@@ -186,18 +186,66 @@ fn table<const N: usize>(text: &mut String, header: [&str; N], rows: &[[String; 
     }
 }
 
+/// The progress bar on screen, if any: lines for stderr go above it.
+static BAR: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+
+/// `line` on stderr, above the progress bar when one is shown (from any
+/// thread, the Ctrl-C handler's included), so neither garbles the other.
+fn say(line: std::fmt::Arguments<'_>) {
+    let bar = BAR.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match bar {
+        Some(bar) => bar.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    }
+}
+
+/// A progress bar on stderr, drawn only when `show` holds and stderr is a
+/// terminal. While it lives, [`note`], [`warning`] and [`error_line`]
+/// print above it; dropping it clears it.
+pub(crate) struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    pub(crate) fn new(len: u64, template: &str, show: bool) -> Progress {
+        use std::io::IsTerminal;
+        if !show || !io::stderr().is_terminal() {
+            return Progress(None);
+        }
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(len),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
+        *BAR.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar.clone());
+        Progress(Some(bar))
+    }
+
+    /// The bar, when it is drawn.
+    pub(crate) fn bar(&self) -> Option<&indicatif::ProgressBar> {
+        self.0.as_ref()
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.0.take() {
+            *BAR.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            bar.finish_and_clear();
+        }
+    }
+}
+
 /// A progress note on stderr, as the original's `[tracelens] ...` lines.
 pub(crate) fn note(text: &str) {
-    eprintln!("[madengine] {text}");
+    say(format_args!("[madengine] {text}"));
 }
 
 /// An error that does not end the command (the exit code still tells).
 pub(crate) fn error_line(text: &str) {
-    eprintln!("error: {text}");
+    say(format_args!("error: {text}"));
 }
 
 pub(crate) fn warning(text: &str) {
-    eprintln!("warning: {text}");
+    say(format_args!("warning: {text}"));
 }
 
 fn colour() -> bool {

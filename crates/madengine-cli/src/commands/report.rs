@@ -1,8 +1,5 @@
 //! `madengine report tracelens` and `report tracelens-compare`.
 
-use std::io::IsTerminal;
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracelens_driver::{CompareConfig, Event, Status as RowStatus};
 
 use crate::{
@@ -31,33 +28,26 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
         return Ok(Status::Success);
     }
 
-    let bar = (std::io::stderr().is_terminal() && !args.json).then(|| {
-        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} TraceLens {pos}/{len} jobs [{elapsed}] {wide_msg}",
-            )
-            .expect("valid template"),
-        );
-        bar
-    });
+    let progress = render::Progress::new(
+        0,
+        "{spinner} TraceLens {pos}/{len} jobs [{elapsed}] {wide_msg}",
+        !args.json,
+    );
+    let bar = progress.bar();
     let mut running: Vec<String> = Vec::new();
     // Ctrl-C stops the jobs and removes the sanitized copies.
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     config.cancel = Some(interrupt.flag());
     let summary = tracelens_driver::run(&config, &mut |event| match event {
-        Event::Note(text) => match &bar {
-            Some(bar) => bar.suspend(|| render::note(&text)),
-            None => render::note(&text),
-        },
+        Event::Note(text) => render::note(&text),
         Event::Planned { jobs } => {
-            if let Some(bar) = &bar {
+            if let Some(bar) = bar {
                 bar.set_length(jobs as u64);
             }
         }
         Event::Started { job, .. } => {
             running.push(job.label.clone());
-            if let Some(bar) = &bar {
+            if let Some(bar) = bar {
                 bar.set_message(running.join(", "));
             }
         }
@@ -65,16 +55,14 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
             if let Some(pos) = running.iter().position(|l| *l == row.trace_file) {
                 running.remove(pos);
             }
-            if let Some(bar) = &bar {
+            if let Some(bar) = bar {
                 bar.set_position(done as u64);
                 bar.set_message(running.join(", "));
             }
         }
         _ => {}
     });
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    drop(progress);
     let summary = summary?;
     if args.json {
         render::json(&summary)?;

@@ -1,7 +1,6 @@
 //! `madengine report summary`.
 
 use std::{
-    io::IsTerminal,
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicUsize, Ordering},
@@ -9,7 +8,7 @@ use std::{
     },
 };
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 
 use serde::Serialize;
 use trace_summary::{Cell, Outcome, Table};
@@ -478,21 +477,13 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             jobs
         }
     };
-    let bar = (std::io::stderr().is_terminal() && !args.json && !inputs.is_empty()).then(|| {
-        let bar =
-            ProgressBar::with_draw_target(Some(inputs.len() as u64), ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} summarized {pos}/{len} traces [{elapsed}] {wide_msg}",
-            )
-            .expect("valid template"),
-        );
-        bar
-    });
-    let results = summarize_all(&inputs, jobs, bar.as_ref());
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    let progress = render::Progress::new(
+        inputs.len() as u64,
+        "{spinner} summarized {pos}/{len} traces [{elapsed}] {wide_msg}",
+        !args.json && !inputs.is_empty(),
+    );
+    let results = summarize_all(&inputs, jobs, progress.bar());
+    drop(progress);
     let mut stems = tracelens_driver::Stems::default();
     let mut views = Vec::new();
     let mut unreadable = 0;

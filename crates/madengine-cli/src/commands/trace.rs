@@ -1,9 +1,5 @@
 //! `madengine trace discover|sanitize`.
 
-use std::io::IsTerminal;
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
 use crate::{
     cli::{DiscoverArgs, SanitizeArgs},
     error::{Error, Status},
@@ -41,9 +37,9 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
     let single = inputs.len() == 1 && !args.inputs[0].is_dir();
     let (mut reports, mut findings, mut failed) = (Vec::new(), false, 0);
     for input in &inputs {
-        let bar = progress_bar(input);
+        let progress = progress_bar(input);
         let mut tick = |done: u64, total: u64| {
-            if let Some(bar) = &bar {
+            if let Some(bar) = progress.bar() {
                 bar.set_length(total);
                 bar.set_position(done);
             }
@@ -55,9 +51,7 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                 args.output.clone().unwrap_or_else(|| trace_sanitize::default_output_path(input));
             trace_sanitize::sanitize_file(input, &output, &options, &mut tick)
         };
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
+        drop(progress);
         let report = match result {
             Ok(report) => report,
             // One input alone fails as it always did; an interrupt stops all.
@@ -111,18 +105,12 @@ fn sanitize_inputs(args: &SanitizeArgs) -> Result<Vec<std::path::PathBuf>, Error
     Ok(inputs)
 }
 
-/// A progress bar on stderr for files of 16 MiB or more, when stderr is a terminal.
-fn progress_bar(input: &std::path::Path) -> Option<ProgressBar> {
-    let size = std::fs::metadata(input).ok()?.len();
-    if size < 16 << 20 || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {bytes}/{total_bytes} ({bytes_per_sec}, {eta}) {wide_bar}",
-        )
-        .expect("valid template"),
-    );
-    Some(bar)
+/// A progress bar on stderr for files of 16 MiB or more.
+fn progress_bar(input: &std::path::Path) -> render::Progress {
+    let size = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    render::Progress::new(
+        size,
+        "{spinner} {bytes}/{total_bytes} ({bytes_per_sec}, {eta}) {wide_bar}",
+        size >= 16 << 20,
+    )
 }
