@@ -553,6 +553,9 @@ pub(crate) fn summaries(
             text.push_str(&format!("   error: {error}\n\n"));
             continue;
         }
+        if let Some(truncated) = &v.truncated {
+            text.push_str(&format!("   warning: {}\n", truncated.note()));
+        }
         if v.outcome == Some(trace_summary::Outcome::NoGpuActivity) {
             text.push_str(&format!("   {}\n\n", v.note().unwrap_or_default()));
             continue;

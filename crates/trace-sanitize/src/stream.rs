@@ -151,12 +151,13 @@ pub(crate) fn scan<R: Read>(
     let mut base = 0u64; // input offset of buf[0]
     let mut stopped_early = false;
     loop {
-        let filled = fill(&mut input, &mut buf[carry..])
-            .map_err(|source| Error::Read { offset: base + carry as u64, source })?;
+        // Bytes read before a failed read still go out (and are repaired):
+        // a reader downstream gets the input up to the failure.
+        let (filled, failed) = fill(&mut input, &mut buf[carry..]);
         if options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::Cancelled { offset: base });
         }
-        let eof = filled < buf.len() - carry;
+        let eof = failed.is_some() || filled < buf.len() - carry;
         let len = carry + filled;
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
@@ -169,6 +170,9 @@ pub(crate) fn scan<R: Read>(
         }
         if eof {
             debug_assert_eq!(outcome.consumed, len);
+            if let Some(source) = failed {
+                return Err(Error::Read { offset: base, source });
+            }
             break;
         }
         carry = len - outcome.consumed;
@@ -182,16 +186,17 @@ pub(crate) fn scan<R: Read>(
     })
 }
 
-/// Read until `buf` is full or the input ends; returns the bytes read.
-fn fill<R: Read>(input: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+/// Read until `buf` is full or the input ends; returns the bytes read, and
+/// the error that stopped the reading early, if one did.
+fn fill<R: Read>(input: &mut R, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         match input.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
+    (n, None)
 }

@@ -63,6 +63,14 @@ impl Write for ChanWriter {
     }
 }
 
+/// What was written before the writer went away (a failed read upstream
+/// included) still reaches the reader: a cut trace is read up to the cut.
+impl Drop for ChanWriter {
+    fn drop(&mut self) {
+        let _ = self.send();
+    }
+}
+
 impl Read for ChanReader {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if out.is_empty() {
@@ -106,6 +114,18 @@ mod tests {
             out
         });
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn what_was_written_arrives_without_a_flush() {
+        let (mut r, mut w) = chan_pipe();
+        let out = std::thread::scope(|s| {
+            s.spawn(move || w.write_all(b"unflushed").unwrap());
+            let mut out = Vec::new();
+            r.read_to_end(&mut out).unwrap();
+            out
+        });
+        assert_eq!(out, b"unflushed");
     }
 
     #[test]

@@ -27,6 +27,19 @@ pub enum Error {
         #[source]
         source: trace_sanitize::Error,
     },
+    /// The trace's JSON ends early (its writer was killed part way), after
+    /// some complete events; [`crate::Options::salvage`] reads those.
+    #[error(
+        "{path} is truncated: its JSON ends after {bytes} bytes, with {events} complete events before the cut"
+    )]
+    Truncated {
+        /// The trace.
+        path: PathBuf,
+        /// Where the JSON text (decompressed) ends.
+        bytes: u64,
+        /// Events complete before the cut.
+        events: usize,
+    },
     /// The trace is not a Chrome trace JSON (after sanitizing).
     #[error("{path} is not a readable Chrome trace: {detail}")]
     Parse {

@@ -37,5 +37,8 @@ pub use crate::{
     compute::{Cell, Table},
     csv::py_float,
     error::{Error, Result},
-    summary::{Format, Outcome, Summary, parse_file, summarize, summarize_file},
+    summary::{
+        Format, Options, Outcome, Summary, parse_file, summarize, summarize_file,
+        summarize_file_with, summarize_with,
+    },
 };

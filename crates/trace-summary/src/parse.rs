@@ -126,6 +126,9 @@ pub(crate) struct Parsed {
     pub(crate) strings: Vec<String>,
     pub(crate) lookup: FxHashMap<String, u32>,
     pub(crate) has_trace_events: bool,
+    /// The trace's JSON ended early, after this many bytes, with events
+    /// complete before the cut (those are read; the partial one is not).
+    pub(crate) truncated_at: Option<u64>,
 }
 
 impl Parsed {
@@ -182,7 +185,9 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
         }
         let scanned = scanner.join().expect("the scanner does not panic");
         result?;
-        parsed.has_trace_events = scanned?;
+        let scanned = scanned?;
+        parsed.has_trace_events = scanned.has_trace_events;
+        parsed.truncated_at = scanned.truncated_at;
         Ok(parsed)
     })
 }
@@ -292,15 +297,23 @@ impl Nesting {
     }
 }
 
+/// What the scanner saw of the whole trace.
+struct Scanned {
+    has_trace_events: bool,
+    truncated_at: Option<u64>,
+}
+
 /// The scanner: sends the buffers it read with the `traceEvents` elements
-/// found in them; returns whether the trace had a `traceEvents` key.
+/// found in them. A trace cut short after some complete events is not an
+/// error here: [`Scanned::truncated_at`] says so, and the caller decides.
 fn scan<R: Read>(
     mut reader: R,
     chunk: usize,
     tx: std::sync::mpsc::SyncSender<Batch>,
     spare: std::sync::mpsc::Receiver<Vec<u8>>,
-) -> Result<bool, serde_json::Error> {
+) -> Result<Scanned, serde_json::Error> {
     let mut has_trace_events = false;
+    let mut sent = 0usize; // events handed over
     let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
     let mut st = Nesting::default();
     let mut in_string = false;
@@ -427,8 +440,10 @@ fn scan<R: Read>(
             next.clear();
             next.extend_from_slice(&buf[keep_from..]);
             let full = std::mem::replace(&mut buf, next);
+            sent += st.events.len();
             if tx.send(Batch { bytes: full, events: std::mem::take(&mut st.events) }).is_err() {
-                return Ok(has_trace_events);
+                // The reader failed; its error is the one reported.
+                return Ok(Scanned { has_trace_events, truncated_at: None });
             }
         }
         if let Some(s) = st.event_start.as_mut() {
@@ -443,12 +458,13 @@ fn scan<R: Read>(
     if !st.top_seen {
         return Err(de::Error::custom(format!("no JSON object in the trace's {total} bytes")));
     }
-    if st.depth != 0 || in_string {
+    let truncated = st.depth != 0 || in_string;
+    if truncated && sent == 0 {
         return Err(de::Error::custom(format!(
             "the trace ends after {total} bytes, before its JSON does (truncated?)"
         )));
     }
-    Ok(has_trace_events)
+    Ok(Scanned { has_trace_events, truncated_at: truncated.then_some(total) })
 }
 
 /// Before the top-level object only whitespace (and a UTF-8 byte order
@@ -935,9 +951,50 @@ mod tests {
     }
 
     #[test]
-    fn truncated_and_unbalanced_traces_are_errors() {
+    fn a_truncated_trace_keeps_the_events_complete_before_the_cut() {
         let trace = tricky_trace(3, 5);
-        for cut in [10, trace.len() / 2, trace.len() - 1] {
+        let complete: serde_json::Value = serde_json::from_str(&trace).unwrap();
+        let names: Vec<&str> = complete["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        // Where each event ends in the text: a cut just before an event's
+        // closing brace loses it, a cut just after keeps it.
+        let ends: Vec<usize> = trace.match_indices("{}]}}}").map(|(at, m)| at + m.len()).collect();
+        assert_eq!(ends.len(), names.len());
+        for chunk in [1, 7, 64, 1 << 20] {
+            for (i, &end) in ends.iter().enumerate() {
+                for (cut, kept) in [(end - 1, i), (end, i + 1), (end + 1, i + 1)] {
+                    let read = parse_in_chunks(&trace.as_bytes()[..cut], chunk);
+                    if kept == 0 {
+                        // Nothing before the cut: an error, as before.
+                        assert!(read.is_err(), "cut {cut}, chunk {chunk}");
+                        continue;
+                    }
+                    let parsed = read.unwrap();
+                    let got: Vec<&str> = parsed.events.iter().map(|e| parsed.str(e.name)).collect();
+                    assert_eq!(got, names[..kept], "cut {cut}, chunk {chunk}");
+                    assert_eq!(parsed.truncated_at, Some(cut as u64));
+                }
+            }
+            // Cut in the metadata after the events: every event, still truncated.
+            let cut = trace.len() - 10;
+            let parsed = parse_in_chunks(&trace.as_bytes()[..cut], chunk).unwrap();
+            assert_eq!(parsed.events.len(), names.len());
+            assert_eq!(parsed.truncated_at, Some(cut as u64));
+            // The whole trace is not truncated.
+            assert_eq!(parse_in_chunks(trace.as_bytes(), chunk).unwrap().truncated_at, None);
+        }
+    }
+
+    #[test]
+    fn truncated_before_any_event_and_unbalanced_traces_are_errors() {
+        let trace = tricky_trace(3, 5);
+        // Up to the first event's closing brace, not included.
+        let first_end = trace.find("{}]}}}").unwrap() + "{}]}}".len();
+        for cut in [10, first_end] {
             let err = parse_in_chunks(&trace.as_bytes()[..cut], 64).unwrap_err();
             assert!(err.to_string().contains("truncated"), "{cut}: {err}");
         }
@@ -961,8 +1018,8 @@ mod tests {
                 "not JSON: binary data where the trace's object should start"
             );
             assert_eq!(
-                message(br#"{"traceEvents": [{"ph": "X"}"#, chunk),
-                "the trace ends after 28 bytes, before its JSON does (truncated?)"
+                message(br#"{"traceEvents": [{"ph": "X""#, chunk),
+                "the trace ends after 27 bytes, before its JSON does (truncated?)"
             );
         }
         // A byte order mark and leading whitespace are fine.

@@ -50,6 +50,26 @@ pub enum Format {
     Rocprofv3,
 }
 
+/// How to read a trace.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// Summarize a truncated Kineto trace (its writer killed part way, a
+    /// gzip stream cut short) from the events complete before the cut,
+    /// instead of failing with [`Error::Truncated`]; [`Summary::truncated_at`]
+    /// then says where it was cut. Kineto writes CPU ops first and GPU
+    /// activity in time order after them, so what is lost is the end of the
+    /// GPU timeline.
+    pub salvage: bool,
+}
+
+impl Options {
+    /// Options that salvage truncated traces ([`Options::salvage`]).
+    pub fn salvaging() -> Options {
+        Options { salvage: true }
+    }
+}
+
 /// The three tables of one trace.
 #[derive(Debug, Clone)]
 pub struct Summary {
@@ -67,6 +87,10 @@ pub struct Summary {
     pub events: usize,
     /// GPU events (kernel, memcpy, memset), linked or not.
     pub gpu_events: usize,
+    /// For a trace read with [`Options::salvage`] that was cut short: its
+    /// JSON text (decompressed) ends after this many bytes, and the tables
+    /// cover the [`Summary::events`] complete before the cut.
+    pub truncated_at: Option<u64>,
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
@@ -75,6 +99,15 @@ pub struct Summary {
 /// TraceLens' rocprof rules ([`Outcome::Rocprofv3`]); anything else is read
 /// as a Kineto trace.
 pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
+    summarize_with(reader, label, &Options::default())
+}
+
+/// [`summarize`] with [`Options`].
+pub fn summarize_with<R: Read + Send>(
+    reader: R,
+    label: &Path,
+    options: &Options,
+) -> Result<Summary> {
     let mut reader = BufReader::with_capacity(1 << 20, reader);
     let head = reader
         .fill_buf()
@@ -91,11 +124,18 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
             ops_summary: None,
             events: records,
             gpu_events: records,
+            truncated_at: None,
         });
     }
     let mut parsed = parse(reader)
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
     let events = parsed.read;
+    let truncated_at = parsed.truncated_at;
+    if let Some(bytes) = truncated_at
+        && !options.salvage
+    {
+        return Err(Error::Truncated { path: label.to_path_buf(), bytes, events });
+    }
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         Some(Summary {
@@ -106,6 +146,7 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
             gpu_timeline: Some(timeline),
             events,
             gpu_events,
+            truncated_at,
         })
     };
     // 1. TraceLens' own rules.
@@ -143,13 +184,20 @@ pub fn summarize<R: Read + Send>(reader: R, label: &Path) -> Result<Summary> {
         ops_summary: None,
         events,
         gpu_events,
+        truncated_at,
     })
 }
 
 /// Summarize a `.json` or `.json.gz` trace file, sanitizing on the fly on a
 /// second thread (decompression and repair there, parsing here).
 pub fn summarize_file(path: &Path) -> Result<Summary> {
-    with_sanitized(path, |reader| summarize(reader, path))
+    summarize_file_with(path, &Options::default())
+}
+
+/// [`summarize_file`] with [`Options`]. With [`Options::salvage`] a gzip
+/// stream cut short is salvaged too, up to where it could be read.
+pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
+    with_sanitized(path, |reader| summarize_with(reader, path, options))
 }
 
 /// Read a trace file only: decompress, sanitize and parse its events, and

@@ -157,31 +157,44 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
             })
             .filter_map(|(_, r)| r.as_ref())
             .collect();
-        if !members.is_empty() && members.iter().all(|r| r.status == Status::Skipped) {
-            let row = Row::skipped(
-                job.label.clone(),
-                "pytorch",
-                job.tool.script(),
-                "every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze",
-            );
+        let cut: Vec<&str> = members
+            .iter()
+            .filter(|r| r.status == Status::Failure && r.detail.starts_with(CUT_SHORT))
+            .map(|r| r.trace_file.as_str())
+            .collect();
+        let not_run = |status, detail: String| Row {
+            status,
+            ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), &detail)
+        };
+        let decided = if !cut.is_empty() {
+            Some(not_run(
+                Status::Failure,
+                format!(
+                    "not run: TraceLens cannot parse the per-rank trace(s) cut short ({})",
+                    cut.join(", ")
+                ),
+            ))
+        } else if !members.is_empty() && members.iter().all(|r| r.status == Status::Skipped) {
+            Some(not_run(
+                Status::Skipped,
+                "every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze".into(),
+            ))
+        } else {
+            match stage_collective(config, job, &readable, scratch.path(), i) {
+                Ok(dir) => {
+                    staged[i] = Some(dir);
+                    ready.push(i);
+                    None
+                }
+                Err(e) => {
+                    Some(not_run(Status::Failure, format!("could not stage the traces: {e}")))
+                }
+            }
+        };
+        if let Some(row) = decided {
             let n = done.fetch_add(1, Ordering::SeqCst) + 1;
             events(Event::Finished { index: i, row: &row, done: n, total: plan.jobs.len() });
             rows[i] = Some(row);
-            continue;
-        }
-        match stage_collective(config, job, &readable, scratch.path(), i) {
-            Ok(dir) => {
-                staged[i] = Some(dir);
-                ready.push(i);
-            }
-            Err(e) => {
-                let row = Row {
-                    status: Status::Failure,
-                    detail: format!("could not stage the traces: {e}"),
-                    ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), "")
-                };
-                rows[i] = Some(row);
-            }
         }
     }
     run_parallel(config, &probe, &plan, &ready, &staged, &mut rows, &done, events);
@@ -457,16 +470,53 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
 }
 
 /// A SKIPPED row when `trace-summary` finds no GPU activity TraceLens can
-/// link (TraceLens would stop with "No GPU events found in the trace"); None
-/// when TraceLens should run (including when the trace cannot be read here:
-/// TraceLens then says why).
+/// link (TraceLens would stop with "No GPU events found in the trace"), a
+/// FAILURE row when the trace is cut short (TraceLens cannot parse it); None
+/// when TraceLens should run (including when the trace cannot be read here
+/// for another reason: TraceLens then says why).
 fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
-    let summary = trace_summary::summarize_file(input).ok()?;
+    let row = |status, detail: String, log_text: String| {
+        let _ = fs::write(log, log_text);
+        Some(Row {
+            trace_file: job.label.clone(),
+            kind: job.kind.as_str().into(),
+            tracelens_tool: job.tool.script().into(),
+            status,
+            output: String::new(),
+            detail,
+            seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
+            log: Some(log.display().to_string()),
+        })
+    };
+    let cut_short = |what: String| {
+        let detail = format!(
+            "{CUT_SHORT}: {what}; TraceLens cannot parse it and was not run \
+             (`madengine report summary --salvage` summarizes the events before the cut)"
+        );
+        row(Status::Failure, detail.clone(), format!("madengine: {detail}\n"))
+    };
+    let summary = match trace_summary::summarize_file(input) {
+        Ok(summary) => summary,
+        Err(trace_summary::Error::Truncated { bytes, events, .. }) => {
+            return cut_short(format!(
+                "its JSON ends after {bytes} bytes, with {events} complete events before the cut"
+            ));
+        }
+        Err(trace_summary::Error::Read { gzip: true, source, .. }) => {
+            let mut why = source.to_string();
+            for cause in std::iter::successors(std::error::Error::source(&source), |e| e.source()) {
+                why.push_str(&format!(": {cause}"));
+            }
+            return cut_short(format!("its gzip stream ends early ({why})"));
+        }
+        Err(_) => return None,
+    };
     if summary.outcome == trace_summary::Outcome::Tables {
         return None;
     }
-    let _ = fs::write(
-        log,
+    row(
+        Status::Skipped,
+        precheck_detail(&summary),
         format!(
             "madengine: read {} with trace-summary: {} events, {} GPU events, none linked the way \
              TraceLens requires (outcome: {:?}).\nTraceLens would stop with \"{NO_GPU_EVENTS}\"; it was not run.\n",
@@ -475,18 +525,11 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
             summary.gpu_events,
             summary.outcome
         ),
-    );
-    Some(Row {
-        trace_file: job.label.clone(),
-        kind: job.kind.as_str().into(),
-        tracelens_tool: job.tool.script().into(),
-        status: Status::Skipped,
-        output: String::new(),
-        detail: precheck_detail(&summary),
-        seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
-        log: Some(log.display().to_string()),
-    })
+    )
 }
+
+/// How a cut trace's detail starts.
+const CUT_SHORT: &str = "cut short";
 
 /// Why TraceLens was not run on a trace trace-summary read: the trace may
 /// hold GPU activity that TraceLens cannot see, which is not the launcher's

@@ -31,6 +31,9 @@ pub(crate) struct TraceView {
     /// Why the trace could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
+    /// Where a trace read with --salvage was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) truncated: Option<Truncated>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -38,6 +41,26 @@ pub(crate) struct TraceView {
     pub(crate) top_kernels: Vec<TopRow>,
     /// Ops by GPU ms launched directly, largest first.
     pub(crate) top_ops: Vec<TopRow>,
+}
+
+/// A truncated trace, summarized from the events before the cut.
+#[derive(Debug, Serialize)]
+pub(crate) struct Truncated {
+    /// Where its JSON text (decompressed) ends.
+    pub(crate) bytes: u64,
+    /// Events complete before the cut, all summarized.
+    pub(crate) events: usize,
+}
+
+impl Truncated {
+    pub(crate) fn note(&self) -> String {
+        format!(
+            "truncated: its JSON ends after {} bytes; the tables cover the {} events complete \
+             before the cut (Kineto writes GPU activity last, in time order: the end of the \
+             GPU timeline is missing)",
+            self.bytes, self.events
+        )
+    }
 }
 
 /// One row of a top-N list.
@@ -112,6 +135,9 @@ impl TraceView {
                     "no kernel dispatch or memory copy records (rocprofv3 run without \
                      --kernel-trace or --memory-copy-trace?): nothing to summarize",
                 )
+            }
+            Outcome::NoGpuActivity if self.truncated.is_some() => {
+                Some("no GPU activity before the cut: nothing to summarize")
             }
             Outcome::NoGpuActivity => {
                 Some("no GPU activity (a CPU-only trace): nothing to summarize")
@@ -378,33 +404,63 @@ enum Progress {
 
 /// Summarize one trace. A panic (a bug in the reader) is this trace's error,
 /// so the other traces of the run are still reported.
-fn summarize_one(path: &Path) -> Read {
-    guarded(path, trace_summary::summarize_file)
+fn summarize_one(path: &Path, salvage: bool) -> Read {
+    let options = if salvage {
+        trace_summary::Options::salvaging()
+    } else {
+        trace_summary::Options::default()
+    };
+    let read = guarded(path, |path| trace_summary::summarize_file_with(path, &options));
+    read.map_err(|(err, salvageable)| {
+        if salvageable && !salvage {
+            format!("{err} (--salvage summarizes the events complete before the cut)")
+        } else {
+            err
+        }
+    })
 }
 
+/// Whether `--salvage` can read what `err` refused.
+fn salvageable(err: &trace_summary::Error) -> bool {
+    matches!(
+        err,
+        trace_summary::Error::Truncated { .. } | trace_summary::Error::Read { gzip: true, .. }
+    )
+}
+
+/// The summary, or the error (with its causes) and whether `--salvage`
+/// could read the trace.
 fn guarded(
     path: &Path,
     read: impl FnOnce(&Path) -> Result<trace_summary::Summary, trace_summary::Error>
     + std::panic::UnwindSafe,
-) -> Read {
+) -> Result<trace_summary::Summary, (String, bool)> {
     match std::panic::catch_unwind(|| read(path)) {
-        Ok(result) => result.map_err(|e| chain(&e)),
+        Ok(result) => result.map_err(|e| (chain(&e), salvageable(&e))),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            Err(format!(
-                "madengine's trace reader failed on {} (a bug; please report it with the trace): {what}",
-                path.display()
+            Err((
+                format!(
+                    "madengine's trace reader failed on {} (a bug; please report it with the trace): {what}",
+                    path.display()
+                ),
+                false,
             ))
         }
     }
 }
 
 /// Summarize every input on `jobs` threads; results in input order.
-fn summarize_all(inputs: &[Input], jobs: usize, bar: Option<&ProgressBar>) -> Vec<Read> {
+fn summarize_all(
+    inputs: &[Input],
+    jobs: usize,
+    salvage: bool,
+    bar: Option<&ProgressBar>,
+) -> Vec<Read> {
     let mut results: Vec<Option<_>> = inputs.iter().map(|_| None).collect();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
@@ -417,7 +473,7 @@ fn summarize_all(inputs: &[Input], jobs: usize, bar: Option<&ProgressBar>) -> Ve
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(input) = inputs.get(i) else { break };
                     let _ = tx.send(Progress::Started(i));
-                    let result = summarize_one(&input.trace);
+                    let result = summarize_one(&input.trace, salvage);
                     if tx.send(Progress::Done(i, result)).is_err() {
                         break;
                     }
@@ -482,7 +538,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         "{spinner} summarized {pos}/{len} traces [{elapsed}] {wide_msg}",
         !args.json && !inputs.is_empty(),
     );
-    let results = summarize_all(&inputs, jobs, progress.bar());
+    let results = summarize_all(&inputs, jobs, args.salvage, progress.bar());
     drop(progress);
     let mut stems = tracelens_driver::Stems::default();
     let mut views = Vec::new();
@@ -494,6 +550,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             format: None,
             outcome: None,
             error: None,
+            truncated: None,
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
@@ -510,6 +567,8 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         };
         view.format = Some(summary.format);
         view.outcome = Some(summary.outcome);
+        view.truncated =
+            summary.truncated_at.map(|bytes| Truncated { bytes, events: summary.events });
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
             std::fs::create_dir_all(&dir)
@@ -612,7 +671,9 @@ mod tests {
     #[test]
     fn a_panic_while_reading_is_that_traces_error() {
         let path = std::path::Path::new("run/rank3.json");
-        let err = super::guarded(path, |_| panic!("index out of bounds")).unwrap_err();
+        let (err, salvageable) =
+            super::guarded(path, |_| panic!("index out of bounds")).unwrap_err();
+        assert!(!salvageable);
         assert!(err.contains("run/rank3.json") && err.contains("a bug"), "{err}");
         assert!(err.ends_with("index out of bounds"), "{err}");
     }

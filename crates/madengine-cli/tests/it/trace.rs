@@ -270,6 +270,21 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     assert_eq!(views[0]["outcome"], "tables");
     assert!(views[0].get("error").is_none());
     assert!(views[0]["top_kernels"][0]["stream"].is_string(), "{:#?}", views[0]);
+
+    // --salvage reads the cut trace up to the cut, and says so.
+    let mut salvage_args = args("2");
+    salvage_args.extend(["--json".into(), "--salvage".into()]);
+    let text = run_with(salvage_args);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
+    let stdout = stdout.split("----- stderr -----").next().unwrap();
+    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    assert_eq!(json["unreadable"], 0);
+    let cut = &json["traces"][1];
+    assert!(cut.get("error").is_none(), "{cut:#?}");
+    assert_eq!(cut["truncated"]["bytes"], good.len() as u64 / 2, "{cut:#?}");
+    assert!(cut["truncated"]["events"].as_u64().unwrap() > 0, "{cut:#?}");
+    assert!(cut["outcome"].is_string(), "{cut:#?}");
 }
 
 #[test]

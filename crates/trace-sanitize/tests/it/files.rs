@@ -129,6 +129,34 @@ fn corrupt_gzip_fails_cleanly_and_leaves_nothing() {
 }
 
 #[test]
+fn what_was_read_before_a_read_error_is_still_written_repaired() {
+    /// Gives `data` in small reads, then fails, as a gzip stream cut short does.
+    struct CutShort<'a>(&'a [u8]);
+    impl Read for CutShort<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "cut"));
+            }
+            let n = buf.len().min(self.0.len()).min(1000);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let input = DIRTY.repeat(100);
+    let mut out = Vec::new();
+    let err =
+        trace_sanitize::sanitize(CutShort(&input), &mut out, &Options::default()).unwrap_err();
+    match err {
+        Error::Read { offset, .. } => assert_eq!(offset, input.len() as u64),
+        other => panic!("unexpected error {other:?}"),
+    }
+    let mut clean = Vec::new();
+    trace_sanitize::sanitize(&input[..], &mut clean, &Options::default()).unwrap();
+    assert_eq!(out, clean);
+}
+
+#[test]
 fn missing_input_and_missing_output_dir_name_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.json");

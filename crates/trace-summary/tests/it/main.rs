@@ -6,3 +6,4 @@ mod fidelity;
 mod mangled;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
 mod public_dir;
+mod truncated;

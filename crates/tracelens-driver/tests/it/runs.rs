@@ -219,6 +219,41 @@ fn the_precheck_skips_traces_tracelens_rejects_without_running_it() {
 }
 
 #[test]
+fn a_cut_trace_fails_with_why_without_running_tracelens() {
+    use std::io::Write as _;
+    let case = Case::new();
+    let body = fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/synthetic/run")
+            .join(GPU),
+    )
+    .unwrap();
+    case.write("cut_rank0.pt.trace.json", &body[..body.len() * 2 / 3]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&body.repeat(20)).unwrap();
+    let gz = gz.finish().unwrap();
+    case.write("gz_rank1.pt.trace.json.gz", &gz[..gz.len() / 2]);
+    let summary = case.run();
+    let rows = rows(&summary);
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    insta::assert_snapshot!(rows.join("\n"), @r"
+    FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 1771 bytes, with 5 complete events before the cut; TraceLens cannot parse it and was not run (`madengine report summary --salvage` summarizes the events before the cut)
+    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 1389: incomplete deflate stream); TraceLens cannot parse it and was not run (`madengine report summary --salvage` summarizes the events before the cut)
+    FAILURE pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | not run: TraceLens cannot parse the per-rank trace(s) cut short (cut_rank0.pt.trace.json, gz_rank1.pt.trace.json.gz)
+    ");
+    for row in &summary.results[..2] {
+        let log = fs::read_to_string(row.log.as_ref().unwrap()).unwrap();
+        assert_eq!(log, format!("madengine: {}\n", row.detail));
+    }
+    // TraceLens itself never ran on them.
+    assert!(
+        !case.calls().iter().any(|c| c.contains("generate_perf_report_pytorch")),
+        "{:#?}",
+        case.calls()
+    );
+}
+
+#[test]
 fn extra_arguments_reach_the_commands_that_take_them() {
     let mut case = Case::new();
     case.fixture("model_rank0.pt.trace.json", GPU);

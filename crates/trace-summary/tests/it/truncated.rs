@@ -1,0 +1,97 @@
+//! Truncated traces: refused with the place of the cut, or, with
+//! `Options::salvage`, summarized from the events complete before it.
+
+use std::{io::Write, path::Path};
+
+use trace_summary::{Error, Options, Outcome, summarize_file, summarize_file_with};
+
+/// A small real-shaped trace: CPU ops first, then launches and kernels in
+/// time order with their flows, as Kineto writes them.
+fn kineto(kernels: usize) -> String {
+    let mut events = vec![
+        r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 1000, "args": {"External id": 1}}"#.to_string(),
+    ];
+    for k in 0..kernels {
+        let ts = 10 + 100 * k;
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 5, "args": {{"correlation": {k}, "External id": 1}}}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph": "s", "cat": "ac2g", "id": {k}, "pid": 1, "tid": 1, "ts": {ts}, "name": "ac2g"}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "gemm_{k}", "pid": 0, "tid": 7, "ts": {}, "dur": 50, "args": {{"correlation": {k}, "stream": 7, "device": 0, "grid": [1, 1, 1], "block": [1, 1, 1]}}}}"#,
+            ts + 20
+        ));
+        events.push(format!(
+            r#"{{"ph": "f", "cat": "ac2g", "id": {k}, "pid": 0, "tid": 7, "ts": {}, "name": "ac2g", "bp": "e"}}"#,
+            ts + 20
+        ));
+    }
+    format!(
+        "{{\"schemaVersion\": 1, \"deviceProperties\": [], \"traceEvents\": [\n{}\n], \"traceName\": \"t\"}}",
+        events.join(",\n")
+    )
+}
+
+fn gzip(path: &Path, bytes: &[u8]) {
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::default(),
+    );
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap();
+}
+
+#[test]
+fn a_cut_trace_is_refused_and_salvaged_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = kineto(40);
+    let whole = dir.path().join("whole.json");
+    std::fs::write(&whole, &trace).unwrap();
+    let complete = summarize_file(&whole).unwrap();
+    assert_eq!(complete.truncated_at, None);
+    assert_eq!(complete.gpu_events, 40);
+
+    // Cut in the middle of the 21st kernel's event.
+    let cut_at = trace.find(r#""name": "gemm_20""#).unwrap();
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, &trace[..cut_at]).unwrap();
+    match summarize_file(&cut) {
+        Err(Error::Truncated { path, bytes, events }) => {
+            assert_eq!(path, cut);
+            assert_eq!(bytes, cut_at as u64);
+            assert_eq!(events, 1 + 20 * 4 + 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    let salvaged = summarize_file_with(&cut, &Options::salvaging()).unwrap();
+    assert_eq!(salvaged.truncated_at, Some(cut_at as u64));
+    assert_eq!(salvaged.outcome, Outcome::Tables);
+    assert_eq!(salvaged.gpu_events, 20);
+    let kernels = salvaged.kernel_summary.unwrap();
+    assert_eq!(kernels.rows.len(), 20);
+}
+
+#[test]
+fn a_cut_gzip_stream_is_salvaged_up_to_where_it_could_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // Less than one buffer of JSON, and several.
+    for kernels in [300, 3000] {
+        let trace = kineto(kernels);
+        let full = dir.path().join("full.json.gz");
+        gzip(&full, trace.as_bytes());
+        let bytes = std::fs::read(&full).unwrap();
+        let cut = dir.path().join("cut.json.gz");
+        std::fs::write(&cut, &bytes[..bytes.len() * 3 / 4]).unwrap();
+        match summarize_file(&cut) {
+            Err(Error::Read { gzip: true, .. }) => {}
+            other => panic!("{kernels}: {other:?}"),
+        }
+        let salvaged = summarize_file_with(&cut, &Options::salvaging()).unwrap();
+        let at = salvaged.truncated_at.expect("marked truncated");
+        assert!(at > trace.len() as u64 / 2 && at < trace.len() as u64, "{kernels}: {at}");
+        let gpu = salvaged.gpu_events;
+        assert!(gpu > kernels / 3 && gpu < kernels, "{kernels}: {gpu}");
+    }
+}
