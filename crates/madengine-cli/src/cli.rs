@@ -802,9 +802,14 @@ not stop the others (exit 3 at the end). With --check a directory is searched
 for PyTorch and rocprofv3 JSON traces (as `trace discover`); to repair, name
 the files. --json prints one report object for a single file, else an array.
 
+With --salvage a trace cut short is closed after its last complete event and
+the report says where it was cut and what closed it; a complete trace gets the
+same copy as without it.
+
 Examples:
   madengine trace sanitize 4242_results.json        # writes 4242_results.sanitized.json
   madengine trace sanitize rank0.json.gz -o /tmp/rank0.json.gz
+  madengine trace sanitize --salvage cut.pt.trace.json.gz   # a job killed while writing it
   madengine trace sanitize --check run.pt.trace.json && echo clean
   madengine trace sanitize --check runs/llama        # every trace of a run
 
@@ -845,6 +850,12 @@ pub(crate) struct SanitizeArgs {
     /// With --check, stop at the first problem instead of counting them all.
     #[arg(long, requires = "check")]
     pub(crate) first: bool,
+    /// Also close a trace that was cut short (a profiler killed while writing
+    /// it, a .json.gz cut off): keep everything up to its last complete event,
+    /// drop the partial one and close the brackets left open, so TraceLens
+    /// can read it.
+    #[arg(long, conflicts_with = "check")]
+    pub(crate) salvage: bool,
     /// How many repairs to list in detail.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub(crate) max_listed: usize,

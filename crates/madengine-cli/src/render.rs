@@ -126,6 +126,13 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
                 String::new()
             }
         )),
+        Some(output) if r.cut.is_some() => text.push_str(&format!(
+            "{}: {}closed into {}{} ({scanned})\n",
+            file.input.display(),
+            if r.needs_repair() { "repaired and " } else { "" },
+            output.display(),
+            if r.needs_repair() { format!(": {counts}") } else { String::new() },
+        )),
         Some(output) if !r.needs_repair() => text.push_str(&format!(
             "{}: clean, copied unchanged to {} ({scanned})\n",
             file.input.display(),
@@ -153,6 +160,15 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     let listed = r.repairs.len() as u64;
     if c.total() > listed {
         text.push_str(&format!("  ... and {} more\n", c.total() - listed));
+    }
+    if let Some(cut) = &r.cut {
+        let why = cut.read_error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default();
+        text.push_str(&format!(
+            "  cut short after byte {}{why}: dropped the last {} (an incomplete value), closed with `{}`\n",
+            cut.at,
+            size(cut.dropped),
+            cut.closed_with
+        ));
     }
     out(&text)
 }

@@ -210,8 +210,11 @@ fn clean_block(block: &[u8; BLOCK], in_string: bool) -> Option<bool> {
     Some(inside >> 63 == 1)
 }
 
+/// Bit j set when an odd number of the bits 0..=j of `x` are: with `x` the
+/// quotes of a block without backslashes, the bytes inside strings (each
+/// opening quote included, each closing one not).
 #[inline(always)]
-fn prefix_xor(mut x: u64) -> u64 {
+pub(crate) fn prefix_xor(mut x: u64) -> u64 {
     x ^= x << 1;
     x ^= x << 2;
     x ^= x << 4;

@@ -64,6 +64,17 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// [`crate::salvage_file`]: the input was cut short before any value in
+    /// it was complete, so there is nothing to keep.
+    #[error(
+        "{path} ends after {offset} bytes, before any object or array in it is complete: nothing to salvage"
+    )]
+    NothingToSalvage {
+        /// The input file.
+        path: PathBuf,
+        /// Bytes read (decompressed) before it ended.
+        offset: u64,
+    },
     /// Writing the output file failed; the partial output was removed.
     #[error("failed to write {path}")]
     WriteFile {

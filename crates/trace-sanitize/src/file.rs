@@ -1,10 +1,10 @@
 //! Sanitizing and checking files: `.json` or `.json.gz`, written atomically.
 
 use std::{
-    cell::Cell,
+    cell::{Cell, RefCell},
     ffi::OsString,
     fs::{self, File},
-    io::{self, BufWriter, Read},
+    io::{self, BufWriter, Read, Write},
     path::{Path, PathBuf},
     rc::Rc,
 };
@@ -13,7 +13,9 @@ use flate2::{read::MultiGzDecoder, write::GzEncoder};
 use serde::Serialize;
 
 use crate::{
-    Error, Options, Report, Result, copy,
+    Error, Options, Report, Result,
+    close::Closer,
+    copy,
     stream::{NullSink, Sink, WriteSink, scan},
 };
 
@@ -68,7 +70,7 @@ pub fn default_output_path(input: &Path) -> PathBuf {
 /// Report what [`sanitize_file`] would repair in `input`, writing nothing.
 pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Result<FileReport> {
     let (file, size, compression, _) = open(input)?;
-    let report = scan_file(input, file, compression, &mut NullSink, options, size, progress)?;
+    let report = scan_file(input, file, compression, &mut NullSink, options, size, None, progress)?;
     Ok(FileReport {
         input: input.to_path_buf(),
         output: None,
@@ -93,16 +95,8 @@ pub fn sanitize_file(
 ) -> Result<FileReport> {
     let (file, size, compression, regular) = open(input)?;
     refuse_same_file(input, &file, output)?;
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
     let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", output.file_name().unwrap_or_default().to_string_lossy()))
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(write_err)?;
+    let tmp = temp_beside(output)?;
 
     let recompress = |file: File, sink_progress: Progress<'_>| -> Result<Report> {
         let encoder = GzEncoder::new(
@@ -110,11 +104,12 @@ pub fn sanitize_file(
             flate2::Compression::fast(),
         );
         let mut sink = WriteSink { inner: encoder, written: 0 };
-        let report = scan_file(input, file, compression, &mut sink, options, size, sink_progress)
-            .map_err(|e| match e {
-            Error::Write { source, .. } => write_err(source),
-            other => other,
-        })?;
+        let report =
+            scan_file(input, file, compression, &mut sink, options, size, None, sink_progress)
+                .map_err(|e| match e {
+                    Error::Write { source, .. } => write_err(source),
+                    other => other,
+                })?;
         let buffered = sink.inner.finish().map_err(write_err)?;
         buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
         Ok(Report { bytes_written: sink.written, ..report })
@@ -129,7 +124,7 @@ pub fn sanitize_file(
                 let writer = scope.spawn(move || copy::write_chunks(out, rx, back));
                 let mut sink = copy::ChunkSink::new(tx, spare);
                 let scanned =
-                    scan_file(input, file, compression, &mut sink, options, size, progress);
+                    scan_file(input, file, compression, &mut sink, options, size, None, progress);
                 drop(sink);
                 let written = writer
                     .join()
@@ -146,11 +141,12 @@ pub fn sanitize_file(
             // A pipe or device: it can be read only once, so no kernel copy.
             let mut sink =
                 WriteSink { inner: BufWriter::with_capacity(1 << 16, tmp.as_file()), written: 0 };
-            let report = scan_file(input, file, compression, &mut sink, options, size, progress)
-                .map_err(|e| match e {
-                    Error::Write { source, .. } => write_err(source),
-                    other => other,
-                })?;
+            let report =
+                scan_file(input, file, compression, &mut sink, options, size, None, progress)
+                    .map_err(|e| match e {
+                        Error::Write { source, .. } => write_err(source),
+                        other => other,
+                    })?;
             sink.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
             Report { bytes_written: sink.written, ..report }
         }
@@ -159,7 +155,8 @@ pub fn sanitize_file(
             // Most traces are clean: find out first, so a clean one is copied
             // as it is instead of being decompressed and compressed again.
             let first = Options { stop_at_first: true, ..options.clone() };
-            let probe = scan_file(input, file, compression, &mut NullSink, &first, size, progress)?;
+            let probe =
+                scan_file(input, file, compression, &mut NullSink, &first, size, None, progress)?;
             let mut file = reopen(input)?;
             if probe.needs_repair() {
                 recompress(file, progress)?
@@ -177,8 +174,119 @@ pub fn sanitize_file(
         }
     };
 
-    // Keep the input's permission bits rather than the temp file's 0600
-    // (0644 when the input is a pipe or a device).
+    persist(tmp, input, regular, output)?;
+    Ok(FileReport {
+        input: input.to_path_buf(),
+        output: Some(output.to_path_buf()),
+        compression,
+        input_size: size,
+        report,
+    })
+}
+
+/// [`sanitize_file`], and an input cut short (a profiler killed while
+/// writing it, a gzip stream cut off) is closed: everything up to its last
+/// complete object or array is kept, the rest (a partial event) dropped, and
+/// the brackets still open are closed, so a strict parser reads every
+/// complete event. [`Report::cut`] says where and how; it is `None` for a
+/// complete input, whose output is what [`sanitize_file`] writes. An input
+/// cut before any object or array in it is complete is
+/// [`Error::NothingToSalvage`]. The output keeps the input's compression and
+/// is written atomically.
+pub fn salvage_file(
+    input: &Path,
+    output: &Path,
+    options: &Options,
+    progress: Progress<'_>,
+) -> Result<FileReport> {
+    let (file, size, compression, regular) = open(input)?;
+    refuse_same_file(input, &file, output)?;
+    let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
+    let tmp = temp_beside(output)?;
+    let buffered = BufWriter::with_capacity(1 << 16, tmp.as_file());
+    let report = match compression {
+        Compression::None => {
+            let (buffered, report) =
+                salvage_into(input, file, compression, buffered, options, size, progress)?;
+            buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+            report
+        }
+        Compression::Gzip => {
+            let encoder = GzEncoder::new(buffered, flate2::Compression::fast());
+            let (encoder, report) =
+                salvage_into(input, file, compression, encoder, options, size, progress)?;
+            let buffered = encoder.finish().map_err(write_err)?;
+            buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+            report
+        }
+    };
+    persist(tmp, input, regular, output)?;
+    Ok(FileReport {
+        input: input.to_path_buf(),
+        output: Some(output.to_path_buf()),
+        compression,
+        input_size: size,
+        report,
+    })
+}
+
+/// The sanitizing scan of [`salvage_file`] into `out`, through a [`Closer`]:
+/// a failed read ends the input there instead of failing.
+fn salvage_into<W: Write>(
+    path: &Path,
+    file: File,
+    compression: Compression,
+    out: W,
+    options: &Options,
+    size: u64,
+    progress: Progress<'_>,
+) -> Result<(W, Report)> {
+    let write_err = |e: Error| match e {
+        Error::Write { source, .. } => Error::WriteFile { path: path.to_path_buf(), source },
+        other => other,
+    };
+    let failed = RefCell::new(None);
+    let mut sink = WriteSink { inner: Closer::new(out), written: 0 };
+    let report =
+        scan_file(path, file, compression, &mut sink, options, size, Some(&failed), progress)
+            .map_err(write_err)?;
+    let read_error = failed.into_inner().map(|e: io::Error| e.to_string());
+    let (out, cut, closed) = sink
+        .inner
+        .finish(read_error)
+        .map_err(|source| Error::WriteFile { path: path.to_path_buf(), source })?;
+    if !closed {
+        return Err(Error::NothingToSalvage {
+            path: path.to_path_buf(),
+            offset: report.bytes_read,
+        });
+    }
+    // The closer counted repaired bytes; the cut is told in input bytes.
+    let bytes_written = match &cut {
+        Some(cut) => sink.written - cut.dropped + cut.closed_with.len() as u64,
+        None => sink.written,
+    };
+    let cut = cut.map(|cut| crate::Cut { at: report.bytes_read, ..cut });
+    Ok((out, Report { bytes_written, cut, ..report }))
+}
+
+/// A temporary file beside `output`, renamed onto it by [`persist`].
+fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(&format!(".{}.", output.file_name().unwrap_or_default().to_string_lossy()))
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(|source| Error::WriteFile { path: output.to_path_buf(), source })
+}
+
+/// Give the finished temporary file the input's permission bits (rather
+/// than its own 0600; 0644 when the input is a pipe or a device) and rename
+/// it onto `output`.
+fn persist(tmp: tempfile::NamedTempFile, input: &Path, regular: bool, output: &Path) -> Result<()> {
     let permissions = if regular {
         fs::metadata(input).ok().map(|m| m.permissions())
     } else {
@@ -187,14 +295,9 @@ pub fn sanitize_file(
     if let Some(permissions) = permissions {
         let _ = fs::set_permissions(tmp.path(), permissions);
     }
-    tmp.persist(output).map_err(|e| write_err(e.error))?;
-    Ok(FileReport {
-        input: input.to_path_buf(),
-        output: Some(output.to_path_buf()),
-        compression,
-        input_size: size,
-        report,
-    })
+    tmp.persist(output)
+        .map(drop)
+        .map_err(|e| Error::WriteFile { path: output.to_path_buf(), source: e.error })
 }
 
 /// The input, its size, its compression and whether it is a regular file
@@ -245,6 +348,9 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// Scan a file into `sink`. With `failed`, a read error ends the input
+/// there (it is kept in `failed`) instead of failing the scan.
+#[allow(clippy::too_many_arguments, reason = "one private helper for every file pass")]
 fn scan_file(
     path: &Path,
     file: File,
@@ -252,14 +358,19 @@ fn scan_file(
     sink: &mut dyn Sink,
     options: &Options,
     size: u64,
+    failed: Option<&RefCell<Option<io::Error>>>,
     progress: Progress<'_>,
 ) -> Result<Report> {
     let counter = Rc::new(Cell::new(0u64));
     let raw = Counting { inner: file, count: Rc::clone(&counter) };
     let mut tick = |_| progress(counter.get(), size);
-    let result = match compression {
-        Compression::None => scan(raw, sink, options, &mut tick),
-        Compression::Gzip => scan(MultiGzDecoder::new(raw), sink, options, &mut tick),
+    let input: Box<dyn Read + '_> = match compression {
+        Compression::None => Box::new(raw),
+        Compression::Gzip => Box::new(MultiGzDecoder::new(raw)),
+    };
+    let result = match failed {
+        None => scan(input, sink, options, &mut tick),
+        Some(failed) => scan(EndAtError { inner: input, failed }, sink, options, &mut tick),
     };
     result.map_err(|e| match e {
         Error::Read { offset, source } => Error::ReadFile {
@@ -271,6 +382,27 @@ fn scan_file(
         Error::Cancelled { offset } => Error::CancelledFile { path: path.to_path_buf(), offset },
         other => other,
     })
+}
+
+/// A reader whose first error is kept and read as the end of the input.
+struct EndAtError<'a, R> {
+    inner: R,
+    failed: &'a RefCell<Option<io::Error>>,
+}
+
+impl<R: Read> Read for EndAtError<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.failed.borrow().is_some() {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => {
+                *self.failed.borrow_mut() = Some(e);
+                Ok(0)
+            }
+            other => other,
+        }
+    }
 }
 
 struct Counting<R> {

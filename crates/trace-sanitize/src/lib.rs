@@ -21,6 +21,9 @@
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
 //!   the input is never modified, the output keeps the input's compression
 //!   and is written to a temporary file beside it, then renamed.
+//! - [`salvage_file`] does what [`sanitize_file`] does and also closes a
+//!   trace that was cut short (a profiler killed while writing, a gzip stream
+//!   cut off): the complete values are kept and the open brackets closed.
 //!
 //! # Example
 //!
@@ -37,6 +40,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod close;
 mod copy;
 mod engine;
 mod error;
@@ -45,10 +49,11 @@ mod report;
 mod stream;
 
 pub use crate::{
+    close::Cut,
     error::{Error, Result},
     file::{
-        Compression, FileReport, Progress, check_file, default_output_path, sanitize_file,
-        write_atomic,
+        Compression, FileReport, Progress, check_file, default_output_path, salvage_file,
+        sanitize_file, write_atomic,
     },
     report::{Counts, Defect, Repair, Report},
     stream::{Options, check, sanitize},

@@ -83,6 +83,10 @@ pub struct Report {
     /// True when the scan stopped at the first defect (`Options::stop_at_first`),
     /// so `bytes_read` and the counts cover only part of the input.
     pub stopped_early: bool,
+    /// How [`crate::salvage_file`] closed an input that was cut short;
+    /// `None` when the input was complete (and for the other passes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<crate::Cut>,
 }
 
 impl Report {

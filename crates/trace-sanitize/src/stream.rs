@@ -183,6 +183,7 @@ pub(crate) fn scan<R: Read>(
         counts: rec.counts,
         repairs: rec.repairs,
         stopped_early,
+        cut: None,
     })
 }
 

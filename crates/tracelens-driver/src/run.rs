@@ -491,7 +491,7 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
     let cut_short = |what: String| {
         let detail = format!(
             "{CUT_SHORT}: {what}; TraceLens cannot parse it and was not run \
-             (`madengine report summary --salvage` summarizes the events before the cut)"
+             (`madengine trace sanitize --salvage` writes a closed copy it can read)"
         );
         row(Status::Failure, detail.clone(), format!("madengine: {detail}\n"))
     };

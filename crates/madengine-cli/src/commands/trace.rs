@@ -49,18 +49,28 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         } else {
             let output =
                 args.output.clone().unwrap_or_else(|| trace_sanitize::default_output_path(input));
-            trace_sanitize::sanitize_file(input, &output, &options, &mut tick)
+            if args.salvage {
+                trace_sanitize::salvage_file(input, &output, &options, &mut tick)
+            } else {
+                trace_sanitize::sanitize_file(input, &output, &options, &mut tick)
+            }
         };
         drop(progress);
         let report = match result {
             Ok(report) => report,
-            // One input alone fails as it always did; an interrupt stops all.
-            Err(err) if single || matches!(err, trace_sanitize::Error::CancelledFile { .. }) => {
-                return Err(err.into());
-            }
+            // An interrupt stops all.
+            Err(err @ trace_sanitize::Error::CancelledFile { .. }) => return Err(err.into()),
             Err(err) => {
                 failed += 1;
+                let cut_gzip =
+                    matches!(err, trace_sanitize::Error::ReadFile { compressed: true, .. });
                 render::error(&Error::from(err));
+                if cut_gzip && !args.check && !args.salvage {
+                    render::note(
+                        "a .json.gz cut short (a job killed while writing it)? --salvage keeps \
+                         what can be read and closes it",
+                    );
+                }
                 continue;
             }
         };
@@ -79,7 +89,9 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         }
     }
     if failed > 0 {
-        render::error_line(&format!("{failed} of {} traces could not be read", inputs.len()));
+        if !single {
+            render::error_line(&format!("{failed} of {} traces could not be read", inputs.len()));
+        }
         return Ok(Status::Io);
     }
     Ok(if findings { Status::Findings } else { Status::Success })

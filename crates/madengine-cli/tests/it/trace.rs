@@ -48,6 +48,50 @@ fn sanitize_repairs_into_a_new_file() {
 }
 
 #[test]
+fn salvage_closes_a_cut_trace_and_a_cut_gzip_gets_a_hint() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let whole = fs::read(synthetic().join("run/rocprof_output/9999_results.json")).unwrap();
+    fs::write(dir.path().join("cut.json"), &whole[..700]).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "cut.json"], @r#"
+    exit code: 0
+    ----- stdout -----
+    cut.json: repaired and closed into cut.sanitized.json: 4 invalid UTF-8, 1 control byte, 0 lone surrogates (700 B)
+      at byte        570  invalid UTF-8  \xa0 in "kname"
+      at byte        571  invalid UTF-8  \x91 in "kname"
+      at byte        573  control byte   \x00 in "kname"
+      at byte        574  invalid UTF-8  \xff in "kname"
+      at byte        575  invalid UTF-8  \xfe in "kname"
+      cut short after byte 700: dropped the last 4 B (an incomplete value), closed with `}]}}]}`
+    ----- stderr -----
+    "#);
+    let out = fs::read(dir.path().join("cut.sanitized.json")).unwrap();
+    assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&whole.repeat(50)).unwrap();
+    let gz = gz.finish().unwrap();
+    fs::write(dir.path().join("cut.json.gz"), &gz[..gz.len() / 2]).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "cut.json.gz"], @r#"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: failed to read cut.json.gz at byte 563 of its decompressed content
+      caused by: incomplete deflate stream
+    [madengine] a .json.gz cut short (a job killed while writing it)? --salvage keeps what can be read and closes it
+    "#);
+    assert!(!dir.path().join("cut.sanitized.json.gz").exists());
+
+    fs::write(dir.path().join("empty.json"), &whole[..10]).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "empty.json"], @r#"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: empty.json ends after 10 bytes, before any object or array in it is complete: nothing to salvage
+    "#);
+}
+
+#[test]
 fn check_exits_1_when_repair_is_needed() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "--first", "run/broken/python_names.pt.trace.json"], @r#"
     exit code: 1

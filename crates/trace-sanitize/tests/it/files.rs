@@ -286,3 +286,105 @@ fn a_pipe_is_read_once_and_its_compression_told_by_name() {
         assert_eq!(report.report.counts.total(), 3);
     }
 }
+
+/// A Kineto-like trace of `n` events, one with a stray byte and a raw
+/// control byte in its name.
+fn events(n: usize) -> Vec<u8> {
+    let mut t = b"{\"schemaVersion\": 1, \"traceEvents\": [\n".to_vec();
+    for i in 0..n {
+        if i > 0 {
+            t.extend_from_slice(b",\n");
+        }
+        t.extend_from_slice(
+            format!(r#"{{"ph": "X", "cat": "kernel", "name": "k{i}", "ts": {i}, "args": {{"grid": [1, 2]}}}}"#)
+                .as_bytes(),
+        );
+        if i == 3 {
+            t.extend_from_slice(b",\n{\"ph\": \"i\", \"name\": \"py\x01thon\xff\"}");
+        }
+    }
+    t.extend_from_slice(b"\n], \"traceName\": \"t\"}");
+    t
+}
+
+fn event_count(bytes: &[u8]) -> usize {
+    let v: serde_json::Value = serde_json::from_slice(bytes).expect("valid JSON");
+    v["traceEvents"].as_array().unwrap().len()
+}
+
+#[test]
+fn salvage_closes_a_cut_trace_after_its_last_complete_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = events(50);
+    // Cut inside the 31st kernel event (the stray-byte event is the 5th).
+    let at = whole.windows(5).position(|w| w == b"\"k30\"").unwrap();
+    let cut = &whole[..at];
+    for gzip in [false, true] {
+        let input = dir.path().join(if gzip { "cut.json.gz" } else { "cut.json" });
+        fs::write(&input, if gzip { gz(cut) } else { cut.to_vec() }).unwrap();
+        let output = dir.path().join(if gzip { "out.json.gz" } else { "out.json" });
+        let report =
+            trace_sanitize::salvage_file(&input, &output, &Options::default(), &mut no_progress())
+                .unwrap();
+        let mut bytes = fs::read(&output).unwrap();
+        if gzip {
+            let mut plain = Vec::new();
+            MultiGzDecoder::new(&bytes[..]).read_to_end(&mut plain).unwrap();
+            bytes = plain;
+        }
+        assert_eq!(event_count(&bytes), 30 + 1, "30 kernels and the repaired event");
+        let c = report.report.cut.as_ref().expect("marked cut");
+        assert_eq!(c.at, cut.len() as u64);
+        assert_eq!(c.closed_with, "]}");
+        assert_eq!(c.read_error, None);
+        assert_eq!(report.report.bytes_written, bytes.len() as u64);
+        assert_eq!(report.report.counts.total(), 2, "the stray bytes are repaired too");
+        assert_eq!(fs::read(&input).unwrap(), if gzip { gz(cut) } else { cut.to_vec() });
+    }
+}
+
+#[test]
+fn salvage_reads_a_cut_gzip_stream_up_to_where_it_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = events(20_000);
+    let compressed = gz(&whole);
+    let input = dir.path().join("cut.json.gz");
+    fs::write(&input, &compressed[..compressed.len() / 2]).unwrap();
+    let output = dir.path().join("out.json");
+    let report =
+        trace_sanitize::salvage_file(&input, &output, &Options::default(), &mut no_progress())
+            .unwrap();
+    let c = report.report.cut.expect("marked cut");
+    assert!(c.read_error.is_some(), "{c:?}");
+    let mut plain = Vec::new();
+    MultiGzDecoder::new(fs::File::open(&output).unwrap()).read_to_end(&mut plain).unwrap();
+    let n = event_count(&plain);
+    assert!(n > 5_000 && n < 20_000, "{n}");
+}
+
+#[test]
+fn salvage_of_a_complete_trace_is_a_sanitized_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    fs::write(&input, events(10)).unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let salvaged =
+        trace_sanitize::salvage_file(&input, &a, &Options::default(), &mut no_progress()).unwrap();
+    sanitize_file(&input, &b, &Options::default(), &mut no_progress()).unwrap();
+    assert_eq!(salvaged.report.cut, None);
+    assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
+}
+
+#[test]
+fn salvage_with_nothing_complete_fails_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    fs::write(&input, &events(10)[..60]).unwrap();
+    let output = dir.path().join("out.json");
+    let err =
+        trace_sanitize::salvage_file(&input, &output, &Options::default(), &mut no_progress())
+            .unwrap_err();
+    assert!(matches!(err, Error::NothingToSalvage { offset: 60, .. }), "{err:?}");
+    assert!(err.to_string().contains("t.json ends after 60 bytes"), "{err}");
+    assert_eq!(names_in(dir.path()), ["t.json"]);
+}

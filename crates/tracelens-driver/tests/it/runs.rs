@@ -237,8 +237,8 @@ fn a_cut_trace_fails_with_why_without_running_tracelens() {
     let rows = rows(&summary);
     assert_eq!(rows.len(), 3, "{rows:#?}");
     insta::assert_snapshot!(rows.join("\n"), @r"
-    FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 1771 bytes, with 5 complete events before the cut; TraceLens cannot parse it and was not run (`madengine report summary --salvage` summarizes the events before the cut)
-    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 1389: incomplete deflate stream); TraceLens cannot parse it and was not run (`madengine report summary --salvage` summarizes the events before the cut)
+    FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 1771 bytes, with 5 complete events before the cut; TraceLens cannot parse it and was not run (`madengine trace sanitize --salvage` writes a closed copy it can read)
+    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 1389: incomplete deflate stream); TraceLens cannot parse it and was not run (`madengine trace sanitize --salvage` writes a closed copy it can read)
     FAILURE pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | not run: TraceLens cannot parse the per-rank trace(s) cut short (cut_rank0.pt.trace.json, gz_rank1.pt.trace.json.gz)
     ");
     for row in &summary.results[..2] {

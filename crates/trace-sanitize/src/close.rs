@@ -1,0 +1,364 @@
+//! Closing a trace that was cut short: the JSON up to the last complete
+//! value, then the brackets still open.
+//!
+//! A profiler killed while writing leaves `{"traceEvents": [{...}, {...}, {"ph`.
+//! [`Closer`] watches the (sanitized) bytes on their way out, passes them on
+//! each time an object or array ends, and holds back what came after. When
+//! the input ends early, what was held back (a partial event and its comma)
+//! is dropped and the open brackets are closed: `{"traceEvents": [{...},
+//! {...}]}`, valid JSON holding every event that was complete.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use wide::u8x64;
+
+use crate::engine::prefix_xor;
+
+/// Bytes held back before the closer gives up being able to cut back: one
+/// value (a string, an event) this large is not a trace's. Past it the bytes
+/// go out, and a cut after that cannot be closed.
+const MAX_PENDING: usize = 64 << 20;
+
+/// How a cut trace was closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cut {
+    /// Bytes of the input read before it ended (decompressed).
+    pub at: u64,
+    /// Bytes dropped at the end (as repaired): the value that was not
+    /// complete, and what separated it from the last one kept.
+    pub dropped: u64,
+    /// What was appended to close the document, such as `]}`.
+    pub closed_with: String,
+    /// Why the input ended, when a read failed (a gzip stream cut short)
+    /// rather than the file simply ending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_error: Option<String>,
+}
+
+/// A writer that can close a document cut short (see the module docs).
+///
+/// Where to cut back to: the end of the last complete object element of the
+/// outermost open array that has one (Kineto's `traceEvents`; rocprofv3's
+/// record lists, whose enclosing array has no complete element yet), so a
+/// partial event is dropped whole rather than closed half-way. Failing that
+/// (a cut in the metadata after the events, or inside the very first
+/// event), the end of the last complete object or array child of the
+/// innermost container that has one.
+#[derive(Debug)]
+pub(crate) struct Closer<W> {
+    inner: W,
+    /// The bytes not written yet: from offset `released` to `seen`.
+    pending: Vec<u8>,
+    released: u64,
+    seen: u64,
+    /// Open brackets outside strings (`{` or `[`).
+    stack: Vec<Open>,
+    /// The top-level value ended.
+    done: bool,
+    in_string: bool,
+    escape: bool,
+}
+
+/// An open bracket, with where its children ended.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    bracket: u8,
+    /// The offset just after its last complete object child.
+    last_object: Option<u64>,
+    /// The offset just after its last complete object or array child.
+    last_child: Option<u64>,
+}
+
+impl Open {
+    fn new(bracket: u8) -> Open {
+        Open { bracket, last_object: None, last_child: None }
+    }
+}
+
+impl<W: Write> Closer<W> {
+    pub(crate) fn new(inner: W) -> Closer<W> {
+        Closer {
+            inner,
+            pending: Vec::new(),
+            released: 0,
+            seen: 0,
+            stack: Vec::new(),
+            done: false,
+            in_string: false,
+            escape: false,
+        }
+    }
+
+    /// A bracket closed; `end` is the offset just after it.
+    #[inline(always)]
+    fn closed(&mut self, end: u64) {
+        let child = self.stack.pop().map(|o| o.bracket);
+        match self.stack.last_mut() {
+            Some(parent) => {
+                parent.last_child = Some(end);
+                if child == Some(b'{') {
+                    parent.last_object = Some(end);
+                }
+            }
+            None => self.done = true,
+        }
+    }
+
+    /// Where a cut now would cut back to: `(stack index, offset)`.
+    fn cut_point(&self) -> Option<(usize, u64)> {
+        let records = self.stack.iter().enumerate().find_map(|(i, o)| match o.last_object {
+            Some(end) if o.bracket == b'[' => Some((i, end)),
+            _ => None,
+        });
+        records.or_else(|| {
+            let i = self.stack.iter().rposition(|o| o.last_child.is_some())?;
+            Some((i, self.stack[i].last_child.expect("found with one")))
+        })
+    }
+
+    /// Write out the pending bytes before offset `to`.
+    fn release(&mut self, to: u64) -> io::Result<()> {
+        if to <= self.released {
+            return Ok(());
+        }
+        let n = (to - self.released) as usize;
+        self.inner.write_all(&self.pending[..n])?;
+        self.pending.drain(..n);
+        self.released = to;
+        Ok(())
+    }
+
+    /// The input ended (`read_error`: because a read failed). A complete
+    /// document goes out as it came; a cut one is closed. Returns the writer,
+    /// the cut, and false when nothing before the cut could be kept.
+    pub(crate) fn finish(
+        mut self,
+        read_error: Option<String>,
+    ) -> io::Result<(W, Option<Cut>, bool)> {
+        if self.stack.is_empty() && !self.in_string && self.done {
+            let rest = std::mem::take(&mut self.pending);
+            self.inner.write_all(&rest)?;
+            return Ok((self.inner, None, true));
+        }
+        let Some((depth, at)) = self.cut_point().filter(|&(_, at)| at >= self.released) else {
+            return Ok((self.inner, None, false));
+        };
+        self.release(at)?;
+        let closed_with: String = self.stack[..=depth]
+            .iter()
+            .rev()
+            .map(|o| if o.bracket == b'{' { '}' } else { ']' })
+            .collect();
+        self.inner.write_all(closed_with.as_bytes())?;
+        let cut = Cut { at: self.seen, dropped: self.seen - at, closed_with, read_error };
+        Ok((self.inner, Some(cut), true))
+    }
+}
+
+impl<W: Write> Write for Closer<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let base = self.seen;
+        let mut i = 0;
+        let mut scalar_until = 0; // a block with a backslash goes byte by byte
+        while i < data.len() {
+            // 64 bytes at a time (portable SIMD) where no backslash is: only
+            // quotes and brackets matter then.
+            if !self.escape && i >= scalar_until && i + 64 <= data.len() {
+                let block: [u8; 64] = data[i..i + 64].try_into().expect("64 bytes");
+                let v = u8x64::from(block);
+                let eq = |c: u8| v.simd_eq(u8x64::splat(c)).to_bitmask();
+                if eq(b'\\') == 0 {
+                    let inside = prefix_xor(eq(b'"')) ^ if self.in_string { !0 } else { 0 };
+                    let open = (eq(b'{') | eq(b'[')) & !inside;
+                    let close = (eq(b'}') | eq(b']')) & !inside;
+                    let mut bits = open | close;
+                    while bits != 0 {
+                        let j = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        if open >> j & 1 == 1 {
+                            self.stack.push(Open::new(block[j]));
+                        } else {
+                            self.closed(base + (i + j) as u64 + 1);
+                        }
+                    }
+                    self.in_string = inside >> 63 == 1;
+                    i += 64;
+                    continue;
+                }
+                scalar_until = i + 64;
+            }
+            let b = data[i];
+            if self.in_string {
+                if self.escape {
+                    self.escape = false;
+                } else if b == b'"' {
+                    self.in_string = false;
+                } else if b == b'\\' {
+                    self.escape = true;
+                } else {
+                    i += memchr::memchr2(b'"', b'\\', &data[i..]).unwrap_or(data.len() - i);
+                    continue;
+                }
+                i += 1;
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.stack.push(Open::new(b)),
+                b'}' | b']' => self.closed(base + i as u64 + 1),
+                _ => {}
+            }
+            i += 1;
+        }
+        self.pending.extend_from_slice(data);
+        self.seen += data.len() as u64;
+        // What no cut can take back goes out.
+        let keep_from = if self.done && self.stack.is_empty() {
+            Some(self.seen)
+        } else {
+            self.cut_point().map(|(_, at)| at)
+        };
+        if let Some(at) = keep_from {
+            self.release(at)?;
+        }
+        if self.pending.len() > MAX_PENDING {
+            // Too far back to cut to: let it go; a cut before the next
+            // complete value cannot be closed.
+            self.release(self.seen)?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Write `input` in pieces of `step` bytes, then finish.
+    fn close(input: &str, step: usize) -> (String, Option<Cut>, bool) {
+        let mut closer = Closer::new(Vec::new());
+        for piece in input.as_bytes().chunks(step.max(1)) {
+            closer.write_all(piece).unwrap();
+        }
+        let (out, cut, ok) = closer.finish(None).unwrap();
+        (String::from_utf8(out).unwrap(), cut, ok)
+    }
+
+    #[track_caller]
+    fn check(input: &str, expected: &str, closed_with: &str) {
+        for step in [1, 2, 3, 7, 1000] {
+            let (out, cut, ok) = close(input, step);
+            assert!(ok, "{input:?}");
+            assert_eq!(out, expected, "{input:?}, step {step}");
+            serde_json::from_str::<serde_json::Value>(&out).unwrap();
+            let cut = cut.unwrap();
+            assert_eq!(cut.closed_with, closed_with);
+            assert_eq!(cut.at, input.len() as u64);
+            assert_eq!(cut.dropped as usize, input.len() - (expected.len() - closed_with.len()));
+        }
+    }
+
+    #[test]
+    fn a_cut_document_is_closed_after_its_last_complete_value() {
+        let events = r#"{"a": 1, "traceEvents": [{"ph": "X", "args": {"x": [1]}}, {"ph": "B"}"#;
+        check(events, &format!("{events}]}}"), "]}");
+        check(&format!("{events}, "), &format!("{events}]}}"), "]}");
+        check(
+            &format!("{events}, {{\"ph\": \"X\", \"name\": \"a]{{\\\""),
+            &format!("{events}]}}"),
+            "]}",
+        );
+        // Cut inside the metadata after the events.
+        check(r#"{"traceEvents": [{}], "traceName": "/tmp/x"#, r#"{"traceEvents": [{}]}"#, "}");
+        // Brackets and quotes inside strings do not count.
+        check(r#"{"s": ["]}\"{", {"t": "}"}, {"#, r#"{"s": ["]}\"{", {"t": "}"}]}"#, "]}");
+    }
+
+    #[test]
+    fn every_cut_gives_valid_json_with_a_prefix_of_the_events() {
+        let mut trace = String::from(r#"{"schemaVersion": 1, "traceEvents": ["#);
+        for i in 0..40 {
+            if i > 0 {
+                trace.push_str(", ");
+            }
+            // Brackets, quotes and backslashes inside strings; a long string
+            // so that some 64-byte blocks are all string.
+            trace.push_str(&format!(
+                r#"{{"name": "op{i} [{{\"}}]\\", "args": {{"dims": [[1, {i}], []], "s": "{}"}}}}"#,
+                "x".repeat(i * 3)
+            ));
+        }
+        trace.push_str(r#"], "traceName": "]}"}"#);
+        let whole: serde_json::Value = serde_json::from_str(&trace).unwrap();
+        let events = whole["traceEvents"].as_array().unwrap();
+        // Inside the first event only that event can be closed, part-way.
+        let first_end = trace.find("}}").unwrap() + 2;
+        for step in [1, 64, 100, 4096] {
+            // Byte by byte is slow: every 13th cut.
+            for cut in (0..=trace.len()).filter(|c| step > 1 || c % 13 == 0) {
+                let (out, _, ok) = close(&trace[..cut], step);
+                if !ok {
+                    continue;
+                }
+                let v: serde_json::Value = serde_json::from_str(&out)
+                    .unwrap_or_else(|e| panic!("cut {cut}, step {step}: {e}: {out}"));
+                if let Some(kept) = v.get("traceEvents").and_then(|e| e.as_array())
+                    && cut >= first_end
+                {
+                    assert_eq!(kept[..], events[..kept.len()], "cut {cut}, step {step}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_partial_event_is_dropped_whole() {
+        // Cut inside an event's nested arrays: the whole event goes.
+        let kept = r#"{"traceEvents": [{"args": {"dims": [[1]]}}"#;
+        check(&format!(r#"{kept}, {{"args": {{"dims": [[1, 2], [3"#), &format!("{kept}]}}"), "]}");
+        // Inside the first event there is no whole one: it is closed where it can be.
+        let first = r#"{"v": 1, "traceEvents": [{"args": {"dims": [[1]"#;
+        check(&format!("{first}, ["), &format!("{first}]}}}}]}}"), "]}}]}");
+    }
+
+    #[test]
+    fn rocprofv3_records_are_cut_back_to_the_last_whole_record() {
+        let head = r#"{"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}, "kernel_symbols": [{"id": 1}], "buffer_records": {"kernel_dispatch": [{"a": [1]}, {"a": [2]}"#;
+        check(&format!(r#"{head}, {{"a": [3"#), &format!("{head}]}}}}]}}"), "]}}]}");
+        // Cut after the record lists: they are kept whole.
+        let records_done = format!(r#"{head}]}}"#);
+        check(&format!(r#"{records_done}, "hsa_api": ["#), &format!("{records_done}}}]}}"), "}]}");
+    }
+
+    #[test]
+    fn a_complete_document_goes_out_unchanged() {
+        for input in [r#"{"traceEvents": [{}]}"#, "{\"a\": [1, {\"b\": \"}\"}]}\n"] {
+            for step in [1, 5, 100] {
+                let (out, cut, ok) = close(input, step);
+                assert_eq!((out.as_str(), cut, ok), (input, None, true));
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_complete_before_the_cut_cannot_be_closed() {
+        for input in ["", "{", r#"{"traceEvents": [{"ph": "X""#, "  {\"a\": \"}"] {
+            let (out, cut, ok) = close(input, 3);
+            assert!(!ok && cut.is_none() && out.is_empty(), "{input:?}: {out:?}");
+        }
+    }
+
+    #[test]
+    fn a_read_error_is_kept_with_the_cut() {
+        let mut closer = Closer::new(Vec::new());
+        closer.write_all(br#"[{}, {"#).unwrap();
+        let (out, cut, _) = closer.finish(Some("incomplete deflate stream".into())).unwrap();
+        assert_eq!(out, b"[{}]");
+        assert_eq!(cut.unwrap().read_error.as_deref(), Some("incomplete deflate stream"));
+    }
+}
