@@ -726,6 +726,11 @@ pub(crate) struct TracelensArgs {
     /// up front, saving a TraceLens run each).
     #[arg(long)]
     pub(crate) no_precheck: bool,
+    /// Analyze a trace cut short (a job killed while writing it, a .json.gz
+    /// cut off) through a closed copy holding its complete events; its rows
+    /// say `salvaged`. Costs one more read of each trace.
+    #[arg(long)]
+    pub(crate) salvage: bool,
     /// Extra TraceLens options (after `--`), each to the report tools that take it.
     #[arg(last = true, value_name = "EXTRA")]
     pub(crate) extra: Vec<std::ffi::OsString>,

@@ -61,6 +61,7 @@ pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
     config.world_size = args.world_size;
     config.max_traces = args.max_traces;
     config.precheck = !args.no_precheck;
+    config.salvage = args.salvage;
     if let Some(jobs) = args.jobs {
         config.jobs = jobs as usize;
     }

@@ -54,8 +54,9 @@ pub(crate) struct Closer<W> {
     seen: u64,
     /// Open brackets outside strings (`{` or `[`).
     stack: Vec<Open>,
-    /// The top-level value ended.
-    done: bool,
+    /// Where the last top-level value ended. A cut in a value after it
+    /// (concatenated documents) goes back there.
+    done: Option<u64>,
     in_string: bool,
     escape: bool,
 }
@@ -84,7 +85,7 @@ impl<W: Write> Closer<W> {
             released: 0,
             seen: 0,
             stack: Vec::new(),
-            done: false,
+            done: None,
             in_string: false,
             escape: false,
         }
@@ -101,19 +102,23 @@ impl<W: Write> Closer<W> {
                     parent.last_object = Some(end);
                 }
             }
-            None => self.done = true,
+            None => self.done = Some(end),
         }
     }
 
     /// Where a cut now would cut back to: `(stack index, offset)`.
-    fn cut_point(&self) -> Option<(usize, u64)> {
+    /// `None` as the index: nothing to close.
+    fn cut_point(&self) -> Option<(Option<usize>, u64)> {
+        if let Some(end) = self.done {
+            return Some((None, end));
+        }
         let records = self.stack.iter().enumerate().find_map(|(i, o)| match o.last_object {
-            Some(end) if o.bracket == b'[' => Some((i, end)),
+            Some(end) if o.bracket == b'[' => Some((Some(i), end)),
             _ => None,
         });
         records.or_else(|| {
             let i = self.stack.iter().rposition(|o| o.last_child.is_some())?;
-            Some((i, self.stack[i].last_child.expect("found with one")))
+            Some((Some(i), self.stack[i].last_child.expect("found with one")))
         })
     }
 
@@ -136,7 +141,7 @@ impl<W: Write> Closer<W> {
         mut self,
         read_error: Option<String>,
     ) -> io::Result<(W, Option<Cut>, bool)> {
-        if self.stack.is_empty() && !self.in_string && self.done {
+        if self.stack.is_empty() && !self.in_string && self.done.is_some() {
             let rest = std::mem::take(&mut self.pending);
             self.inner.write_all(&rest)?;
             return Ok((self.inner, None, true));
@@ -145,7 +150,7 @@ impl<W: Write> Closer<W> {
             return Ok((self.inner, None, false));
         };
         self.release(at)?;
-        let closed_with: String = self.stack[..=depth]
+        let closed_with: String = self.stack[..depth.map_or(0, |d| d + 1)]
             .iter()
             .rev()
             .map(|o| if o.bracket == b'{' { '}' } else { ']' })
@@ -214,7 +219,7 @@ impl<W: Write> Write for Closer<W> {
         self.pending.extend_from_slice(data);
         self.seen += data.len() as u64;
         // What no cut can take back goes out.
-        let keep_from = if self.done && self.stack.is_empty() {
+        let keep_from = if self.done.is_some() && self.stack.is_empty() && !self.in_string {
             Some(self.seen)
         } else {
             self.cut_point().map(|(_, at)| at)
@@ -333,6 +338,11 @@ mod tests {
         // Cut after the record lists: they are kept whole.
         let records_done = format!(r#"{head}]}}"#);
         check(&format!(r#"{records_done}, "hsa_api": ["#), &format!("{records_done}}}]}}"), "}]}");
+    }
+
+    #[test]
+    fn a_cut_second_document_goes_back_to_the_end_of_the_first() {
+        check(r#"{"a": [{}]}{"b": [{}, {"#, r#"{"a": [{}]}"#, "");
     }
 
     #[test]

@@ -51,6 +51,12 @@ pub struct Config {
     /// would reject for having no linked GPU activity is reported SKIPPED
     /// without spending a TraceLens run on it.
     pub precheck: bool,
+    /// Analyze a PyTorch or rocprofv3 JSON trace that was cut short (its
+    /// writer killed part way, a gzip stream cut off) through a closed copy
+    /// ([`trace_sanitize::salvage_file`]): the report then covers the events
+    /// before the cut, and its row says so. Every such trace is read once
+    /// more to find out. Without it a cut trace is a FAILURE row.
+    pub salvage: bool,
     /// Set by the caller (a Ctrl-C handler) to stop the run: no job starts
     /// after it is raised, running ones are killed, the scratch directory is
     /// removed, and [`crate::run`] returns [`crate::Error::Interrupted`].
@@ -85,6 +91,7 @@ impl Config {
             extra_args: Vec::new(),
             scratch_parent: scratch_parent.into(),
             precheck: true,
+            salvage: false,
             cancel: None,
         }
     }

@@ -204,6 +204,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let jobs_s = jobs_start.elapsed().as_secs_f64();
 
     let mut results: Vec<Row> = rows.into_iter().map(|r| r.expect("every job has a row")).collect();
+    note_salvaged(&mut results, &plan, config, &repairs);
     results.extend(plan.skipped.iter().cloned());
     for row in &plan.skipped {
         if row.kind == "unsupported" {
@@ -240,6 +241,39 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     Ok(summary)
 }
 
+/// Rows of traces analyzed through a closed copy say so: their reports cover
+/// only the events before the cut.
+fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[Repaired]) {
+    let cut: BTreeMap<&str, &trace_sanitize::Cut> = repairs
+        .iter()
+        .filter_map(|r| r.report.cut.as_ref().map(|c| (r.trace_file.as_str(), c)))
+        .collect();
+    if cut.is_empty() {
+        return;
+    }
+    for (row, job) in results.iter_mut().zip(&plan.jobs) {
+        let mut traces: Vec<String> =
+            job.trace.iter().map(|t| relative(&config.root, t).display().to_string()).collect();
+        if let Some(group) = &job.collective {
+            traces.extend(group.members.iter().map(|(_, m)| m.display().to_string()));
+        }
+        let salvaged: Vec<String> = traces
+            .iter()
+            .filter_map(|t| {
+                cut.get(t.as_str()).map(|c| format!("{t} cut short after byte {}", c.at))
+            })
+            .collect();
+        if salvaged.is_empty() {
+            continue;
+        }
+        let note = format!(
+            "salvaged ({}): the report covers the events before the cut",
+            salvaged.join("; ")
+        );
+        row.detail = if row.detail.is_empty() { note } else { format!("{note}; {}", row.detail) };
+    }
+}
+
 /// Discovery with the output directory excluded.
 pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
     let options =
@@ -273,6 +307,53 @@ fn digest(path: &Path) -> String {
     let abs = absolute(path);
     let hex = sha1_smol::Sha1::from(abs.as_os_str().as_encoded_bytes()).digest().to_string();
     hex[..12].to_string()
+}
+
+/// With [`Config::salvage`]: a closed (and repaired) copy of a trace cut
+/// short, a repaired copy of one that needs repair, else the trace itself.
+fn salvaged(
+    config: &Config,
+    trace: &Path,
+    scratch: &Path,
+    options: &trace_sanitize::Options,
+    events: &mut dyn FnMut(Event<'_>),
+    repairs: &mut Vec<Repaired>,
+) -> PathBuf {
+    let dir = scratch.join(digest(trace));
+    let copy = dir.join(trace.file_name().unwrap_or_default());
+    let result = fs::create_dir_all(&dir)
+        .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
+        .and_then(|()| trace_sanitize::salvage_file(trace, &copy, options, &mut |_, _| {}));
+    let rel = relative(&config.root, trace).display().to_string();
+    match result {
+        Ok(report) if report.report.cut.is_none() && !report.report.needs_repair() => {
+            let _ = fs::remove_dir_all(&dir);
+            trace.to_path_buf()
+        }
+        Ok(report) => {
+            let c = &report.report.counts;
+            let note = match &report.report.cut {
+                Some(cut) => format!(
+                    "{rel} was cut short after byte {}: analyzing a closed copy, without its last {} bytes (an incomplete event)",
+                    cut.at, cut.dropped
+                ),
+                None => format!(
+                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes); analyzing a sanitized copy",
+                    c.invalid_utf8, c.control_chars, c.lone_surrogates
+                ),
+            };
+            events(Event::Note(note));
+            repairs.push(Repaired { trace_file: rel, report: report.report });
+            copy
+        }
+        // Stopped by the caller: the run ends before any job reads it.
+        Err(trace_sanitize::Error::CancelledFile { .. }) => trace.to_path_buf(),
+        // Nothing to keep, or unreadable: its row says why.
+        Err(_) => {
+            let _ = fs::remove_dir_all(&dir);
+            trace.to_path_buf()
+        }
+    }
 }
 
 /// For each trace a job reads (collective members included), the file
@@ -318,6 +399,9 @@ fn sanitized(
     repairs: &mut Vec<Repaired>,
 ) -> PathBuf {
     let options = trace_sanitize::Options { cancel: config.cancel.clone(), ..Default::default() };
+    if config.salvage {
+        return salvaged(config, trace, scratch, &options, events, repairs);
+    }
     let first = trace_sanitize::Options { stop_at_first: true, ..options.clone() };
     match trace_sanitize::check_file(trace, &first, &mut |_, _| {}) {
         Ok(r) if !r.report.needs_repair() => return trace.to_path_buf(),
@@ -491,7 +575,7 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
     let cut_short = |what: String| {
         let detail = format!(
             "{CUT_SHORT}: {what}; TraceLens cannot parse it and was not run \
-             (`madengine trace sanitize --salvage` writes a closed copy it can read)"
+             (`report tracelens --salvage` analyzes the events before the cut)"
         );
         row(Status::Failure, detail.clone(), format!("madengine: {detail}\n"))
     };

@@ -302,3 +302,38 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
     assert_eq!(fs::read_dir(&scratch).unwrap().count(), 0, "the scratch directory was left");
     assert!(!dir.path().join("out/tracelens_summary.csv").exists());
 }
+
+#[test]
+fn a_cut_trace_fails_and_salvage_analyzes_it() {
+    let dir = run_dir();
+    let rank1 = dir.path().join("run/rank1_trace.json");
+    let body = fs::read(&rank1).unwrap();
+    fs::write(&rank1, &body[..body.len() - 150]).unwrap();
+    let py = python(&standin().scripts);
+    let args = |salvage: bool| -> Vec<OsString> {
+        let mut args: Vec<OsString> =
+            ["report", "tracelens", "--root", "run", "--mode", "pytorch", "--python"]
+                .into_iter()
+                .map(OsString::from)
+                .collect();
+        args.push(py.clone());
+        if salvage {
+            args.push("--salvage".into());
+        }
+        args
+    };
+    let run = |args: Vec<OsString>| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    let refused = run(args(false));
+    assert!(refused.starts_with("exit code: 1\n"), "{refused}");
+    assert!(refused.contains("cut short: its JSON ends after"), "{refused}");
+    let salvaged = run(args(true));
+    assert!(salvaged.starts_with("exit code: 0\n"), "{salvaged}");
+    assert!(
+        salvaged.contains("[madengine] rank1_trace.json was cut short after byte"),
+        "{salvaged}"
+    );
+    assert!(!salvaged.contains("FAILURE"), "{salvaged}");
+}

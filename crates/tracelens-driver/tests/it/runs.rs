@@ -219,7 +219,7 @@ fn the_precheck_skips_traces_tracelens_rejects_without_running_it() {
 }
 
 #[test]
-fn a_cut_trace_fails_with_why_without_running_tracelens() {
+fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
     use std::io::Write as _;
     let case = Case::new();
     let body = fs::read(
@@ -228,17 +228,22 @@ fn a_cut_trace_fails_with_why_without_running_tracelens() {
             .join(GPU),
     )
     .unwrap();
-    case.write("cut_rank0.pt.trace.json", &body[..body.len() * 2 / 3]);
+    // Cut in its last event.
+    case.write("cut_rank0.pt.trace.json", &body[..body.len() - 150]);
+    // A longer trace (its events twenty times over), gzipped and cut near its end.
+    let mut long: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let events = long["traceEvents"].as_array().unwrap().clone();
+    long["traceEvents"] = (0..20).flat_map(|_| events.clone()).collect::<Vec<_>>().into();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&body.repeat(20)).unwrap();
+    gz.write_all(&serde_json::to_vec(&long).unwrap()).unwrap();
     let gz = gz.finish().unwrap();
-    case.write("gz_rank1.pt.trace.json.gz", &gz[..gz.len() / 2]);
+    case.write("gz_rank1.pt.trace.json.gz", &gz[..gz.len() * 95 / 100]);
     let summary = case.run();
     let rows = rows(&summary);
     assert_eq!(rows.len(), 3, "{rows:#?}");
     insta::assert_snapshot!(rows.join("\n"), @r"
-    FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 1771 bytes, with 5 complete events before the cut; TraceLens cannot parse it and was not run (`madengine trace sanitize --salvage` writes a closed copy it can read)
-    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 1389: incomplete deflate stream); TraceLens cannot parse it and was not run (`madengine trace sanitize --salvage` writes a closed copy it can read)
+    FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 2507 bytes, with 8 complete events before the cut; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
+    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 27330: incomplete deflate stream); TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
     FAILURE pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | not run: TraceLens cannot parse the per-rank trace(s) cut short (cut_rank0.pt.trace.json, gz_rank1.pt.trace.json.gz)
     ");
     for row in &summary.results[..2] {
@@ -251,6 +256,25 @@ fn a_cut_trace_fails_with_why_without_running_tracelens() {
         "{:#?}",
         case.calls()
     );
+
+    // --salvage: TraceLens reads closed copies, and the rows say so.
+    let mut case = case;
+    case.config.salvage = true;
+    let summary = case.run();
+    let salvaged = crate::rows(&summary);
+    for (row, trace) in summary.results.iter().zip(["cut_rank0.pt.trace.json", "gz_rank1"]) {
+        assert_eq!(row.status, Status::Success, "{salvaged:#?}");
+        assert!(
+            row.detail.starts_with("salvaged (") && row.detail.contains(trace),
+            "{salvaged:#?}"
+        );
+    }
+    // The collective report reads the closed copies too.
+    let collective = &summary.results[2];
+    assert_eq!(collective.status, Status::Success, "{salvaged:#?}");
+    assert!(collective.detail.contains("cut_rank0") && collective.detail.contains("gz_rank1"));
+    assert_eq!(summary.repairs.len(), 2);
+    assert!(summary.repairs.iter().all(|r| r.report.cut.is_some()));
 }
 
 #[test]
