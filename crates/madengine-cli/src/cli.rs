@@ -553,9 +553,9 @@ A directory is searched for PyTorch and rocprofv3 JSON traces (the output
 directory excepted); a file is read whatever its name. Traces are read in
 parallel (--jobs). A trace that cannot be read (truncated, not JSON) is
 reported with its error and does not stop the others; the exit code is then 3.
-With --salvage a truncated Kineto trace (its writer killed part way, a .json.gz
-cut short) is summarized from the events complete before the cut and marked
-`truncated` (Kineto writes GPU activity last: the end of the timeline is lost).
+With --salvage a truncated trace (its writer killed part way, a .json.gz cut
+short) is summarized from the records complete before the cut and marked
+`truncated` (profilers write GPU activity last: the end of the timeline is lost).
 
 Examples:
   madengine report summary runs/llama
@@ -589,9 +589,9 @@ pub(crate) struct SummaryArgs {
     /// network): GPU time per trace, top kernels and ops, the cross-rank view.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
-    /// Summarize a truncated Kineto trace (its writer killed part way, a
-    /// .json.gz cut short) from the events complete before the cut, marked
-    /// as truncated, instead of reporting it unreadable.
+    /// Summarize a truncated trace (its writer killed part way, a .json.gz
+    /// cut short) from the records complete before the cut, marked as
+    /// truncated, instead of reporting it unreadable.
     #[arg(long)]
     pub(crate) salvage: bool,
 }

@@ -64,6 +64,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// [`crate::salvage`]: the input ended before any object or array in it
+    /// was complete, so there is nothing to keep.
+    #[error(
+        "the input ends after {offset} bytes, before any object or array in it is complete: nothing to salvage"
+    )]
+    NothingComplete {
+        /// Bytes read before it ended.
+        offset: u64,
+    },
     /// [`crate::salvage_file`]: the input was cut short before any value in
     /// it was complete, so there is nothing to keep.
     #[error(

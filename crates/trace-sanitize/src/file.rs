@@ -16,7 +16,7 @@ use crate::{
     Error, Options, Report, Result,
     close::Closer,
     copy,
-    stream::{NullSink, Sink, WriteSink, scan},
+    stream::{EndAtError, NullSink, Sink, WriteSink, finish_salvage, scan},
 };
 
 /// How a trace file is stored.
@@ -250,24 +250,12 @@ fn salvage_into<W: Write>(
     let report =
         scan_file(path, file, compression, &mut sink, options, size, Some(&failed), progress)
             .map_err(write_err)?;
-    let read_error = failed.into_inner().map(|e: io::Error| e.to_string());
-    let (out, cut, closed) = sink
-        .inner
-        .finish(read_error)
-        .map_err(|source| Error::WriteFile { path: path.to_path_buf(), source })?;
-    if !closed {
-        return Err(Error::NothingToSalvage {
-            path: path.to_path_buf(),
-            offset: report.bytes_read,
-        });
-    }
-    // The closer counted repaired bytes; the cut is told in input bytes.
-    let bytes_written = match &cut {
-        Some(cut) => sink.written - cut.dropped + cut.closed_with.len() as u64,
-        None => sink.written,
-    };
-    let cut = cut.map(|cut| crate::Cut { at: report.bytes_read, ..cut });
-    Ok((out, Report { bytes_written, cut, ..report }))
+    finish_salvage(sink, report, failed.into_inner()).map_err(|e| match e {
+        Error::NothingComplete { offset } => {
+            Error::NothingToSalvage { path: path.to_path_buf(), offset }
+        }
+        other => write_err(other),
+    })
 }
 
 /// A temporary file beside `output`, renamed onto it by [`persist`].
@@ -382,27 +370,6 @@ fn scan_file(
         Error::Cancelled { offset } => Error::CancelledFile { path: path.to_path_buf(), offset },
         other => other,
     })
-}
-
-/// A reader whose first error is kept and read as the end of the input.
-struct EndAtError<'a, R> {
-    inner: R,
-    failed: &'a RefCell<Option<io::Error>>,
-}
-
-impl<R: Read> Read for EndAtError<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.failed.borrow().is_some() {
-            return Ok(0);
-        }
-        match self.inner.read(buf) {
-            Err(e) if e.kind() != io::ErrorKind::Interrupted => {
-                *self.failed.borrow_mut() = Some(e);
-                Ok(0)
-            }
-            other => other,
-        }
-    }
 }
 
 struct Counting<R> {

@@ -56,5 +56,5 @@ pub use crate::{
         sanitize_file, write_atomic,
     },
     report::{Counts, Defect, Repair, Report},
-    stream::{Options, check, sanitize},
+    stream::{Options, check, salvage, sanitize},
 };

@@ -1,6 +1,7 @@
 //! Sanitizing and checking over any `Read`/`Write` pair.
 
 use std::{
+    cell::RefCell,
     io::{self, Read, Write},
     sync::{
         Arc,
@@ -10,6 +11,7 @@ use std::{
 
 use crate::{
     Error, Result,
+    close::Closer,
     engine::{Edit, Engine, MAX_CARRY},
     report::{Recorder, Report},
 };
@@ -50,6 +52,64 @@ pub fn sanitize<R: Read, W: Write>(input: R, output: W, options: &Options) -> Re
     sink.inner.flush().map_err(|source| Error::Write { offset: sink.written, source })?;
     report.bytes_written = sink.written;
     Ok(report)
+}
+
+/// [`sanitize`], and an input cut short is closed after its last complete
+/// record (see [`crate::salvage_file`]); a failed read ends the input there.
+/// [`Report::cut`] says where and how. An input with nothing complete before
+/// the cut is [`Error::NothingComplete`].
+pub fn salvage<R: Read, W: Write>(input: R, output: W, options: &Options) -> Result<Report> {
+    let failed = RefCell::new(None);
+    let mut sink = WriteSink { inner: Closer::new(output), written: 0 };
+    let report =
+        scan(EndAtError { inner: input, failed: &failed }, &mut sink, options, &mut |_| {})?;
+    let (mut output, report) = finish_salvage(sink, report, failed.into_inner())?;
+    output.flush().map_err(|source| Error::Write { offset: report.bytes_written, source })?;
+    Ok(report)
+}
+
+/// The end of a salvaging scan: close what was cut, and say so in the report.
+pub(crate) fn finish_salvage<W: Write>(
+    sink: WriteSink<Closer<W>>,
+    report: Report,
+    failed: Option<io::Error>,
+) -> Result<(W, Report)> {
+    let written = sink.written;
+    let (out, cut, closed) = sink
+        .inner
+        .finish(failed.map(|e| e.to_string()))
+        .map_err(|source| Error::Write { offset: written, source })?;
+    if !closed {
+        return Err(Error::NothingComplete { offset: report.bytes_read });
+    }
+    // The closer counted repaired bytes; the cut is told in input bytes.
+    let bytes_written = match &cut {
+        Some(cut) => written - cut.dropped + cut.closed_with.len() as u64,
+        None => written,
+    };
+    let cut = cut.map(|cut| crate::Cut { at: report.bytes_read, ..cut });
+    Ok((out, Report { bytes_written, cut, ..report }))
+}
+
+/// A reader whose first error is kept and read as the end of the input.
+pub(crate) struct EndAtError<'a, R> {
+    pub(crate) inner: R,
+    pub(crate) failed: &'a RefCell<Option<io::Error>>,
+}
+
+impl<R: Read> Read for EndAtError<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.failed.borrow().is_some() {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => {
+                *self.failed.borrow_mut() = Some(e);
+                Ok(0)
+            }
+            other => other,
+        }
+    }
 }
 
 /// Scan `input` and report what [`sanitize`] would repair, writing nothing.

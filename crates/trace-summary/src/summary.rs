@@ -54,12 +54,13 @@ pub enum Format {
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Options {
-    /// Summarize a truncated Kineto trace (its writer killed part way, a
-    /// gzip stream cut short) from the events complete before the cut,
-    /// instead of failing with [`Error::Truncated`]; [`Summary::truncated_at`]
-    /// then says where it was cut. Kineto writes CPU ops first and GPU
-    /// activity in time order after them, so what is lost is the end of the
-    /// GPU timeline.
+    /// Summarize a truncated trace (its writer killed part way, a gzip
+    /// stream cut short) from the records complete before the cut, read
+    /// through [`trace_sanitize::salvage`], instead of failing with
+    /// [`Error::Truncated`]; [`Summary::truncated_at`] then says where it was
+    /// cut. Kineto writes CPU ops first and GPU activity in time order after
+    /// them, rocprofv3 its kernel dispatches last: what is lost is the end of
+    /// the GPU timeline.
     pub salvage: bool,
 }
 
@@ -197,7 +198,11 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 /// [`summarize_file`] with [`Options`]. With [`Options::salvage`] a gzip
 /// stream cut short is salvaged too, up to where it could be read.
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
-    with_sanitized(path, |reader| summarize_with(reader, path, options))
+    let (summary, repaired) =
+        with_sanitized(path, options.salvage, |reader| summarize_with(reader, path, options))?;
+    // Salvaged, the reader saw a closed copy: the sanitizer knows where the cut was.
+    let cut = repaired.and_then(|r| r.cut).map(|c| c.at);
+    Ok(Summary { truncated_at: summary.truncated_at.or(cut), ..summary })
 }
 
 /// Read a trace file only: decompress, sanitize and parse its events, and
@@ -205,16 +210,23 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
 /// alone (`cargo xtask bench summary`).
 #[doc(hidden)]
 pub fn parse_file(path: &Path) -> Result<usize> {
-    with_sanitized(path, |reader| {
+    with_sanitized(path, false, |reader| {
         parse(BufReader::with_capacity(1 << 20, reader))
             .map(|p| p.read)
             .map_err(|e| Error::Parse { path: path.to_path_buf(), detail: e.to_string() })
     })
+    .map(|(read, _)| read)
 }
 
-/// Run `f` on the file's bytes, gunzipped when gzip and sanitized, produced
-/// by a second thread; a parse error after a read error reports the read error.
-fn with_sanitized<T>(path: &Path, f: impl FnOnce(ChanReader) -> Result<T>) -> Result<T> {
+/// Run `f` on the file's bytes, gunzipped when gzip and sanitized (and with
+/// `salvage`, closed where they were cut short), produced by a second
+/// thread; a parse error after a read error reports the read error. Also
+/// returns the sanitizer's report, when it finished.
+fn with_sanitized<T>(
+    path: &Path,
+    salvage: bool,
+    f: impl FnOnce(ChanReader) -> Result<T>,
+) -> Result<(T, Option<trace_sanitize::Report>)> {
     let file =
         File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     let mut magic = [0u8; 2];
@@ -233,16 +245,26 @@ fn with_sanitized<T>(path: &Path, f: impl FnOnce(ChanReader) -> Result<T>) -> Re
             } else {
                 Box::new(file)
             };
-            trace_sanitize::sanitize(input, writer, &Default::default())
+            if salvage {
+                trace_sanitize::salvage(input, writer, &Default::default())
+            } else {
+                trace_sanitize::sanitize(input, writer, &Default::default())
+            }
         });
         let result = f(reader);
         let repaired = repairing.join().expect("the sanitizer thread does not panic");
         match (result, repaired) {
+            (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "the trace ends after {offset} bytes, before anything in it is complete: nothing to salvage"
+                ),
+            }),
             // The parser only saw the stream end early: the read error is the cause.
             (Err(_), Err(source)) => {
                 Err(Error::Read { path: path.to_path_buf(), gzip: gz, source })
             }
-            (r, _) => r,
+            (r, repaired) => r.map(|t| (t, repaired.ok())),
         }
     })
 }

@@ -55,9 +55,9 @@ pub(crate) struct Truncated {
 impl Truncated {
     pub(crate) fn note(&self) -> String {
         format!(
-            "truncated: its JSON ends after {} bytes; the tables cover the {} events complete \
-             before the cut (Kineto writes GPU activity last, in time order: the end of the \
-             GPU timeline is missing)",
+            "truncated: its JSON ends after {} bytes; the tables cover the {} records complete \
+             before the cut (GPU activity is written last, in time order: the end of the GPU \
+             timeline is missing)",
             self.bytes, self.events
         )
     }

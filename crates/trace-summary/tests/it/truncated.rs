@@ -95,3 +95,46 @@ fn a_cut_gzip_stream_is_salvaged_up_to_where_it_could_be_read() {
         assert!(gpu > kernels / 3 && gpu < kernels, "{kernels}: {gpu}");
     }
 }
+
+#[test]
+fn a_cut_rocprofv3_trace_is_salvaged_from_its_whole_records() {
+    use std::io::Read as _;
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap(),
+    )
+    .read_to_end(&mut json)
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("908_results.json");
+    std::fs::write(&whole, &json).unwrap();
+    let complete = summarize_file(&whole).unwrap();
+    // The kernel dispatch records come last: cut in their middle.
+    let at = json.len() - (json.len() - find(&json, b"\"kernel_dispatch\"")) / 2;
+    let cut = dir.path().join("cut_results.json");
+    std::fs::write(&cut, &json[..at]).unwrap();
+    assert!(summarize_file(&cut).is_err(), "a cut trace is refused without salvage");
+    let salvaged = summarize_file_with(&cut, &Options::salvaging()).unwrap();
+    assert_eq!(salvaged.outcome, Outcome::Rocprofv3);
+    assert_eq!(salvaged.truncated_at, Some(at as u64));
+    assert!(
+        salvaged.gpu_events > complete.gpu_events / 4 && salvaged.gpu_events < complete.gpu_events,
+        "{} of {}",
+        salvaged.gpu_events,
+        complete.gpu_events
+    );
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack.windows(needle.len()).position(|w| w == needle).unwrap()
+}
+
+#[test]
+fn nothing_complete_is_said_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, br#"{"traceEvents": [{"ph": "X", "na"#).unwrap();
+    let err = summarize_file_with(&cut, &Options::salvaging()).unwrap_err();
+    assert!(err.to_string().contains("nothing to salvage"), "{err}");
+}
