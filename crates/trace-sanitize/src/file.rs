@@ -93,94 +93,105 @@ pub fn sanitize_file(
     options: &Options,
     progress: Progress<'_>,
 ) -> Result<FileReport> {
-    let (file, size, compression, regular) = open(input)?;
-    refuse_same_file(input, &file, output)?;
-    let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
-    let tmp = temp_beside(output)?;
-
-    let recompress = |file: File, sink_progress: Progress<'_>| -> Result<Report> {
-        let encoder = GzEncoder::new(
-            BufWriter::with_capacity(1 << 16, tmp.as_file()),
-            flate2::Compression::fast(),
-        );
-        let mut sink = WriteSink { inner: encoder, written: 0 };
-        let report =
-            scan_file(input, file, compression, &mut sink, options, size, None, sink_progress)
-                .map_err(|e| match e {
-                    Error::Write { source, .. } => write_err(source),
-                    other => other,
-                })?;
-        let buffered = sink.inner.finish().map_err(write_err)?;
-        buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-        Ok(Report { bytes_written: sink.written, ..report })
-    };
-    let report = match (compression, regular) {
-        (Compression::None, true) => {
-            // Scan on this thread; a second one writes what it scanned.
-            let out = tmp.as_file();
-            std::thread::scope(|scope| {
-                let (tx, rx) = copy::channel();
-                let (back, spare) = copy::channel();
-                let writer = scope.spawn(move || copy::write_chunks(out, rx, back));
-                let mut sink = copy::ChunkSink::new(tx, spare);
-                let scanned =
-                    scan_file(input, file, compression, &mut sink, options, size, None, progress);
-                drop(sink);
-                let written = writer
-                    .join()
-                    .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));
-                match (scanned, written) {
-                    (Err(e @ Error::ReadFile { .. }), _) => Err(e),
-                    (_, Err(source)) => Err(write_err(source)),
-                    (Err(e), Ok(_)) => Err(e),
-                    (Ok(report), Ok(written)) => Ok(Report { bytes_written: written, ..report }),
-                }
-            })?
-        }
-        (Compression::None, false) => {
-            // A pipe or device: it can be read only once, so no kernel copy.
-            let mut sink =
-                WriteSink { inner: BufWriter::with_capacity(1 << 16, tmp.as_file()), written: 0 };
+    write_output(input, output, |file, opened, tmp| {
+        let Opened { size, compression, regular } = *opened;
+        let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
+        let recompress = |file: File, sink_progress: Progress<'_>| -> Result<Report> {
+            let encoder = GzEncoder::new(
+                BufWriter::with_capacity(1 << 16, tmp.as_file()),
+                flate2::Compression::fast(),
+            );
+            let mut sink = WriteSink { inner: encoder, written: 0 };
             let report =
-                scan_file(input, file, compression, &mut sink, options, size, None, progress)
+                scan_file(input, file, compression, &mut sink, options, size, None, sink_progress)
                     .map_err(|e| match e {
                         Error::Write { source, .. } => write_err(source),
                         other => other,
                     })?;
-            sink.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
-            Report { bytes_written: sink.written, ..report }
-        }
-        (Compression::Gzip, false) => recompress(file, progress)?,
-        (Compression::Gzip, true) => {
-            // Most traces are clean: find out first, so a clean one is copied
-            // as it is instead of being decompressed and compressed again.
-            let first = Options { stop_at_first: true, ..options.clone() };
-            let probe =
-                scan_file(input, file, compression, &mut NullSink, &first, size, None, progress)?;
-            let mut file = reopen(input)?;
-            if probe.needs_repair() {
-                recompress(file, progress)?
-            } else {
-                io::copy(&mut file, &mut tmp.as_file()).map_err(|source| Error::WriteFile {
-                    path: output.to_path_buf(),
-                    source: io::Error::new(
-                        source.kind(),
-                        format!("copying {}: {source}", input.display()),
-                    ),
-                })?;
-                progress(size, size);
-                Report { bytes_written: probe.bytes_read, ..probe }
+            let buffered = sink.inner.finish().map_err(write_err)?;
+            buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+            Ok(Report { bytes_written: sink.written, ..report })
+        };
+        let report = match (compression, regular) {
+            (Compression::None, true) => {
+                // Scan on this thread; a second one writes what it scanned.
+                let out = tmp.as_file();
+                std::thread::scope(|scope| {
+                    let (tx, rx) = copy::channel();
+                    let (back, spare) = copy::channel();
+                    let writer = scope.spawn(move || copy::write_chunks(out, rx, back));
+                    let mut sink = copy::ChunkSink::new(tx, spare);
+                    let scanned = scan_file(
+                        input,
+                        file,
+                        compression,
+                        &mut sink,
+                        options,
+                        size,
+                        None,
+                        progress,
+                    );
+                    drop(sink);
+                    let written = writer
+                        .join()
+                        .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));
+                    match (scanned, written) {
+                        (Err(e @ Error::ReadFile { .. }), _) => Err(e),
+                        (_, Err(source)) => Err(write_err(source)),
+                        (Err(e), Ok(_)) => Err(e),
+                        (Ok(report), Ok(written)) => {
+                            Ok(Report { bytes_written: written, ..report })
+                        }
+                    }
+                })?
             }
-        }
-    };
-
-    persist(tmp, input, regular, output)?;
-    Ok(FileReport {
-        input: input.to_path_buf(),
-        output: Some(output.to_path_buf()),
-        compression,
-        input_size: size,
-        report,
+            (Compression::None, false) => {
+                // A pipe or device: it can be read only once, so no kernel copy.
+                let mut sink = WriteSink {
+                    inner: BufWriter::with_capacity(1 << 16, tmp.as_file()),
+                    written: 0,
+                };
+                let report =
+                    scan_file(input, file, compression, &mut sink, options, size, None, progress)
+                        .map_err(|e| match e {
+                        Error::Write { source, .. } => write_err(source),
+                        other => other,
+                    })?;
+                sink.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
+                Report { bytes_written: sink.written, ..report }
+            }
+            (Compression::Gzip, false) => recompress(file, progress)?,
+            (Compression::Gzip, true) => {
+                // Most traces are clean: find out first, so a clean one is copied
+                // as it is instead of being decompressed and compressed again.
+                let first = Options { stop_at_first: true, ..options.clone() };
+                let probe = scan_file(
+                    input,
+                    file,
+                    compression,
+                    &mut NullSink,
+                    &first,
+                    size,
+                    None,
+                    progress,
+                )?;
+                let mut file = reopen(input)?;
+                if probe.needs_repair() {
+                    recompress(file, progress)?
+                } else {
+                    io::copy(&mut file, &mut tmp.as_file()).map_err(|source| Error::WriteFile {
+                        path: output.to_path_buf(),
+                        source: io::Error::new(
+                            source.kind(),
+                            format!("copying {}: {source}", input.display()),
+                        ),
+                    })?;
+                    progress(size, size);
+                    Report { bytes_written: probe.bytes_read, ..probe }
+                }
+            }
+        };
+        Ok(report)
     })
 }
 
@@ -199,27 +210,51 @@ pub fn salvage_file(
     options: &Options,
     progress: Progress<'_>,
 ) -> Result<FileReport> {
+    write_output(input, output, |file, opened, tmp| {
+        let Opened { size, compression, .. } = *opened;
+        let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
+        let buffered = BufWriter::with_capacity(1 << 16, tmp.as_file());
+        let report = match compression {
+            Compression::None => {
+                let (buffered, report) =
+                    salvage_into(input, file, compression, buffered, options, size, progress)?;
+                buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+                report
+            }
+            Compression::Gzip => {
+                let encoder = GzEncoder::new(buffered, flate2::Compression::fast());
+                let (encoder, report) =
+                    salvage_into(input, file, compression, encoder, options, size, progress)?;
+                let buffered = encoder.finish().map_err(write_err)?;
+                buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+                report
+            }
+        };
+        Ok(report)
+    })
+}
+
+/// What [`open`] found out about an input.
+#[derive(Clone, Copy)]
+struct Opened {
+    size: u64,
+    compression: Compression,
+    regular: bool,
+}
+
+/// Open `input`, refuse an `output` that is the input, let `fill` write the
+/// temporary file beside `output`, then rename it into place: the shared
+/// frame of [`sanitize_file`] and [`salvage_file`].
+fn write_output(
+    input: &Path,
+    output: &Path,
+    fill: impl FnOnce(File, &Opened, &tempfile::NamedTempFile) -> Result<Report>,
+) -> Result<FileReport> {
     let (file, size, compression, regular) = open(input)?;
     refuse_same_file(input, &file, output)?;
-    let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
     let tmp = temp_beside(output)?;
-    let buffered = BufWriter::with_capacity(1 << 16, tmp.as_file());
-    let report = match compression {
-        Compression::None => {
-            let (buffered, report) =
-                salvage_into(input, file, compression, buffered, options, size, progress)?;
-            buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-            report
-        }
-        Compression::Gzip => {
-            let encoder = GzEncoder::new(buffered, flate2::Compression::fast());
-            let (encoder, report) =
-                salvage_into(input, file, compression, encoder, options, size, progress)?;
-            let buffered = encoder.finish().map_err(write_err)?;
-            buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-            report
-        }
-    };
+    let opened = Opened { size, compression, regular };
+    let report = fill(file, &opened, &tmp)?;
     persist(tmp, input, regular, output)?;
     Ok(FileReport {
         input: input.to_path_buf(),
