@@ -160,7 +160,41 @@ fn sanitize(
             baseline: k.checked_sub(1).map(|b| first + b),
         });
     }
+    // The same trace cut at 90% (a job killed while writing it): --salvage
+    // against a plain sanitize of the same cut file.
+    let cut = scratch.join("cut_results.json");
+    fs::copy(&input, &cut).map_err(|e| format!("{}: {e}", cut.display()))?;
+    let len = fs::metadata(&cut).map_err(|e| format!("{}: {e}", cut.display()))?.len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&cut)
+        .and_then(|f| f.set_len(len / 10 * 9))
+        .map_err(|e| format!("{}: {e}", cut.display()))?;
     let _ = fs::remove_file(&input);
+    let c = cut.display().to_string();
+    let first = rows.len();
+    for (k, (name, salvage)) in [
+        ("madengine trace sanitize, the trace cut at 90%", false),
+        ("madengine trace sanitize --salvage, the same cut trace", true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut argv = vec![madengine.display().to_string(), "trace".into(), "sanitize".into()];
+        if salvage {
+            argv.push("--salvage".into());
+        }
+        argv.extend([c.clone(), "-o".into(), o.clone()]);
+        let (seconds, peak_kib) = measure(&argv, runs, &out)?;
+        rows.push(Row {
+            bench: "sanitize",
+            subject: name.into(),
+            seconds,
+            peak_kib,
+            baseline: (k == 1).then_some(first),
+        });
+    }
+    let _ = fs::remove_file(&cut);
     Ok(())
 }
 
