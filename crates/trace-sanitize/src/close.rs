@@ -1,12 +1,13 @@
-//! Closing a trace that was cut short: the JSON up to the last complete
-//! value, then the brackets still open.
+//! Closing a trace that was cut short: the JSON up to the last whole
+//! record, then the brackets still open.
 //!
 //! A profiler killed while writing leaves `{"traceEvents": [{...}, {...}, {"ph`.
 //! [`Closer`] watches the (sanitized) bytes on their way out, passes them on
-//! each time an object or array ends, and holds back what came after. When
-//! the input ends early, what was held back (a partial event and its comma)
-//! is dropped and the open brackets are closed: `{"traceEvents": [{...},
-//! {...}]}`, valid JSON holding every event that was complete.
+//! up to the end of the last whole record (see [`Closer`] for which) and
+//! holds back what came after. When the input ends early, what was held back
+//! (a partial event and its comma) is dropped and the open brackets are
+//! closed: `{"traceEvents": [{...}, {...}]}`, valid JSON holding every event
+//! that was complete.
 
 use std::io::{self, Write};
 
