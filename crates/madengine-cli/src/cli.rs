@@ -134,12 +134,8 @@ pub(crate) struct K8sGatherArgs {
     pub(crate) workdir: String,
     #[command(flatten)]
     pub(crate) kubectl: KubectlArgs,
-    /// Then run `report tracelens` over the results.
-    #[arg(long)]
-    pub(crate) report: bool,
-    /// With --report: the interpreter that has TraceLens.
-    #[arg(long, value_name = "PATH")]
-    pub(crate) python: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub(crate) report: GatherReportArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -246,16 +242,29 @@ pub(crate) struct SlurmSubmitArgs {
     pub(crate) json: bool,
 }
 
+/// `gather --report`: TraceLens over what was gathered.
+#[derive(Debug, Args)]
+pub(crate) struct GatherReportArgs {
+    /// Then run `report tracelens` over the gathered results (reports in
+    /// <results>/tracelens_report).
+    #[arg(long)]
+    pub(crate) report: bool,
+    /// With --report: the interpreter that has TraceLens.
+    #[arg(long, value_name = "PATH", requires = "report")]
+    pub(crate) python: Option<std::path::PathBuf>,
+    /// With --report: analyze traces cut short (a job killed at its time
+    /// limit while writing them) through closed copies, as `report tracelens
+    /// --salvage`.
+    #[arg(long, requires = "report")]
+    pub(crate) salvage: bool,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct SlurmGatherArgs {
     /// The job's results directory: <results-dir>/<job_id>.
     pub(crate) dir: std::path::PathBuf,
-    /// Then run `report tracelens` over it (TraceLens settings as for that command).
-    #[arg(long)]
-    pub(crate) report: bool,
-    /// With --report: the interpreter that has TraceLens.
-    #[arg(long, value_name = "PATH")]
-    pub(crate) python: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub(crate) report: GatherReportArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -103,7 +103,7 @@ pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
             args.results_dir.join("results_summary.json").display()
         ));
     }
-    if args.report && super::report::report_gathered(&args.results_dir, args.python.as_ref())? {
+    if args.report.report && super::report::report_gathered(&args.results_dir, &args.report)? {
         return Ok(Status::Findings);
     }
     Ok(if gathered.problems.is_empty() { Status::Success } else { Status::Findings })

@@ -106,7 +106,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
 /// Ctrl-C stops it as it stops `report tracelens`.
 pub(crate) fn report_gathered(
     root: &std::path::Path,
-    python: Option<&std::path::PathBuf>,
+    args: &crate::cli::GatherReportArgs,
 ) -> Result<bool, Error> {
     let mut config = tracelens_driver::Config::new(
         root,
@@ -114,7 +114,8 @@ pub(crate) fn report_gathered(
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     );
     config.output_dir = root.join("tracelens_report");
-    config.python = settings::interpreter(python);
+    config.python = settings::interpreter(args.python.as_ref());
+    config.salvage = args.salvage;
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     config.cancel = Some(interrupt.flag());
     let report = tracelens_driver::run(&config, &mut |event| {

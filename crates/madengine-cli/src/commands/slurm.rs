@@ -83,7 +83,7 @@ pub(crate) fn gather(args: &SlurmGatherArgs) -> Result<Status, Error> {
     } else {
         render::slurm_summary(&summary)?;
     }
-    if args.report && super::report::report_gathered(&args.dir, args.python.as_ref())? {
+    if args.report.report && super::report::report_gathered(&args.dir, &args.report)? {
         return Ok(Status::Findings);
     }
     Ok(if summary.complete() { Status::Success } else { Status::Findings })

@@ -55,6 +55,22 @@ fn script_from_flags_and_a_job_file() {
     ");
 }
 
+#[test]
+fn gather_salvage_goes_with_report() {
+    let dir = tempfile::tempdir().unwrap();
+    cli_snapshot!(dir.path(), ["slurm", "gather", "results/1", "--salvage"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: the following required arguments were not provided:
+      --report
+
+    Usage: madengine slurm gather --report --salvage <DIR>
+
+    For more information, try '--help'.
+    ");
+}
+
 const WORKLOAD: &str = r#"mkdir -p torch_profiler_output
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {}}], "distributedInfo": {"rank": %s, "world_size": 4}}' "$SLURM_NODEID" > "torch_profiler_output/libkineto_trace_$$.json""#;
 
