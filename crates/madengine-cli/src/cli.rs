@@ -737,7 +737,8 @@ pub(crate) struct TracelensArgs {
     pub(crate) no_precheck: bool,
     /// Analyze a trace cut short (a job killed while writing it, a .json.gz
     /// cut off) through a closed copy holding its complete events; its rows
-    /// say `salvaged`. Costs one more read of each trace.
+    /// say `salvaged`. Costs one more pass over each trace (a copy in the
+    /// scratch directory, kept only for traces that need it).
     #[arg(long)]
     pub(crate) salvage: bool,
     /// Extra TraceLens options (after `--`), each to the report tools that take it.

@@ -54,8 +54,10 @@ pub struct Config {
     /// Analyze a PyTorch or rocprofv3 JSON trace that was cut short (its
     /// writer killed part way, a gzip stream cut off) through a closed copy
     /// ([`trace_sanitize::salvage_file`]): the report then covers the events
-    /// before the cut, and its row says so. Every such trace is read once
-    /// more to find out. Without it a cut trace is a FAILURE row.
+    /// before the cut, and its row says so. To find out, every PyTorch and
+    /// rocprofv3 JSON trace is copied once through the closer into the
+    /// scratch directory (the copy is kept only when it differs). Without it
+    /// a cut trace is a FAILURE row.
     pub salvage: bool,
     /// Set by the caller (a Ctrl-C handler) to stop the run: no job starts
     /// after it is raised, running ones are killed, the scratch directory is
