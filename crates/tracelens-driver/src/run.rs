@@ -309,53 +309,6 @@ fn digest(path: &Path) -> String {
     hex[..12].to_string()
 }
 
-/// With [`Config::salvage`]: a closed (and repaired) copy of a trace cut
-/// short, a repaired copy of one that needs repair, else the trace itself.
-fn salvaged(
-    config: &Config,
-    trace: &Path,
-    scratch: &Path,
-    options: &trace_sanitize::Options,
-    events: &mut dyn FnMut(Event<'_>),
-    repairs: &mut Vec<Repaired>,
-) -> PathBuf {
-    let dir = scratch.join(digest(trace));
-    let copy = dir.join(trace.file_name().unwrap_or_default());
-    let result = fs::create_dir_all(&dir)
-        .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
-        .and_then(|()| trace_sanitize::salvage_file(trace, &copy, options, &mut |_, _| {}));
-    let rel = relative(&config.root, trace).display().to_string();
-    match result {
-        Ok(report) if report.report.cut.is_none() && !report.report.needs_repair() => {
-            let _ = fs::remove_dir_all(&dir);
-            trace.to_path_buf()
-        }
-        Ok(report) => {
-            let c = &report.report.counts;
-            let note = match &report.report.cut {
-                Some(cut) => format!(
-                    "{rel} was cut short after byte {}: analyzing a closed copy, without its last {} bytes (an incomplete event)",
-                    cut.at, cut.dropped
-                ),
-                None => format!(
-                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes); analyzing a sanitized copy",
-                    c.invalid_utf8, c.control_chars, c.lone_surrogates
-                ),
-            };
-            events(Event::Note(note));
-            repairs.push(Repaired { trace_file: rel, report: report.report });
-            copy
-        }
-        // Stopped by the caller: the run ends before any job reads it.
-        Err(trace_sanitize::Error::CancelledFile { .. }) => trace.to_path_buf(),
-        // Nothing to keep, or unreadable: its row says why.
-        Err(_) => {
-            let _ = fs::remove_dir_all(&dir);
-            trace.to_path_buf()
-        }
-    }
-}
-
 /// For each trace a job reads (collective members included), the file
 /// TraceLens should read: the trace, or a sanitized copy in
 /// `<scratch>/<digest>/<basename>` when strict parsers would reject it.
@@ -391,6 +344,10 @@ fn readable_inputs(
     (readable, repairs)
 }
 
+/// The file TraceLens should read for `trace`: a repaired copy when strict
+/// parsers would reject it; with [`Config::salvage`] also a closed copy of
+/// a trace cut short (which shows only at its end, so every trace is copied
+/// through the closer and the copy kept only when it differs).
 fn sanitized(
     config: &Config,
     trace: &Path,
@@ -399,36 +356,50 @@ fn sanitized(
     repairs: &mut Vec<Repaired>,
 ) -> PathBuf {
     let options = trace_sanitize::Options { cancel: config.cancel.clone(), ..Default::default() };
-    if config.salvage {
-        return salvaged(config, trace, scratch, &options, events, repairs);
+    if !config.salvage {
+        let first = trace_sanitize::Options { stop_at_first: true, ..options.clone() };
+        match trace_sanitize::check_file(trace, &first, &mut |_, _| {}) {
+            Ok(r) if !r.report.needs_repair() => return trace.to_path_buf(),
+            Ok(_) => {}
+            // Unreadable here: TraceLens will say why in its own row.
+            Err(_) => return trace.to_path_buf(),
+        }
     }
-    let first = trace_sanitize::Options { stop_at_first: true, ..options.clone() };
-    match trace_sanitize::check_file(trace, &first, &mut |_, _| {}) {
-        Ok(r) if !r.report.needs_repair() => return trace.to_path_buf(),
-        Ok(_) => {}
-        // Unreadable here: TraceLens will say why in its own row.
-        Err(_) => return trace.to_path_buf(),
-    }
+    let write =
+        if config.salvage { trace_sanitize::salvage_file } else { trace_sanitize::sanitize_file };
     let dir = scratch.join(digest(trace));
     let copy = dir.join(trace.file_name().unwrap_or_default());
     let result = fs::create_dir_all(&dir)
         .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
-        .and_then(|()| trace_sanitize::sanitize_file(trace, &copy, &options, &mut |_, _| {}));
+        .and_then(|()| write(trace, &copy, &options, &mut |_, _| {}));
     let rel = relative(&config.root, trace).display().to_string();
     match result {
+        // Salvaging a complete, clean trace: the original will do.
+        Ok(report) if report.report.cut.is_none() && !report.report.needs_repair() => {
+            let _ = fs::remove_dir_all(&dir);
+            trace.to_path_buf()
+        }
         Ok(report) => {
-            let c = report.report.counts;
-            events(Event::Note(format!(
-                "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes); analyzing a sanitized copy",
-                c.invalid_utf8, c.control_chars, c.lone_surrogates
-            )));
+            let c = &report.report.counts;
+            events(Event::Note(match &report.report.cut {
+                Some(cut) => format!(
+                    "{rel} was cut short after byte {}: analyzing a closed copy, without its last {} bytes (an incomplete event)",
+                    cut.at, cut.dropped
+                ),
+                None => format!(
+                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes); analyzing a sanitized copy",
+                    c.invalid_utf8, c.control_chars, c.lone_surrogates
+                ),
+            }));
             repairs.push(Repaired { trace_file: rel, report: report.report });
             copy
         }
         // Stopped by the caller: the run ends before any job reads it.
         Err(trace_sanitize::Error::CancelledFile { .. }) => trace.to_path_buf(),
         Err(e) => {
-            events(Event::Note(format!("could not sanitize {rel}: {e}; analyzing the original")));
+            let _ = fs::remove_dir_all(&dir);
+            let what = if config.salvage { "salvage" } else { "sanitize" };
+            events(Event::Note(format!("could not {what} {rel}: {e}; analyzing the original")));
             trace.to_path_buf()
         }
     }
