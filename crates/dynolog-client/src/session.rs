@@ -329,11 +329,6 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Its pid.
-    pub fn pid(&self) -> u32 {
-        *self.handle.pids().first().expect("one process")
-    }
-
     /// Wait for it to end; its exit code (128 + signal when killed by one).
     pub fn wait(self) -> Result<i32> {
         let out = self
@@ -364,12 +359,6 @@ pub fn start_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<Wor
         .start()
         .map_err(|source| SessionError::Spawn { command: command.clone(), source })?;
     Ok(Workload { handle, command })
-}
-
-/// Run the workload `argv` in the foreground (inheriting stdio) with `env`
-/// added; returns its exit code (128 + signal when killed by one).
-pub fn run_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<i32> {
-    start_workload(argv, env)?.wait()
 }
 
 /// How stopping a process went.

@@ -16,11 +16,11 @@ fn out(text: &str) -> Result<(), Error> {
 
 /// `error: ...` and each cause as `caused by: ...`, on stderr.
 pub(crate) fn error(err: &Error) {
-    let mut text = format!("error: {err}\n");
+    let mut text = format!("error: {err}");
     for cause in causes(err) {
-        text.push_str(&format!("  caused by: {cause}\n"));
+        text.push_str(&format!("\n  caused by: {cause}"));
     }
-    eprint!("{text}");
+    say(format_args!("{text}"));
 }
 
 /// What caused `err`, nearest first.

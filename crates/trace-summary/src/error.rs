@@ -50,5 +50,13 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the trace was cut short (its JSON ends early, or its gzip
+    /// stream does): what [`crate::Options::salvage`] reads anyway.
+    pub fn is_cut_short(&self) -> bool {
+        matches!(self, Error::Truncated { .. } | Error::Read { gzip: true, .. })
+    }
+}
+
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

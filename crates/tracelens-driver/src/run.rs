@@ -21,7 +21,7 @@ use crate::{
     cmd::{cmd, display},
     plan::{Config, Job, Plan, plan, relative},
     python::{Probe, probe},
-    summary::{self, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary},
+    summary::{self, Cause, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary},
 };
 
 /// What TraceLens prints for a trace without GPU activity.
@@ -159,7 +159,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
             .collect();
         let cut: Vec<&str> = members
             .iter()
-            .filter(|r| r.status == Status::Failure && r.detail.starts_with(CUT_SHORT))
+            .filter(|r| r.cause == Cause::CutShort)
             .map(|r| r.trace_file.as_str())
             .collect();
         let not_run = |status, detail: String| Row {
@@ -480,7 +480,7 @@ fn run_parallel(
             match row {
                 None => events(Event::Started { index: i, job: &plan.jobs[i] }),
                 // A job stopped by the caller is no result: nothing to show.
-                Some(row) if row.detail == INTERRUPTED => {}
+                Some(row) if row.cause == Cause::Interrupted => {}
                 Some(row) => {
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                     events(Event::Finished { index: i, row: &row, done: n, total });
@@ -521,6 +521,11 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
         detail,
         seconds: Some((seconds * 1000.0).round() / 1000.0),
         log: Some(log.display().to_string()),
+        cause: if matches!(outcome, Outcome::Cancelled) {
+            Cause::Interrupted
+        } else {
+            Cause::Other
+        },
     }
 }
 
@@ -530,7 +535,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
 /// when TraceLens should run (including when the trace cannot be read here
 /// for another reason: TraceLens then says why).
 fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
-    let row = |status, detail: String, log_text: String| {
+    let row = |status, cause, detail: String, log_text: String| {
         let _ = fs::write(log, log_text);
         Some(Row {
             trace_file: job.label.clone(),
@@ -541,14 +546,15 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
             detail,
             seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
             log: Some(log.display().to_string()),
+            cause,
         })
     };
     let cut_short = |what: String| {
         let detail = format!(
-            "{CUT_SHORT}: {what}; TraceLens cannot parse it and was not run \
+            "cut short: {what}; TraceLens cannot parse it and was not run \
              (`report tracelens --salvage` analyzes the events before the cut)"
         );
-        row(Status::Failure, detail.clone(), format!("madengine: {detail}\n"))
+        row(Status::Failure, Cause::CutShort, detail.clone(), format!("madengine: {detail}\n"))
     };
     let summary = match trace_summary::summarize_file(input) {
         Ok(summary) => summary,
@@ -571,6 +577,7 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
     }
     row(
         Status::Skipped,
+        Cause::Other,
         precheck_detail(&summary),
         format!(
             "madengine: read {} with trace-summary: {} events, {} GPU events, none linked the way \
@@ -582,9 +589,6 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
         ),
     )
 }
-
-/// How a cut trace's detail starts.
-const CUT_SHORT: &str = "cut short";
 
 /// Why TraceLens was not run on a trace trace-summary read: the trace may
 /// hold GPU activity that TraceLens cannot see, which is not the launcher's

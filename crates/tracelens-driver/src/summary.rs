@@ -62,6 +62,21 @@ pub struct Row {
     /// The job's combined output (JSON only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// What the run itself does with this row (not written out).
+    #[serde(skip)]
+    pub(crate) cause: Cause,
+}
+
+/// Why a row ended as it did, where the run acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// Nothing the run acts on.
+    Other,
+    /// Its trace is cut short: a collective over it is not run either.
+    CutShort,
+    /// Its job was stopped because the caller raised the cancel flag: no
+    /// result, and not shown.
+    Interrupted,
 }
 
 impl Row {
@@ -75,6 +90,7 @@ impl Row {
             detail: detail.into(),
             seconds: None,
             log: None,
+            cause: Cause::Other,
         }
     }
 }

@@ -420,14 +420,6 @@ fn summarize_one(path: &Path, salvage: bool) -> Read {
     })
 }
 
-/// Whether `--salvage` can read what `err` refused.
-fn salvageable(err: &trace_summary::Error) -> bool {
-    matches!(
-        err,
-        trace_summary::Error::Truncated { .. } | trace_summary::Error::Read { gzip: true, .. }
-    )
-}
-
 /// The summary, or the error (with its causes) and whether `--salvage`
 /// could read the trace.
 fn guarded(
@@ -436,7 +428,7 @@ fn guarded(
     + std::panic::UnwindSafe,
 ) -> Result<trace_summary::Summary, (String, bool)> {
     match std::panic::catch_unwind(|| read(path)) {
-        Ok(result) => result.map_err(|e| (chain(&e), salvageable(&e))),
+        Ok(result) => result.map_err(|e| (chain(&e), e.is_cut_short())),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()

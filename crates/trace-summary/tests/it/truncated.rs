@@ -57,7 +57,9 @@ fn a_cut_trace_is_refused_and_salvaged_on_request() {
     let cut_at = trace.find(r#""name": "gemm_20""#).unwrap();
     let cut = dir.path().join("cut.json");
     std::fs::write(&cut, &trace[..cut_at]).unwrap();
-    match summarize_file(&cut) {
+    let refused = summarize_file(&cut);
+    assert!(refused.as_ref().is_err_and(Error::is_cut_short), "{refused:?}");
+    match refused {
         Err(Error::Truncated { path, bytes, events }) => {
             assert_eq!(path, cut);
             assert_eq!(bytes, cut_at as u64);
@@ -84,7 +86,9 @@ fn a_cut_gzip_stream_is_salvaged_up_to_where_it_could_be_read() {
         let bytes = std::fs::read(&full).unwrap();
         let cut = dir.path().join("cut.json.gz");
         std::fs::write(&cut, &bytes[..bytes.len() * 3 / 4]).unwrap();
-        match summarize_file(&cut) {
+        let refused = summarize_file(&cut);
+        assert!(refused.as_ref().is_err_and(Error::is_cut_short), "{refused:?}");
+        match refused {
             Err(Error::Read { gzip: true, .. }) => {}
             other => panic!("{kernels}: {other:?}"),
         }
@@ -137,4 +141,5 @@ fn nothing_complete_is_said_plainly() {
     std::fs::write(&cut, br#"{"traceEvents": [{"ph": "X", "na"#).unwrap();
     let err = summarize_file_with(&cut, &Options::salvaging()).unwrap_err();
     assert!(err.to_string().contains("nothing to salvage"), "{err}");
+    assert!(!err.is_cut_short(), "salvage cannot read it either");
 }
