@@ -730,9 +730,9 @@ pub(crate) struct TracelensArgs {
     /// Exit 0 even when jobs fail (for post-run steps that must not fail a passing run).
     #[arg(long)]
     pub(crate) no_fail: bool,
-    /// Run TraceLens on every PyTorch trace, even one madengine's own pass finds
-    /// without GPU activity TraceLens can use (such traces are otherwise SKIPPED
-    /// up front, saving a TraceLens run each).
+    /// Run TraceLens on every trace, even one madengine's own pass finds cut
+    /// short or (PyTorch) without GPU activity TraceLens can use (such traces
+    /// are otherwise FAILURE or SKIPPED up front, saving a TraceLens run each).
     #[arg(long)]
     pub(crate) no_precheck: bool,
     /// Analyze a trace cut short (a job killed while writing it, a .json.gz

@@ -27,18 +27,24 @@ pub enum Error {
         #[source]
         source: trace_sanitize::Error,
     },
-    /// The trace's JSON ends early (its writer was killed part way), after
-    /// some complete events; [`crate::Options::salvage`] reads those.
+    /// The trace's JSON ends early (its writer was killed part way);
+    /// [`crate::Options::salvage`] reads the events complete before the cut.
     #[error(
-        "{path} is truncated: its JSON ends after {bytes} bytes, with {events} complete events before the cut"
+        "{path} is truncated: its JSON ends after {bytes} bytes{}",
+        match events {
+            Some(n) => format!(", with {n} complete events before the cut"),
+            None => String::new(),
+        }
     )]
     Truncated {
         /// The trace.
         path: PathBuf,
         /// Where the JSON text (decompressed) ends.
         bytes: u64,
-        /// Events complete before the cut.
-        events: usize,
+        /// Events complete before the cut, when known: a Kineto trace's are
+        /// counted as they are read; a rocprofv3 trace is read as one
+        /// document, so its are not.
+        events: Option<usize>,
     },
     /// The trace is not a Chrome trace JSON (after sanitizing).
     #[error("{path} is not a readable Chrome trace: {detail}")]

@@ -4,6 +4,10 @@ use std::{
     fs::File,
     io::{BufRead, BufReader, Read},
     path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use serde::Serialize;
@@ -109,13 +113,26 @@ pub fn summarize_with<R: Read + Send>(
     label: &Path,
     options: &Options,
 ) -> Result<Summary> {
-    let mut reader = BufReader::with_capacity(1 << 20, reader);
+    let bytes = Arc::new(AtomicU64::new(0));
+    let mut reader =
+        BufReader::with_capacity(1 << 20, Counted { inner: reader, bytes: Arc::clone(&bytes) });
     let head = reader
         .fill_buf()
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
     if crate::rocprof::sniff(head) {
-        let (timeline, kernels, records) = crate::rocprof::tables(reader)
-            .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
+        let (timeline, kernels, records) =
+            // By value: `io::Bytes` reads a `BufReader` (not a `&mut` one)
+            // straight from its buffer, twice as fast.
+            crate::rocprof::tables(reader).map_err(|e| match e.classify() {
+                // Its head was rocprofv3's, so an early end is a cut (and
+                // everything read was consumed).
+                serde_json::error::Category::Eof => Error::Truncated {
+                    path: label.to_path_buf(),
+                    bytes: bytes.load(Ordering::Relaxed),
+                    events: None,
+                },
+                _ => Error::Parse { path: label.to_path_buf(), detail: e.to_string() },
+            })?;
         let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
         return Ok(Summary {
             format: Format::Rocprofv3,
@@ -135,7 +152,7 @@ pub fn summarize_with<R: Read + Send>(
     if let Some(bytes) = truncated_at
         && !options.salvage
     {
-        return Err(Error::Truncated { path: label.to_path_buf(), bytes, events });
+        return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: Some(events) });
     }
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
@@ -267,4 +284,18 @@ fn with_sanitized<T>(
             (r, repaired) => r.map(|t| (t, repaired.ok())),
         }
     })
+}
+
+/// A reader that counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    bytes: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }

@@ -47,9 +47,10 @@ pub struct Config {
     /// Where the per-run scratch directory (sanitized copies, collective
     /// staging) is created; it is removed at the end of the run.
     pub scratch_parent: PathBuf,
-    /// Read each PyTorch trace with `trace-summary` first: one that TraceLens
-    /// would reject for having no linked GPU activity is reported SKIPPED
-    /// without spending a TraceLens run on it.
+    /// Read each PyTorch and rocprofv3 JSON trace with `trace-summary` first:
+    /// one cut short is reported FAILURE, and a PyTorch trace that TraceLens
+    /// would reject for having no linked GPU activity SKIPPED, without
+    /// spending a TraceLens run on it.
     pub precheck: bool,
     /// Analyze a PyTorch or rocprofv3 JSON trace that was cut short (its
     /// writer killed part way, a gzip stream cut off) through a closed copy

@@ -500,7 +500,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     let log = config.output_dir.join("logs").join(&job.log_name);
     let started = Instant::now();
     if config.precheck
-        && job.tool == crate::Tool::Pytorch
+        && matches!(job.tool, crate::Tool::Pytorch | crate::Tool::Rocprof)
         && let Some(row) = precheck(job, input, &log, started)
     {
         return row;
@@ -529,11 +529,11 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     }
 }
 
-/// A SKIPPED row when `trace-summary` finds no GPU activity TraceLens can
-/// link (TraceLens would stop with "No GPU events found in the trace"), a
-/// FAILURE row when the trace is cut short (TraceLens cannot parse it); None
-/// when TraceLens should run (including when the trace cannot be read here
-/// for another reason: TraceLens then says why).
+/// A FAILURE row when the trace is cut short (TraceLens cannot parse it);
+/// for a PyTorch trace, a SKIPPED row when `trace-summary` finds no GPU
+/// activity TraceLens can link (TraceLens would stop with "No GPU events
+/// found in the trace"); None when TraceLens should run (including when the
+/// trace cannot be read here for another reason: TraceLens then says why).
 fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
     let row = |status, cause, detail: String, log_text: String| {
         let _ = fs::write(log, log_text);
@@ -559,9 +559,10 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
     let summary = match trace_summary::summarize_file(input) {
         Ok(summary) => summary,
         Err(trace_summary::Error::Truncated { bytes, events, .. }) => {
-            return cut_short(format!(
-                "its JSON ends after {bytes} bytes, with {events} complete events before the cut"
-            ));
+            let events = events
+                .map(|n| format!(", with {n} complete events before the cut"))
+                .unwrap_or_default();
+            return cut_short(format!("its JSON ends after {bytes} bytes{events}"));
         }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {
             let mut why = source.to_string();
@@ -572,7 +573,9 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
         }
         Err(_) => return None,
     };
-    if summary.outcome == trace_summary::Outcome::Tables {
+    // rocprofv3 traces are checked for cuts only: what TraceLens' rocprof
+    // report needs is not what trace-summary's outcome describes.
+    if job.tool != crate::Tool::Pytorch || summary.outcome == trace_summary::Outcome::Tables {
         return None;
     }
     row(

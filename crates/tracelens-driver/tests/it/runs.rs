@@ -278,6 +278,43 @@ fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
 }
 
 #[test]
+fn a_cut_rocprofv3_trace_fails_up_front_too() {
+    let case = Case::new();
+    let body = fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/synthetic/run")
+            .join(ROCPROF),
+    )
+    .unwrap();
+    case.write("rocprof_output/9999_results.json", &body[..body.len() * 9 / 10]);
+    let summary = case.run();
+    let rows = rows(&summary);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    insta::assert_snapshot!(rows[0], @"FAILURE rocprof_json rocprof_output/9999_results.json TraceLens_generate_perf_report_rocprof | cut short: its JSON ends after 854 bytes; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)");
+    assert_eq!(summary.results[0].status, Status::Failure);
+    assert!(
+        !case.calls().iter().any(|c| c.contains("generate_perf_report_rocprof")),
+        "{:#?}",
+        case.calls()
+    );
+
+    // --no-precheck: TraceLens runs on it and fails itself.
+    let mut case = case;
+    case.config.precheck = false;
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Failure);
+    assert!(case.calls().iter().any(|c| c.contains("generate_perf_report_rocprof")));
+
+    // --salvage: TraceLens reads the closed copy.
+    case.config.precheck = true;
+    case.config.salvage = true;
+    let summary = case.run();
+    let row = &summary.results[0];
+    assert_eq!(row.status, Status::Success, "{row:?}");
+    assert!(row.detail.starts_with("salvaged ("), "{row:?}");
+}
+
+#[test]
 fn extra_arguments_reach_the_commands_that_take_them() {
     let mut case = Case::new();
     case.fixture("model_rank0.pt.trace.json", GPU);
