@@ -92,7 +92,7 @@ fn top_table(page: &mut String, title: &str, unit: &str, rows: &[TopRow]) {
             r#"<tr><td>{:.3}</td><td>{}</td><td class="name">{}</td></tr>"#,
             row.value,
             pct(row.percent),
-            esc(&row.label(rows))
+            esc(&row.label(rows, str::to_string))
         );
     }
     page.push_str("</table>");

@@ -608,7 +608,7 @@ pub(crate) fn summaries(
                     "     {:>12}  {:>6}  {}\n",
                     py(row.value),
                     pct(row.percent),
-                    shorten(&row.label(rows))
+                    row.label(rows, shorten)
                 ));
             }
         }

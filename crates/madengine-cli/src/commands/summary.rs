@@ -74,18 +74,32 @@ pub(crate) struct TopRow {
     /// The kernel's stream, where the table groups by it (Kineto).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) stream: Option<String>,
+    /// The CPU op that launched the kernel (else its launcher's name), where
+    /// the table groups by it (Kineto; empty for a kernel linked to no launch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) parent_op: Option<String>,
 }
 
 impl TopRow {
-    /// The name, with the stream when another row of `rows` has the same
-    /// name (TraceLens groups kernels by name and stream).
-    pub(crate) fn label(&self, rows: &[TopRow]) -> String {
-        match &self.stream {
-            Some(stream) if rows.iter().filter(|r| r.name == self.name).count() > 1 => {
-                format!("{} [stream {stream}]", self.name)
-            }
-            _ => self.name.clone(),
+    /// The name as `shown`, with what tells it apart when another row of
+    /// `rows` shows the same name: TraceLens groups kernels by name, parent
+    /// op and stream, so one kernel can have several rows.
+    pub(crate) fn label(&self, rows: &[TopRow], shown: impl Fn(&str) -> String) -> String {
+        let name = shown(&self.name);
+        let twins: Vec<&TopRow> = rows.iter().filter(|r| shown(&r.name) == name).collect();
+        let mut tags = Vec::new();
+        if twins.iter().any(|r| r.parent_op != self.parent_op) {
+            tags.push(match self.parent_op.as_deref() {
+                Some("") | None => "no linked launch".to_string(),
+                Some(op) => format!("under {op}"),
+            });
         }
+        if twins.iter().any(|r| r.stream != self.stream)
+            && let Some(stream) = &self.stream
+        {
+            tags.push(format!("stream {stream}"));
+        }
+        if tags.is_empty() { name } else { format!("{name} [{}]", tags.join(", ")) }
     }
 }
 
@@ -241,18 +255,14 @@ fn column(t: &Table, name: &str) -> Option<usize> {
 }
 
 /// Top rows of a table by `value` column, with the `stream` column if given.
-fn top(
-    t: &Table,
-    label: &str,
-    value: &str,
-    pct: &str,
-    stream: Option<&str>,
-    n: usize,
-) -> Vec<TopRow> {
+/// The first `n` rows of `t` as [`TopRow`]s, from its `label`, `value` and
+/// `pct` columns, and its `grouped` ones (stream, parent op) where it has them.
+fn top(t: &Table, label: &str, value: &str, pct: &str, grouped: Grouped, n: usize) -> Vec<TopRow> {
     let (Some(l), Some(v), Some(p)) = (column(t, label), column(t, value), column(t, pct)) else {
         return vec![];
     };
-    let s = stream.and_then(|name| column(t, name));
+    let s = grouped.stream.and_then(|name| column(t, name));
+    let o = grouped.parent_op.and_then(|name| column(t, name));
     t.rows
         .iter()
         .take(n)
@@ -261,8 +271,16 @@ fn top(
             value: num(&r[v]).unwrap_or(0.0),
             percent: num(&r[p]),
             stream: s.map(|s| text(&r[s])),
+            parent_op: o.map(|o| text(&r[o])),
         })
         .collect()
+}
+
+/// The columns besides the name a table groups its rows by.
+#[derive(Default)]
+struct Grouped {
+    stream: Option<&'static str>,
+    parent_op: Option<&'static str>,
 }
 
 /// Write `bytes` to `path` atomically (temp file beside it, then a rename).
@@ -575,22 +593,25 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
                 write_csv(&dir, "kernel_summary", k)?;
                 view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
                     // TraceLens' rocprof table: its "(ms)" total is really µs.
-                    top(k, "name", "Total Kernel Time (ms)", "Percentage (%)", None, args.top)
+                    let value = "Total Kernel Time (ms)";
+                    top(k, "name", value, "Percentage (%)", Grouped::default(), args.top)
                 } else {
-                    top(
-                        k,
-                        "Kernel name",
-                        "Kernel duration (µs)_sum",
-                        "Percent of kernels time (%)",
-                        Some("Kernel stream"),
-                        args.top,
-                    )
+                    let grouped =
+                        Grouped { stream: Some("Kernel stream"), parent_op: Some("Parent cpu_op") };
+                    let (value, pct) = ("Kernel duration (µs)_sum", "Percent of kernels time (%)");
+                    top(k, "Kernel name", value, pct, grouped, args.top)
                 };
             }
             if let Some(o) = &summary.ops_summary {
                 write_csv(&dir, "ops_summary", o)?;
-                view.top_ops =
-                    top(o, "name", "total_direct_kernel_time_ms", "Percentage (%)", None, args.top);
+                view.top_ops = top(
+                    o,
+                    "name",
+                    "total_direct_kernel_time_ms",
+                    "Percentage (%)",
+                    Grouped::default(),
+                    args.top,
+                );
             }
             view.csv_dir = Some(dir);
         }
@@ -624,7 +645,13 @@ mod tests {
     use super::TopRow;
 
     fn row(name: &str, stream: Option<&str>) -> TopRow {
-        TopRow { name: name.into(), value: 1.0, percent: None, stream: stream.map(Into::into) }
+        TopRow {
+            name: name.into(),
+            value: 1.0,
+            percent: None,
+            stream: stream.map(Into::into),
+            parent_op: None,
+        }
     }
 
     #[test]
@@ -671,12 +698,42 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_name_shown_twice_gets_its_stream() {
+    fn a_kernel_name_shown_twice_gets_what_tells_its_rows_apart() {
+        let same = |s: &str| s.to_string();
+        let labels = |rows: &[TopRow], shown: &dyn Fn(&str) -> String| -> Vec<String> {
+            rows.iter().map(|r| r.label(rows, shown)).collect()
+        };
         let rows = [row("nccl", Some("84")), row("nccl", Some("203")), row("gemm", Some("7"))];
-        let labels: Vec<String> = rows.iter().map(|r| r.label(&rows)).collect();
-        assert_eq!(labels, ["nccl [stream 84]", "nccl [stream 203]", "gemm"]);
+        assert_eq!(labels(&rows, &same), ["nccl [stream 84]", "nccl [stream 203]", "gemm"]);
         // Ops have no stream column: names stay as they are.
         let ops = [row("aten::mm", None), row("aten::mm", None)];
-        assert_eq!(ops[0].label(&ops), "aten::mm");
+        assert_eq!(ops[0].label(&ops, same), "aten::mm");
+        // The same kernel under two ops (or none), on one stream or two.
+        let under = |name: &str, stream: &str, op: &str| TopRow {
+            parent_op: Some(op.into()),
+            ..row(name, Some(stream))
+        };
+        let rows = [
+            under("sqrt_kernel", "7", "aten::sqrt"),
+            under("sqrt_kernel", "7", ""),
+            under("add_kernel", "7", "aten::add_"),
+            under("add_kernel", "9", "aten::add_"),
+            under("add_kernel", "9", "aten::sum"),
+        ];
+        assert_eq!(
+            labels(&rows, &same),
+            [
+                "sqrt_kernel [under aten::sqrt]",
+                "sqrt_kernel [no linked launch]",
+                "add_kernel [under aten::add_, stream 7]",
+                "add_kernel [under aten::add_, stream 9]",
+                "add_kernel [under aten::sum, stream 9]",
+            ]
+        );
+        // Names that differ only past what the console shows are twins there.
+        let rows = [under("kernel_long_a", "7", "aten::a"), under("kernel_long_b", "7", "aten::b")];
+        let cut = |s: &str| s[..6].to_string();
+        assert_eq!(labels(&rows, &cut), ["kernel [under aten::a]", "kernel [under aten::b]"]);
+        assert_eq!(labels(&rows, &same), ["kernel_long_a", "kernel_long_b"]);
     }
 }

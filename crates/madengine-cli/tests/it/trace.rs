@@ -313,7 +313,8 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     assert!(views[1]["error"].as_str().unwrap().contains("truncated"), "{:#?}", views[1]);
     assert_eq!(views[0]["outcome"], "tables");
     assert!(views[0].get("error").is_none());
-    assert!(views[0]["top_kernels"][0]["stream"].is_string(), "{:#?}", views[0]);
+    let kernel = &views[0]["top_kernels"][0];
+    assert!(kernel["stream"].is_string() && kernel["parent_op"].is_string(), "{:#?}", views[0]);
 
     // --salvage reads the cut trace up to the cut, and says so.
     let mut salvage_args = args("2");
