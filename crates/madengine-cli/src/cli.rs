@@ -810,7 +810,9 @@ Repairs: invalid UTF-8 becomes U+FFFD (exactly as Python's
 bytes.decode('utf-8', 'replace')); raw control bytes inside strings become
 \\u00XX; lone UTF-16 surrogate escapes become \\ufffd. A clean trace is copied
 unchanged. The input is never modified; the output is written to a temporary
-file beside it and renamed when complete. .json.gz stays .json.gz.
+file beside it and renamed when complete. The output's name says its
+compression: gzip when it ends in .gz, else plain JSON (so -o trace.json of a
+.json.gz writes JSON you can read as it is).
 
 Several inputs are handled one after the other; one that cannot be read does
 not stop the others (exit 3 at the end). With --check a directory is searched
@@ -824,6 +826,7 @@ same copy as without it.
 Examples:
   madengine trace sanitize 4242_results.json        # writes 4242_results.sanitized.json
   madengine trace sanitize rank0.json.gz -o /tmp/rank0.json.gz
+  madengine trace sanitize rank0.json.gz -o rank0.json     # gunzipped too
   madengine trace sanitize --salvage cut.pt.trace.json.gz   # a job killed while writing it
   madengine trace sanitize --check run.pt.trace.json && echo clean
   madengine trace sanitize --check runs/llama        # every trace of a run
@@ -855,8 +858,9 @@ pub(crate) struct SanitizeArgs {
     /// The traces to repair (.json or .json.gz); with --check also run directories.
     #[arg(required = true, value_name = "INPUT")]
     pub(crate) inputs: Vec<PathBuf>,
-    /// Where to write the repaired trace, for a single input [default: beside
-    /// the input, with `.sanitized` before the extension].
+    /// Where to write the repaired trace, for a single input; gzip when it ends
+    /// in .gz [default: beside the input, with `.sanitized` before the
+    /// extension].
     #[arg(short, long, value_name = "PATH", conflicts_with = "check")]
     pub(crate) output: Option<PathBuf>,
     /// Only tell whether the trace needs repair; write nothing.

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use trace_discover::{Claim, Discovery, RankSource, TraceKind};
-use trace_sanitize::{Defect, FileReport};
+use trace_sanitize::{Compression, Defect, FileReport};
 
 use crate::error::Error;
 
@@ -113,6 +113,11 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         if c.lone_surrogates == 1 { "surrogate" } else { "surrogates" },
     );
     let scanned = size(r.bytes_read);
+    let recoded = match (file.compression, file.output_compression) {
+        (Compression::Gzip, Some(Compression::None)) => " (gunzipped)",
+        (Compression::None, Some(Compression::Gzip)) => " (gzipped)",
+        _ => "",
+    };
     match &file.output {
         None if !r.needs_repair() => {
             text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
@@ -127,19 +132,19 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             }
         )),
         Some(output) if r.cut.is_some() => text.push_str(&format!(
-            "{}: {}closed into {}{} ({scanned})\n",
+            "{}: {}closed into {}{recoded}{} ({scanned})\n",
             file.input.display(),
             if r.needs_repair() { "repaired and " } else { "" },
             output.display(),
             if r.needs_repair() { format!(": {counts}") } else { String::new() },
         )),
         Some(output) if !r.needs_repair() => text.push_str(&format!(
-            "{}: clean, copied unchanged to {} ({scanned})\n",
+            "{}: clean, copied unchanged to {}{recoded} ({scanned})\n",
             file.input.display(),
             output.display()
         )),
         Some(output) => text.push_str(&format!(
-            "{}: repaired into {}: {counts} ({scanned})\n",
+            "{}: repaired into {}{recoded}: {counts} ({scanned})\n",
             file.input.display(),
             output.display()
         )),

@@ -36,8 +36,11 @@ pub struct FileReport {
     pub input: PathBuf,
     /// The output file written, `None` for a check.
     pub output: Option<PathBuf>,
-    /// The input's compression; the output keeps it.
+    /// The input's compression.
     pub compression: Compression,
+    /// The output's compression, told by its name (`.gz`: gzip); `None`
+    /// for a check.
+    pub output_compression: Option<Compression>,
     /// Size of the input file on disk.
     pub input_size: u64,
     /// What was found and repaired. Offsets are in the decompressed content.
@@ -75,18 +78,22 @@ pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Re
         input: input.to_path_buf(),
         output: None,
         compression,
+        output_compression: None,
         input_size: size,
         report,
     })
 }
 
-/// Write a repaired copy of `input` to `output`, keeping its compression.
+/// Write a repaired copy of `input` to `output`: gzip when `output`'s name
+/// ends in `.gz`, else plain JSON, whatever the input's compression
+/// ([`output_compression`]).
 ///
 /// The input is never modified, and an `output` that is the input (also
 /// through a symlink or a hard link) is refused. The data goes to a temporary
 /// file beside `output` that is renamed into place only when complete, so a
 /// failure leaves no partial file. A clean input is copied byte for byte
-/// (for `.json.gz` the compressed bytes themselves).
+/// when the compression stays (for `.json.gz` the compressed bytes
+/// themselves).
 pub fn sanitize_file(
     input: &Path,
     output: &Path,
@@ -94,7 +101,7 @@ pub fn sanitize_file(
     progress: Progress<'_>,
 ) -> Result<FileReport> {
     write_output(input, output, |file, opened, tmp| {
-        let Opened { size, compression, regular } = *opened;
+        let Opened { size, compression, regular, output: out_compression } = *opened;
         let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
         let recompress = |file: File, sink_progress: Progress<'_>| -> Result<Report> {
             let encoder = GzEncoder::new(
@@ -112,8 +119,8 @@ pub fn sanitize_file(
             buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
             Ok(Report { bytes_written: sink.written, ..report })
         };
-        let report = match (compression, regular) {
-            (Compression::None, true) => {
+        let report = match (compression, out_compression, regular) {
+            (Compression::None, Compression::None, true) => {
                 // Scan on this thread; a second one writes what it scanned.
                 let out = tmp.as_file();
                 std::thread::scope(|scope| {
@@ -145,8 +152,9 @@ pub fn sanitize_file(
                     }
                 })?
             }
-            (Compression::None, false) => {
-                // A pipe or device: it can be read only once, so no kernel copy.
+            (_, Compression::None, _) => {
+                // A pipe or device (it can be read only once, so no kernel
+                // copy), or a gzip input written out plain.
                 let mut sink = WriteSink {
                     inner: BufWriter::with_capacity(1 << 16, tmp.as_file()),
                     written: 0,
@@ -160,8 +168,9 @@ pub fn sanitize_file(
                 sink.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
                 Report { bytes_written: sink.written, ..report }
             }
-            (Compression::Gzip, false) => recompress(file, progress)?,
-            (Compression::Gzip, true) => {
+            (Compression::None, Compression::Gzip, _)
+            | (Compression::Gzip, Compression::Gzip, false) => recompress(file, progress)?,
+            (Compression::Gzip, Compression::Gzip, true) => {
                 // Most traces are clean: find out first, so a clean one is copied
                 // as it is instead of being decompressed and compressed again.
                 let first = Options { stop_at_first: true, ..options.clone() };
@@ -202,8 +211,8 @@ pub fn sanitize_file(
 /// complete event. [`Report::cut`] says where and how; it is `None` for a
 /// complete input, whose output is what [`sanitize_file`] writes. An input
 /// cut before any object or array in it is complete is
-/// [`Error::NothingToSalvage`]. The output keeps the input's compression and
-/// is written atomically.
+/// [`Error::NothingToSalvage`]. The output is compressed as its name says
+/// ([`output_compression`]) and written atomically.
 pub fn salvage_file(
     input: &Path,
     output: &Path,
@@ -211,10 +220,10 @@ pub fn salvage_file(
     progress: Progress<'_>,
 ) -> Result<FileReport> {
     write_output(input, output, |file, opened, tmp| {
-        let Opened { size, compression, .. } = *opened;
+        let Opened { size, compression, output: out_compression, .. } = *opened;
         let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
         let buffered = BufWriter::with_capacity(1 << 16, tmp.as_file());
-        let report = match compression {
+        let report = match out_compression {
             Compression::None => {
                 let (buffered, report) =
                     salvage_into(input, file, compression, buffered, options, size, progress)?;
@@ -234,12 +243,24 @@ pub fn salvage_file(
     })
 }
 
-/// What [`open`] found out about an input.
+/// What [`open`] found out about an input, and the output's compression.
 #[derive(Clone, Copy)]
 struct Opened {
     size: u64,
     compression: Compression,
     regular: bool,
+    output: Compression,
+}
+
+/// How [`sanitize_file`] and [`salvage_file`] compress an output: gzip when
+/// its name ends in `.gz`, else not. So `-o trace.json` of a `.json.gz`
+/// input is plain JSON, never gzip bytes under a `.json` name.
+pub fn output_compression(output: &Path) -> Compression {
+    if output.as_os_str().as_encoded_bytes().ends_with(b".gz") {
+        Compression::Gzip
+    } else {
+        Compression::None
+    }
 }
 
 /// Open `input`, refuse an `output` that is the input, let `fill` write the
@@ -253,13 +274,14 @@ fn write_output(
     let (file, size, compression, regular) = open(input)?;
     refuse_same_file(input, &file, output)?;
     let tmp = temp_beside(output)?;
-    let opened = Opened { size, compression, regular };
+    let opened = Opened { size, compression, regular, output: output_compression(output) };
     let report = fill(file, &opened, &tmp)?;
     persist(tmp, input, regular, output)?;
     Ok(FileReport {
         input: input.to_path_buf(),
         output: Some(output.to_path_buf()),
         compression,
+        output_compression: Some(opened.output),
         input_size: size,
         report,
     })

@@ -19,8 +19,9 @@
 //!
 //! - [`sanitize`] / [`check`] work on any `Read` (and `Write`).
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
-//!   the input is never modified, the output keeps the input's compression
-//!   and is written to a temporary file beside it, then renamed.
+//!   the input is never modified, the output is gzip when its name ends in
+//!   `.gz` ([`output_compression`]) and is written to a temporary file
+//!   beside it, then renamed.
 //! - [`salvage_file`] does what [`sanitize_file`] does and also closes a
 //!   trace that was cut short (a profiler killed while writing, a gzip stream
 //!   cut off): the complete values are kept and the open brackets closed.
@@ -52,8 +53,8 @@ pub use crate::{
     close::Cut,
     error::{Error, Result},
     file::{
-        Compression, FileReport, Progress, check_file, default_output_path, salvage_file,
-        sanitize_file, write_atomic,
+        Compression, FileReport, Progress, check_file, default_output_path, output_compression,
+        salvage_file, sanitize_file, write_atomic,
     },
     report::{Counts, Defect, Repair, Report},
     stream::{Options, check, salvage, sanitize},

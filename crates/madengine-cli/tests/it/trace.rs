@@ -48,6 +48,33 @@ fn sanitize_repairs_into_a_new_file() {
 }
 
 #[test]
+fn the_output_name_says_whether_it_is_gzip() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let whole = fs::read(synthetic().join("run/rocprof_output/9999_results.json")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&whole).unwrap();
+    fs::write(dir.path().join("r.json.gz"), gz.finish().unwrap()).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "r.json.gz", "-o", "r.json", "--max-listed", "0"], @r"
+    exit code: 0
+    ----- stdout -----
+    r.json.gz: repaired into r.json (gunzipped): 4 invalid UTF-8, 1 control byte, 0 lone surrogates (935 B)
+      ... and 5 more
+    ----- stderr -----
+    ");
+    let out = fs::read(dir.path().join("r.json")).unwrap();
+    assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok(), "plain JSON");
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "r.json", "-o", "again.json.gz"], @r"
+    exit code: 0
+    ----- stdout -----
+    r.json: clean, copied unchanged to again.json.gz (gzipped) (948 B)
+    ----- stderr -----
+    ");
+    let out = fs::read(dir.path().join("again.json.gz")).unwrap();
+    assert!(out.starts_with(&[0x1f, 0x8b]), "gzip");
+}
+
+#[test]
 fn salvage_closes_a_cut_trace_and_a_cut_gzip_gets_a_hint() {
     use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,5 @@
-//! Files: compression kept, input untouched, atomic output, same-file refusal.
+//! Files: compression told by the output's name, input untouched, atomic
+//! output, same-file refusal.
 
 use std::{
     fs,
@@ -83,10 +84,53 @@ fn gzip_stays_gzip() {
     fs::write(&input, &original).unwrap();
     let report = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
     assert_eq!(report.compression, Compression::Gzip);
+    assert_eq!(report.output_compression, Some(Compression::Gzip));
     assert_eq!(fs::read(&input).unwrap(), original);
     assert_eq!(gunzip(&fs::read(&output).unwrap()), REPAIRED);
     let checked = check_file(&output, &Options::default(), &mut no_progress()).unwrap();
     assert!(!checked.report.needs_repair());
+    assert_eq!(checked.output_compression, None);
+}
+
+#[test]
+fn the_output_name_says_its_compression() {
+    let dir = tempfile::tempdir().unwrap();
+    // Input bytes (gzip or not, whatever the name says), output name, output bytes gzip?
+    let cases = [
+        ("dirty.json.gz", gz(DIRTY), "out.json", false),
+        ("clean.json.gz", gz(REPAIRED), "out.json", false),
+        ("dirty.json", DIRTY.to_vec(), "out.json.gz", true),
+        ("clean.json", REPAIRED.to_vec(), "out.json.gz", true),
+        // Misnamed inputs: the bytes are read for what they are.
+        ("gzip-named-plain.json", gz(DIRTY), "out.json", false),
+        ("plain-named-gzip.json.gz", REPAIRED.to_vec(), "out.json.gz", true),
+    ];
+    for (name, bytes, out, gzip) in cases {
+        let input = dir.path().join(name);
+        fs::write(&input, &bytes).unwrap();
+        for salvage in [false, true] {
+            let output = dir.path().join(out);
+            let report = if salvage {
+                trace_sanitize::salvage_file(
+                    &input,
+                    &output,
+                    &Options::default(),
+                    &mut no_progress(),
+                )
+            } else {
+                sanitize_file(&input, &output, &Options::default(), &mut no_progress())
+            }
+            .unwrap();
+            let written = fs::read(&output).unwrap();
+            assert_eq!(written.starts_with(&[0x1f, 0x8b]), gzip, "{name} -> {out}, {salvage}");
+            let text = if gzip { gunzip(&written) } else { written };
+            assert_eq!(text, REPAIRED, "{name} -> {out}, salvage {salvage}");
+            let expected = if gzip { Compression::Gzip } else { Compression::None };
+            assert_eq!(report.output_compression, Some(expected));
+            assert_eq!(trace_sanitize::output_compression(&output), expected);
+            assert_eq!(fs::read(&input).unwrap(), bytes, "the input is untouched");
+        }
+    }
 }
 
 #[test]
@@ -356,9 +400,8 @@ fn salvage_reads_a_cut_gzip_stream_up_to_where_it_breaks() {
             .unwrap();
     let c = report.report.cut.expect("marked cut");
     assert!(c.read_error.is_some(), "{c:?}");
-    let mut plain = Vec::new();
-    MultiGzDecoder::new(fs::File::open(&output).unwrap()).read_to_end(&mut plain).unwrap();
-    let n = event_count(&plain);
+    // Written out plain, as its name says.
+    let n = event_count(&fs::read(&output).unwrap());
     assert!(n > 5_000 && n < 20_000, "{n}");
 }
 
