@@ -103,15 +103,39 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
         render::note(&format!("installed the Kineto optimizer-step hook in {}", site.display()));
     }
     state.set_started(&started)?;
+    let Err(err) = start_with(args, &state, &mut started) else {
+        return Ok(Status::Success);
+    };
+    // A start that failed leaves nothing behind: no hook in the interpreter
+    // (it would configure every Python process), no trigger, no daemon.
+    render::error(&err);
+    missing_daemon_hint(&err, &args.launch);
+    for (name, pid) in
+        [("trace trigger", started.trigger_pid), ("dynolog daemon", started.daemon_pid)]
+    {
+        if let Some(pid) = pid {
+            stop_noted(name, pid);
+        }
+    }
+    if let Some(site) = &started.hook_site {
+        dynolog_client::remove_hook(&state, site)?;
+        render::note(&format!("removed the Kineto hook from {}", site.display()));
+    }
+    state.clear_started()?;
+    Ok(err.status())
+}
+
+/// The daemon and the trigger of `start`, recorded in `started` as they run.
+fn start_with(args: &StartArgs, state: &RunState, started: &mut Started) -> Result<Status, Error> {
     let pid = dynolog_client::start_daemon(
-        &state,
+        state,
         &args.launch.dynolog_bin,
         args.state.port,
         None,
         Duration::from_secs(15),
     )?;
     started.daemon_pid = Some(pid);
-    state.set_started(&started)?;
+    state.set_started(started)?;
     render::note(&format!("dynolog daemon started (pid {pid}, port {})", args.state.port));
     if !args.no_trigger {
         let mut argv: Vec<OsString> = vec![
@@ -129,7 +153,7 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
         argv.extend(policy_argv(&args.policy));
         let trigger = dynolog_client::spawn_detached(&argv, &[], &state.trigger_log())?;
         started.trigger_pid = Some(trigger);
-        state.set_started(&started)?;
+        state.set_started(started)?;
         render::note(&format!(
             "trace trigger armed (pid {trigger}); log: {}",
             state.trigger_log().display()
@@ -322,6 +346,19 @@ fn collect(state: &RunState, output_dir: &Path, json: bool) -> Result<Status, Er
     Ok(Status::Success)
 }
 
+/// When the daemon binary was not found: how to get it.
+fn missing_daemon_hint(err: &Error, launch: &LaunchArgs) {
+    if let Error::Session(dynolog_client::SessionError::Spawn { source, .. }) = err
+        && source.kind() == std::io::ErrorKind::NotFound
+    {
+        render::note(&format!(
+            "`{}` was not found: install dynolog with `madengine setup dynolog`, or point \
+             --dynolog-bin (or DYNOLOG_BIN) at it",
+            launch.dynolog_bin.display()
+        ));
+    }
+}
+
 /// Install the Kineto hook into the workload interpreter's site-packages,
 /// unless --no-hook; an interpreter that cannot take it is a warning.
 fn install_hook(launch: &LaunchArgs, state: &RunState) -> Result<Option<PathBuf>, Error> {
@@ -374,13 +411,21 @@ fn profile_with(
     port: u16,
     interrupt: &crate::interrupt::Guard,
 ) -> Result<Status, Error> {
-    let daemon = dynolog_client::start_daemon(
+    let daemon = match dynolog_client::start_daemon(
         state,
         &args.launch.dynolog_bin,
         port,
         Some(&state.ipc_dir()),
         Duration::from_secs(15),
-    )?;
+    ) {
+        Ok(pid) => pid,
+        Err(e) => {
+            let err = Error::from(e);
+            render::error(&err);
+            missing_daemon_hint(&err, &args.launch);
+            return Ok(err.status());
+        }
+    };
     render::note(&format!("dynolog daemon started (pid {daemon}, port {port})"));
     if interrupt.cancelled() {
         stop_noted("dynolog daemon", daemon);

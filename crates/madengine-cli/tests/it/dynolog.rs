@@ -331,6 +331,56 @@ fn start_trigger_stop_as_pre_and_post_steps() {
 }
 
 #[test]
+fn a_start_that_fails_leaves_no_hook_and_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let venv = dir.path().join("venv");
+    #[allow(clippy::disallowed_methods, reason = "test setup")]
+    let made =
+        Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
+    assert!(made.success());
+    let missing = dir.path().join("no_such_dynolog");
+    let args: Vec<OsString> = vec![
+        "dynolog".into(),
+        "start".into(),
+        "--state".into(),
+        state.clone().into(),
+        "--dynolog-bin".into(),
+        missing.clone().into(),
+        "--python".into(),
+        venv.join("bin/python3").into(),
+    ];
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+    let out = madengine(dir.path(), &refs);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines[0].contains("installed the Kineto optimizer-step hook"), "{stderr}");
+    assert!(lines[1].starts_with("error: cannot start `"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "`{}` was not found: install dynolog with `madengine setup dynolog`",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    assert!(lines.last().unwrap().contains("removed the Kineto hook"), "{stderr}");
+    let site = stderr.split("hook in ").nth(1).unwrap().lines().next().unwrap().trim().to_string();
+    let left: Vec<_> = std::fs::read_dir(&site)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("madengine_kineto_hook"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // No session is left to stop.
+    let out = madengine(
+        dir.path(),
+        &["dynolog".as_ref(), "stop".as_ref(), "--state".as_ref(), state.as_os_str()],
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dynolog was not started"));
+}
+
+#[test]
 fn setup_dynolog_skips_when_installed_and_never_shows_the_token() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
