@@ -43,6 +43,58 @@ pub(crate) struct Inventory {
     pub(crate) slurm_conf: Option<PathBuf>,
 }
 
+impl Inventory {
+    /// One line per thing looked for: what was found, or where it was looked for.
+    pub(crate) fn describe(&self) -> String {
+        let found =
+            |ok: bool, yes: &str, no: &str| if ok { yes.to_string() } else { no.to_string() };
+        let gpus = match (&self.gpu_vendor, self.gpus.len()) {
+            (Some(vendor), n) => format!("{n} {vendor}: {}", self.gpus.join("; ")),
+            (None, _) => "none found (nvidia-smi -L, amd-smi list, rocm-smi)".into(),
+        };
+        let torch = match &self.torch {
+            None => "not importable by python3".to_string(),
+            Some(t) => {
+                let backend = match t["hip"].as_str() {
+                    Some(hip) => format!("ROCm/HIP {hip}"),
+                    None => "CUDA".into(),
+                };
+                if t["gpu"] == true {
+                    format!(
+                        "{} ({backend}), sees {} GPU(s)",
+                        t["version"].as_str().unwrap_or("?"),
+                        t["count"]
+                    )
+                } else {
+                    format!("{} ({backend}), sees no GPU", t["version"].as_str().unwrap_or("?"))
+                }
+            }
+        };
+        let rows = [
+            ("GPUs", gpus),
+            ("rocprofv3", found(self.rocprofv3, "on PATH", "not on PATH")),
+            ("traceconv", found(self.traceconv, "on PATH", "not on PATH")),
+            ("PyTorch", torch),
+            ("dynolog, dyno", found(self.dynolog, "on PATH", "not both on PATH")),
+            (
+                "TraceLens",
+                self.tracelens_python.as_ref().map_or_else(
+                    || "no interpreter that imports it (--python or TRACELENS_VENV)".into(),
+                    |p| p.display().to_string(),
+                ),
+            ),
+            (
+                "SLURM",
+                self.slurm_conf.as_ref().map_or_else(
+                    || "no cluster (SLURM_CONF unset, missing, or sinfo fails)".into(),
+                    |c| format!("SLURM_CONF={}", c.display()),
+                ),
+            ),
+        ];
+        rows.iter().map(|(what, value)| format!("  {what:<14} {value}\n")).collect()
+    }
+}
+
 fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
@@ -186,7 +238,7 @@ struct Outcome {
 
 pub(crate) fn run(root: &Path, args: &E2eArgs) -> Result<(), String> {
     let inv = inventory(args.python.as_deref());
-    eprintln!("inventory:\n{}", serde_json::to_string_pretty(&inv).expect("json"));
+    eprintln!("inventory of this node:\n{}", inv.describe());
     let scenarios: Vec<Scenario> = plan(&inv)
         .into_iter()
         .filter(|s| args.only.as_deref().is_none_or(|o| o == s.name))
@@ -498,6 +550,13 @@ mod tests {
             slurm_conf: Some("/etc/slurm/slurm.conf".into()),
         };
         assert!(plan(&inv).iter().all(|s| s.runnable.is_ok()));
+        let described = inv.describe();
+        assert!(described.contains("  GPUs           2 amd: GPU 0; GPU 1\n"), "{described}");
+        assert!(described.contains("  PyTorch        ? (CUDA), sees 2 GPU(s)\n"), "{described}");
+        assert!(described.contains("  TraceLens      /opt/tl/bin/python3\n"), "{described}");
+        let bare = Inventory::default().describe();
+        assert_eq!(bare.lines().count(), 7, "{bare}");
+        assert!(bare.contains("  PyTorch        not importable by python3\n"), "{bare}");
     }
 
     #[test]
