@@ -143,58 +143,16 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let mut ready = Vec::new();
     let mut staged = inputs.clone();
     for &i in &collective {
-        let job = &plan.jobs[i];
-        let group = job.collective.as_ref().expect("a collective job");
-        let members: Vec<&Row> = plan
-            .jobs
-            .iter()
-            .zip(&rows)
-            .filter(|(j, _)| {
-                j.tool == crate::Tool::Pytorch
-                    && j.trace.as_ref().is_some_and(|t| {
-                        group.members.iter().any(|(_, m)| config.root.join(m) == *t)
-                    })
-            })
-            .filter_map(|(_, r)| r.as_ref())
-            .collect();
-        let cut: Vec<&str> = members
-            .iter()
-            .filter(|r| r.cause == Cause::CutShort)
-            .map(|r| r.trace_file.as_str())
-            .collect();
-        let not_run = |status, detail: String| Row {
-            status,
-            ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), &detail)
-        };
-        let decided = if !cut.is_empty() {
-            Some(not_run(
-                Status::Failure,
-                format!(
-                    "not run: TraceLens cannot parse the per-rank trace(s) cut short ({})",
-                    cut.join(", ")
-                ),
-            ))
-        } else if !members.is_empty() && members.iter().all(|r| r.status == Status::Skipped) {
-            Some(not_run(
-                Status::Skipped,
-                "every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze".into(),
-            ))
-        } else {
-            match stage_collective(config, job, &readable, scratch.path(), i) {
-                Ok(dir) => {
-                    staged[i] = Some(dir);
-                    ready.push(i);
-                    None
-                }
-                Err(e) => {
-                    Some(not_run(Status::Failure, format!("could not stage the traces: {e}")))
-                }
+        match collective_inputs(config, &plan, i, &rows, &readable, scratch.path()) {
+            Collective::Staged(dir) => {
+                staged[i] = Some(dir);
+                ready.push(i);
             }
-        };
-        if let Some(row) = decided {
-            let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-            events(Event::Finished { index: i, row: &row, done: n, total: plan.jobs.len() });
-            rows[i] = Some(row);
+            Collective::NotRun(row) => {
+                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                events(Event::Finished { index: i, row: &row, done: n, total: plan.jobs.len() });
+                rows[i] = Some(row);
+            }
         }
     }
     run_parallel(config, &probe, &plan, &ready, &staged, &mut rows, &done, events);
@@ -239,6 +197,70 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     summary::write_csv(&output_dir.join(SUMMARY_CSV), &summary.results)?;
     summary::write_json(&output_dir.join(SUMMARY_JSON), &summary)?;
     Ok(summary)
+}
+
+/// What becomes of a collective job once its per-rank reports have run.
+enum Collective {
+    /// Its traces are staged in this directory: run it.
+    Staged(PathBuf),
+    /// Not run, and this row says why.
+    NotRun(Row),
+}
+
+/// Stage collective job `i`'s traces, unless a member trace was cut short
+/// (TraceLens cannot parse it) or every member was skipped.
+fn collective_inputs(
+    config: &Config,
+    plan: &Plan,
+    i: usize,
+    rows: &[Option<Row>],
+    readable: &BTreeMap<PathBuf, PathBuf>,
+    scratch: &Path,
+) -> Collective {
+    let job = &plan.jobs[i];
+    let group = job.collective.as_ref().expect("a collective job");
+    let members: Vec<&Row> = plan
+        .jobs
+        .iter()
+        .zip(rows)
+        .filter(|(j, _)| {
+            j.tool == crate::Tool::Pytorch
+                && j.trace
+                    .as_ref()
+                    .is_some_and(|t| group.members.iter().any(|(_, m)| config.root.join(m) == *t))
+        })
+        .filter_map(|(_, r)| r.as_ref())
+        .collect();
+    let not_run = |status, detail: String| Row {
+        status,
+        ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), &detail)
+    };
+    let cut: Vec<&str> = members
+        .iter()
+        .filter(|r| r.cause == Cause::CutShort)
+        .map(|r| r.trace_file.as_str())
+        .collect();
+    if !cut.is_empty() {
+        return Collective::NotRun(not_run(
+            Status::Failure,
+            format!(
+                "not run: TraceLens cannot parse the per-rank trace(s) cut short ({})",
+                cut.join(", ")
+            ),
+        ));
+    }
+    if !members.is_empty() && members.iter().all(|r| r.status == Status::Skipped) {
+        return Collective::NotRun(not_run(
+            Status::Skipped,
+            "every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze".into(),
+        ));
+    }
+    match stage_collective(config, job, readable, scratch, i) {
+        Ok(dir) => Collective::Staged(dir),
+        Err(e) => {
+            Collective::NotRun(not_run(Status::Failure, format!("could not stage the traces: {e}")))
+        }
+    }
 }
 
 /// Rows of traces analyzed through a closed copy say so: their reports cover
