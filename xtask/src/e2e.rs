@@ -239,49 +239,7 @@ struct Outcome {
 pub(crate) fn run(root: &Path, args: &E2eArgs) -> Result<(), String> {
     let inv = inventory(args.python.as_deref());
     eprintln!("inventory of this node:\n{}", inv.describe());
-    let scenarios: Vec<Scenario> = plan(&inv)
-        .into_iter()
-        .filter(|s| args.only.as_deref().is_none_or(|o| o == s.name))
-        .collect();
-    if scenarios.is_empty() {
-        return Err(format!("no scenario named {:?}", args.only.as_deref().unwrap_or_default()));
-    }
-    let mut outcomes = Vec::new();
-    if !args.dry_run {
-        cmd(cargo(), ["build", "--quiet", "--release", "-p", "madengine-cli"])
-            .dir(root)
-            .run()
-            .map_err(|e| format!("building madengine: {e}"))?;
-    }
-    let madengine = root.join("target/release/madengine");
-    let workload = root.join("xtask/e2e/workload.py");
-    for s in &scenarios {
-        let started = Instant::now();
-        let (ran, ok, detail) = match (&s.runnable, args.dry_run) {
-            (Err(why), _) => (false, true, format!("skipped: {why}")),
-            (Ok(()), true) => (false, true, format!("would run: {}", s.what)),
-            (Ok(()), false) => {
-                let dir = tempfile_dir(s.name)?;
-                let result = run_scenario(s.name, &dir, &madengine, &workload, &inv);
-                if !args.keep {
-                    let _ = std::fs::remove_dir_all(&dir);
-                } else {
-                    eprintln!("kept {}", dir.display());
-                }
-                match result {
-                    Ok(d) => (true, true, d),
-                    Err(e) => (true, false, e),
-                }
-            }
-        };
-        outcomes.push(Outcome {
-            name: s.name,
-            ran,
-            detail,
-            ok,
-            seconds: started.elapsed().as_secs_f64(),
-        });
-    }
+    let outcomes = execute(root, args, &inv)?;
     if args.json {
         let rows: Vec<Value> = outcomes
             .iter()
@@ -315,6 +273,55 @@ pub(crate) fn run(root: &Path, args: &E2eArgs) -> Result<(), String> {
         return Err("a scenario failed".into());
     }
     Ok(())
+}
+
+/// Run (or with --dry-run, only plan) the scenarios `args` selects that
+/// `inv` supports; one outcome per selected scenario.
+fn execute(root: &Path, args: &E2eArgs, inv: &Inventory) -> Result<Vec<Outcome>, String> {
+    let scenarios: Vec<Scenario> = plan(inv)
+        .into_iter()
+        .filter(|s| args.only.as_deref().is_none_or(|o| o == s.name))
+        .collect();
+    if scenarios.is_empty() {
+        return Err(format!("no scenario named {:?}", args.only.as_deref().unwrap_or_default()));
+    }
+    let mut outcomes = Vec::new();
+    if !args.dry_run {
+        cmd(cargo(), ["build", "--quiet", "--release", "-p", "madengine-cli"])
+            .dir(root)
+            .run()
+            .map_err(|e| format!("building madengine: {e}"))?;
+    }
+    let madengine = root.join("target/release/madengine");
+    let workload = root.join("xtask/e2e/workload.py");
+    for s in &scenarios {
+        let started = Instant::now();
+        let (ran, ok, detail) = match (&s.runnable, args.dry_run) {
+            (Err(why), _) => (false, true, format!("skipped: {why}")),
+            (Ok(()), true) => (false, true, format!("would run: {}", s.what)),
+            (Ok(()), false) => {
+                let dir = tempfile_dir(s.name)?;
+                let result = run_scenario(s.name, &dir, &madengine, &workload, inv);
+                if !args.keep {
+                    let _ = std::fs::remove_dir_all(&dir);
+                } else {
+                    eprintln!("kept {}", dir.display());
+                }
+                match result {
+                    Ok(d) => (true, true, d),
+                    Err(e) => (true, false, e),
+                }
+            }
+        };
+        outcomes.push(Outcome {
+            name: s.name,
+            ran,
+            detail,
+            ok,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    Ok(outcomes)
 }
 
 fn tempfile_dir(name: &str) -> Result<PathBuf, String> {
@@ -533,13 +540,35 @@ mod tests {
 
     #[test]
     fn dry_run_on_this_machine_runs_nothing() {
-        let args = E2eArgs { dry_run: true, only: None, keep: false, json: true, python: None };
-        run(&crate::project_root(), &args).unwrap();
+        let root = crate::project_root();
+        let mut args = E2eArgs { dry_run: true, only: None, keep: false, json: true, python: None };
+        run(&root, &args).unwrap();
+        // Even on a node that has everything, a dry run only plans.
+        for inv in [inventory(None), full_node()] {
+            let outcomes = execute(&root, &args, &inv).unwrap();
+            assert_eq!(outcomes.len(), 5);
+            for o in &outcomes {
+                assert!(!o.ran && o.ok, "{}: {}", o.name, o.detail);
+                assert!(
+                    o.detail.starts_with("skipped: needs ") || o.detail.starts_with("would run: "),
+                    "{}: {}",
+                    o.name,
+                    o.detail
+                );
+            }
+        }
+        let planned = execute(&root, &args, &full_node()).unwrap();
+        assert!(planned.iter().all(|o| o.detail.starts_with("would run: ")));
+        args.only = Some("torchrun-2rank".into());
+        let only = execute(&root, &args, &full_node()).unwrap();
+        assert_eq!(only.iter().map(|o| o.name).collect::<Vec<_>>(), ["torchrun-2rank"]);
+        args.only = Some("no-such-scenario".into());
+        let err = execute(&root, &args, &full_node()).err().unwrap();
+        assert!(err.contains("no scenario named \"no-such-scenario\""), "{err}");
     }
 
-    #[test]
-    fn a_full_node_runs_everything() {
-        let inv = Inventory {
+    fn full_node() -> Inventory {
+        Inventory {
             gpu_vendor: Some("amd".into()),
             gpus: vec!["GPU 0".into(), "GPU 1".into()],
             rocprofv3: true,
@@ -548,7 +577,12 @@ mod tests {
             dynolog: true,
             tracelens_python: Some("/opt/tl/bin/python3".into()),
             slurm_conf: Some("/etc/slurm/slurm.conf".into()),
-        };
+        }
+    }
+
+    #[test]
+    fn a_full_node_runs_everything() {
+        let inv = full_node();
         assert!(plan(&inv).iter().all(|s| s.runnable.is_ok()));
         let described = inv.describe();
         assert!(described.contains("  GPUs           2 amd: GPU 0; GPU 1\n"), "{described}");
