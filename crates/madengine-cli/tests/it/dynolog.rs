@@ -238,6 +238,27 @@ fn no_daemon_exits_5() {
     );
 }
 
+/// The interpreter of a venv of its own under `dir`, so the Kineto hook goes
+/// into a throw-away site-packages.
+fn throwaway_python(dir: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    #[allow(clippy::disallowed_methods, reason = "test setup")]
+    let made =
+        Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
+    assert!(made.success());
+    venv.join("bin/python3")
+}
+
+/// The Kineto hook's files in `site`.
+fn hook_files(site: &str) -> Vec<String> {
+    std::fs::read_dir(site)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("madengine_kineto_hook"))
+        .collect()
+}
+
 #[test]
 fn start_trigger_stop_as_pre_and_post_steps() {
     let dir = tempfile::tempdir().unwrap();
@@ -256,13 +277,7 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("dynolog was not started"));
 
-    // a venv of its own, so the hook goes into a throw-away site-packages
-    let venv = dir.path().join("venv");
-    #[allow(clippy::disallowed_methods, reason = "test setup")]
-    let made =
-        Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
-    assert!(made.success());
-    let python = venv.join("bin/python3");
+    let python = throwaway_python(dir.path());
 
     let mut args: Vec<OsString> = vec![
         "dynolog".into(),
@@ -283,15 +298,8 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("installed the Kineto optimizer-step hook"), "{stderr}");
     let site = stderr.split("hook in ").nth(1).unwrap().lines().next().unwrap().trim().to_string();
-    let pth: Vec<_> = std::fs::read_dir(&site)
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name().to_string_lossy().ends_with(".pth")
-                && e.file_name().to_string_lossy().starts_with("madengine_kineto_hook")
-        })
-        .collect();
-    assert_eq!(pth.len(), 1);
+    let pth: Vec<_> = hook_files(&site).into_iter().filter(|n| n.ends_with(".pth")).collect();
+    assert_eq!(pth.len(), 1, "{pth:?}");
 
     // the workload, as the model command would run (abstract IPC socket, /tmp trace dir)
     #[allow(clippy::disallowed_methods, reason = "the workload")]
@@ -322,23 +330,14 @@ fn start_trigger_stop_as_pre_and_post_steps() {
         std::fs::read_to_string(state.join("trigger.log")).unwrap_or_default()
     );
     assert!(stderr.contains("removed the Kineto hook"), "{stderr}");
-    let left: Vec<_> = std::fs::read_dir(&site)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("madengine_kineto_hook"))
-        .collect();
-    assert!(left.is_empty());
+    assert_eq!(hook_files(&site), Vec::<String>::new());
 }
 
 #[test]
 fn a_start_that_fails_leaves_no_hook_and_no_session() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let venv = dir.path().join("venv");
-    #[allow(clippy::disallowed_methods, reason = "test setup")]
-    let made =
-        Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
-    assert!(made.success());
+    let python = throwaway_python(dir.path());
     let missing = dir.path().join("no_such_dynolog");
     let args: Vec<OsString> = vec![
         "dynolog".into(),
@@ -348,7 +347,7 @@ fn a_start_that_fails_leaves_no_hook_and_no_session() {
         "--dynolog-bin".into(),
         missing.clone().into(),
         "--python".into(),
-        venv.join("bin/python3").into(),
+        python.into(),
     ];
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
     let out = madengine(dir.path(), &refs);
@@ -366,12 +365,7 @@ fn a_start_that_fails_leaves_no_hook_and_no_session() {
     );
     assert!(lines.last().unwrap().contains("removed the Kineto hook"), "{stderr}");
     let site = stderr.split("hook in ").nth(1).unwrap().lines().next().unwrap().trim().to_string();
-    let left: Vec<_> = std::fs::read_dir(&site)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("madengine_kineto_hook"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(hook_files(&site), Vec::<String>::new());
     // No session is left to stop.
     let out = madengine(
         dir.path(),

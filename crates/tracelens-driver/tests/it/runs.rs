@@ -222,12 +222,7 @@ fn the_precheck_skips_traces_tracelens_rejects_without_running_it() {
 fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
     use std::io::Write as _;
     let case = Case::new();
-    let body = fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/synthetic/run")
-            .join(GPU),
-    )
-    .unwrap();
+    let body = fs::read(standin_fixture(GPU)).unwrap();
     // Cut in its last event.
     case.write("cut_rank0.pt.trace.json", &body[..body.len() - 150]);
     // A longer trace (its events twenty times over), gzipped and cut near its end.
@@ -280,12 +275,7 @@ fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
 #[test]
 fn a_cut_rocprofv3_trace_fails_up_front_too() {
     let case = Case::new();
-    let body = fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/synthetic/run")
-            .join(ROCPROF),
-    )
-    .unwrap();
+    let body = fs::read(standin_fixture(ROCPROF)).unwrap();
     case.write("rocprof_output/9999_results.json", &body[..body.len() * 9 / 10]);
     let summary = case.run();
     let rows = rows(&summary);
