@@ -104,7 +104,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     let r = &file.report;
     let c = &r.counts;
     let mut text = String::new();
-    let counts = format!(
+    let mut counts = format!(
         "{} invalid UTF-8, {} control {}, {} lone {}",
         c.invalid_utf8,
         c.control_chars,
@@ -112,6 +112,11 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         c.lone_surrogates,
         if c.lone_surrogates == 1 { "surrogate" } else { "surrogates" },
     );
+    // Rarer than the others: named only when found.
+    if c.invalid_escapes > 0 {
+        let s = if c.invalid_escapes == 1 { "" } else { "s" };
+        counts.push_str(&format!(", {} invalid escape{s}", c.invalid_escapes));
+    }
     let scanned = size(r.bytes_read);
     let recoded = match (file.compression, file.output_compression) {
         (Compression::Gzip, Some(Compression::None)) => " (gunzipped)",
@@ -154,6 +159,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             Defect::InvalidUtf8 => "invalid UTF-8",
             Defect::ControlChar => "control byte",
             Defect::LoneSurrogate => "lone surrogate",
+            Defect::InvalidEscape => "invalid escape",
             _ => "defect",
         };
         let key = repair.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();

@@ -108,7 +108,12 @@ impl Engine {
                     Step::Repair { len: n, defect, with } => {
                         if rec.wants_detail() {
                             let key = self.key_of(buf, i);
-                            rec.record(defect, base + i as u64, &buf[i..i + n], key);
+                            // An invalid escape is shown with the byte after it.
+                            let shown = match defect {
+                                Defect::InvalidEscape => &buf[i..(i + 2).min(len)],
+                                _ => &buf[i..i + n],
+                            };
+                            rec.record(defect, base + i as u64, shown, key);
                         } else {
                             rec.count(defect);
                         }
@@ -255,19 +260,26 @@ fn utf8_sequence(buf: &[u8], i: usize, eof: bool) -> Utf8 {
     Utf8::Valid(n)
 }
 
+/// A backslash that starts no escape, doubled: the string keeps it as text.
+const INVALID_ESCAPE: Step = Step::Repair { len: 1, defect: Defect::InvalidEscape, with: b"\\\\" };
+
 /// `buf[i]` is a backslash inside a string.
 fn escape(buf: &[u8], i: usize, eof: bool) -> Step {
     let Some(&c) = buf.get(i + 1) else {
+        // The input ends inside the string: it is cut short, not mistyped.
         return if eof { Step::Advance(1) } else { Step::NeedMore };
     };
-    if c != b'u' {
-        // A raw control or non-ASCII byte after a backslash is not part of a
-        // valid escape: leave the backslash and look at that byte on its own.
-        return if (0x20..0x80).contains(&c) { Step::Advance(2) } else { Step::Advance(1) };
+    match c {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => return Step::Advance(2),
+        b'u' => {}
+        // Anything else (`\x`, `\U`, a raw control or non-ASCII byte) starts no
+        // escape: the backslash is doubled, and the byte after it is then
+        // looked at on its own.
+        _ => return INVALID_ESCAPE,
     }
     let value = match hex4(buf, i + 2, eof) {
         Hex::Value(v) => v,
-        Hex::Invalid => return Step::Advance(2),
+        Hex::Invalid => return INVALID_ESCAPE,
         Hex::NeedMore => return Step::NeedMore,
     };
     let lone = Step::Repair { len: 6, defect: Defect::LoneSurrogate, with: FFFD_ESCAPE };

@@ -1,7 +1,7 @@
 //! Streaming repair of GPU profiler traces that strict JSON parsers reject.
 //!
 //! TraceLens loads traces with orjson, which refuses a whole file for one bad
-//! byte. Real traces have three such defects:
+//! byte. Real traces have four such defects:
 //!
 //! 1. invalid UTF-8 (rocprofv3 copies non-string `const char *` HIP arguments
 //!    verbatim): each invalid sequence becomes U+FFFD, exactly as Python's
@@ -11,7 +11,10 @@
 //!    escape Python names and metadata): escaped as `\u00XX`; bytes outside
 //!    strings are left alone;
 //! 3. lone UTF-16 surrogate escapes (`\ud800` without its low half, or a lone
-//!    low half): replaced by `\ufffd`.
+//!    low half): replaced by `\ufffd`;
+//! 4. backslashes that start no JSON escape (a Windows path written raw:
+//!    `C:\Users`; `\u` without four hex digits): doubled, so the string
+//!    keeps the backslash as text.
 //!
 //! Everything streams in constant memory (about 1 MiB of buffer), and the
 //! result does not depend on where chunk boundaries fall. A valid input is

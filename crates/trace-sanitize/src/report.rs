@@ -16,6 +16,10 @@ pub enum Defect {
     ControlChar,
     /// A `\uD800`-`\uDFFF` escape without its other half; replaced by `\ufffd`.
     LoneSurrogate,
+    /// A backslash inside a string that starts no JSON escape (`\x`, `\U`,
+    /// `\u` without four hex digits: a Windows path written raw); doubled,
+    /// so the string keeps it as text.
+    InvalidEscape,
 }
 
 impl Defect {
@@ -25,6 +29,7 @@ impl Defect {
             Defect::InvalidUtf8 => "invalid UTF-8",
             Defect::ControlChar => "raw control byte in a string",
             Defect::LoneSurrogate => "lone UTF-16 surrogate escape",
+            Defect::InvalidEscape => "backslash starting no JSON escape",
         }
     }
 }
@@ -52,12 +57,14 @@ pub struct Counts {
     pub control_chars: u64,
     /// Lone surrogate escapes replaced.
     pub lone_surrogates: u64,
+    /// Backslashes starting no valid escape, doubled.
+    pub invalid_escapes: u64,
 }
 
 impl Counts {
     /// All repairs together.
     pub fn total(&self) -> u64 {
-        self.invalid_utf8 + self.control_chars + self.lone_surrogates
+        self.invalid_utf8 + self.control_chars + self.lone_surrogates + self.invalid_escapes
     }
 
     fn bump(&mut self, defect: Defect) {
@@ -65,6 +72,7 @@ impl Counts {
             Defect::InvalidUtf8 => self.invalid_utf8 += 1,
             Defect::ControlChar => self.control_chars += 1,
             Defect::LoneSurrogate => self.lone_surrogates += 1,
+            Defect::InvalidEscape => self.invalid_escapes += 1,
         }
     }
 }
@@ -127,6 +135,15 @@ impl Recorder {
         self.counts.bump(defect);
         let original = match defect {
             Defect::LoneSurrogate => String::from_utf8_lossy(bytes).into_owned(),
+            // The backslash and what follows it, non-printable bytes as \xNN.
+            Defect::InvalidEscape => bytes.iter().fold(String::new(), |mut s, &b| {
+                if (0x20..0x7f).contains(&b) {
+                    s.push(b as char);
+                } else {
+                    let _ = write!(s, "\\x{b:02x}");
+                }
+                s
+            }),
             Defect::InvalidUtf8 | Defect::ControlChar => {
                 bytes.iter().fold(String::new(), |mut s, b| {
                     let _ = write!(s, "\\x{b:02x}");

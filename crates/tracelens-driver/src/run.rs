@@ -409,8 +409,15 @@ fn sanitized(
                     cut.at, cut.dropped
                 ),
                 None => format!(
-                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes); analyzing a sanitized copy",
-                    c.invalid_utf8, c.control_chars, c.lone_surrogates
+                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes{}); analyzing a sanitized copy",
+                    c.invalid_utf8,
+                    c.control_chars,
+                    c.lone_surrogates,
+                    if c.invalid_escapes > 0 {
+                        format!(", {} invalid escapes", c.invalid_escapes)
+                    } else {
+                        String::new()
+                    }
                 ),
             }));
             repairs.push(Repaired { trace_file: rel, report: report.report });

@@ -114,6 +114,13 @@ fn repaired_json_loads_strictly_in_python() {
         b"\xc3\xa9",
         b"\\u0041",
         b"\\ud800\\ud800",
+        // Backslashes that start no escape: a Windows path, `\u` without hex,
+        // a raw control or invalid byte after one.
+        b"C:\\Users\\prof",
+        b"\\x41",
+        b"\\u12G4",
+        b"\\\x01",
+        b"\\\xff",
     ];
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(42);
