@@ -810,7 +810,8 @@ Repairs: invalid UTF-8 becomes U+FFFD (exactly as Python's
 bytes.decode('utf-8', 'replace')); raw control bytes inside strings become
 \\u00XX; lone UTF-16 surrogate escapes become \\ufffd; a backslash that
 starts no JSON escape (C:\\Users written raw, \\u without four hex digits) is
-doubled, so the string keeps it as text. A clean trace is copied unchanged.
+doubled, so the string keeps it as text; a bare inf, -inf, nan, NaN or Infinity
+where a number goes becomes null. A clean trace is copied unchanged.
 The input is never modified; the output is written to a temporary file beside
 it and renamed when complete. The output's name says its compression: gzip
 when it ends in .gz, else plain JSON (so -o trace.json of a .json.gz writes

@@ -117,6 +117,10 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         let s = if c.invalid_escapes == 1 { "" } else { "s" };
         counts.push_str(&format!(", {} invalid escape{s}", c.invalid_escapes));
     }
+    if c.non_finite > 0 {
+        let s = if c.non_finite == 1 { "" } else { "s" };
+        counts.push_str(&format!(", {} non-finite number{s}", c.non_finite));
+    }
     let scanned = size(r.bytes_read);
     let recoded = match (file.compression, file.output_compression) {
         (Compression::Gzip, Some(Compression::None)) => " (gunzipped)",
@@ -160,6 +164,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             Defect::ControlChar => "control byte",
             Defect::LoneSurrogate => "lone surrogate",
             Defect::InvalidEscape => "invalid escape",
+            Defect::NonFinite => "non-finite",
             _ => "defect",
         };
         let key = repair.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();

@@ -9,8 +9,8 @@
 //! is what makes the output independent of where chunk boundaries fall.
 //!
 //! Clean 64-byte blocks (no backslash, no byte >= 0x80, no control byte inside
-//! a string) are skipped with a bitmask test; everything else goes through the
-//! scalar state machine.
+//! a string, no letter outside one, not ending in `-` outside one) are skipped
+//! with a bitmask test; everything else goes through the scalar state machine.
 
 use wide::u8x64;
 
@@ -35,6 +35,15 @@ pub(crate) struct Edit {
 }
 
 const FFFD_UTF8: &[u8] = "\u{fffd}".as_bytes();
+const NULL: &[u8] = b"null";
+
+/// Bare words a JSON writer may leave for a float that is not finite (C's
+/// `printf` and fmt write `inf`/`nan`, Python's `json` `Infinity`/`NaN`), each
+/// also after a `-`. None is JSON; each becomes `null`.
+const NON_FINITE: &[&[u8]] = &[b"inf", b"nan", b"Infinity", b"NaN", b"INF", b"NAN", b"Inf"];
+
+/// The longest bare word looked at: `Infinity`.
+const LONGEST_WORD: usize = 8;
 const FFFD_ESCAPE: &[u8] = b"\\ufffd";
 
 /// `\u0000` .. `\u001f`, lowercase hex like Python's `json.dumps`.
@@ -107,7 +116,7 @@ impl Engine {
                     Step::NeedMore => break 'outer,
                     Step::Repair { len: n, defect, with } => {
                         if rec.wants_detail() {
-                            let key = self.key_of(buf, i);
+                            let key = self.key_of(buf, i, defect == Defect::NonFinite);
                             // An invalid escape is shown with the byte after it.
                             let shown = match defect {
                                 Defect::InvalidEscape => &buf[i..(i + 2).min(len)],
@@ -145,10 +154,20 @@ impl Engine {
             };
         }
         if !self.in_string {
-            if b == b'"' {
-                self.in_string = true;
-            }
-            return Step::Advance(1);
+            return match b {
+                b'"' => {
+                    self.in_string = true;
+                    Step::Advance(1)
+                }
+                b'-' => match buf.get(i + 1) {
+                    Some(c) if c.is_ascii_alphabetic() => self.word(buf, i, 1, eof),
+                    Some(_) => Step::Advance(1),
+                    None if eof => Step::Advance(1),
+                    None => Step::NeedMore,
+                },
+                b'a'..=b'z' | b'A'..=b'Z' => self.word(buf, i, 0, eof),
+                _ => Step::Advance(1),
+            };
         }
         match b {
             b'"' => {
@@ -165,6 +184,29 @@ impl Engine {
         }
     }
 
+    /// A bare word outside strings at `buf[i + sign..]` (`sign` is 1 after a
+    /// `-` at `buf[i]`): `true`, `false` and `null` pass, a non-finite float
+    /// becomes `null`, anything else (not JSON either) is left as it is.
+    fn word(&self, buf: &[u8], i: usize, sign: usize, eof: bool) -> Step {
+        let start = i + sign;
+        let run = buf[start..]
+            .iter()
+            .take(LONGEST_WORD + 1)
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        if start + run == buf.len() && run <= LONGEST_WORD && !eof {
+            return Step::NeedMore;
+        }
+        // Only a whole word: not the tail of a longer run of letters.
+        let before = if i > 0 { buf.get(i - 1) } else { self.context.last() };
+        let whole = run <= LONGEST_WORD && !before.is_some_and(|b| b.is_ascii_alphabetic());
+        let word = &buf[start..start + run];
+        if whole && NON_FINITE.contains(&word) {
+            return Step::Repair { len: sign + run, defect: Defect::NonFinite, with: NULL };
+        }
+        Step::Advance(sign + run)
+    }
+
     fn remember(&mut self, consumed: &[u8]) {
         if consumed.len() >= CONTEXT {
             self.context.clear();
@@ -178,17 +220,21 @@ impl Engine {
         }
     }
 
-    /// The key whose string value holds position `pos`, when it can be found
-    /// within the last kilobyte or so. Best effort: `None` when unsure.
-    fn key_of(&self, buf: &[u8], pos: usize) -> Option<String> {
+    /// The key whose string value holds position `pos` (with `bare`, whose
+    /// bare value starts there), when it can be found within the last
+    /// kilobyte or so. Best effort: `None` when unsure.
+    fn key_of(&self, buf: &[u8], pos: usize, bare: bool) -> Option<String> {
+        let find = |bytes: &[u8]| {
+            if bare { key_ending_at(bytes) } else { key_before(bytes) }
+        };
         let start = pos.saturating_sub(CONTEXT);
         if start > 0 || self.context.is_empty() {
-            return key_before(&buf[start..pos]);
+            return find(&buf[start..pos]);
         }
         let mut joined = Vec::with_capacity(self.context.len() + pos);
         joined.extend_from_slice(&self.context);
         joined.extend_from_slice(&buf[..pos]);
-        key_before(&joined)
+        find(&joined)
     }
 }
 
@@ -210,6 +256,18 @@ fn clean_block(block: &[u8; BLOCK], in_string: bool) -> Option<bool> {
     // (newlines between records, usually) outside strings are fine.
     let inside = prefix_xor(quote) ^ if in_string { !0 } else { 0 };
     if control & inside != 0 {
+        return None;
+    }
+    // A letter outside strings starts a bare word (`true`, or a non-finite
+    // float to repair); a `-` ending the block may be the sign of one.
+    // All bytes are ASCII here, so adding moves a range onto the high bit:
+    // `lower + 0x1f` has it from `a` up, `lower + 0x05` from past `z` up.
+    let lower = v | u8x64::splat(0x20);
+    let from_a = lower + u8x64::splat(0x80 - b'a');
+    let past_z = lower + u8x64::splat(0x80 - b'z' - 1);
+    let letter = (from_a & !past_z).to_bitmask();
+    let minus_last = (block[BLOCK - 1] == b'-') as u64;
+    if (letter | minus_last << 63) & !inside != 0 {
         return None;
     }
     Some(inside >> 63 == 1)
@@ -338,7 +396,12 @@ fn low_surrogate_at(buf: &[u8], p: usize, eof: bool) -> Option<bool> {
 /// value: `"key" : "....<repair>`.
 fn key_before(bytes: &[u8]) -> Option<String> {
     let open = rfind_unescaped_quote(bytes)?;
-    let mut j = open;
+    key_ending_at(&bytes[..open])
+}
+
+/// Given the bytes up to a value, the key it is the value of: `"key" : `.
+fn key_ending_at(bytes: &[u8]) -> Option<String> {
+    let mut j = bytes.len();
     while j > 0 && bytes[j - 1].is_ascii_whitespace() {
         j -= 1;
     }
@@ -379,11 +442,13 @@ mod tests {
 
     /// What `clean_block` must answer, byte by byte.
     fn clean_block_scalar(block: &[u8; BLOCK], mut in_string: bool) -> Option<bool> {
-        for &b in block {
+        for (j, &b) in block.iter().enumerate() {
             match b {
                 b'\\' | 0x80.. => return None,
                 b'"' => in_string = !in_string,
                 0..0x20 if in_string => return None,
+                b'a'..=b'z' | b'A'..=b'Z' if !in_string => return None,
+                b'-' if !in_string && j == BLOCK - 1 => return None,
                 _ => {}
             }
         }
@@ -392,7 +457,9 @@ mod tests {
 
     #[test]
     fn clean_block_matches_the_scalar_rule() {
-        let alphabet = [b'"', b'a', b'\n', 0x1f, b' ', b'\\', 0x80, 0x20, 0x7f, 0xff, 0];
+        let alphabet = [
+            b'"', b'a', b'\n', 0x1f, b' ', b'\\', 0x80, 0x20, 0x7f, 0xff, 0, b'-', b'Z', b'@', b'[',
+        ];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = || {
             seed ^= seed << 13;
@@ -400,8 +467,10 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        // Every byte value at every position, inside and outside a string.
-        let mut base = [b'k'; BLOCK];
+        // Every byte value at every position, inside and outside a string:
+        // digits outside the string at 10..=40, letters inside it.
+        let mut base = [b'1'; BLOCK];
+        base[11..40].fill(b'k');
         base[10] = b'"';
         base[40] = b'"';
         for value in 0..=255u8 {
@@ -419,10 +488,14 @@ mod tests {
         }
         for round in 0..20_000 {
             let mut block = [b'x'; BLOCK];
-            // Mostly quotes and letters, sometimes one odd byte anywhere.
+            // Mostly quotes, letters and digits, sometimes one odd byte anywhere.
             for b in block.iter_mut() {
                 let r = next();
-                *b = if r % 5 == 0 { b'"' } else { b'a' + (r % 26) as u8 };
+                *b = match r % 6 {
+                    0 => b'"',
+                    1 | 2 => b'0' + (r % 10) as u8,
+                    _ => b'a' + (r % 26) as u8,
+                };
             }
             let odd = round % 3;
             for _ in 0..odd {

@@ -1,7 +1,7 @@
 //! Streaming repair of GPU profiler traces that strict JSON parsers reject.
 //!
 //! TraceLens loads traces with orjson, which refuses a whole file for one bad
-//! byte. Real traces have four such defects:
+//! byte. Real traces have five such defects:
 //!
 //! 1. invalid UTF-8 (rocprofv3 copies non-string `const char *` HIP arguments
 //!    verbatim): each invalid sequence becomes U+FFFD, exactly as Python's
@@ -14,7 +14,10 @@
 //!    low half): replaced by `\ufffd`;
 //! 4. backslashes that start no JSON escape (a Windows path written raw:
 //!    `C:\Users`; `\u` without four hex digits): doubled, so the string
-//!    keeps the backslash as text.
+//!    keeps the backslash as text;
+//! 5. floats that are not finite, written as bare words (`inf`, `-inf`,
+//!    `nan` by C formatting, as in Kineto's memcpy bandwidth of a 0 µs copy;
+//!    `NaN`, `Infinity` by Python's `json`): each becomes `null`.
 //!
 //! Everything streams in constant memory (about 1 MiB of buffer), and the
 //! result does not depend on where chunk boundaries fall. A valid input is

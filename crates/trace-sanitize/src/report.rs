@@ -20,6 +20,10 @@ pub enum Defect {
     /// `\u` without four hex digits: a Windows path written raw); doubled,
     /// so the string keeps it as text.
     InvalidEscape,
+    /// A bare `inf`, `nan`, `Infinity` or `NaN` (also after a `-`) where a
+    /// number goes: a float that is not finite, written by a C `printf` or by
+    /// Python's `json`; none is JSON, each becomes `null`.
+    NonFinite,
 }
 
 impl Defect {
@@ -30,6 +34,7 @@ impl Defect {
             Defect::ControlChar => "raw control byte in a string",
             Defect::LoneSurrogate => "lone UTF-16 surrogate escape",
             Defect::InvalidEscape => "backslash starting no JSON escape",
+            Defect::NonFinite => "non-finite number",
         }
     }
 }
@@ -59,12 +64,18 @@ pub struct Counts {
     pub lone_surrogates: u64,
     /// Backslashes starting no valid escape, doubled.
     pub invalid_escapes: u64,
+    /// Non-finite numbers (`inf`, `NaN`) made `null`.
+    pub non_finite: u64,
 }
 
 impl Counts {
     /// All repairs together.
     pub fn total(&self) -> u64 {
-        self.invalid_utf8 + self.control_chars + self.lone_surrogates + self.invalid_escapes
+        self.invalid_utf8
+            + self.control_chars
+            + self.lone_surrogates
+            + self.invalid_escapes
+            + self.non_finite
     }
 
     fn bump(&mut self, defect: Defect) {
@@ -73,6 +84,7 @@ impl Counts {
             Defect::ControlChar => self.control_chars += 1,
             Defect::LoneSurrogate => self.lone_surrogates += 1,
             Defect::InvalidEscape => self.invalid_escapes += 1,
+            Defect::NonFinite => self.non_finite += 1,
         }
     }
 }
@@ -134,7 +146,9 @@ impl Recorder {
     ) {
         self.counts.bump(defect);
         let original = match defect {
-            Defect::LoneSurrogate => String::from_utf8_lossy(bytes).into_owned(),
+            Defect::LoneSurrogate | Defect::NonFinite => {
+                String::from_utf8_lossy(bytes).into_owned()
+            }
             // The backslash and what follows it, non-printable bytes as \xNN.
             Defect::InvalidEscape => bytes.iter().fold(String::new(), |mut s, &b| {
                 if (0x20..0x7f).contains(&b) {

@@ -199,6 +199,11 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     Ok(summary)
 }
 
+/// `, N what` when there are any: for the rarer repairs.
+fn rarer(n: u64, what: &str) -> String {
+    if n > 0 { format!(", {n} {what}") } else { String::new() }
+}
+
 /// What becomes of a collective job once its per-rank reports have run.
 enum Collective {
     /// Its traces are staged in this directory: run it.
@@ -409,15 +414,12 @@ fn sanitized(
                     cut.at, cut.dropped
                 ),
                 None => format!(
-                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes{}); analyzing a sanitized copy",
+                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes{}{}); analyzing a sanitized copy",
                     c.invalid_utf8,
                     c.control_chars,
                     c.lone_surrogates,
-                    if c.invalid_escapes > 0 {
-                        format!(", {} invalid escapes", c.invalid_escapes)
-                    } else {
-                        String::new()
-                    }
+                    rarer(c.invalid_escapes, "invalid escapes"),
+                    rarer(c.non_finite, "non-finite numbers made null"),
                 ),
             }));
             repairs.push(Repaired { trace_file: rel, report: report.report });

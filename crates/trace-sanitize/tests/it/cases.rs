@@ -3,9 +3,9 @@
 use crate::run;
 
 /// Sanitize `input` and compare the output and the counts
-/// `[invalid_utf8, control_chars, lone_surrogates, invalid_escapes]`.
+/// `[invalid_utf8, control_chars, lone_surrogates, invalid_escapes, non_finite]`.
 #[track_caller]
-fn check(input: &[u8], expected: &[u8], counts: [u64; 4]) {
+fn check(input: &[u8], expected: &[u8], counts: [u64; 5]) {
     let (out, report) = run(input);
     assert_eq!(
         String::from_utf8_lossy(&out),
@@ -15,100 +15,137 @@ fn check(input: &[u8], expected: &[u8], counts: [u64; 4]) {
     );
     assert_eq!(out, expected);
     let c = report.counts;
-    assert_eq!([c.invalid_utf8, c.control_chars, c.lone_surrogates, c.invalid_escapes], counts);
-    assert_eq!(report.needs_repair(), counts != [0, 0, 0, 0]);
+    assert_eq!(
+        [c.invalid_utf8, c.control_chars, c.lone_surrogates, c.invalid_escapes, c.non_finite],
+        counts
+    );
+    assert_eq!(report.needs_repair(), counts != [0; 5]);
     assert_eq!(report.bytes_read, input.len() as u64);
     assert_eq!(report.bytes_written, out.len() as u64);
 }
 
 #[test]
 fn valid_input_passes_through() {
-    check(b"", b"", [0, 0, 0, 0]);
-    check(b"{\"a\": [1, 2.5, true, null]}\n", b"{\"a\": [1, 2.5, true, null]}\n", [0, 0, 0, 0]);
+    check(b"", b"", [0, 0, 0, 0, 0]);
+    check(b"{\"a\": [1, 2.5, true, null]}\n", b"{\"a\": [1, 2.5, true, null]}\n", [0, 0, 0, 0, 0]);
     let unicode =
         "{\"name\":\"caf\u{e9} \u{20ac} \u{1f600} \\\\ \\\" \\n \\u00e9 \\ud83d\\ude00\"}";
-    check(unicode.as_bytes(), unicode.as_bytes(), [0, 0, 0, 0]);
+    check(unicode.as_bytes(), unicode.as_bytes(), [0, 0, 0, 0, 0]);
     // newlines and tabs between tokens are not inside strings
-    check(b"{\n\t\"a\":\r\n1}", b"{\n\t\"a\":\r\n1}", [0, 0, 0, 0]);
+    check(b"{\n\t\"a\":\r\n1}", b"{\n\t\"a\":\r\n1}", [0, 0, 0, 0, 0]);
 }
 
 #[test]
 fn invalid_utf8_is_replaced_per_maximal_subpart() {
-    check(b"\"a\xffb\"", "\"a\u{fffd}b\"".as_bytes(), [1, 0, 0, 0]);
+    check(b"\"a\xffb\"", "\"a\u{fffd}b\"".as_bytes(), [1, 0, 0, 0, 0]);
     // a truncated 3-byte sequence is ONE replacement
-    check(b"\"\xe2\x82\"", "\"\u{fffd}\"".as_bytes(), [1, 0, 0, 0]);
+    check(b"\"\xe2\x82\"", "\"\u{fffd}\"".as_bytes(), [1, 0, 0, 0, 0]);
     // an impossible second byte: the lead and the byte each get one
-    check(b"\"\xe0\x80\"", "\"\u{fffd}\u{fffd}\"".as_bytes(), [2, 0, 0, 0]);
+    check(b"\"\xe0\x80\"", "\"\u{fffd}\u{fffd}\"".as_bytes(), [2, 0, 0, 0, 0]);
     // surrogates encoded in UTF-8 (CESU) are invalid
-    check(b"\"\xed\xa0\x80\"", "\"\u{fffd}\u{fffd}\u{fffd}\"".as_bytes(), [3, 0, 0, 0]);
+    check(b"\"\xed\xa0\x80\"", "\"\u{fffd}\u{fffd}\u{fffd}\"".as_bytes(), [3, 0, 0, 0, 0]);
     // overlong and out of range
     check(
         b"\xc0\xaf\xf5\xf4\x90",
         "\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}".as_bytes(),
-        [5, 0, 0, 0],
+        [5, 0, 0, 0, 0],
     );
     // at the very end of the input
-    check(b"\"x\xf0\x9f\x98", "\"x\u{fffd}".as_bytes(), [1, 0, 0, 0]);
+    check(b"\"x\xf0\x9f\x98", "\"x\u{fffd}".as_bytes(), [1, 0, 0, 0, 0]);
     // the ASCII byte that breaks a sequence is kept and still ends the string
-    check(b"\"\xc3\",\"b\"", "\"\u{fffd}\",\"b\"".as_bytes(), [1, 0, 0, 0]);
+    check(b"\"\xc3\",\"b\"", "\"\u{fffd}\",\"b\"".as_bytes(), [1, 0, 0, 0, 0]);
     // rocprofv3's stray pointer bytes (the benchmark's junk)
     check(
         b"{\"fname\":\"void at::\xff\xfe\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c\"}",
         "{\"fname\":\"void at::\u{fffd}\u{fffd}\u{fffd}(\u{fffd}\u{fffd}\u{fffd}(\u{fffd}\u{fffd}(\u{fffd}\"}".as_bytes(),
-        [9, 0, 0, 0],
+        [9, 0, 0, 0, 0],
     );
 }
 
 #[test]
 fn control_bytes_inside_strings_are_escaped() {
-    check(b"{\"n\":\"a\x01b\tc\"}", b"{\"n\":\"a\\u0001b\\u0009c\"}", [0, 2, 0, 0]);
-    check(b"\"\x00\x1f\n\"", b"\"\\u0000\\u001f\\u000a\"", [0, 3, 0, 0]);
+    check(b"{\"n\":\"a\x01b\tc\"}", b"{\"n\":\"a\\u0001b\\u0009c\"}", [0, 2, 0, 0, 0]);
+    check(b"\"\x00\x1f\n\"", b"\"\\u0000\\u001f\\u000a\"", [0, 3, 0, 0, 0]);
     // outside strings they are left alone
-    check(b"[\x01\"x\"\x1f]", b"[\x01\"x\"\x1f]", [0, 0, 0, 0]);
+    check(b"[\x01\"x\"\x1f]", b"[\x01\"x\"\x1f]", [0, 0, 0, 0, 0]);
     // an escaped quote does not end the string
-    check(b"\"a\\\"\x02\"", b"\"a\\\"\\u0002\"", [0, 1, 0, 0]);
+    check(b"\"a\\\"\x02\"", b"\"a\\\"\\u0002\"", [0, 1, 0, 0, 0]);
     // an escaped backslash does not escape the quote after it
-    check(b"\"a\\\\\"\x02", b"\"a\\\\\"\x02", [0, 0, 0, 0]);
+    check(b"\"a\\\\\"\x02", b"\"a\\\\\"\x02", [0, 0, 0, 0, 0]);
 }
 
 #[test]
 fn lone_surrogates_are_replaced() {
-    check(b"\"\\ud800\"", b"\"\\ufffd\"", [0, 0, 1, 0]);
-    check(b"\"\\uDC00x\"", b"\"\\ufffdx\"", [0, 0, 1, 0]);
+    check(b"\"\\ud800\"", b"\"\\ufffd\"", [0, 0, 1, 0, 0]);
+    check(b"\"\\uDC00x\"", b"\"\\ufffdx\"", [0, 0, 1, 0, 0]);
     // a high surrogate followed by another high one: both are lone
-    check(b"\"\\ud800\\ud800\"", b"\"\\ufffd\\ufffd\"", [0, 0, 2, 0]);
+    check(b"\"\\ud800\\ud800\"", b"\"\\ufffd\\ufffd\"", [0, 0, 2, 0, 0]);
     // high then a non-surrogate escape
-    check(b"\"\\ud800\\u0041\"", b"\"\\ufffd\\u0041\"", [0, 0, 1, 0]);
+    check(b"\"\\ud800\\u0041\"", b"\"\\ufffd\\u0041\"", [0, 0, 1, 0, 0]);
     // a valid pair, in either case
-    check(b"\"\\uD83D\\uDE00\\ud83d\\ude00\"", b"\"\\uD83D\\uDE00\\ud83d\\ude00\"", [0, 0, 0, 0]);
+    check(
+        b"\"\\uD83D\\uDE00\\ud83d\\ude00\"",
+        b"\"\\uD83D\\uDE00\\ud83d\\ude00\"",
+        [0, 0, 0, 0, 0],
+    );
     // a low half first, then a valid pair
-    check(b"\"\\udc00\\ud83d\\ude00\"", b"\"\\ufffd\\ud83d\\ude00\"", [0, 0, 1, 0]);
+    check(b"\"\\udc00\\ud83d\\ude00\"", b"\"\\ufffd\\ud83d\\ude00\"", [0, 0, 1, 0, 0]);
     // at the end of the input
-    check(b"\"\\ud800", b"\"\\ufffd", [0, 0, 1, 0]);
+    check(b"\"\\ud800", b"\"\\ufffd", [0, 0, 1, 0, 0]);
     // outside a string nothing is an escape
-    check(b"\\ud800", b"\\ud800", [0, 0, 0, 0]);
+    check(b"\\ud800", b"\\ud800", [0, 0, 0, 0, 0]);
     // not an escape: an escaped backslash followed by text
-    check(b"\"\\\\ud800\"", b"\"\\\\ud800\"", [0, 0, 0, 0]);
+    check(b"\"\\\\ud800\"", b"\"\\\\ud800\"", [0, 0, 0, 0, 0]);
 }
 
 #[test]
 fn backslashes_that_start_no_escape_are_doubled() {
     // A Windows path written raw: `\U` and `\p` are no JSON escapes, `\n` is.
-    check(br#"{"file": "C:\Users\prof\new"}"#, br#"{"file": "C:\\Users\\prof\new"}"#, [0, 0, 0, 2]);
-    check(b"\"\\x\"", b"\"\\\\x\"", [0, 0, 0, 1]);
+    check(
+        br#"{"file": "C:\Users\prof\new"}"#,
+        br#"{"file": "C:\\Users\\prof\new"}"#,
+        [0, 0, 0, 2, 0],
+    );
+    check(b"\"\\x\"", b"\"\\\\x\"", [0, 0, 0, 1, 0]);
     // `\u` without four hex digits, before the quote or at the end.
-    check(b"\"\\u12\"", b"\"\\\\u12\"", [0, 0, 0, 1]);
-    check(b"\"\\u12", b"\"\\\\u12", [0, 0, 0, 1]);
+    check(b"\"\\u12\"", b"\"\\\\u12\"", [0, 0, 0, 1, 0]);
+    check(b"\"\\u12", b"\"\\\\u12", [0, 0, 0, 1, 0]);
     // Every valid escape is left alone.
-    check(br#""\" \\ \/ \b \f \n \r \t \u0041""#, br#""\" \\ \/ \b \f \n \r \t \u0041""#, [0; 4]);
+    check(br#""\" \\ \/ \b \f \n \r \t \u0041""#, br#""\" \\ \/ \b \f \n \r \t \u0041""#, [0; 5]);
     // Outside a string a backslash is no escape (and no repair either).
-    check(b"[1]\\x", b"[1]\\x", [0; 4]);
+    check(b"[1]\\x", b"[1]\\x", [0; 5]);
     // A backslash ending the input: cut short, not mistyped.
-    check(b"\"\\", b"\"\\", [0; 4]);
+    check(b"\"\\", b"\"\\", [0; 5]);
     // A control byte right after a backslash: both are repaired.
-    check(b"\"\\\x01\"", b"\"\\\\\\u0001\"", [0, 1, 0, 1]);
+    check(b"\"\\\x01\"", b"\"\\\\\\u0001\"", [0, 1, 0, 1, 0]);
     // Invalid UTF-8 right after a backslash: both are repaired.
-    check(b"\"\\\xff\"", "\"\\\\\u{fffd}\"".as_bytes(), [1, 0, 0, 1]);
+    check(b"\"\\\xff\"", "\"\\\\\u{fffd}\"".as_bytes(), [1, 0, 0, 1, 0]);
+}
+
+#[test]
+fn non_finite_numbers_become_null() {
+    // Kineto's `fmt` and C's printf write `inf` and `nan` for such floats;
+    // Python's json writes `Infinity` and `NaN`.
+    check(
+        br#"{"bytes": 200, "memory bandwidth (GB/s)": inf, "x": [-inf, nan, NaN, -Infinity]}"#,
+        br#"{"bytes": 200, "memory bandwidth (GB/s)": null, "x": [null, null, null, null]}"#,
+        [0, 0, 0, 0, 5],
+    );
+    // JSON's own words, and words that are no number, are left alone.
+    check(b"[true, false, null, -1, 1e5, 2E-3]", b"[true, false, null, -1, 1e5, 2E-3]", [0; 5]);
+    check(
+        b"[infinite, xnan, nanx, -infx, Infinityy]",
+        b"[infinite, xnan, nanx, -infx, Infinityy]",
+        [0; 5],
+    );
+    // Inside strings they are text.
+    check(br#"{"name": "inf nan -inf"}"#, br#"{"name": "inf nan -inf"}"#, [0; 5]);
+    // At the very end of the input, and after a long run of letters.
+    check(b"[-inf", b"[null", [0, 0, 0, 0, 1]);
+    check(b"[abcdefghijklinf, inf]", b"[abcdefghijklinf, null]", [0, 0, 0, 0, 1]);
+    let (_, report) = run(br#"{"args": {"bw": -inf}}"#);
+    let r = &report.repairs[0];
+    assert_eq!((r.offset, r.original.as_str(), r.key.as_deref()), (16, "-inf", Some("bw")));
 }
 
 #[test]

@@ -6,8 +6,9 @@ use trace_sanitize::Options;
 use crate::run_with;
 
 /// Bytes that exercise every state: quotes, escapes, hex digits of
-/// surrogates, control bytes, UTF-8 lead and continuation bytes.
-const ALPHABET: &[u8] = b"\"\"\"\\\\\\uuuudDdD89aAbBcCeEfF0123 ,:{}[]x\x01\x0a\x1f\x80\x8f\x90\x9f\xa0\xbf\xc2\xc3\xdf\xe0\xe2\xed\xef\xf0\xf4\xf5\xff";
+/// surrogates, control bytes, UTF-8 lead and continuation bytes, the letters
+/// of `inf` and `nan` and a sign.
+const ALPHABET: &[u8] = b"\"\"\"\\\\\\uuuudDdD89aAbBcCeEfF0123 ,:{}[]xinNnfI--\x01\x0a\x1f\x80\x8f\x90\x9f\xa0\xbf\xc2\xc3\xdf\xe0\xe2\xed\xef\xf0\xf4\xf5\xff";
 
 fn trace_like() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(proptest::sample::select(ALPHABET), 0..400)
@@ -52,5 +53,22 @@ fn every_split_of_a_dense_sample() {
     for size in 1..=input.len() + 1 {
         let (pieces, _) = run_with(input, &Options { buffer_size: size, ..Options::default() });
         assert_eq!(pieces, whole, "buffer size {size}");
+    }
+}
+
+#[test]
+fn every_split_of_bare_words() {
+    let input =
+        b"[-inf,nan, NaN,xinf, -Infinity,\"inf\\x\",infinite,abcdefghijnan,true,-,-1,null,Inf]";
+    let (whole, report) = run_with(input, &Options::default());
+    assert_eq!(
+        String::from_utf8_lossy(&whole),
+        "[null,null, null,xinf, null,\"inf\\\\x\",infinite,abcdefghijnan,true,-,-1,null,null]"
+    );
+    assert_eq!((report.counts.non_finite, report.counts.invalid_escapes), (5, 1));
+    for size in 1..=input.len() + 1 {
+        let (pieces, split) = run_with(input, &Options { buffer_size: size, ..Options::default() });
+        assert_eq!(pieces, whole, "buffer size {size}");
+        assert_eq!(split.counts, report.counts, "buffer size {size}");
     }
 }

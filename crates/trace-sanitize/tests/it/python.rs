@@ -129,7 +129,16 @@ fn repaired_json_loads_strictly_in_python() {
         if i > 0 {
             doc.extend_from_slice(b",\n");
         }
-        doc.extend_from_slice(format!("{{\"ph\": \"X\", \"id\": {i}, \"name\": \"").as_bytes());
+        doc.extend_from_slice(format!("{{\"ph\": \"X\", \"id\": {i}, ").as_bytes());
+        // Now and then a float that is not finite, as C and Python write them.
+        if rng.next().is_multiple_of(4) {
+            let bare: &[&[u8]] =
+                &[b"inf", b"-inf", b"nan", b"NaN", b"Infinity", b"-Infinity", b"1.5"];
+            doc.extend_from_slice(b"\"bw\": ");
+            doc.extend_from_slice(rng.pick(bare));
+            doc.extend_from_slice(b", ");
+        }
+        doc.extend_from_slice(b"\"name\": \"");
         for _ in 0..(rng.next() % 8) {
             doc.extend_from_slice(rng.pick(junk));
         }
@@ -143,7 +152,9 @@ fn repaired_json_loads_strictly_in_python() {
     let script = r#"
 import json, sys
 text = open(sys.argv[1], "rb").read().decode("utf-8")
-doc = json.loads(text)
+def refuse(constant):
+    raise ValueError(f"not strict JSON: {constant}")
+doc = json.loads(text, parse_constant=refuse)
 json.dumps(doc, ensure_ascii=False).encode("utf-8")
 assert len(doc["traceEvents"]) == 300
 "#;
