@@ -28,6 +28,9 @@ pub(crate) struct TraceView {
     pub(crate) format: Option<trace_summary::Format>,
     /// Which rule applied; `None` when the trace could not be read.
     pub(crate) outcome: Option<Outcome>,
+    /// Events read (rocprofv3: GPU records); `None` when the trace could not
+    /// be read.
+    pub(crate) events: Option<usize>,
     /// Why the trace could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
@@ -152,6 +155,9 @@ impl TraceView {
             }
             Outcome::NoGpuActivity if self.truncated.is_some() => {
                 Some("no GPU activity before the cut: nothing to summarize")
+            }
+            Outcome::NoGpuActivity if self.events == Some(0) => {
+                Some("no events at all (no traceEvents, or an empty list): nothing to summarize")
             }
             Outcome::NoGpuActivity => {
                 Some("no GPU activity (a CPU-only trace): nothing to summarize")
@@ -559,6 +565,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             rank: input.rank,
             format: None,
             outcome: None,
+            events: None,
             error: None,
             truncated: None,
             csv_dir: None,
@@ -577,6 +584,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         };
         view.format = Some(summary.format);
         view.outcome = Some(summary.outcome);
+        view.events = Some(summary.events);
         view.truncated =
             summary.truncated_at.map(|bytes| Truncated { bytes, events: summary.events });
         if let Some(t) = &summary.gpu_timeline {

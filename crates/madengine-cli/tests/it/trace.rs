@@ -412,6 +412,28 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
 }
 
 #[test]
+fn an_empty_trace_is_told_from_a_cpu_only_one() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("empty.json"), r#"{"traceEvents": []}"#).unwrap();
+    fs::write(
+        dir.path().join("cpu.json"),
+        r#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}"#,
+    )
+    .unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "empty.json", "cpu.json", "--output-dir", "out"], @r"
+    exit code: 0
+    ----- stdout -----
+    == empty.json
+       no events at all (no traceEvents, or an empty list): nothing to summarize
+
+    == cpu.json
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    ----- stderr -----
+    ");
+}
+
+#[test]
 fn check_searches_a_run_directory() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "--max-listed", "1", "run"]);
 }
