@@ -67,6 +67,32 @@ fn broken_traces_are_analyzed_through_a_sanitized_copy_and_the_original_is_untou
 }
 
 #[test]
+fn raw_windows_paths_and_non_finite_numbers_are_repaired_too() {
+    let case = Case::new();
+    let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
+    // A memcpy bandwidth older Kineto wrote as `inf`, and a path written raw.
+    let body = body.replacen(
+        "\"args\": {",
+        r#""args": {"memory bandwidth (GB/s)": inf, "Source": "C:\Users\prof\model.py", "#,
+        1,
+    );
+    let trace = case.write("rank0_trace.json", &body);
+    // The stand-in, as orjson, refuses the original.
+    #[allow(clippy::disallowed_methods, reason = "asking the stand-in directly")]
+    let direct = std::process::Command::new(&case.config.python)
+        .args(["-c", "import sys; from TraceLens._standin import load; load(sys.argv[1])"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(!direct.status.success());
+    assert!(String::from_utf8_lossy(&direct.stderr).contains("JSONDecodeError"));
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Success, "{:#?}", summary.results);
+    let counts = &summary.repairs[0].report.counts;
+    assert_eq!((counts.invalid_escapes, counts.non_finite), (3, 1), "\\U \\p \\m, inf");
+}
+
+#[test]
 fn gzip_traces_with_defects_are_sanitized_too() {
     let case = Case::new();
     let plain = fs::read(standin_fixture("broken/python_names.pt.trace.json")).unwrap();
