@@ -104,23 +104,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     let r = &file.report;
     let c = &r.counts;
     let mut text = String::new();
-    let mut counts = format!(
-        "{} invalid UTF-8, {} control {}, {} lone {}",
-        c.invalid_utf8,
-        c.control_chars,
-        if c.control_chars == 1 { "byte" } else { "bytes" },
-        c.lone_surrogates,
-        if c.lone_surrogates == 1 { "surrogate" } else { "surrogates" },
-    );
-    // Rarer than the others: named only when found.
-    if c.invalid_escapes > 0 {
-        let s = if c.invalid_escapes == 1 { "" } else { "s" };
-        counts.push_str(&format!(", {} invalid escape{s}", c.invalid_escapes));
-    }
-    if c.non_finite > 0 {
-        let s = if c.non_finite == 1 { "" } else { "s" };
-        counts.push_str(&format!(", {} non-finite number{s}", c.non_finite));
-    }
+    let counts = r.counts.to_string();
     let scanned = size(r.bytes_read);
     let recoded = match (file.compression, file.output_compression) {
         (Compression::Gzip, Some(Compression::None)) => " (gunzipped)",

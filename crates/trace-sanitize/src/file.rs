@@ -103,23 +103,15 @@ pub fn sanitize_file(
     write_output(input, output, |file, opened, tmp| {
         let Opened { size, compression, regular, output: out_compression } = *opened;
         let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
-        let recompress = |file: File, sink_progress: Progress<'_>| -> Result<Report> {
-            let encoder = GzEncoder::new(
-                BufWriter::with_capacity(1 << 16, tmp.as_file()),
-                flate2::Compression::fast(),
-            );
-            let mut sink = WriteSink { inner: encoder, written: 0 };
-            let report =
-                scan_file(input, file, compression, &mut sink, options, size, None, sink_progress)
-                    .map_err(|e| match e {
-                        Error::Write { source, .. } => write_err(source),
-                        other => other,
-                    })?;
-            let buffered = sink.inner.finish().map_err(write_err)?;
-            buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-            Ok(Report { bytes_written: sink.written, ..report })
+        let repair = |file: File, progress: Progress<'_>| {
+            encoded(tmp, out_compression, output, |out| {
+                let mut sink = WriteSink { inner: out, written: 0 };
+                let report =
+                    scan_file(input, file, compression, &mut sink, options, size, None, progress)?;
+                Ok(Report { bytes_written: sink.written, ..report })
+            })
         };
-        let report = match (compression, out_compression, regular) {
+        match (compression, out_compression, regular) {
             (Compression::None, Compression::None, true) => {
                 // Scan on this thread; a second one writes what it scanned.
                 let out = tmp.as_file();
@@ -150,26 +142,8 @@ pub fn sanitize_file(
                             Ok(Report { bytes_written: written, ..report })
                         }
                     }
-                })?
+                })
             }
-            (_, Compression::None, _) => {
-                // A pipe or device (it can be read only once, so no kernel
-                // copy), or a gzip input written out plain.
-                let mut sink = WriteSink {
-                    inner: BufWriter::with_capacity(1 << 16, tmp.as_file()),
-                    written: 0,
-                };
-                let report =
-                    scan_file(input, file, compression, &mut sink, options, size, None, progress)
-                        .map_err(|e| match e {
-                        Error::Write { source, .. } => write_err(source),
-                        other => other,
-                    })?;
-                sink.inner.into_inner().map_err(|e| write_err(e.into_error()))?;
-                Report { bytes_written: sink.written, ..report }
-            }
-            (Compression::None, Compression::Gzip, _)
-            | (Compression::Gzip, Compression::Gzip, false) => recompress(file, progress)?,
             (Compression::Gzip, Compression::Gzip, true) => {
                 // Most traces are clean: find out first, so a clean one is copied
                 // as it is instead of being decompressed and compressed again.
@@ -186,21 +160,22 @@ pub fn sanitize_file(
                 )?;
                 let mut file = reopen(input)?;
                 if probe.needs_repair() {
-                    recompress(file, progress)?
-                } else {
-                    io::copy(&mut file, &mut tmp.as_file()).map_err(|source| Error::WriteFile {
-                        path: output.to_path_buf(),
-                        source: io::Error::new(
-                            source.kind(),
-                            format!("copying {}: {source}", input.display()),
-                        ),
-                    })?;
-                    progress(size, size);
-                    Report { bytes_written: probe.bytes_read, ..probe }
+                    return repair(file, progress);
                 }
+                io::copy(&mut file, &mut tmp.as_file()).map_err(|source| Error::WriteFile {
+                    path: output.to_path_buf(),
+                    source: io::Error::new(
+                        source.kind(),
+                        format!("copying {}: {source}", input.display()),
+                    ),
+                })?;
+                progress(size, size);
+                Ok(Report { bytes_written: probe.bytes_read, ..probe })
             }
-        };
-        Ok(report)
+            // A pipe or device (read once, so no kernel copy), or a change of
+            // compression: decode, repair and encode in one pass.
+            _ => repair(file, progress),
+        }
     })
 }
 
@@ -221,26 +196,37 @@ pub fn salvage_file(
 ) -> Result<FileReport> {
     write_output(input, output, |file, opened, tmp| {
         let Opened { size, compression, output: out_compression, .. } = *opened;
-        let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
-        let buffered = BufWriter::with_capacity(1 << 16, tmp.as_file());
-        let report = match out_compression {
-            Compression::None => {
-                let (buffered, report) =
-                    salvage_into(input, file, compression, buffered, options, size, progress)?;
-                buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-                report
-            }
-            Compression::Gzip => {
-                let encoder = GzEncoder::new(buffered, flate2::Compression::fast());
-                let (encoder, report) =
-                    salvage_into(input, file, compression, encoder, options, size, progress)?;
-                let buffered = encoder.finish().map_err(write_err)?;
-                buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
-                report
-            }
-        };
-        Ok(report)
+        encoded(tmp, out_compression, output, |out| {
+            salvage_into(input, file, compression, out, options, size, progress)
+        })
     })
+}
+
+/// Let `fill` write into `tmp` through the `encoding` (buffered; gzip
+/// finished), with its write errors naming `output`.
+fn encoded(
+    tmp: &tempfile::NamedTempFile,
+    encoding: Compression,
+    output: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<Report>,
+) -> Result<Report> {
+    let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
+    let named = |e: Error| match e {
+        Error::Write { source, .. } => write_err(source),
+        other => other,
+    };
+    let mut buffered = BufWriter::with_capacity(1 << 16, tmp.as_file());
+    let report = match encoding {
+        Compression::None => fill(&mut buffered).map_err(named)?,
+        Compression::Gzip => {
+            let mut encoder = GzEncoder::new(buffered, flate2::Compression::fast());
+            let report = fill(&mut encoder).map_err(named)?;
+            buffered = encoder.finish().map_err(write_err)?;
+            report
+        }
+    };
+    buffered.into_inner().map_err(|e| write_err(e.into_error()))?;
+    Ok(report)
 }
 
 /// What [`open`] found out about an input, and the output's compression.
@@ -289,30 +275,26 @@ fn write_output(
 
 /// The sanitizing scan of [`salvage_file`] into `out`, through a [`Closer`]:
 /// a failed read ends the input there instead of failing.
-fn salvage_into<W: Write>(
+fn salvage_into(
     path: &Path,
     file: File,
     compression: Compression,
-    out: W,
+    out: &mut dyn Write,
     options: &Options,
     size: u64,
     progress: Progress<'_>,
-) -> Result<(W, Report)> {
-    let write_err = |e: Error| match e {
-        Error::Write { source, .. } => Error::WriteFile { path: path.to_path_buf(), source },
-        other => other,
-    };
+) -> Result<Report> {
     let failed = RefCell::new(None);
     let mut sink = WriteSink { inner: Closer::new(out), written: 0 };
     let report =
-        scan_file(path, file, compression, &mut sink, options, size, Some(&failed), progress)
-            .map_err(write_err)?;
-    finish_salvage(sink, report, failed.into_inner()).map_err(|e| match e {
-        Error::NothingComplete { offset } => {
-            Error::NothingToSalvage { path: path.to_path_buf(), offset }
+        scan_file(path, file, compression, &mut sink, options, size, Some(&failed), progress)?;
+    match finish_salvage(sink, report, failed.into_inner()) {
+        Ok((_, report)) => Ok(report),
+        Err(Error::NothingComplete { offset }) => {
+            Err(Error::NothingToSalvage { path: path.to_path_buf(), offset })
         }
-        other => write_err(other),
-    })
+        Err(other) => Err(other),
+    }
 }
 
 /// A temporary file beside `output`, renamed onto it by [`persist`].

@@ -68,6 +68,30 @@ pub struct Counts {
     pub non_finite: u64,
 }
 
+/// `4 invalid UTF-8, 1 control byte, 0 lone surrogates`, and the rarer
+/// classes (`, 3 invalid escapes`, `, 1 non-finite number`) only when found.
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = |count: u64, one: &str, many: &str| {
+            format!("{count} {}", if count == 1 { one } else { many })
+        };
+        write!(
+            f,
+            "{} invalid UTF-8, {}, {}",
+            self.invalid_utf8,
+            n(self.control_chars, "control byte", "control bytes"),
+            n(self.lone_surrogates, "lone surrogate", "lone surrogates"),
+        )?;
+        if self.invalid_escapes > 0 {
+            write!(f, ", {}", n(self.invalid_escapes, "invalid escape", "invalid escapes"))?;
+        }
+        if self.non_finite > 0 {
+            write!(f, ", {}", n(self.non_finite, "non-finite number", "non-finite numbers"))?;
+        }
+        Ok(())
+    }
+}
+
 impl Counts {
     /// All repairs together.
     pub fn total(&self) -> u64 {

@@ -199,11 +199,6 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     Ok(summary)
 }
 
-/// `, N what` when there are any: for the rarer repairs.
-fn rarer(n: u64, what: &str) -> String {
-    if n > 0 { format!(", {n} {what}") } else { String::new() }
-}
-
 /// What becomes of a collective job once its per-rank reports have run.
 enum Collective {
     /// Its traces are staged in this directory: run it.
@@ -407,19 +402,14 @@ fn sanitized(
             trace.to_path_buf()
         }
         Ok(report) => {
-            let c = &report.report.counts;
             events(Event::Note(match &report.report.cut {
                 Some(cut) => format!(
                     "{rel} was cut short after byte {}: analyzing a closed copy, without its last {} bytes (an incomplete event)",
                     cut.at, cut.dropped
                 ),
                 None => format!(
-                    "{rel} would be rejected by TraceLens' strict JSON parser ({} invalid UTF-8, {} raw control bytes, {} lone surrogate escapes{}{}); analyzing a sanitized copy",
-                    c.invalid_utf8,
-                    c.control_chars,
-                    c.lone_surrogates,
-                    rarer(c.invalid_escapes, "invalid escapes"),
-                    rarer(c.non_finite, "non-finite numbers made null"),
+                    "{rel} would be rejected by TraceLens' strict JSON parser ({}); analyzing a sanitized copy",
+                    report.report.counts
                 ),
             }));
             repairs.push(Repaired { trace_file: rel, report: report.report });
