@@ -1,7 +1,7 @@
 //! Streaming repair of GPU profiler traces that strict JSON parsers reject.
 //!
 //! TraceLens loads traces with orjson, which refuses a whole file for one bad
-//! byte. Real traces have five such defects:
+//! byte. Real traces have six such defects:
 //!
 //! 1. invalid UTF-8 (rocprofv3 copies non-string `const char *` HIP arguments
 //!    verbatim): each invalid sequence becomes U+FFFD, exactly as Python's
@@ -17,7 +17,18 @@
 //!    keeps the backslash as text;
 //! 5. floats that are not finite, written as bare words (`inf`, `-inf`,
 //!    `nan` by C formatting, as in Kineto's memcpy bandwidth of a 0 µs copy;
-//!    `NaN`, `Infinity` by Python's `json`): each becomes `null`.
+//!    `NaN`, `Infinity` by Python's `json`): each becomes `null`;
+//! 6. quotes written unescaped into a string's text (Kineto's Python and op
+//!    names, JSON inside the log lines of dyno traces, pytorch/kineto#1336):
+//!    escaped as `\"`. A quote ends its string when the first byte after it
+//!    (past whitespace) is `,` `:` `}` or `]`, and is stray otherwise. In a
+//!    string that held a stray quote, a later quote ends it only when that
+//!    byte may follow a string where this one stands: `:` after a key, `,`
+//!    or `}` after a value in an object, `,` or `]` in an array (JSON text
+//!    in a log line has quotes before `:` and `,`). Valid JSON always passes
+//!    these tests, so it is never changed; a first stray quote right before
+//!    such a byte (`a", "b` inside one name) cannot be told from the end of
+//!    the string and is left as it is.
 //!
 //! Everything streams in constant memory (about 1 MiB of buffer), and the
 //! result does not depend on where chunk boundaries fall. A valid input is

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-/// The three defects that make strict JSON parsers reject a trace.
+/// The defects that make strict JSON parsers reject a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -24,6 +24,10 @@ pub enum Defect {
     /// number goes: a float that is not finite, written by a C `printf` or by
     /// Python's `json`; none is JSON, each becomes `null`.
     NonFinite,
+    /// A `"` written unescaped into a string's text (Kineto's names and log
+    /// lines): a quote that would end the string but is followed by what
+    /// cannot follow a string (see the crate docs); escaped as `\"`.
+    StrayQuote,
 }
 
 impl Defect {
@@ -35,6 +39,7 @@ impl Defect {
             Defect::LoneSurrogate => "lone UTF-16 surrogate escape",
             Defect::InvalidEscape => "backslash starting no JSON escape",
             Defect::NonFinite => "non-finite number",
+            Defect::StrayQuote => "unescaped quote in a string",
         }
     }
 }
@@ -66,10 +71,13 @@ pub struct Counts {
     pub invalid_escapes: u64,
     /// Non-finite numbers (`inf`, `NaN`) made `null`.
     pub non_finite: u64,
+    /// Stray quotes inside strings, escaped.
+    pub stray_quotes: u64,
 }
 
 /// `4 invalid UTF-8, 1 control byte, 0 lone surrogates`, and the rarer
-/// classes (`, 3 invalid escapes`, `, 1 non-finite number`) only when found.
+/// classes (`, 3 invalid escapes`, `, 1 non-finite number`, `, 2 stray
+/// quotes`) only when found.
 impl std::fmt::Display for Counts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = |count: u64, one: &str, many: &str| {
@@ -88,6 +96,9 @@ impl std::fmt::Display for Counts {
         if self.non_finite > 0 {
             write!(f, ", {}", n(self.non_finite, "non-finite number", "non-finite numbers"))?;
         }
+        if self.stray_quotes > 0 {
+            write!(f, ", {}", n(self.stray_quotes, "stray quote", "stray quotes"))?;
+        }
         Ok(())
     }
 }
@@ -100,6 +111,7 @@ impl Counts {
             + self.lone_surrogates
             + self.invalid_escapes
             + self.non_finite
+            + self.stray_quotes
     }
 
     fn bump(&mut self, defect: Defect) {
@@ -109,6 +121,7 @@ impl Counts {
             Defect::LoneSurrogate => self.lone_surrogates += 1,
             Defect::InvalidEscape => self.invalid_escapes += 1,
             Defect::NonFinite => self.non_finite += 1,
+            Defect::StrayQuote => self.stray_quotes += 1,
         }
     }
 }
@@ -173,15 +186,18 @@ impl Recorder {
             Defect::LoneSurrogate | Defect::NonFinite => {
                 String::from_utf8_lossy(bytes).into_owned()
             }
-            // The backslash and what follows it, non-printable bytes as \xNN.
-            Defect::InvalidEscape => bytes.iter().fold(String::new(), |mut s, &b| {
-                if (0x20..0x7f).contains(&b) {
-                    s.push(b as char);
-                } else {
-                    let _ = write!(s, "\\x{b:02x}");
-                }
-                s
-            }),
+            // The backslash or quote and the byte after it, non-printable
+            // bytes as \xNN.
+            Defect::InvalidEscape | Defect::StrayQuote => {
+                bytes.iter().fold(String::new(), |mut s, &b| {
+                    if (0x20..0x7f).contains(&b) {
+                        s.push(b as char);
+                    } else {
+                        let _ = write!(s, "\\x{b:02x}");
+                    }
+                    s
+                })
+            }
             Defect::InvalidUtf8 | Defect::ControlChar => {
                 bytes.iter().fold(String::new(), |mut s, b| {
                     let _ = write!(s, "\\x{b:02x}");

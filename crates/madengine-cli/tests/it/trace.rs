@@ -540,3 +540,34 @@ fn a_rocprofv3_trace_without_kernel_records_says_what_was_missing() {
     ----- stderr -----
     ");
 }
+
+/// Kineto writes Python names raw, quotes and all: such a trace is refused by
+/// every strict parser. `trace sanitize --check` names each quote it escapes,
+/// and `report summary` reads the trace through the same repair.
+#[test]
+fn quotes_written_raw_into_names_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = fs::read_to_string(
+        synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+    )
+    .unwrap();
+    let raw = good
+        .replace(r#""train.py(12): step""#, r#""train.py(12): step(mode="fast")""#)
+        .replace(r#""aten::mm""#, r#""aten::mm "fused"""#);
+    assert!(serde_json::from_str::<serde_json::Value>(&raw).is_err());
+    fs::write(dir.path().join("rank0.pt.trace.json"), &raw).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "rank0.pt.trace.json"], @r#"
+    exit code: 1
+    ----- stdout -----
+    rank0.pt.trace.json: needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 4 stray quotes
+      at byte        775  stray quote    "f in "name"
+      at byte        780  stray quote    ") in "name"
+      at byte        968  stray quote    "f in "name"
+      at byte        974  stray quote    "" in "name"
+    ----- stderr -----
+    "#);
+    let args = ["report", "summary", "rank0.pt.trace.json", "--json"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(text.contains(r#"aten::mm \"fused\""#), "{text}");
+}

@@ -1,11 +1,12 @@
 //! Each defect class, byte for byte.
 
-use crate::run;
+use crate::{run, run_with};
 
 /// Sanitize `input` and compare the output and the counts
-/// `[invalid_utf8, control_chars, lone_surrogates, invalid_escapes, non_finite]`.
+/// `[invalid_utf8, control_chars, lone_surrogates, invalid_escapes, non_finite,
+/// stray_quotes]`, with the input read whole and a byte at a time.
 #[track_caller]
-fn check(input: &[u8], expected: &[u8], counts: [u64; 5]) {
+fn check(input: &[u8], expected: &[u8], counts: [u64; 6]) {
     let (out, report) = run(input);
     assert_eq!(
         String::from_utf8_lossy(&out),
@@ -16,86 +17,101 @@ fn check(input: &[u8], expected: &[u8], counts: [u64; 5]) {
     assert_eq!(out, expected);
     let c = report.counts;
     assert_eq!(
-        [c.invalid_utf8, c.control_chars, c.lone_surrogates, c.invalid_escapes, c.non_finite],
+        [
+            c.invalid_utf8,
+            c.control_chars,
+            c.lone_surrogates,
+            c.invalid_escapes,
+            c.non_finite,
+            c.stray_quotes
+        ],
         counts
     );
-    assert_eq!(report.needs_repair(), counts != [0; 5]);
+    assert_eq!(report.needs_repair(), counts != [0; 6]);
+    let (split, split_report) =
+        run_with(input, &trace_sanitize::Options { buffer_size: 1, ..Default::default() });
+    assert_eq!(split, out, "read a byte at a time");
+    assert_eq!(split_report.counts, report.counts, "read a byte at a time");
     assert_eq!(report.bytes_read, input.len() as u64);
     assert_eq!(report.bytes_written, out.len() as u64);
 }
 
 #[test]
 fn valid_input_passes_through() {
-    check(b"", b"", [0, 0, 0, 0, 0]);
-    check(b"{\"a\": [1, 2.5, true, null]}\n", b"{\"a\": [1, 2.5, true, null]}\n", [0, 0, 0, 0, 0]);
+    check(b"", b"", [0, 0, 0, 0, 0, 0]);
+    check(
+        b"{\"a\": [1, 2.5, true, null]}\n",
+        b"{\"a\": [1, 2.5, true, null]}\n",
+        [0, 0, 0, 0, 0, 0],
+    );
     let unicode =
         "{\"name\":\"caf\u{e9} \u{20ac} \u{1f600} \\\\ \\\" \\n \\u00e9 \\ud83d\\ude00\"}";
-    check(unicode.as_bytes(), unicode.as_bytes(), [0, 0, 0, 0, 0]);
+    check(unicode.as_bytes(), unicode.as_bytes(), [0, 0, 0, 0, 0, 0]);
     // newlines and tabs between tokens are not inside strings
-    check(b"{\n\t\"a\":\r\n1}", b"{\n\t\"a\":\r\n1}", [0, 0, 0, 0, 0]);
+    check(b"{\n\t\"a\":\r\n1}", b"{\n\t\"a\":\r\n1}", [0, 0, 0, 0, 0, 0]);
 }
 
 #[test]
 fn invalid_utf8_is_replaced_per_maximal_subpart() {
-    check(b"\"a\xffb\"", "\"a\u{fffd}b\"".as_bytes(), [1, 0, 0, 0, 0]);
+    check(b"\"a\xffb\"", "\"a\u{fffd}b\"".as_bytes(), [1, 0, 0, 0, 0, 0]);
     // a truncated 3-byte sequence is ONE replacement
-    check(b"\"\xe2\x82\"", "\"\u{fffd}\"".as_bytes(), [1, 0, 0, 0, 0]);
+    check(b"\"\xe2\x82\"", "\"\u{fffd}\"".as_bytes(), [1, 0, 0, 0, 0, 0]);
     // an impossible second byte: the lead and the byte each get one
-    check(b"\"\xe0\x80\"", "\"\u{fffd}\u{fffd}\"".as_bytes(), [2, 0, 0, 0, 0]);
+    check(b"\"\xe0\x80\"", "\"\u{fffd}\u{fffd}\"".as_bytes(), [2, 0, 0, 0, 0, 0]);
     // surrogates encoded in UTF-8 (CESU) are invalid
-    check(b"\"\xed\xa0\x80\"", "\"\u{fffd}\u{fffd}\u{fffd}\"".as_bytes(), [3, 0, 0, 0, 0]);
+    check(b"\"\xed\xa0\x80\"", "\"\u{fffd}\u{fffd}\u{fffd}\"".as_bytes(), [3, 0, 0, 0, 0, 0]);
     // overlong and out of range
     check(
         b"\xc0\xaf\xf5\xf4\x90",
         "\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}".as_bytes(),
-        [5, 0, 0, 0, 0],
+        [5, 0, 0, 0, 0, 0],
     );
     // at the very end of the input
-    check(b"\"x\xf0\x9f\x98", "\"x\u{fffd}".as_bytes(), [1, 0, 0, 0, 0]);
+    check(b"\"x\xf0\x9f\x98", "\"x\u{fffd}".as_bytes(), [1, 0, 0, 0, 0, 0]);
     // the ASCII byte that breaks a sequence is kept and still ends the string
-    check(b"\"\xc3\",\"b\"", "\"\u{fffd}\",\"b\"".as_bytes(), [1, 0, 0, 0, 0]);
+    check(b"\"\xc3\",\"b\"", "\"\u{fffd}\",\"b\"".as_bytes(), [1, 0, 0, 0, 0, 0]);
     // rocprofv3's stray pointer bytes (the benchmark's junk)
     check(
         b"{\"fname\":\"void at::\xff\xfe\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c\"}",
         "{\"fname\":\"void at::\u{fffd}\u{fffd}\u{fffd}(\u{fffd}\u{fffd}\u{fffd}(\u{fffd}\u{fffd}(\u{fffd}\"}".as_bytes(),
-        [9, 0, 0, 0, 0],
+        [9, 0, 0, 0, 0, 0],
     );
 }
 
 #[test]
 fn control_bytes_inside_strings_are_escaped() {
-    check(b"{\"n\":\"a\x01b\tc\"}", b"{\"n\":\"a\\u0001b\\u0009c\"}", [0, 2, 0, 0, 0]);
-    check(b"\"\x00\x1f\n\"", b"\"\\u0000\\u001f\\u000a\"", [0, 3, 0, 0, 0]);
+    check(b"{\"n\":\"a\x01b\tc\"}", b"{\"n\":\"a\\u0001b\\u0009c\"}", [0, 2, 0, 0, 0, 0]);
+    check(b"\"\x00\x1f\n\"", b"\"\\u0000\\u001f\\u000a\"", [0, 3, 0, 0, 0, 0]);
     // outside strings they are left alone
-    check(b"[\x01\"x\"\x1f]", b"[\x01\"x\"\x1f]", [0, 0, 0, 0, 0]);
+    check(b"[\x01\"x\",\x1f]", b"[\x01\"x\",\x1f]", [0; 6]);
     // an escaped quote does not end the string
-    check(b"\"a\\\"\x02\"", b"\"a\\\"\\u0002\"", [0, 1, 0, 0, 0]);
+    check(b"\"a\\\"\x02\"", b"\"a\\\"\\u0002\"", [0, 1, 0, 0, 0, 0]);
     // an escaped backslash does not escape the quote after it
-    check(b"\"a\\\\\"\x02", b"\"a\\\\\"\x02", [0, 0, 0, 0, 0]);
+    check(b"[\"a\\\\\"]\x02", b"[\"a\\\\\"]\x02", [0, 0, 0, 0, 0, 0]);
 }
 
 #[test]
 fn lone_surrogates_are_replaced() {
-    check(b"\"\\ud800\"", b"\"\\ufffd\"", [0, 0, 1, 0, 0]);
-    check(b"\"\\uDC00x\"", b"\"\\ufffdx\"", [0, 0, 1, 0, 0]);
+    check(b"\"\\ud800\"", b"\"\\ufffd\"", [0, 0, 1, 0, 0, 0]);
+    check(b"\"\\uDC00x\"", b"\"\\ufffdx\"", [0, 0, 1, 0, 0, 0]);
     // a high surrogate followed by another high one: both are lone
-    check(b"\"\\ud800\\ud800\"", b"\"\\ufffd\\ufffd\"", [0, 0, 2, 0, 0]);
+    check(b"\"\\ud800\\ud800\"", b"\"\\ufffd\\ufffd\"", [0, 0, 2, 0, 0, 0]);
     // high then a non-surrogate escape
-    check(b"\"\\ud800\\u0041\"", b"\"\\ufffd\\u0041\"", [0, 0, 1, 0, 0]);
+    check(b"\"\\ud800\\u0041\"", b"\"\\ufffd\\u0041\"", [0, 0, 1, 0, 0, 0]);
     // a valid pair, in either case
     check(
         b"\"\\uD83D\\uDE00\\ud83d\\ude00\"",
         b"\"\\uD83D\\uDE00\\ud83d\\ude00\"",
-        [0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0],
     );
     // a low half first, then a valid pair
-    check(b"\"\\udc00\\ud83d\\ude00\"", b"\"\\ufffd\\ud83d\\ude00\"", [0, 0, 1, 0, 0]);
+    check(b"\"\\udc00\\ud83d\\ude00\"", b"\"\\ufffd\\ud83d\\ude00\"", [0, 0, 1, 0, 0, 0]);
     // at the end of the input
-    check(b"\"\\ud800", b"\"\\ufffd", [0, 0, 1, 0, 0]);
+    check(b"\"\\ud800", b"\"\\ufffd", [0, 0, 1, 0, 0, 0]);
     // outside a string nothing is an escape
-    check(b"\\ud800", b"\\ud800", [0, 0, 0, 0, 0]);
+    check(b"\\ud800", b"\\ud800", [0, 0, 0, 0, 0, 0]);
     // not an escape: an escaped backslash followed by text
-    check(b"\"\\\\ud800\"", b"\"\\\\ud800\"", [0, 0, 0, 0, 0]);
+    check(b"\"\\\\ud800\"", b"\"\\\\ud800\"", [0, 0, 0, 0, 0, 0]);
 }
 
 #[test]
@@ -104,22 +120,22 @@ fn backslashes_that_start_no_escape_are_doubled() {
     check(
         br#"{"file": "C:\Users\prof\new"}"#,
         br#"{"file": "C:\\Users\\prof\new"}"#,
-        [0, 0, 0, 2, 0],
+        [0, 0, 0, 2, 0, 0],
     );
-    check(b"\"\\x\"", b"\"\\\\x\"", [0, 0, 0, 1, 0]);
+    check(b"\"\\x\"", b"\"\\\\x\"", [0, 0, 0, 1, 0, 0]);
     // `\u` without four hex digits, before the quote or at the end.
-    check(b"\"\\u12\"", b"\"\\\\u12\"", [0, 0, 0, 1, 0]);
-    check(b"\"\\u12", b"\"\\\\u12", [0, 0, 0, 1, 0]);
+    check(b"\"\\u12\"", b"\"\\\\u12\"", [0, 0, 0, 1, 0, 0]);
+    check(b"\"\\u12", b"\"\\\\u12", [0, 0, 0, 1, 0, 0]);
     // Every valid escape is left alone.
-    check(br#""\" \\ \/ \b \f \n \r \t \u0041""#, br#""\" \\ \/ \b \f \n \r \t \u0041""#, [0; 5]);
+    check(br#""\" \\ \/ \b \f \n \r \t \u0041""#, br#""\" \\ \/ \b \f \n \r \t \u0041""#, [0; 6]);
     // Outside a string a backslash is no escape (and no repair either).
-    check(b"[1]\\x", b"[1]\\x", [0; 5]);
+    check(b"[1]\\x", b"[1]\\x", [0; 6]);
     // A backslash ending the input: cut short, not mistyped.
-    check(b"\"\\", b"\"\\", [0; 5]);
+    check(b"\"\\", b"\"\\", [0; 6]);
     // A control byte right after a backslash: both are repaired.
-    check(b"\"\\\x01\"", b"\"\\\\\\u0001\"", [0, 1, 0, 1, 0]);
+    check(b"\"\\\x01\"", b"\"\\\\\\u0001\"", [0, 1, 0, 1, 0, 0]);
     // Invalid UTF-8 right after a backslash: both are repaired.
-    check(b"\"\\\xff\"", "\"\\\\\u{fffd}\"".as_bytes(), [1, 0, 0, 1, 0]);
+    check(b"\"\\\xff\"", "\"\\\\\u{fffd}\"".as_bytes(), [1, 0, 0, 1, 0, 0]);
 }
 
 #[test]
@@ -129,23 +145,86 @@ fn non_finite_numbers_become_null() {
     check(
         br#"{"bytes": 200, "memory bandwidth (GB/s)": inf, "x": [-inf, nan, NaN, -Infinity]}"#,
         br#"{"bytes": 200, "memory bandwidth (GB/s)": null, "x": [null, null, null, null]}"#,
-        [0, 0, 0, 0, 5],
+        [0, 0, 0, 0, 5, 0],
     );
     // JSON's own words, and words that are no number, are left alone.
-    check(b"[true, false, null, -1, 1e5, 2E-3]", b"[true, false, null, -1, 1e5, 2E-3]", [0; 5]);
+    check(b"[true, false, null, -1, 1e5, 2E-3]", b"[true, false, null, -1, 1e5, 2E-3]", [0; 6]);
     check(
         b"[infinite, xnan, nanx, -infx, Infinityy]",
         b"[infinite, xnan, nanx, -infx, Infinityy]",
-        [0; 5],
+        [0; 6],
     );
     // Inside strings they are text.
-    check(br#"{"name": "inf nan -inf"}"#, br#"{"name": "inf nan -inf"}"#, [0; 5]);
+    check(br#"{"name": "inf nan -inf"}"#, br#"{"name": "inf nan -inf"}"#, [0; 6]);
     // At the very end of the input, and after a long run of letters.
-    check(b"[-inf", b"[null", [0, 0, 0, 0, 1]);
-    check(b"[abcdefghijklinf, inf]", b"[abcdefghijklinf, null]", [0, 0, 0, 0, 1]);
+    check(b"[-inf", b"[null", [0, 0, 0, 0, 1, 0]);
+    check(b"[abcdefghijklinf, inf]", b"[abcdefghijklinf, null]", [0, 0, 0, 0, 1, 0]);
     let (_, report) = run(br#"{"args": {"bw": -inf}}"#);
     let r = &report.repairs[0];
     assert_eq!((r.offset, r.original.as_str(), r.key.as_deref()), (16, "-inf", Some("bw")));
+}
+
+#[test]
+fn stray_quotes_inside_strings_are_escaped() {
+    // A quote in a name, as Kineto writes Python names and op names raw.
+    check(
+        br#"{"name": "say "hi" now", "ph": "X"}"#,
+        br#"{"name": "say \"hi\" now", "ph": "X"}"#,
+        [0, 0, 0, 0, 0, 2],
+    );
+    // In a key; and once a string held a stray quote, a later quote ends it
+    // only where a string may end there: not before `}` in an array, `]`
+    // in an object.
+    check(br#"{"na"me": 1}"#, br#"{"na\"me": 1}"#, [0, 0, 0, 0, 0, 1]);
+    check(br#"["a"b"}", "c"]"#, br#"["a\"b\"}", "c"]"#, [0, 0, 0, 0, 0, 2]);
+    check(br#"{"a": "x"y"]"}"#, br#"{"a": "x\"y\"]"}"#, [0, 0, 0, 0, 0, 2]);
+    // kineto#1336: JSON in a log line of a dyno trace. In an array no string
+    // is followed by `:`; in an object a value is not.
+    check(
+        br#"{"INFO": ["config {"event_id": 64, "n": "x"}"], "a": 1}"#,
+        br#"{"INFO": ["config {\"event_id\": 64, \"n\": \"x\"}"], "a": 1}"#,
+        [0, 0, 0, 0, 0, 6],
+    );
+    // After a `,` the bracket is found by looking back past whole values.
+    check(
+        br#"{"INFO": ["start [1] {2}", {"k": "v"}, "config {"event_id": 64}"], "a": 1}"#,
+        br#"{"INFO": ["start [1] {2}", {"k": "v"}, "config {\"event_id\": 64}"], "a": 1}"#,
+        [0, 0, 0, 0, 0, 2],
+    );
+    check(
+        br#"{"name": "f({"k": 1})", "b": 2}"#,
+        br#"{"name": "f({\"k\": 1})", "b": 2}"#,
+        [0, 0, 0, 0, 0, 2],
+    );
+    // In a value, a later quote followed by `:` is text, by `,` the end.
+    check(br#"{"a": "b"c": 1", "d": 2}"#, br#"{"a": "b\"c\": 1", "d": 2}"#, [0, 0, 0, 0, 0, 2]);
+    check(br#"{"a": "b"c", "d": 2}"#, br#"{"a": "b\"c", "d": 2}"#, [0, 0, 0, 0, 0, 1]);
+    // A first stray quote right before `,` `:` `}` or `]` cannot be told
+    // from the end of the string: it is left as it is.
+    check(br#"{"a": "b", "c", "d": 1}"#, br#"{"a": "b", "c", "d": 1}"#, [0; 6]);
+    check(br#"{"a": "b": 1"}"#, br#"{"a": "b": 1"}"#, [0; 6]);
+    // After a quote that is not the end, the string goes on: its control
+    // bytes are escaped, as in any string.
+    check(b"[\"a\"\tb\"]", b"[\"a\\\"\\u0009b\"]", [0, 1, 0, 0, 0, 1]);
+    // Valid JSON is left alone, whatever the whitespace before what follows.
+    let spaced = b"{\"a\" :\t\"b\" ,\n \"c\"\r\n: [\"d\"\n ], \"e\": {\"f\": \"g\"} }";
+    check(spaced, spaced, [0; 6]);
+    check(b"\"top\"", b"\"top\"", [0; 6]);
+    check(b"\"top\"\n", b"\"top\"\n", [0; 6]);
+    // Past 128 bytes of whitespace the quote is taken to end its string.
+    let mut far = b"[\"a\"".to_vec();
+    far.extend_from_slice(&[b' '; 128]);
+    far.extend_from_slice(b"b\"]");
+    check(&far, &far, [0; 6]);
+    far.remove(4);
+    let mut escaped = b"[\"a\\\"".to_vec();
+    escaped.extend_from_slice(&[b' '; 127]);
+    escaped.extend_from_slice(b"b\"]");
+    check(&far, &escaped, [0, 0, 0, 0, 0, 1]);
+    let (_, report) = run(br#"{"args": {"Input type": "say "hi""}}"#);
+    let r = &report.repairs[0];
+    assert_eq!((r.offset, r.original.as_str(), r.key.as_deref()), (29, "\"h", Some("Input type")));
+    assert_eq!(report.counts.stray_quotes, 2);
 }
 
 #[test]

@@ -57,6 +57,22 @@ fn every_split_of_a_dense_sample() {
 }
 
 #[test]
+fn every_split_of_stray_quotes() {
+    let input = b"{\"a\": \"x\"  \n y\",\"k\":[\"p\"\tz:\"q\" ]  , \"b\"\r\n:{\"c\": \"d\"\"}}";
+    let (whole, report) = run_with(input, &Options::default());
+    assert_eq!(
+        String::from_utf8_lossy(&whole),
+        "{\"a\": \"x\\\"  \\u000a y\",\"k\":[\"p\\\"\\u0009z:\\\"q\" ]  , \"b\"\r\n:{\"c\": \"d\\\"\"}}"
+    );
+    assert_eq!((report.counts.stray_quotes, report.counts.control_chars), (4, 2));
+    for size in 1..=input.len() + 1 {
+        let (pieces, split) = run_with(input, &Options { buffer_size: size, ..Options::default() });
+        assert_eq!(pieces, whole, "buffer size {size}");
+        assert_eq!(split.counts, report.counts, "buffer size {size}");
+    }
+}
+
+#[test]
 fn every_split_of_bare_words() {
     let input =
         b"[-inf,nan, NaN,xinf, -Infinity,\"inf\\x\",infinite,abcdefghijnan,true,-,-1,null,Inf]";

@@ -28,15 +28,17 @@ fn python() -> Command {
 }
 
 /// Random text with valid and invalid UTF-8 (but no control bytes inside
-/// strings and no escapes): the sanitized bytes must equal CPython's
+/// strings, no escapes and no stray quotes): the sanitized bytes must equal CPython's
 /// `data.decode("utf-8", "replace").encode("utf-8")`, whatever the buffer size.
 #[test]
 fn invalid_utf8_matches_python_replace() {
+    // A quote is always followed by a comma, and no object is opened: a
+    // quote that closes a string is never a stray one to escape.
     let pieces: &[&[u8]] = &[
         b"a",
-        b"\"",
+        b"\",",
         b" ",
-        b"{\"k\":",
+        b"[",
         b"\xc3\xa9",
         b"\xe2\x82\xac",
         b"\xf0\x9f\x98\x80",
@@ -121,6 +123,11 @@ fn repaired_json_loads_strictly_in_python() {
         b"\\u12G4",
         b"\\\x01",
         b"\\\xff",
+        // Quotes written unescaped: in a name, alone, and JSON text in a
+        // value (kineto#1336).
+        b"say \"hi\"",
+        b"\"",
+        b"{\"event_id\": 64}",
     ];
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(42);

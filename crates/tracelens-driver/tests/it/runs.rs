@@ -67,13 +67,14 @@ fn broken_traces_are_analyzed_through_a_sanitized_copy_and_the_original_is_untou
 }
 
 #[test]
-fn raw_windows_paths_and_non_finite_numbers_are_repaired_too() {
+fn raw_windows_paths_non_finite_numbers_and_stray_quotes_are_repaired_too() {
     let case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
-    // A memcpy bandwidth older Kineto wrote as `inf`, and a path written raw.
+    // A memcpy bandwidth older Kineto wrote as `inf`, a path written raw, and
+    // a Python name with quotes in it.
     let body = body.replacen(
         "\"args\": {",
-        r#""args": {"memory bandwidth (GB/s)": inf, "Source": "C:\Users\prof\model.py", "#,
+        r#""args": {"memory bandwidth (GB/s)": inf, "Source": "C:\Users\prof\model.py", "Python": "step(mode="fast")", "#,
         1,
     );
     let trace = case.write("rank0_trace.json", &body);
@@ -89,7 +90,11 @@ fn raw_windows_paths_and_non_finite_numbers_are_repaired_too() {
     let summary = case.run();
     assert_eq!(summary.results[0].status, Status::Success, "{:#?}", summary.results);
     let counts = &summary.repairs[0].report.counts;
-    assert_eq!((counts.invalid_escapes, counts.non_finite), (3, 1), "\\U \\p \\m, inf");
+    assert_eq!(
+        (counts.invalid_escapes, counts.non_finite, counts.stray_quotes),
+        (3, 1, 2),
+        "\\U \\p \\m, inf, two quotes"
+    );
 }
 
 #[test]
