@@ -196,6 +196,12 @@ fn stray_quotes_inside_strings_are_escaped() {
         br#"{"name": "f({\"k\": 1})", "b": 2}"#,
         [0, 0, 0, 0, 0, 2],
     );
+    // The bracket is looked for in the kilobyte before the stray quote only:
+    // past it the place is not known, and `,` `:` `}` or `]` ends the string.
+    let long = "x".repeat(1100);
+    let input = format!(r#"{{"INFO": ["{long}", "config {{"event_id": 64}}"]}}"#);
+    let expected = format!(r#"{{"INFO": ["{long}", "config {{\"event_id": 64}}"]}}"#);
+    check(input.as_bytes(), expected.as_bytes(), [0, 0, 0, 0, 0, 1]);
     // In a value, a later quote followed by `:` is text, by `,` the end.
     check(br#"{"a": "b"c": 1", "d": 2}"#, br#"{"a": "b\"c\": 1", "d": 2}"#, [0, 0, 0, 0, 0, 2]);
     check(br#"{"a": "b"c", "d": 2}"#, br#"{"a": "b\"c", "d": 2}"#, [0, 0, 0, 0, 0, 1]);

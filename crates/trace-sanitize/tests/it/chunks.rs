@@ -46,45 +46,43 @@ proptest! {
     }
 }
 
-#[test]
-fn every_split_of_a_dense_sample() {
-    let input = b"{\"a\":\"\\ud83d\\ude00\\ud800\\udc0\xe2\x82\xac\xf0\x9f\x98\x80\x01\\\"\\\\\xff\\uDBFF\\uDFFF\"}";
-    let (whole, _) = run_with(input, &Options::default());
-    for size in 1..=input.len() + 1 {
-        let (pieces, _) = run_with(input, &Options { buffer_size: size, ..Options::default() });
-        assert_eq!(pieces, whole, "buffer size {size}");
-    }
-}
-
-#[test]
-fn every_split_of_stray_quotes() {
-    let input = b"{\"a\": \"x\"  \n y\",\"k\":[\"p\"\tz:\"q\" ]  , \"b\"\r\n:{\"c\": \"d\"\"}}";
+/// Sanitize `input` whole, then in buffers of every size: the same bytes
+/// and counts each time.
+fn same_for_every_split(input: &[u8]) -> (Vec<u8>, trace_sanitize::Report) {
     let (whole, report) = run_with(input, &Options::default());
-    assert_eq!(
-        String::from_utf8_lossy(&whole),
-        "{\"a\": \"x\\\"  \\u000a y\",\"k\":[\"p\\\"\\u0009z:\\\"q\" ]  , \"b\"\r\n:{\"c\": \"d\\\"\"}}"
-    );
-    assert_eq!((report.counts.stray_quotes, report.counts.control_chars), (4, 2));
     for size in 1..=input.len() + 1 {
         let (pieces, split) = run_with(input, &Options { buffer_size: size, ..Options::default() });
         assert_eq!(pieces, whole, "buffer size {size}");
         assert_eq!(split.counts, report.counts, "buffer size {size}");
     }
+    (whole, report)
+}
+
+#[test]
+fn every_split_of_a_dense_sample() {
+    let input = b"{\"a\":\"\\ud83d\\ude00\\ud800\\udc0\xe2\x82\xac\xf0\x9f\x98\x80\x01\\\"\\\\\xff\\uDBFF\\uDFFF\"}";
+    same_for_every_split(input);
+}
+
+#[test]
+fn every_split_of_stray_quotes() {
+    let input = b"{\"a\": \"x\"  \n y\",\"k\":[\"p\"\tz:\"q\" ]  , \"b\"\r\n:{\"c\": \"d\"\"}}";
+    let (whole, report) = same_for_every_split(input);
+    assert_eq!(
+        String::from_utf8_lossy(&whole),
+        "{\"a\": \"x\\\"  \\u000a y\",\"k\":[\"p\\\"\\u0009z:\\\"q\" ]  , \"b\"\r\n:{\"c\": \"d\\\"\"}}"
+    );
+    assert_eq!((report.counts.stray_quotes, report.counts.control_chars), (4, 2));
 }
 
 #[test]
 fn every_split_of_bare_words() {
     let input =
         b"[-inf,nan, NaN,xinf, -Infinity,\"inf\\x\",infinite,abcdefghijnan,true,-,-1,null,Inf]";
-    let (whole, report) = run_with(input, &Options::default());
+    let (whole, report) = same_for_every_split(input);
     assert_eq!(
         String::from_utf8_lossy(&whole),
         "[null,null, null,xinf, null,\"inf\\\\x\",infinite,abcdefghijnan,true,-,-1,null,null]"
     );
     assert_eq!((report.counts.non_finite, report.counts.invalid_escapes), (5, 1));
-    for size in 1..=input.len() + 1 {
-        let (pieces, split) = run_with(input, &Options { buffer_size: size, ..Options::default() });
-        assert_eq!(pieces, whole, "buffer size {size}");
-        assert_eq!(split.counts, report.counts, "buffer size {size}");
-    }
 }
