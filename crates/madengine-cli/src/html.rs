@@ -113,6 +113,9 @@ fn trace_section(page: &mut String, v: &SummaryView) {
     if let Some(truncated) = &v.truncated {
         let _ = write!(page, r#"<p class="error">{}.</p>"#, esc(&capitalized(&truncated.note())));
     }
+    if let Some(note) = v.repaired_note() {
+        let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(&note)));
+    }
     if let Some(note) = v.note() {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
     }

@@ -573,6 +573,9 @@ pub(crate) fn summaries(
         if let Some(truncated) = &v.truncated {
             text.push_str(&format!("   warning: {}\n", truncated.note()));
         }
+        if let Some(note) = v.repaired_note() {
+            text.push_str(&format!("   note: {note}\n"));
+        }
         if v.outcome == Some(trace_summary::Outcome::NoGpuActivity) {
             text.push_str(&format!("   {}\n\n", v.note().unwrap_or_default()));
             continue;

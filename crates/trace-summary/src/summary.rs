@@ -96,6 +96,11 @@ pub struct Summary {
     /// JSON text (decompressed) ends after this many bytes, and the tables
     /// cover the [`Summary::events`] complete before the cut.
     pub truncated_at: Option<u64>,
+    /// What was repaired on the way in ([`summarize_file`] reads through
+    /// `trace_sanitize`): a trace strict JSON parsers, TraceLens among them,
+    /// refuse as it is. All zero for a clean trace, and for [`summarize`],
+    /// whose reader the caller prepared.
+    pub repaired: trace_sanitize::Counts,
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
@@ -143,6 +148,7 @@ pub fn summarize_with<R: Read + Send>(
             events: records,
             gpu_events: records,
             truncated_at: None,
+            repaired: Default::default(),
         });
     }
     let mut parsed = parse(reader)
@@ -165,6 +171,7 @@ pub fn summarize_with<R: Read + Send>(
             events,
             gpu_events,
             truncated_at,
+            repaired: Default::default(),
         })
     };
     // 1. TraceLens' own rules.
@@ -203,6 +210,7 @@ pub fn summarize_with<R: Read + Send>(
         events,
         gpu_events,
         truncated_at,
+        repaired: Default::default(),
     })
 }
 
@@ -217,9 +225,10 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
     let (summary, repaired) =
         with_sanitized(path, options.salvage, |reader| summarize_with(reader, path, options))?;
+    let repaired = repaired.unwrap_or_default();
     // Salvaged, the reader saw a closed copy: the sanitizer knows where the cut was.
-    let cut = repaired.and_then(|r| r.cut).map(|c| c.at);
-    Ok(Summary { truncated_at: summary.truncated_at.or(cut), ..summary })
+    let cut = repaired.cut.map(|c| c.at);
+    Ok(Summary { truncated_at: summary.truncated_at.or(cut), repaired: repaired.counts, ..summary })
 }
 
 /// Read a trace file only: decompress, sanitize and parse its events, and

@@ -37,6 +37,10 @@ pub(crate) struct TraceView {
     /// Where a trace read with --salvage was cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) truncated: Option<Truncated>,
+    /// What was repaired while reading, when anything was: strict parsers
+    /// (TraceLens) refuse the file as it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) repaired: Option<trace_sanitize::Counts>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -63,6 +67,18 @@ impl Truncated {
              timeline is missing)",
             self.bytes, self.events
         )
+    }
+}
+
+impl TraceView {
+    /// Said when the trace was read through repairs.
+    pub(crate) fn repaired_note(&self) -> Option<String> {
+        let counts = self.repaired?;
+        Some(format!(
+            "repaired while reading ({counts}); TraceLens refuses it as it is: `madengine trace \
+             sanitize {}` writes a repaired copy",
+            self.trace.display()
+        ))
     }
 }
 
@@ -423,7 +439,8 @@ type Read = Result<trace_summary::Summary, String>;
 /// Progress of a worker, for the bar.
 enum Progress {
     Started(usize),
-    Done(usize, Read),
+    /// Boxed: a summary is large and most messages are not.
+    Done(usize, Box<Read>),
 }
 
 /// Summarize one trace. A panic (a bug in the reader) is this trace's error,
@@ -490,7 +507,7 @@ fn summarize_all(
                     let Some(input) = inputs.get(i) else { break };
                     let _ = tx.send(Progress::Started(i));
                     let result = summarize_one(&input.trace, salvage);
-                    if tx.send(Progress::Done(i, result)).is_err() {
+                    if tx.send(Progress::Done(i, Box::new(result))).is_err() {
                         break;
                     }
                 }
@@ -503,7 +520,7 @@ fn summarize_all(
                 Progress::Started(i) => running.push(i),
                 Progress::Done(i, result) => {
                     running.retain(|r| *r != i);
-                    results[i] = Some(result);
+                    results[i] = Some(*result);
                     if let Some(bar) = bar {
                         bar.inc(1);
                     }
@@ -568,6 +585,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             events: None,
             error: None,
             truncated: None,
+            repaired: None,
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
@@ -587,6 +605,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         view.events = Some(summary.events);
         view.truncated =
             summary.truncated_at.map(|bytes| Truncated { bytes, events: summary.events });
+        view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
             std::fs::create_dir_all(&dir)

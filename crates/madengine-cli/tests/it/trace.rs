@@ -570,4 +570,8 @@ fn quotes_written_raw_into_names_are_escaped() {
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     assert!(text.contains(r#"aten::mm \"fused\""#), "{text}");
+    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
+    let stdout = stdout.split("----- stderr -----").next().unwrap();
+    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    assert_eq!(json["traces"][0]["repaired"]["stray_quotes"], 4, "{json:#}");
 }
