@@ -152,6 +152,7 @@ fn traces_tracelens_rejects_still_get_an_answer() {
         let summary = trace_summary::summarize_file(&root.join(rel)).unwrap();
         assert_eq!(summary.outcome, outcome, "{rel}");
         assert!(summary.events > 0, "{rel}");
+        assert_eq!(summary.repaired.total(), 0, "{rel} is strict JSON");
         assert_eq!(summary.gpu_timeline.is_some(), outcome != NoGpuActivity, "{rel}");
         assert_eq!(summary.ops_summary.is_some(), ops, "{rel}");
         if outcome == Unlinked {
@@ -173,6 +174,9 @@ fn broken_traces_are_read_through_the_sanitizer() {
         .join("../../fixtures/synthetic/run/broken/python_names.pt.trace.json");
     let summary = trace_summary::summarize_file(&path).unwrap();
     assert_eq!(summary.outcome, trace_summary::Outcome::Tables);
+    // What was repaired is told, as TraceLens refuses the file as it is.
+    let repaired = summary.repaired;
+    assert_eq!((repaired.control_chars, repaired.lone_surrogates, repaired.total()), (2, 1, 3));
     let ks = summary.kernel_summary.unwrap().to_csv();
     assert!(ks.contains("GEMM,aten::mm,Cijk_Alik_Bljk_HHS_BH_MT64x64x32"), "{ks}");
 }
