@@ -433,19 +433,19 @@ fn clean_block(block: &[u8; BLOCK], next: Option<u8>, in_string: bool) -> Option
 
 /// The innermost bracket still open at the end of `bytes`, scanning back
 /// and skipping strings and closed brackets; `Top::None` when there is none
-/// and `bytes` start the input, `Top::Unknown` when they do not.
+/// and `bytes` start the input, `Top::Unknown` when they do not (or a string
+/// starts before them).
 fn open_bracket(bytes: &[u8], at_start: bool, stray: &dyn Fn(usize) -> bool) -> Top {
     let mut depth = 0usize;
-    let mut in_string = false;
-    for k in (0..bytes.len()).rev() {
-        let b = bytes[k];
-        if in_string {
-            let backslashes = bytes[..k].iter().rev().take_while(|&&c| c == b'\\').count();
-            in_string = !(b == b'"' && backslashes % 2 == 0 && !stray(k));
-            continue;
-        }
-        match b {
-            b'"' if !stray(k) => in_string = true,
+    let mut end = bytes.len();
+    while let Some(k) = end.checked_sub(1) {
+        end = k;
+        match bytes[k] {
+            // The end of a string: go on from its start.
+            b'"' if !stray(k) => match rfind_unescaped_quote(&bytes[..k], stray) {
+                Some(open) => end = open,
+                None => return Top::Unknown,
+            },
             b'}' | b']' => depth += 1,
             b'{' | b'[' if depth > 0 => depth -= 1,
             b'{' => return Top::Object,
@@ -453,7 +453,7 @@ fn open_bracket(bytes: &[u8], at_start: bool, stray: &dyn Fn(usize) -> bool) -> 
             _ => {}
         }
     }
-    if at_start && !in_string { Top::None } else { Top::Unknown }
+    if at_start { Top::None } else { Top::Unknown }
 }
 
 /// Bit j set when an odd number of the bits 0..=j of `x` are: with `x` the

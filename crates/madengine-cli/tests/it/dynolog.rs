@@ -279,18 +279,8 @@ fn start_trigger_stop_as_pre_and_post_steps() {
 
     let python = throwaway_python(dir.path());
 
-    let mut args: Vec<OsString> = vec![
-        "dynolog".into(),
-        "start".into(),
-        "--state".into(),
-        state.clone().into(),
-        "--port".into(),
-        port.clone().into(),
-        "--dynolog-bin".into(),
-        fixture("fake_dynolog.py").into(),
-        "--python".into(),
-        python.clone().into(),
-    ];
+    let mut args = start_args(&state, &fixture("fake_dynolog.py"), &python);
+    args.extend(["--port".into(), port.clone().into()]);
     args.extend(fast_policy());
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
     let out = madengine(dir.path(), &refs);
@@ -333,22 +323,23 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     assert_eq!(hook_files(&site), Vec::<String>::new());
 }
 
+/// `madengine dynolog start` with its state directory, daemon and interpreter.
+fn start_args(state: &Path, dynolog: &Path, python: &Path) -> Vec<OsString> {
+    ["dynolog", "start", "--state"]
+        .map(OsString::from)
+        .into_iter()
+        .chain([state.into(), "--dynolog-bin".into(), dynolog.into(), "--python".into()])
+        .chain([python.into()])
+        .collect()
+}
+
 #[test]
 fn a_start_that_fails_leaves_no_hook_and_no_session() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let python = throwaway_python(dir.path());
     let missing = dir.path().join("no_such_dynolog");
-    let args: Vec<OsString> = vec![
-        "dynolog".into(),
-        "start".into(),
-        "--state".into(),
-        state.clone().into(),
-        "--dynolog-bin".into(),
-        missing.clone().into(),
-        "--python".into(),
-        python.into(),
-    ];
+    let args = start_args(&state, &missing, &python);
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
     let out = madengine(dir.path(), &refs);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

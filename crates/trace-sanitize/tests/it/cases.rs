@@ -187,8 +187,8 @@ fn stray_quotes_inside_strings_are_escaped() {
     );
     // After a `,` the bracket is found by looking back past whole values.
     check(
-        br#"{"INFO": ["start [1] {2}", {"k": "v"}, "config {"event_id": 64}"], "a": 1}"#,
-        br#"{"INFO": ["start [1] {2}", {"k": "v"}, "config {\"event_id\": 64}"], "a": 1}"#,
+        br#"{"INFO": ["start {1 [2]", {"k": "v"}, "config {"event_id": 64}"], "a": 1}"#,
+        br#"{"INFO": ["start {1 [2]", {"k": "v"}, "config {\"event_id\": 64}"], "a": 1}"#,
         [0, 0, 0, 0, 0, 2],
     );
     check(

@@ -73,6 +73,11 @@ impl Case {
         lines
     }
 
+    /// Whether the stand-in was called with `tool` (a TraceLens entry point).
+    pub(crate) fn ran(&self, tool: &str) -> bool {
+        self.calls().iter().any(|c| c.contains(tool))
+    }
+
     pub(crate) fn redact(&self, text: &str) -> String {
         let tmp = self.dir.path().display().to_string();
         let standin = standin::standin().scripts.parent().unwrap().display().to_string();
