@@ -282,8 +282,11 @@ mod tests {
     #[test]
     fn dry_run_here_says_why_each_capture_is_skipped() {
         let root = crate::project_root();
+        // With a real PyTorch where the tests have one (.ci/run installs it).
+        let torch = std::env::var_os("MADENGINE_TORCH_PYTHON").filter(|p| !p.is_empty());
+        let python = torch.clone().unwrap_or_else(|| "python3".into());
         let out = cmd(
-            "python3",
+            &python,
             [
                 root.join("xtask/e2e/capture_fixtures.py").display().to_string(),
                 "/nonexistent/never-written".into(),
@@ -298,6 +301,10 @@ mod tests {
         let names: Vec<&str> = plan.iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["single", "ddp", "rocprofv3"]);
         let gpu = v["node"]["torch_gpu"].as_bool().expect("the node says whether torch sees a GPU");
+        if torch.is_some() {
+            let version = v["node"]["torch"].as_str().unwrap_or_default();
+            assert!(version.starts_with("2.") && v["node"].get("torch_error").is_none(), "{v}");
+        }
         for c in plan {
             match (gpu, c["skip"].as_str()) {
                 (false, Some(why)) => assert!(why.contains("PyTorch seeing a GPU"), "{why}"),
@@ -316,7 +323,7 @@ mod tests {
         }
         // And without --dry-run it refuses with status 2, writing nothing.
         let status = cmd(
-            "python3",
+            &python,
             [
                 root.join("xtask/e2e/capture_fixtures.py").display().to_string(),
                 "/nonexistent/x".into(),

@@ -51,10 +51,10 @@ pub use crate::{
     },
     request::{TraceRequest, Window, kineto_trace_path},
     session::{
-        HOOK_MODULE, RunState, SessionError, Started, Stopped, Workload, free_port, install_hook,
+        RunState, SessionError, Started, Stopped, Workload, free_port, hook_module, install_hook,
         is_running, log_tail, remove_hook, site_packages, spawn_detached, start_daemon,
         start_workload, stop_process,
     },
     setup::{DEFAULT_DEB_URL, Installed, install_dynolog},
-    trigger::{Clock, Event, Outcome, Policy, SystemClock, trigger},
+    trigger::{Clock, Event, Outcome, Policy, Signals, SystemClock, trigger},
 };

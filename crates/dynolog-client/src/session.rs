@@ -13,7 +13,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Client, Error as ClientError, Outcome};
+use crate::{Client, Error as ClientError, Outcome, Signals};
 
 /// What can go wrong managing a session.
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +109,7 @@ impl RunState {
     /// Use (and create) `dir` for a session.
     pub fn create(dir: impl Into<PathBuf>) -> Result<RunState> {
         let state = RunState { dir: dir.into() };
-        for d in [state.dir.clone(), state.kineto_dir(), state.ipc_dir()] {
+        for d in [state.dir.clone(), state.kineto_dir(), state.ipc_dir(), state.steps_dir()] {
             fs::create_dir_all(&d)
                 .map_err(|source| SessionError::State { path: d.clone(), source })?;
         }
@@ -132,6 +132,16 @@ impl RunState {
     /// sockets instead of the host-wide abstract `dynolog` name.
     pub fn ipc_dir(&self) -> PathBuf {
         self.dir.join("ipc")
+    }
+    /// Where the Kineto hook marks each workload process: `<pid>.hooked`
+    /// once it has the hook, `<pid>.stepped` after its first optimizer step.
+    pub fn steps_dir(&self) -> PathBuf {
+        self.dir.join("steps")
+    }
+    /// What the trigger reads about the workload: the daemon's log and the
+    /// hook's step marks.
+    pub fn signals(&self) -> Signals {
+        Signals { daemon_log: Some(self.daemon_log()), steps_dir: Some(self.steps_dir()) }
     }
     fn started_file(&self) -> PathBuf {
         self.dir.join("started.json")
@@ -408,13 +418,35 @@ pub fn stop_process(pid: u32, grace: Duration) -> Stopped {
     Stopped::Killed
 }
 
-/// The Kineto hook: imported from a `.pth` at interpreter start, it keeps the
-/// torchrun launcher and startup helpers off the daemon, and imports
-/// `torch.profiler` in the worker so iteration capture has its
-/// optimizer-step hook (unmodified workloads never import it).
-pub const HOOK_MODULE: &str = r#""""madengine's Kineto hook (installed by `madengine dynolog start`, removed by `stop`)."""
+/// The Kineto hook for a session whose step marks go to `steps_dir`:
+/// imported from a `.pth` at interpreter start, it keeps the torchrun
+/// launcher and startup helpers off the daemon, and imports `torch.profiler`
+/// in the worker so iteration capture has its optimizer-step hook
+/// (unmodified workloads never import it). It marks the worker
+/// `<pid>.hooked`, then `<pid>.stepped` after its first optimizer step: Kineto
+/// counts iterations only from then on, and an iteration request that comes
+/// earlier gets a 500 ms time window instead.
+pub fn hook_module(steps_dir: &Path) -> String {
+    let literal = serde_json::to_string(&steps_dir.to_string_lossy()).expect("a string");
+    HOOK_TEMPLATE.replace("@STEPS_DIR@", &literal)
+}
+
+const HOOK_TEMPLATE: &str = r#""""madengine's Kineto hook (installed by `madengine dynolog start`, removed by `stop`)."""
 import os
 import sys
+
+_STEPS_DIR = @STEPS_DIR@
+
+
+def _mark(what, on=True):
+    path = os.path.join(_STEPS_DIR, "%d.%s" % (os.getpid(), what))
+    try:
+        if on:
+            open(path, "w").close()
+        else:
+            os.remove(path)
+    except OSError:
+        pass
 
 
 def _madengine_kineto_hook():
@@ -439,12 +471,27 @@ def _madengine_kineto_hook():
         return
     if not os.environ.get("KINETO_USE_DAEMON") and os.environ.get("MADENGINE_KINETO_USE_DAEMON"):
         os.environ["KINETO_USE_DAEMON"] = os.environ["MADENGINE_KINETO_USE_DAEMON"]
-    if os.environ.get("KINETO_USE_DAEMON"):
-        try:
-            import torch.profiler  # noqa: F401  (registers the optimizer.step hook)
-            sys.stderr.write("madengine: Kineto optimizer-step hook registered (pid %d)\n" % os.getpid())
-        except Exception:
-            pass
+    if not os.environ.get("KINETO_USE_DAEMON"):
+        return
+    # Marked before torch is imported: Kineto registers with the daemon while
+    # torch loads, and the trigger must know at once that a step will follow.
+    _mark("hooked")
+    try:
+        import torch.profiler  # noqa: F401  (registers Kineto's optimizer.step hook)
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+    except Exception:
+        _mark("hooked", on=False)
+        return
+    stepped = []
+
+    # Runs after Kineto's own hook (registered first): by now Kineto counts steps.
+    def first_step(optimizer, args, kwargs):
+        if not stepped:
+            stepped.append(True)
+            _mark("stepped")
+
+    register_optimizer_step_post_hook(first_step)
+    sys.stderr.write("madengine: Kineto optimizer-step hook registered (pid %d)\n" % os.getpid())
 
 
 _madengine_kineto_hook()
@@ -493,7 +540,8 @@ pub fn install_hook(state: &RunState, site: &Path) -> Result<Vec<PathBuf>> {
     let pth_path = site.join(&pth);
     let import = format!("import {}\n", module.trim_end_matches(".py"));
     // The module first: the .pth that imports it must never come alone.
-    for (path, text) in [(&module_path, HOOK_MODULE), (&pth_path, import.as_str())] {
+    let module_text = hook_module(&state.steps_dir());
+    for (path, text) in [(&module_path, module_text.as_str()), (&pth_path, import.as_str())] {
         write_whole(path, text.as_bytes())?;
     }
     Ok(vec![module_path, pth_path])

@@ -1,11 +1,11 @@
 //! The capture policy: when to ask the daemon for a trace, and for whom.
 
-use std::{path::Path, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Client, Error, TraceReply, TraceRequest,
+    Client, Error, TraceReply, TraceRequest, Window,
     registry::{Processes, parse_registrations, runnable},
 };
 
@@ -22,6 +22,10 @@ pub struct Policy {
     /// The set of workload pids must stay unchanged this long before a request
     /// (`TORCH_PROFILE_STABLE_S`, 5 s), so late ranks are not left out.
     pub stable_for: Duration,
+    /// For an iteration window, wait up to this long for every hooked
+    /// workload process to run its first optimizer step (120 s; not in the
+    /// original): asked earlier, Kineto traces a 500 ms time window instead.
+    pub first_step: Duration,
 }
 
 impl Default for Policy {
@@ -31,6 +35,7 @@ impl Default for Policy {
             retry_interval: Duration::from_secs(15),
             max_attempts: 40,
             stable_for: Duration::from_secs(5),
+            first_step: Duration::from_secs(120),
         }
     }
 }
@@ -101,6 +106,33 @@ pub enum Event {
         /// Which attempt.
         attempt: u32,
     },
+    /// An iteration window: these hooked processes have not run their first
+    /// optimizer step yet, so Kineto cannot count iterations; waiting.
+    AwaitingFirstStep(Vec<u32>),
+    /// These processes ran no optimizer step within [`Policy::first_step`]
+    /// (an inference workload?): requesting anyway, and Kineto will trace a
+    /// 500 ms time window instead of iterations.
+    NoFirstStep(Vec<u32>),
+}
+
+/// What the trigger reads about the workload besides `/proc`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// The daemon's log, whose `Registered process (...)` lines name the
+    /// workload's processes; without it, every process of the job is asked.
+    pub daemon_log: Option<PathBuf>,
+    /// Where the Kineto hook marks `<pid>.hooked` and `<pid>.stepped`; see
+    /// [`hook_module`](crate::hook_module).
+    pub steps_dir: Option<PathBuf>,
+}
+
+impl Signals {
+    /// Of `pids`, those that have the hook but have not stepped yet.
+    pub fn unstepped(&self, pids: &[u32]) -> Vec<u32> {
+        let Some(dir) = &self.steps_dir else { return Vec::new() };
+        let marked = |pid: u32, what: &str| dir.join(format!("{pid}.{what}")).exists();
+        pids.iter().copied().filter(|&p| marked(p, "hooked") && !marked(p, "stepped")).collect()
+    }
 }
 
 /// Time, injectable so tests need not wait.
@@ -139,12 +171,14 @@ impl Clock for SystemClock {
 /// (never a launcher, helper, zombie or a process that is gone); wait until
 /// that set is stable; retry while nothing matches, up to `max_attempts`
 /// requests (and three times as many polls); stop at once when the daemon
-/// rejects the request.
+/// rejects the request. Beyond the original, an iteration window also waits
+/// (up to [`Policy::first_step`]) for every hooked process's first optimizer
+/// step, so Kineto traces iterations rather than its fallback time window.
 pub fn trigger(
     client: &Client,
     template: &TraceRequest,
     policy: &Policy,
-    daemon_log: Option<&Path>,
+    signals: &Signals,
     processes: &dyn Processes,
     clock: &mut dyn Clock,
     events: &mut dyn FnMut(Event),
@@ -160,12 +194,14 @@ pub fn trigger(
     let mut last: Option<Vec<u32>> = None;
     let mut stable_since = clock.now();
     let pause = policy.retry_interval.max(Duration::from_secs(1));
+    let iterations = matches!(template.window, Window::Iterations { .. });
+    let mut first_step = FirstStep::default();
     while attempts < policy.max_attempts && polls < cap {
         if clock.cancelled() {
             return Outcome::WorkloadEnded { attempts };
         }
         polls += 1;
-        let registrations = daemon_log
+        let registrations = (signals.daemon_log.as_deref())
             .and_then(|p| std::fs::read_to_string(p).ok())
             .map(|text| parse_registrations(&text))
             .unwrap_or_default();
@@ -192,6 +228,10 @@ pub fn trigger(
                 clock.sleep(pause);
                 continue;
             }
+            if iterations && first_step.wait(&signals.unstepped(&pids), policy, clock, events) {
+                polls -= 1; // waiting for a step is bounded by its own limit
+                continue;
+            }
             pids
         };
         attempts += 1;
@@ -209,6 +249,41 @@ pub fn trigger(
         }
     }
     Outcome::NoProcess { attempts }
+}
+
+/// The wait for the workload's first optimizer steps.
+#[derive(Default)]
+struct FirstStep {
+    since: Option<Duration>,
+    told: Vec<u32>,
+    gave_up: bool,
+}
+
+impl FirstStep {
+    /// Whether to wait (a short poll) for `unstepped` before requesting.
+    fn wait(
+        &mut self,
+        unstepped: &[u32],
+        policy: &Policy,
+        clock: &mut dyn Clock,
+        events: &mut dyn FnMut(Event),
+    ) -> bool {
+        if unstepped.is_empty() || self.gave_up {
+            return false;
+        }
+        let since = *self.since.get_or_insert(clock.now());
+        if clock.now().saturating_sub(since) >= policy.first_step {
+            self.gave_up = true;
+            events(Event::NoFirstStep(unstepped.to_vec()));
+            return false;
+        }
+        if self.told != unstepped {
+            self.told = unstepped.to_vec();
+            events(Event::AwaitingFirstStep(self.told.clone()));
+        }
+        clock.sleep(Duration::from_secs(1).min(policy.first_step));
+        true
+    }
 }
 
 fn chain(e: &Error) -> String {

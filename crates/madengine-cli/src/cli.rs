@@ -386,6 +386,10 @@ pub(crate) struct PolicyArgs {
     /// The workload's processes must stay unchanged this long before a request.
     #[arg(long, env = "TORCH_PROFILE_STABLE_S", default_value_t = 5.0, value_name = "SECS")]
     pub(crate) stable_s: f64,
+    /// With --iterations, wait up to this long for each workload process's first optimizer step
+    /// (Kineto counts iterations only from then on; asked earlier, it traces 500 ms instead).
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    pub(crate) first_step_s: f64,
 }
 
 #[derive(Debug, Args)]

@@ -134,6 +134,7 @@ pub(crate) fn policy(p: &PolicyArgs) -> Policy {
         retry_interval: secs(p.retry_interval_s),
         max_attempts: p.max_attempts,
         stable_for: secs(p.stable_s),
+        first_step: secs(p.first_step_s),
     }
 }
 

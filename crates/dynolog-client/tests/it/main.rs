@@ -2,5 +2,7 @@
 //! that speaks the real framing and sends the real reply shapes.
 
 mod fake;
+mod hook;
 mod protocol;
+mod torch_python;
 mod trigger;

@@ -1,12 +1,15 @@
 //! The capture policy, with a fake clock, fake processes and a daemon log.
 
-use std::{collections::HashMap, time::Duration};
+use std::{collections::HashMap, path::PathBuf, time::Duration};
 
-use dynolog_client::{Clock, Event, Outcome, Policy, Processes, TraceRequest, trigger};
+use dynolog_client::{
+    Clock, Event, Outcome, Policy, Processes, Signals, TraceRequest, Window, trigger,
+};
 
 use crate::fake::{FakeDaemon, NO_MATCH, Reply, json, matched};
 
-struct FakeClock(Duration);
+/// Time that passes only in `sleep`, creating each of `files` once its time comes.
+struct FakeClock(Duration, Vec<(Duration, PathBuf)>);
 
 impl Clock for FakeClock {
     fn now(&self) -> Duration {
@@ -14,6 +17,11 @@ impl Clock for FakeClock {
     }
     fn sleep(&mut self, d: Duration) {
         self.0 += d;
+        for (at, file) in &self.1 {
+            if *at <= self.0 && !file.exists() {
+                std::fs::write(file, "").unwrap();
+            }
+        }
     }
 }
 
@@ -31,6 +39,7 @@ fn policy() -> Policy {
         retry_interval: Duration::from_secs(15),
         max_attempts: 4,
         stable_for: Duration::from_secs(5),
+        first_step: Duration::from_secs(120),
     }
 }
 
@@ -51,19 +60,37 @@ struct Run {
 
 #[track_caller]
 fn run(replies: Vec<Reply>, log: Option<&str>, procs: &[(u32, &'static str)]) -> Run {
+    run_with(&TraceRequest::new("/tmp/run/libkineto_trace.json"), replies, log, procs, &[])
+}
+
+/// As `run`, with this request, and the hook's step marks: `(seconds, "<pid>.hooked")`
+/// appears at that time (0: from the start).
+#[track_caller]
+fn run_with(
+    request: &TraceRequest,
+    replies: Vec<Reply>,
+    log: Option<&str>,
+    procs: &[(u32, &'static str)],
+    marks: &[(u64, &str)],
+) -> Run {
     let daemon = FakeDaemon::serve(replies);
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("dynolog.log");
     if let Some(text) = log {
         std::fs::write(&log_path, text).unwrap();
     }
-    let mut clock = FakeClock(Duration::ZERO);
+    let steps = dir.path().join("steps");
+    std::fs::create_dir(&steps).unwrap();
+    let marks: Vec<(Duration, PathBuf)> =
+        marks.iter().map(|(at, name)| (Duration::from_secs(*at), steps.join(name))).collect();
+    let mut clock = FakeClock(Duration::ZERO, marks);
+    clock.sleep(Duration::ZERO);
     let mut events = Vec::new();
     let outcome = trigger(
         &daemon.client(),
-        &TraceRequest::new("/tmp/run/libkineto_trace.json"),
+        request,
         &policy(),
-        Some(&log_path),
+        &Signals { daemon_log: Some(log_path), steps_dir: Some(steps) },
         &FakeProcs(procs.iter().copied().collect()),
         &mut clock,
         &mut |e| events.push(e),
@@ -155,4 +182,60 @@ fn registrations_without_a_runnable_workload_use_attempts_without_requests() {
     assert_eq!(r.outcome, Outcome::NoProcess { attempts: 4 });
     assert!(r.bodies.is_empty());
     assert!(r.events.contains(&Event::NoRunnableWorkload));
+}
+
+fn iterations() -> TraceRequest {
+    let mut request = TraceRequest::new("/tmp/run/libkineto_trace.json");
+    request.window = Window::Iterations { count: 3, roundup: 1 };
+    request
+}
+
+const WORKER: [(u32, &str); 2] = [(101, "python3 train.py"), (102, "python3 train.py")];
+
+fn workers_log() -> String {
+    [registration(&[101, 1]), registration(&[102, 1])].concat()
+}
+
+#[test]
+fn an_iteration_window_waits_for_every_first_optimizer_step() {
+    // Both have the hook; 101 steps at 90 s, 102 at 130 s (after the 60 s
+    // warm-up and the 5 s stability wait).
+    let marks = [(0, "101.hooked"), (0, "102.hooked"), (90, "101.stepped"), (130, "102.stepped")];
+    let r =
+        run_with(&iterations(), vec![matched(&[101, 102])], Some(&workers_log()), &WORKER, &marks);
+    assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
+    assert_eq!(r.elapsed, Duration::from_secs(130), "asked at the second first step");
+    let waits: Vec<&Event> =
+        r.events.iter().filter(|e| matches!(e, Event::AwaitingFirstStep(_))).collect();
+    assert_eq!(
+        waits,
+        [&Event::AwaitingFirstStep(vec![101, 102]), &Event::AwaitingFirstStep(vec![102])]
+    );
+    assert!(!r.events.iter().any(|e| matches!(e, Event::NoFirstStep(_))));
+}
+
+#[test]
+fn a_process_that_never_steps_is_asked_after_the_limit() {
+    // An inference workload: it has the hook but no optimizer.
+    let marks = [(0, "101.hooked"), (0, "102.hooked"), (0, "102.stepped")];
+    let r =
+        run_with(&iterations(), vec![matched(&[101, 102])], Some(&workers_log()), &WORKER, &marks);
+    assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 15 + 120), "warm-up, stability, the limit");
+    assert!(r.events.contains(&Event::AwaitingFirstStep(vec![101])));
+    assert!(r.events.contains(&Event::NoFirstStep(vec![101])));
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([101, 102]));
+}
+
+#[test]
+fn no_step_wait_for_a_time_window_or_processes_without_the_hook() {
+    let hooked = [(0, "101.hooked"), (0, "102.hooked")];
+    let time_window = TraceRequest::new("/tmp/run/libkineto_trace.json");
+    // Unhooked: `--no-hook`, or torch not importable by the hook.
+    for (request, marks) in [(&time_window, &hooked[..]), (&iterations(), &[][..])] {
+        let r = run_with(request, vec![matched(&[101, 102])], Some(&workers_log()), &WORKER, marks);
+        assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
+        assert_eq!(r.elapsed, Duration::from_secs(60 + 15));
+        assert!(!r.events.iter().any(|e| matches!(e, Event::AwaitingFirstStep(_))));
+    }
 }

@@ -190,6 +190,7 @@ fn policy_argv(p: &PolicyArgs) -> Vec<OsString> {
         format!("--retry-interval-s={}", p.retry_interval_s),
         format!("--max-attempts={}", p.max_attempts),
         format!("--stable-s={}", p.stable_s),
+        format!("--first-step-s={}", p.first_step_s),
     ]
     .into_iter()
     .map(OsString::from)
@@ -234,7 +235,7 @@ fn run_trigger(
         &client,
         &request,
         &settings::policy(policy),
-        Some(&state.daemon_log()),
+        &state.signals(),
         &ProcFs,
         &mut clock,
         &mut |event| trigger_event(&event),
@@ -264,14 +265,28 @@ fn trigger_event(event: &Event) {
             if pids.is_empty() {
                 "every registered process".to_string()
             } else {
-                format!("pids {}", pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","))
+                format!("pids {}", join_pids(pids))
             }
         )),
         Event::NothingMatched { attempt } => {
             render::note(&format!("no PyTorch process matched yet (attempt {attempt}); retrying"))
         }
+        Event::AwaitingFirstStep(pids) => render::note(&format!(
+            "waiting for the first optimizer step of pid(s) {} (Kineto counts iterations from there)",
+            join_pids(pids)
+        )),
+        Event::NoFirstStep(pids) => render::warning(&format!(
+            "pid(s) {} ran no optimizer step in time (--first-step-s); requesting anyway: Kineto will \
+             trace a 500 ms window instead of iterations (for a workload without an optimizer, use \
+             --iterations 0 and --duration-ms)",
+            join_pids(pids)
+        )),
         _ => {}
     }
+}
+
+fn join_pids(pids: &[u32]) -> String {
+    pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
 }
 
 pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {

@@ -10,7 +10,7 @@ use std::{
 
 use crate::cli_snapshot;
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../dynolog-client/tests/fixtures").join(name)
 }
 
@@ -250,7 +250,7 @@ fn throwaway_python(dir: &Path) -> PathBuf {
 }
 
 /// The Kineto hook's files in `site`.
-fn hook_files(site: &str) -> Vec<String> {
+pub(crate) fn hook_files(site: &str) -> Vec<String> {
     std::fs::read_dir(site)
         .unwrap()
         .flatten()

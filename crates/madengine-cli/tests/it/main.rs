@@ -5,10 +5,13 @@
 
 mod dynolog;
 mod k8s;
+mod pytorch;
 mod report;
 mod slurm;
 #[path = "../../../tracelens-driver/tests/it/standin.rs"]
 mod standin;
+#[path = "../../../dynolog-client/tests/it/torch_python.rs"]
+mod torch_python;
 mod trace;
 
 use std::{

@@ -1,0 +1,190 @@
+//! Real PyTorch on the CPU, with the workload `cargo xtask e2e` ships: the
+//! Kineto client inside the PyPI wheel registers with the fake dynolog
+//! daemon over the IPC fabric and writes what an on-demand request asks for,
+//! and `torchrun` writes rank-labelled traces of today's format. Only the
+//! daemon is a stand-in here (reference/dynolog.md §4.1 was observed with
+//! the same wheel against a real one).
+//!
+//! The interpreter comes from `$MADENGINE_TORCH_PYTHON` (see
+//! dynolog-client's `tests/it/torch_python.rs`).
+
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use serde_json::Value;
+
+use crate::{
+    dynolog::{fixture, hook_files},
+    torch_python::torch_python,
+};
+
+fn workload() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/e2e/workload.py")
+}
+
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and python")]
+fn run(dir: &Path, program: &Path, args: &[OsString]) -> (i32, String, String) {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KINETO_USE_DAEMON")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn madengine(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args)
+}
+
+fn site_packages(python: &Path) -> String {
+    let (code, out, err) = run(
+        Path::new("/"),
+        python,
+        &["-c".into(), "import sysconfig; print(sysconfig.get_paths()['purelib'])".into()],
+    );
+    assert_eq!(code, 0, "{err}");
+    out.trim().to_string()
+}
+
+fn names(events: &[Value], cat: &str, prefix: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| e["cat"] == cat && e["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+        .count()
+}
+
+/// `madengine profile` on an unmodified PyTorch script: the hook makes the
+/// real Kineto count optimizer steps, so an iteration request traces exactly
+/// that many; the hook leaves the interpreter's site-packages afterwards.
+#[test]
+fn profile_traces_a_real_pytorch_process_by_iteration() {
+    let Some(python) = torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let site = site_packages(&python);
+    let mut args: Vec<OsString> = ["profile", "--dynolog-bin"].map(OsString::from).to_vec();
+    args.push(fixture("fake_dynolog.py").into());
+    args.extend(["--python".into(), python.clone().into_os_string()]);
+    args.extend(
+        ["--warmup-s", "2", "--retry-interval-s", "1", "--stable-s", "1", "--iterations", "3"]
+            .map(OsString::from),
+    );
+    args.extend(["--".into(), python.clone().into_os_string(), workload().into()]);
+    // At least 15 s of steps: the request lands on Kineto's next poll (5 s).
+    args.extend(["--steps", "300", "--sleep", "0.05"].map(OsString::from));
+    let (code, _, stderr) = run(dir.path(), Path::new(env!("CARGO_BIN_EXE_madengine")), &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("Registering daemon config loader"), "{stderr}");
+    assert!(stderr.contains("madengine: Kineto optimizer-step hook registered (pid "), "{stderr}");
+    assert!(hook_files(&site).is_empty(), "the hook stays in {site}");
+    assert!(!stderr.contains("ran no optimizer step"), "{stderr}");
+
+    let out = dir.path().join("torch_profiler_output");
+    let traces: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(traces.len(), 1, "{traces:?}\n{stderr}");
+    let pid = traces[0]
+        .strip_prefix("libkineto_trace_")
+        .and_then(|t| t.strip_suffix(".json"))
+        .and_then(|p| p.parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("kineto names it libkineto_trace_<pid>.json: {traces:?}"));
+    assert!(stderr.contains(&format!("runnable workload pid {pid}: ")), "{stderr}");
+    let trace: Value =
+        serde_json::from_slice(&std::fs::read(out.join(&traces[0])).unwrap()).unwrap();
+    assert!(
+        trace["traceName"].as_str().unwrap().ends_with(&format!("/{}", traces[0])),
+        "{}",
+        trace["traceName"]
+    );
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert_eq!(names(events, "user_annotation", "Optimizer.step#"), 3, "three iterations");
+    assert!(names(events, "cpu_op", "aten::") > 100);
+    // --with-stacks is on by default: Python frames are recorded.
+    assert!(names(events, "python_function", "") > 0);
+
+    let (code, stdout, stderr) =
+        madengine(dir.path(), &["report", "summary", "torch_profiler_output", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["traces"][0]["outcome"], "no_gpu_activity", "{stdout}");
+}
+
+/// A 2-rank `torchrun` job (gloo on the CPU) with torch.profiler: each
+/// trace's rank is found from its name, and from `distributedInfo` once the
+/// name no longer says it; the traces are strict JSON; the native summary
+/// names them CPU-only instead of failing.
+#[test]
+fn torchrun_ranks_are_found_by_name_and_by_content() {
+    let Some(python) = torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<OsString> =
+        ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+            .map(OsString::from)
+            .to_vec();
+    args.push(workload().into());
+    args.extend(["--distributed", "--steps", "6", "--profile-dir", "run"].map(OsString::from));
+    let (code, _, stderr) = run(dir.path(), &python, &args);
+    assert_eq!(code, 0, "{stderr}");
+
+    let ranks = |root: &str| -> Vec<(String, u64, String)> {
+        let (code, stdout, stderr) = madengine(dir.path(), &["trace", "discover", root, "--json"]);
+        assert_eq!(code, 0, "{stderr}");
+        let found: Value = serde_json::from_str(&stdout).unwrap();
+        let mut ranks: Vec<_> = found["traces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                assert_eq!(t["kind"], "pytorch", "{t}");
+                let name = Path::new(t["path"].as_str().unwrap()).file_name().unwrap();
+                (
+                    name.to_string_lossy().into_owned(),
+                    t["rank"]["rank"].as_u64().unwrap(),
+                    t["rank"]["source"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        ranks.sort_by_key(|r| r.1);
+        ranks
+    };
+    let by_name = ranks("run");
+    assert_eq!(by_name.len(), 2, "{by_name:?}");
+    for (rank, (file, found, source)) in by_name.iter().enumerate() {
+        assert!(file.starts_with(&format!("rank{rank}.")) && file.ends_with(".pt.trace.json"));
+        assert_eq!((*found, source.as_str()), (rank as u64, "file_name"), "{file}");
+        // Renamed so that only the content can tell.
+        let renamed = dir.path().join("renamed");
+        std::fs::create_dir_all(&renamed).unwrap();
+        std::fs::copy(
+            dir.path().join("run").join(file),
+            renamed.join(format!("{}.json", 7 - rank)),
+        )
+        .unwrap();
+    }
+    let by_content: Vec<(u64, String)> =
+        ranks("renamed").into_iter().map(|(_, rank, source)| (rank, source)).collect();
+    assert_eq!(
+        by_content,
+        [(0, "distributed_info".to_string()), (1, "distributed_info".to_string())]
+    );
+
+    let (code, stdout, stderr) = madengine(dir.path(), &["trace", "sanitize", "--check", "run"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, stderr) = madengine(dir.path(), &["report", "summary", "run", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    let outcomes: Vec<&Value> =
+        summary["traces"].as_array().unwrap().iter().map(|t| &t["outcome"]).collect();
+    assert_eq!(outcomes, ["no_gpu_activity", "no_gpu_activity"], "{stdout}");
+}
