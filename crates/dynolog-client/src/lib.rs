@@ -13,8 +13,9 @@
 //! [`TraceRequest`] builds the kineto config in the real `dyno gputrace` key
 //! order and serializes the request with serde; [`kineto_trace_path`] names
 //! the file kineto will write; [`trigger`] is the capture policy (warm-up,
-//! live workload pids from the daemon's log, stability wait, retries,
-//! fail-fast on rejection).
+//! live workload pids from the daemon's log, stability wait, for an
+//! iteration window the wait for each process's first optimizer step,
+//! retries, fail-fast on rejection).
 //!
 //! # Example
 //!

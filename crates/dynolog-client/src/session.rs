@@ -175,6 +175,18 @@ impl RunState {
         remove(&self.result_file())
     }
 
+    /// Forget the step marks of an earlier session in this directory (a
+    /// reused pid must not look as if it had stepped).
+    pub fn clear_steps(&self) -> Result<()> {
+        let dir = self.steps_dir();
+        let entries = fs::read_dir(&dir)
+            .map_err(|source| SessionError::State { path: dir.clone(), source })?;
+        for entry in entries.flatten() {
+            remove(&entry.path())?;
+        }
+        Ok(())
+    }
+
     /// The traces kineto finished (`*.json`, `*.json.gz`; not its `.tmp` files).
     pub fn traces(&self) -> Result<Vec<PathBuf>> {
         let dir = self.kineto_dir();
@@ -569,6 +581,9 @@ mod tests {
         assert_eq!(state.started().unwrap(), Some(started));
         state.clear_started().unwrap();
         assert_eq!(state.started().unwrap(), None);
+        fs::write(state.steps_dir().join("42.hooked"), "").unwrap();
+        state.clear_steps().unwrap();
+        assert_eq!(fs::read_dir(state.steps_dir()).unwrap().count(), 0);
         fs::write(state.kineto_dir().join("trace_1.json"), "{}").unwrap();
         fs::write(state.kineto_dir().join("trace_2.json.tmp"), "{").unwrap();
         assert_eq!(state.traces().unwrap(), [state.kineto_dir().join("trace_1.json")]);

@@ -201,7 +201,9 @@ pub fn trigger(
             return Outcome::WorkloadEnded { attempts };
         }
         polls += 1;
-        let registrations = (signals.daemon_log.as_deref())
+        let registrations = signals
+            .daemon_log
+            .as_deref()
             .and_then(|p| std::fs::read_to_string(p).ok())
             .map(|text| parse_registrations(&text))
             .unwrap_or_default();

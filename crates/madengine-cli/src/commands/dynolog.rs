@@ -96,6 +96,7 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
         )));
     }
     state.clear_outcome()?;
+    state.clear_steps()?;
     let mut started = Started { port: args.state.port, ..Default::default() };
     // The hook first: checking the interpreter must not register with a daemon.
     started.hook_site = install_hook(&args.launch, &state)?;
