@@ -30,6 +30,13 @@ pub const NO_GPU_EVENTS: &str = "No GPU events found in the trace";
 /// The detail of a SKIPPED row for a trace without GPU activity.
 pub const NO_GPU_DETAIL: &str = "the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.";
 
+/// What TraceLens' collective report prints before it fails (`KeyError:
+/// 'collective_id'`) on traces without NCCL/RCCL collective kernels.
+pub const NO_COLLECTIVES: &str = "No NCCL collective events found";
+
+/// The detail of a SKIPPED collective row for such traces.
+pub const NO_COLLECTIVES_DETAIL: &str = "the traces hold no NCCL/RCCL collective kernels, so there is no collective to analyze (TraceLens: \"No NCCL collective events found\"). A gloo run has none: its collectives run on the CPU.";
+
 /// Progress of a run, for a front end to show.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -699,10 +706,10 @@ fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
 }
 
 fn classify(outcome: &Outcome, log: &Path) -> (Status, String) {
-    let (no_gpu, last) = scan_log(log);
+    let (nothing_to_report, last) = scan_log(log);
     match outcome {
         Outcome::Exited(Some(0)) => (Status::Success, String::new()),
-        Outcome::Exited(_) if no_gpu => (Status::Skipped, NO_GPU_DETAIL.into()),
+        Outcome::Exited(_) if let Some(why) = nothing_to_report => (Status::Skipped, why.into()),
         Outcome::Exited(code) => {
             let detail = last.unwrap_or_else(|| match code {
                 Some(c) => format!("exit code {c}"),
@@ -718,21 +725,24 @@ fn classify(outcome: &Outcome, log: &Path) -> (Status, String) {
     }
 }
 
-/// Whether the log says "no GPU events", and its last non-empty line (not
-/// counting the command line written first).
-fn scan_log(log: &Path) -> (bool, Option<String>) {
-    let Ok(file) = fs::File::open(log) else { return (false, None) };
-    let mut no_gpu = false;
+/// Why there was nothing to report, if TraceLens said so in the log ("no
+/// GPU events", "no NCCL collective events"), and its last non-empty line
+/// (not counting the command line written first).
+fn scan_log(log: &Path) -> (Option<&'static str>, Option<String>) {
+    let Ok(file) = fs::File::open(log) else { return (None, None) };
+    let mut nothing = None;
     let mut last = None;
     for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
         let Ok(line) = line else { break };
         let text = String::from_utf8_lossy(&line);
         if text.contains(NO_GPU_EVENTS) {
-            no_gpu = true;
+            nothing = Some(NO_GPU_DETAIL);
+        } else if text.contains(NO_COLLECTIVES) {
+            nothing = Some(NO_COLLECTIVES_DETAIL);
         }
         if n > 0 && !text.trim().is_empty() {
             last = Some(text.trim().to_string());
         }
     }
-    (no_gpu, last)
+    (nothing, last)
 }

@@ -178,6 +178,23 @@ fn collective_from_distributed_info_for_pid_named_traces() {
 }
 
 #[test]
+fn a_run_without_nccl_collectives_skips_its_collective_report() {
+    // A gloo run on GPUs: kernels on every rank, collectives on the CPU.
+    let case = Case::new();
+    for (rank, fixture) in [(0, GPU), (1, GPU_RANK1)] {
+        let body = fs::read_to_string(standin_fixture(fixture)).unwrap();
+        let gloo = body.replace("nccl", "gloo");
+        assert!(!gloo.to_lowercase().contains("nccl"), "no collective kernel left");
+        case.write(&format!("rank{rank}_trace.json"), &gloo);
+    }
+    let summary = case.run();
+    let statuses: Vec<Status> = summary.results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Status::Success, Status::Success, Status::Skipped]);
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @r#"SKIPPED pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | the traces hold no NCCL/RCCL collective kernels, so there is no collective to analyze (TraceLens: "No NCCL collective events found"). A gloo run has none: its collectives run on the CPU."#);
+    assert!(case.ran("generate_multi_rank_collective_report_pytorch"), "TraceLens said why");
+}
+
+#[test]
 fn skip_reasons_say_why() {
     // k of n carry a rank
     let case = Case::new();
