@@ -466,6 +466,13 @@ def _madengine_kineto_hook():
         return
     argv = sys.argv or [""]
     base = os.path.basename(argv[0] or "")
+    # `python -m torch.distributed.run ...` shows as ['-m', ...] here: the
+    # module's name is only in the process's own command line.
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            argv = argv + [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        pass
     joined = " ".join(argv)
     launcher = (
         base == "torchrun" or base.startswith("torchrun.")

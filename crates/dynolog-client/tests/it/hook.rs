@@ -73,3 +73,44 @@ fn the_hook_marks_the_first_optimizer_step_in_real_pytorch() {
         .collect();
     assert_eq!(marks, [format!("{pid}.hooked")], "only the first run's (one removed above)");
 }
+
+/// `python -m torch.distributed.run`: the launcher (whose `sys.argv` at
+/// start-up no longer names the module) stays off the daemon and unmarked;
+/// its worker has the hook.
+#[test]
+fn the_torchrun_launcher_is_kept_off_the_daemon() {
+    let Some(python) = torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let state = RunState::create(dir.path().join("state")).unwrap();
+    let modules = dir.path().join("modules");
+    std::fs::create_dir(&modules).unwrap();
+    // As a .pth would: the hook first, in every interpreter that starts.
+    std::fs::write(modules.join("sitecustomize.py"), hook_module(&state.steps_dir())).unwrap();
+    std::fs::write(
+        dir.path().join("worker.py"),
+        "import os\nprint(os.getppid(), os.getpid(), os.environ.get('KINETO_USE_DAEMON'))\n",
+    )
+    .unwrap();
+    #[allow(clippy::disallowed_methods, reason = "the test runs python")]
+    let out = Command::new(&python)
+        .args(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1"])
+        .arg(dir.path().join("worker.py"))
+        .env("PYTHONPATH", &modules)
+        .env("KINETO_IPC_SOCKET_DIR", state.ipc_dir())
+        .env("KINETO_USE_DAEMON", "1")
+        .env_remove("MADENGINE_KINETO_USE_DAEMON")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    let [launcher, worker, daemon] = fields[..] else { panic!("{stdout}") };
+    assert_eq!(daemon, "1", "the worker gets KINETO_USE_DAEMON back");
+    let mut marks: Vec<String> = std::fs::read_dir(state.steps_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    marks.sort();
+    assert_eq!(marks, [format!("{worker}.hooked")], "launcher {launcher}: {stderr}");
+}
