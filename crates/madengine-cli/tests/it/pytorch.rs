@@ -62,6 +62,80 @@ fn names(events: &[Value], cat: &str, prefix: &str) -> usize {
         .count()
 }
 
+/// An interpreter of a venv of its own under `dir` that imports the torch
+/// of `python` (a `.pth` names torch's site-packages), so each test's Kineto
+/// hook goes into a site-packages no other test uses.
+fn venv_with_torch(python: &Path, dir: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    let (code, _, err) = run(
+        dir,
+        python,
+        &["-m".into(), "venv".into(), "--without-pip".into(), venv.clone().into()],
+    );
+    assert_eq!(code, 0, "{err}");
+    let own = venv.join("bin/python3");
+    // Sorted before the hook's .pth, so torch is importable when the hook runs.
+    std::fs::write(Path::new(&site_packages(&own)).join("00_torch.pth"), site_packages(python))
+        .unwrap();
+    own
+}
+
+/// `madengine profile` over `workload` (run by a venv of its own that
+/// imports torch) with an iteration window of 3 steps; its stderr and the
+/// traces it copied.
+fn profile(torch: &Path, dir: &Path, workload: &[&str]) -> (String, Vec<(u32, Value)>) {
+    let python = venv_with_torch(torch, dir);
+    let python = python.as_path();
+    let site = site_packages(python);
+    let mut args: Vec<OsString> = ["profile", "--dynolog-bin"].map(OsString::from).to_vec();
+    args.push(fixture("fake_dynolog.py").into());
+    args.extend(["--python".into(), python.into()]);
+    args.extend(
+        ["--warmup-s", "2", "--retry-interval-s", "1", "--stable-s", "2", "--iterations", "3"]
+            .map(OsString::from),
+    );
+    args.extend(["--".into(), python.into()]);
+    args.extend(workload.iter().map(OsString::from));
+    let (code, _, stderr) = run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("Registering daemon config loader"), "{stderr}");
+    assert!(hook_files(&site).is_empty(), "the hook stays in {site}");
+    assert!(!stderr.contains("ran no optimizer step"), "{stderr}");
+    let out = dir.join("torch_profiler_output");
+    let mut traces: Vec<(u32, Value)> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("libkineto_trace_")
+                .and_then(|t| t.strip_suffix(".json"))
+                .and_then(|p| p.parse::<u32>().ok())
+                .unwrap_or_else(|| panic!("kineto names it libkineto_trace_<pid>.json: {name}"));
+            let trace: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+            assert!(
+                trace["traceName"].as_str().unwrap().ends_with(&format!("/{name}")),
+                "{}",
+                trace["traceName"]
+            );
+            (pid, trace)
+        })
+        .collect();
+    traces.sort_by_key(|t| t.0);
+    (stderr, traces)
+}
+
+/// The pids the trigger found runnable, from its notes.
+fn runnable_pids(stderr: &str) -> Vec<u32> {
+    let mut pids: Vec<u32> = stderr
+        .lines()
+        .filter_map(|l| l.split("runnable workload pid ").nth(1)?.split(':').next()?.parse().ok())
+        .collect();
+    pids.sort();
+    pids.dedup();
+    pids
+}
+
 /// `madengine profile` on an unmodified PyTorch script: the hook makes the
 /// real Kineto count optimizer steps, so an iteration request traces exactly
 /// that many; the hook leaves the interpreter's site-packages afterwards.
@@ -69,45 +143,14 @@ fn names(events: &[Value], cat: &str, prefix: &str) -> usize {
 fn profile_traces_a_real_pytorch_process_by_iteration() {
     let Some(python) = torch_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let site = site_packages(&python);
-    let mut args: Vec<OsString> = ["profile", "--dynolog-bin"].map(OsString::from).to_vec();
-    args.push(fixture("fake_dynolog.py").into());
-    args.extend(["--python".into(), python.clone().into_os_string()]);
-    args.extend(
-        ["--warmup-s", "2", "--retry-interval-s", "1", "--stable-s", "1", "--iterations", "3"]
-            .map(OsString::from),
-    );
-    args.extend(["--".into(), python.clone().into_os_string(), workload().into()]);
+    let w = workload().display().to_string();
     // At least 15 s of steps: the request lands on Kineto's next poll (5 s).
-    args.extend(["--steps", "300", "--sleep", "0.05"].map(OsString::from));
-    let (code, _, stderr) = run(dir.path(), Path::new(env!("CARGO_BIN_EXE_madengine")), &args);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("Registering daemon config loader"), "{stderr}");
+    let (stderr, traces) = profile(&python, dir.path(), &[&w, "--steps", "300", "--sleep", "0.05"]);
     assert!(stderr.contains("madengine: Kineto optimizer-step hook registered (pid "), "{stderr}");
-    assert!(hook_files(&site).is_empty(), "the hook stays in {site}");
-    assert!(!stderr.contains("ran no optimizer step"), "{stderr}");
-
-    let out = dir.path().join("torch_profiler_output");
-    let traces: Vec<String> = std::fs::read_dir(&out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(traces.len(), 1, "{traces:?}\n{stderr}");
-    let pid = traces[0]
-        .strip_prefix("libkineto_trace_")
-        .and_then(|t| t.strip_suffix(".json"))
-        .and_then(|p| p.parse::<u32>().ok())
-        .unwrap_or_else(|| panic!("kineto names it libkineto_trace_<pid>.json: {traces:?}"));
-    assert!(stderr.contains(&format!("runnable workload pid {pid}: ")), "{stderr}");
-    let trace: Value =
-        serde_json::from_slice(&std::fs::read(out.join(&traces[0])).unwrap()).unwrap();
-    assert!(
-        trace["traceName"].as_str().unwrap().ends_with(&format!("/{}", traces[0])),
-        "{}",
-        trace["traceName"]
-    );
-    let events = trace["traceEvents"].as_array().unwrap();
+    let pids: Vec<u32> = traces.iter().map(|t| t.0).collect();
+    assert_eq!(pids, runnable_pids(&stderr), "{stderr}");
+    assert_eq!(pids.len(), 1);
+    let events = traces[0].1["traceEvents"].as_array().unwrap();
     assert_eq!(names(events, "user_annotation", "Optimizer.step#"), 3, "three iterations");
     assert!(names(events, "cpu_op", "aten::") > 100);
     // --with-stacks is on by default: Python frames are recorded.
@@ -118,6 +161,40 @@ fn profile_traces_a_real_pytorch_process_by_iteration() {
     assert_eq!(code, 0, "{stderr}");
     let summary: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["traces"][0]["outcome"], "no_gpu_activity", "{stdout}");
+}
+
+/// `madengine profile -- python -m torch.distributed.run ...`: the launcher
+/// stays off the daemon, both workers are traced for the same 3 steps.
+#[test]
+fn profile_traces_every_torchrun_worker_and_not_the_launcher() {
+    let Some(python) = torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload().display().to_string();
+    let (stderr, traces) = profile(
+        &python,
+        dir.path(),
+        &[
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            &w,
+            "--distributed",
+            "--steps",
+            "300",
+            "--sleep",
+            "0.05",
+        ],
+    );
+    let pids: Vec<u32> = traces.iter().map(|t| t.0).collect();
+    assert_eq!(pids.len(), 2, "{stderr}");
+    assert_eq!(pids, runnable_pids(&stderr), "{stderr}");
+    assert!(!stderr.contains("processes registered, but no runnable"), "the launcher registered");
+    for (pid, trace) in &traces {
+        let events = trace["traceEvents"].as_array().unwrap();
+        assert_eq!(names(events, "user_annotation", "Optimizer.step#"), 3, "pid {pid}");
+    }
 }
 
 /// A 2-rank `torchrun` job (gloo on the CPU) with torch.profiler: each
