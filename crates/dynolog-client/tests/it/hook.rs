@@ -2,7 +2,10 @@
 //! start and `stepped` after its first optimizer step (not before), which
 //! is what the trigger waits for in an iteration window.
 
-use std::process::Command;
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 use dynolog_client::{RunState, Signals, hook_module};
 
@@ -10,7 +13,6 @@ use crate::torch_python::torch_python;
 
 const SCRIPT: &str = r#"
 import os, sys
-import madengine_hook_under_test  # the hook runs as from its .pth
 import torch
 
 steps = sys.argv[1]
@@ -25,15 +27,32 @@ print("hooked" if mark("hooked") else "unhooked", "stepped" if mark("stepped") e
 print(os.getpid())
 "#;
 
+/// A session under `dir`, and a directory whose `sitecustomize.py` is its
+/// hook: an interpreter with it on PYTHONPATH runs the hook at start-up, as
+/// from the hook's `.pth`.
+fn hooked(dir: &Path) -> (RunState, PathBuf) {
+    let state = RunState::create(dir.join("state")).unwrap();
+    let modules = dir.join("modules");
+    std::fs::create_dir(&modules).unwrap();
+    std::fs::write(modules.join("sitecustomize.py"), hook_module(&state.steps_dir())).unwrap();
+    (state, modules)
+}
+
+/// The session's step marks, sorted.
+fn marks(state: &RunState) -> Vec<String> {
+    let mut marks: Vec<String> = std::fs::read_dir(state.steps_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    marks.sort();
+    marks
+}
+
 #[test]
 fn the_hook_marks_the_first_optimizer_step_in_real_pytorch() {
     let Some(python) = torch_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let state = RunState::create(dir.path().join("state")).unwrap();
-    let modules = dir.path().join("modules");
-    std::fs::create_dir(&modules).unwrap();
-    std::fs::write(modules.join("madengine_hook_under_test.py"), hook_module(&state.steps_dir()))
-        .unwrap();
+    let (state, modules) = hooked(dir.path());
     let run = |daemon: bool| {
         #[allow(clippy::disallowed_methods, reason = "the test runs python")]
         let mut cmd = Command::new(&python);
@@ -67,11 +86,11 @@ fn the_hook_marks_the_first_optimizer_step_in_real_pytorch() {
     // Without KINETO_USE_DAEMON the hook does nothing at all.
     let (stdout, _) = run(false);
     assert!(stdout.starts_with("unhooked unstepped\nunhooked unstepped\n"), "{stdout}");
-    let marks: Vec<String> = std::fs::read_dir(state.steps_dir())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(marks, [format!("{pid}.hooked")], "only the first run's (one removed above)");
+    assert_eq!(
+        marks(&state),
+        [format!("{pid}.hooked")],
+        "only the first run's (one removed above)"
+    );
 }
 
 /// `python -m torch.distributed.run`: the launcher (whose `sys.argv` at
@@ -81,11 +100,7 @@ fn the_hook_marks_the_first_optimizer_step_in_real_pytorch() {
 fn the_torchrun_launcher_is_kept_off_the_daemon() {
     let Some(python) = torch_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let state = RunState::create(dir.path().join("state")).unwrap();
-    let modules = dir.path().join("modules");
-    std::fs::create_dir(&modules).unwrap();
-    // As a .pth would: the hook first, in every interpreter that starts.
-    std::fs::write(modules.join("sitecustomize.py"), hook_module(&state.steps_dir())).unwrap();
+    let (state, modules) = hooked(dir.path());
     std::fs::write(
         dir.path().join("worker.py"),
         "import os\nprint(os.getppid(), os.getpid(), os.environ.get('KINETO_USE_DAEMON'))\n",
@@ -107,10 +122,5 @@ fn the_torchrun_launcher_is_kept_off_the_daemon() {
     let fields: Vec<&str> = stdout.split_whitespace().collect();
     let [launcher, worker, daemon] = fields[..] else { panic!("{stdout}") };
     assert_eq!(daemon, "1", "the worker gets KINETO_USE_DAEMON back");
-    let mut marks: Vec<String> = std::fs::read_dir(state.steps_dir())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    marks.sort();
-    assert_eq!(marks, [format!("{worker}.hooked")], "launcher {launcher}: {stderr}");
+    assert_eq!(marks(&state), [format!("{worker}.hooked")], "launcher {launcher}: {stderr}");
 }
