@@ -458,13 +458,12 @@ fn run_scenario(
                     "0.05",
                 ],
             )?;
-            report(
-                madengine,
-                dir.join("torch_profiler_output").as_path(),
-                inv,
-                "pytorch",
-                &["perf_report_pytorch"],
-            )
+            let traces = dir.join("torch_profiler_output");
+            let steps = optimizer_steps(&traces)?;
+            if steps.is_empty() || steps.iter().any(|(_, n)| *n != 3) {
+                return Err(format!("asked for 3 iterations; optimizer steps traced: {steps:?}"));
+            }
+            report(madengine, &traces, inv, "pytorch", &["perf_report_pytorch"])
         }
         "torchrun-2rank" => {
             let argv = two_ranks(&torchrun());
@@ -507,6 +506,31 @@ fn run_scenario(
         }
         other => Err(format!("unknown scenario {other}")),
     }
+}
+
+/// Each trace in `dir` with the optimizer steps it holds (Kineto's
+/// `Optimizer.step#...` annotations): an iteration window must hold exactly
+/// its count, not Kineto's silent 500 ms fallback.
+fn optimizer_steps(dir: &Path) -> Result<Vec<(String, usize)>, String> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for path in entries.flatten().map(|e| e.path()) {
+        let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let trace: Value =
+            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let steps = trace["traceEvents"].as_array().map_or(0, |events| {
+            events
+                .iter()
+                .filter(|e| {
+                    e["cat"] == "user_annotation"
+                        && e["name"].as_str().is_some_and(|n| n.starts_with("Optimizer.step#"))
+                })
+                .count()
+        });
+        out.push((path.file_name().unwrap_or_default().to_string_lossy().into_owned(), steps));
+    }
+    out.sort();
+    Ok(out)
 }
 
 fn which(name: &str) -> Option<String> {
@@ -591,6 +615,25 @@ mod tests {
         let bare = Inventory::default().describe();
         assert_eq!(bare.lines().count(), 7, "{bare}");
         assert!(bare.contains("  PyTorch        not importable by python3\n"), "{bare}");
+    }
+
+    #[test]
+    fn optimizer_steps_are_counted_per_trace() {
+        let dir = std::env::temp_dir().join(format!("xtask-e2e-steps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let step = json!({"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step"});
+        let other = json!({"ph": "X", "cat": "cpu_op", "name": "Optimizer.step#SGD.step"});
+        let trace = |n: usize| {
+            let events: Vec<Value> = [vec![step.clone(); n], vec![other.clone()]].concat();
+            json!({ "traceEvents": events })
+        };
+        std::fs::write(dir.join("a_1.json"), trace(3).to_string()).unwrap();
+        std::fs::write(dir.join("b_2.json"), trace(2).to_string()).unwrap();
+        let steps = optimizer_steps(&dir).unwrap();
+        assert_eq!(steps, [("a_1.json".to_string(), 3), ("b_2.json".to_string(), 2)]);
+        std::fs::write(dir.join("c.json"), "{").unwrap();
+        assert!(optimizer_steps(&dir).unwrap_err().contains("c.json"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
