@@ -154,17 +154,14 @@ fn trace_section(page: &mut String, v: &SummaryView) {
 fn cross_rank_section(page: &mut String, ranks: &[RankRow]) {
     let runs = by_run(ranks);
     for run in &runs {
-        cross_rank_table(page, run, runs.len() > 1);
+        cross_rank_table(page, run);
     }
 }
 
-fn cross_rank_table(page: &mut String, ranks: &[RankRow], name_the_run: bool) {
+fn cross_rank_table(page: &mut String, ranks: &[RankRow]) {
     let longest = ranks.iter().map(|r| r.total).fold(0.0, f64::max);
     page.push_str("<section><h2>Across ranks</h2>");
-    if name_the_run {
-        let _ =
-            write!(page, "<p>Run <code>{}</code></p>", esc(&ranks[0].run.display().to_string()));
-    }
+    let _ = write!(page, "<p>Run <code>{}</code></p>", esc(&ranks[0].run.display().to_string()));
     page.push_str(
         r#"<table><tr><th>rank</th><th>GPU time (ms)</th><th class="name"></th><th>computation</th><th>exposed comm</th><th>idle</th><th></th><th class="name">trace</th></tr>"#,
     );
@@ -188,7 +185,7 @@ fn cross_rank_table(page: &mut String, ranks: &[RankRow], name_the_run: bool) {
             r.exposed_comm,
             r.idle,
             if r.slowest { "slowest" } else { "" },
-            esc(&r.trace.display().to_string())
+            esc(&r.trace_in_run().display().to_string())
         );
     }
     page.push_str("</table></section>");

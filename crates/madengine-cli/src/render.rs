@@ -633,15 +633,11 @@ pub(crate) fn summaries(
                     format!("{:.3}", r.idle),
                     format!("{:.3}", r.total),
                     if r.slowest { "<- slowest".into() } else { String::new() },
-                    r.trace.display().to_string(),
+                    r.trace_in_run().display().to_string(),
                 ]
             })
             .collect();
-        if runs.len() > 1 {
-            text.push_str(&format!("cross-rank (ms), run {}:\n", run[0].run.display()));
-        } else {
-            text.push_str("cross-rank (ms):\n");
-        }
+        text.push_str(&format!("cross-rank (ms), run {}:\n", run[0].run.display()));
         table(
             &mut text,
             ["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", "", "TRACE"],

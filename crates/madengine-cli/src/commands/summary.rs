@@ -205,6 +205,13 @@ pub(crate) struct RankRow {
     pub(crate) slowest: bool,
 }
 
+impl RankRow {
+    /// The trace by its path in the run (tables name the run above it).
+    pub(crate) fn trace_in_run(&self) -> &Path {
+        self.trace.strip_prefix(&self.run).unwrap_or(&self.trace)
+    }
+}
+
 /// The cross-rank tables, run after run, in rank order; and a note for each
 /// set of ranked traces that forms no run.
 ///
@@ -231,7 +238,7 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
         let fastest = totals.iter().copied().fold(f64::INFINITY, f64::min);
         let flagged =
             if slowest > fastest { totals.iter().position(|t| *t == slowest) } else { None };
-        let dir = if run.dir.as_os_str().is_empty() { PathBuf::from(".") } else { run.dir };
+        let dir = shared_dir(members.iter().map(|v| v.trace.as_path()));
         rows.extend(members.iter().enumerate().map(|(i, v)| RankRow {
             run: dir.clone(),
             rank: v.rank.unwrap_or_default(),
@@ -248,6 +255,18 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
         .map(|(what, why)| format!("no cross-rank table for {what}: {why}"))
         .collect();
     (rows, notes)
+}
+
+/// The deepest directory all `traces` are in ("." when none).
+fn shared_dir<'a>(mut traces: impl Iterator<Item = &'a Path>) -> PathBuf {
+    let parent = |p: &'a Path| p.parent().unwrap_or(Path::new(""));
+    let Some(first) = traces.next() else { return PathBuf::from(".") };
+    let mut shared: Vec<std::path::Component> = parent(first).components().collect();
+    for trace in traces {
+        let n = shared.iter().zip(parent(trace).components()).take_while(|(a, b)| *a == b).count();
+        shared.truncate(n);
+    }
+    if shared.is_empty() { PathBuf::from(".") } else { shared.iter().collect() }
 }
 
 /// Rows of one run each, in order.

@@ -247,6 +247,9 @@ fn report_summary_html_is_self_contained_and_renders_in_chromium() {
     }
     for expected in [
         "Across ranks",
+        // each table names its run, and its traces by their names in it
+        "<p>Run <code>run/torch_profiler_output</code></p>",
+        r#"<td class="name">libkineto_trace_rank1_2.json</td>"#,
         "node_0/rank0.json.gz (rank 0)",
         "No GPU activity",
         "ncclDevKernel_Generic(ncclDevKernelArgsStorage&lt;4096ul&gt;)",
@@ -385,14 +388,14 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     insta::assert_snapshot!(tables, @r"
     cross-rank (ms), run job_a:
     RANK  COMPUTATION  EXPOSED COMM  IDLE   TOTAL    TRACE
-    0     0.009        0.000         0.000  0.009    job_a/rank0.json
-    1     0.009        0.000         0.000  0.009    job_a/rank1.json
+    0     0.009        0.000         0.000  0.009    rank0.json
+    1     0.009        0.000         0.000  0.009    rank1.json
 
     cross-rank (ms), run job_b:
     RANK  COMPUTATION  EXPOSED COMM  IDLE   TOTAL    TRACE
-    0     0.009        0.000         0.000  0.009    job_b/node_0/rank0.json
-    1     0.009        0.000         0.000  0.009    job_b/node_1/rank1.json
-    2     0.009        0.000         0.000  0.009    job_b/node_1/rank2.json
+    0     0.009        0.000         0.000  0.009    node_0/rank0.json
+    1     0.009        0.000         0.000  0.009    node_1/rank1.json
+    2     0.009        0.000         0.000  0.009    node_1/rank2.json
 
     ----- stderr -----
     [madengine] no cross-rank table for 2 ranked PyTorch traces in job_c: rank 0 is claimed by 2 traces (job_c/rank0.json, job_c/retry_rank0.json)
