@@ -3,6 +3,7 @@
 steps with an optimizer (so iteration-based capture has steps to count).
 
   workload.py --steps N [--profile-dir DIR]   # torch.profiler, rank-labelled traces
+  workload.py --steps N --inference           # forward passes only: no optimizer step
   torchrun --nproc-per-node 2 workload.py --distributed ...   # NCCL/RCCL with 2+ GPUs, gloo otherwise
 """
 import argparse
@@ -18,6 +19,7 @@ def main():
     p.add_argument("--profile-dir")
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--sleep", type=float, default=0.0, help="seconds between steps (for on-demand capture)")
+    p.add_argument("--inference", action="store_true", help="forward passes only, under torch.no_grad()")
     a = p.parse_args()
 
     cuda = torch.cuda.is_available()
@@ -37,7 +39,16 @@ def main():
     attn = torch.nn.MultiheadAttention(256, 8, batch_first=True).to(device)
     opt = torch.optim.SGD(list(model.parameters()) + list(attn.parameters()), lr=0.01)
 
+    def infer():
+        with torch.no_grad():
+            h = model(torch.randn(8, 3, 32, 32, device=device)).unsqueeze(1)
+            attn(h, h, h)
+        if cuda:
+            torch.cuda.synchronize()
+
     def step():
+        if a.inference:
+            return infer()
         x = torch.randn(8, 3, 32, 32, device=device)
         h = model(x).unsqueeze(1).repeat(1, 16, 1)
         out, _ = attn(h, h, h)

@@ -84,6 +84,16 @@ fn venv_with_torch(python: &Path, dir: &Path) -> PathBuf {
 /// imports torch) with an iteration window of 3 steps; its stderr and the
 /// traces it copied.
 fn profile(torch: &Path, dir: &Path, workload: &[&str]) -> (String, Vec<(u32, Value)>) {
+    profile_with(torch, dir, &[], workload)
+}
+
+/// As [`profile`], with more `madengine profile` options.
+fn profile_with(
+    torch: &Path,
+    dir: &Path,
+    options: &[&str],
+    workload: &[&str],
+) -> (String, Vec<(u32, Value)>) {
     let python = venv_with_torch(torch, dir);
     let python = python.as_path();
     let site = site_packages(python);
@@ -94,13 +104,13 @@ fn profile(torch: &Path, dir: &Path, workload: &[&str]) -> (String, Vec<(u32, Va
         ["--warmup-s", "2", "--retry-interval-s", "1", "--stable-s", "2", "--iterations", "3"]
             .map(OsString::from),
     );
+    args.extend(options.iter().map(OsString::from));
     args.extend(["--".into(), python.into()]);
     args.extend(workload.iter().map(OsString::from));
     let (code, _, stderr) = run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("Registering daemon config loader"), "{stderr}");
     assert!(hook_files(&site).is_empty(), "the hook stays in {site}");
-    assert!(!stderr.contains("ran no optimizer step"), "{stderr}");
     let out = dir.join("torch_profiler_output");
     let mut traces: Vec<(u32, Value)> = std::fs::read_dir(&out)
         .unwrap()
@@ -147,6 +157,7 @@ fn profile_traces_a_real_pytorch_process_by_iteration() {
     // At least 15 s of steps: the request lands on Kineto's next poll (5 s).
     let (stderr, traces) = profile(&python, dir.path(), &[&w, "--steps", "300", "--sleep", "0.05"]);
     assert!(stderr.contains("madengine: Kineto optimizer-step hook registered (pid "), "{stderr}");
+    assert!(!stderr.contains("ran no optimizer step"), "{stderr}");
     let pids: Vec<u32> = traces.iter().map(|t| t.0).collect();
     assert_eq!(pids, runnable_pids(&stderr), "{stderr}");
     assert_eq!(pids.len(), 1);
@@ -187,6 +198,7 @@ fn profile_traces_every_torchrun_worker_and_not_the_launcher() {
             "0.05",
         ],
     );
+    assert!(!stderr.contains("ran no optimizer step"), "{stderr}");
     let pids: Vec<u32> = traces.iter().map(|t| t.0).collect();
     assert_eq!(pids.len(), 2, "{stderr}");
     assert_eq!(pids, runnable_pids(&stderr), "{stderr}");
@@ -195,6 +207,34 @@ fn profile_traces_every_torchrun_worker_and_not_the_launcher() {
         let events = trace["traceEvents"].as_array().unwrap();
         assert_eq!(names(events, "user_annotation", "Optimizer.step#"), 3, "pid {pid}");
     }
+}
+
+/// An iteration window over a workload without an optimizer (inference):
+/// after `--first-step-s` the request goes out with a warning, and Kineto,
+/// which has no step count, traces its fallback time window instead.
+#[test]
+fn an_inference_workload_is_asked_after_the_first_step_wait() {
+    let Some(python) = torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload().display().to_string();
+    let (stderr, traces) = profile_with(
+        &python,
+        dir.path(),
+        &["--first-step-s", "3"],
+        &[&w, "--inference", "--steps", "300", "--sleep", "0.05"],
+    );
+    let pids: Vec<u32> = traces.iter().map(|t| t.0).collect();
+    assert_eq!(pids, runnable_pids(&stderr), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "pid(s) {} ran no optimizer step in time (--first-step-s); requesting anyway",
+            pids[0]
+        )),
+        "{stderr}"
+    );
+    let events = traces[0].1["traceEvents"].as_array().unwrap();
+    assert!(names(events, "cpu_op", "aten::") > 10, "the fallback window traced the forwards");
+    assert_eq!(names(events, "user_annotation", "Optimizer.step#"), 0);
 }
 
 /// A 2-rank `torchrun` job (gloo on the CPU) with torch.profiler: each
