@@ -284,6 +284,10 @@ mod tests {
         let root = crate::project_root();
         // With a real PyTorch where the tests have one (.ci/run installs it).
         let torch = std::env::var_os("MADENGINE_TORCH_PYTHON").filter(|p| !p.is_empty());
+        assert!(
+            torch.is_some() || std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but MADENGINE_TORCH_PYTHON is unset"
+        );
         let python = torch.clone().unwrap_or_else(|| "python3".into());
         let out = cmd(
             &python,

@@ -250,8 +250,8 @@ fn throwaway_python(dir: &Path) -> PathBuf {
 }
 
 /// The Kineto hook's files in `site`.
-pub(crate) fn hook_files(site: &str) -> Vec<String> {
-    std::fs::read_dir(site)
+pub(crate) fn hook_files(site: impl AsRef<Path>) -> Vec<String> {
+    std::fs::read_dir(site.as_ref())
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
