@@ -817,8 +817,9 @@ starts no JSON escape (C:\\Users written raw, \\u without four hex digits) is
 doubled, so the string keeps it as text; a bare inf, -inf, nan, NaN or Infinity
 where a number goes becomes null; a quote written unescaped into a string (a
 name holding say \"hi\", a log line holding JSON) is escaped: a quote ends its
-string only when what follows it (after whitespace) may follow a string there.
-A clean trace is copied unchanged.
+string only when what follows it (after whitespace) may follow a string there;
+a UTF-8 byte order mark before the document (a trace re-saved on Windows) is
+dropped. A clean trace is copied unchanged.
 The input is never modified; the output is written to a temporary file beside
 it and renamed when complete. The output's name says its compression: gzip
 when it ends in .gz, else plain JSON (so -o trace.json of a .json.gz writes

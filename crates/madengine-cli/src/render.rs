@@ -150,6 +150,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             Defect::InvalidEscape => "invalid escape",
             Defect::NonFinite => "non-finite",
             Defect::StrayQuote => "stray quote",
+            Defect::ByteOrderMark => "BOM",
             _ => "defect",
         };
         let key = repair.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();

@@ -50,6 +50,9 @@ pub(crate) struct Edit {
 }
 
 const FFFD_UTF8: &[u8] = "\u{fffd}".as_bytes();
+/// A UTF-8 byte order mark: JSON has none (RFC 8259 8.1), and orjson
+/// refuses a document that starts with one.
+const BOM: &[u8] = b"\xef\xbb\xbf";
 const ESCAPED_QUOTE: &[u8] = b"\\\"";
 const NULL: &[u8] = b"null";
 
@@ -222,6 +225,14 @@ impl Engine {
 
     fn step(&mut self, buf: &[u8], base: u64, i: usize, eof: bool) -> Step {
         let b = buf[i];
+        if b == BOM[0] && base + i as u64 == 0 {
+            if buf.len() < BOM.len() && !eof && BOM.starts_with(buf) {
+                return Step::NeedMore;
+            }
+            if buf.starts_with(BOM) {
+                return Step::Repair { len: BOM.len(), defect: Defect::ByteOrderMark, with: b"" };
+            }
+        }
         if b >= 0x80 {
             return match utf8_sequence(buf, i, eof) {
                 Utf8::Valid(n) => Step::Advance(n),

@@ -1,7 +1,7 @@
 //! Streaming repair of GPU profiler traces that strict JSON parsers reject.
 //!
 //! TraceLens loads traces with orjson, which refuses a whole file for one bad
-//! byte. Real traces have six such defects:
+//! byte. Real traces have seven such defects:
 //!
 //! 1. invalid UTF-8 (rocprofv3 copies non-string `const char *` HIP arguments
 //!    verbatim): each invalid sequence becomes U+FFFD, exactly as Python's
@@ -28,7 +28,10 @@
 //!    in a log line has quotes before `:` and `,`). Valid JSON always passes
 //!    these tests, so it is never changed; a first stray quote right before
 //!    such a byte (`a", "b` inside one name) cannot be told from the end of
-//!    the string and is left as it is.
+//!    the string and is left as it is;
+//! 7. a UTF-8 byte order mark before the document (a trace re-saved by a
+//!    Windows editor or PowerShell): dropped. Python's `json` accepts one,
+//!    orjson does not.
 //!
 //! Everything streams in constant memory (about 1 MiB of buffer), and the
 //! result does not depend on where chunk boundaries fall. A valid input is

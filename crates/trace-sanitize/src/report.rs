@@ -28,6 +28,10 @@ pub enum Defect {
     /// lines): a quote that would end the string but is followed by what
     /// cannot follow a string (see the crate docs); escaped as `\"`.
     StrayQuote,
+    /// A UTF-8 byte order mark (`EF BB BF`) before the document: a Windows
+    /// editor or PowerShell re-saved the trace. orjson refuses it ("UTF-8
+    /// byte order mark (BOM) is not supported"); it is dropped.
+    ByteOrderMark,
 }
 
 impl Defect {
@@ -40,6 +44,7 @@ impl Defect {
             Defect::InvalidEscape => "backslash starting no JSON escape",
             Defect::NonFinite => "non-finite number",
             Defect::StrayQuote => "unescaped quote in a string",
+            Defect::ByteOrderMark => "UTF-8 byte order mark",
         }
     }
 }
@@ -73,11 +78,13 @@ pub struct Counts {
     pub non_finite: u64,
     /// Stray quotes inside strings, escaped.
     pub stray_quotes: u64,
+    /// Byte order marks before the document, dropped (0 or 1).
+    pub byte_order_marks: u64,
 }
 
 /// `4 invalid UTF-8, 1 control byte, 0 lone surrogates`, and the rarer
 /// classes (`, 3 invalid escapes`, `, 1 non-finite number`, `, 2 stray
-/// quotes`) only when found.
+/// quotes`, `, 1 byte order mark`) only when found.
 impl std::fmt::Display for Counts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = |count: u64, one: &str, many: &str| {
@@ -99,6 +106,9 @@ impl std::fmt::Display for Counts {
         if self.stray_quotes > 0 {
             write!(f, ", {}", n(self.stray_quotes, "stray quote", "stray quotes"))?;
         }
+        if self.byte_order_marks > 0 {
+            write!(f, ", {}", n(self.byte_order_marks, "byte order mark", "byte order marks"))?;
+        }
         Ok(())
     }
 }
@@ -112,6 +122,7 @@ impl Counts {
             + self.invalid_escapes
             + self.non_finite
             + self.stray_quotes
+            + self.byte_order_marks
     }
 
     fn bump(&mut self, defect: Defect) {
@@ -122,6 +133,7 @@ impl Counts {
             Defect::InvalidEscape => self.invalid_escapes += 1,
             Defect::NonFinite => self.non_finite += 1,
             Defect::StrayQuote => self.stray_quotes += 1,
+            Defect::ByteOrderMark => self.byte_order_marks += 1,
         }
     }
 }
@@ -198,7 +210,7 @@ impl Recorder {
                     s
                 })
             }
-            Defect::InvalidUtf8 | Defect::ControlChar => {
+            Defect::InvalidUtf8 | Defect::ControlChar | Defect::ByteOrderMark => {
                 bytes.iter().fold(String::new(), |mut s, b| {
                     let _ = write!(s, "\\x{b:02x}");
                     s

@@ -234,6 +234,45 @@ fn stray_quotes_inside_strings_are_escaped() {
 }
 
 #[test]
+fn a_byte_order_mark_before_the_document_is_dropped() {
+    // Re-saved by a Windows editor: orjson refuses the whole file.
+    let bom = |rest: &[u8]| [&b"\xef\xbb\xbf"[..], rest].concat();
+    let small = trace_sanitize::Options { buffer_size: 1, ..Default::default() };
+    for (input, expected) in [
+        (bom(b"{\"a\": 1}"), &b"{\"a\": 1}"[..]),
+        (bom(b""), b""),
+        // A later defect keeps its offset in the input.
+        (bom(b"{\"k\": \"x\xff\"}"), "{\"k\": \"x\u{fffd}\"}".as_bytes()),
+    ] {
+        let (out, report) = run(&input);
+        assert_eq!(out, expected, "{input:?}");
+        assert_eq!(run_with(&input, &small), (out, report.clone()), "read a byte at a time");
+        assert_eq!(report.counts.byte_order_marks, 1);
+        let r = &report.repairs[0];
+        assert_eq!((r.offset, r.original.as_str(), r.key.as_deref()), (0, "\\xef\\xbb\\xbf", None));
+        assert_eq!(
+            (report.bytes_read, report.bytes_written),
+            (input.len() as u64, expected.len() as u64)
+        );
+    }
+    let (_, report) = run(&bom(b"{\"k\": \"x\xff\"}"));
+    assert_eq!((report.repairs[1].offset, report.repairs[1].key.as_deref()), (11, Some("k")));
+    assert_eq!(
+        report.counts.to_string(),
+        "1 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 byte order mark"
+    );
+    // U+FEFF anywhere else is text (or not JSON at all): left alone, as is a
+    // mark cut short at the end of the input (invalid UTF-8 then).
+    check("{\"a\": \"\u{feff}\"}".as_bytes(), "{\"a\": \"\u{feff}\"}".as_bytes(), [0; 6]);
+    check(b" \xef\xbb\xbf{}", b" \xef\xbb\xbf{}", [0; 6]);
+    check(b"\xef\xbb", "\u{fffd}".as_bytes(), [1, 0, 0, 0, 0, 0]);
+    // Asked only whether a repair is needed, the mark is enough.
+    let first = trace_sanitize::Options { stop_at_first: true, ..Default::default() };
+    let (_, report) = run_with(&bom(b"{}"), &first);
+    assert!(report.needs_repair() && report.stopped_early);
+}
+
+#[test]
 fn repairs_name_their_offset_and_key() {
     let input = b"{\"records\":[{\"kind\":\"hipModuleGetFunction\",\"args\":{\"kname\":\"\x90\x12k\"}}],\n\"py\": \"\\udc01\"}";
     let (_, report) = run(input);

@@ -98,6 +98,27 @@ fn raw_windows_paths_non_finite_numbers_and_stray_quotes_are_repaired_too() {
 }
 
 #[test]
+fn a_byte_order_mark_is_dropped_from_the_copy() {
+    let case = Case::new();
+    let body = [&b"\xef\xbb\xbf"[..], &fs::read(standin_fixture(GPU)).unwrap()].concat();
+    let trace = case.write("rank0_trace.json", &body);
+    // The stand-in, as orjson 3.13, refuses the original.
+    #[allow(clippy::disallowed_methods, reason = "asking the stand-in directly")]
+    let direct = std::process::Command::new(&case.config.python)
+        .args(["-c", "import sys; from TraceLens._standin import load; load(sys.argv[1])"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&direct.stderr).contains("byte order mark (BOM) is not supported")
+    );
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Success, "{:#?}", summary.results);
+    assert_eq!(summary.repairs[0].report.counts.byte_order_marks, 1);
+    assert_eq!(fs::read(&trace).unwrap(), body, "the original is left alone");
+}
+
+#[test]
 fn gzip_traces_with_defects_are_sanitized_too() {
     let case = Case::new();
     let plain = fs::read(standin_fixture("broken/python_names.pt.trace.json")).unwrap();
