@@ -95,41 +95,44 @@ for p in d.glob("*.in"):
     }
 }
 
-/// JSON documents whose strings hold every defect: what we write must load in
-/// Python's strict `json` and re-encode as strict UTF-8 (no lone surrogate
-/// survives), which is what orjson demands.
-#[test]
-fn repaired_json_loads_strictly_in_python() {
-    let junk: &[&[u8]] = &[
-        b"ok",
-        b"\x01",
-        b"\x1f",
-        b"\t",
-        b"\n",
-        b"\xff",
-        b"\xe2\x82",
-        b"\\ud800",
-        b"\\udfff",
-        b"\\ud83d\\ude00",
-        b"\\\"",
-        b"\\\\",
-        b"\xc3\xa9",
-        b"\\u0041",
-        b"\\ud800\\ud800",
-        // Backslashes that start no escape: a Windows path, `\u` without hex,
-        // a raw control or invalid byte after one.
-        b"C:\\Users\\prof",
-        b"\\x41",
-        b"\\u12G4",
-        b"\\\x01",
-        b"\\\xff",
-        // Quotes written unescaped: in a name, alone, and JSON text in a
-        // value (kineto#1336).
-        b"say \"hi\"",
-        b"\"",
-        b"{\"event_id\": 64}",
-    ];
-    let dir = tempfile::tempdir().unwrap();
+/// What a string in a trace may hold: text, escapes and every defect.
+const JUNK: &[&[u8]] = &[
+    b"ok",
+    b"\x01",
+    b"\x1f",
+    b"\t",
+    b"\n",
+    b"\xff",
+    b"\xe2\x82",
+    b"\\ud800",
+    b"\\udfff",
+    b"\\ud83d\\ude00",
+    b"\\\"",
+    b"\\\\",
+    b"\xc3\xa9",
+    b"\\u0041",
+    b"\\ud800\\ud800",
+    // Backslashes that start no escape: a Windows path, `\u` without hex,
+    // a raw control or invalid byte after one.
+    b"C:\\Users\\prof",
+    b"\\x41",
+    b"\\u12G4",
+    b"\\\x01",
+    b"\\\xff",
+    // Quotes written unescaped: in a name, alone, and JSON text in a
+    // value (kineto#1336).
+    b"say \"hi\"",
+    b"\"",
+    b"{\"event_id\": 64}",
+];
+
+/// Bare words where a number goes: floats that are not finite, as C and
+/// Python write them, and a finite one.
+const BARE: &[&[u8]] = &[b"inf", b"-inf", b"nan", b"NaN", b"Infinity", b"-Infinity", b"1.5"];
+
+/// A trace of 300 events whose names hold random [`JUNK`], and now and then a
+/// [`BARE`] bandwidth.
+fn defective_trace() -> Vec<u8> {
     let mut rng = Rng(42);
     let mut doc = b"{\"traceEvents\": [".to_vec();
     for i in 0..300 {
@@ -137,22 +140,28 @@ fn repaired_json_loads_strictly_in_python() {
             doc.extend_from_slice(b",\n");
         }
         doc.extend_from_slice(format!("{{\"ph\": \"X\", \"id\": {i}, ").as_bytes());
-        // Now and then a float that is not finite, as C and Python write them.
         if rng.next().is_multiple_of(4) {
-            let bare: &[&[u8]] =
-                &[b"inf", b"-inf", b"nan", b"NaN", b"Infinity", b"-Infinity", b"1.5"];
             doc.extend_from_slice(b"\"bw\": ");
-            doc.extend_from_slice(rng.pick(bare));
+            doc.extend_from_slice(rng.pick(BARE));
             doc.extend_from_slice(b", ");
         }
         doc.extend_from_slice(b"\"name\": \"");
         for _ in 0..(rng.next() % 8) {
-            doc.extend_from_slice(rng.pick(junk));
+            doc.extend_from_slice(rng.pick(JUNK));
         }
         doc.extend_from_slice(b"\"}");
     }
     doc.extend_from_slice(b"]}\n");
-    let (out, report) = run_with(&doc, &Options::default());
+    doc
+}
+
+/// JSON documents whose strings hold every defect: what we write must load in
+/// Python's strict `json` and re-encode as strict UTF-8 (no lone surrogate
+/// survives), which is what orjson demands.
+#[test]
+fn repaired_json_loads_strictly_in_python() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, report) = run_with(&defective_trace(), &Options::default());
     assert!(report.needs_repair());
     let path = dir.path().join("repaired.json");
     fs::write(&path, &out).unwrap();
@@ -167,4 +176,95 @@ assert len(doc["traceEvents"]) == 300
 "#;
     let status = python().args(["-c", script]).arg(&path).status().expect("python3 runs");
     assert!(status.success(), "python rejected the repaired document");
+}
+
+/// The parser TraceLens loads traces with, for real: `$MADENGINE_ORJSON_PYTHON`
+/// imports orjson 3.13.0 (`.ci/run` installs it). Without it the test says it
+/// skipped; with `CI=true` it fails.
+fn orjson_python() -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("MADENGINE_ORJSON_PYTHON").filter(|p| !p.is_empty());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but MADENGINE_ORJSON_PYTHON is unset (an interpreter that imports orjson)"
+        );
+        eprintln!("skipped: MADENGINE_ORJSON_PYTHON is unset (an interpreter that imports orjson)");
+    }
+    found.map(std::path::PathBuf::from)
+}
+
+/// Every defect class, alone and together: orjson (TraceLens' parser)
+/// refuses each input that needs repair, and loads every repaired copy to the
+/// same value Python's `json` reads from it.
+#[test]
+fn orjson_refuses_each_defect_and_loads_every_repair() {
+    let Some(orjson) = orjson_python() else { return };
+    let small = |name: &[u8], bw: &[u8]| {
+        [&b"{\"traceEvents\": [{\"ph\": \"X\", \"bw\": "[..], bw, b", \"name\": \"", name, b"\"}]}"]
+            .concat()
+    };
+    let mut cases: Vec<Vec<u8>> = JUNK.iter().map(|j| small(j, b"1")).collect();
+    cases.extend(BARE.iter().map(|b| small(b"ok", b)));
+    let bom = |doc: &[u8]| [&b"\xef\xbb\xbf"[..], doc].concat();
+    cases.push(bom(&small(b"ok", b"1")));
+    cases.push(defective_trace());
+    cases.push(bom(&defective_trace()));
+    // The project's own fixtures, broken ones among them.
+    let synthetic = crate::fixtures().join("synthetic");
+    for path in crate::public_dir::files_under(&synthetic) {
+        if path.extension().is_some_and(|e| e == "json") {
+            cases.push(fs::read(path).unwrap());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut needs_repair = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let (out, report) = run_with(case, &Options::default());
+        fs::write(dir.path().join(format!("{i}.in")), case).unwrap();
+        fs::write(dir.path().join(format!("{i}.out")), &out).unwrap();
+        needs_repair.push(report.needs_repair());
+    }
+    // Per case: whether orjson loads the input, then the output (or why not).
+    let script = r#"
+import json, orjson, pathlib, sys
+d = pathlib.Path(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    row = []
+    for ext in ("in", "out"):
+        raw = (d / f"{i}.{ext}").read_bytes()
+        try:
+            value = orjson.loads(raw)
+            if ext == "out":
+                assert value == json.loads(raw.decode("utf-8")), f"case {i}: orjson and json differ"
+            row.append("ok")
+        except orjson.JSONDecodeError as e:
+            row.append(str(e).replace("\t", " ").replace("\n", " "))
+    print("\t".join(row))
+"#;
+    #[allow(clippy::disallowed_methods, reason = "a test calling the real orjson")]
+    let output = Command::new(&orjson)
+        .args(["-c", script])
+        .arg(dir.path())
+        .arg(cases.len().to_string())
+        .output()
+        .expect("the orjson interpreter runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = stdout.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), cases.len());
+    for (i, (row, repair)) in rows.iter().zip(&needs_repair).enumerate() {
+        let case = String::from_utf8_lossy(&cases[i]);
+        let shown = &case[..case.len().min(120)];
+        assert_eq!(row[1], "ok", "orjson refuses the repaired copy of case {i}: {shown:?}");
+        if *repair {
+            assert_ne!(
+                row[0], "ok",
+                "case {i} was repaired, but orjson loads it as it is: {shown:?}"
+            );
+        } else {
+            assert_eq!(row[0], "ok", "case {i} needs no repair, but orjson refuses it: {shown:?}");
+        }
+    }
+    // Both kinds of case are here: clean ones and each class of defect.
+    assert!(needs_repair.iter().any(|r| !r) && needs_repair.iter().filter(|r| **r).count() > 20);
 }
