@@ -160,8 +160,9 @@ fn sanitize(
             baseline: k.checked_sub(1).map(|b| first + b),
         });
     }
-    // The same trace cut at 90% (a job killed while writing it): --salvage
-    // against a plain sanitize of the same cut file.
+    // The same trace cut at 90% (a job killed while writing it): --salvage,
+    // and --check (which finds the cut too), against a plain sanitize of the
+    // same cut file.
     let cut = scratch.join("cut_results.json");
     fs::copy(&input, &cut).map_err(|e| format!("{}: {e}", cut.display()))?;
     let len = fs::metadata(&cut).map_err(|e| format!("{}: {e}", cut.display()))?.len();
@@ -173,25 +174,31 @@ fn sanitize(
     let _ = fs::remove_file(&input);
     let c = cut.display().to_string();
     let first = rows.len();
-    for (k, (name, salvage)) in [
-        ("madengine trace sanitize, the trace cut at 90%", false),
-        ("madengine trace sanitize --salvage, the same cut trace", true),
+    for (k, (name, flag)) in [
+        ("madengine trace sanitize, the trace cut at 90%", None),
+        ("madengine trace sanitize --salvage, the same cut trace", Some("--salvage")),
+        ("madengine trace sanitize --check, the same cut trace", Some("--check")),
     ]
     .into_iter()
     .enumerate()
     {
         let mut argv = vec![madengine.display().to_string(), "trace".into(), "sanitize".into()];
-        if salvage {
-            argv.push("--salvage".into());
+        argv.extend(flag.map(String::from));
+        argv.push(c.clone());
+        if flag == Some("--check") {
+            // It must find the cut: exit 1, which `measure` would call a failure.
+            let line = format!("'{}' trace sanitize --check '{c}'; test $? -eq 1", argv[0]);
+            argv = vec!["sh".into(), "-c".into(), line];
+        } else {
+            argv.extend(["-o".into(), o.clone()]);
         }
-        argv.extend([c.clone(), "-o".into(), o.clone()]);
         let (seconds, peak_kib) = measure(&argv, runs, &out)?;
         rows.push(Row {
             bench: "sanitize",
             subject: name.into(),
             seconds,
             peak_kib,
-            baseline: (k == 1).then_some(first),
+            baseline: (k > 0).then_some(first),
         });
     }
     let _ = fs::remove_file(&cut);

@@ -832,7 +832,9 @@ the files. --json prints one report object for a single file, else an array.
 
 With --salvage a trace cut short is closed after its last complete event and
 the report says where it was cut and what closed it; a complete trace gets the
-same copy as without it.
+same copy as without it. --check also says when a trace is cut short (its JSON
+ends inside an unfinished value, which TraceLens cannot parse) and what
+--salvage would drop.
 
 Examples:
   madengine trace sanitize 4242_results.json        # writes 4242_results.sanitized.json
@@ -842,8 +844,8 @@ Examples:
   madengine trace sanitize --check run.pt.trace.json && echo clean
   madengine trace sanitize --check runs/llama        # every trace of a run
 
-Exit codes: 0 success (with --check: all clean), 1 with --check: a trace needs
-repair, 2 usage error, 3 input or I/O error.";
+Exit codes: 0 success (with --check: all clean and complete), 1 with --check:
+a trace needs repair or is cut short, 2 usage error, 3 input or I/O error.";
 
 #[derive(Debug, Args)]
 pub(crate) struct DiscoverArgs {

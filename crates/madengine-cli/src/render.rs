@@ -111,10 +111,23 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         (Compression::None, Some(Compression::Gzip)) => " (gzipped)",
         _ => "",
     };
+    let cut_short = r.complete == Some(false);
     match &file.output {
-        None if !r.needs_repair() => {
+        None if !r.needs_repair() && !cut_short => {
             text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
         }
+        None if cut_short => text.push_str(&format!(
+            "{}: {}{}; TraceLens cannot parse it\n",
+            file.input.display(),
+            match r.cut {
+                Some(_) => format!("cut short after byte {}, inside an unfinished value", r.bytes_read),
+                None => format!(
+                    "no complete JSON object or array in its {} (empty, or cut short inside the first)",
+                    plural(r.bytes_read as usize, "byte")
+                ),
+            },
+            if r.needs_repair() { format!(", and it needs repair: {counts}") } else { String::new() },
+        )),
         None => text.push_str(&format!(
             "{}: needs repair: {counts}{}\n",
             file.input.display(),
@@ -163,14 +176,22 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     if c.total() > listed {
         text.push_str(&format!("  ... and {} more\n", c.total() - listed));
     }
-    if let Some(cut) = &r.cut {
-        let why = cut.read_error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default();
-        text.push_str(&format!(
-            "  cut short after byte {}{why}: dropped the last {} (an incomplete value), closed with `{}`\n",
-            cut.at,
+    match (&r.cut, &file.output) {
+        (Some(cut), Some(_)) => {
+            let why = cut.read_error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default();
+            text.push_str(&format!(
+                "  cut short after byte {}{why}: dropped the last {} (an incomplete value), closed with `{}`\n",
+                cut.at,
+                size(cut.dropped),
+                cut.closed_with
+            ));
+        }
+        (Some(cut), None) => text.push_str(&format!(
+            "  --salvage writes a copy without its last {} (an incomplete value), closed with `{}`\n",
             size(cut.dropped),
             cut.closed_with
-        ));
+        )),
+        _ => {}
     }
     out(&text)
 }

@@ -16,7 +16,7 @@ use crate::{
     Error, Options, Report, Result,
     close::Closer,
     copy,
-    stream::{EndAtError, NullSink, Sink, WriteSink, finish_salvage, scan},
+    stream::{EndAtError, NullSink, ShapeSink, Sink, WriteSink, finish_salvage, scan},
 };
 
 /// How a trace file is stored.
@@ -73,7 +73,9 @@ pub fn default_output_path(input: &Path) -> PathBuf {
 /// Report what [`sanitize_file`] would repair in `input`, writing nothing.
 pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Result<FileReport> {
     let (file, size, compression, _) = open(input)?;
-    let report = scan_file(input, file, compression, &mut NullSink, options, size, None, progress)?;
+    let mut sink = ShapeSink::new();
+    let report = scan_file(input, file, compression, &mut sink, options, size, None, progress)?;
+    let report = sink.finish(report)?;
     Ok(FileReport {
         input: input.to_path_buf(),
         output: None,

@@ -37,7 +37,9 @@
 //! result does not depend on where chunk boundaries fall. A valid input is
 //! copied byte for byte and its [`Report`] says it needed no repair.
 //!
-//! - [`sanitize`] / [`check`] work on any `Read` (and `Write`).
+//! - [`sanitize`] / [`check`] work on any `Read` (and `Write`). A check also
+//!   says whether the input's JSON text is complete ([`Report::complete`]):
+//!   repairs cannot make a trace cut short parseable.
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
 //!   the input is never modified, the output is gzip when its name ends in
 //!   `.gz` ([`output_compression`]) and is written to a temporary file

@@ -88,7 +88,8 @@ pub(crate) fn finish_salvage<W: Write>(
         None => written,
     };
     let cut = cut.map(|cut| crate::Cut { at: report.bytes_read, ..cut });
-    Ok((out, Report { bytes_written, cut, ..report }))
+    let complete = Some(cut.is_none());
+    Ok((out, Report { bytes_written, cut, complete, ..report }))
 }
 
 /// A reader whose first error is kept and read as the end of the input.
@@ -112,9 +113,45 @@ impl<R: Read> Read for EndAtError<'_, R> {
     }
 }
 
-/// Scan `input` and report what [`sanitize`] would repair, writing nothing.
+/// Scan `input` and report what [`sanitize`] would repair, writing nothing,
+/// and whether its JSON text is complete ([`Report::complete`]; for one cut
+/// short, [`Report::cut`] says how [`salvage`] would close it).
 pub fn check<R: Read>(input: R, options: &Options) -> Result<Report> {
-    scan(input, &mut NullSink, options, &mut |_| {})
+    let mut sink = ShapeSink::new();
+    let report = scan(input, &mut sink, options, &mut |_| {})?;
+    sink.finish(report)
+}
+
+/// A check's sink: watches the repaired bytes for where the document ends,
+/// the way [`salvage`] does, and writes nothing.
+pub(crate) struct ShapeSink(WriteSink<Closer<io::Sink>>);
+
+impl ShapeSink {
+    pub(crate) fn new() -> ShapeSink {
+        ShapeSink(WriteSink { inner: Closer::new(io::sink()), written: 0 })
+    }
+
+    /// `report` of the scan, with whether the input was complete. A scan
+    /// stopped at its first defect did not see the end: unknown.
+    pub(crate) fn finish(self, report: Report) -> Result<Report> {
+        if report.stopped_early {
+            return Ok(report);
+        }
+        match finish_salvage(self.0, report.clone(), None) {
+            Ok((_, closed)) => Ok(Report { bytes_written: 0, ..closed }),
+            Err(Error::NothingComplete { .. }) => Ok(Report { complete: Some(false), ..report }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Sink for ShapeSink {
+    fn pass(&mut self, bytes: &[u8]) -> Result<()> {
+        self.0.pass(bytes)
+    }
+    fn replace(&mut self, original: &[u8], with: &'static [u8]) -> Result<()> {
+        self.0.replace(original, with)
+    }
 }
 
 /// Where the scan's decisions go, in input order.
@@ -244,6 +281,7 @@ pub(crate) fn scan<R: Read>(
         repairs: rec.repairs,
         stopped_early,
         cut: None,
+        complete: None,
     })
 }
 

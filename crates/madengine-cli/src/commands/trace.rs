@@ -74,7 +74,8 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                 continue;
             }
         };
-        findings |= args.check && report.report.needs_repair();
+        findings |=
+            args.check && (report.report.needs_repair() || report.report.complete == Some(false));
         if args.json {
             reports.push(report);
         } else {

@@ -130,6 +130,23 @@ fn check_exits_1_when_repair_is_needed() {
 }
 
 #[test]
+fn check_exits_1_when_a_trace_is_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole =
+        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    fs::write(dir.path().join("cut.json"), &whole[..whole.len() / 2]).unwrap();
+    fs::write(dir.path().join("empty.json"), b"").unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "cut.json", "empty.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    cut.json: cut short after byte 636, inside an unfinished value; TraceLens cannot parse it
+      --salvage writes a copy without its last 286 B (an incomplete value), closed with `}`
+    empty.json: no complete JSON object or array in its 0 bytes (empty, or cut short inside the first); TraceLens cannot parse it
+    ----- stderr -----
+    ");
+}
+
+#[test]
 fn check_exits_0_when_clean() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "run/node_0/rank0.json.gz"], @r"
     exit code: 0

@@ -388,6 +388,50 @@ fn salvage_closes_a_cut_trace_after_its_last_complete_event() {
 }
 
 #[test]
+fn check_says_a_trace_is_cut_short_and_how_salvage_would_close_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = events(50);
+    let at = whole.windows(5).position(|w| w == b"\"k30\"").unwrap();
+    let check = |bytes: &[u8], name: &str| {
+        let input = dir.path().join(name);
+        fs::write(&input, bytes).unwrap();
+        check_file(&input, &Options::default(), &mut no_progress()).unwrap().report
+    };
+    let complete = check(&whole, "whole.json");
+    assert_eq!((complete.complete, complete.cut), (Some(true), None));
+    for gzip in [false, true] {
+        let cut = &whole[..at];
+        let name = if gzip { "cut.json.gz" } else { "cut.json" };
+        let report = check(&if gzip { gz(cut) } else { cut.to_vec() }, name);
+        let salvaged = trace_sanitize::salvage_file(
+            &dir.path().join(name),
+            &dir.path().join("out.json"),
+            &Options::default(),
+            &mut no_progress(),
+        )
+        .unwrap();
+        assert_eq!(report.complete, Some(false));
+        assert_eq!(report.cut, salvaged.report.cut, "what salvage then does");
+        assert_eq!((report.counts, report.bytes_written), (salvaged.report.counts, 0));
+    }
+    // Nothing whole to keep (or nothing at all): incomplete, and no cut.
+    for bytes in [&whole[..60], b""] {
+        let report = check(bytes, "start.json");
+        assert_eq!((report.complete, report.cut), (Some(false), None), "{bytes:?}");
+    }
+    // Stopped at the first defect, the end was never seen.
+    let first = Options { stop_at_first: true, ..Options::default() };
+    let report = trace_sanitize::check(&whole[..at], &first).unwrap();
+    assert_eq!((report.stopped_early, report.complete), (true, None));
+    // The same answer however the input is split.
+    let small = Options { buffer_size: 7, ..Options::default() };
+    assert_eq!(
+        trace_sanitize::check(&whole[..at], &small).unwrap(),
+        trace_sanitize::check(&whole[..at], &Options::default()).unwrap()
+    );
+}
+
+#[test]
 fn salvage_reads_a_cut_gzip_stream_up_to_where_it_breaks() {
     let dir = tempfile::tempdir().unwrap();
     let whole = events(20_000);

@@ -1,4 +1,4 @@
-//! The real public traces are all clean: `check` says so, and sanitizing
+//! The real public traces are all clean and complete: `check` says so, and sanitizing
 //! copies them byte for byte.
 
 use trace_sanitize::{Options, check_file};
@@ -16,6 +16,7 @@ fn every_public_json_trace_checks_clean() {
         }
         let report = check_file(&entry, &Options::default(), &mut |_, _| {}).unwrap();
         assert!(!report.report.needs_repair(), "{}: {:?}", entry.display(), report.report.counts);
+        assert_eq!(report.report.complete, Some(true), "{}", entry.display());
         assert!(report.report.bytes_read > 0);
         checked += 1;
     }
