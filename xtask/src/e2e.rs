@@ -28,6 +28,15 @@ pub(crate) struct E2eArgs {
     /// The interpreter with TraceLens [default: $TRACELENS_VENV/bin/python3].
     #[arg(long, value_name = "PATH")]
     python: Option<PathBuf>,
+    /// Rehearse without a GPU: the PyTorch scenarios run on the CPU (gloo),
+    /// and each trace must get TraceLens' answer to a CPU-only trace (a
+    /// SKIPPED row: no GPU activity) instead of a report. Checks the e2e
+    /// machinery itself, before a GPU node's time is spent on it.
+    #[arg(long)]
+    cpu: bool,
+    /// Use this madengine binary instead of building target/release/madengine.
+    #[arg(long, value_name = "PATH")]
+    madengine: Option<PathBuf>,
 }
 
 /// What the node has.
@@ -137,7 +146,8 @@ pub(crate) fn inventory(python: Option<&Path>) -> Inventory {
                  'count': torch.cuda.device_count(), 'hip': torch.version.hip}))";
     inv.torch = output("python3", &["-c", probe])
         .and_then(|o| serde_json::from_str(o.lines().last()?).ok());
-    let tl = python.map(Path::to_path_buf).or_else(|| {
+    // Absolute: the scenarios run in directories of their own.
+    let tl = python.and_then(|p| std::path::absolute(p).ok()).or_else(|| {
         std::env::var_os("TRACELENS_VENV").map(|v| PathBuf::from(v).join("bin/python3"))
     });
     inv.tracelens_python = tl.filter(|p| {
@@ -162,15 +172,17 @@ pub(crate) struct Scenario {
     pub(crate) runnable: Result<(), String>,
 }
 
-pub(crate) fn plan(inv: &Inventory) -> Vec<Scenario> {
+/// The scenarios, and whether `inv` can run them (`cpu`: see
+/// [`E2eArgs::cpu`]).
+pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
     let need = |checks: &[(bool, &str)]| -> Result<(), String> {
         let missing: Vec<&str> =
             checks.iter().filter(|(ok, _)| !ok).map(|(_, what)| *what).collect();
         if missing.is_empty() { Ok(()) } else { Err(format!("needs {}", missing.join(", "))) }
     };
     // TraceLens reports nothing for CPU-only traces ("No GPU events found"),
-    // so every scenario needs PyTorch to see a GPU.
-    let torch_gpu = inv.torch.as_ref().is_some_and(|t| t["gpu"] == true);
+    // so every scenario needs PyTorch to see a GPU (a rehearsal, PyTorch).
+    let torch_gpu = inv.torch.as_ref().is_some_and(|t| cpu || t["gpu"] == true);
     let amd = inv.gpu_vendor.as_deref() == Some("amd");
     let tl = inv.tracelens_python.is_some();
     vec![
@@ -214,8 +226,12 @@ pub(crate) fn plan(inv: &Inventory) -> Vec<Scenario> {
             what: "the 2-rank job through madengine slurm submit --wait, then slurm gather --report",
             runnable: need(&[
                 (inv.slurm_conf.is_some(), "a SLURM cluster (SLURM_CONF)"),
-                // gather --report includes the collective report, which needs NCCL/RCCL.
-                (gpus_for_nccl(inv), "2+ GPUs PyTorch sees (NCCL/RCCL for the collective report)"),
+                // gather --report includes the collective report, which needs
+                // NCCL/RCCL (a rehearsal expects it SKIPPED).
+                (
+                    cpu && torch_gpu || gpus_for_nccl(inv),
+                    "2+ GPUs PyTorch sees (NCCL/RCCL for the collective report)",
+                ),
                 (tl, "TraceLens"),
             ]),
         },
@@ -278,7 +294,7 @@ pub(crate) fn run(root: &Path, args: &E2eArgs) -> Result<(), String> {
 /// Run (or with --dry-run, only plan) the scenarios `args` selects that
 /// `inv` supports; one outcome per selected scenario.
 fn execute(root: &Path, args: &E2eArgs, inv: &Inventory) -> Result<Vec<Outcome>, String> {
-    let scenarios: Vec<Scenario> = plan(inv)
+    let scenarios: Vec<Scenario> = plan(inv, args.cpu)
         .into_iter()
         .filter(|s| args.only.as_deref().is_none_or(|o| o == s.name))
         .collect();
@@ -286,13 +302,21 @@ fn execute(root: &Path, args: &E2eArgs, inv: &Inventory) -> Result<Vec<Outcome>,
         return Err(format!("no scenario named {:?}", args.only.as_deref().unwrap_or_default()));
     }
     let mut outcomes = Vec::new();
-    if !args.dry_run {
-        cmd(cargo(), ["build", "--quiet", "--release", "-p", "madengine-cli"])
-            .dir(root)
-            .run()
-            .map_err(|e| format!("building madengine: {e}"))?;
-    }
-    let madengine = root.join("target/release/madengine");
+    let madengine = match &args.madengine {
+        // Absolute: the scenarios run in directories of their own.
+        Some(given) => {
+            std::path::absolute(given).map_err(|e| format!("{}: {e}", given.display()))?
+        }
+        None => {
+            if !args.dry_run {
+                cmd(cargo(), ["build", "--quiet", "--release", "-p", "madengine-cli"])
+                    .dir(root)
+                    .run()
+                    .map_err(|e| format!("building madengine: {e}"))?;
+            }
+            root.join("target/release/madengine")
+        }
+    };
     let workload = root.join("xtask/e2e/workload.py");
     for s in &scenarios {
         let started = Instant::now();
@@ -301,7 +325,7 @@ fn execute(root: &Path, args: &E2eArgs, inv: &Inventory) -> Result<Vec<Outcome>,
             (Ok(()), true) => (false, true, format!("would run: {}", s.what)),
             (Ok(()), false) => {
                 let dir = tempfile_dir(s.name)?;
-                let result = run_scenario(s.name, &dir, &madengine, &workload, inv);
+                let result = run_scenario(s.name, &dir, &madengine, &workload, inv, args.cpu);
                 if !args.keep {
                     let _ = std::fs::remove_dir_all(&dir);
                 } else {
@@ -357,13 +381,14 @@ fn step(dir: &Path, program: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// `report tracelens` over `root` must give SUCCESS rows (and `expect` in the table).
+/// `report tracelens` over `dir`, then [`check_rows`].
 fn report(
     madengine: &Path,
     dir: &Path,
     inv: &Inventory,
     mode: &str,
-    expect: &[&str],
+    expect: &[(&str, usize)],
+    cpu: bool,
 ) -> Result<String, String> {
     let python =
         inv.tracelens_python.as_ref().expect("planned only with TraceLens").display().to_string();
@@ -374,21 +399,37 @@ fn report(
     )?;
     let summary: Value =
         serde_json::from_str(&out).map_err(|e| format!("report JSON: {e}: {out}"))?;
+    check_rows(&summary, expect, cpu)
+}
+
+/// A `report tracelens` summary must hold, for each `(tool, n)` of `expect`,
+/// `n` SUCCESS rows of that tool. On the CPU ([`E2eArgs::cpu`]) they are
+/// SKIPPED rows instead, as TraceLens answers CPU-only traces, and nothing may
+/// succeed or fail.
+fn check_rows(summary: &Value, expect: &[(&str, usize)], cpu: bool) -> Result<String, String> {
     let rows = summary["results"].as_array().cloned().unwrap_or_default();
-    let ok = rows.iter().filter(|r| r["status"] == "SUCCESS").count();
-    for want in expect {
-        if !rows.iter().any(|r| {
-            r["status"] == "SUCCESS" && r["tracelens_tool"].as_str().unwrap_or("").contains(want)
-        }) {
-            return Err(format!(
-                "no SUCCESS row for {want}: {}",
-                serde_json::to_string(&rows).unwrap_or_default()
-            ));
+    let want_status = if cpu { "SKIPPED" } else { "SUCCESS" };
+    let shown = || serde_json::to_string(&rows).unwrap_or_default();
+    for (tool, n) in expect {
+        let found = rows
+            .iter()
+            .filter(|r| {
+                r["status"] == want_status
+                    && r["tracelens_tool"].as_str().unwrap_or("").contains(tool)
+            })
+            .count();
+        if found != *n {
+            return Err(format!("{found} {want_status} row(s) for {tool}, not {n}: {}", shown()));
         }
     }
+    if cpu && rows.iter().any(|r| r["status"] != "SKIPPED") {
+        return Err(format!("on the CPU every row is SKIPPED: {}", shown()));
+    }
+    let n = rows.iter().filter(|r| r["status"] == want_status).count();
     let repaired = summary["repairs"].as_array().map_or(0, Vec::len);
     Ok(format!(
-        "{ok} report(s){}",
+        "{n} {}{}",
+        if cpu { "row(s) SKIPPED, as for CPU traces" } else { "report(s)" },
         if repaired > 0 { format!(", {repaired} trace(s) sanitized") } else { String::new() }
     ))
 }
@@ -399,6 +440,7 @@ fn run_scenario(
     madengine: &Path,
     workload: &Path,
     inv: &Inventory,
+    cpu: bool,
 ) -> Result<String, String> {
     let w = workload.display().to_string();
     // The 2-rank job, run directly or through SLURM.
@@ -431,9 +473,10 @@ fn run_scenario(
                 ],
             )?;
             if name == "rocprof-json" {
-                report(madengine, dir, inv, "rocprof", &["rocprof"])
+                report(madengine, dir, inv, "rocprof", &[("rocprof", 1)], cpu)
             } else {
-                report(madengine, dir, inv, "pftrace", &["hip_activity", "hip_api", "memory_copy"])
+                let tools = [("hip_activity", 1), ("hip_api", 1), ("memory_copy", 1)];
+                report(madengine, dir, inv, "pftrace", &tools, cpu)
             }
         }
         "dynolog-profile" => {
@@ -463,16 +506,17 @@ fn run_scenario(
             if steps.is_empty() || steps.iter().any(|(_, n)| *n != 3) {
                 return Err(format!("asked for 3 iterations; optimizer steps traced: {steps:?}"));
             }
-            report(madengine, &traces, inv, "pytorch", &["perf_report_pytorch"])
+            report(madengine, &traces, inv, "pytorch", &[("perf_report_pytorch", 1)], cpu)
         }
         "torchrun-2rank" => {
             let argv = two_ranks(&torchrun());
             let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
             step(dir, Path::new(&argv[0]), &args)?;
-            if gpus_for_nccl(inv) {
-                report(madengine, dir, inv, "auto", &["perf_report_pytorch", "collective"])
+            if gpus_for_nccl(inv) || cpu {
+                let tools = [("perf_report_pytorch", 2), ("collective", 1)];
+                report(madengine, dir, inv, "auto", &tools, cpu)
             } else {
-                report(madengine, dir, inv, "pytorch", &["perf_report_pytorch"])
+                report(madengine, dir, inv, "pytorch", &[("perf_report_pytorch", 2)], cpu)
                     .map(|r| format!("{r}; no collective report (gloo: one GPU)"))
             }
         }
@@ -502,7 +546,14 @@ fn run_scenario(
             let v: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
             let results = v["results"].as_str().unwrap_or("").to_string();
             step(dir, madengine, &["slurm", "gather", &results, "--report", "--python", &python])?;
-            Ok(format!("job {} gathered and reported", v["job_id"]))
+            let written = dir.join(&results).join("tracelens_report/tracelens_summary.json");
+            let summary: Value = std::fs::read(&written)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+                .map_err(|e| format!("{}: {e}", written.display()))?;
+            let tools = [("perf_report_pytorch", 2), ("collective", 1)];
+            let rows = check_rows(&summary, &tools, cpu)?;
+            Ok(format!("job {} gathered; {rows}", v["job_id"]))
         }
         other => Err(format!("unknown scenario {other}")),
     }
@@ -548,7 +599,7 @@ mod tests {
     #[test]
     fn the_plan_says_why_each_scenario_is_skipped() {
         let inv = Inventory::default();
-        let plan = plan(&inv);
+        let plan = plan(&inv, false);
         let names: Vec<_> = plan.iter().map(|s| s.name).collect();
         assert_eq!(
             names,
@@ -565,7 +616,15 @@ mod tests {
     #[test]
     fn dry_run_on_this_machine_runs_nothing() {
         let root = crate::project_root();
-        let mut args = E2eArgs { dry_run: true, only: None, keep: false, json: true, python: None };
+        let mut args = E2eArgs {
+            dry_run: true,
+            only: None,
+            keep: false,
+            json: true,
+            python: None,
+            cpu: false,
+            madengine: None,
+        };
         run(&root, &args).unwrap();
         // Even on a node that has everything, a dry run only plans.
         for inv in [inventory(None), full_node()] {
@@ -607,7 +666,7 @@ mod tests {
     #[test]
     fn a_full_node_runs_everything() {
         let inv = full_node();
-        assert!(plan(&inv).iter().all(|s| s.runnable.is_ok()));
+        assert!(plan(&inv, false).iter().all(|s| s.runnable.is_ok()));
         let described = inv.describe();
         assert!(described.contains("  GPUs           2 amd: GPU 0; GPU 1\n"), "{described}");
         assert!(described.contains("  PyTorch        ? (CUDA), sees 2 GPU(s)\n"), "{described}");
@@ -661,14 +720,52 @@ mod tests {
             slurm_conf: Some("/etc/slurm/slurm.conf".into()),
             ..Default::default()
         };
-        for s in plan(&inv) {
+        for s in plan(&inv, false) {
             let why = s.runnable.unwrap_err();
             assert!(why.contains("GPU"), "{}: {why}", s.name);
         }
         // One GPU: the 2-rank job runs on gloo; the SLURM gather's collective report cannot.
         inv.torch = Some(json!({"gpu": true, "count": 1}));
         let runnable: Vec<_> =
-            plan(&inv).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
+            plan(&inv, false).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
         assert_eq!(runnable, ["dynolog-profile", "torchrun-2rank"]);
+        // A rehearsal (--cpu) runs the PyTorch scenarios without a GPU; the
+        // rocprofv3 ones still need theirs.
+        inv.torch = Some(json!({"gpu": false, "count": 0}));
+        let rehearsed: Vec<_> =
+            plan(&inv, true).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
+        assert_eq!(rehearsed, ["dynolog-profile", "torchrun-2rank", "slurm"]);
+        inv.torch = None;
+        assert!(plan(&inv, true).iter().all(|s| s.runnable.is_err()), "no PyTorch, no rehearsal");
+    }
+
+    #[test]
+    fn rows_are_checked_per_tool_and_on_the_cpu_all_skipped() {
+        let row = |tool: &str, status: &str| json!({"tracelens_tool": tool, "status": status});
+        let perf = "TraceLens_generate_perf_report_pytorch";
+        let coll = "TraceLens_generate_multi_rank_collective_report_pytorch";
+        let want = [("perf_report_pytorch", 2), ("collective", 1)];
+        let gpu =
+            json!({"results": [row(perf, "SUCCESS"), row(perf, "SUCCESS"), row(coll, "SUCCESS")]});
+        assert_eq!(check_rows(&gpu, &want, false).unwrap(), "3 report(s)");
+        let err = check_rows(&gpu, &want, true).unwrap_err();
+        assert!(err.starts_with("0 SKIPPED row(s) for perf_report_pytorch, not 2"), "{err}");
+        let cpu = json!({"results": [row(perf, "SKIPPED"), row(perf, "SKIPPED"), row(coll, "SKIPPED")], "repairs": [{}]});
+        assert_eq!(
+            check_rows(&cpu, &want, true).unwrap(),
+            "3 row(s) SKIPPED, as for CPU traces, 1 trace(s) sanitized"
+        );
+        let one_rank = json!({"results": [row(perf, "SUCCESS"), row(coll, "SUCCESS")]});
+        assert!(
+            check_rows(&one_rank, &want, false)
+                .unwrap_err()
+                .starts_with("1 SUCCESS row(s) for perf_report_pytorch, not 2")
+        );
+        let failed = json!({"results": [row(perf, "SKIPPED"), row(perf, "SKIPPED"), row(coll, "SKIPPED"), row("x", "FAILURE")]});
+        assert!(
+            check_rows(&failed, &want, true)
+                .unwrap_err()
+                .starts_with("on the CPU every row is SKIPPED")
+        );
     }
 }

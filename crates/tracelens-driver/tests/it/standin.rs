@@ -3,7 +3,7 @@
 //! pip-installs offline), once as a bare module (no scripts: the driver's
 //! `python -c` fallback), once without TraceLens but with an unrelated
 //! lower-case `tracelens` module. Built once per source version and shared by
-//! every test binary (also madengine-cli's, which includes this file).
+//! every test binary (also madengine-cli's and xtask's, which include this file).
 
 use std::{
     fs,
@@ -30,8 +30,11 @@ impl Standin {
 }
 
 pub(crate) fn source_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tracelens-driver/tests/fixtures/tracelens-standin")
+    // From a crate under crates/, or from xtask beside them.
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let crates =
+        if here.join("../crates").is_dir() { here.join("../crates") } else { here.join("..") };
+    crates.join("tracelens-driver/tests/fixtures/tracelens-standin")
 }
 
 #[allow(clippy::disallowed_methods, reason = "test setup runs python")]

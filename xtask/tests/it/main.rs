@@ -1,0 +1,91 @@
+//! Integration tests of xtask.
+//!
+//! `cargo xtask e2e --cpu`, run for real: the 2-rank `torchrun` scenario and
+//! the SLURM scenario with a real PyTorch on the CPU (gloo), the test cluster
+//! from `cargo xtask slurm up` and the TraceLens stand-in, so the e2e's own
+//! machinery is checked before a GPU node's time is spent on it. Needs
+//! `MADENGINE_TORCH_PYTHON` and `MADENGINE_TEST_SLURM`: without them the test
+//! says it skipped, and with `CI=true` it fails.
+#![allow(clippy::print_stderr, reason = "tests say what they skipped")]
+
+#[path = "../../../crates/tracelens-driver/tests/it/standin.rs"]
+#[allow(dead_code, reason = "only the console-script venv is used here")]
+mod standin;
+#[path = "../../../crates/dynolog-client/tests/it/torch_python.rs"]
+mod torch_python;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// The madengine the workspace's test build made (beside this test's
+/// directory: target/<profile>/madengine).
+fn madengine() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().and_then(|deps| deps.parent()).unwrap().join("madengine");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with the workspace (`cargo test --workspace` or `cargo build -p madengine-cli`)",
+        bin.display()
+    );
+    bin
+}
+
+#[test]
+fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
+    let Some(torch) = torch_python::torch_python() else { return };
+    let Some(conf) = std::env::var_os("MADENGINE_TEST_SLURM").filter(|c| !c.is_empty()) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but no SLURM cluster (MADENGINE_TEST_SLURM is unset)"
+        );
+        eprintln!("skipped: no SLURM cluster (start one with `eval \"$(cargo xtask slurm up)\"`)");
+        return;
+    };
+    // The venv's python3 and torchrun first on PATH, as on a node with PyTorch.
+    let venv_bin = torch.parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(venv_bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let tracelens = standin::Standin::python(&standin::standin().scripts);
+    #[allow(clippy::disallowed_methods, reason = "the test runs the xtask binary")]
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["e2e", "--cpu", "--json", "--madengine"])
+        .arg(madengine())
+        .arg("--python")
+        .arg(&tracelens)
+        .env("PATH", path)
+        .env("SLURM_CONF", &conf)
+        .env_remove("TRACELENS_VENV")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "e2e failed:\n{stdout}\n{stderr}");
+    let result: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let by_name = |name: &str| {
+        result["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["scenario"] == name)
+            .unwrap()
+            .clone()
+    };
+    for name in ["torchrun-2rank", "slurm"] {
+        let s = by_name(name);
+        assert!(s["ran"] == true && s["ok"] == true, "{name}: {s}\n{stderr}");
+        // Two per-rank rows and the collective, each SKIPPED as TraceLens
+        // answers CPU traces.
+        let detail = s["detail"].as_str().unwrap();
+        assert!(detail.contains("3 row(s) SKIPPED, as for CPU traces"), "{name}: {detail}");
+    }
+    // Without a GPU tool chain the others say what they need.
+    for name in ["rocprof-json", "rocprof-pftrace", "dynolog-profile"] {
+        let s = by_name(name);
+        assert!(s["ran"] == false, "{name}: {s}");
+        assert!(s["detail"].as_str().unwrap().starts_with("skipped: needs "), "{name}: {s}");
+    }
+    assert!(stderr.contains("sees no GPU"), "the inventory names the CPU-only PyTorch:\n{stderr}");
+}
