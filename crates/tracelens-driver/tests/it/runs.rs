@@ -66,6 +66,19 @@ fn broken_traces_are_analyzed_through_a_sanitized_copy_and_the_original_is_untou
     );
 }
 
+/// The stand-in's loader (TraceLens' orjson semantics) on `trace`: it must
+/// fail; its stderr.
+fn standin_refuses(case: &Case, trace: &std::path::Path) -> String {
+    #[allow(clippy::disallowed_methods, reason = "asking the stand-in directly")]
+    let direct = std::process::Command::new(&case.config.python)
+        .args(["-c", "import sys; from TraceLens._standin import load; load(sys.argv[1])"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(!direct.status.success(), "the stand-in loads {}", trace.display());
+    String::from_utf8_lossy(&direct.stderr).into_owned()
+}
+
 #[test]
 fn raw_windows_paths_non_finite_numbers_and_stray_quotes_are_repaired_too() {
     let case = Case::new();
@@ -79,14 +92,7 @@ fn raw_windows_paths_non_finite_numbers_and_stray_quotes_are_repaired_too() {
     );
     let trace = case.write("rank0_trace.json", &body);
     // The stand-in, as orjson, refuses the original.
-    #[allow(clippy::disallowed_methods, reason = "asking the stand-in directly")]
-    let direct = std::process::Command::new(&case.config.python)
-        .args(["-c", "import sys; from TraceLens._standin import load; load(sys.argv[1])"])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(!direct.status.success());
-    assert!(String::from_utf8_lossy(&direct.stderr).contains("JSONDecodeError"));
+    assert!(standin_refuses(&case, &trace).contains("JSONDecodeError"));
     let summary = case.run();
     assert_eq!(summary.results[0].status, Status::Success, "{:#?}", summary.results);
     let counts = &summary.repairs[0].report.counts;
@@ -103,15 +109,7 @@ fn a_byte_order_mark_is_dropped_from_the_copy() {
     let body = [&b"\xef\xbb\xbf"[..], &fs::read(standin_fixture(GPU)).unwrap()].concat();
     let trace = case.write("rank0_trace.json", &body);
     // The stand-in, as orjson 3.13, refuses the original.
-    #[allow(clippy::disallowed_methods, reason = "asking the stand-in directly")]
-    let direct = std::process::Command::new(&case.config.python)
-        .args(["-c", "import sys; from TraceLens._standin import load; load(sys.argv[1])"])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&direct.stderr).contains("byte order mark (BOM) is not supported")
-    );
+    assert!(standin_refuses(&case, &trace).contains("byte order mark (BOM) is not supported"));
     let summary = case.run();
     assert_eq!(summary.results[0].status, Status::Success, "{:#?}", summary.results);
     assert_eq!(summary.repairs[0].report.counts.byte_order_marks, 1);
