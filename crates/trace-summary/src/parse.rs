@@ -126,6 +126,9 @@ pub(crate) struct Parsed {
     pub(crate) strings: Vec<String>,
     pub(crate) lookup: FxHashMap<String, u32>,
     pub(crate) has_trace_events: bool,
+    /// Entries of the top-level `deviceProperties` list (Kineto writes one
+    /// per GPU its process saw); `None` without such a list.
+    pub(crate) devices: Option<usize>,
     /// The trace's JSON ended early, after this many bytes, with events
     /// complete before the cut (those are read; the partial one is not).
     pub(crate) truncated_at: Option<u64>,
@@ -187,6 +190,7 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
         result?;
         let scanned = scanned?;
         parsed.has_trace_events = scanned.has_trace_events;
+        parsed.devices = scanned.devices;
         parsed.truncated_at = scanned.truncated_at;
         Ok(parsed)
     })
@@ -248,6 +252,12 @@ struct Nesting {
     top_seen: bool,
     /// Saw `"traceEvents"` then `:` at depth 1.
     pending_key: bool,
+    /// Saw `"deviceProperties"` then `:` at depth 1.
+    pending_devices: bool,
+    /// Inside the deviceProperties array (depth 2).
+    in_devices: bool,
+    /// Objects opened in the deviceProperties array.
+    devices: Option<usize>,
     /// Inside the traceEvents array (depth 2).
     in_events: bool,
     event_start: Option<usize>,
@@ -270,9 +280,15 @@ impl Nesting {
             self.in_events = true;
         } else if self.depth == 3 && self.in_events && b == b'{' {
             self.event_start = Some(at);
+        } else if self.depth == 2 && self.pending_devices && b == b'[' {
+            self.in_devices = true;
+            self.devices = Some(0);
+        } else if self.depth == 3 && self.in_devices && b == b'{' {
+            self.devices = self.devices.map(|n| n + 1);
         }
         if self.depth == 2 {
             self.pending_key = false;
+            self.pending_devices = false;
         }
         Ok(())
     }
@@ -291,7 +307,9 @@ impl Nesting {
         }
         if self.depth == 1 {
             self.in_events = false;
+            self.in_devices = false;
             self.pending_key = false;
+            self.pending_devices = false;
         }
         Ok(())
     }
@@ -300,6 +318,7 @@ impl Nesting {
 /// What the scanner saw of the whole trace.
 struct Scanned {
     has_trace_events: bool,
+    devices: Option<usize>,
     truncated_at: Option<u64>,
 }
 
@@ -419,12 +438,16 @@ fn scan<R: Read>(
                 }
                 b':' if st.depth == 1 && key_done => {
                     st.pending_key = key == b"traceEvents";
+                    st.pending_devices = key == b"deviceProperties";
                     has_trace_events |= st.pending_key;
                     key_done = false;
                 }
                 b'{' | b'[' => st.open(b, i)?,
                 b'}' | b']' => st.close(i)?,
-                b',' if st.depth == 1 => st.pending_key = false,
+                b',' if st.depth == 1 => {
+                    st.pending_key = false;
+                    st.pending_devices = false;
+                }
                 _ => {}
             }
             i += 1;
@@ -443,7 +466,7 @@ fn scan<R: Read>(
             sent += st.events.len();
             if tx.send(Batch { bytes: full, events: std::mem::take(&mut st.events) }).is_err() {
                 // The reader failed; its error is the one reported.
-                return Ok(Scanned { has_trace_events, truncated_at: None });
+                return Ok(Scanned { has_trace_events, devices: st.devices, truncated_at: None });
             }
         }
         if let Some(s) = st.event_start.as_mut() {
@@ -464,7 +487,7 @@ fn scan<R: Read>(
             "the trace ends after {total} bytes, before its JSON does (truncated?)"
         )));
     }
-    Ok(Scanned { has_trace_events, truncated_at: truncated.then_some(total) })
+    Ok(Scanned { has_trace_events, devices: st.devices, truncated_at: truncated.then_some(total) })
 }
 
 /// Before the top-level object only whitespace (and a UTF-8 byte order
@@ -1000,6 +1023,37 @@ mod tests {
         }
         assert!(parse_in_chunks(&b"[1, 2]"[..], 64).is_err());
         assert!(parse_in_chunks(&b"{}}"[..], 64).is_err());
+    }
+
+    #[test]
+    fn device_properties_are_counted_wherever_they_stand() {
+        let devices = |text: &str| {
+            let counts: Vec<_> = [1, 3, 64, 1 << 20]
+                .iter()
+                .map(|&c| parse_in_chunks(text.as_bytes(), c).unwrap().devices)
+                .collect();
+            assert!(counts.windows(2).all(|w| w[0] == w[1]), "{text}: {counts:?}");
+            counts[0]
+        };
+        let gpu = r#"{"id": 0, "name": "AMD Instinct MI300X", "computeMajor": 9, "x": [{"y": 1}]}"#;
+        assert_eq!(
+            devices(&format!(r#"{{"deviceProperties": [{gpu}, {gpu}], "traceEvents": [{{}}]}}"#)),
+            Some(2)
+        );
+        // Kineto's CPU-only trace; and the list after the events.
+        assert_eq!(
+            devices(r#"{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{}]}"#),
+            Some(0)
+        );
+        assert_eq!(
+            devices(&format!(
+                r#"{{"traceEvents": [{{"args": {{"deviceProperties": [{gpu}]}}}}], "deviceProperties": [{gpu}]}}"#
+            )),
+            Some(1)
+        );
+        // None without the list; a key of that name deeper down is not it.
+        assert_eq!(devices(r#"{"traceEvents": [{"deviceProperties": [{}]}]}"#), None);
+        assert_eq!(devices(r#"{"deviceProperties": 0, "traceEvents": [{}]}"#), None);
     }
 
     #[test]

@@ -96,6 +96,12 @@ pub struct Summary {
     /// JSON text (decompressed) ends after this many bytes, and the tables
     /// cover the [`Summary::events`] complete before the cut.
     pub truncated_at: Option<u64>,
+    /// Entries of the trace's `deviceProperties` list. Kineto writes one per
+    /// GPU its process saw, so `Some(0)` says the process saw none: the
+    /// workload ran on the CPU (no GPU driver, or no device passed into its
+    /// container). `None` when the trace has no such list (rocprofv3, the
+    /// oldest Kineto traces).
+    pub gpu_devices: Option<usize>,
     /// What was repaired on the way in ([`summarize_file`] reads through
     /// `trace_sanitize`): a trace strict JSON parsers, TraceLens among them,
     /// refuse as it is. All zero for a clean trace, and for [`summarize`],
@@ -148,6 +154,7 @@ pub fn summarize_with<R: Read + Send>(
             events: records,
             gpu_events: records,
             truncated_at: None,
+            gpu_devices: None,
             repaired: Default::default(),
         });
     }
@@ -155,6 +162,7 @@ pub fn summarize_with<R: Read + Send>(
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
     let events = parsed.read;
     let truncated_at = parsed.truncated_at;
+    let gpu_devices = parsed.devices;
     if let Some(bytes) = truncated_at
         && !options.salvage
     {
@@ -171,6 +179,7 @@ pub fn summarize_with<R: Read + Send>(
             events,
             gpu_events,
             truncated_at,
+            gpu_devices,
             repaired: Default::default(),
         })
     };
@@ -210,6 +219,7 @@ pub fn summarize_with<R: Read + Send>(
         events,
         gpu_events,
         truncated_at,
+        gpu_devices,
         repaired: Default::default(),
     })
 }

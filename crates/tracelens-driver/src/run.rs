@@ -27,6 +27,9 @@ use crate::{
 /// What TraceLens prints for a trace without GPU activity.
 pub const NO_GPU_EVENTS: &str = "No GPU events found in the trace";
 
+/// [`NO_GPU_DETAIL`] for a trace whose process saw no GPU at all (an empty
+/// `deviceProperties` list): not the launcher, the whole run was on the CPU.
+pub const NO_GPU_SEEN_DETAIL: &str = "the trace holds no GPU activity, and its process saw no GPU (its deviceProperties list is empty): the workload ran on the CPU. Check that the node's GPUs reach the workload: in a container, the devices passed in (ROCm: --device /dev/kfd --device /dev/dri; NVIDIA: --gpus), and HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES.";
 /// The detail of a SKIPPED row for a trace without GPU activity.
 pub const NO_GPU_DETAIL: &str = "the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.";
 
@@ -630,6 +633,7 @@ fn precheck_detail(summary: &trace_summary::Summary) -> String {
         "TraceLens would stop with \"{NO_GPU_EVENTS}\"; `madengine report summary` still computes its tables."
     );
     match summary.outcome {
+        O::NoGpuActivity if summary.gpu_devices == Some(0) => NO_GPU_SEEN_DETAIL.into(),
         O::NoGpuActivity => NO_GPU_DETAIL.into(),
         O::Unlinked => format!(
             "the trace holds {} GPU events, but none is linked to the CPU launch that issued it \

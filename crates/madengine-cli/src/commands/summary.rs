@@ -31,6 +31,10 @@ pub(crate) struct TraceView {
     /// Events read (rocprofv3: GPU records); `None` when the trace could not
     /// be read.
     pub(crate) events: Option<usize>,
+    /// GPUs the traced process saw (entries of its `deviceProperties`), when
+    /// the trace lists them; 0: it ran on the CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpu_devices: Option<usize>,
     /// Why the trace could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
@@ -175,6 +179,10 @@ impl TraceView {
             Outcome::NoGpuActivity if self.events == Some(0) => {
                 Some("no events at all (no traceEvents, or an empty list): nothing to summarize")
             }
+            Outcome::NoGpuActivity if self.gpu_devices == Some(0) => Some(
+                "no GPU activity, and its process saw no GPU (its deviceProperties list is \
+                 empty): the workload ran on the CPU; nothing to summarize",
+            ),
             Outcome::NoGpuActivity => {
                 Some("no GPU activity (a CPU-only trace): nothing to summarize")
             }
@@ -602,6 +610,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             format: None,
             outcome: None,
             events: None,
+            gpu_devices: None,
             error: None,
             truncated: None,
             repaired: None,
@@ -622,6 +631,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         view.format = Some(summary.format);
         view.outcome = Some(summary.outcome);
         view.events = Some(summary.events);
+        view.gpu_devices = summary.gpu_devices;
         view.truncated =
             summary.truncated_at.map(|bytes| Truncated { bytes, events: summary.events });
         view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);

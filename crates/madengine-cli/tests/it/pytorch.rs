@@ -168,6 +168,8 @@ fn profile_traces_a_real_pytorch_process_by_iteration() {
     assert_eq!(code, 0, "{stderr}");
     let summary: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["traces"][0]["outcome"], "no_gpu_activity", "{stdout}");
+    // Kineto lists no device: the process saw no GPU.
+    assert_eq!(summary["traces"][0]["gpu_devices"], 0, "{stdout}");
 }
 
 /// `madengine profile -- python -m torch.distributed.run ...`: the launcher
@@ -297,4 +299,6 @@ fn torchrun_ranks_are_found_by_name_and_by_content() {
     let outcomes: Vec<&Value> =
         summary["traces"].as_array().unwrap().iter().map(|t| &t["outcome"]).collect();
     assert_eq!(outcomes, ["no_gpu_activity", "no_gpu_activity"], "{stdout}");
+    let (_, text, _) = madengine(dir.path(), &["report", "summary", "run"]);
+    assert_eq!(text.matches("its process saw no GPU").count(), 2, "{text}");
 }

@@ -51,8 +51,8 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
         "{:#?}",
         summary.results
     );
-    // Each says why TraceLens cannot use it; only the CPU-only one is told
-    // it holds no GPU activity.
+    // Each says why TraceLens cannot use it; only the two without GPU
+    // activity are told so, the CPU-only run's that it saw no GPU.
     let mut skipped: Vec<(String, &str)> = summary
         .results
         .iter()
@@ -60,6 +60,8 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
         .map(|r| {
             let why = if r.detail == tracelens_driver::NO_GPU_DETAIL {
                 "no GPU activity"
+            } else if r.detail == tracelens_driver::NO_GPU_SEEN_DETAIL {
+                "no GPU seen"
             } else if r.detail.contains("none is linked to the CPU launch") {
                 "unlinked"
             } else if r.detail.contains("older profiler's format") {
@@ -74,8 +76,9 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
     let expected = [
         ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz", "unlinked"),
         ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz", "unlinked"),
-        ("kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", "no GPU activity"),
-        // Only cuda_profiler_range events: no GPU activity indeed.
+        // Its deviceProperties list is empty: the whole run was on the CPU.
+        ("kineto/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", "no GPU seen"),
+        // Only cuda_profiler_range events, by a process that saw its GPUs.
         (
             "kineto/hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
             "no GPU activity",
