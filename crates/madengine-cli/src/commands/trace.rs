@@ -65,7 +65,7 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                 let cut_gzip =
                     matches!(err, trace_sanitize::Error::ReadFile { compressed: true, .. });
                 render::error(&Error::from(err));
-                if cut_gzip && !args.check && !args.salvage {
+                if cut_gzip && !args.salvage {
                     render::note(
                         "a .json.gz cut short (a job killed while writing it)? --salvage keeps \
                          what can be read and closes it",

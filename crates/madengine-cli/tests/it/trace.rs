@@ -144,6 +144,20 @@ fn check_exits_1_when_a_trace_is_cut_short() {
     empty.json: no complete JSON object or array in its 0 bytes (empty, or cut short inside the first); TraceLens cannot parse it
     ----- stderr -----
     ");
+    // A gzip stream cut short cannot be read to its end: an error, and the hint.
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&whole.repeat(50)).unwrap();
+    let gz = gz.finish().unwrap();
+    fs::write(dir.path().join("cut.json.gz"), &gz[..gz.len() / 2]).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "cut.json.gz"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: failed to read cut.json.gz at byte 969 of its decompressed content
+      caused by: incomplete deflate stream
+    [madengine] a .json.gz cut short (a job killed while writing it)? --salvage keeps what can be read and closes it
+    ");
 }
 
 #[test]
