@@ -84,7 +84,8 @@ impl Inventory {
             ("rocprofv3", found(self.rocprofv3, "on PATH", "not on PATH")),
             ("traceconv", found(self.traceconv, "on PATH", "not on PATH")),
             ("PyTorch", torch),
-            ("dynolog, dyno", found(self.dynolog, "on PATH", "not both on PATH")),
+            // `dyno` is not needed: madengine sends the requests itself.
+            ("dynolog", found(self.dynolog, "on PATH", "not on PATH")),
             (
                 "TraceLens",
                 self.tracelens_python.as_ref().map_or_else(
@@ -141,7 +142,7 @@ pub(crate) fn inventory(python: Option<&Path>) -> Inventory {
     }
     inv.rocprofv3 = on_path("rocprofv3");
     inv.traceconv = on_path("traceconv");
-    inv.dynolog = on_path("dynolog") && on_path("dyno");
+    inv.dynolog = on_path("dynolog");
     let probe = "import json, torch; print(json.dumps({'version': torch.__version__, 'gpu': torch.cuda.is_available(), \
                  'count': torch.cuda.device_count(), 'hip': torch.version.hip}))";
     inv.torch = output("python3", &["-c", probe])
@@ -211,7 +212,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
             name: "dynolog-profile",
             what: "madengine profile -- python workload.py through a real dynolog, then its perf report",
             runnable: need(&[
-                (inv.dynolog, "dynolog and dyno"),
+                (inv.dynolog, "dynolog on PATH"),
                 (torch_gpu, "PyTorch seeing a GPU"),
                 (tl, "TraceLens"),
             ]),

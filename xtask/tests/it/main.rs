@@ -1,8 +1,9 @@
 //! Integration tests of xtask.
 //!
-//! `cargo xtask e2e --cpu`, run for real: the 2-rank `torchrun` scenario and
-//! the SLURM scenario with a real PyTorch on the CPU (gloo), the test cluster
-//! from `cargo xtask slurm up` and the TraceLens stand-in, so the e2e's own
+//! `cargo xtask e2e --cpu`, run for real: the `madengine profile`, 2-rank
+//! `torchrun` and SLURM scenarios with a real PyTorch on the CPU (gloo), the
+//! test cluster from `cargo xtask slurm up`, the fake dynolog daemon and the
+//! TraceLens stand-in (the two that cannot run here), so the e2e's own
 //! machinery is checked before a GPU node's time is spent on it. Needs
 //! `MADENGINE_TORCH_PYTHON` and `MADENGINE_TEST_SLURM`: without them the test
 //! says it skipped, and with `CI=true` it fails.
@@ -14,7 +15,7 @@ mod standin;
 #[path = "../../../crates/dynolog-client/tests/it/torch_python.rs"]
 mod torch_python;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -42,10 +43,20 @@ fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
         eprintln!("skipped: no SLURM cluster (start one with `eval \"$(cargo xtask slurm up)\"`)");
         return;
     };
-    // The venv's python3 and torchrun first on PATH, as on a node with PyTorch.
+    // The venv's python3 and torchrun first on PATH, as on a node with
+    // PyTorch, and the fake dynolog daemon (no real one runs here) as `dynolog`.
     let venv_bin = torch.parent().unwrap().to_path_buf();
+    let fakes = std::env::temp_dir().join(format!("xtask-e2e-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&fakes).unwrap();
+    let fake_dynolog = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates/dynolog-client/tests/fixtures/fake_dynolog.py");
+    let _ = std::fs::remove_file(fakes.join("dynolog"));
+    std::os::unix::fs::symlink(fake_dynolog.canonicalize().unwrap(), fakes.join("dynolog"))
+        .unwrap();
     let path = std::env::join_paths(
-        std::iter::once(venv_bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+        [venv_bin, fakes.clone()]
+            .into_iter()
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
     let tracelens = standin::Standin::python(&standin::standin().scripts);
@@ -60,6 +71,7 @@ fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
         .env_remove("TRACELENS_VENV")
         .output()
         .unwrap();
+    std::fs::remove_dir_all(&fakes).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "e2e failed:\n{stdout}\n{stderr}");
@@ -73,16 +85,20 @@ fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
             .unwrap()
             .clone()
     };
-    for name in ["torchrun-2rank", "slurm"] {
+    // The profiled process's trace (its 3 optimizer steps checked); two
+    // per-rank rows and the collective: each SKIPPED, as TraceLens answers
+    // CPU traces.
+    for (name, rows) in [("dynolog-profile", 1), ("torchrun-2rank", 3), ("slurm", 3)] {
         let s = by_name(name);
         assert!(s["ran"] == true && s["ok"] == true, "{name}: {s}\n{stderr}");
-        // Two per-rank rows and the collective, each SKIPPED as TraceLens
-        // answers CPU traces.
         let detail = s["detail"].as_str().unwrap();
-        assert!(detail.contains("3 row(s) SKIPPED, as for CPU traces"), "{name}: {detail}");
+        assert!(
+            detail.contains(&format!("{rows} row(s) SKIPPED, as for CPU traces")),
+            "{name}: {detail}"
+        );
     }
-    // Without a GPU tool chain the others say what they need.
-    for name in ["rocprof-json", "rocprof-pftrace", "dynolog-profile"] {
+    // Without rocprofv3 and an AMD GPU the others say what they need.
+    for name in ["rocprof-json", "rocprof-pftrace"] {
         let s = by_name(name);
         assert!(s["ran"] == false, "{name}: {s}");
         assert!(s["detail"].as_str().unwrap().starts_with("skipped: needs "), "{name}: {s}");
