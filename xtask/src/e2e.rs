@@ -184,6 +184,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
     // TraceLens reports nothing for CPU-only traces ("No GPU events found"),
     // so every scenario needs PyTorch to see a GPU (a rehearsal, PyTorch).
     let torch_gpu = inv.torch.as_ref().is_some_and(|t| cpu || t["gpu"] == true);
+    let torch_need = if cpu { "PyTorch" } else { "PyTorch seeing a GPU" };
     let amd = inv.gpu_vendor.as_deref() == Some("amd");
     let tl = inv.tracelens_python.is_some();
     vec![
@@ -193,7 +194,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
             runnable: need(&[
                 (amd, "an AMD GPU"),
                 (inv.rocprofv3, "rocprofv3"),
-                (torch_gpu, "PyTorch seeing a GPU"),
+                (torch_gpu, torch_need),
                 (tl, "TraceLens (--python or TRACELENS_VENV)"),
             ]),
         },
@@ -203,7 +204,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
             runnable: need(&[
                 (amd, "an AMD GPU"),
                 (inv.rocprofv3, "rocprofv3"),
-                (torch_gpu, "PyTorch seeing a GPU"),
+                (torch_gpu, torch_need),
                 (tl, "TraceLens"),
                 (inv.traceconv, "traceconv on PATH (TraceLens would try to download it)"),
             ]),
@@ -213,14 +214,14 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
             what: "madengine profile -- python workload.py through a real dynolog, then its perf report",
             runnable: need(&[
                 (inv.dynolog, "dynolog on PATH"),
-                (torch_gpu, "PyTorch seeing a GPU"),
+                (torch_gpu, torch_need),
                 (tl, "TraceLens"),
             ]),
         },
         Scenario {
             name: "torchrun-2rank",
             what: "a 2-rank torchrun job (NCCL/RCCL with 2+ GPUs, gloo otherwise), then per-rank reports and, with NCCL/RCCL, the collective report",
-            runnable: need(&[(torch_gpu, "PyTorch seeing a GPU"), (tl, "TraceLens")]),
+            runnable: need(&[(torch_gpu, torch_need), (tl, "TraceLens")]),
         },
         Scenario {
             name: "slurm",
@@ -229,8 +230,9 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
                 (inv.slurm_conf.is_some(), "a SLURM cluster (SLURM_CONF)"),
                 // gather --report includes the collective report, which needs
                 // NCCL/RCCL (a rehearsal expects it SKIPPED).
+                (torch_gpu, torch_need),
                 (
-                    cpu && torch_gpu || gpus_for_nccl(inv),
+                    cpu || gpus_for_nccl(inv),
                     "2+ GPUs PyTorch sees (NCCL/RCCL for the collective report)",
                 ),
                 (tl, "TraceLens"),
@@ -737,7 +739,10 @@ mod tests {
             plan(&inv, true).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
         assert_eq!(rehearsed, ["dynolog-profile", "torchrun-2rank", "slurm"]);
         inv.torch = None;
-        assert!(plan(&inv, true).iter().all(|s| s.runnable.is_err()), "no PyTorch, no rehearsal");
+        for s in plan(&inv, true) {
+            let why = s.runnable.unwrap_err();
+            assert!(why.contains("PyTorch") && !why.contains("seeing a GPU"), "{}: {why}", s.name);
+        }
     }
 
     #[test]
