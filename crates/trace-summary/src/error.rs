@@ -46,6 +46,12 @@ pub enum Error {
         /// document, so its are not.
         events: Option<usize>,
     },
+    /// [`crate::Options::cancel`] was raised while the trace was read.
+    #[error("stopped reading {path}")]
+    Cancelled {
+        /// The trace.
+        path: PathBuf,
+    },
     /// The trace is not a Chrome trace JSON (after sanitizing).
     #[error("{path} is not a readable Chrome trace: {detail}")]
     Parse {

@@ -6,7 +6,7 @@ use std::{
     path::Path,
     sync::{
         Arc,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -66,12 +66,20 @@ pub struct Options {
     /// them, rocprofv3 its kernel dispatches last: what is lost is the end of
     /// the GPU timeline.
     pub salvage: bool,
+    /// Raised by the caller (a Ctrl-C handler) to stop: [`summarize_file_with`]
+    /// then ends with [`Error::Cancelled`] after the chunk it is reading.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Options {
     /// Options that salvage truncated traces ([`Options::salvage`]).
     pub fn salvaging() -> Options {
-        Options { salvage: true }
+        Options { salvage: true, ..Options::default() }
+    }
+
+    /// These options, stopping when `cancel` is raised ([`Options::cancel`]).
+    pub fn cancelled_by(self, cancel: Arc<AtomicBool>) -> Options {
+        Options { cancel: Some(cancel), ..self }
     }
 }
 
@@ -234,7 +242,7 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 /// stream cut short is salvaged too, up to where it could be read.
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
     let (summary, repaired) =
-        with_sanitized(path, options.salvage, |reader| summarize_with(reader, path, options))?;
+        with_sanitized(path, options, |reader| summarize_with(reader, path, options))?;
     let repaired = repaired.unwrap_or_default();
     // Salvaged, the reader saw a closed copy: the sanitizer knows where the cut was.
     let cut = repaired.cut.map(|c| c.at);
@@ -246,7 +254,7 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
 /// alone (`cargo xtask bench summary`).
 #[doc(hidden)]
 pub fn parse_file(path: &Path) -> Result<usize> {
-    with_sanitized(path, false, |reader| {
+    with_sanitized(path, &Options::default(), |reader| {
         parse(BufReader::with_capacity(1 << 20, reader))
             .map(|p| p.read)
             .map_err(|e| Error::Parse { path: path.to_path_buf(), detail: e.to_string() })
@@ -260,7 +268,7 @@ pub fn parse_file(path: &Path) -> Result<usize> {
 /// returns the sanitizer's report, when it finished.
 fn with_sanitized<T>(
     path: &Path,
-    salvage: bool,
+    options: &Options,
     f: impl FnOnce(ChanReader) -> Result<T>,
 ) -> Result<(T, Option<trace_sanitize::Report>)> {
     let file =
@@ -281,15 +289,21 @@ fn with_sanitized<T>(
             } else {
                 Box::new(file)
             };
-            if salvage {
-                trace_sanitize::salvage(input, writer, &Default::default())
+            let sanitizing =
+                trace_sanitize::Options { cancel: options.cancel.clone(), ..Default::default() };
+            if options.salvage {
+                trace_sanitize::salvage(input, writer, &sanitizing)
             } else {
-                trace_sanitize::sanitize(input, writer, &Default::default())
+                trace_sanitize::sanitize(input, writer, &sanitizing)
             }
         });
         let result = f(reader);
         let repaired = repairing.join().expect("the sanitizer thread does not panic");
         match (result, repaired) {
+            // Stopped: whatever the parser made of the stream's early end.
+            (_, Err(trace_sanitize::Error::Cancelled { .. })) => {
+                Err(Error::Cancelled { path: path.to_path_buf() })
+            }
             (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
                 path: path.to_path_buf(),
                 detail: format!(

@@ -532,7 +532,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     let started = Instant::now();
     if config.precheck
         && matches!(job.tool, crate::Tool::Pytorch | crate::Tool::Rocprof)
-        && let Some(row) = precheck(job, input, &log, started)
+        && let Some(row) = precheck(config, job, input, &log, started)
     {
         return row;
     }
@@ -565,7 +565,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
 /// activity TraceLens can link (TraceLens would stop with "No GPU events
 /// found in the trace"); None when TraceLens should run (including when the
 /// trace cannot be read here for another reason: TraceLens then says why).
-fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
+fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
     let row = |status, cause, detail: String, log_text: String| {
         let _ = fs::write(log, log_text);
         Some(Row {
@@ -587,7 +587,14 @@ fn precheck(job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row
         );
         row(Status::Failure, Cause::CutShort, detail.clone(), format!("madengine: {detail}\n"))
     };
-    let summary = match trace_summary::summarize_file(input) {
+    // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
+    let options = match &config.cancel {
+        Some(cancel) => {
+            trace_summary::Options::default().cancelled_by(std::sync::Arc::clone(cancel))
+        }
+        None => trace_summary::Options::default(),
+    };
+    let summary = match trace_summary::summarize_file_with(input, &options) {
         Ok(summary) => summary,
         Err(trace_summary::Error::Truncated { bytes, events, .. }) => {
             let events = events

@@ -3,7 +3,8 @@
 use std::{
     path::{Path, PathBuf},
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
         mpsc,
     },
 };
@@ -472,12 +473,13 @@ enum Progress {
 
 /// Summarize one trace. A panic (a bug in the reader) is this trace's error,
 /// so the other traces of the run are still reported.
-fn summarize_one(path: &Path, salvage: bool) -> Read {
+fn summarize_one(path: &Path, salvage: bool, cancel: &Arc<AtomicBool>) -> Read {
     let options = if salvage {
         trace_summary::Options::salvaging()
     } else {
         trace_summary::Options::default()
     };
+    let options = options.cancelled_by(Arc::clone(cancel));
     let read = guarded(path, |path| trace_summary::summarize_file_with(path, &options));
     read.map_err(|(err, salvageable)| {
         if salvageable && !salvage {
@@ -515,12 +517,15 @@ fn guarded(
 }
 
 /// Summarize every input on `jobs` threads; results in input order.
+/// Each input's summary, `jobs` at a time. Once `cancel` is raised, the
+/// traces being read stop and no other is started: `None`.
 fn summarize_all(
     inputs: &[Input],
     jobs: usize,
     salvage: bool,
+    cancel: &Arc<AtomicBool>,
     bar: Option<&ProgressBar>,
-) -> Vec<Read> {
+) -> Option<Vec<Read>> {
     let mut results: Vec<Option<_>> = inputs.iter().map(|_| None).collect();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
@@ -532,8 +537,11 @@ fn summarize_all(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(input) = inputs.get(i) else { break };
+                    if cancel.load(Ordering::SeqCst) {
+                        break;
+                    }
                     let _ = tx.send(Progress::Started(i));
-                    let result = summarize_one(&input.trace, salvage);
+                    let result = summarize_one(&input.trace, salvage, cancel);
                     if tx.send(Progress::Done(i, Box::new(result))).is_err() {
                         break;
                     }
@@ -560,7 +568,10 @@ fn summarize_all(
             }
         }
     });
-    results.into_iter().map(|r| r.expect("every input was summarized")).collect()
+    if cancel.load(Ordering::SeqCst) {
+        return None;
+    }
+    Some(results.into_iter().map(|r| r.expect("every input was summarized")).collect())
 }
 
 /// The error and its causes on one line.
@@ -573,6 +584,9 @@ fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
+    // Ctrl-C stops the reading; nothing is written then. (Writing the CSVs
+    // afterwards takes milliseconds, and goes to its end.)
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let inputs = inputs(args)?;
     let jobs = match args.jobs {
         Some(jobs) => jobs as usize,
@@ -598,8 +612,13 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         "{spinner} summarized {pos}/{len} traces [{elapsed}] {wide_msg}",
         !args.json && !inputs.is_empty(),
     );
-    let results = summarize_all(&inputs, jobs, args.salvage, progress.bar());
+    let results = summarize_all(&inputs, jobs, args.salvage, &interrupt.flag(), progress.bar());
     drop(progress);
+    drop(interrupt);
+    let Some(results) = results else {
+        render::error_line("interrupted while reading the traces: nothing was written");
+        return Ok(Status::Interrupted);
+    };
     let mut stems = tracelens_driver::Stems::default();
     let mut views = Vec::new();
     let mut unreadable = 0;

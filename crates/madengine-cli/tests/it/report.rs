@@ -245,7 +245,7 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
     let dir = run_dir();
     let scratch = dir.path().join("tmp");
     fs::create_dir(&scratch).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+    let child = Command::new(env!("CARGO_BIN_EXE_madengine"))
         .args(["report", "tracelens", "--root", "run", "--output-dir", "out", "--jobs", "2"])
         .arg("--python")
         .arg(python(&standin().scripts))
@@ -272,23 +272,12 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
     assert_eq!(copies, 1, "no scratch directory while the jobs run");
     // SIGINT to madengine alone: the jobs (sleeping for 10 minutes) must be
     // stopped by madengine itself.
-    let kill = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
-    assert!(kill.success());
-    // A guard against a hang, not a timing check: without the stop, the jobs
-    // would sleep for 10 minutes.
-    let mut waited = 0;
-    while child.try_wait().unwrap().is_none() && waited < 1200 {
-        std::thread::sleep(Duration::from_millis(50));
-        waited += 1;
-    }
-    if child.try_wait().unwrap().is_none() {
-        let _ = child.kill();
+    let Ok(out) = sigint(child) else {
         for job in &running {
             let _ = Command::new("kill").args(["-KILL", &job.to_string()]).status();
         }
         panic!("madengine did not stop within a minute of SIGINT");
-    }
-    let out = child.wait_with_output().unwrap();
+    };
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     // The launcher's CPU-only trace was skipped without TraceLens: finished.
@@ -301,6 +290,79 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
     }
     assert_eq!(fs::read_dir(&scratch).unwrap().count(), 0, "the scratch directory was left");
     assert!(!dir.path().join("out/tracelens_summary.csv").exists());
+}
+
+/// SIGINT to `child` alone, then its output; `Err` (after killing it) when it
+/// has not stopped within a minute: a guard against a hang, not a timing check.
+#[allow(clippy::disallowed_methods, reason = "kill(1)")]
+fn sigint(mut child: std::process::Child) -> Result<std::process::Output, ()> {
+    let pid = child.id().to_string();
+    let kill = std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(kill.success());
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() && waited < 1200 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        waited += 1;
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+        return Err(());
+    }
+    Ok(child.wait_with_output().unwrap())
+}
+
+#[test]
+#[allow(clippy::disallowed_methods, reason = "the test runs the real binary")]
+fn ctrl_c_while_report_summary_reads_writes_nothing() {
+    use std::{process::Command, time::Duration};
+    let dir = tempfile::tempdir().unwrap();
+    // One trace of about 10 MB, read 20 times (through links of other names).
+    let mut trace = String::from("{\"traceEvents\": [");
+    for i in 0..120_000 {
+        trace.push_str(&format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {i}, "dur": 1}},"#
+        ));
+    }
+    trace.push_str("{}]}");
+    let big = dir.path().join("big.json");
+    fs::write(&big, trace).unwrap();
+    let mut args = vec!["report".to_string(), "summary".into(), "--jobs".into(), "1".into()];
+    for i in 0..20 {
+        let name = format!("t{i:02}.json");
+        std::os::unix::fs::symlink(&big, dir.path().join(&name)).unwrap();
+        args.push(name);
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .args(&args)
+        .args(["--output-dir", "out"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once a trace is being read (open in the process), Ctrl-C.
+    let pid = child.id();
+    let reading = || {
+        fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("big.json")))
+    };
+    let mut polls = 0;
+    while !reading() && polls < 1200 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(50));
+        polls += 1;
+    }
+    assert!(reading(), "madengine never opened a trace");
+    let out = sigint(child).expect("madengine stops within a minute of SIGINT");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted while reading the traces: nothing was written"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out").exists(), "output was written");
 }
 
 #[test]

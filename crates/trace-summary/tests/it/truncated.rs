@@ -151,3 +151,20 @@ fn nothing_complete_is_said_plainly() {
     assert!(err.to_string().contains("nothing to salvage"), "{err}");
     assert!(!err.is_cut_short(), "salvage cannot read it either");
 }
+
+#[test]
+fn a_raised_cancel_flag_stops_the_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, kineto(2000)).unwrap();
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Not raised: the trace is read as usual.
+    let options = Options::default().cancelled_by(std::sync::Arc::clone(&cancel));
+    assert_eq!(summarize_file_with(&path, &options).unwrap().outcome, Outcome::Tables);
+    cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+    for options in [options.clone(), Options::salvaging().cancelled_by(cancel)] {
+        let err = summarize_file_with(&path, &options).unwrap_err();
+        assert!(matches!(&err, Error::Cancelled { path: p } if *p == path), "{err:?}");
+        assert_eq!(err.to_string(), format!("stopped reading {}", path.display()));
+    }
+}
