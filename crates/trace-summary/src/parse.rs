@@ -245,21 +245,36 @@ fn prefix_xor(mut x: u64) -> u64 {
     x
 }
 
+/// The top-level lists the scanner looks into.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum List {
+    /// `traceEvents`: each object element is an event.
+    Events,
+    /// `deviceProperties`: each object element is a GPU.
+    Devices,
+}
+
+impl List {
+    fn of_key(key: &[u8]) -> Option<List> {
+        match key {
+            b"traceEvents" => Some(List::Events),
+            b"deviceProperties" => Some(List::Devices),
+            _ => None,
+        }
+    }
+}
+
 /// Nesting outside strings, and the events it delimits.
 #[derive(Default)]
 struct Nesting {
     depth: usize,
     top_seen: bool,
-    /// Saw `"traceEvents"` then `:` at depth 1.
-    pending_key: bool,
-    /// Saw `"deviceProperties"` then `:` at depth 1.
-    pending_devices: bool,
-    /// Inside the deviceProperties array (depth 2).
-    in_devices: bool,
+    /// The list whose key and `:` were just seen at depth 1.
+    pending: Option<List>,
+    /// The list being read (depth 2).
+    inside: Option<List>,
     /// Objects opened in the deviceProperties array.
     devices: Option<usize>,
-    /// Inside the traceEvents array (depth 2).
-    in_events: bool,
     event_start: Option<usize>,
     /// `(start, end)` of the events completed in the current buffer.
     events: Vec<(usize, usize)>,
@@ -276,19 +291,20 @@ impl Nesting {
             }
         }
         self.depth += 1;
-        if self.depth == 2 && self.pending_key && b == b'[' {
-            self.in_events = true;
-        } else if self.depth == 3 && self.in_events && b == b'{' {
-            self.event_start = Some(at);
-        } else if self.depth == 2 && self.pending_devices && b == b'[' {
-            self.in_devices = true;
-            self.devices = Some(0);
-        } else if self.depth == 3 && self.in_devices && b == b'{' {
-            self.devices = self.devices.map(|n| n + 1);
-        }
-        if self.depth == 2 {
-            self.pending_key = false;
-            self.pending_devices = false;
+        match (self.depth, b) {
+            (2, b'[') => {
+                self.inside = self.pending.take();
+                if self.inside == Some(List::Devices) {
+                    self.devices = Some(0);
+                }
+            }
+            (2, _) => self.pending = None,
+            (3, b'{') => match self.inside {
+                Some(List::Events) => self.event_start = Some(at),
+                Some(List::Devices) => self.devices = self.devices.map(|n| n + 1),
+                None => {}
+            },
+            _ => {}
         }
         Ok(())
     }
@@ -306,10 +322,8 @@ impl Nesting {
             self.events.push((start, at + 1));
         }
         if self.depth == 1 {
-            self.in_events = false;
-            self.in_devices = false;
-            self.pending_key = false;
-            self.pending_devices = false;
+            self.inside = None;
+            self.pending = None;
         }
         Ok(())
     }
@@ -437,16 +451,14 @@ fn scan<R: Read>(
                     }
                 }
                 b':' if st.depth == 1 && key_done => {
-                    st.pending_key = key == b"traceEvents";
-                    st.pending_devices = key == b"deviceProperties";
-                    has_trace_events |= st.pending_key;
+                    st.pending = List::of_key(&key);
+                    has_trace_events |= st.pending == Some(List::Events);
                     key_done = false;
                 }
                 b'{' | b'[' => st.open(b, i)?,
                 b'}' | b']' => st.close(i)?,
                 b',' if st.depth == 1 => {
-                    st.pending_key = false;
-                    st.pending_devices = false;
+                    st.pending = None;
                 }
                 _ => {}
             }

@@ -77,9 +77,10 @@ impl Options {
         Options { salvage: true, ..Options::default() }
     }
 
-    /// These options, stopping when `cancel` is raised ([`Options::cancel`]).
-    pub fn cancelled_by(self, cancel: Arc<AtomicBool>) -> Options {
-        Options { cancel: Some(cancel), ..self }
+    /// These options, stopping when `cancel` is raised ([`Options::cancel`];
+    /// `None`: never).
+    pub fn cancelled_by(self, cancel: impl Into<Option<Arc<AtomicBool>>>) -> Options {
+        Options { cancel: cancel.into(), ..self }
     }
 }
 

@@ -588,12 +588,7 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         row(Status::Failure, Cause::CutShort, detail.clone(), format!("madengine: {detail}\n"))
     };
     // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
-    let options = match &config.cancel {
-        Some(cancel) => {
-            trace_summary::Options::default().cancelled_by(std::sync::Arc::clone(cancel))
-        }
-        None => trace_summary::Options::default(),
-    };
+    let options = trace_summary::Options::default().cancelled_by(config.cancel.clone());
     let summary = match trace_summary::summarize_file_with(input, &options) {
         Ok(summary) => summary,
         Err(trace_summary::Error::Truncated { bytes, events, .. }) => {

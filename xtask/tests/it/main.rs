@@ -9,11 +9,11 @@
 //! says it skipped, and with `CI=true` it fails.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+#[path = "../../../crates/dynolog-client/tests/it/required.rs"]
+mod required;
 #[path = "../../../crates/tracelens-driver/tests/it/standin.rs"]
 #[allow(dead_code, reason = "only the console-script venv is used here")]
 mod standin;
-#[path = "../../../crates/dynolog-client/tests/it/torch_python.rs"]
-mod torch_python;
 
 use std::path::{Path, PathBuf};
 
@@ -34,15 +34,8 @@ fn madengine() -> PathBuf {
 
 #[test]
 fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
-    let Some(torch) = torch_python::torch_python() else { return };
-    let Some(conf) = std::env::var_os("MADENGINE_TEST_SLURM").filter(|c| !c.is_empty()) else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but no SLURM cluster (MADENGINE_TEST_SLURM is unset)"
-        );
-        eprintln!("skipped: no SLURM cluster (start one with `eval \"$(cargo xtask slurm up)\"`)");
-        return;
-    };
+    let Some(torch) = required::torch_python() else { return };
+    let Some(conf) = required::test_cluster() else { return };
     // The venv's python3 and torchrun first on PATH, as on a node with
     // PyTorch, and the fake dynolog daemon (no real one runs here) as `dynolog`.
     let venv_bin = torch.parent().unwrap().to_path_buf();

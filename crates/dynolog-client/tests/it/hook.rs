@@ -9,7 +9,7 @@ use std::{
 
 use dynolog_client::{RunState, Signals, hook_module};
 
-use crate::torch_python::torch_python;
+use crate::required::torch_python;
 
 const SCRIPT: &str = r#"
 import os, sys

@@ -4,5 +4,5 @@
 mod fake;
 mod hook;
 mod protocol;
-mod torch_python;
+mod required;
 mod trigger;

@@ -7,11 +7,11 @@ mod dynolog;
 mod k8s;
 mod pytorch;
 mod report;
+#[path = "../../../dynolog-client/tests/it/required.rs"]
+mod required;
 mod slurm;
 #[path = "../../../tracelens-driver/tests/it/standin.rs"]
 mod standin;
-#[path = "../../../dynolog-client/tests/it/torch_python.rs"]
-mod torch_python;
 mod trace;
 
 use std::{

@@ -6,7 +6,7 @@
 //! the same wheel against a real one).
 //!
 //! The interpreter comes from `$MADENGINE_TORCH_PYTHON` (see
-//! dynolog-client's `tests/it/torch_python.rs`).
+//! dynolog-client's `tests/it/required.rs`).
 
 use std::{
     ffi::OsString,
@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::{
     dynolog::{fixture, hook_files},
-    torch_python::torch_python,
+    required::torch_python,
 };
 
 fn workload() -> PathBuf {

@@ -6,19 +6,7 @@ use std::path::Path;
 use crate::cli_snapshot;
 
 fn cluster() -> Option<std::ffi::OsString> {
-    match std::env::var_os("MADENGINE_TEST_SLURM") {
-        Some(conf) if !conf.is_empty() => Some(conf),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but no SLURM cluster (MADENGINE_TEST_SLURM is unset)"
-            );
-            eprintln!(
-                "skipped: no SLURM cluster (start one with `eval \"$(cargo xtask slurm up)\"`)"
-            );
-            None
-        }
-    }
+    crate::required::test_cluster().map(std::path::PathBuf::into_os_string)
 }
 
 #[test]

@@ -7,6 +7,8 @@ mod files;
 mod public;
 mod public_dir;
 mod python;
+#[path = "../../../dynolog-client/tests/it/required.rs"]
+mod required;
 mod snapshots;
 
 use trace_sanitize::{Options, Report, sanitize};

@@ -179,18 +179,9 @@ assert len(doc["traceEvents"]) == 300
 }
 
 /// The parser TraceLens loads traces with, for real: `$MADENGINE_ORJSON_PYTHON`
-/// imports orjson 3.13.0 (`.ci/run` installs it). Without it the test says it
-/// skipped; with `CI=true` it fails.
+/// imports orjson 3.13.0 (`.ci/run` installs it).
 fn orjson_python() -> Option<std::path::PathBuf> {
-    let found = std::env::var_os("MADENGINE_ORJSON_PYTHON").filter(|p| !p.is_empty());
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but MADENGINE_ORJSON_PYTHON is unset (an interpreter that imports orjson)"
-        );
-        eprintln!("skipped: MADENGINE_ORJSON_PYTHON is unset (an interpreter that imports orjson)");
-    }
-    found.map(std::path::PathBuf::from)
+    crate::required::required_path("MADENGINE_ORJSON_PYTHON", "an interpreter that imports orjson")
 }
 
 /// Every defect class, alone and together: orjson (TraceLens' parser)
