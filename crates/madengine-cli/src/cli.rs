@@ -568,7 +568,8 @@ parallel (--jobs). A trace that cannot be read (truncated, not JSON) is
 reported with its error and does not stop the others; the exit code is then 3.
 With --salvage a truncated trace (its writer killed part way, a .json.gz cut
 short) is summarized from the records complete before the cut and marked
-`truncated` (profilers write GPU activity last: the end of the timeline is lost).
+`truncated` (profilers write GPU activity last: the end of the timeline is lost);
+one with data after the end of its JSON document is summarized without it.
 
 Examples:
   madengine report summary runs/llama
@@ -604,7 +605,8 @@ pub(crate) struct SummaryArgs {
     pub(crate) html: Option<PathBuf>,
     /// Summarize a truncated trace (its writer killed part way, a .json.gz
     /// cut short) from the records complete before the cut, marked as
-    /// truncated, instead of reporting it unreadable.
+    /// truncated, and one with data after its JSON document without that,
+    /// instead of reporting them unreadable.
     #[arg(long)]
     pub(crate) salvage: bool,
 }
@@ -740,8 +742,9 @@ pub(crate) struct TracelensArgs {
     #[arg(long)]
     pub(crate) no_precheck: bool,
     /// Analyze a trace cut short (a job killed while writing it, a .json.gz
-    /// cut off) through a closed copy holding its complete events; its rows
-    /// say `salvaged`. Costs one more pass over each trace (a copy in the
+    /// cut off) through a closed copy holding its complete events, and one
+    /// with data after its JSON document through a copy without that; its
+    /// rows say `salvaged`. Costs one more pass over each trace (a copy in the
     /// scratch directory, kept only for traces that need it).
     #[arg(long)]
     pub(crate) salvage: bool,
@@ -831,10 +834,13 @@ for PyTorch and rocprofv3 JSON traces (as `trace discover`); to repair, name
 the files. --json prints one report object for a single file, else an array.
 
 With --salvage a trace cut short is closed after its last complete event and
-the report says where it was cut and what closed it; a complete trace gets the
-same copy as without it. --check also says when a trace is cut short (its JSON
-ends inside an unfinished value, which TraceLens cannot parse) and what
---salvage would drop.
+the report says where it was cut and what closed it; data after the end of the
+JSON document (a second trace appended, a log line, the zeros a crash leaves)
+is dropped; a complete trace gets the same copy as without it. --check also
+says when a trace is cut short (its JSON ends inside an unfinished value) or
+has data after its end, which TraceLens cannot parse either way, and what
+--salvage would drop. Without either, a copy whose JSON cannot end where it
+does (not in `}` or `]`) is still written, and said to be unparseable.
 
 Examples:
   madengine trace sanitize 4242_results.json        # writes 4242_results.sanitized.json
@@ -845,7 +851,9 @@ Examples:
   madengine trace sanitize --check runs/llama        # every trace of a run
 
 Exit codes: 0 success (with --check: all clean and complete), 1 with --check:
-a trace needs repair or is cut short, 2 usage error, 3 input or I/O error.";
+a trace needs repair, is cut short or has data after its end; without: a copy
+is still cut short (TraceLens cannot parse it), 2 usage error, 3 input or I/O
+error.";
 
 #[derive(Debug, Args)]
 pub(crate) struct DiscoverArgs {
@@ -885,7 +893,7 @@ pub(crate) struct SanitizeArgs {
     /// Also close a trace that was cut short (a profiler killed while writing
     /// it, a .json.gz cut off): keep everything up to its last complete event,
     /// drop the partial one and close the brackets left open, so TraceLens
-    /// can read it.
+    /// can read it. Data after the end of the JSON document is dropped.
     #[arg(long, conflicts_with = "check")]
     pub(crate) salvage: bool,
     /// How many repairs to list in detail.

@@ -110,8 +110,8 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         let _ = write!(page, r#"<p class="error">Could not be read: {}</p></section>"#, esc(error));
         return;
     }
-    if let Some(truncated) = &v.truncated {
-        let _ = write!(page, r#"<p class="error">{}.</p>"#, esc(&capitalized(&truncated.note())));
+    if let Some(warning) = v.salvage_warning() {
+        let _ = write!(page, r#"<p class="error">{}.</p>"#, esc(&capitalized(&warning)));
     }
     if let Some(note) = v.repaired_note() {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(&note)));

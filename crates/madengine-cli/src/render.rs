@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use trace_discover::{Claim, Discovery, RankSource, TraceKind};
-use trace_sanitize::{Compression, Defect, FileReport};
+use trace_sanitize::{Compression, CutKind, Defect, FileReport};
 
 use crate::error::Error;
 
@@ -112,6 +112,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         _ => "",
     };
     let cut_short = r.complete == Some(false);
+    let after_end = r.cut.as_ref().is_some_and(|c| c.kind == CutKind::DataAfterEnd);
     match &file.output {
         None if !r.needs_repair() && !cut_short => {
             text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
@@ -119,7 +120,8 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         None if cut_short => text.push_str(&format!(
             "{}: {}{}; TraceLens cannot parse it\n",
             file.input.display(),
-            match r.cut {
+            match &r.cut {
+                Some(_) if after_end => "data follows the end of its JSON document".to_string(),
                 Some(_) => format!("cut short after byte {}, inside an unfinished value", r.bytes_read),
                 None => format!(
                     "no complete JSON object or array in its {} (empty, or cut short inside the first)",
@@ -137,12 +139,33 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
                 String::new()
             }
         )),
+        Some(output) if after_end => text.push_str(&format!(
+            "{}: {}written to {}{recoded} without what follows its JSON document{} ({scanned})\n",
+            file.input.display(),
+            if r.needs_repair() { "repaired and " } else { "" },
+            output.display(),
+            if r.needs_repair() { format!(": {counts}") } else { String::new() },
+        )),
         Some(output) if r.cut.is_some() => text.push_str(&format!(
             "{}: {}closed into {}{recoded}{} ({scanned})\n",
             file.input.display(),
             if r.needs_repair() { "repaired and " } else { "" },
             output.display(),
             if r.needs_repair() { format!(": {counts}") } else { String::new() },
+        )),
+        // Plain sanitize, which does not follow the brackets, sees only
+        // that the JSON cannot end where it does.
+        Some(output) if cut_short => text.push_str(&format!(
+            "{}: {} into {}{recoded} ({scanned}), but {}: TraceLens cannot parse the copy \
+             either\n  --check says what is wrong, --salvage keeps what can be kept\n",
+            file.input.display(),
+            if r.needs_repair() { format!("repaired ({counts})") } else { "copied".into() },
+            output.display(),
+            if r.bytes_read == 0 {
+                "it is empty"
+            } else {
+                "its JSON does not end in `}` or `]` (cut short?)"
+            },
         )),
         Some(output) if !r.needs_repair() => text.push_str(&format!(
             "{}: clean, copied unchanged to {}{recoded} ({scanned})\n",
@@ -177,6 +200,14 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         text.push_str(&format!("  ... and {} more\n", c.total() - listed));
     }
     match (&r.cut, &file.output) {
+        (Some(cut), Some(_)) if after_end => text.push_str(&format!(
+            "  data after the end of the document: dropped the last {}\n",
+            size(cut.dropped)
+        )),
+        (Some(cut), None) if after_end => text.push_str(&format!(
+            "  --salvage writes a copy without its last {} (what follows the document)\n",
+            size(cut.dropped)
+        )),
         (Some(cut), Some(_)) => {
             let why = cut.read_error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default();
             text.push_str(&format!(
@@ -592,8 +623,8 @@ pub(crate) fn summaries(
             text.push_str(&format!("   error: {error}\n\n"));
             continue;
         }
-        if let Some(truncated) = &v.truncated {
-            text.push_str(&format!("   warning: {}\n", truncated.note()));
+        if let Some(warning) = v.salvage_warning() {
+            text.push_str(&format!("   warning: {warning}\n"));
         }
         if let Some(note) = v.repaired_note() {
             text.push_str(&format!("   note: {note}\n"));

@@ -8,6 +8,10 @@
 //! (a partial event and its comma) is dropped and the open brackets are
 //! closed: `{"traceEvents": [{...}, {...}]}`, valid JSON holding every event
 //! that was complete.
+//!
+//! Bytes after the end of the document (a second document appended, a log
+//! line, the zeros a crash leaves at the end of a file) make it unparseable
+//! too: they are dropped, and the document before them goes out as it was.
 
 use std::io::{self, Write};
 
@@ -21,20 +25,35 @@ use crate::engine::prefix_xor;
 /// go out, and a cut after that cannot be closed.
 const MAX_PENDING: usize = 64 << 20;
 
-/// How a cut trace was closed.
+/// How a cut trace was closed, or what followed the end of its document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Cut {
+    /// What was wrong with the end of the input.
+    pub kind: CutKind,
     /// Bytes of the input read before it ended (decompressed).
     pub at: u64,
     /// Bytes dropped at the end (as repaired): the value that was not
-    /// complete, and what separated it from the last one kept.
+    /// complete, and what separated it from the last one kept; or what
+    /// followed the end of the document.
     pub dropped: u64,
-    /// What was appended to close the document, such as `]}`.
+    /// What was appended to close the document, such as `]}` (empty for
+    /// [`CutKind::DataAfterEnd`]).
     pub closed_with: String,
     /// Why the input ended, when a read failed (a gzip stream cut short)
     /// rather than the file simply ending.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_error: Option<String>,
+}
+
+/// What was wrong with the end of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutKind {
+    /// It ends inside an unfinished value: a profiler killed while writing,
+    /// a copy cut short.
+    CutShort,
+    /// Its document is complete, and more than whitespace follows it.
+    DataAfterEnd,
 }
 
 /// A writer that can close a document cut short (see the module docs).
@@ -55,9 +74,11 @@ pub(crate) struct Closer<W> {
     seen: u64,
     /// Open brackets outside strings (`{` or `[`).
     stack: Vec<Open>,
-    /// Where the last top-level value ended. A cut in a value after it
-    /// (concatenated documents) goes back there.
-    done: Option<u64>,
+    /// Where the document (the first top-level value) ended.
+    end: Option<u64>,
+    /// Where the first byte after it other than whitespace is: from there
+    /// on the input is dropped.
+    after_end: Option<u64>,
     in_string: bool,
     escape: bool,
 }
@@ -86,7 +107,8 @@ impl<W: Write> Closer<W> {
             released: 0,
             seen: 0,
             stack: Vec::new(),
-            done: None,
+            end: None,
+            after_end: None,
             in_string: false,
             escape: false,
         }
@@ -95,24 +117,24 @@ impl<W: Write> Closer<W> {
     /// A bracket closed; `end` is the offset just after it.
     #[inline(always)]
     fn closed(&mut self, end: u64) {
-        let child = self.stack.pop().map(|o| o.bracket);
+        // One that closes nothing (a stray `]` at the top) ends nothing.
+        let Some(child) = self.stack.pop() else { return };
         match self.stack.last_mut() {
             Some(parent) => {
                 parent.last_child = Some(end);
-                if child == Some(b'{') {
+                if child.bracket == b'{' {
                     parent.last_object = Some(end);
                 }
             }
-            None => self.done = Some(end),
+            None => {
+                self.end.get_or_insert(end);
+            }
         }
     }
 
     /// Where a cut now would cut back to: `(stack index, offset)`.
     /// `None` as the index: nothing to close.
     fn cut_point(&self) -> Option<(Option<usize>, u64)> {
-        if let Some(end) = self.done {
-            return Some((None, end));
-        }
         let records = self.stack.iter().enumerate().find_map(|(i, o)| match o.last_object {
             Some(end) if o.bracket == b'[' => Some((Some(i), end)),
             _ => None,
@@ -142,7 +164,18 @@ impl<W: Write> Closer<W> {
         mut self,
         read_error: Option<String>,
     ) -> io::Result<(W, Option<Cut>, bool)> {
-        if self.stack.is_empty() && !self.in_string && self.done.is_some() {
+        if let Some(from) = self.after_end {
+            // Everything from there on was dropped on the way.
+            let cut = Cut {
+                kind: CutKind::DataAfterEnd,
+                at: self.seen,
+                dropped: self.seen - from,
+                closed_with: String::new(),
+                read_error,
+            };
+            return Ok((self.inner, Some(cut), true));
+        }
+        if self.end.is_some() {
             let rest = std::mem::take(&mut self.pending);
             self.inner.write_all(&rest)?;
             return Ok((self.inner, None, true));
@@ -157,7 +190,13 @@ impl<W: Write> Closer<W> {
             .map(|o| if o.bracket == b'{' { '}' } else { ']' })
             .collect();
         self.inner.write_all(closed_with.as_bytes())?;
-        let cut = Cut { at: self.seen, dropped: self.seen - at, closed_with, read_error };
+        let cut = Cut {
+            kind: CutKind::CutShort,
+            at: self.seen,
+            dropped: self.seen - at,
+            closed_with,
+            read_error,
+        };
         Ok((self.inner, Some(cut), true))
     }
 }
@@ -217,13 +256,26 @@ impl<W: Write> Write for Closer<W> {
             }
             i += 1;
         }
+        if let (Some(end), None) = (self.end, self.after_end) {
+            let from = end.saturating_sub(base) as usize;
+            if let Some(i) = data[from..].iter().position(|&b| !is_space(b)) {
+                self.after_end = Some(base + (from + i) as u64);
+            }
+        }
         self.pending.extend_from_slice(data);
         self.seen += data.len() as u64;
-        // What no cut can take back goes out.
-        let keep_from = if self.done.is_some() && self.stack.is_empty() && !self.in_string {
-            Some(self.seen)
-        } else {
-            self.cut_point().map(|(_, at)| at)
+        if let Some(from) = self.after_end {
+            // The whitespace before it goes out, the rest nowhere.
+            self.release(from)?;
+            self.pending.clear();
+            self.released = self.seen;
+            return Ok(data.len());
+        }
+        // What no cut can take back goes out: after the end of the
+        // document, whitespace so far.
+        let keep_from = match self.end {
+            Some(_) => Some(self.seen),
+            None => self.cut_point().map(|(_, at)| at),
         };
         if let Some(at) = keep_from {
             self.release(at)?;
@@ -239,6 +291,11 @@ impl<W: Write> Write for Closer<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// JSON's whitespace (RFC 8259: space, tab, line feed, carriage return).
+pub(crate) fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 #[cfg(test)]
@@ -342,13 +399,34 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_second_document_goes_back_to_the_end_of_the_first() {
-        check(r#"{"a": [{}]}{"b": [{}, {"#, r#"{"a": [{}]}"#, "");
+    fn what_follows_the_document_is_dropped() {
+        for (input, kept) in [
+            // A second document, whole or cut.
+            (r#"{"a": [{}]}{"b": [{}]}"#, r#"{"a": [{}]}"#),
+            (r#"{"a": [{}]}{"b": [{}, {"#, r#"{"a": [{}]}"#),
+            // A log line; the zeros a crash leaves; a stray bracket.
+            ("{\"a\": 1}\nW1130 rank 0: done\n", "{\"a\": 1}\n"),
+            ("[1, {}] \0\0\0\0", "[1, {}] "),
+            ("{}\r\n]", "{}\r\n"),
+        ] {
+            for step in [1, 2, 3, 7, 1000] {
+                let (out, cut, ok) = close(input, step);
+                assert!(ok, "{input:?}");
+                assert_eq!(out, kept, "{input:?}, step {step}");
+                let cut = cut.unwrap();
+                assert_eq!(cut.kind, CutKind::DataAfterEnd);
+                assert_eq!(
+                    (cut.at, cut.dropped),
+                    (input.len() as u64, (input.len() - kept.len()) as u64)
+                );
+                assert_eq!(cut.closed_with, "");
+            }
+        }
     }
 
     #[test]
     fn a_complete_document_goes_out_unchanged() {
-        for input in [r#"{"traceEvents": [{}]}"#, "{\"a\": [1, {\"b\": \"}\"}]}\n"] {
+        for input in [r#"{"traceEvents": [{}]}"#, "{\"a\": [1, {\"b\": \"}\"}]}\n", " [] \t\r\n "] {
             for step in [1, 5, 100] {
                 let (out, cut, ok) = close(input, step);
                 assert_eq!((out.as_str(), cut, ok), (input, None, true));
@@ -358,7 +436,7 @@ mod tests {
 
     #[test]
     fn nothing_complete_before_the_cut_cannot_be_closed() {
-        for input in ["", "{", r#"{"traceEvents": [{"ph": "X""#, "  {\"a\": \"}"] {
+        for input in ["", "{", r#"{"traceEvents": [{"ph": "X""#, "  {\"a\": \"}", "]{"] {
             let (out, cut, ok) = close(input, 3);
             assert!(!ok && cut.is_none() && out.is_empty(), "{input:?}: {out:?}");
         }

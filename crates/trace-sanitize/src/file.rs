@@ -185,8 +185,10 @@ pub fn sanitize_file(
 /// writing it, a gzip stream cut off) is closed: everything up to its last
 /// complete object or array is kept, the rest (a partial event) dropped, and
 /// the brackets still open are closed, so a strict parser reads every
-/// complete event. [`Report::cut`] says where and how; it is `None` for a
-/// complete input, whose output is what [`sanitize_file`] writes. An input
+/// complete event. Data after the end of the document (a second one, a log
+/// line, zeros) is dropped likewise ([`crate::CutKind::DataAfterEnd`]).
+/// [`Report::cut`] says where and how; it is `None` for a complete input,
+/// whose output is what [`sanitize_file`] writes. An input
 /// cut before any object or array in it is complete is
 /// [`Error::NothingToSalvage`]. The output is compressed as its name says
 /// ([`output_compression`]) and written atomically.

@@ -38,8 +38,10 @@
 //! copied byte for byte and its [`Report`] says it needed no repair.
 //!
 //! - [`sanitize`] / [`check`] work on any `Read` (and `Write`). A check also
-//!   says whether the input's JSON text is complete ([`Report::complete`]):
-//!   repairs cannot make a trace cut short parseable.
+//!   says whether the input's JSON text is one complete document
+//!   ([`Report::complete`]): repairs cannot make a trace cut short, or one
+//!   with data after its end, parseable. A sanitize pass tells only the
+//!   plain case, a last byte that is not `}` or `]`.
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
 //!   the input is never modified, the output is gzip when its name ends in
 //!   `.gz` ([`output_compression`]) and is written to a temporary file
@@ -47,6 +49,8 @@
 //! - [`salvage_file`] does what [`sanitize_file`] does and also closes a
 //!   trace that was cut short (a profiler killed while writing, a gzip stream
 //!   cut off): the complete values are kept and the open brackets closed.
+//!   Data after the end of the document (a second one, a log line, zeros)
+//!   is dropped ([`CutKind`]).
 //!
 //! # Example
 //!
@@ -72,7 +76,7 @@ mod report;
 mod stream;
 
 pub use crate::{
-    close::Cut,
+    close::{Cut, CutKind},
     error::{Error, Result},
     file::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,

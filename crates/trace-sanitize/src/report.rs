@@ -152,17 +152,20 @@ pub struct Report {
     /// True when the scan stopped at the first defect (`Options::stop_at_first`),
     /// so `bytes_read` and the counts cover only part of the input.
     pub stopped_early: bool,
-    /// How [`crate::salvage_file`] closed an input that was cut short (for
-    /// a check pass: how it would close it); `None` when the input was
-    /// complete, could not be closed, or was not looked at (sanitize passes).
+    /// How [`crate::salvage_file`] closed an input that was cut short, or
+    /// dropped the data after the end of its document (for a check pass: how
+    /// it would); `None` when the input was complete, could not be closed,
+    /// or was not looked at (sanitize passes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<crate::Cut>,
     /// Whether the input's JSON text is complete: false when it ends inside
     /// an unfinished value (a profiler killed while writing, a copy cut
-    /// short) or holds no whole object or array (an empty file). Strict parsers reject such an
-    /// input whatever is repaired. Known after a whole check or salvage
-    /// pass; `None` after a sanitize pass or a check stopped at its first
-    /// defect.
+    /// short) or holds no whole object or array (an empty file). Strict
+    /// parsers reject such an input whatever is repaired. Known after a
+    /// whole check or salvage pass. A sanitize pass, which does not follow
+    /// the brackets, tells only the plain case: `Some(false)` when the last
+    /// byte outside whitespace is not `}` or `]` (or there is none), else
+    /// `None`. `None` too after a pass stopped at its first defect.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
 }

@@ -11,7 +11,7 @@ use std::{
 
 use crate::{
     Error, Result,
-    close::Closer,
+    close::{Closer, is_space},
     engine::{Edit, Engine, MAX_CARRY},
     report::{Recorder, Report},
 };
@@ -247,6 +247,9 @@ pub(crate) fn scan<R: Read>(
     let mut carry = 0usize;
     let mut base = 0u64; // input offset of buf[0]
     let mut stopped_early = false;
+    // The last byte outside JSON whitespace: a document that does not end
+    // in `}` or `]` is cut short (or empty) whatever else is in it.
+    let mut last = None;
     loop {
         // Bytes read before a failed read still go out (and are repaired):
         // a reader downstream gets the input up to the failure.
@@ -258,6 +261,9 @@ pub(crate) fn scan<R: Read>(
         let len = carry + filled;
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
+        if let Some(&b) = buf[..outcome.consumed].iter().rfind(|&&b| !is_space(b)) {
+            last = Some(b);
+        }
         sink.chunk(&mut buf, outcome.consumed, len, &edits)?;
         base += outcome.consumed as u64;
         progress(base);
@@ -281,7 +287,11 @@ pub(crate) fn scan<R: Read>(
         repairs: rec.repairs,
         stopped_early,
         cut: None,
-        complete: None,
+        complete: match last {
+            _ if stopped_early => None,
+            Some(b'}' | b']') => None,
+            _ => Some(false),
+        },
     })
 }
 

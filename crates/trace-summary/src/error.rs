@@ -46,6 +46,20 @@ pub enum Error {
         /// document, so its are not.
         events: Option<usize>,
     },
+    /// Something other than whitespace follows the end of the trace's JSON
+    /// document (a second document appended, a log line, the zeros a crash
+    /// leaves at the end of a file): strict parsers refuse the whole file.
+    /// [`crate::Options::salvage`] reads the document and drops the rest.
+    #[error(
+        "{path} has data after the end of its JSON document, {offset} bytes in \
+         (a second document appended? a log line? zeros left by a crash?)"
+    )]
+    DataAfterEnd {
+        /// The trace.
+        path: PathBuf,
+        /// Where the data starts (decompressed, repaired bytes).
+        offset: u64,
+    },
     /// [`crate::Options::cancel`] was raised while the trace was read.
     #[error("stopped reading {path}")]
     Cancelled {
@@ -67,6 +81,12 @@ impl Error {
     /// stream does): what [`crate::Options::salvage`] reads anyway.
     pub fn is_cut_short(&self) -> bool {
         matches!(self, Error::Truncated { .. } | Error::Read { gzip: true, .. })
+    }
+
+    /// Whether [`crate::Options::salvage`] reads the trace anyway: it was
+    /// cut short, or data follows its document.
+    pub fn is_salvageable(&self) -> bool {
+        self.is_cut_short() || matches!(self, Error::DataAfterEnd { .. })
     }
 }
 

@@ -1,7 +1,10 @@
 //! One streaming pass over a Kineto trace into compact events: no DOM, only
 //! the fields the tables use; strings are interned as they are read.
 
-use std::{fmt, io::Read};
+use std::{
+    fmt,
+    io::{self, Read},
+};
 
 use rustc_hash::FxHashMap;
 
@@ -132,6 +135,9 @@ pub(crate) struct Parsed {
     /// The trace's JSON ended early, after this many bytes, with events
     /// complete before the cut (those are read; the partial one is not).
     pub(crate) truncated_at: Option<u64>,
+    /// Where something other than whitespace follows the end of the
+    /// trace's JSON document (what follows is not read).
+    pub(crate) after_end: Option<u64>,
 }
 
 impl Parsed {
@@ -192,6 +198,7 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
         parsed.has_trace_events = scanned.has_trace_events;
         parsed.devices = scanned.devices;
         parsed.truncated_at = scanned.truncated_at;
+        parsed.after_end = scanned.after_end;
         Ok(parsed)
     })
 }
@@ -334,6 +341,7 @@ struct Scanned {
     has_trace_events: bool,
     devices: Option<usize>,
     truncated_at: Option<u64>,
+    after_end: Option<u64>,
 }
 
 /// The scanner: sends the buffers it read with the `traceEvents` elements
@@ -355,6 +363,7 @@ fn scan<R: Read>(
     let mut key_done = false;
     let mut scanned = 0usize; // bytes of `buf` already scanned
     let mut base = 0u64; // offset in the trace of `buf[0]`
+    let mut after_end = None;
     loop {
         // Read straight into `buf`, up to `chunk` bytes at a time.
         match (&mut reader).take(chunk as u64).read_to_end(&mut buf) {
@@ -437,6 +446,11 @@ fn scan<R: Read>(
                 }
                 continue;
             }
+            if st.depth == 0 && st.top_seen && !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                // The document is over: what follows is not the trace's.
+                after_end = Some(base + i as u64);
+                break;
+            }
             if st.depth == 0 && !st.top_seen && !matches!(b, b'{' | b'[') {
                 not_json_before_top(b, base + i as u64)?;
                 i += 1;
@@ -478,13 +492,24 @@ fn scan<R: Read>(
             sent += st.events.len();
             if tx.send(Batch { bytes: full, events: std::mem::take(&mut st.events) }).is_err() {
                 // The reader failed; its error is the one reported.
-                return Ok(Scanned { has_trace_events, devices: st.devices, truncated_at: None });
+                return Ok(Scanned {
+                    has_trace_events,
+                    devices: st.devices,
+                    truncated_at: None,
+                    after_end: None,
+                });
             }
         }
         if let Some(s) = st.event_start.as_mut() {
             *s -= keep_from;
         }
         scanned = buf.len();
+        if after_end.is_some() {
+            // Read the rest unseen, so the sanitizer feeding the reader
+            // finishes as it would.
+            io::copy(&mut reader, &mut io::sink()).map_err(serde_json::Error::io)?;
+            break;
+        }
     }
     let total = base + buf.len() as u64;
     if total == 0 {
@@ -499,7 +524,12 @@ fn scan<R: Read>(
             "the trace ends after {total} bytes, before its JSON does (truncated?)"
         )));
     }
-    Ok(Scanned { has_trace_events, devices: st.devices, truncated_at: truncated.then_some(total) })
+    Ok(Scanned {
+        has_trace_events,
+        devices: st.devices,
+        truncated_at: truncated.then_some(total),
+        after_end,
+    })
 }
 
 /// Before the top-level object only whitespace (and a UTF-8 byte order
@@ -1034,7 +1064,25 @@ mod tests {
             assert!(err.to_string().contains("truncated"), "{cut}: {err}");
         }
         assert!(parse_in_chunks(&b"[1, 2]"[..], 64).is_err());
-        assert!(parse_in_chunks(&b"{}}"[..], 64).is_err());
+        assert!(parse_in_chunks(&b"]"[..], 64).is_err());
+    }
+
+    #[test]
+    fn what_follows_the_document_is_found_and_not_read() {
+        let trace = tricky_trace(3, 5);
+        for after in ["}", "\n{\"traceEvents\": [{\"ph\": \"X\"}]}", "\nW1130 done", "\0\0", " ]"] {
+            let text = format!("{trace} \n{after}");
+            let at = trace.len() + 2 + after.len() - after.trim_start().len();
+            for chunk in [1, 7, 64, 1 << 20] {
+                let parsed = parse_in_chunks(text.as_bytes(), chunk).unwrap();
+                assert_eq!(parsed.after_end, Some(at as u64), "{after:?}, chunk {chunk}");
+                assert_eq!(parsed.read, 5, "only the document's events: {after:?}");
+            }
+        }
+        assert_eq!(
+            parse_in_chunks(format!("{trace} \r\n\t").as_bytes(), 3).unwrap().after_end,
+            None
+        );
     }
 
     #[test]

@@ -105,6 +105,10 @@ pub struct Summary {
     /// JSON text (decompressed) ends after this many bytes, and the tables
     /// cover the [`Summary::events`] complete before the cut.
     pub truncated_at: Option<u64>,
+    /// For a trace read with [`Options::salvage`] whose JSON document was
+    /// followed by more than whitespace: how many bytes of that were dropped
+    /// unread (the tables cover the whole document).
+    pub data_after_end: Option<u64>,
     /// Entries of the trace's `deviceProperties` list. Kineto writes one per
     /// GPU its process saw, so `Some(0)` says the process saw none: the
     /// workload ran on the CPU (no GPU driver, or no device passed into its
@@ -163,6 +167,7 @@ pub fn summarize_with<R: Read + Send>(
             events: records,
             gpu_events: records,
             truncated_at: None,
+            data_after_end: None,
             gpu_devices: None,
             repaired: Default::default(),
         });
@@ -172,6 +177,9 @@ pub fn summarize_with<R: Read + Send>(
     let events = parsed.read;
     let truncated_at = parsed.truncated_at;
     let gpu_devices = parsed.devices;
+    if let Some(offset) = parsed.after_end {
+        return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset });
+    }
     if let Some(bytes) = truncated_at
         && !options.salvage
     {
@@ -188,6 +196,7 @@ pub fn summarize_with<R: Read + Send>(
             events,
             gpu_events,
             truncated_at,
+            data_after_end: None,
             gpu_devices,
             repaired: Default::default(),
         })
@@ -228,6 +237,7 @@ pub fn summarize_with<R: Read + Send>(
         events,
         gpu_events,
         truncated_at,
+        data_after_end: None,
         gpu_devices,
         repaired: Default::default(),
     })
@@ -246,8 +256,17 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
         with_sanitized(path, options, |reader| summarize_with(reader, path, options))?;
     let repaired = repaired.unwrap_or_default();
     // Salvaged, the reader saw a closed copy: the sanitizer knows where the cut was.
-    let cut = repaired.cut.map(|c| c.at);
-    Ok(Summary { truncated_at: summary.truncated_at.or(cut), repaired: repaired.counts, ..summary })
+    let (cut, data_after_end) = match repaired.cut {
+        Some(c) if c.kind == trace_sanitize::CutKind::CutShort => (Some(c.at), None),
+        Some(c) => (None, Some(c.dropped)),
+        None => (None, None),
+    };
+    Ok(Summary {
+        truncated_at: summary.truncated_at.or(cut),
+        data_after_end,
+        repaired: repaired.counts,
+        ..summary
+    })
 }
 
 /// Read a trace file only: decompress, sanitize and parse its events, and

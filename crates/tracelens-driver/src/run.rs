@@ -245,17 +245,17 @@ fn collective_inputs(
         status,
         ..Row::skipped(job.label.clone(), "pytorch", job.tool.script(), &detail)
     };
-    let cut: Vec<&str> = members
+    let unparseable: Vec<&str> = members
         .iter()
-        .filter(|r| r.cause == Cause::CutShort)
+        .filter(|r| r.cause == Cause::Unparseable)
         .map(|r| r.trace_file.as_str())
         .collect();
-    if !cut.is_empty() {
+    if !unparseable.is_empty() {
         return Collective::NotRun(not_run(
             Status::Failure,
             format!(
-                "not run: TraceLens cannot parse the per-rank trace(s) cut short ({})",
-                cut.join(", ")
+                "not run: TraceLens cannot parse per-rank trace(s) ({})",
+                unparseable.join(", ")
             ),
         ));
     }
@@ -289,20 +289,30 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
         if let Some(group) = &job.collective {
             traces.extend(group.members.iter().map(|(_, m)| m.display().to_string()));
         }
-        let salvaged: Vec<String> = traces
-            .iter()
-            .filter_map(|t| {
-                cut.get(t.as_str()).map(|c| format!("{t} cut short after byte {}", c.at))
-            })
-            .collect();
-        if salvaged.is_empty() {
+        let cuts: Vec<(&String, &trace_sanitize::Cut)> =
+            traces.iter().filter_map(|t| cut.get(t.as_str()).map(|c| (t, *c))).collect();
+        if cuts.is_empty() {
             continue;
         }
-        let note = format!(
-            "salvaged ({}): the report covers the events before the cut",
-            salvaged.join("; ")
-        );
+        let salvaged: Vec<String> =
+            cuts.iter().map(|(t, c)| format!("{t} {}", what_was_cut(c))).collect();
+        let covers = if cuts.iter().any(|(_, c)| c.kind == trace_sanitize::CutKind::CutShort) {
+            "the events before the cut"
+        } else {
+            "the whole JSON document"
+        };
+        let note = format!("salvaged ({}): the report covers {covers}", salvaged.join("; "));
         row.detail = if row.detail.is_empty() { note } else { format!("{note}; {}", row.detail) };
+    }
+}
+
+/// What a salvaged copy left out, after the trace's name.
+fn what_was_cut(cut: &trace_sanitize::Cut) -> String {
+    match cut.kind {
+        trace_sanitize::CutKind::CutShort => format!("cut short after byte {}", cut.at),
+        trace_sanitize::CutKind::DataAfterEnd => {
+            format!("with {} bytes of data after the end of its JSON document", cut.dropped)
+        }
     }
 }
 
@@ -413,6 +423,10 @@ fn sanitized(
         }
         Ok(report) => {
             events(Event::Note(match &report.report.cut {
+                Some(cut) if cut.kind == trace_sanitize::CutKind::DataAfterEnd => format!(
+                    "{rel} has data after the end of its JSON document: analyzing a copy without its last {} bytes",
+                    cut.dropped
+                ),
                 Some(cut) => format!(
                     "{rel} was cut short after byte {}: analyzing a closed copy, without its last {} bytes (an incomplete event)",
                     cut.at, cut.dropped
@@ -580,12 +594,14 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             cause,
         })
     };
+    let unparseable = |detail: String| {
+        row(Status::Failure, Cause::Unparseable, detail.clone(), format!("madengine: {detail}\n"))
+    };
     let cut_short = |what: String| {
-        let detail = format!(
+        unparseable(format!(
             "cut short: {what}; TraceLens cannot parse it and was not run \
              (`report tracelens --salvage` analyzes the events before the cut)"
-        );
-        row(Status::Failure, Cause::CutShort, detail.clone(), format!("madengine: {detail}\n"))
+        ))
     };
     // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
     let options = trace_summary::Options::default().cancelled_by(config.cancel.clone());
@@ -596,6 +612,13 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                 .map(|n| format!(", with {n} complete events before the cut"))
                 .unwrap_or_default();
             return cut_short(format!("its JSON ends after {bytes} bytes{events}"));
+        }
+        Err(trace_summary::Error::DataAfterEnd { offset, .. }) => {
+            return unparseable(format!(
+                "data after the end of its JSON document, {offset} bytes in; TraceLens cannot \
+                 parse it and was not run (`report tracelens --salvage` analyzes the document \
+                 without it)"
+            ));
         }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {
             let mut why = source.to_string();

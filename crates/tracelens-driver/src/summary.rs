@@ -72,8 +72,9 @@ pub struct Row {
 pub(crate) enum Cause {
     /// Nothing the run acts on.
     Other,
-    /// Its trace is cut short: a collective over it is not run either.
-    CutShort,
+    /// Its trace cannot be parsed (cut short, or data after its end): a
+    /// collective over it is not run either.
+    Unparseable,
     /// Its job was stopped because the caller raised the cancel flag: no
     /// result, and not shown.
     Interrupted,

@@ -42,6 +42,10 @@ pub(crate) struct TraceView {
     /// Where a trace read with --salvage was cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) truncated: Option<Truncated>,
+    /// Bytes after the end of the JSON document of a trace read with
+    /// --salvage, dropped unread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) data_after_end: Option<u64>,
     /// What was repaired while reading, when anything was: strict parsers
     /// (TraceLens) refuse the file as it is.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,6 +80,19 @@ impl Truncated {
 }
 
 impl TraceView {
+    /// Said first of a trace read with --salvage: what was left out.
+    pub(crate) fn salvage_warning(&self) -> Option<String> {
+        if let Some(truncated) = &self.truncated {
+            return Some(truncated.note());
+        }
+        self.data_after_end.map(|bytes| {
+            format!(
+                "{bytes} bytes of data after the end of its JSON document were not read \
+                 (TraceLens refuses the file as it is)"
+            )
+        })
+    }
+
     /// Said when the trace was read through repairs.
     pub(crate) fn repaired_note(&self) -> Option<String> {
         let counts = self.repaired?;
@@ -481,24 +498,28 @@ fn summarize_one(path: &Path, salvage: bool, cancel: &Arc<AtomicBool>) -> Read {
     };
     let options = options.cancelled_by(Arc::clone(cancel));
     let read = guarded(path, |path| trace_summary::summarize_file_with(path, &options));
-    read.map_err(|(err, salvageable)| {
-        if salvageable && !salvage {
-            format!("{err} (--salvage summarizes the events complete before the cut)")
-        } else {
-            err
-        }
+    read.map_err(|(err, salvageable)| match salvageable {
+        Some(what) if !salvage => format!("{err} (--salvage summarizes {what})"),
+        _ => err,
     })
 }
 
-/// The summary, or the error (with its causes) and whether `--salvage`
-/// could read the trace.
+/// The summary, or the error (with its causes) and, when `--salvage` could
+/// read the trace, what it would summarize.
 fn guarded(
     path: &Path,
     read: impl FnOnce(&Path) -> Result<trace_summary::Summary, trace_summary::Error>
     + std::panic::UnwindSafe,
-) -> Result<trace_summary::Summary, (String, bool)> {
+) -> Result<trace_summary::Summary, (String, Option<&'static str>)> {
     match std::panic::catch_unwind(|| read(path)) {
-        Ok(result) => result.map_err(|e| (chain(&e), e.is_cut_short())),
+        Ok(result) => result.map_err(|e| {
+            let salvageable = match &e {
+                _ if e.is_cut_short() => Some("the events complete before the cut"),
+                _ if e.is_salvageable() => Some("the document without it"),
+                _ => None,
+            };
+            (chain(&e), salvageable)
+        }),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -510,7 +531,7 @@ fn guarded(
                     "madengine's trace reader failed on {} (a bug; please report it with the trace): {what}",
                     path.display()
                 ),
-                false,
+                None,
             ))
         }
     }
@@ -632,6 +653,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             gpu_devices: None,
             error: None,
             truncated: None,
+            data_after_end: None,
             repaired: None,
             csv_dir: None,
             timeline: vec![],
@@ -653,6 +675,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         view.gpu_devices = summary.gpu_devices;
         view.truncated =
             summary.truncated_at.map(|bytes| Truncated { bytes, events: summary.events });
+        view.data_after_end = summary.data_after_end;
         view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
@@ -767,7 +790,7 @@ mod tests {
         let path = std::path::Path::new("run/rank3.json");
         let (err, salvageable) =
             super::guarded(path, |_| panic!("index out of bounds")).unwrap_err();
-        assert!(!salvageable);
+        assert_eq!(salvageable, None);
         assert!(err.contains("run/rank3.json") && err.contains("a bug"), "{err}");
         assert!(err.ends_with("index out of bounds"), "{err}");
     }

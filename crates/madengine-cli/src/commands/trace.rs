@@ -74,8 +74,10 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                 continue;
             }
         };
-        findings |=
-            args.check && (report.report.needs_repair() || report.report.complete == Some(false));
+        // A trace TraceLens cannot parse (--check), or a copy it cannot parse
+        // either (a plain sanitize); --salvage mends it.
+        let unparseable = report.report.complete == Some(false) && !args.salvage;
+        findings |= unparseable || (args.check && report.report.needs_repair());
         if args.json {
             reports.push(report);
         } else {

@@ -161,6 +161,74 @@ fn check_exits_1_when_a_trace_is_cut_short() {
 }
 
 #[test]
+fn a_copy_still_cut_short_exits_1_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole =
+        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    fs::write(dir.path().join("cut.json"), &whole[..whole.len() / 2]).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "cut.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    cut.json: copied into cut.sanitized.json (636 B), but its JSON does not end in `}` or `]` (cut short?): TraceLens cannot parse the copy either
+      --check says what is wrong, --salvage keeps what can be kept
+    ----- stderr -----
+    ");
+    // The copy is written all the same, as asked.
+    assert_eq!(fs::read(dir.path().join("cut.sanitized.json")).unwrap(), &whole[..whole.len() / 2]);
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "cut.json", "-o", "closed.json"], @r"
+    exit code: 0
+    ----- stdout -----
+    cut.json: closed into closed.json (636 B)
+      cut short after byte 636: dropped the last 286 B (an incomplete value), closed with `}`
+    ----- stderr -----
+    ");
+}
+
+#[test]
+fn data_after_the_document_is_found_and_dropped_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trace =
+        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    trace.extend_from_slice(b"\nW1130 12:00:00 rank 0: profiler done\n");
+    fs::write(dir.path().join("tail.json"), &trace).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "tail.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    tail.json: data follows the end of its JSON document; TraceLens cannot parse it
+      --salvage writes a copy without its last 37 B (what follows the document)
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "tail.json", "-o", "doc.json"], @r"
+    exit code: 0
+    ----- stdout -----
+    tail.json: written to doc.json without what follows its JSON document (1.3 KiB)
+      data after the end of the document: dropped the last 37 B
+    ----- stderr -----
+    ");
+    serde_json::from_slice::<serde_json::Value>(&fs::read(dir.path().join("doc.json")).unwrap())
+        .expect("the document alone is valid JSON");
+    // `report summary` refuses it with the same hint, and reads the document with --salvage.
+    cli_snapshot!(dir.path(), ["report", "summary", "tail.json", "--output-dir", "out"], @r"
+    exit code: 3
+    ----- stdout -----
+    == tail.json (rank 1)
+       error: tail.json has data after the end of its JSON document, 1273 bytes in (a second document appended? a log line? zeros left by a crash?) (--salvage summarizes the document without it)
+
+    ----- stderr -----
+    error: 1 of 1 traces could not be read
+    ");
+    cli_snapshot!(dir.path(), ["report", "summary", "--salvage", "tail.json", "--output-dir", "out"], @r"
+    exit code: 0
+    ----- stdout -----
+    == tail.json (rank 1)
+       warning: 37 bytes of data after the end of its JSON document were not read (TraceLens refuses the file as it is)
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    ----- stderr -----
+    ");
+}
+
+#[test]
 fn check_exits_0_when_clean() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "run/node_0/rank0.json.gz"], @r"
     exit code: 0

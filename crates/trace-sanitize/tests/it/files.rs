@@ -8,7 +8,7 @@ use std::{
 };
 
 use flate2::{Compression as Level, read::MultiGzDecoder, write::GzEncoder};
-use trace_sanitize::{Compression, Error, Options, check_file, sanitize_file};
+use trace_sanitize::{Compression, CutKind, Error, Options, check_file, sanitize_file};
 
 const DIRTY: &[u8] =
     b"{\"traceEvents\": [{\"name\": \"py\x01thon\xff\", \"args\": {\"s\": \"\\ud800\"}}]}";
@@ -474,4 +474,64 @@ fn salvage_with_nothing_complete_fails_and_leaves_nothing() {
     assert!(matches!(err, Error::NothingToSalvage { offset: 60, .. }), "{err:?}");
     assert!(err.to_string().contains("t.json ends after 60 bytes"), "{err}");
     assert_eq!(names_in(dir.path()), ["t.json"]);
+}
+
+#[test]
+fn data_after_the_document_is_found_by_check_and_dropped_by_salvage() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = events(20);
+    let tailed = [&whole[..], b"\n\0\0\0\0"].concat();
+    let mut expected = Vec::new();
+    trace_sanitize::sanitize(&whole[..], &mut expected, &Options::default()).unwrap();
+    expected.push(b'\n');
+    for gzip in [false, true] {
+        let input = dir.path().join(if gzip { "t.json.gz" } else { "t.json" });
+        fs::write(&input, if gzip { gz(&tailed) } else { tailed.clone() }).unwrap();
+        let check = check_file(&input, &Options::default(), &mut no_progress()).unwrap().report;
+        let cut = check.cut.as_ref().expect("data after the end");
+        assert_eq!(check.complete, Some(false));
+        assert_eq!(
+            (cut.kind, cut.at, cut.dropped),
+            (CutKind::DataAfterEnd, tailed.len() as u64, 4)
+        );
+        let output = dir.path().join("out.json");
+        let salvaged =
+            trace_sanitize::salvage_file(&input, &output, &Options::default(), &mut no_progress())
+                .unwrap();
+        assert_eq!(salvaged.report.cut, check.cut, "what check said salvage does");
+        assert_eq!(fs::read(&output).unwrap(), expected);
+        assert_eq!(salvaged.report.bytes_written, expected.len() as u64);
+    }
+}
+
+/// A sanitize pass does not follow the brackets, but a copy that cannot end
+/// a document is said to be incomplete, on every path a file takes.
+#[test]
+fn sanitize_says_when_its_copy_cannot_end_a_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirty = events(20);
+    let clean = &dirty[dirty.len() - 30..]; // `k19` on: no defect, but cut
+    let clean_whole = b"{\"traceEvents\": [{\"ph\": \"X\"}]}\n".to_vec();
+    let cases: [(&[u8], Option<bool>); 8] = [
+        (&dirty, None),
+        (&clean_whole, None),
+        (&dirty[..dirty.len() - 1], Some(false)),
+        (clean, None),
+        (&clean[..clean.len() - 3], Some(false)),
+        (b"", Some(false)),
+        (b" \r\n", Some(false)),
+        (b"{}\0", Some(false)),
+    ];
+    for (bytes, complete) in cases {
+        for (gz_in, gz_out) in [(false, false), (false, true), (true, false), (true, true)] {
+            let input = dir.path().join(if gz_in { "in.json.gz" } else { "in.json" });
+            let output = dir.path().join(if gz_out { "out.json.gz" } else { "out.json" });
+            fs::write(&input, if gz_in { gz(bytes) } else { bytes.to_vec() }).unwrap();
+            let report =
+                sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
+            let shown = String::from_utf8_lossy(bytes);
+            assert_eq!(report.report.complete, complete, "{shown:?}, gzip {gz_in} -> {gz_out}");
+            assert_eq!(report.report.cut, None);
+        }
+    }
 }

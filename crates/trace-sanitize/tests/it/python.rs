@@ -207,42 +207,16 @@ fn orjson_refuses_each_defect_and_loads_every_repair() {
             cases.push(fs::read(path).unwrap());
         }
     }
-    let dir = tempfile::tempdir().unwrap();
     let mut needs_repair = Vec::new();
-    for (i, case) in cases.iter().enumerate() {
+    let mut files = Vec::new();
+    for case in &cases {
         let (out, report) = run_with(case, &Options::default());
-        fs::write(dir.path().join(format!("{i}.in")), case).unwrap();
-        fs::write(dir.path().join(format!("{i}.out")), &out).unwrap();
         needs_repair.push(report.needs_repair());
+        files.extend([case.clone(), out]);
     }
     // Per case: whether orjson loads the input, then the output (or why not).
-    let script = r#"
-import json, orjson, pathlib, sys
-d = pathlib.Path(sys.argv[1])
-for i in range(int(sys.argv[2])):
-    row = []
-    for ext in ("in", "out"):
-        raw = (d / f"{i}.{ext}").read_bytes()
-        try:
-            value = orjson.loads(raw)
-            if ext == "out":
-                assert value == json.loads(raw.decode("utf-8")), f"case {i}: orjson and json differ"
-            row.append("ok")
-        except orjson.JSONDecodeError as e:
-            row.append(str(e).replace("\t", " ").replace("\n", " "))
-    print("\t".join(row))
-"#;
-    #[allow(clippy::disallowed_methods, reason = "a test calling the real orjson")]
-    let output = Command::new(&orjson)
-        .args(["-c", script])
-        .arg(dir.path())
-        .arg(cases.len().to_string())
-        .output()
-        .expect("the orjson interpreter runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let rows: Vec<Vec<&str>> = stdout.lines().map(|l| l.split('\t').collect()).collect();
-    assert_eq!(rows.len(), cases.len());
+    let verdicts = orjson_loads(&orjson, &files);
+    let rows: Vec<&[String]> = verdicts.chunks(2).collect();
     for (i, (row, repair)) in rows.iter().zip(&needs_repair).enumerate() {
         let case = String::from_utf8_lossy(&cases[i]);
         let shown = &case[..case.len().min(120)];
@@ -258,4 +232,85 @@ for i in range(int(sys.argv[2])):
     }
     // Both kinds of case are here: clean ones and each class of defect.
     assert!(needs_repair.iter().any(|r| !r) && needs_repair.iter().filter(|r| **r).count() > 20);
+}
+
+/// What orjson says of each of `docs`: "ok" when it loads one (to the value
+/// Python's `json` reads), else its error.
+fn orjson_loads(orjson: &std::path::Path, docs: &[Vec<u8>]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, doc) in docs.iter().enumerate() {
+        fs::write(dir.path().join(i.to_string()), doc).unwrap();
+    }
+    let script = r#"
+import json, orjson, pathlib, sys
+d = pathlib.Path(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    raw = (d / str(i)).read_bytes()
+    try:
+        value = orjson.loads(raw)
+        assert value == json.loads(raw.decode("utf-8")), f"doc {i}: orjson and json differ"
+        print("ok")
+    except orjson.JSONDecodeError as e:
+        print(str(e).replace("\n", " "))
+"#;
+    #[allow(clippy::disallowed_methods, reason = "a test calling the real orjson")]
+    let output = Command::new(orjson)
+        .args(["-c", script])
+        .arg(dir.path())
+        .arg(docs.len().to_string())
+        .output()
+        .expect("the orjson interpreter runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let verdicts: Vec<String> =
+        String::from_utf8(output.stdout).unwrap().lines().map(Into::into).collect();
+    assert_eq!(verdicts.len(), docs.len());
+    verdicts
+}
+
+/// How a document ends, as orjson sees it: a check calls it complete exactly
+/// when orjson loads the repaired copy; a sanitize pass never calls a
+/// document orjson loads cut short; and what salvage writes, orjson loads.
+#[test]
+fn orjson_agrees_on_how_a_document_ends() {
+    let Some(orjson) = orjson_python() else { return };
+    let trace: &[u8] = b"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"k\xff\", \"args\": {\"s\": \"]}\"}}, {\"ph\": \"i\"}], \"traceName\": \"x\"}";
+    let mut cases: Vec<Vec<u8>> = (1..trace.len()).map(|n| trace[..n].to_vec()).collect();
+    let after: [&[u8]; 9] =
+        [b"", b"\n", b" \r\n\t", b"{}", b"\n{\"b\": [", b"\nW1130 done\n", b"\0\0\0", b"]", b","];
+    cases.extend(after.iter().map(|a| [trace, a].concat()));
+    let mut files = Vec::new();
+    let mut checked = Vec::new();
+    for case in &cases {
+        let (sanitized, plain) = run_with(case, &Options::default());
+        let check = trace_sanitize::check(&case[..], &Options::default()).unwrap();
+        let mut salvaged = Vec::new();
+        let salvage = trace_sanitize::salvage(&case[..], &mut salvaged, &Options::default());
+        // Nothing complete before the cut: nothing to salvage (orjson then
+        // gets an empty document, which it refuses).
+        assert_eq!(salvage.is_err(), check.cut.is_none() && check.complete == Some(false));
+        files.extend([sanitized, salvaged]);
+        checked.push((plain.complete, check));
+    }
+    let verdicts = orjson_loads(&orjson, &files);
+    for (i, ((plain, check), loads)) in checked.iter().zip(verdicts.chunks(2)).enumerate() {
+        let case = String::from_utf8_lossy(&cases[i]);
+        let loads_sanitized = loads[0] == "ok";
+        assert_eq!(
+            check.complete,
+            Some(loads_sanitized),
+            "check of {case:?}: orjson says {}",
+            loads[0]
+        );
+        if loads_sanitized {
+            assert_eq!(*plain, None, "sanitize calls {case:?} cut short");
+        }
+        if check.cut.is_some() || check.complete == Some(true) {
+            assert_eq!(loads[1], "ok", "orjson refuses the salvaged copy of {case:?}");
+        }
+    }
+    // Cut short and data after the end are both here, each salvaged.
+    let kinds: Vec<_> =
+        checked.iter().filter_map(|(_, c)| c.cut.as_ref().map(|c| c.kind)).collect();
+    assert!(kinds.contains(&trace_sanitize::CutKind::CutShort));
+    assert!(kinds.contains(&trace_sanitize::CutKind::DataAfterEnd));
 }

@@ -76,6 +76,43 @@ fn a_cut_trace_is_refused_and_salvaged_on_request() {
 }
 
 #[test]
+fn data_after_the_document_is_refused_and_dropped_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = kineto(8);
+    let whole = dir.path().join("whole.json");
+    std::fs::write(&whole, &trace).unwrap();
+    let complete = summarize_file(&whole).unwrap();
+    // A second trace appended (its events must not count), a log line, the
+    // zeros a crash leaves; gzipped too.
+    for (i, after) in [kineto(3).as_str(), "W1130 rank 0: done\n", "\0\0\0\0"].iter().enumerate() {
+        let text = format!("{trace}\n{after}");
+        for gz in [false, true] {
+            let path = dir.path().join(format!("after{i}.json{}", if gz { ".gz" } else { "" }));
+            if gz {
+                gzip(&path, text.as_bytes());
+            } else {
+                std::fs::write(&path, &text).unwrap();
+            }
+            let refused = summarize_file(&path);
+            match &refused {
+                Err(e @ Error::DataAfterEnd { path: p, offset }) => {
+                    assert_eq!((p, *offset), (&path, trace.len() as u64 + 1));
+                    assert!(e.is_salvageable() && !e.is_cut_short());
+                }
+                other => panic!("{after:?}: {other:?}"),
+            }
+            let salvaged = summarize_file_with(&path, &Options::salvaging()).unwrap();
+            assert_eq!(salvaged.data_after_end, Some(after.len() as u64), "{after:?}");
+            assert_eq!(salvaged.truncated_at, None);
+            assert_eq!(
+                (salvaged.events, salvaged.gpu_events, &salvaged.kernel_summary),
+                (complete.events, complete.gpu_events, &complete.kernel_summary)
+            );
+        }
+    }
+}
+
+#[test]
 fn a_cut_gzip_stream_is_salvaged_up_to_where_it_could_be_read() {
     let dir = tempfile::tempdir().unwrap();
     // Less than one buffer of JSON, and several.

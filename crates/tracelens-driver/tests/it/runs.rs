@@ -306,7 +306,7 @@ fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
     insta::assert_snapshot!(rows.join("\n"), @r"
     FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 2507 bytes, with 8 complete events before the cut; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
     FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 27330: incomplete deflate stream); TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
-    FAILURE pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | not run: TraceLens cannot parse the per-rank trace(s) cut short (cut_rank0.pt.trace.json, gz_rank1.pt.trace.json.gz)
+    FAILURE pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | not run: TraceLens cannot parse per-rank trace(s) (cut_rank0.pt.trace.json, gz_rank1.pt.trace.json.gz)
     ");
     for row in &summary.results[..2] {
         let log = fs::read_to_string(row.log.as_ref().unwrap()).unwrap();
@@ -333,6 +333,40 @@ fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
     assert!(collective.detail.contains("cut_rank0") && collective.detail.contains("gz_rank1"));
     assert_eq!(summary.repairs.len(), 2);
     assert!(summary.repairs.iter().all(|r| r.report.cut.is_some()));
+}
+
+#[test]
+fn a_trace_with_data_after_its_end_fails_up_front_and_is_salvaged_on_request() {
+    let mut case = Case::new();
+    let mut body = fs::read(standin_fixture(GPU)).unwrap();
+    let document = body.len();
+    body.extend_from_slice(b"\nW1130 12:00:00 rank 0: profiler done\n");
+    case.write("tail.pt.trace.json", &body);
+    let summary = case.run();
+    let rows = rows(&summary);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(
+        rows[0],
+        format!(
+            "FAILURE pytorch tail.pt.trace.json TraceLens_generate_perf_report_pytorch | data after \
+             the end of its JSON document, {} bytes in; TraceLens cannot parse it and was not run \
+             (`report tracelens --salvage` analyzes the document without it)",
+            document + 1
+        )
+    );
+    assert!(!case.ran("generate_perf_report_pytorch"), "{:#?}", case.calls());
+    // --no-precheck: the stand-in, like orjson, refuses it.
+    case.config.precheck = false;
+    assert_eq!(case.run().results[0].status, Status::Failure);
+
+    // --salvage: TraceLens reads the document alone, and the row says so.
+    case.config.precheck = true;
+    case.config.salvage = true;
+    let summary = case.run();
+    insta::assert_snapshot!(crate::rows(&summary)[0], @"SUCCESS pytorch tail.pt.trace.json TraceLens_generate_perf_report_pytorch | salvaged (tail.pt.trace.json with 37 bytes of data after the end of its JSON document): the report covers the whole JSON document");
+    assert_eq!(summary.results[0].status, Status::Success);
+    let cut = summary.repairs[0].report.cut.as_ref().unwrap();
+    assert_eq!((cut.kind, cut.dropped), (trace_sanitize::CutKind::DataAfterEnd, 37));
 }
 
 #[test]
