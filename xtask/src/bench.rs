@@ -185,12 +185,15 @@ fn sanitize(
         let mut argv = vec![madengine.display().to_string(), "trace".into(), "sanitize".into()];
         argv.extend(flag.map(String::from));
         argv.push(c.clone());
-        if flag == Some("--check") {
-            // It must find the cut: exit 1, which `measure` would call a failure.
-            let line = format!("'{}' trace sanitize --check '{c}'; test $? -eq 1", argv[0]);
-            argv = vec!["sh".into(), "-c".into(), line];
-        } else {
+        if flag != Some("--check") {
             argv.extend(["-o".into(), o.clone()]);
+        }
+        if flag != Some("--salvage") {
+            // Both must say the trace is cut (a plain sanitize from its last
+            // byte): exit 1, which `measure` would call a failure.
+            let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+            let line = format!("{}; test $? -eq 1", quoted.join(" "));
+            argv = vec!["sh".into(), "-c".into(), line];
         }
         let (seconds, peak_kib) = measure(&argv, runs, &out)?;
         rows.push(Row {

@@ -51,14 +51,16 @@ pub enum Error {
     /// leaves at the end of a file): strict parsers refuse the whole file.
     /// [`crate::Options::salvage`] reads the document and drops the rest.
     #[error(
-        "{path} has data after the end of its JSON document, {offset} bytes in \
-         (a second document appended? a log line? zeros left by a crash?)"
+        "{path} has data after the end of its JSON document{} \
+         (a second document appended? a log line? zeros left by a crash?)",
+        offset.map(|n| format!(", {n} bytes in")).unwrap_or_default()
     )]
     DataAfterEnd {
         /// The trace.
         path: PathBuf,
-        /// Where the data starts (decompressed, repaired bytes).
-        offset: u64,
+        /// Where the data starts (decompressed, repaired bytes), when known
+        /// (a Kineto trace's is; a rocprofv3 trace is read as one document).
+        offset: Option<u64>,
     },
     /// [`crate::Options::cancel`] was raised while the trace was read.
     #[error("stopped reading {path}")]

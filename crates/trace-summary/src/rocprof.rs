@@ -78,10 +78,26 @@ pub(crate) fn sniff(head: &[u8]) -> bool {
         .is_some_and(|rest| rest.trim_ascii_start().starts_with(b"\"rocprofiler-sdk-tool\""))
 }
 
-/// The two tables of a rocprofv3 trace: `(gpu_timeline, kernel_summary, GPU
-/// records)`, the last counting kernel dispatches and memory copies.
-pub(crate) fn tables(reader: impl Read) -> serde_json::Result<(Table, Option<Table>, usize)> {
-    let root: Root = serde_json::from_reader(reader)?;
+/// The two tables of a rocprofv3 trace, and what else was in it.
+pub(crate) struct Tables {
+    pub(crate) timeline: Table,
+    pub(crate) kernels: Option<Table>,
+    /// GPU records: kernel dispatches and memory copies.
+    pub(crate) records: usize,
+    /// Whether more than whitespace follows the JSON document (not read).
+    pub(crate) data_after_end: bool,
+}
+
+/// The tables of a rocprofv3 trace.
+pub(crate) fn tables(reader: impl Read) -> serde_json::Result<Tables> {
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let root = Root::deserialize(&mut de)?;
+    // Only a read error or a byte other than whitespace stops `end`.
+    let data_after_end = match de.end() {
+        Ok(()) => false,
+        Err(e) if e.is_io() => return Err(e),
+        Err(_) => true,
+    };
     let mut init = u64::MAX;
     let mut fini = 0;
     let mut kernels = Vec::new();
@@ -137,7 +153,7 @@ pub(crate) fn tables(reader: impl Read) -> serde_json::Result<(Table, Option<Tab
             row("idle", idle),
         ],
     };
-    Ok((timeline, kernel_summary(groups), records))
+    Ok(Tables { timeline, kernels: kernel_summary(groups), records, data_after_end })
 }
 
 fn us(start: u64, end: u64) -> (f64, f64) {
@@ -278,8 +294,13 @@ mod tests {
             {"start_timestamp":2000,"end_timestamp":3000,"dispatch_info":{"kernel_id":7}},
             {"start_timestamp":2500,"end_timestamp":4000,"dispatch_info":{"kernel_id":7}}],
             "memory_copy":[{"start_timestamp":5000,"end_timestamp":6000,"bytes":8}]}}]}"#;
-        let (timeline, kernels, n) = tables(&trace[..]).unwrap();
-        assert_eq!(n, 3);
+        let Tables { timeline, kernels, records, data_after_end } = tables(&trace[..]).unwrap();
+        assert_eq!((records, data_after_end), (3, false));
+        // Whitespace after the document is nothing; anything else is noticed.
+        assert!(!tables(&[&trace[..], b" \n\t\r"].concat()[..]).unwrap().data_after_end);
+        for after in [&b"x"[..], b"\0", b"{}", b"]"] {
+            assert!(tables(&[&trace[..], b"\n", after].concat()[..]).unwrap().data_after_end);
+        }
         assert_eq!(
             timeline.to_csv(),
             "type,time ms,percent\ntotal_time,0.01,100.0\nkernel,0.002,20.0\nmemory,0.001,10.0\nbusy_time,0.003,30.0\nidle,0.007,70.0\n"

@@ -144,7 +144,7 @@ pub fn summarize_with<R: Read + Send>(
         .fill_buf()
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
     if crate::rocprof::sniff(head) {
-        let (timeline, kernels, records) =
+        let crate::rocprof::Tables { timeline, kernels, records, data_after_end } =
             // By value: `io::Bytes` reads a `BufReader` (not a `&mut` one)
             // straight from its buffer, twice as fast.
             crate::rocprof::tables(reader).map_err(|e| match e.classify() {
@@ -157,6 +157,10 @@ pub fn summarize_with<R: Read + Send>(
                 },
                 _ => Error::Parse { path: label.to_path_buf(), detail: e.to_string() },
             })?;
+        if data_after_end {
+            // serde_json reads byte by byte: where is not known here.
+            return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: None });
+        }
         let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
         return Ok(Summary {
             format: Format::Rocprofv3,
@@ -178,7 +182,7 @@ pub fn summarize_with<R: Read + Send>(
     let truncated_at = parsed.truncated_at;
     let gpu_devices = parsed.devices;
     if let Some(offset) = parsed.after_end {
-        return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset });
+        return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
     }
     if let Some(bytes) = truncated_at
         && !options.salvage

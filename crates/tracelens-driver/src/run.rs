@@ -614,10 +614,10 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             return cut_short(format!("its JSON ends after {bytes} bytes{events}"));
         }
         Err(trace_summary::Error::DataAfterEnd { offset, .. }) => {
+            let at = offset.map(|n| format!(", {n} bytes in")).unwrap_or_default();
             return unparseable(format!(
-                "data after the end of its JSON document, {offset} bytes in; TraceLens cannot \
-                 parse it and was not run (`report tracelens --salvage` analyzes the document \
-                 without it)"
+                "data after the end of its JSON document{at}; TraceLens cannot parse it and was \
+                 not run (`report tracelens --salvage` analyzes the document without it)"
             ));
         }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {

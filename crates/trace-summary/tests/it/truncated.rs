@@ -96,7 +96,7 @@ fn data_after_the_document_is_refused_and_dropped_on_request() {
             let refused = summarize_file(&path);
             match &refused {
                 Err(e @ Error::DataAfterEnd { path: p, offset }) => {
-                    assert_eq!((p, *offset), (&path, trace.len() as u64 + 1));
+                    assert_eq!((p, *offset), (&path, Some(trace.len() as u64 + 1)));
                     assert!(e.is_salvageable() && !e.is_cut_short());
                 }
                 other => panic!("{after:?}: {other:?}"),
@@ -137,16 +137,46 @@ fn a_cut_gzip_stream_is_salvaged_up_to_where_it_could_be_read() {
     }
 }
 
-#[test]
-fn a_cut_rocprofv3_trace_is_salvaged_from_its_whole_records() {
+/// The public rocprofv3 trace, gunzipped.
+fn public_rocprofv3() -> Option<Vec<u8>> {
     use std::io::Read as _;
-    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let root = crate::public_dir::public_fixtures()?;
     let mut json = Vec::new();
     flate2::read::GzDecoder::new(
         std::fs::File::open(root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap(),
     )
     .read_to_end(&mut json)
     .unwrap();
+    Some(json)
+}
+
+#[test]
+fn a_rocprofv3_trace_with_data_after_its_end_is_refused_and_read_without_it_on_request() {
+    let Some(json) = public_rocprofv3() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("908_results.json");
+    std::fs::write(&whole, &json).unwrap();
+    let complete = summarize_file(&whole).unwrap();
+    // A second (empty) rocprofv3 document appended.
+    let after = br#"{"rocprofiler-sdk-tool": []}"#;
+    let tail = dir.path().join("tail_results.json");
+    std::fs::write(&tail, [&json[..], b"\n", after].concat()).unwrap();
+    match summarize_file(&tail) {
+        // Where is not known: serde_json reads the document.
+        Err(e @ Error::DataAfterEnd { offset: None, .. }) => assert!(e.is_salvageable()),
+        other => panic!("{other:?}"),
+    }
+    let salvaged = summarize_file_with(&tail, &Options::salvaging()).unwrap();
+    assert_eq!(salvaged.data_after_end, Some(after.len() as u64));
+    assert_eq!(
+        (salvaged.outcome, salvaged.gpu_events, &salvaged.kernel_summary),
+        (complete.outcome, complete.gpu_events, &complete.kernel_summary)
+    );
+}
+
+#[test]
+fn a_cut_rocprofv3_trace_is_salvaged_from_its_whole_records() {
+    let Some(json) = public_rocprofv3() else { return };
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("908_results.json");
     std::fs::write(&whole, &json).unwrap();
