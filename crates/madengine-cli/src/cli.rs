@@ -822,7 +822,8 @@ where a number goes becomes null; a quote written unescaped into a string (a
 name holding say \"hi\", a log line holding JSON) is escaped: a quote ends its
 string only when what follows it (after whitespace) may follow a string there;
 a UTF-8 byte order mark before the document (a trace re-saved on Windows) is
-dropped. A clean trace is copied unchanged.
+dropped. A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved
+by Windows PowerShell) is refused with its encoding: convert it with iconv.
 The input is never modified; the output is written to a temporary file beside
 it and renamed when complete. The output's name says its compression: gzip
 when it ends in .gz, else plain JSON (so -o trace.json of a .json.gz writes

@@ -84,6 +84,25 @@ pub enum Error {
         /// Bytes read (decompressed) before it ended.
         offset: u64,
     },
+    /// The input is UTF-16 or UTF-32 text (a trace re-saved by Windows
+    /// PowerShell, say), not UTF-8. Strict parsers refuse it, and a repair
+    /// byte by byte would only mangle it: it must be converted.
+    #[error("the input is {encoding} text, not UTF-8")]
+    NotUtf8 {
+        /// `UTF-16LE`, `UTF-16BE`, `UTF-32LE` or `UTF-32BE`.
+        encoding: &'static str,
+    },
+    /// [`Error::NotUtf8`] of a file.
+    #[error(
+        "{path} is {encoding} text, not UTF-8 (re-saved on Windows?): convert it first, \
+         e.g. with `iconv -f {encoding} -t UTF-8`"
+    )]
+    NotUtf8File {
+        /// The input file.
+        path: PathBuf,
+        /// `UTF-16LE`, `UTF-16BE`, `UTF-32LE` or `UTF-32BE`.
+        encoding: &'static str,
+    },
     /// Writing the output file failed; the partial output was removed.
     #[error("failed to write {path}")]
     WriteFile {

@@ -33,6 +33,10 @@
 //!    Windows editor or PowerShell): dropped. Python's `json` accepts one,
 //!    orjson does not.
 //!
+//! A UTF-16 or UTF-32 text (told from its byte order mark, or from the zero
+//! bytes around its first character) is refused as [`Error::NotUtf8`]:
+//! repaired byte by byte it would only be mangled.
+//!
 //! Everything streams in constant memory (about 1 MiB of buffer), and the
 //! result does not depend on where chunk boundaries fall. A valid input is
 //! copied byte for byte and its [`Report`] says it needed no repair.

@@ -259,6 +259,11 @@ pub(crate) fn scan<R: Read>(
         }
         let eof = failed.is_some() || filled < buf.len() - carry;
         let len = carry + filled;
+        if base == 0
+            && let Some(encoding) = wide_encoding(&buf[..len])
+        {
+            return Err(Error::NotUtf8 { encoding });
+        }
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
         if let Some(&b) = buf[..outcome.consumed].iter().rfind(|&&b| !is_space(b)) {
@@ -293,6 +298,25 @@ pub(crate) fn scan<R: Read>(
             _ => Some(false),
         },
     })
+}
+
+/// The encoding of a JSON text in UTF-16 or UTF-32, told from its first
+/// bytes: a byte order mark, or the zero bytes around its first character
+/// (RFC 4627, section 3), which must be one a JSON text starts with. (A
+/// file of zeros, as a crash leaves, is none of these.)
+fn wide_encoding(head: &[u8]) -> Option<&'static str> {
+    let starts = |b: u8| matches!(b, b'{' | b'[' | b' ' | b'\t' | b'\n' | b'\r');
+    match *head {
+        [0, 0, 0xfe, 0xff, ..] => Some("UTF-32BE"),
+        [0xff, 0xfe, 0, 0, ..] => Some("UTF-32LE"),
+        [0xfe, 0xff, ..] => Some("UTF-16BE"),
+        [0xff, 0xfe, ..] => Some("UTF-16LE"),
+        [0, 0, 0, c, ..] if starts(c) => Some("UTF-32BE"),
+        [c, 0, 0, 0, ..] if starts(c) => Some("UTF-32LE"),
+        [0, c, ..] if starts(c) => Some("UTF-16BE"),
+        [c, 0, ..] if starts(c) => Some("UTF-16LE"),
+        _ => None,
+    }
 }
 
 /// Read until `buf` is full or the input ends; returns the bytes read, and

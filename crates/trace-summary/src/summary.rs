@@ -328,6 +328,13 @@ fn with_sanitized<T>(
             (_, Err(trace_sanitize::Error::Cancelled { .. })) => {
                 Err(Error::Cancelled { path: path.to_path_buf() })
             }
+            (_, Err(trace_sanitize::Error::NotUtf8 { encoding })) => Err(Error::Parse {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "it is {encoding} text, not UTF-8 (re-saved on Windows?): convert it first, \
+                     e.g. with `iconv -f {encoding} -t UTF-8`"
+                ),
+            }),
             (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
                 path: path.to_path_buf(),
                 detail: format!(

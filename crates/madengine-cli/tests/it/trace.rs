@@ -229,6 +229,34 @@ fn data_after_the_document_is_found_and_dropped_on_request() {
 }
 
 #[test]
+fn a_utf16_trace_is_refused_with_how_to_convert_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        fs::read_to_string(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json"))
+            .unwrap();
+    // As Windows PowerShell's Out-File writes it: a BOM, then UTF-16LE.
+    let utf16: Vec<u8> =
+        std::iter::once(0xfeff).chain(text.encode_utf16()).flat_map(u16::to_le_bytes).collect();
+    fs::write(dir.path().join("w.pt.trace.json"), utf16).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "w.pt.trace.json"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: w.pt.trace.json is UTF-16LE text, not UTF-8 (re-saved on Windows?): convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`
+    ");
+    assert!(!dir.path().join("w.pt.trace.sanitized.json").exists());
+    cli_snapshot!(dir.path(), ["report", "summary", "w.pt.trace.json", "--output-dir", "out"], @r"
+    exit code: 3
+    ----- stdout -----
+    == w.pt.trace.json
+       error: w.pt.trace.json is not a readable Chrome trace: it is UTF-16LE text, not UTF-8 (re-saved on Windows?): convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`
+
+    ----- stderr -----
+    error: 1 of 1 traces could not be read
+    ");
+}
+
+#[test]
 fn check_exits_0_when_clean() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "run/node_0/rank0.json.gz"], @r"
     exit code: 0

@@ -535,3 +535,55 @@ fn sanitize_says_when_its_copy_cannot_end_a_document() {
         }
     }
 }
+
+/// UTF-16 and UTF-32 text (a trace re-saved by Windows PowerShell) is
+/// refused with its encoding, whatever its compression, and nothing is
+/// written; a file of zeros (what a crash leaves) is not taken for one.
+#[test]
+fn utf16_and_utf32_traces_are_refused_with_their_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"traceEvents\": [{\"name\": \"k\"}]}";
+    let utf16 = |big: bool, bom: bool| -> Vec<u8> {
+        let units = bom.then_some(0xfeff).into_iter().chain(text.encode_utf16());
+        units.flat_map(|u| if big { u.to_be_bytes() } else { u.to_le_bytes() }).collect()
+    };
+    let utf32 = |big: bool, bom: bool| -> Vec<u8> {
+        let chars = bom.then_some(0xfeff).into_iter().chain(text.chars().map(u32::from));
+        chars.flat_map(|c| if big { c.to_be_bytes() } else { c.to_le_bytes() }).collect()
+    };
+    let cases = [
+        (utf16(false, true), "UTF-16LE"),
+        (utf16(false, false), "UTF-16LE"),
+        (utf16(true, true), "UTF-16BE"),
+        (utf16(true, false), "UTF-16BE"),
+        (utf32(false, true), "UTF-32LE"),
+        (utf32(false, false), "UTF-32LE"),
+        (utf32(true, true), "UTF-32BE"),
+        (utf32(true, false), "UTF-32BE"),
+    ];
+    let output = dir.path().join("out.json");
+    for (bytes, encoding) in cases {
+        for gzip in [false, true] {
+            let input = dir.path().join(if gzip { "w.json.gz" } else { "w.json" });
+            fs::write(&input, if gzip { gz(&bytes) } else { bytes.clone() }).unwrap();
+            let err = sanitize_file(&input, &output, &Options::default(), &mut no_progress())
+                .unwrap_err();
+            match &err {
+                Error::NotUtf8File { path, encoding: e } => {
+                    assert_eq!((path, *e), (&input, encoding))
+                }
+                other => panic!("{encoding}: {other:?}"),
+            }
+            assert!(err.to_string().contains(&format!("iconv -f {encoding} -t UTF-8")), "{err}");
+            assert!(!output.exists());
+            let check = check_file(&input, &Options::default(), &mut no_progress());
+            assert!(matches!(check, Err(Error::NotUtf8File { .. })), "{check:?}");
+        }
+    }
+    // Zeros, and UTF-8 that merely holds zero bytes later on, are read as UTF-8.
+    for bytes in [vec![0u8; 64], b"{\"a\": \"\0\0\"}".to_vec()] {
+        let input = dir.path().join("z.json");
+        fs::write(&input, &bytes).unwrap();
+        check_file(&input, &Options::default(), &mut no_progress()).unwrap();
+    }
+}
