@@ -311,7 +311,9 @@ pub fn start_daemon(
             return Ok(pid);
         }
         if started.elapsed() > wait {
+            // duct's kill only signals: reap it too (its output is a file).
             let _ = handle.kill();
+            let _ = handle.wait();
             return Err(SessionError::DaemonSilent {
                 pid,
                 port,

@@ -113,6 +113,13 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     };
     let cut_short = r.complete == Some(false);
     let after_end = r.cut.as_ref().is_some_and(|c| c.kind == CutKind::DataAfterEnd);
+    let starts_with = r.starts_with.map(|b| {
+        let shown =
+            if b.is_ascii_graphic() { format!("'{}'", b as char) } else { format!("0x{b:02x}") };
+        format!(
+            "it starts with {shown}, not `{{` or `[` (a log line before the trace? not a trace?)"
+        )
+    });
     match &file.output {
         None if !r.needs_repair() && !cut_short => {
             text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
@@ -121,6 +128,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             "{}: {}{}; TraceLens cannot parse it\n",
             file.input.display(),
             match &r.cut {
+                _ if starts_with.is_some() => starts_with.clone().unwrap_or_default(),
                 Some(_) if after_end => "data follows the end of its JSON document".to_string(),
                 Some(_) => format!("cut short after byte {}, inside an unfinished value", r.bytes_read),
                 None => format!(
@@ -154,18 +162,23 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             if r.needs_repair() { format!(": {counts}") } else { String::new() },
         )),
         // Plain sanitize, which does not follow the brackets, sees only
-        // that the JSON cannot end where it does.
+        // that the JSON cannot start or end where it does.
         Some(output) if cut_short => text.push_str(&format!(
             "{}: {} into {}{recoded} ({scanned}), but {}: TraceLens cannot parse the copy \
-             either\n  --check says what is wrong, --salvage keeps what can be kept\n",
+             either\n{}",
             file.input.display(),
             if r.needs_repair() { format!("repaired ({counts})") } else { "copied".into() },
             output.display(),
-            if r.bytes_read == 0 {
-                "it is empty"
-            } else {
-                "its JSON does not end in `}` or `]` (cut short?)"
+            match &starts_with {
+                _ if r.bytes_read == 0 => "it is empty".to_string(),
+                Some(starts) => starts.clone(),
+                None => "its JSON does not end in `}` or `]` (cut short?)".to_string(),
             },
+            match starts_with {
+                Some(_) => "",
+                None if r.bytes_read == 0 => "",
+                None => "  --check says what is wrong, --salvage keeps what can be kept\n",
+            }
         )),
         Some(output) if !r.needs_repair() => text.push_str(&format!(
             "{}: clean, copied unchanged to {}{recoded} ({scanned})\n",

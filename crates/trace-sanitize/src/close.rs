@@ -12,6 +12,8 @@
 //! Bytes after the end of the document (a second document appended, a log
 //! line, the zeros a crash leaves at the end of a file) make it unparseable
 //! too: they are dropped, and the document before them goes out as it was.
+//! Text before it cannot be told from the document (a log line may hold
+//! brackets): an input that does not start with `{` or `[` is not closed.
 
 use std::io::{self, Write};
 
@@ -56,6 +58,21 @@ pub enum CutKind {
     DataAfterEnd,
 }
 
+/// How an input ended, as [`Closer::finish`] found it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// A complete document (whitespace after it at most): out as it came.
+    Complete,
+    /// Closed after its last complete value, or cut back to the end of its
+    /// document.
+    Cut(Cut),
+    /// Nothing in it was complete (or it was empty): nothing written.
+    NothingComplete,
+    /// It does not start with `{` or `[` (past whitespace) but with this
+    /// byte: nothing written.
+    NotADocument(u8),
+}
+
 /// A writer that can close a document cut short (see the module docs).
 ///
 /// Where to cut back to: the end of the last complete object element of the
@@ -79,6 +96,8 @@ pub(crate) struct Closer<W> {
     /// Where the first byte after it other than whitespace is: from there
     /// on the input is dropped.
     after_end: Option<u64>,
+    /// The first byte other than whitespace.
+    first: Option<u8>,
     in_string: bool,
     escape: bool,
 }
@@ -109,6 +128,7 @@ impl<W: Write> Closer<W> {
             stack: Vec::new(),
             end: None,
             after_end: None,
+            first: None,
             in_string: false,
             escape: false,
         }
@@ -158,12 +178,13 @@ impl<W: Write> Closer<W> {
     }
 
     /// The input ended (`read_error`: because a read failed). A complete
-    /// document goes out as it came; a cut one is closed. Returns the writer,
-    /// the cut, and false when nothing before the cut could be kept.
-    pub(crate) fn finish(
-        mut self,
-        read_error: Option<String>,
-    ) -> io::Result<(W, Option<Cut>, bool)> {
+    /// document goes out as it came; a cut one is closed.
+    pub(crate) fn finish(mut self, read_error: Option<String>) -> io::Result<(W, Ending)> {
+        match self.first {
+            Some(b'{' | b'[') => {}
+            Some(b) => return Ok((self.inner, Ending::NotADocument(b))),
+            None => return Ok((self.inner, Ending::NothingComplete)),
+        }
         if let Some(from) = self.after_end {
             // Everything from there on was dropped on the way.
             let cut = Cut {
@@ -173,15 +194,15 @@ impl<W: Write> Closer<W> {
                 closed_with: String::new(),
                 read_error,
             };
-            return Ok((self.inner, Some(cut), true));
+            return Ok((self.inner, Ending::Cut(cut)));
         }
         if self.end.is_some() {
             let rest = std::mem::take(&mut self.pending);
             self.inner.write_all(&rest)?;
-            return Ok((self.inner, None, true));
+            return Ok((self.inner, Ending::Complete));
         }
         let Some((depth, at)) = self.cut_point().filter(|&(_, at)| at >= self.released) else {
-            return Ok((self.inner, None, false));
+            return Ok((self.inner, Ending::NothingComplete));
         };
         self.release(at)?;
         let closed_with: String = self.stack[..depth.map_or(0, |d| d + 1)]
@@ -197,13 +218,16 @@ impl<W: Write> Closer<W> {
             closed_with,
             read_error,
         };
-        Ok((self.inner, Some(cut), true))
+        Ok((self.inner, Ending::Cut(cut)))
     }
 }
 
 impl<W: Write> Write for Closer<W> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let base = self.seen;
+        if self.first.is_none() {
+            self.first = data.iter().copied().find(|&b| !is_space(b));
+        }
         let mut i = 0;
         let mut scalar_until = 0; // a block with a backslash goes byte by byte
         while i < data.len() {
@@ -308,7 +332,12 @@ mod tests {
         for piece in input.as_bytes().chunks(step.max(1)) {
             closer.write_all(piece).unwrap();
         }
-        let (out, cut, ok) = closer.finish(None).unwrap();
+        let (out, ending) = closer.finish(None).unwrap();
+        let (cut, ok) = match ending {
+            Ending::Complete => (None, true),
+            Ending::Cut(cut) => (Some(cut), true),
+            Ending::NothingComplete | Ending::NotADocument(_) => (None, false),
+        };
         (String::from_utf8(out).unwrap(), cut, ok)
     }
 
@@ -443,11 +472,32 @@ mod tests {
     }
 
     #[test]
+    fn what_does_not_start_as_a_document_is_not_closed() {
+        for (input, first) in [
+            // A log line before the trace, brackets and all.
+            ("INFO rank {0}\n{\"traceEvents\": [{}]}", b'I'),
+            ("\0\0\0{\"a\": 1}", 0),
+            (" 42", b'4'),
+            ("\"s\"", b'"'),
+        ] {
+            for step in [1, 3, 1000] {
+                let mut closer = Closer::new(Vec::new());
+                for piece in input.as_bytes().chunks(step) {
+                    closer.write_all(piece).unwrap();
+                }
+                let (_, ending) = closer.finish(None).unwrap();
+                assert_eq!(ending, Ending::NotADocument(first), "{input:?}, step {step}");
+            }
+        }
+    }
+
+    #[test]
     fn a_read_error_is_kept_with_the_cut() {
         let mut closer = Closer::new(Vec::new());
         closer.write_all(br#"[{}, {"#).unwrap();
-        let (out, cut, _) = closer.finish(Some("incomplete deflate stream".into())).unwrap();
+        let (out, ending) = closer.finish(Some("incomplete deflate stream".into())).unwrap();
         assert_eq!(out, b"[{}]");
-        assert_eq!(cut.unwrap().read_error.as_deref(), Some("incomplete deflate stream"));
+        let Ending::Cut(cut) = ending else { panic!("{ending:?}") };
+        assert_eq!(cut.read_error.as_deref(), Some("incomplete deflate stream"));
     }
 }

@@ -52,7 +52,7 @@ pub(crate) struct Edit {
 const FFFD_UTF8: &[u8] = "\u{fffd}".as_bytes();
 /// A UTF-8 byte order mark: JSON has none (RFC 8259 8.1), and orjson
 /// refuses a document that starts with one.
-const BOM: &[u8] = b"\xef\xbb\xbf";
+pub(crate) const BOM: &[u8] = b"\xef\xbb\xbf";
 const ESCAPED_QUOTE: &[u8] = b"\\\"";
 const NULL: &[u8] = b"null";
 

@@ -73,6 +73,30 @@ pub enum Error {
         /// Bytes read before it ended.
         offset: u64,
     },
+    /// [`crate::salvage`]: the input does not start with a JSON object or
+    /// array (past whitespace), so where a document would start is unknown.
+    #[error(
+        "the input starts with {}, not a JSON object or array: nothing to salvage",
+        shown(*first)
+    )]
+    NotADocument {
+        /// Its first byte other than whitespace.
+        first: u8,
+    },
+    /// [`crate::salvage_file`]: the file does not start with a JSON object
+    /// or array (past whitespace): text written before the trace (a log
+    /// line), or no trace at all.
+    #[error(
+        "{path} starts with {}, not a JSON object or array (a log line before the trace? not a \
+         trace?): nothing to salvage",
+        shown(*first)
+    )]
+    NotADocumentFile {
+        /// The input file.
+        path: PathBuf,
+        /// Its first byte other than whitespace.
+        first: u8,
+    },
     /// [`crate::salvage_file`]: the input was cut short before any value in
     /// it was complete, so there is nothing to keep.
     #[error(
@@ -123,6 +147,11 @@ pub enum Error {
         /// The output path given.
         output: PathBuf,
     },
+}
+
+/// A byte as a reader wants to see it: `'I'`, or `0x00`.
+pub(crate) fn shown(b: u8) -> String {
+    if b.is_ascii_graphic() { format!("'{}'", b as char) } else { format!("0x{b:02x}") }
 }
 
 /// `Result` with this crate's [`Error`].

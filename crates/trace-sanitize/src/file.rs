@@ -297,6 +297,9 @@ fn salvage_into(
         Err(Error::NothingComplete { offset }) => {
             Err(Error::NothingToSalvage { path: path.to_path_buf(), offset })
         }
+        Err(Error::NotADocument { first }) => {
+            Err(Error::NotADocumentFile { path: path.to_path_buf(), first })
+        }
         Err(other) => Err(other),
     }
 }

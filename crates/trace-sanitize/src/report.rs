@@ -168,6 +168,13 @@ pub struct Report {
     /// `None`. `None` too after a pass stopped at its first defect.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
+    /// Set when the input does not start with `{` or `[` (past whitespace
+    /// and a byte order mark): the byte it starts with instead. Text before
+    /// a trace (a log line written into its file) or no trace at all;
+    /// strict parsers reject it, and salvage cannot tell where a document
+    /// would start. Known after any whole pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub starts_with: Option<u8>,
 }
 
 impl Report {

@@ -11,8 +11,8 @@ use std::{
 
 use crate::{
     Error, Result,
-    close::{Closer, is_space},
-    engine::{Edit, Engine, MAX_CARRY},
+    close::{Closer, Ending, is_space},
+    engine::{BOM, Edit, Engine, MAX_CARRY},
     report::{Recorder, Report},
 };
 
@@ -75,13 +75,18 @@ pub(crate) fn finish_salvage<W: Write>(
     failed: Option<io::Error>,
 ) -> Result<(W, Report)> {
     let written = sink.written;
-    let (out, cut, closed) = sink
+    let (out, ending) = sink
         .inner
         .finish(failed.map(|e| e.to_string()))
         .map_err(|source| Error::Write { offset: written, source })?;
-    if !closed {
-        return Err(Error::NothingComplete { offset: report.bytes_read });
-    }
+    let cut = match ending {
+        Ending::Complete => None,
+        Ending::Cut(cut) => Some(cut),
+        Ending::NothingComplete => {
+            return Err(Error::NothingComplete { offset: report.bytes_read });
+        }
+        Ending::NotADocument(first) => return Err(Error::NotADocument { first }),
+    };
     // The closer counted repaired bytes; the cut is told in input bytes.
     let bytes_written = match &cut {
         Some(cut) => written - cut.dropped + cut.closed_with.len() as u64,
@@ -140,6 +145,9 @@ impl ShapeSink {
         match finish_salvage(self.0, report.clone(), None) {
             Ok((_, closed)) => Ok(Report { bytes_written: 0, ..closed }),
             Err(Error::NothingComplete { .. }) => Ok(Report { complete: Some(false), ..report }),
+            Err(Error::NotADocument { first }) => {
+                Ok(Report { complete: Some(false), starts_with: Some(first), ..report })
+            }
             Err(e) => Err(e),
         }
     }
@@ -247,9 +255,10 @@ pub(crate) fn scan<R: Read>(
     let mut carry = 0usize;
     let mut base = 0u64; // input offset of buf[0]
     let mut stopped_early = false;
-    // The last byte outside JSON whitespace: a document that does not end
-    // in `}` or `]` is cut short (or empty) whatever else is in it.
-    let mut last = None;
+    // The first and last bytes outside JSON whitespace (past a byte order
+    // mark): a document that does not start with `{` or `[` and end with `}`
+    // or `]` cannot be parsed, whatever else is in it.
+    let (mut first, mut last) = (None, None);
     loop {
         // Bytes read before a failed read still go out (and are repaired):
         // a reader downstream gets the input up to the failure.
@@ -266,7 +275,12 @@ pub(crate) fn scan<R: Read>(
         }
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
-        if let Some(&b) = buf[..outcome.consumed].iter().rfind(|&&b| !is_space(b)) {
+        let out = &buf[..outcome.consumed];
+        if first.is_none() {
+            let past_bom = if base == 0 { out.strip_prefix(BOM).unwrap_or(out) } else { out };
+            first = past_bom.iter().copied().find(|&b| !is_space(b));
+        }
+        if let Some(&b) = out.iter().rfind(|&&b| !is_space(b)) {
             last = Some(b);
         }
         sink.chunk(&mut buf, outcome.consumed, len, &edits)?;
@@ -292,9 +306,10 @@ pub(crate) fn scan<R: Read>(
         repairs: rec.repairs,
         stopped_early,
         cut: None,
-        complete: match last {
+        starts_with: first.filter(|b| !matches!(b, b'{' | b'[')).filter(|_| !stopped_early),
+        complete: match (first, last) {
             _ if stopped_early => None,
-            Some(b'}' | b']') => None,
+            (Some(b'{' | b'['), Some(b'}' | b']')) => None,
             _ => Some(false),
         },
     })

@@ -720,14 +720,20 @@ fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
                 ));
             }
         }
+        // duct's kill only sends SIGKILL: wait too, so the job is gone (and
+        // reaped) before its report directory or the scratch copies go.
+        let stop = || {
+            let _ = handle.kill();
+            let _ = handle.wait();
+        };
         if let Some(limit) = config.timeout
             && started.elapsed() > limit
         {
-            let _ = handle.kill();
+            stop();
             return Outcome::TimedOut(limit);
         }
         if config.cancelled() {
-            let _ = handle.kill();
+            stop();
             return Outcome::Cancelled;
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -229,6 +229,28 @@ fn data_after_the_document_is_found_and_dropped_on_request() {
 }
 
 #[test]
+fn text_before_the_trace_is_named_and_not_salvaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace =
+        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    fs::write(dir.path().join("t.json"), [&b"W1130 rank {0}: start\n"[..], &trace].concat())
+        .unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "t.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    t.json: it starts with 'W', not `{` or `[` (a log line before the trace? not a trace?); TraceLens cannot parse it
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "t.json"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: t.json starts with 'W', not a JSON object or array (a log line before the trace? not a trace?): nothing to salvage
+    ");
+    assert!(!dir.path().join("t.sanitized.json").exists());
+}
+
+#[test]
 fn a_utf16_trace_is_refused_with_how_to_convert_it() {
     let dir = tempfile::tempdir().unwrap();
     let text =

@@ -587,3 +587,33 @@ fn utf16_and_utf32_traces_are_refused_with_their_encoding() {
         check_file(&input, &Options::default(), &mut no_progress()).unwrap();
     }
 }
+
+/// Text before the document (a log line written into the trace's file) is
+/// found by every pass, and salvage does not guess where the trace starts.
+#[test]
+fn text_before_the_document_is_found_and_not_salvaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.json");
+    fs::write(&input, [&b"\n  W1130 rank {0}: start\n"[..], &events(5)].concat()).unwrap();
+    let check = check_file(&input, &Options::default(), &mut no_progress()).unwrap().report;
+    assert_eq!((check.starts_with, check.complete, check.cut), (Some(b'W'), Some(false), None));
+    let output = dir.path().join("out.json");
+    let copied = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
+    assert_eq!((copied.report.starts_with, copied.report.complete), (Some(b'W'), Some(false)));
+    fs::remove_file(&output).unwrap();
+    let err =
+        trace_sanitize::salvage_file(&input, &output, &Options::default(), &mut no_progress())
+            .unwrap_err();
+    assert!(
+        matches!(&err, Error::NotADocumentFile { path, first: b'W' } if *path == input),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("starts with 'W'"), "{err}");
+    assert!(!output.exists());
+    // A byte order mark before the document is repaired, not text.
+    fs::write(&input, [&b"\xef\xbb\xbf"[..], &events(5)].concat()).unwrap();
+    let check = check_file(&input, &Options::default(), &mut no_progress()).unwrap().report;
+    assert_eq!((check.starts_with, check.complete), (None, Some(true)));
+    let copied = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
+    assert_eq!((copied.report.starts_with, copied.report.complete), (None, None));
+}

@@ -284,6 +284,9 @@ fn orjson_agrees_on_how_a_document_ends() {
     let after: [&[u8]; 9] =
         [b"", b"\n", b" \r\n\t", b"{}", b"\n{\"b\": [", b"\nW1130 done\n", b"\0\0\0", b"]", b","];
     cases.extend(after.iter().map(|a| [trace, a].concat()));
+    // Text before the document, brackets and all; a BOM (repaired) is not.
+    let before: [&[u8]; 4] = [b"INFO {0} ready\n", b"\0\0", b"42 ", b"\xef\xbb\xbf \n"];
+    cases.extend(before.iter().map(|b| [b, trace].concat()));
     let mut files = Vec::new();
     let mut checked = Vec::new();
     for case in &cases {
@@ -309,6 +312,7 @@ fn orjson_agrees_on_how_a_document_ends() {
         );
         if loads_sanitized {
             assert_eq!(*plain, None, "sanitize calls {case:?} cut short");
+            assert_eq!(check.starts_with, None, "{case:?}");
         }
         if check.cut.is_some() || check.complete == Some(true) {
             assert_eq!(loads[1], "ok", "orjson refuses the salvaged copy of {case:?}");
@@ -319,4 +323,5 @@ fn orjson_agrees_on_how_a_document_ends() {
         checked.iter().filter_map(|(_, c)| c.cut.as_ref().map(|c| c.kind)).collect();
     assert!(kinds.contains(&trace_sanitize::CutKind::CutShort));
     assert!(kinds.contains(&trace_sanitize::CutKind::DataAfterEnd));
+    assert_eq!(checked.iter().filter(|(_, c)| c.starts_with.is_some()).count(), 3);
 }
