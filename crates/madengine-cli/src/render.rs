@@ -127,11 +127,11 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
         None if cut_short => text.push_str(&format!(
             "{}: {}{}; TraceLens cannot parse it\n",
             file.input.display(),
-            match &r.cut {
-                _ if starts_with.is_some() => starts_with.clone().unwrap_or_default(),
-                Some(_) if after_end => "data follows the end of its JSON document".to_string(),
-                Some(_) => format!("cut short after byte {}, inside an unfinished value", r.bytes_read),
-                None => format!(
+            match (&starts_with, &r.cut) {
+                (Some(starts), _) => starts.clone(),
+                (None, Some(_)) if after_end => "data follows the end of its JSON document".to_string(),
+                (None, Some(_)) => format!("cut short after byte {}, inside an unfinished value", r.bytes_read),
+                (None, None) => format!(
                     "no complete JSON object or array in its {} (empty, or cut short inside the first)",
                     plural(r.bytes_read as usize, "byte")
                 ),

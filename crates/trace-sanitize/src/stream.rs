@@ -55,9 +55,12 @@ pub fn sanitize<R: Read, W: Write>(input: R, output: W, options: &Options) -> Re
 }
 
 /// [`sanitize`], and an input cut short is closed after its last complete
-/// record (see [`crate::salvage_file`]); a failed read ends the input there.
+/// record, and data after the end of its document dropped (see
+/// [`crate::salvage_file`]); a failed read ends the input there.
 /// [`Report::cut`] says where and how. An input with nothing complete before
-/// the cut is [`Error::NothingComplete`].
+/// the cut is [`Error::NothingComplete`], one that does not start with `{`
+/// or `[` [`Error::NotADocument`]; `output` may then hold part of it (the
+/// file functions remove theirs).
 pub fn salvage<R: Read, W: Write>(input: R, output: W, options: &Options) -> Result<Report> {
     let failed = RefCell::new(None);
     let mut sink = WriteSink { inner: Closer::new(output), written: 0 };

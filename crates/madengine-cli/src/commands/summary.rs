@@ -513,10 +513,12 @@ fn guarded(
 ) -> Result<trace_summary::Summary, (String, Option<&'static str>)> {
     match std::panic::catch_unwind(|| read(path)) {
         Ok(result) => result.map_err(|e| {
-            let salvageable = match &e {
-                _ if e.is_cut_short() => Some("the events complete before the cut"),
-                _ if e.is_salvageable() => Some("the document without it"),
-                _ => None,
+            let salvageable = if e.is_cut_short() {
+                Some("the events complete before the cut")
+            } else if e.is_salvageable() {
+                Some("the document without it")
+            } else {
+                None
             };
             (chain(&e), salvageable)
         }),
