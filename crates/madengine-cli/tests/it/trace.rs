@@ -146,8 +146,7 @@ fn check_exits_1_when_repair_is_needed() {
 #[test]
 fn check_exits_1_when_a_trace_is_cut_short() {
     let dir = tempfile::tempdir().unwrap();
-    let whole =
-        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    let whole = kineto_4242();
     fs::write(dir.path().join("cut.json"), &whole[..whole.len() / 2]).unwrap();
     fs::write(dir.path().join("empty.json"), b"").unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "cut.json", "empty.json"], @r"
@@ -163,8 +162,7 @@ fn check_exits_1_when_a_trace_is_cut_short() {
 #[test]
 fn a_copy_still_cut_short_exits_1_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let whole =
-        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    let whole = kineto_4242();
     fs::write(dir.path().join("cut.json"), &whole[..whole.len() / 2]).unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "cut.json"], @r"
     exit code: 1
@@ -187,8 +185,7 @@ fn a_copy_still_cut_short_exits_1_and_says_so() {
 #[test]
 fn data_after_the_document_is_found_and_dropped_on_request() {
     let dir = tempfile::tempdir().unwrap();
-    let mut trace =
-        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    let mut trace = kineto_4242();
     trace.extend_from_slice(b"\nW1130 12:00:00 rank 0: profiler done\n");
     fs::write(dir.path().join("tail.json"), &trace).unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "tail.json"], @r"
@@ -231,8 +228,7 @@ fn data_after_the_document_is_found_and_dropped_on_request() {
 #[test]
 fn text_before_the_trace_is_named_and_not_salvaged() {
     let dir = tempfile::tempdir().unwrap();
-    let trace =
-        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap();
+    let trace = kineto_4242();
     fs::write(dir.path().join("t.json"), [&b"W1130 rank {0}: start\n"[..], &trace].concat())
         .unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "t.json"], @r"
@@ -253,9 +249,7 @@ fn text_before_the_trace_is_named_and_not_salvaged() {
 #[test]
 fn a_utf16_trace_is_refused_with_how_to_convert_it() {
     let dir = tempfile::tempdir().unwrap();
-    let text =
-        fs::read_to_string(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json"))
-            .unwrap();
+    let text = String::from_utf8(kineto_4242()).unwrap();
     // As Windows PowerShell's Out-File writes it: a BOM, then UTF-16LE.
     let utf16: Vec<u8> =
         std::iter::once(0xfeff).chain(text.encode_utf16()).flat_map(u16::to_le_bytes).collect();
@@ -726,4 +720,10 @@ fn quotes_written_raw_into_names_are_escaped() {
     let stdout = stdout.split("----- stderr -----").next().unwrap();
     let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
     assert_eq!(json["traces"][0]["repaired"]["stray_quotes"], 4, "{json:#}");
+}
+
+/// The synthetic run's Kineto trace (CPU-only, 1.3 KiB): what the tests of
+/// broken copies start from.
+fn kineto_4242() -> Vec<u8> {
+    fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap()
 }
