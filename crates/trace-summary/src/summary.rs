@@ -341,6 +341,10 @@ fn with_sanitized<T>(
                     "the trace ends after {offset} bytes, before anything in it is complete: nothing to salvage"
                 ),
             }),
+            // The sanitizer's only write failure is the reader gone: the
+            // parser stopped first (text before the trace, not an object),
+            // and its error is the cause.
+            (Err(e), Err(trace_sanitize::Error::Write { .. })) => Err(e),
             // The parser only saw the stream end early: the read error is the cause.
             (Err(_), Err(source)) => {
                 Err(Error::Read { path: path.to_path_buf(), gzip: gz, source })

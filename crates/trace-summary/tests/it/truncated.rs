@@ -235,3 +235,28 @@ fn a_raised_cancel_flag_stops_the_reading() {
         assert_eq!(err.to_string(), format!("stopped reading {}", path.display()));
     }
 }
+
+/// A file that is not a trace from its first byte is refused for that,
+/// however large: the parser stops at once, and that stop is not taken for
+/// a failed read.
+#[test]
+fn text_before_a_large_trace_is_named_not_a_read_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Well past what the sanitizer can hand over before the parser stops.
+    let trace = kineto(40_000);
+    assert!(trace.len() > 16 << 20, "{}", trace.len());
+    for (name, text) in [
+        ("lead.json", format!("W1130 rank 0: start\n{trace}")),
+        ("array.json", format!("[{trace}]")),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        match summarize_file(&path) {
+            Err(Error::Parse { detail, .. }) => assert!(
+                detail.starts_with("not JSON") || detail.contains("not a JSON object"),
+                "{detail}"
+            ),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
