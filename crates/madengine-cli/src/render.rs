@@ -114,10 +114,9 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     let cut_short = r.complete == Some(false);
     let after_end = r.cut.as_ref().is_some_and(|c| c.kind == CutKind::DataAfterEnd);
     let starts_with = r.starts_with.map(|b| {
-        let shown =
-            if b.is_ascii_graphic() { format!("'{}'", b as char) } else { format!("0x{b:02x}") };
         format!(
-            "it starts with {shown}, not `{{` or `[` (a log line before the trace? not a trace?)"
+            "it starts with {}, not `{{` or `[` (a log line before the trace? not a trace?)",
+            trace_sanitize::DisplayByte(b)
         )
     });
     match &file.output {

@@ -77,7 +77,7 @@ pub enum Error {
     /// array (past whitespace), so where a document would start is unknown.
     #[error(
         "the input starts with {}, not a JSON object or array: nothing to salvage",
-        shown(*first)
+        DisplayByte(*first)
     )]
     NotADocument {
         /// Its first byte other than whitespace.
@@ -89,7 +89,7 @@ pub enum Error {
     #[error(
         "{path} starts with {}, not a JSON object or array (a log line before the trace? not a \
          trace?): nothing to salvage",
-        shown(*first)
+        DisplayByte(*first)
     )]
     NotADocumentFile {
         /// The input file.
@@ -149,9 +149,15 @@ pub enum Error {
     },
 }
 
-/// A byte as a reader wants to see it: `'I'`, or `0x00`.
-pub(crate) fn shown(b: u8) -> String {
-    if b.is_ascii_graphic() { format!("'{}'", b as char) } else { format!("0x{b:02x}") }
+/// A byte as a message shows it: `'W'` when printable ASCII, else `0x00`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DisplayByte(pub u8);
+
+impl std::fmt::Display for DisplayByte {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = self.0;
+        if b.is_ascii_graphic() { write!(f, "'{}'", b as char) } else { write!(f, "0x{b:02x}") }
+    }
 }
 
 /// `Result` with this crate's [`Error`].

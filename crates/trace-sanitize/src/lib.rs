@@ -81,7 +81,7 @@ mod stream;
 
 pub use crate::{
     close::{Cut, CutKind},
-    error::{Error, Result},
+    error::{DisplayByte, Error, Result},
     file::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,
         salvage_file, sanitize_file, write_atomic,

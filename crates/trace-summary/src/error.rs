@@ -62,6 +62,32 @@ pub enum Error {
         /// (a Kineto trace's is; a rocprofv3 trace is read as one document).
         offset: Option<u64>,
     },
+    /// The trace is UTF-16 or UTF-32 text (re-saved by Windows PowerShell,
+    /// say), not UTF-8: it must be converted.
+    #[error(
+        "{path} is {encoding} text, not UTF-8 (re-saved on Windows?): convert it first, \
+         e.g. with `iconv -f {encoding} -t UTF-8`"
+    )]
+    NotUtf8 {
+        /// The trace.
+        path: PathBuf,
+        /// `UTF-16LE`, `UTF-16BE`, `UTF-32LE` or `UTF-32BE`.
+        encoding: &'static str,
+    },
+    /// The trace does not start with a JSON object or array (past
+    /// whitespace and a byte order mark): text written before it (a log
+    /// line), or no trace at all.
+    #[error(
+        "{path} is not a trace: it starts with {}, not a JSON object (a log line before the \
+         trace? not a trace?)",
+        trace_sanitize::DisplayByte(*first)
+    )]
+    NotADocument {
+        /// The trace.
+        path: PathBuf,
+        /// Its first byte other than whitespace.
+        first: u8,
+    },
     /// [`crate::Options::cancel`] was raised while the trace was read.
     #[error("stopped reading {path}")]
     Cancelled {

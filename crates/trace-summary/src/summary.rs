@@ -143,6 +143,12 @@ pub fn summarize_with<R: Read + Send>(
     let head = reader
         .fill_buf()
         .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
+    let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    if let Some(&first) = text.iter().find(|b| !b.is_ascii_whitespace())
+        && !matches!(first, b'{' | b'[')
+    {
+        return Err(Error::NotADocument { path: label.to_path_buf(), first });
+    }
     if crate::rocprof::sniff(head) {
         let crate::rocprof::Tables { timeline, kernels, records, data_after_end } =
             // By value: `io::Bytes` reads a `BufReader` (not a `&mut` one)
@@ -328,13 +334,9 @@ fn with_sanitized<T>(
             (_, Err(trace_sanitize::Error::Cancelled { .. })) => {
                 Err(Error::Cancelled { path: path.to_path_buf() })
             }
-            (_, Err(trace_sanitize::Error::NotUtf8 { encoding })) => Err(Error::Parse {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "it is {encoding} text, not UTF-8 (re-saved on Windows?): convert it first, \
-                     e.g. with `iconv -f {encoding} -t UTF-8`"
-                ),
-            }),
+            (_, Err(trace_sanitize::Error::NotUtf8 { encoding })) => {
+                Err(Error::NotUtf8 { path: path.to_path_buf(), encoding })
+            }
             (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
                 path: path.to_path_buf(),
                 detail: format!(

@@ -613,6 +613,19 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                 .unwrap_or_default();
             return cut_short(format!("its JSON ends after {bytes} bytes{events}"));
         }
+        Err(trace_summary::Error::NotUtf8 { encoding, .. }) => {
+            return unparseable(format!(
+                "{encoding} text, not UTF-8 (re-saved on Windows?); TraceLens cannot parse it and \
+                 was not run (convert it first, e.g. with `iconv -f {encoding} -t UTF-8`)"
+            ));
+        }
+        Err(trace_summary::Error::NotADocument { first, .. }) => {
+            return unparseable(format!(
+                "not a trace: it starts with {}, not a JSON object (a log line before the trace?); \
+                 TraceLens cannot parse it and was not run",
+                trace_sanitize::DisplayByte(first)
+            ));
+        }
         Err(trace_summary::Error::DataAfterEnd { offset, .. }) => {
             let at = offset.map(|n| format!(", {n} bytes in")).unwrap_or_default();
             return unparseable(format!(

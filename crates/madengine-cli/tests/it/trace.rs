@@ -265,7 +265,7 @@ fn a_utf16_trace_is_refused_with_how_to_convert_it() {
     exit code: 3
     ----- stdout -----
     == w.pt.trace.json
-       error: w.pt.trace.json is not a readable Chrome trace: it is UTF-16LE text, not UTF-8 (re-saved on Windows?): convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`
+       error: w.pt.trace.json is UTF-16LE text, not UTF-8 (re-saved on Windows?): convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`
 
     ----- stderr -----
     error: 1 of 1 traces could not be read

@@ -251,12 +251,29 @@ fn text_before_a_large_trace_is_named_not_a_read_error() {
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
-        match summarize_file(&path) {
-            Err(Error::Parse { detail, .. }) => assert!(
-                detail.starts_with("not JSON") || detail.contains("not a JSON object"),
-                "{detail}"
-            ),
-            other => panic!("{name}: {other:?}"),
+        match (name, summarize_file(&path)) {
+            ("lead.json", Err(Error::NotADocument { first: b'W', .. })) => {}
+            ("array.json", Err(Error::Parse { detail, .. })) => {
+                assert!(detail.contains("not a JSON object"), "{detail}")
+            }
+            (_, other) => panic!("{name}: {other:?}"),
         }
+    }
+}
+
+#[test]
+fn a_utf16_trace_is_named_with_its_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.json");
+    let utf16: Vec<u8> = std::iter::once(0xfeff)
+        .chain(kineto(3).encode_utf16())
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    std::fs::write(&path, utf16).unwrap();
+    match summarize_file(&path) {
+        Err(e @ Error::NotUtf8 { encoding: "UTF-16LE", .. }) => {
+            assert!(e.to_string().contains("iconv -f UTF-16LE -t UTF-8"), "{e}")
+        }
+        other => panic!("{other:?}"),
     }
 }
