@@ -211,30 +211,47 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     if c.total() > listed {
         text.push_str(&format!("  ... and {} more\n", c.total() - listed));
     }
+    // The closer counts repaired bytes: with repairs, say so.
+    let dropped = |cut: &trace_sanitize::Cut| {
+        if r.needs_repair() {
+            format!("{} once repaired", size(cut.dropped))
+        } else {
+            size(cut.dropped)
+        }
+    };
     match (&r.cut, &file.output) {
         (Some(cut), Some(_)) if after_end => text.push_str(&format!(
             "  data after the end of the document: dropped the last {}\n",
-            size(cut.dropped)
+            dropped(cut)
         )),
         (Some(cut), None) if after_end => text.push_str(&format!(
             "  --salvage writes a copy without its last {} (what follows the document)\n",
-            size(cut.dropped)
+            dropped(cut)
         )),
         (Some(cut), Some(_)) => {
             let why = cut.read_error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default();
             text.push_str(&format!(
                 "  cut short after byte {}{why}: dropped the last {} (an incomplete value), closed with `{}`\n",
                 cut.at,
-                size(cut.dropped),
+                dropped(cut),
                 cut.closed_with
             ));
         }
         (Some(cut), None) => text.push_str(&format!(
             "  --salvage writes a copy without its last {} (an incomplete value), closed with `{}`\n",
-            size(cut.dropped),
+            dropped(cut),
             cut.closed_with
         )),
         _ => {}
+    }
+    // A run of zeros at the end of a broken trace: its bytes never reached
+    // the disk (its node went down). Zeros inside a string count as control
+    // bytes above; this says what they are.
+    if r.zeros_at_end >= 16 && (cut_short || r.cut.is_some() || r.needs_repair()) {
+        text.push_str(&format!(
+            "  it ends in {} of zero bytes: its node likely went down before the file reached the disk\n",
+            size(r.zeros_at_end)
+        ));
     }
     out(&text)
 }

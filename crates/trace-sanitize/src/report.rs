@@ -175,6 +175,15 @@ pub struct Report {
     /// would start. Known after any whole pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub starts_with: Option<u8>,
+    /// How many zero bytes the input ends with (decompressed): what a file
+    /// holds where its node went down before its last blocks reached the
+    /// disk. 0 after a pass stopped at its first defect.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub zeros_at_end: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Report {

@@ -262,6 +262,7 @@ pub(crate) fn scan<R: Read>(
     // mark): a document that does not start with `{` or `[` and end with `}`
     // or `]` cannot be parsed, whatever else is in it.
     let (mut first, mut last) = (None, None);
+    let mut zeros = 0u64; // zero bytes the input ends with, so far
     loop {
         // Bytes read before a failed read still go out (and are repaired):
         // a reader downstream gets the input up to the failure.
@@ -286,6 +287,8 @@ pub(crate) fn scan<R: Read>(
         if let Some(&b) = out.iter().rfind(|&&b| !is_space(b)) {
             last = Some(b);
         }
+        let tail = out.iter().rev().take_while(|&&b| b == 0).count();
+        zeros = if tail == out.len() { zeros + tail as u64 } else { tail as u64 };
         sink.chunk(&mut buf, outcome.consumed, len, &edits)?;
         base += outcome.consumed as u64;
         progress(base);
@@ -310,6 +313,7 @@ pub(crate) fn scan<R: Read>(
         stopped_early,
         cut: None,
         starts_with: first.filter(|b| !matches!(b, b'{' | b'[')).filter(|_| !stopped_early),
+        zeros_at_end: if stopped_early { 0 } else { zeros },
         complete: match (first, last) {
             _ if stopped_early => None,
             (Some(b'{' | b'['), Some(b'}' | b']')) => None,

@@ -97,7 +97,7 @@ fn salvage_closes_a_cut_trace_and_a_cut_gzip_gets_a_hint() {
       at byte        573  control byte   \x00 in "kname"
       at byte        574  invalid UTF-8  \xff in "kname"
       at byte        575  invalid UTF-8  \xfe in "kname"
-      cut short after byte 700: dropped the last 4 B (an incomplete value), closed with `}]}}]}`
+      cut short after byte 700: dropped the last 4 B once repaired (an incomplete value), closed with `}]}}]}`
     ----- stderr -----
     "#);
     let out = fs::read(dir.path().join("cut.sanitized.json")).unwrap();
@@ -244,6 +244,26 @@ fn text_before_the_trace_is_named_and_not_salvaged() {
     error: t.json starts with 'W', not a JSON object or array (a log line before the trace? not a trace?): nothing to salvage
     ");
     assert!(!dir.path().join("t.sanitized.json").exists());
+}
+
+#[test]
+fn a_trace_ending_in_zeros_is_said_to_be_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = kineto_4242();
+    // Cut inside a string, then zeros: they count as control bytes too.
+    let at = whole.windows(7).rposition(|w| w == b"\"name\":").unwrap() + 9;
+    fs::write(dir.path().join("z.json"), [&whole[..at], &[0u8; 4096][..]].concat()).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "--max-listed", "2", "z.json"], @r#"
+    exit code: 1
+    ----- stdout -----
+    z.json: cut short after byte 4995, inside an unfinished value, and it needs repair: 0 invalid UTF-8, 4096 control bytes, 0 lone surrogates; TraceLens cannot parse it
+      at byte        899  control byte   \x00 in "name"
+      at byte        900  control byte   \x00 in "name"
+      ... and 4094 more
+      --salvage writes a copy without its last 24.0 KiB once repaired (an incomplete value), closed with `]}`
+      it ends in 4.0 KiB of zero bytes: its node likely went down before the file reached the disk
+    ----- stderr -----
+    "#);
 }
 
 #[test]

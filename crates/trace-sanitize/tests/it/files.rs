@@ -617,3 +617,26 @@ fn text_before_the_document_is_found_and_not_salvaged() {
     let copied = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
     assert_eq!((copied.report.starts_with, copied.report.complete), (None, None));
 }
+
+/// The zeros a trace ends with (its node went down before its last blocks
+/// reached the disk) are counted, however the input is split; zeros with
+/// data after them are not.
+#[test]
+fn the_zeros_a_trace_ends_with_are_counted() {
+    let trace = events(5);
+    let cut = &trace[..trace.len() / 2];
+    for (bytes, zeros) in [
+        ([cut, &[0u8; 5000][..]].concat(), 5000),
+        ([cut, &[0u8; 300][..], b"}"].concat(), 0),
+        (vec![0u8; 4096], 4096),
+        (trace.clone(), 0),
+    ] {
+        for buffer_size in [7, 1000, 1 << 17] {
+            let options = Options { buffer_size, ..Options::default() };
+            let check = trace_sanitize::check(&bytes[..], &options).unwrap();
+            assert_eq!(check.zeros_at_end, zeros, "buffer {buffer_size}");
+            let (_, sanitized) = crate::run_with(&bytes, &options);
+            assert_eq!(sanitized.zeros_at_end, zeros, "buffer {buffer_size}");
+        }
+    }
+}
