@@ -63,11 +63,8 @@ pub enum Error {
         offset: Option<u64>,
     },
     /// The trace is UTF-16 or UTF-32 text (re-saved by Windows PowerShell,
-    /// say), not UTF-8: it must be converted.
-    #[error(
-        "{path} is {encoding} text, not UTF-8 (re-saved on Windows?): convert it first, \
-         e.g. with `iconv -f {encoding} -t UTF-8`"
-    )]
+    /// say), not UTF-8: it must be converted. Said in trace-sanitize's words.
+    #[error("{}", trace_sanitize::Error::NotUtf8File { path: path.clone(), encoding })]
     NotUtf8 {
         /// The trace.
         path: PathBuf,
