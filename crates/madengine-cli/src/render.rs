@@ -146,39 +146,38 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
                 String::new()
             }
         )),
-        Some(output) if after_end => text.push_str(&format!(
-            "{}: {}written to {}{recoded} without what follows its JSON document{} ({scanned})\n",
-            file.input.display(),
-            if r.needs_repair() { "repaired and " } else { "" },
-            output.display(),
-            if r.needs_repair() { format!(": {counts}") } else { String::new() },
-        )),
-        Some(output) if r.cut.is_some() => text.push_str(&format!(
-            "{}: {}closed into {}{recoded}{} ({scanned})\n",
-            file.input.display(),
-            if r.needs_repair() { "repaired and " } else { "" },
-            output.display(),
-            if r.needs_repair() { format!(": {counts}") } else { String::new() },
-        )),
+        Some(output) if r.cut.is_some() => {
+            let (verb, what) = match after_end {
+                true => ("written to", " without what follows its JSON document"),
+                false => ("closed into", ""),
+            };
+            text.push_str(&format!(
+                "{}: {}{verb} {}{recoded}{what}{} ({scanned})\n",
+                file.input.display(),
+                if r.needs_repair() { "repaired and " } else { "" },
+                output.display(),
+                if r.needs_repair() { format!(": {counts}") } else { String::new() },
+            ))
+        }
         // Plain sanitize, which does not follow the brackets, sees only
         // that the JSON cannot start or end where it does.
-        Some(output) if cut_short => text.push_str(&format!(
-            "{}: {} into {}{recoded} ({scanned}), but {}: TraceLens cannot parse the copy \
-             either\n{}",
-            file.input.display(),
-            if r.needs_repair() { format!("repaired ({counts})") } else { "copied".into() },
-            output.display(),
-            match &starts_with {
-                _ if r.bytes_read == 0 => "it is empty".to_string(),
-                Some(starts) => starts.clone(),
-                None => "its JSON does not end in `}` or `]` (cut short?)".to_string(),
-            },
-            match starts_with {
-                Some(_) => "",
-                None if r.bytes_read == 0 => "",
-                None => "  --check says what is wrong, --salvage keeps what can be kept\n",
-            }
-        )),
+        Some(output) if cut_short => {
+            let (why, hint) = match &starts_with {
+                _ if r.bytes_read == 0 => ("it is empty".to_string(), ""),
+                Some(starts) => (starts.clone(), ""),
+                None => (
+                    "its JSON does not end in `}` or `]` (cut short?)".to_string(),
+                    "  --check says what is wrong, --salvage keeps what can be kept\n",
+                ),
+            };
+            text.push_str(&format!(
+                "{}: {} into {}{recoded} ({scanned}), but {why}: TraceLens cannot parse the copy \
+                 either\n{hint}",
+                file.input.display(),
+                if r.needs_repair() { format!("repaired ({counts})") } else { "copied".into() },
+                output.display(),
+            ))
+        }
         Some(output) if !r.needs_repair() => text.push_str(&format!(
             "{}: clean, copied unchanged to {}{recoded} ({scanned})\n",
             file.input.display(),

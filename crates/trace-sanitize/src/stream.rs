@@ -147,9 +147,9 @@ impl ShapeSink {
         }
         match finish_salvage(self.0, report.clone(), None) {
             Ok((_, closed)) => Ok(Report { bytes_written: 0, ..closed }),
-            Err(Error::NothingComplete { .. }) => Ok(Report { complete: Some(false), ..report }),
-            Err(Error::NotADocument { first }) => {
-                Ok(Report { complete: Some(false), starts_with: Some(first), ..report })
+            // The scan already said what the input starts with.
+            Err(Error::NothingComplete { .. } | Error::NotADocument { .. }) => {
+                Ok(Report { complete: Some(false), ..report })
             }
             Err(e) => Err(e),
         }

@@ -596,14 +596,16 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             cause,
         })
     };
-    let unparseable = |detail: String| {
+    // What is wrong, and what to do instead.
+    let unparseable = |what: String, remedy: &str| {
+        let detail = format!("{what}; TraceLens cannot parse it and was not run ({remedy})");
         row(Status::Failure, Cause::Unparseable, detail.clone(), format!("madengine: {detail}\n"))
     };
     let cut_short = |what: String| {
-        unparseable(format!(
-            "cut short: {what}; TraceLens cannot parse it and was not run \
-             (`report tracelens --salvage` analyzes the events before the cut)"
-        ))
+        unparseable(
+            format!("cut short: {what}"),
+            "`report tracelens --salvage` analyzes the events before the cut",
+        )
     };
     // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
     let options = trace_summary::Options::default().cancelled_by(config.cancel.clone());
@@ -616,24 +618,27 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             return cut_short(format!("its JSON ends after {bytes} bytes{events}"));
         }
         Err(trace_summary::Error::NotUtf8 { encoding, .. }) => {
-            return unparseable(format!(
-                "{encoding} text, not UTF-8 (re-saved on Windows?); TraceLens cannot parse it and \
-                 was not run (convert it first, e.g. with `iconv -f {encoding} -t UTF-8`)"
-            ));
+            return unparseable(
+                format!("{encoding} text, not UTF-8 (re-saved on Windows?)"),
+                &format!("convert it first, e.g. with `iconv -f {encoding} -t UTF-8`"),
+            );
         }
         Err(trace_summary::Error::NotADocument { first, .. }) => {
-            return unparseable(format!(
-                "not a trace: it starts with {}, not a JSON object (a log line before the trace?); \
-                 TraceLens cannot parse it and was not run",
-                trace_sanitize::DisplayByte(first)
-            ));
+            return unparseable(
+                format!(
+                    "not a trace: it starts with {}, not a JSON object (a log line before the \
+                     trace?)",
+                    trace_sanitize::DisplayByte(first)
+                ),
+                "remove what was written before the trace's first `{`",
+            );
         }
         Err(trace_summary::Error::DataAfterEnd { offset, .. }) => {
             let at = offset.map(|n| format!(", {n} bytes in")).unwrap_or_default();
-            return unparseable(format!(
-                "data after the end of its JSON document{at}; TraceLens cannot parse it and was \
-                 not run (`report tracelens --salvage` analyzes the document without it)"
-            ));
+            return unparseable(
+                format!("data after the end of its JSON document{at}"),
+                "`report tracelens --salvage` analyzes the document without it",
+            );
         }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {
             let mut why = source.to_string();

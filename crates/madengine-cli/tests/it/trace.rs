@@ -161,9 +161,8 @@ fn check_exits_1_when_a_trace_is_cut_short() {
 
 #[test]
 fn a_copy_still_cut_short_exits_1_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
     let whole = kineto_4242();
-    fs::write(dir.path().join("cut.json"), &whole[..whole.len() / 2]).unwrap();
+    let dir = dir_with("cut.json", &whole[..whole.len() / 2]);
     cli_snapshot!(dir.path(), ["trace", "sanitize", "cut.json"], @r"
     exit code: 1
     ----- stdout -----
@@ -184,10 +183,9 @@ fn a_copy_still_cut_short_exits_1_and_says_so() {
 
 #[test]
 fn data_after_the_document_is_found_and_dropped_on_request() {
-    let dir = tempfile::tempdir().unwrap();
     let mut trace = kineto_4242();
     trace.extend_from_slice(b"\nW1130 12:00:00 rank 0: profiler done\n");
-    fs::write(dir.path().join("tail.json"), &trace).unwrap();
+    let dir = dir_with("tail.json", &trace);
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "tail.json"], @r"
     exit code: 1
     ----- stdout -----
@@ -227,10 +225,8 @@ fn data_after_the_document_is_found_and_dropped_on_request() {
 
 #[test]
 fn text_before_the_trace_is_named_and_not_salvaged() {
-    let dir = tempfile::tempdir().unwrap();
     let trace = kineto_4242();
-    fs::write(dir.path().join("t.json"), [&b"W1130 rank {0}: start\n"[..], &trace].concat())
-        .unwrap();
+    let dir = dir_with("t.json", [&b"W1130 rank {0}: start\n"[..], &trace].concat());
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "t.json"], @r"
     exit code: 1
     ----- stdout -----
@@ -248,11 +244,10 @@ fn text_before_the_trace_is_named_and_not_salvaged() {
 
 #[test]
 fn a_trace_ending_in_zeros_is_said_to_be_one() {
-    let dir = tempfile::tempdir().unwrap();
     let whole = kineto_4242();
     // Cut inside a string, then zeros: they count as control bytes too.
     let at = whole.windows(7).rposition(|w| w == b"\"name\":").unwrap() + 9;
-    fs::write(dir.path().join("z.json"), [&whole[..at], &[0u8; 4096][..]].concat()).unwrap();
+    let dir = dir_with("z.json", [&whole[..at], &[0u8; 4096][..]].concat());
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "--max-listed", "2", "z.json"], @r#"
     exit code: 1
     ----- stdout -----
@@ -268,12 +263,11 @@ fn a_trace_ending_in_zeros_is_said_to_be_one() {
 
 #[test]
 fn a_utf16_trace_is_refused_with_how_to_convert_it() {
-    let dir = tempfile::tempdir().unwrap();
     let text = String::from_utf8(kineto_4242()).unwrap();
     // As Windows PowerShell's Out-File writes it: a BOM, then UTF-16LE.
     let utf16: Vec<u8> =
         std::iter::once(0xfeff).chain(text.encode_utf16()).flat_map(u16::to_le_bytes).collect();
-    fs::write(dir.path().join("w.pt.trace.json"), utf16).unwrap();
+    let dir = dir_with("w.pt.trace.json", utf16);
     cli_snapshot!(dir.path(), ["trace", "sanitize", "w.pt.trace.json"], @r"
     exit code: 3
     ----- stdout -----
@@ -746,4 +740,11 @@ fn quotes_written_raw_into_names_are_escaped() {
 /// broken copies start from.
 fn kineto_4242() -> Vec<u8> {
     fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json")).unwrap()
+}
+
+/// A temporary directory holding one file.
+fn dir_with(name: &str, bytes: impl AsRef<[u8]>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(name), bytes).unwrap();
+    dir
 }

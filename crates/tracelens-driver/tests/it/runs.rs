@@ -379,7 +379,7 @@ fn a_utf16_trace_and_text_before_a_trace_fail_up_front() {
     case.write("log.pt.trace.json", format!("W1130 rank {{0}}: start\n{body}").as_bytes());
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
-    FAILURE pytorch log.pt.trace.json TraceLens_generate_perf_report_pytorch | not a trace: it starts with 'W', not a JSON object (a log line before the trace?); TraceLens cannot parse it and was not run
+    FAILURE pytorch log.pt.trace.json TraceLens_generate_perf_report_pytorch | not a trace: it starts with 'W', not a JSON object (a log line before the trace?); TraceLens cannot parse it and was not run (remove what was written before the trace's first `{`)
     FAILURE pytorch w.pt.trace.json TraceLens_generate_perf_report_pytorch | UTF-16LE text, not UTF-8 (re-saved on Windows?); TraceLens cannot parse it and was not run (convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`)
     SKIPPED pytorch 2 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the collective report needs each trace's rank, from its filename or its distributedInfo, and only 1 of 2 carry one. Traces captured on demand through dynolog are named after the process id.
     ");
