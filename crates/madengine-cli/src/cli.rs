@@ -583,10 +583,10 @@ pub(crate) struct SummaryArgs {
     #[arg(value_name = "PATH")]
     pub(crate) paths: Vec<PathBuf>,
     /// A run directory to search (the same as giving it as a PATH).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
     /// Where the CSVs go (never searched for traces).
-    #[arg(long, default_value = "summary_output", value_name = "DIR")]
+    #[arg(short, long, default_value = "summary_output", value_name = "DIR")]
     pub(crate) output_dir: PathBuf,
     /// How many kernels and ops to show per trace.
     #[arg(long, default_value_t = 10, value_name = "N")]
@@ -655,7 +655,7 @@ Writes <output-dir>/<report>..., <output-dir>/logs/<report>.<tool>.log and
 first; the new ones are written when the run ends).
 
 Examples:
-  madengine report tracelens --root runs/llama --gpu-arch MI300X
+  madengine report tracelens runs/llama --gpu-arch MI300X
   madengine report tracelens --mode collective --world-size 8
   madengine report tracelens --discover-only --json
   madengine report tracelens -- --topk_ops 20 --topk_kernels 20  # PyTorch / rocprof reports
@@ -700,11 +700,14 @@ pub(crate) enum ModeArg {
 
 #[derive(Debug, Args)]
 pub(crate) struct TracelensArgs {
-    /// The run directory to search for traces.
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    /// The run directory to search for traces [default: .].
+    #[arg(value_name = "DIR", conflicts_with = "root")]
+    pub(crate) dir: Option<PathBuf>,
+    /// The run directory to search for traces (the same as giving it as DIR).
+    #[arg(short, long, default_value = ".", value_name = "DIR")]
     pub(crate) root: PathBuf,
     /// Where reports, logs and summaries go (never searched for traces).
-    #[arg(long, default_value = "tracelens_output", value_name = "DIR")]
+    #[arg(short, long, default_value = "tracelens_output", value_name = "DIR")]
     pub(crate) output_dir: PathBuf,
     /// Which traces to analyze.
     #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
@@ -722,7 +725,7 @@ pub(crate) struct TracelensArgs {
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub(crate) max_traces: usize,
     /// TraceLens jobs at a time [default: number of CPUs, at most 4; TraceLens is memory-hungry].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
     /// Kill a job running longer than this and report it as failed.
     #[arg(long, value_name = "SECS")]

@@ -47,7 +47,8 @@ pub(crate) fn interpreter(explicit: Option<&PathBuf>) -> PathBuf {
 
 pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let mut config = Config::new(&args.root, std::env::temp_dir(), cpus);
+    let root = args.dir.as_ref().unwrap_or(&args.root);
+    let mut config = Config::new(root, std::env::temp_dir(), cpus);
     config.output_dir = args.output_dir.clone();
     config.mode = match args.mode {
         ModeArg::Auto => Mode::Auto,

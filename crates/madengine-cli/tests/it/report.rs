@@ -109,6 +109,45 @@ fn discover_only_lists_traces_and_the_collective_plan() {
     cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "run", "--discover-only"]);
 }
 
+/// madengine's own `-r`/`-o` (and the run directory given as DIR) plan the
+/// same jobs as `--root`/`--output-dir`.
+#[test]
+fn short_flags_and_a_positional_root_mean_root_and_output_dir() {
+    let dir = run_dir();
+    let long =
+        ["report", "tracelens", "--root", "run", "--output-dir", "run/out", "--discover-only"];
+    let (expected, _) = crate::run_cli(dir.path(), &long.map(AsRef::as_ref), &[]);
+    assert!(expected.starts_with("exit code: 0\n"), "{expected}");
+    for args in [
+        &["report", "tracelens", "-r", "run", "-o", "run/out", "--discover-only"][..],
+        &["report", "tracelens", "run", "-o", "run/out", "--discover-only"],
+        &[
+            "report",
+            "tracelens",
+            "--discover-only",
+            "-o",
+            "run/out",
+            "run",
+            "--",
+            "--topk_ops",
+            "3",
+        ],
+    ] {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(AsRef::as_ref).collect();
+        assert_eq!(crate::run_cli(dir.path(), &args, &[]).0, expected, "{args:?}");
+    }
+    cli_snapshot!(dir.path(), ["report", "tracelens", "run", "--root", "run"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: the argument '[DIR]' cannot be used with '--root <DIR>'
+
+    Usage: madengine report tracelens <DIR> [-- <EXTRA>...]
+
+    For more information, try '--help'.
+    ");
+}
+
 #[test]
 fn failures_exit_1_unless_no_fail() {
     let dir = run_dir();

@@ -347,10 +347,7 @@ fn usage_error_exits_2() {
 fn report_summary_on_the_synthetic_run() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    cli_snapshot!(
-        &synthetic(),
-        ["report", "summary", "--root", "run", "--top", "2", "--output-dir", &out]
-    );
+    cli_snapshot!(&synthetic(), ["report", "summary", "-r", "run", "--top", "2", "-o", &out]);
     let csv = fs::read_to_string(
         out.join("torch_profiler_output_libkineto_trace_rank0_1/gpu_timeline.csv"),
     )
