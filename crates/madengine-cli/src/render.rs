@@ -119,8 +119,19 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             trace_sanitize::DisplayByte(b)
         )
     });
+    // Bare words no repair applies to: the copy is no more JSON than the input.
+    let not_json = r.not_json > 0;
+    let words = format!(
+        "{} that {} not JSON (Python's or JavaScript's values where JSON was meant?)",
+        plural(r.not_json as usize, "bare word"),
+        if r.not_json == 1 { "is" } else { "are" }
+    );
+    let copy_unparseable = match not_json {
+        true => format!(", but it holds {words}: TraceLens cannot parse the copy either"),
+        false => String::new(),
+    };
     match &file.output {
-        None if !r.needs_repair() && !cut_short => {
+        None if !r.needs_repair() && !cut_short && !not_json => {
             text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
         }
         None if cut_short => text.push_str(&format!(
@@ -137,11 +148,20 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             },
             if r.needs_repair() { format!(", and it needs repair: {counts}") } else { String::new() },
         )),
+        None if !r.needs_repair() => text.push_str(&format!(
+            "{}: it holds {words}; TraceLens cannot parse it, and no repair applies\n",
+            file.input.display(),
+        )),
         None => text.push_str(&format!(
             "{}: needs repair: {counts}{}\n",
             file.input.display(),
             if r.stopped_early {
                 format!(" (stopped at the first, after {scanned})")
+            } else if not_json {
+                format!(
+                    "; and it holds {words}, which no repair applies to: TraceLens cannot parse \
+                     it even repaired"
+                )
             } else {
                 String::new()
             }
@@ -152,7 +172,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
                 false => ("closed into", ""),
             };
             text.push_str(&format!(
-                "{}: {}{verb} {}{recoded}{what}{} ({scanned})\n",
+                "{}: {}{verb} {}{recoded}{what}{} ({scanned}){copy_unparseable}\n",
                 file.input.display(),
                 if r.needs_repair() { "repaired and " } else { "" },
                 output.display(),
@@ -178,6 +198,12 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
                 output.display(),
             ))
         }
+        Some(output) if not_json => text.push_str(&format!(
+            "{}: {} into {}{recoded} ({scanned}){copy_unparseable}\n",
+            file.input.display(),
+            if r.needs_repair() { format!("repaired ({counts})") } else { "copied".into() },
+            output.display(),
+        )),
         Some(output) if !r.needs_repair() => text.push_str(&format!(
             "{}: clean, copied unchanged to {}{recoded} ({scanned})\n",
             file.input.display(),
@@ -198,6 +224,7 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             Defect::NonFinite => "non-finite",
             Defect::StrayQuote => "stray quote",
             Defect::ByteOrderMark => "BOM",
+            Defect::UnquotedNotAvailable => "unquoted N/A",
             _ => "defect",
         };
         let key = repair.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();
@@ -209,6 +236,17 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     let listed = r.repairs.len() as u64;
     if c.total() > listed {
         text.push_str(&format!("  ... and {} more\n", c.total() - listed));
+    }
+    if let Some(word) = &r.first_not_json {
+        let key = word.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();
+        let more = match r.not_json {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        text.push_str(&format!(
+            "  at byte {:>10}  {:<14} {}{key}{more}\n",
+            word.offset, "not JSON", word.text
+        ));
     }
     // The closer counts repaired bytes: with repairs, say so.
     let dropped = |cut: &trace_sanitize::Cut| {

@@ -4,8 +4,9 @@
 //! keeps whether the scan is inside a JSON string literal (and, inside a
 //! string that held a stray quote, where that string stands: see
 //! [`Place`]): every multi-byte construct (a UTF-8 sequence, an escape, a
-//! surrogate pair, a quote and the whitespace after it) is decided by looking
-//! ahead inside the buffer, and when the buffer ends in the middle of one,
+//! surrogate pair, a quote and the whitespace after it, a bare word) is
+//! decided by looking ahead inside the buffer, and when the buffer ends in
+//! the middle of one,
 //! the engine stops before it and the caller hands those bytes back at the
 //! front of the next buffer (`Outcome::consumed`). Looking back, it sees a
 //! fixed kilobyte before a position. That is what makes the output
@@ -27,10 +28,11 @@ use crate::report::{Defect, Recorder};
 /// is taken to close its string.
 const QUOTE_LOOKAHEAD: usize = 128;
 
-/// Longest run of undecided bytes the engine may hand back: a quote and the
-/// whitespace after it. (A high surrogate escape plus the first five bytes of
-/// the low one, `\ud800\udc0`, is shorter.)
-pub(crate) const MAX_CARRY: usize = 1 + QUOTE_LOOKAHEAD;
+/// Longest run of undecided bytes the engine may hand back: a bare `N/A`
+/// and the whitespace after it. (A quote and the whitespace after it, a
+/// high surrogate escape plus the first five bytes of the low one,
+/// `\ud800\udc0`, and a bare word are shorter.)
+pub(crate) const MAX_CARRY: usize = NOT_AVAILABLE.len() + QUOTE_LOOKAHEAD;
 
 /// How much already-consumed input is kept to name the JSON key of a repair
 /// whose string started in an earlier buffer.
@@ -63,6 +65,15 @@ const NON_FINITE: &[&[u8]] = &[b"inf", b"nan", b"Infinity", b"NaN", b"INF", b"NA
 
 /// The longest bare word looked at: `Infinity`.
 const LONGEST_WORD: usize = 8;
+
+/// What early-2021 Kineto (PyTorch 1.8) wrote, unquoted, for a value it did
+/// not have (pytorch/kineto#131 worked around it in the TensorBoard plugin):
+/// quoted, it is the string it meant to be.
+const NOT_AVAILABLE: &[u8] = b"N/A";
+const NOT_AVAILABLE_QUOTED: &[u8] = b"\"N/A\"";
+
+/// At most this much of a bare word that is not JSON is shown.
+pub(crate) const SHOWN_WORD: usize = 32;
 const FFFD_ESCAPE: &[u8] = b"\\ufffd";
 
 /// `\u0000` .. `\u001f`, lowercase hex like Python's `json.dumps`.
@@ -133,11 +144,20 @@ pub(crate) struct Engine {
     /// Input offsets of the last stray quotes escaped: text, not the start
     /// of the string, when naming the key of a later repair.
     strays: VecDeque<u64>,
+    /// Bytes the repairs so far added (less those they removed): where an
+    /// input offset is in the output.
+    grown: i64,
 }
 
 enum Step {
     Advance(usize),
-    Repair { len: usize, defect: Defect, with: &'static [u8] },
+    Repair {
+        len: usize,
+        defect: Defect,
+        with: &'static [u8],
+    },
+    /// A bare word that is not JSON and has no repair: reported, passed on.
+    NotJson(usize),
     NeedMore,
 }
 
@@ -149,6 +169,7 @@ impl Engine {
             stop_at_first,
             context: Vec::with_capacity(CONTEXT),
             strays: VecDeque::with_capacity(MAX_STRAYS),
+            grown: 0,
         }
     }
 
@@ -186,9 +207,17 @@ impl Engine {
                 match self.step(buf, base, i, eof) {
                     Step::Advance(n) => i += n,
                     Step::NeedMore => break 'outer,
+                    Step::NotJson(n) => {
+                        let key = self.key_of(buf, base, i, true);
+                        let at = base + i as u64;
+                        rec.not_json(at, at.saturating_add_signed(self.grown), &buf[i..i + n], key);
+                        i += n;
+                    }
                     Step::Repair { len: n, defect, with } => {
                         if rec.wants_detail() {
-                            let key = self.key_of(buf, base, i, defect == Defect::NonFinite);
+                            let bare =
+                                matches!(defect, Defect::NonFinite | Defect::UnquotedNotAvailable);
+                            let key = self.key_of(buf, base, i, bare);
                             // An invalid escape or a stray quote is shown
                             // with the byte after it.
                             let shown = match defect {
@@ -207,6 +236,7 @@ impl Engine {
                             }
                             self.strays.push_back(base + i as u64);
                         }
+                        self.grown += with.len() as i64 - n as i64;
                         edits.push(Edit { start: i, end: i + n, with });
                         i += n;
                         if self.stop_at_first {
@@ -279,17 +309,8 @@ impl Engine {
     /// stands ([`Place`]): JSON text inside a log line has quotes followed by
     /// `:` and `,` too.
     fn closing_quote(&mut self, buf: &[u8], base: u64, i: usize, eof: bool) -> Step {
-        let mut j = i + 1;
-        let next = loop {
-            if j == i + 1 + QUOTE_LOOKAHEAD {
-                break None;
-            }
-            match buf.get(j) {
-                None if eof => break None,
-                None => return Step::NeedMore,
-                Some(b' ' | b'\t' | b'\n' | b'\r') => j += 1,
-                Some(&c) => break Some(c),
-            }
+        let Some(next) = next_past_space(buf, i + 1, eof) else {
+            return Step::NeedMore;
         };
         let ends = match self.repairing {
             None => next.is_none_or(|c| matches!(c, b',' | b':' | b'}' | b']')),
@@ -345,8 +366,10 @@ impl Engine {
     }
 
     /// A bare word outside strings at `buf[i + sign..]` (`sign` is 1 after a
-    /// `-` at `buf[i]`): `true`, `false` and `null` pass, a non-finite float
-    /// becomes `null`, anything else (not JSON either) is left as it is.
+    /// `-` at `buf[i]`): `true`, `false` and `null` pass, and so does the
+    /// exponent of a number (`1e5`); a non-finite float becomes `null`, a
+    /// bare `N/A` the string `"N/A"`; anything else is not JSON and has no
+    /// repair: it is reported ([`Step::NotJson`]) and left as it is.
     fn word(&self, buf: &[u8], i: usize, sign: usize, eof: bool) -> Step {
         let start = i + sign;
         let run = buf[start..]
@@ -357,14 +380,44 @@ impl Engine {
         if start + run == buf.len() && run <= LONGEST_WORD && !eof {
             return Step::NeedMore;
         }
-        // Only a whole word: not the tail of a longer run of letters.
+        // Only a whole word: not the tail of a longer run of letters, nor
+        // the exponent of a number.
         let before = if i > 0 { buf.get(i - 1) } else { self.context.last() };
-        let whole = run <= LONGEST_WORD && !before.is_some_and(|b| b.is_ascii_alphabetic());
+        if before.is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'.') {
+            return Step::Advance(sign + run);
+        }
         let word = &buf[start..start + run];
-        if whole && NON_FINITE.contains(&word) {
+        if run <= LONGEST_WORD && NON_FINITE.contains(&word) {
             return Step::Repair { len: sign + run, defect: Defect::NonFinite, with: NULL };
         }
-        Step::Advance(sign + run)
+        if sign == 0 && matches!(word, b"true" | b"false" | b"null") {
+            return Step::Advance(run);
+        }
+        // Not JSON: the whole token, up to what may follow a value.
+        let token = buf[i..]
+            .iter()
+            .take(SHOWN_WORD)
+            .take_while(|&&b| b.is_ascii_graphic() && !b",:{}[]\"".contains(&b))
+            .count();
+        if i + token == buf.len() && token < SHOWN_WORD && !eof {
+            return Step::NeedMore;
+        }
+        // Quoted, `N/A` must read as a whole string: what follows it must
+        // be what may follow one (see `closing_quote`).
+        if &buf[i..i + token] == NOT_AVAILABLE {
+            match next_past_space(buf, i + token, eof) {
+                None => return Step::NeedMore,
+                Some(next) if next.is_none_or(|c| b",:}]".contains(&c)) => {
+                    return Step::Repair {
+                        len: token,
+                        defect: Defect::UnquotedNotAvailable,
+                        with: NOT_AVAILABLE_QUOTED,
+                    };
+                }
+                Some(_) => {}
+            }
+        }
+        Step::NotJson(token)
     }
 
     fn remember(&mut self, consumed: &[u8]) {
@@ -389,6 +442,21 @@ impl Engine {
         let stray = |j: usize| self.strays.contains(&(start + j as u64));
         if bare { key_ending_at(&bytes, &stray) } else { key_before(&bytes, &stray) }
     }
+}
+
+/// The first byte from `buf[j]` on that is not JSON whitespace, within
+/// [`QUOTE_LOOKAHEAD`] bytes: `Some(None)` when there is none (the input
+/// ends, or all of them are whitespace), `None` when the buffer ends first.
+fn next_past_space(buf: &[u8], j: usize, eof: bool) -> Option<Option<u8>> {
+    for k in j..j + QUOTE_LOOKAHEAD {
+        match buf.get(k) {
+            None if eof => return Some(None),
+            None => return None,
+            Some(b' ' | b'\t' | b'\n' | b'\r') => {}
+            Some(&c) => return Some(Some(c)),
+        }
+    }
+    Some(None)
 }
 
 /// If `block` needs no repair, the string state after it. `next` is the

@@ -1,7 +1,7 @@
 //! Streaming repair of GPU profiler traces that strict JSON parsers reject.
 //!
 //! TraceLens loads traces with orjson, which refuses a whole file for one bad
-//! byte. Real traces have seven such defects:
+//! byte. Real traces have eight such defects:
 //!
 //! 1. invalid UTF-8 (rocprofv3 copies non-string `const char *` HIP arguments
 //!    verbatim): each invalid sequence becomes U+FFFD, exactly as Python's
@@ -31,7 +31,17 @@
 //!    the string and is left as it is;
 //! 7. a UTF-8 byte order mark before the document (a trace re-saved by a
 //!    Windows editor or PowerShell): dropped. Python's `json` accepts one,
-//!    orjson does not.
+//!    orjson does not;
+//! 8. `N/A` written unquoted where a value goes (Kineto of early 2021,
+//!    PyTorch 1.8; pytorch/kineto#131 worked around it in the TensorBoard
+//!    plugin): quoted, as the string it meant, when what follows it may
+//!    follow a string.
+//!
+//! Any other bare word where a value goes (`True`, `None`, `undefined`: a
+//! writer that printed Python or JavaScript values) has no repair anyone
+//! could trust: it is left as it is and reported ([`Report::not_json`],
+//! [`Report::first_not_json`]), since strict parsers reject the repaired
+//! copy as well. Numbers' exponents (`1e5`) are no such words.
 //!
 //! A UTF-16 or UTF-32 text (told from its byte order mark, or from the zero
 //! bytes around its first character) is refused as [`Error::NotUtf8`]:
@@ -86,6 +96,6 @@ pub use crate::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,
         salvage_file, sanitize_file, write_atomic,
     },
-    report::{Counts, Defect, Repair, Report},
+    report::{Counts, Defect, NotJson, Repair, Report},
     stream::{Options, check, salvage, sanitize},
 };

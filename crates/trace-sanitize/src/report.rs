@@ -32,6 +32,10 @@ pub enum Defect {
     /// editor or PowerShell re-saved the trace. orjson refuses it ("UTF-8
     /// byte order mark (BOM) is not supported"); it is dropped.
     ByteOrderMark,
+    /// `N/A` written unquoted where a value goes: early-2021 Kineto's
+    /// (PyTorch 1.8) value for what it did not have (pytorch/kineto#131
+    /// worked around it in the TensorBoard plugin); quoted as `"N/A"`.
+    UnquotedNotAvailable,
 }
 
 impl Defect {
@@ -45,6 +49,7 @@ impl Defect {
             Defect::NonFinite => "non-finite number",
             Defect::StrayQuote => "unescaped quote in a string",
             Defect::ByteOrderMark => "UTF-8 byte order mark",
+            Defect::UnquotedNotAvailable => "unquoted N/A",
         }
     }
 }
@@ -61,6 +66,22 @@ pub struct Repair {
     /// The key whose string value held the defect, when it could be found
     /// cheaply (for example `kname` of a `hipModuleGetFunction` record).
     pub key: Option<String>,
+}
+
+/// A bare word where a value goes that is not JSON and that no repair
+/// applies to (`undefined`, `None`): strict parsers reject the trace
+/// whatever else is repaired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotJson {
+    /// Byte offset in the input (the decompressed stream for `.json.gz`).
+    pub offset: u64,
+    /// The word (at most 32 bytes of it).
+    pub text: String,
+    /// The key it is the value of, when it could be found cheaply.
+    pub key: Option<String>,
+    /// Where it is in the repaired output: whether a salvaged copy keeps it.
+    #[serde(skip)]
+    pub(crate) output_offset: u64,
 }
 
 /// Counts per defect class.
@@ -80,11 +101,13 @@ pub struct Counts {
     pub stray_quotes: u64,
     /// Byte order marks before the document, dropped (0 or 1).
     pub byte_order_marks: u64,
+    /// Bare `N/A` values, quoted.
+    pub unquoted_not_available: u64,
 }
 
 /// `4 invalid UTF-8, 1 control byte, 0 lone surrogates`, and the rarer
 /// classes (`, 3 invalid escapes`, `, 1 non-finite number`, `, 2 stray
-/// quotes`, `, 1 byte order mark`) only when found.
+/// quotes`, `, 1 byte order mark`, `, 2 unquoted N/A`) only when found.
 impl std::fmt::Display for Counts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = |count: u64, one: &str, many: &str| {
@@ -109,6 +132,9 @@ impl std::fmt::Display for Counts {
         if self.byte_order_marks > 0 {
             write!(f, ", {}", n(self.byte_order_marks, "byte order mark", "byte order marks"))?;
         }
+        if self.unquoted_not_available > 0 {
+            write!(f, ", {} unquoted N/A", self.unquoted_not_available)?;
+        }
         Ok(())
     }
 }
@@ -123,6 +149,7 @@ impl Counts {
             + self.non_finite
             + self.stray_quotes
             + self.byte_order_marks
+            + self.unquoted_not_available
     }
 
     fn bump(&mut self, defect: Defect) {
@@ -134,6 +161,7 @@ impl Counts {
             Defect::NonFinite => self.non_finite += 1,
             Defect::StrayQuote => self.stray_quotes += 1,
             Defect::ByteOrderMark => self.byte_order_marks += 1,
+            Defect::UnquotedNotAvailable => self.unquoted_not_available += 1,
         }
     }
 }
@@ -180,6 +208,14 @@ pub struct Report {
     /// disk. 0 after a pass stopped at its first defect.
     #[serde(skip_serializing_if = "is_zero")]
     pub zeros_at_end: u64,
+    /// How many bare words that are not JSON the input holds where values
+    /// go; no repair applies to them, so strict parsers reject the trace
+    /// (and its repaired copy). Known after any whole pass.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_json: u64,
+    /// The first of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_not_json: Option<NotJson>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -199,11 +235,35 @@ pub(crate) struct Recorder {
     pub(crate) counts: Counts,
     pub(crate) repairs: Vec<Repair>,
     max: usize,
+    pub(crate) not_json: u64,
+    pub(crate) first_not_json: Option<NotJson>,
 }
 
 impl Recorder {
     pub(crate) fn new(max: usize) -> Recorder {
-        Recorder { counts: Counts::default(), repairs: Vec::new(), max }
+        Recorder {
+            counts: Counts::default(),
+            repairs: Vec::new(),
+            max,
+            not_json: 0,
+            first_not_json: None,
+        }
+    }
+
+    /// A bare word that is not JSON, at input offset `offset` (and
+    /// `output_offset` in the repaired output).
+    pub(crate) fn not_json(
+        &mut self,
+        offset: u64,
+        output_offset: u64,
+        word: &[u8],
+        key: Option<String>,
+    ) {
+        self.not_json += 1;
+        if self.first_not_json.is_none() {
+            let text = String::from_utf8_lossy(word).into_owned();
+            self.first_not_json = Some(NotJson { offset, text, key, output_offset });
+        }
     }
 
     pub(crate) fn wants_detail(&self) -> bool {
@@ -223,7 +283,7 @@ impl Recorder {
     ) {
         self.counts.bump(defect);
         let original = match defect {
-            Defect::LoneSurrogate | Defect::NonFinite => {
+            Defect::LoneSurrogate | Defect::NonFinite | Defect::UnquotedNotAvailable => {
                 String::from_utf8_lossy(bytes).into_owned()
             }
             // The backslash or quote and the byte after it, non-printable

@@ -95,9 +95,15 @@ pub(crate) fn finish_salvage<W: Write>(
         Some(cut) => written - cut.dropped + cut.closed_with.len() as u64,
         None => written,
     };
+    // Bare words that are not JSON in what was dropped are gone with it.
+    let kept = written - cut.as_ref().map_or(0, |cut| cut.dropped);
+    let (not_json, first_not_json) = match report.first_not_json {
+        Some(word) if word.output_offset < kept => (report.not_json, Some(word)),
+        _ => (0, None),
+    };
     let cut = cut.map(|cut| crate::Cut { at: report.bytes_read, ..cut });
     let complete = Some(cut.is_none());
-    Ok((out, Report { bytes_written, cut, complete, ..report }))
+    Ok((out, Report { bytes_written, cut, complete, not_json, first_not_json, ..report }))
 }
 
 /// A reader whose first error is kept and read as the end of the input.
@@ -305,6 +311,11 @@ pub(crate) fn scan<R: Read>(
         }
         carry = len - outcome.consumed;
     }
+    // Text before a document: what words it holds is not the point.
+    let (not_json, first_not_json) = match first {
+        Some(b'{' | b'[') => (rec.not_json, rec.first_not_json),
+        _ => (0, None),
+    };
     Ok(Report {
         bytes_read: base,
         bytes_written: 0,
@@ -314,6 +325,8 @@ pub(crate) fn scan<R: Read>(
         cut: None,
         starts_with: first.filter(|b| !matches!(b, b'{' | b'[')).filter(|_| !stopped_early),
         zeros_at_end: if stopped_early { 0 } else { zeros },
+        not_json,
+        first_not_json,
         complete: match (first, last) {
             _ if stopped_early => None,
             (Some(b'{' | b'['), Some(b'}' | b']')) => None,

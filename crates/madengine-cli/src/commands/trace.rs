@@ -75,8 +75,10 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
             }
         };
         // A trace TraceLens cannot parse (--check), or a copy it cannot parse
-        // either (a plain sanitize); --salvage mends it.
-        let unparseable = report.report.complete == Some(false) && !args.salvage;
+        // either (a plain sanitize); --salvage mends a cut, never a bare word
+        // that is not JSON.
+        let r = &report.report;
+        let unparseable = (r.complete == Some(false) && !args.salvage) || r.not_json > 0;
         findings |= unparseable || (args.check && report.report.needs_repair());
         if args.json {
             reports.push(report);

@@ -242,6 +242,50 @@ fn text_before_the_trace_is_named_and_not_salvaged() {
     assert!(!dir.path().join("t.sanitized.json").exists());
 }
 
+/// Early Kineto's bare `N/A` is quoted; a bare word nobody can repair
+/// (Python's `None` written where JSON was meant) is named, and the copy is
+/// said to be unparseable too: exit 1, with --check, plain and --salvage.
+#[test]
+fn bare_words_are_quoted_or_named() {
+    let trace = String::from_utf8(kineto_4242()).unwrap();
+    let na = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"device\": N/A", 1);
+    let none = na.replacen("\"ph\": \"X\",", "\"ph\": \"X\", \"stream\": None,", 1);
+    assert!(na != trace && none != na);
+    let dir = dir_with("na.json", na);
+    fs::write(dir.path().join("none.json"), none).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "na.json"], @r#"
+    exit code: 0
+    ----- stdout -----
+    na.json: repaired into na.sanitized.json: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A (1.3 KiB)
+      at byte        495  unquoted N/A   N/A in "device"
+    ----- stderr -----
+    "#);
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "none.json"], @r#"
+    exit code: 1
+    ----- stdout -----
+    none.json: needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A; and it holds 1 bare word that is not JSON (Python's or JavaScript's values where JSON was meant?), which no repair applies to: TraceLens cannot parse it even repaired
+      at byte        511  unquoted N/A   N/A in "device"
+      at byte        495  not JSON       None in "stream"
+    ----- stderr -----
+    "#);
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "none.json"], @r#"
+    exit code: 1
+    ----- stdout -----
+    none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into none.sanitized.json (1.3 KiB), but it holds 1 bare word that is not JSON (Python's or JavaScript's values where JSON was meant?): TraceLens cannot parse the copy either
+      at byte        511  unquoted N/A   N/A in "device"
+      at byte        495  not JSON       None in "stream"
+    ----- stderr -----
+    "#);
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "none.json", "-o", "s.json"], @r#"
+    exit code: 1
+    ----- stdout -----
+    none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into s.json (1.3 KiB), but it holds 1 bare word that is not JSON (Python's or JavaScript's values where JSON was meant?): TraceLens cannot parse the copy either
+      at byte        511  unquoted N/A   N/A in "device"
+      at byte        495  not JSON       None in "stream"
+    ----- stderr -----
+    "#);
+}
+
 #[test]
 fn a_trace_ending_in_zeros_is_said_to_be_one() {
     let whole = kineto_4242();

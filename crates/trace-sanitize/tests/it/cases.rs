@@ -165,6 +165,68 @@ fn non_finite_numbers_become_null() {
 }
 
 #[test]
+fn an_unquoted_n_a_becomes_the_string_it_meant() {
+    // Early-2021 Kineto wrote `N/A` bare for a value it did not have.
+    let input = b"{\"args\": {\"device\": N/A, \"x\": [N/A ,N/A\n]}, \"y\": N/A}";
+    let (out, report) = run(input);
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "{\"args\": {\"device\": \"N/A\", \"x\": [\"N/A\" ,\"N/A\"\n]}, \"y\": \"N/A\"}"
+    );
+    assert_eq!(report.counts.unquoted_not_available, 4);
+    assert_eq!(
+        report.counts.to_string(),
+        "0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 4 unquoted N/A"
+    );
+    let r = &report.repairs[0];
+    assert_eq!((r.offset, r.original.as_str(), r.key.as_deref()), (20, "N/A", Some("device")));
+    assert_eq!(report.not_json, 0);
+    // Quoted where what follows could not follow a string, it would be
+    // misread: left as it is, and said to be no JSON.
+    for (input, word) in
+        [(&b"[N/A\"x\"]"[..], "N/A"), (b"[N/A 1]", "N/A"), (b"[N/Ax]", "N/Ax"), (b"[-N/A]", "-N/A")]
+    {
+        let (out, report) = run(input);
+        assert_eq!(out, input);
+        assert_eq!((report.needs_repair(), report.not_json), (false, 1), "{input:?}");
+        assert_eq!(report.first_not_json.unwrap().text, word);
+    }
+    // As text, it is text.
+    let (out, _) = run(br#"{"a": "N/A"}"#);
+    assert_eq!(out, br#"{"a": "N/A"}"#);
+}
+
+#[test]
+fn bare_words_that_are_not_json_are_reported_and_left() {
+    // Python's repr where JSON was meant, JavaScript's undefined: no repair
+    // can know what they stand for.
+    let input = b"{\"traceEvents\": [{\"ph\": \"X\", \"args\": {\"ok\": True, \"none\": None}}], \"x\": undefined}";
+    let (out, report) = run(input);
+    assert_eq!(out, input);
+    assert!(!report.needs_repair());
+    assert_eq!(report.not_json, 3);
+    let first = report.first_not_json.as_ref().unwrap();
+    assert_eq!((first.offset, first.text.as_str(), first.key.as_deref()), (44, "True", Some("ok")));
+    // JSON's own words, numbers' exponents and words inside strings are not
+    // such words; a long word is shown in part.
+    for clean in [&b"[true, false, null, 1e5, 2.5E-3, -0.5e+2, \"None\"]"[..], b"[]"] {
+        let (_, report) = run(clean);
+        assert_eq!((report.not_json, report.first_not_json), (0, None));
+    }
+    let long = [&b"[-"[..], &[b'a'; 100], b"]"].concat();
+    let (out, report) = run(&long);
+    assert_eq!(out, long);
+    assert_eq!(report.not_json, 1);
+    assert_eq!(report.first_not_json.unwrap().text, format!("-{}", "a".repeat(31)));
+    // A check says so too, and the text before a document is not looked
+    // into: the document does not start there.
+    let checked = trace_sanitize::check(&input[..], &Default::default()).unwrap();
+    assert_eq!(checked.not_json, 3);
+    let (_, before) = run(b"WARNING: a, b {\"a\": 1}");
+    assert_eq!((before.starts_with, before.not_json), (Some(b'W'), 0));
+}
+
+#[test]
 fn stray_quotes_inside_strings_are_escaped() {
     // A quote in a name, as Kineto writes Python names and op names raw.
     check(

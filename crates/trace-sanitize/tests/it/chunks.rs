@@ -7,8 +7,8 @@ use crate::run_with;
 
 /// Bytes that exercise every state: quotes, escapes, hex digits of
 /// surrogates, control bytes, UTF-8 lead and continuation bytes, the letters
-/// of `inf` and `nan` and a sign.
-const ALPHABET: &[u8] = b"\"\"\"\\\\\\uuuudDdD89aAbBcCeEfF0123 ,:{}[]xinNnfI--\x01\x0a\x1f\x80\x8f\x90\x9f\xa0\xbf\xc2\xc3\xdf\xe0\xe2\xed\xef\xf0\xf4\xf5\xff";
+/// of `inf`, `nan` and `N/A` and a sign.
+const ALPHABET: &[u8] = b"\"\"\"\\\\\\uuuudDdD89aAbBcCeEfF0123 ,:{}[]xinNnfI--//\x01\x0a\x1f\x80\x8f\x90\x9f\xa0\xbf\xc2\xc3\xdf\xe0\xe2\xed\xef\xf0\xf4\xf5\xff";
 
 fn trace_like() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(proptest::sample::select(ALPHABET), 0..400)
@@ -26,6 +26,8 @@ proptest! {
         prop_assert_eq!(report.counts, whole_report.counts);
         prop_assert_eq!(report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>(),
                         whole_report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>());
+        prop_assert_eq!(report.not_json, whole_report.not_json);
+        prop_assert_eq!(report.first_not_json, whole_report.first_not_json);
     }
 
     #[test]
@@ -54,6 +56,8 @@ fn same_for_every_split(input: &[u8]) -> (Vec<u8>, trace_sanitize::Report) {
         let (pieces, split) = run_with(input, &Options { buffer_size: size, ..Options::default() });
         assert_eq!(pieces, whole, "buffer size {size}");
         assert_eq!(split.counts, report.counts, "buffer size {size}");
+        assert_eq!(split.not_json, report.not_json, "buffer size {size}");
+        assert_eq!(split.first_not_json, report.first_not_json, "buffer size {size}");
     }
     (whole, report)
 }
@@ -77,12 +81,14 @@ fn every_split_of_stray_quotes() {
 
 #[test]
 fn every_split_of_bare_words() {
-    let input =
-        b"[-inf,nan, NaN,xinf, -Infinity,\"inf\\x\",infinite,abcdefghijnan,true,-,-1,null,Inf]";
+    let input = b"[-inf,nan, NaN,xinf, -Infinity,\"inf\\x\",infinite,abcdefghijnan,true,-,-1,null,Inf,N/A  ,N/A \"\"]";
     let (whole, report) = same_for_every_split(input);
     assert_eq!(
         String::from_utf8_lossy(&whole),
-        "[null,null, null,xinf, null,\"inf\\\\x\",infinite,abcdefghijnan,true,-,-1,null,null]"
+        "[null,null, null,xinf, null,\"inf\\\\x\",infinite,abcdefghijnan,true,-,-1,null,null,\"N/A\"  ,N/A \"\"]"
     );
-    assert_eq!((report.counts.non_finite, report.counts.invalid_escapes), (5, 1));
+    let c = report.counts;
+    assert_eq!((c.non_finite, c.invalid_escapes, c.unquoted_not_available), (5, 1, 1));
+    // xinf, infinite, abcdefghijnan and the N/A before a quote.
+    assert_eq!(report.not_json, 4);
 }

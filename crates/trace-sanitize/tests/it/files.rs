@@ -504,6 +504,46 @@ fn data_after_the_document_is_found_by_check_and_dropped_by_salvage() {
     }
 }
 
+/// Bare words that are not JSON make a copy unparseable only where the copy
+/// keeps them: a check and a salvage do not count those in what salvage
+/// drops (a log line after the document, the unfinished value at a cut).
+/// A plain sanitize, which does not follow the brackets, counts them all.
+#[test]
+fn words_that_are_not_json_count_where_salvage_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = b"{\"traceEvents\": [{\"ph\": \"X\", \"a\": [\"\\xff\", N/A]}]}".to_vec();
+    let log_after = [&whole[..], b"\nWARNING: rank 0, step 3: done, x: y"].concat();
+    let cut_in_word = [&whole[..whole.len() - 2], b", {\"b\": undefined"].concat();
+    let word_inside = [&whole[..whole.len() - 2], b", {\"b\": undefined}]}"].concat();
+    // (input, words a plain sanitize sees, words salvage keeps and the first's offset)
+    let cases: [(&[u8], u64, Option<u64>); 4] = [
+        (&whole, 0, None),
+        (&log_after, 6, None),
+        (&cut_in_word, 1, None),
+        (&word_inside, 1, Some(whole.len() as u64 + 6)),
+    ];
+    let input = dir.path().join("t.json");
+    let output = dir.path().join("out.json");
+    for (bytes, plain, kept) in cases {
+        let shown = String::from_utf8_lossy(bytes);
+        fs::write(&input, bytes).unwrap();
+        let sanitized =
+            sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap().report;
+        assert_eq!(sanitized.not_json, plain, "{shown}");
+        let check = check_file(&input, &Options::default(), &mut no_progress()).unwrap().report;
+        let salvaged =
+            trace_sanitize::salvage_file(&input, &output, &Options::default(), &mut no_progress())
+                .unwrap()
+                .report;
+        for report in [&check, &salvaged] {
+            let first = report.first_not_json.as_ref().map(|w| w.offset);
+            assert_eq!(first, kept, "{shown}");
+            assert_eq!(report.not_json > 0, kept.is_some(), "{shown}");
+            assert_eq!(report.counts.unquoted_not_available, 1, "{shown}");
+        }
+    }
+}
+
 /// A sanitize pass does not follow the brackets, but a copy that cannot end
 /// a document is said to be incomplete, on every path a file takes.
 #[test]

@@ -133,8 +133,9 @@ const JUNK: &[&[u8]] = &[
 ];
 
 /// Bare words where a number goes: floats that are not finite, as C and
-/// Python write them, and a finite one.
-const BARE: &[&[u8]] = &[b"inf", b"-inf", b"nan", b"NaN", b"Infinity", b"-Infinity", b"1.5"];
+/// Python write them, early Kineto's `N/A`, and a finite number.
+const BARE: &[&[u8]] =
+    &[b"inf", b"-inf", b"nan", b"NaN", b"Infinity", b"-Infinity", b"N/A", b"1.5"];
 
 /// A trace of 300 events whose names hold random [`JUNK`], and now and then a
 /// [`BARE`] bandwidth.
@@ -238,6 +239,23 @@ fn orjson_refuses_each_defect_and_loads_every_repair() {
     }
     // Both kinds of case are here: clean ones and each class of defect.
     assert!(needs_repair.iter().any(|r| !r) && needs_repair.iter().filter(|r| **r).count() > 20);
+}
+
+/// Bare words no repair applies to: orjson refuses the trace and its
+/// repaired copy alike, as the report says.
+#[test]
+fn orjson_refuses_what_is_not_json_repaired_or_not() {
+    let Some(orjson) = orjson_python() else { return };
+    let mut files = Vec::new();
+    for word in [&b"True"[..], b"None", b"undefined", b"-x", b"N/A \"q\""] {
+        let doc = [&b"{\"traceEvents\": [{\"ph\": \"X\", \"bw\": "[..], word, b"}]}"].concat();
+        let (out, report) = run_with(&doc, &Options::default());
+        assert_eq!(report.not_json, 1, "{}", String::from_utf8_lossy(word));
+        files.extend([doc, out]);
+    }
+    for (verdict, doc) in orjson_loads(&orjson, &files).iter().zip(&files) {
+        assert_ne!(verdict, "ok", "orjson loads {}", String::from_utf8_lossy(doc));
+    }
 }
 
 /// What orjson says of each of `docs`: "ok" when it loads one (to the value
