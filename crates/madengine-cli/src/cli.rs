@@ -825,7 +825,10 @@ where a number goes becomes null; a quote written unescaped into a string (a
 name holding say \"hi\", a log line holding JSON) is escaped: a quote ends its
 string only when what follows it (after whitespace) may follow a string there;
 a UTF-8 byte order mark before the document (a trace re-saved on Windows) is
-dropped. A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved
+dropped; a bare N/A (early Kineto's) becomes the string \"N/A\". Any other bare
+word where a value goes (None, True, undefined) has no repair: it is named,
+left as it is, and the trace (or its copy) said to be unparseable. A clean
+trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved
 by Windows PowerShell) is refused with its encoding: convert it with iconv.
 The input is never modified; the output is written to a temporary file beside
 it and renamed when complete. The output's name says its compression: gzip
@@ -855,9 +858,9 @@ Examples:
   madengine trace sanitize --check runs/llama        # every trace of a run
 
 Exit codes: 0 success (with --check: all clean and complete), 1 with --check:
-a trace needs repair, is cut short or has data after its end; without: a copy
-is still cut short (TraceLens cannot parse it), 2 usage error, 3 input or I/O
-error.";
+a trace needs repair, is cut short, has data after its end or holds bare words
+that are not JSON; without: a copy is still cut short or holds such words
+(TraceLens cannot parse it), 2 usage error, 3 input or I/O error.";
 
 #[derive(Debug, Args)]
 pub(crate) struct DiscoverArgs {

@@ -110,7 +110,7 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         let _ = write!(page, r#"<p class="error">Could not be read: {}</p></section>"#, esc(error));
         return;
     }
-    if let Some(warning) = v.salvage_warning() {
+    if let Some(warning) = v.warning() {
         let _ = write!(page, r#"<p class="error">{}.</p>"#, esc(&capitalized(&warning)));
     }
     if let Some(note) = v.repaired_note() {

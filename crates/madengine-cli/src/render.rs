@@ -689,7 +689,7 @@ pub(crate) fn summaries(
             text.push_str(&format!("   error: {error}\n\n"));
             continue;
         }
-        if let Some(warning) = v.salvage_warning() {
+        if let Some(warning) = v.warning() {
             text.push_str(&format!("   warning: {warning}\n"));
         }
         if let Some(note) = v.repaired_note() {

@@ -85,6 +85,25 @@ pub enum Error {
         /// Its first byte other than whitespace.
         first: u8,
     },
+    /// A bare word that is not JSON where a value goes (`None`, `True`,
+    /// `undefined`: a writer that printed Python's or JavaScript's values
+    /// where JSON was meant): no repair applies, so no strict parser reads
+    /// the trace.
+    #[error(
+        "{path} is not JSON at byte {offset}: `{text}`{} is a bare word where a value goes (a \
+         Python or JavaScript value where JSON was meant?), and no repair applies",
+        key.as_ref().map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default()
+    )]
+    NotJson {
+        /// The trace.
+        path: PathBuf,
+        /// Where the word starts (decompressed bytes, before any repair).
+        offset: u64,
+        /// The word (at most 32 bytes of it).
+        text: String,
+        /// The key it is the value of, when known.
+        key: Option<String>,
+    },
     /// [`crate::Options::cancel`] was raised while the trace was read.
     #[error("stopped reading {path}")]
     Cancelled {

@@ -120,6 +120,11 @@ pub struct Summary {
     /// refuse as it is. All zero for a clean trace, and for [`summarize`],
     /// whose reader the caller prepared.
     pub repaired: trace_sanitize::Counts,
+    /// The first bare word that is not JSON ([`trace_sanitize::NotJson`]),
+    /// found by [`summarize_file`] in a part of the trace its tables do not
+    /// read (one in a part they read is [`Error::NotJson`]): no repair
+    /// applies, so strict parsers, TraceLens among them, refuse the trace.
+    pub not_json: Option<trace_sanitize::NotJson>,
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
@@ -180,6 +185,7 @@ pub fn summarize_with<R: Read + Send>(
             data_after_end: None,
             gpu_devices: None,
             repaired: Default::default(),
+            not_json: None,
         });
     }
     let mut parsed = parse(reader)
@@ -209,6 +215,7 @@ pub fn summarize_with<R: Read + Send>(
             data_after_end: None,
             gpu_devices,
             repaired: Default::default(),
+            not_json: None,
         })
     };
     // 1. TraceLens' own rules.
@@ -250,6 +257,7 @@ pub fn summarize_with<R: Read + Send>(
         data_after_end: None,
         gpu_devices,
         repaired: Default::default(),
+        not_json: None,
     })
 }
 
@@ -263,7 +271,14 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 /// stream cut short is salvaged too, up to where it could be read.
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
     let (summary, repaired) =
-        with_sanitized(path, options, |reader| summarize_with(reader, path, options))?;
+        match with_sanitized(path, options, |reader| summarize_with(reader, path, options)) {
+            Ok(read) => read,
+            // A bare word that is not JSON stops the parser where it stands;
+            // a second pass finds it (and where), to say so rather than
+            // where the parser stopped in the repaired text.
+            Err(e @ Error::Parse { .. }) => return Err(not_json_in(path).unwrap_or(e)),
+            Err(e) => return Err(e),
+        };
     let repaired = repaired.unwrap_or_default();
     // Salvaged, the reader saw a closed copy: the sanitizer knows where the cut was.
     let (cut, data_after_end) = match repaired.cut {
@@ -275,7 +290,22 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
         truncated_at: summary.truncated_at.or(cut),
         data_after_end,
         repaired: repaired.counts,
+        not_json: repaired.first_not_json,
         ..summary
+    })
+}
+
+/// [`Error::NotJson`] for the first bare word that is not JSON in the trace
+/// at `path` (where salvage would keep it), if there is one.
+fn not_json_in(path: &Path) -> Option<Error> {
+    let checked =
+        trace_sanitize::check_file(path, &trace_sanitize::Options::default(), &mut |_, _| {});
+    let word = checked.ok()?.report.first_not_json?;
+    Some(Error::NotJson {
+        path: path.to_path_buf(),
+        offset: word.offset,
+        text: word.text,
+        key: word.key,
     })
 }
 

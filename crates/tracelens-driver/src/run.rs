@@ -607,6 +607,16 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             "`report tracelens --salvage` analyzes the events before the cut",
         )
     };
+    let not_json = |offset: u64, text: &str, key: Option<&str>| {
+        let key = key.map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default();
+        unparseable(
+            format!(
+                "not JSON: `{text}`{key} at byte {offset} is a bare word where a value goes (a \
+                 Python or JavaScript value where JSON was meant?)"
+            ),
+            "no repair applies: replace it with a JSON value, such as null, in a copy",
+        )
+    };
     // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
     let options = trace_summary::Options::default().cancelled_by(config.cancel.clone());
     let summary = match trace_summary::summarize_file_with(input, &options) {
@@ -640,6 +650,9 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                 "`report tracelens --salvage` analyzes the document without it",
             );
         }
+        Err(trace_summary::Error::NotJson { offset, text, key, .. }) => {
+            return not_json(offset, &text, key.as_deref());
+        }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {
             let mut why = source.to_string();
             for cause in std::iter::successors(std::error::Error::source(&source), |e| e.source()) {
@@ -649,6 +662,10 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         }
         Err(_) => return None,
     };
+    // In a part trace-summary does not read, but TraceLens' parser does.
+    if let Some(word) = &summary.not_json {
+        return not_json(word.offset, &word.text, word.key.as_deref());
+    }
     // rocprofv3 traces are checked for cuts only: what TraceLens' rocprof
     // report needs is not what trace-summary's outcome describes.
     if job.tool != crate::Tool::Pytorch || summary.outcome == trace_summary::Outcome::Tables {

@@ -50,6 +50,10 @@ pub(crate) struct TraceView {
     /// (TraceLens) refuse the file as it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) repaired: Option<trace_sanitize::Counts>,
+    /// The first bare word that is not JSON, in a part of the trace the
+    /// tables do not read: TraceLens refuses the trace, repaired or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) not_json: Option<trace_sanitize::NotJson>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -80,17 +84,28 @@ impl Truncated {
 }
 
 impl TraceView {
-    /// Said first of a trace read with --salvage: what was left out.
-    pub(crate) fn salvage_warning(&self) -> Option<String> {
-        if let Some(truncated) = &self.truncated {
-            return Some(truncated.note());
-        }
-        self.data_after_end.map(|bytes| {
-            format!(
+    /// Said first: what a trace read with --salvage left out, and what
+    /// TraceLens refuses whatever is repaired.
+    pub(crate) fn warning(&self) -> Option<String> {
+        let salvaged = match (&self.truncated, self.data_after_end) {
+            (Some(truncated), _) => Some(truncated.note()),
+            (None, Some(bytes)) => Some(format!(
                 "{bytes} bytes of data after the end of its JSON document were not read \
                  (TraceLens refuses the file as it is)"
+            )),
+            (None, None) => None,
+        };
+        let not_json = self.not_json.as_ref().map(|word| {
+            format!(
+                "`{}` at byte {} is a bare word that is not JSON (in a part these tables do not \
+                 read): TraceLens refuses the trace, repaired or not",
+                word.text, word.offset
             )
-        })
+        });
+        match (salvaged, not_json) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Said when the trace was read through repairs.
@@ -657,6 +672,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             truncated: None,
             data_after_end: None,
             repaired: None,
+            not_json: None,
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
@@ -679,6 +695,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             summary.truncated_at.map(|bytes| Truncated { bytes, events: summary.events });
         view.data_after_end = summary.data_after_end;
         view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
+        view.not_json = summary.not_json.clone();
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
             std::fs::create_dir_all(&dir)

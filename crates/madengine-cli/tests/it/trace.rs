@@ -284,6 +284,24 @@ fn bare_words_are_quoted_or_named() {
       at byte        495  not JSON       None in "stream"
     ----- stderr -----
     "#);
+    // report summary names the word where the tables read it, and warns of
+    // one where they do not.
+    let meta =
+        String::from_utf8(kineto_4242()).unwrap().replacen("{", "{\"schemaVersion\": True, ", 1);
+    fs::write(dir.path().join("meta.json"), meta).unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "none.json", "meta.json", "-o", "out", "--top", "0"], @r#"
+    exit code: 3
+    ----- stdout -----
+    == none.json (rank 1)
+       error: none.json is not JSON at byte 495: `None` (the value of "stream") is a bare word where a value goes (a Python or JavaScript value where JSON was meant?), and no repair applies
+
+    == meta.json (rank 1)
+       warning: `True` at byte 19 is a bare word that is not JSON (in a part these tables do not read): TraceLens refuses the trace, repaired or not
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    ----- stderr -----
+    error: 1 of 2 traces could not be read
+    "#);
 }
 
 #[test]

@@ -277,3 +277,65 @@ fn a_utf16_trace_is_named_with_its_encoding() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A bare word that is not JSON is named with its offset and key, in input
+/// bytes, wherever it is: in an event the tables read (an error, in a plain
+/// and a gzip trace, a Kineto and a rocprofv3 one, salvaged or not), or in
+/// a part they do not read (the tables, and the word). Early Kineto's bare
+/// `N/A` is repaired.
+#[test]
+fn bare_words_that_are_not_json_are_named_where_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = kineto(3);
+    let rocprof = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/synthetic/run/rocprof_output/9999_results.json"),
+    )
+    .unwrap();
+    // Its stray bytes repaired, so that offsets in it are offsets in the file.
+    let rocprof = String::from_utf8_lossy(&rocprof).into_owned();
+    let in_event = trace.replacen("\"dur\": 50,", "\"dur\": 50, \"occupancy\": None,", 1);
+    let in_rocprof = rocprof.replacen("\"pid\":", "\"pid\": undefined, \"was\":", 1);
+    assert!(in_event != trace && in_rocprof != rocprof);
+    let offset = |text: &str, word: &str| text.find(word).unwrap() as u64;
+    for (name, text, word, key) in [
+        ("event.json", &in_event, "None", "occupancy"),
+        ("rocprof.json", &in_rocprof, "undefined", "pid"),
+    ] {
+        for gz in [false, true] {
+            let path = dir.path().join(if gz { format!("{name}.gz") } else { name.to_string() });
+            if gz {
+                gzip(&path, text.as_bytes());
+            } else {
+                std::fs::write(&path, text).unwrap();
+            }
+            for options in [Options::default(), Options::salvaging()] {
+                let err = summarize_file_with(&path, &options).unwrap_err();
+                let Error::NotJson { offset: at, text: found, key: of, .. } = &err else {
+                    panic!("{name}: {err:?}")
+                };
+                assert_eq!(
+                    (*at, found.as_str(), of.as_deref()),
+                    (offset(text, word), word, Some(key))
+                );
+                assert!(err.to_string().contains("no repair applies"), "{err}");
+            }
+        }
+    }
+    // In metadata the tables skip: read, and the word is named.
+    let path = dir.path().join("meta.json");
+    std::fs::write(&path, trace.replacen("\"schemaVersion\": 1", "\"schemaVersion\": True", 1))
+        .unwrap();
+    let summary = summarize_file(&path).unwrap();
+    assert_eq!(summary.outcome, Outcome::Tables);
+    let word = summary.not_json.unwrap();
+    assert_eq!(
+        (word.offset, word.text.as_str(), word.key.as_deref()),
+        (18, "True", Some("schemaVersion"))
+    );
+    // N/A is quoted and read.
+    std::fs::write(&path, trace.replacen("\"dur\": 50,", "\"dur\": 50, \"occupancy\": N/A,", 1))
+        .unwrap();
+    let summary = summarize_file(&path).unwrap();
+    assert_eq!((summary.repaired.unquoted_not_available, summary.not_json), (1, None));
+}

@@ -387,6 +387,43 @@ fn a_utf16_trace_and_text_before_a_trace_fail_up_front() {
     assert!(!case.ran("generate_perf_report_pytorch"), "{:#?}", case.calls());
 }
 
+/// A bare word that is not JSON fails up front whether trace-summary's
+/// tables read that part or not; early Kineto's bare `N/A` is repaired.
+#[test]
+fn bare_words_that_are_not_json_fail_up_front() {
+    let mut case = Case::new();
+    let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
+    let with = |old: &str, new: &str| {
+        let changed = body.replacen(old, new, 1);
+        assert_ne!(changed, body, "{old}");
+        changed
+    };
+    case.write(
+        "event.pt.trace.json",
+        with("\"ph\": \"X\"", "\"ph\": \"X\", \"bad\": None").as_bytes(),
+    );
+    case.write("top.pt.trace.json", with("{", "{\"schemaVersion\": True, ").as_bytes());
+    case.write(
+        "na.pt.trace.json",
+        with("\"ph\": \"X\"", "\"ph\": \"X\", \"device\": N/A").as_bytes(),
+    );
+    case.config.mode = tracelens_driver::Mode::Pytorch;
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r#"
+    FAILURE pytorch event.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: `None` (the value of "bad") at byte 723 is a bare word where a value goes (a Python or JavaScript value where JSON was meant?); TraceLens cannot parse it and was not run (no repair applies: replace it with a JSON value, such as null, in a copy)
+    SUCCESS pytorch na.pt.trace.json TraceLens_generate_perf_report_pytorch | 
+    FAILURE pytorch top.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: `True` (the value of "schemaVersion") at byte 19 is a bare word where a value goes (a Python or JavaScript value where JSON was meant?); TraceLens cannot parse it and was not run (no repair applies: replace it with a JSON value, such as null, in a copy)
+    "#);
+    assert!(
+        !case.ran("event.pt.trace.json") && !case.ran("top.pt.trace.json"),
+        "{:#?}",
+        case.calls()
+    );
+    // The stand-in, like orjson, read the repaired copy of the N/A one.
+    assert_eq!(summary.repairs.len(), 1, "{:#?}", summary.repairs);
+    assert_eq!(summary.repairs[0].report.counts.unquoted_not_available, 1);
+}
+
 #[test]
 fn a_cut_rocprofv3_trace_fails_up_front_too() {
     let case = Case::new();
