@@ -828,12 +828,12 @@ a UTF-8 byte order mark before the document (a trace re-saved on Windows) is
 dropped; a bare N/A (early Kineto's) becomes the string \"N/A\". Any other bare
 word where a value goes (None, True, undefined) has no repair: it is named,
 left as it is, and the trace (or its copy) said to be unparseable. A clean
-trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved
-by Windows PowerShell) is refused with its encoding: convert it with iconv.
-The input is never modified; the output is written to a temporary file beside
-it and renamed when complete. The output's name says its compression: gzip
-when it ends in .gz, else plain JSON (so -o trace.json of a .json.gz writes
-JSON you can read as it is).
+trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by Windows
+PowerShell) is refused with its encoding: convert it with iconv. The input is
+never modified; the output is written to a temporary file beside it and
+renamed when complete. The output's name says its compression: gzip when it
+ends in .gz, else plain JSON (so -o trace.json of a .json.gz writes JSON you
+can read as it is).
 
 Several inputs are handled one after the other; one that cannot be read does
 not stop the others (exit 3 at the end). With --check a directory is searched
