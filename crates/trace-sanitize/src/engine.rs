@@ -6,11 +6,10 @@
 //! [`Place`]): every multi-byte construct (a UTF-8 sequence, an escape, a
 //! surrogate pair, a quote and the whitespace after it, a bare word) is
 //! decided by looking ahead inside the buffer, and when the buffer ends in
-//! the middle of one,
-//! the engine stops before it and the caller hands those bytes back at the
-//! front of the next buffer (`Outcome::consumed`). Looking back, it sees a
-//! fixed kilobyte before a position. That is what makes the output
-//! independent of where chunk boundaries fall.
+//! the middle of one, the engine stops before it and the caller hands those
+//! bytes back at the front of the next buffer (`Outcome::consumed`). Looking
+//! back, it sees a fixed kilobyte before a position. That is what makes the
+//! output independent of where chunk boundaries fall.
 //!
 //! Clean 64-byte blocks (no backslash, no byte >= 0x80, no control byte inside
 //! a string, no letter outside one, not ending in `-` outside one, every
@@ -73,7 +72,7 @@ const NOT_AVAILABLE: &[u8] = b"N/A";
 const NOT_AVAILABLE_QUOTED: &[u8] = b"\"N/A\"";
 
 /// At most this much of a bare word that is not JSON is shown.
-pub(crate) const SHOWN_WORD: usize = 32;
+const SHOWN_WORD: usize = 32;
 const FFFD_ESCAPE: &[u8] = b"\\ufffd";
 
 /// `\u0000` .. `\u001f`, lowercase hex like Python's `json.dumps`.

@@ -1,5 +1,5 @@
-//! The real public traces are all clean and complete: `check` says so, and sanitizing
-//! copies them byte for byte.
+//! The real public traces are all clean and complete, with no bare word
+//! that is not JSON: `check` says so, and sanitizing copies them byte for byte.
 
 use trace_sanitize::{Options, check_file};
 
@@ -17,6 +17,9 @@ fn every_public_json_trace_checks_clean() {
         let report = check_file(&entry, &Options::default(), &mut |_, _| {}).unwrap();
         assert!(!report.report.needs_repair(), "{}: {:?}", entry.display(), report.report.counts);
         assert_eq!(report.report.complete, Some(true), "{}", entry.display());
+        // `true`, `false`, `null` and exponents are no bare words to report.
+        let words = (report.report.not_json, &report.report.first_not_json);
+        assert_eq!(words, (0, &None), "{}", entry.display());
         assert!(report.report.bytes_read > 0);
         checked += 1;
     }
