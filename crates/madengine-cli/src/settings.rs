@@ -63,8 +63,10 @@ pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
     config.max_traces = args.max_traces;
     config.precheck = !args.no_precheck;
     config.salvage = args.salvage;
-    if let Some(jobs) = args.jobs {
-        config.jobs = jobs as usize;
+    match args.jobs {
+        Some(jobs) => config.jobs = jobs as usize,
+        // Chosen for the user: no more than fit in memory together.
+        None => config.memory_available = mem_available(),
     }
     config.timeout = match args.timeout {
         Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
@@ -193,4 +195,13 @@ pub(crate) fn job_spec(
         spec.results_dir = dir.clone();
     }
     Ok(spec)
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes (what the kernel can give
+/// without swapping); `None` where there is no such file.
+pub(crate) fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

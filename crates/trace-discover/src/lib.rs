@@ -14,7 +14,10 @@
 //!   file name ([`RANK_REGEX`]) or its `distributedInfo`;
 //! - symlinked directories are not followed unless asked (with loop
 //!   detection), unreadable paths become [`Problem`]s, and non-UTF-8 names are
-//!   handled.
+//!   handled;
+//! - what reading a trace will cost can be told first: its JSON size
+//!   ([`json_size`], a gzip file's from its trailer) and how many such jobs
+//!   fit in memory together ([`at_once`]).
 //!
 //! # Example
 //!
@@ -36,11 +39,13 @@
 mod classify;
 mod error;
 mod rank;
+mod size;
 mod walk;
 
 pub use crate::{
     classify::{Claim, TraceKind},
     error::{Error, Result},
     rank::{RANK_REGEX, Rank, RankSource, find_rank, rank_from_file_name},
+    size::{at_once, json_size},
     walk::{Discovery, Options, Problem, Trace, Unsupported, discover},
 };

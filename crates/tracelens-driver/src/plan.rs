@@ -39,6 +39,12 @@ pub struct Config {
     pub max_traces: usize,
     /// Jobs run at the same time (at least 1).
     pub jobs: usize,
+    /// Memory the TraceLens jobs may take together, in bytes (the caller's
+    /// available memory, say): fewer than [`Config::jobs`] run at once when
+    /// the largest traces' jobs would not fit in it together, and
+    /// [`crate::Event::FewerJobs`] says so. A job takes about
+    /// [`crate::job_memory`]. `None`: no limit.
+    pub memory_available: Option<u64>,
     /// A job running longer is killed and reported as a failure.
     pub timeout: Option<Duration>,
     /// Extra TraceLens arguments: each option goes to the tools that document
@@ -90,6 +96,7 @@ impl Config {
             world_size: 0,
             max_traces: 0,
             jobs: cpus.clamp(1, 4),
+            memory_available: None,
             timeout: None,
             extra_args: Vec::new(),
             scratch_parent: scratch_parent.into(),

@@ -46,6 +46,18 @@ pub const NO_COLLECTIVES_DETAIL: &str = "the traces hold no NCCL/RCCL collective
 pub enum Event<'a> {
     /// Something worth telling the user (a sanitized copy, a skipped collective).
     Note(String),
+    /// Fewer jobs run at once than [`Config::jobs`], so that the largest
+    /// fit in [`Config::memory_available`] together.
+    FewerJobs {
+        /// Jobs at once.
+        jobs: usize,
+        /// What [`Config::jobs`] asked for (or the number of jobs, if fewer).
+        wanted: usize,
+        /// What the largest job takes, by [`job_memory`].
+        largest: u64,
+        /// [`Config::memory_available`].
+        available: u64,
+    },
     /// The jobs are about to start.
     Planned {
         /// How many jobs will run.
@@ -143,7 +155,8 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let collective: Vec<usize> =
         (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_some()).collect();
     let done = AtomicUsize::new(0);
-    run_parallel(config, &probe, &plan, &per_trace, &inputs, &mut rows, &done, events);
+    let jobs = jobs_at_once(config, &plan, &per_trace, events);
+    run_parallel(config, jobs, &probe, &plan, &per_trace, &inputs, &mut rows, &done, events);
     if config.cancelled() {
         // `scratch` is dropped on the way out: the sanitized copies go too.
         return Err(interrupted(&rows));
@@ -165,7 +178,8 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
             }
         }
     }
-    run_parallel(config, &probe, &plan, &ready, &staged, &mut rows, &done, events);
+    let jobs = jobs_at_once(config, &plan, &ready, events);
+    run_parallel(config, jobs, &probe, &plan, &ready, &staged, &mut rows, &done, events);
     if config.cancelled() {
         return Err(interrupted(&rows));
     }
@@ -488,9 +502,49 @@ fn stage_collective(
     Ok(dir)
 }
 
+/// What a TraceLens job over traces of `json_bytes` (their JSON, together)
+/// takes in memory at its peak: 100 MiB and 17 times that JSON. Measured on
+/// the PyTorch report: 506 MiB for a 25.8 MB trace, 4.9 GiB for a 302.6 MB
+/// one (pandas frames of every event, and the collective analysis loading
+/// the trace again).
+pub fn job_memory(json_bytes: u64) -> u64 {
+    (100 << 20) + json_bytes.saturating_mul(17)
+}
+
+/// How many of the jobs `which` run at once: [`Config::jobs`], or fewer
+/// when the largest would not fit in [`Config::memory_available`] together
+/// (said with [`Event::FewerJobs`]).
+fn jobs_at_once(
+    config: &Config,
+    plan: &Plan,
+    which: &[usize],
+    events: &mut dyn FnMut(Event<'_>),
+) -> usize {
+    let wanted = config.jobs.max(1).min(which.len());
+    let Some(available) = config.memory_available else { return wanted };
+    let needs: Vec<u64> = which
+        .iter()
+        .map(|&i| {
+            let job = &plan.jobs[i];
+            let traces: Vec<&PathBuf> = match &job.collective {
+                Some(c) => c.members.iter().map(|(_, t)| t).collect(),
+                None => job.trace.iter().collect(),
+            };
+            job_memory(traces.iter().map(|t| trace_discover::json_size(t)).sum())
+        })
+        .collect();
+    let jobs = trace_discover::at_once(wanted, &needs, Some(available));
+    if jobs < wanted {
+        let largest = needs.iter().copied().max().unwrap_or(0);
+        events(Event::FewerJobs { jobs, wanted, largest, available });
+    }
+    jobs
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_parallel(
     config: &Config,
+    jobs: usize,
     probe: &Probe,
     plan: &Plan,
     which: &[usize],
@@ -507,7 +561,7 @@ fn run_parallel(
     let (tx, rx) = mpsc::channel::<(usize, Option<Row>)>();
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..config.jobs.max(1).min(which.len()) {
+        for _ in 0..jobs.max(1).min(which.len()) {
             let tx = tx.clone();
             let next = &next;
             scope.spawn(move || {

@@ -40,6 +40,9 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     config.cancel = Some(interrupt.flag());
     let summary = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => render::note(&text),
+        Event::FewerJobs { jobs, wanted, largest, available } => {
+            render::note(&fewer_jobs(jobs, wanted, largest, available, "--jobs to choose"))
+        }
         Event::Planned { jobs } => {
             if let Some(bar) = bar {
                 bar.set_length(jobs as u64);
@@ -101,6 +104,17 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
     Ok(if outcome.status == RowStatus::Success { Status::Success } else { Status::Findings })
 }
 
+/// Why fewer TraceLens jobs run at once than asked for.
+fn fewer_jobs(jobs: usize, wanted: usize, largest: u64, available: u64, choose: &str) -> String {
+    format!(
+        "running {jobs} TraceLens job(s) at a time, not {wanted}: the largest take about {} each \
+         (TraceLens holds about 17 times a trace's JSON) and the machine has {} available \
+         ({choose})",
+        render::size(largest),
+        render::size(available)
+    )
+}
+
 /// `slurm gather --report` / `k8s gather --report`: TraceLens over a gathered
 /// tree, reports in `<root>/tracelens_report`; true when a job failed.
 /// Ctrl-C stops it as it stops `report tracelens`.
@@ -118,10 +132,18 @@ pub(crate) fn report_gathered(
     config.salvage = args.salvage;
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     config.cancel = Some(interrupt.flag());
-    let report = tracelens_driver::run(&config, &mut |event| {
-        if let Event::Note(text) = event {
-            render::note(&text);
-        }
+    // The machine is shared with nothing else the gather runs: all its memory.
+    config.memory_available = settings::mem_available();
+    let report = tracelens_driver::run(&config, &mut |event| match event {
+        Event::Note(text) => render::note(&text),
+        Event::FewerJobs { jobs, wanted, largest, available } => render::note(&fewer_jobs(
+            jobs,
+            wanted,
+            largest,
+            available,
+            "`report tracelens --jobs` to choose",
+        )),
+        _ => {}
     })?;
     render::tracelens_summary(&report)?;
     Ok(report.any_failed())

@@ -442,55 +442,9 @@ fn dir_name(dir: &Path) -> PathBuf {
 }
 
 /// Memory to read a trace: about 0.75 of its JSON (217 MiB for the 302.6 MB
-/// bench trace). A `.json.gz` gives its JSON size in its last 4 bytes (mod
-/// 4 GiB); where that is implausible, 15 times the file is assumed.
+/// bench trace).
 fn memory_estimate(path: &Path) -> u64 {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else { return 0 };
-    let len = file.metadata().map_or(0, |m| m.len());
-    let mut magic = [0u8; 2];
-    let gz = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
-    let json = if !gz {
-        len
-    } else {
-        let mut tail = [0u8; 4];
-        match file.seek(SeekFrom::End(-4)).and_then(|_| file.read_exact(&mut tail)) {
-            Ok(()) if u64::from(u32::from_le_bytes(tail)) >= len => {
-                u64::from(u32::from_le_bytes(tail))
-            }
-            _ => len.saturating_mul(15),
-        }
-    };
-    json / 4 * 3
-}
-
-/// `MemAvailable` of /proc/meminfo, in bytes.
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// The most traces read at once, up to `cpus`, such that the largest of them
-/// together fit in half the available memory (at least one).
-fn jobs_within(cpus: usize, estimates: &[u64], available: Option<u64>) -> usize {
-    let Some(available) = available else { return cpus };
-    let mut largest = estimates.to_vec();
-    largest.sort_unstable_by(|a, b| b.cmp(a));
-    let mut total = 0u64;
-    let fitting = largest
-        .iter()
-        .take_while(|e| {
-            total = total.saturating_add(**e);
-            total <= available / 2
-        })
-        .count();
-    fitting.clamp(1, cpus.max(1))
-}
-
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+    trace_discover::json_size(path) / 4 * 3
 }
 
 /// A trace's summary, or why there is none (the error and its causes).
@@ -631,15 +585,16 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
             let estimates: Vec<u64> = inputs.iter().map(|i| memory_estimate(&i.trace)).collect();
-            let available = mem_available();
-            let jobs = jobs_within(cpus, &estimates, available);
+            let available = crate::settings::mem_available();
+            // Half of what is available: the machine is doing other work too.
+            let jobs = trace_discover::at_once(cpus, &estimates, available.map(|a| a / 2));
             if jobs < cpus.min(inputs.len()) {
                 render::note(&format!(
                     "reading {jobs} trace(s) at a time, not {}: the largest take about {} each to \
                      read and the machine has {} available (--jobs to choose)",
                     cpus.min(inputs.len()),
-                    gib(estimates.iter().copied().max().unwrap_or(0)),
-                    gib(available.unwrap_or(0)),
+                    render::size(estimates.iter().copied().max().unwrap_or(0)),
+                    render::size(available.unwrap_or(0)),
                 ));
             }
             jobs
@@ -769,39 +724,6 @@ mod tests {
             stream: stream.map(Into::into),
             parent_op: None,
         }
-    }
-
-    #[test]
-    fn parallel_reads_fit_in_half_the_available_memory() {
-        use super::jobs_within;
-        let gib = 1u64 << 30;
-        // Small traces: as many as there are CPUs.
-        assert_eq!(jobs_within(8, &[gib / 10; 20], Some(16 * gib)), 8);
-        // 8 GiB free: half of it holds two of the 2 GiB traces.
-        assert_eq!(jobs_within(8, &[2 * gib, gib / 10, 2 * gib, 2 * gib], Some(8 * gib)), 2);
-        // One trace larger than half of memory still gets read.
-        assert_eq!(jobs_within(8, &[20 * gib], Some(8 * gib)), 1);
-        // Unknown memory: the CPUs decide.
-        assert_eq!(jobs_within(4, &[20 * gib; 8], None), 4);
-    }
-
-    #[test]
-    fn a_gzip_trace_is_estimated_from_its_json_size() {
-        use std::io::Write as _;
-        let dir = tempfile::tempdir().unwrap();
-        let json = format!(r#"{{"traceEvents": [{}]}}"#, "{},".repeat(100_000) + "{}");
-        let path = dir.path().join("t.json.gz");
-        let mut gz = flate2::write::GzEncoder::new(
-            std::fs::File::create(&path).unwrap(),
-            flate2::Compression::default(),
-        );
-        gz.write_all(json.as_bytes()).unwrap();
-        gz.finish().unwrap();
-        assert!(std::fs::metadata(&path).unwrap().len() < json.len() as u64 / 50);
-        assert_eq!(super::memory_estimate(&path), json.len() as u64 / 4 * 3);
-        let plain = dir.path().join("t.json");
-        std::fs::write(&plain, &json).unwrap();
-        assert_eq!(super::memory_estimate(&plain), json.len() as u64 / 4 * 3);
     }
 
     #[test]

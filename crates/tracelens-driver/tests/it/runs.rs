@@ -3,7 +3,7 @@
 use std::fs;
 
 use serde_json::json;
-use tracelens_driver::{Error, Status, Tool, plan_only};
+use tracelens_driver::{Error, Event, Status, Tool, plan_only};
 
 use crate::{Case, rows, standin};
 
@@ -581,6 +581,51 @@ fn parallel_jobs_give_the_same_summary_as_one_at_a_time() {
             .collect::<Vec<_>>()
     };
     assert_eq!(strip(&one), strip(&four));
+}
+
+/// With a memory budget, only as many jobs as fit in it together run at
+/// once (at least one), and the run says so; without one, `jobs` decides.
+#[test]
+fn jobs_that_would_not_fit_in_memory_together_run_fewer_at_once() {
+    let mut case = Case::new();
+    let mut traces = Vec::new();
+    for i in 0..4 {
+        traces.push(case.fixture(&format!("n{i}/rank{i}.pt.trace.json"), GPU));
+    }
+    let need = tracelens_driver::job_memory(trace_discover::json_size(&traces[0]));
+    assert!(need > 100 << 20);
+    case.config.jobs = 4;
+    // (per-trace jobs, then the collective of the 4 ranks) -> events
+    let run = |case: &Case| {
+        let mut seen = Vec::new();
+        let summary = tracelens_driver::run(&case.config, &mut |event| match event {
+            Event::FewerJobs { jobs, wanted, largest, available } => {
+                seen.push(format!("fewer {jobs}/{wanted} {largest} {available}"))
+            }
+            Event::Started { index, .. } => seen.push(format!("start {index}")),
+            Event::Finished { index, .. } => seen.push(format!("end {index}")),
+            _ => {}
+        })
+        .unwrap();
+        assert!(summary.results.iter().all(|r| r.status != Status::Failure), "{summary:#?}");
+        seen
+    };
+    // Room for two of them: two at a time.
+    case.config.memory_available = Some(need * 2 + need / 2);
+    let seen = run(&case);
+    assert_eq!(seen[0], format!("fewer 2/4 {need} {}", need * 2 + need / 2));
+    // Room for less than one: one at a time, each job ending before the next starts.
+    case.config.memory_available = Some(need / 2);
+    let seen = run(&case);
+    assert_eq!(seen[0], format!("fewer 1/4 {need} {}", need / 2));
+    let per_trace = &seen[1..9];
+    for pair in per_trace.chunks(2) {
+        let (start, end) = (&pair[0], &pair[1]);
+        assert_eq!(start.replace("start", "end"), *end, "{seen:?}");
+    }
+    // No budget: as many as asked for, and nothing said.
+    case.config.memory_available = None;
+    assert!(!run(&case).iter().any(|e| e.starts_with("fewer")));
 }
 
 #[test]
