@@ -511,6 +511,15 @@ pub fn job_memory(json_bytes: u64) -> u64 {
     (100 << 20) + json_bytes.saturating_mul(17)
 }
 
+/// What `job` takes in memory, by [`job_memory`] of its traces' JSON.
+fn job_need(job: &Job) -> u64 {
+    let traces: Vec<&PathBuf> = match &job.collective {
+        Some(c) => c.members.iter().map(|(_, t)| t).collect(),
+        None => job.trace.iter().collect(),
+    };
+    job_memory(traces.iter().map(|t| trace_discover::json_size(t)).sum())
+}
+
 /// How many of the jobs `which` run at once: [`Config::jobs`], or fewer
 /// when the largest would not fit in [`Config::memory_available`] together
 /// (said with [`Event::FewerJobs`]).
@@ -522,17 +531,7 @@ fn jobs_at_once(
 ) -> usize {
     let wanted = config.jobs.max(1).min(which.len());
     let Some(available) = config.memory_available else { return wanted };
-    let needs: Vec<u64> = which
-        .iter()
-        .map(|&i| {
-            let job = &plan.jobs[i];
-            let traces: Vec<&PathBuf> = match &job.collective {
-                Some(c) => c.members.iter().map(|(_, t)| t).collect(),
-                None => job.trace.iter().collect(),
-            };
-            job_memory(traces.iter().map(|t| trace_discover::json_size(t)).sum())
-        })
-        .collect();
+    let needs: Vec<u64> = which.iter().map(|&i| job_need(&plan.jobs[i])).collect();
     let jobs = trace_discover::at_once(wanted, &needs, Some(available));
     if jobs < wanted {
         let largest = needs.iter().copied().max().unwrap_or(0);
@@ -608,7 +607,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     }
     let outcome = execute(config, &argv, &log);
     let seconds = started.elapsed().as_secs_f64();
-    let (status, detail) = classify(&outcome, &log);
+    let (status, detail) = classify(&outcome, &log, job_need(job));
     let output = match status {
         Status::Skipped => String::new(),
         _ => relative(&absolute(&config.root), &absolute(&job.main_output())).display().to_string(),
@@ -772,7 +771,8 @@ fn precheck_detail(summary: &trace_summary::Summary) -> String {
 const INTERRUPTED: &str = "interrupted";
 
 enum Outcome {
-    Exited(Option<i32>),
+    /// Its exit code, or the signal that killed it.
+    Exited(Result<i32, Option<i32>>),
     Cancelled,
     TimedOut(Duration),
     NotStarted(String),
@@ -802,7 +802,9 @@ fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
     let started = Instant::now();
     loop {
         match handle.try_wait() {
-            Ok(Some(output)) => return Outcome::Exited(output.status.code()),
+            Ok(Some(output)) => {
+                return Outcome::Exited(output.status.code().ok_or_else(|| signal(output.status)));
+            }
             Ok(None) => {}
             Err(e) => {
                 return Outcome::NotStarted(format!(
@@ -831,17 +833,49 @@ fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
     }
 }
 
-fn classify(outcome: &Outcome, log: &Path) -> (Status, String) {
+/// The signal that ended a process, where the platform tells.
+fn signal(status: std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    return std::os::unix::process::ExitStatusExt::signal(&status);
+    #[cfg(not(unix))]
+    return None;
+}
+
+/// `outcome` as a row's status and detail. `need` is what the job takes in
+/// memory by [`job_memory`], said when the kernel may have killed it for
+/// memory.
+fn classify(outcome: &Outcome, log: &Path, need: u64) -> (Status, String) {
     let (nothing_to_report, last) = scan_log(log);
     match outcome {
-        Outcome::Exited(Some(0)) => (Status::Success, String::new()),
+        Outcome::Exited(Ok(0)) => (Status::Success, String::new()),
         Outcome::Exited(_) if let Some(why) = nothing_to_report => (Status::Skipped, why.into()),
-        Outcome::Exited(code) => {
-            let detail = last.unwrap_or_else(|| match code {
-                Some(c) => format!("exit code {c}"),
+        Outcome::Exited(Ok(code)) => {
+            (Status::Failure, last.unwrap_or_else(|| format!("exit code {code}")))
+        }
+        // Killed: say so first, whatever it printed last.
+        Outcome::Exited(Err(signal)) => {
+            let killed = match signal {
+                Some(9) => format!(
+                    "killed by SIGKILL (the kernel's out-of-memory killer? TraceLens takes about \
+                     {:.1} GiB for this job: run fewer at once, `report tracelens --jobs`, or on a \
+                     machine with more memory)",
+                    need as f64 / f64::from(1u32 << 30)
+                ),
+                Some(n) => {
+                    let name = match n {
+                        2 => " (SIGINT)",
+                        6 => " (SIGABRT)",
+                        7 => " (SIGBUS)",
+                        11 => " (SIGSEGV)",
+                        15 => " (SIGTERM)",
+                        _ => "",
+                    };
+                    format!("killed by signal {n}{name}")
+                }
                 None => "killed by a signal".into(),
-            });
-            (Status::Failure, detail)
+            };
+            let last = last.map(|l| format!("; its last output: {l}")).unwrap_or_default();
+            (Status::Failure, format!("{killed}{last}"))
         }
         Outcome::TimedOut(limit) => {
             (Status::Failure, format!("timed out after {} s", limit.as_secs_f64()))

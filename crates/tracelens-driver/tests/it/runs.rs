@@ -523,7 +523,7 @@ fn a_failing_job_does_not_hide_the_others() {
 #[test]
 fn a_crash_leaves_no_stale_success() {
     let case = Case::new();
-    case.fixture("model_rank0.pt.trace.json", GPU);
+    let trace = case.fixture("model_rank0.pt.trace.json", GPU);
     let csv = case.config.output_dir.join("tracelens_summary.csv");
     fs::write(
         &csv,
@@ -533,7 +533,17 @@ fn a_crash_leaves_no_stale_success() {
     case.control(json!({"crash": "all"}));
     let summary = case.run();
     assert_eq!(summary.results[0].status, Status::Failure);
-    assert_eq!(summary.results[0].detail, "killed by a signal");
+    // The signal is said first, with what the job takes in memory.
+    let need = tracelens_driver::job_memory(trace_discover::json_size(&trace));
+    assert_eq!(
+        summary.results[0].detail,
+        format!(
+            "killed by SIGKILL (the kernel's out-of-memory killer? TraceLens takes about {:.1} \
+             GiB for this job: run fewer at once, `report tracelens --jobs`, or on a machine with \
+             more memory); its last output: Loading trace...",
+            need as f64 / f64::from(1u32 << 30)
+        )
+    );
     let text = fs::read_to_string(&csv).unwrap();
     assert!(!text.contains("SUCCESS") && text.contains("FAILURE"), "{text}");
 
