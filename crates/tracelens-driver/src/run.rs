@@ -833,6 +833,15 @@ fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
     }
 }
 
+/// What to do when a job of `need` bytes ([`job_memory`]) ran out of memory.
+fn memory_hint(need: u64) -> String {
+    format!(
+        "TraceLens takes about {:.1} GiB for this job: run fewer at once, `report tracelens \
+         --jobs`, or on a machine with more memory",
+        need as f64 / f64::from(1u32 << 30)
+    )
+}
+
 /// The signal that ended a process, where the platform tells.
 fn signal(status: std::process::ExitStatus) -> Option<i32> {
     #[cfg(unix)]
@@ -849,18 +858,26 @@ fn classify(outcome: &Outcome, log: &Path, need: u64) -> (Status, String) {
     match outcome {
         Outcome::Exited(Ok(0)) => (Status::Success, String::new()),
         Outcome::Exited(_) if let Some(why) = nothing_to_report => (Status::Skipped, why.into()),
-        Outcome::Exited(Ok(code)) => {
-            (Status::Failure, last.unwrap_or_else(|| format!("exit code {code}")))
-        }
+        Outcome::Exited(Ok(code)) => (
+            Status::Failure,
+            match last {
+                // Python's own out-of-memory error, the last line of its traceback.
+                Some(last) if last.starts_with("MemoryError") => {
+                    format!("{last} ({})", memory_hint(need))
+                }
+                Some(last) => last,
+                None => format!("exit code {code}"),
+            },
+        ),
         // Killed: say so first, whatever it printed last.
         Outcome::Exited(Err(signal)) => {
             let killed = match signal {
-                Some(9) => format!(
-                    "killed by SIGKILL (the kernel's out-of-memory killer? TraceLens takes about \
-                     {:.1} GiB for this job: run fewer at once, `report tracelens --jobs`, or on a \
-                     machine with more memory)",
-                    need as f64 / f64::from(1u32 << 30)
-                ),
+                Some(9) => {
+                    format!(
+                        "killed by SIGKILL (the kernel's out-of-memory killer? {})",
+                        memory_hint(need)
+                    )
+                }
                 Some(n) => {
                     let name = match n {
                         2 => " (SIGINT)",

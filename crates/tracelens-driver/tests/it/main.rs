@@ -40,7 +40,7 @@ impl Case {
         &self.config.root
     }
 
-    /// Stand-in controls (log, fail, crash, sleep); the log is always on.
+    /// Stand-in controls (log, fail, crash, memory_error, sleep); the log is always on.
     pub(crate) fn control(&self, mut value: Value) {
         value["log"] = Value::from(self.dir.path().join("calls.jsonl").display().to_string());
         fs::write(self.config.output_dir.join("standin-control.json"), value.to_string()).unwrap();

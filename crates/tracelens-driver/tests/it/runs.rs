@@ -546,6 +546,14 @@ fn a_crash_leaves_no_stale_success() {
     );
     let text = fs::read_to_string(&csv).unwrap();
     assert!(!text.contains("SUCCESS") && text.contains("FAILURE"), "{text}");
+    // Python's own MemoryError gets the same advice.
+    case.control(json!({"memory_error": "all"}));
+    let detail = &case.run().results[0].detail;
+    assert!(
+        detail.starts_with("MemoryError: Unable to allocate 4.00 GiB (TraceLens takes about")
+            && detail.ends_with("on a machine with more memory)"),
+        "{detail}"
+    );
 
     // and when the run cannot even start, the old summary is gone too
     let mut broken = Case::new();
