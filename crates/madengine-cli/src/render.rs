@@ -205,8 +205,12 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             output.display(),
         )),
         Some(output) if !r.needs_repair() => text.push_str(&format!(
-            "{}: clean, copied unchanged to {}{recoded} ({scanned})\n",
+            "{}: clean, {} {} ({scanned})\n",
             file.input.display(),
+            match recoded {
+                "" => "copied unchanged to".to_string(),
+                _ => format!("{} into", recoded.trim_matches([' ', '(', ')'])),
+            },
             output.display()
         )),
         Some(output) => text.push_str(&format!(

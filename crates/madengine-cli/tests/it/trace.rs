@@ -67,7 +67,7 @@ fn the_output_name_says_whether_it_is_gzip() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "r.json", "-o", "again.json.gz"], @r"
     exit code: 0
     ----- stdout -----
-    r.json: clean, copied unchanged to again.json.gz (gzipped) (948 B)
+    r.json: clean, gzipped into again.json.gz (948 B)
     ----- stderr -----
     ");
     let out = fs::read(dir.path().join("again.json.gz")).unwrap();
