@@ -27,6 +27,7 @@ proptest! {
         prop_assert_eq!(report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>(),
                         whole_report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>());
         prop_assert_eq!(report.not_json, whole_report.not_json);
+        prop_assert_eq!(report.complete, whole_report.complete);
         prop_assert_eq!(report.first_not_json, whole_report.first_not_json);
     }
 
@@ -57,6 +58,7 @@ fn same_for_every_split(input: &[u8]) -> (Vec<u8>, trace_sanitize::Report) {
         assert_eq!(pieces, whole, "buffer size {size}");
         assert_eq!(split.counts, report.counts, "buffer size {size}");
         assert_eq!(split.not_json, report.not_json, "buffer size {size}");
+        assert_eq!(split.complete, report.complete, "buffer size {size}");
         assert_eq!(split.first_not_json, report.first_not_json, "buffer size {size}");
     }
     (whole, report)
