@@ -58,8 +58,9 @@ pub enum Error {
     DataAfterEnd {
         /// The trace.
         path: PathBuf,
-        /// Where the data starts (decompressed, repaired bytes), when known
-        /// (a Kineto trace's is; a rocprofv3 trace is read as one document).
+        /// Where the data starts (decompressed, repaired bytes); for a whole
+        /// second rocprofv3 document appended, where the first ends. Always
+        /// known now; an `Option` for the callers that matched on `None`.
         offset: Option<u64>,
     },
     /// The trace is UTF-16 or UTF-32 text (re-saved by Windows PowerShell,

@@ -84,19 +84,26 @@ pub(crate) struct Tables {
     pub(crate) kernels: Option<Table>,
     /// GPU records: kernel dispatches and memory copies.
     pub(crate) records: usize,
-    /// Whether more than whitespace follows the JSON document (not read).
-    pub(crate) data_after_end: bool,
+    /// Where more than whitespace follows the JSON document: the offset of
+    /// what follows (for a whole second document, where the first ends).
+    pub(crate) data_after_end: Option<u64>,
 }
 
 /// The tables of a rocprofv3 trace.
 pub(crate) fn tables(reader: impl Read) -> serde_json::Result<Tables> {
     let mut de = serde_json::Deserializer::from_reader(reader);
     let root = Root::deserialize(&mut de)?;
-    // Only a read error or a byte other than whitespace stops `end`.
-    let data_after_end = match de.end() {
-        Ok(()) => false,
-        Err(e) if e.is_io() => return Err(e),
-        Err(_) => true,
+    // Only whitespace may follow. The stream's offset, once it fails on
+    // what does, is where that starts; a whole second document it reads
+    // (without keeping it) and then is past, so that one is told by where
+    // the first ends.
+    let mut rest = de.into_iter::<serde::de::IgnoredAny>();
+    let end = rest.byte_offset() as u64;
+    let data_after_end = match rest.next() {
+        None => None,
+        Some(Err(e)) if e.is_io() => return Err(e),
+        Some(Err(_)) => Some(rest.byte_offset() as u64),
+        Some(Ok(_)) => Some(end),
     };
     let mut init = u64::MAX;
     let mut fini = 0;
@@ -295,11 +302,14 @@ mod tests {
             {"start_timestamp":2500,"end_timestamp":4000,"dispatch_info":{"kernel_id":7}}],
             "memory_copy":[{"start_timestamp":5000,"end_timestamp":6000,"bytes":8}]}}]}"#;
         let Tables { timeline, kernels, records, data_after_end } = tables(&trace[..]).unwrap();
-        assert_eq!((records, data_after_end), (3, false));
-        // Whitespace after the document is nothing; anything else is noticed.
-        assert!(!tables(&[&trace[..], b" \n\t\r"].concat()[..]).unwrap().data_after_end);
-        for after in [&b"x"[..], b"\0", b"{}", b"]"] {
-            assert!(tables(&[&trace[..], b"\n", after].concat()[..]).unwrap().data_after_end);
+        assert_eq!((records, data_after_end), (3, None));
+        // Whitespace after the document is nothing; anything else is noticed,
+        // where it starts (a whole second document: where the first ends).
+        assert_eq!(tables(&[&trace[..], b" \n\t\r"].concat()[..]).unwrap().data_after_end, None);
+        let len = trace.len() as u64;
+        for (after, at) in [(&b"x"[..], len + 1), (b"\0", len + 1), (b"{}", len), (b"]", len + 1)] {
+            let found = tables(&[&trace[..], b"\n", after].concat()[..]).unwrap().data_after_end;
+            assert_eq!(found, Some(at), "{after:?}");
         }
         assert_eq!(
             timeline.to_csv(),

@@ -168,9 +168,8 @@ pub fn summarize_with<R: Read + Send>(
                 },
                 _ => Error::Parse { path: label.to_path_buf(), detail: e.to_string() },
             })?;
-        if data_after_end {
-            // serde_json reads byte by byte: where is not known here.
-            return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: None });
+        if let Some(offset) = data_after_end {
+            return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
         }
         let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
         return Ok(Summary {

@@ -162,8 +162,18 @@ fn a_rocprofv3_trace_with_data_after_its_end_is_refused_and_read_without_it_on_r
     let tail = dir.path().join("tail_results.json");
     std::fs::write(&tail, [&json[..], b"\n", after].concat()).unwrap();
     match summarize_file(&tail) {
-        // Where is not known: serde_json reads the document.
-        Err(e @ Error::DataAfterEnd { offset: None, .. }) => assert!(e.is_salvageable()),
+        // A whole second document: where the first ends.
+        Err(e @ Error::DataAfterEnd { offset: Some(at), .. }) => {
+            assert_eq!(at, json.len() as u64);
+            assert!(e.is_salvageable());
+        }
+        other => panic!("{other:?}"),
+    }
+    // A log line: where it starts.
+    let log = dir.path().join("log_results.json");
+    std::fs::write(&log, [&json[..], b"\n  W1201 rocprofv3 done\n"].concat()).unwrap();
+    match summarize_file(&log) {
+        Err(Error::DataAfterEnd { offset: Some(at), .. }) => assert_eq!(at, json.len() as u64 + 3),
         other => panic!("{other:?}"),
     }
     let salvaged = summarize_file_with(&tail, &Options::salvaging()).unwrap();
