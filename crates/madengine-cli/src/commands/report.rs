@@ -132,7 +132,7 @@ pub(crate) fn report_gathered(
     config.salvage = args.salvage;
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     config.cancel = Some(interrupt.flag());
-    // The machine is shared with nothing else the gather runs: all its memory.
+    // No --jobs here: as many as fit in the available memory together.
     config.memory_available = settings::mem_available();
     let report = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => render::note(&text),
