@@ -725,8 +725,8 @@ pub(crate) struct TracelensArgs {
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub(crate) max_traces: usize,
     /// TraceLens jobs at a time [default: number of CPUs, at most 4, fewer
-    /// when the largest jobs would not fit in the available memory together;
-    /// TraceLens takes about 17 times a trace's JSON size].
+    /// when the largest jobs would not fit in half the available memory
+    /// together; TraceLens takes about 17 times a trace's JSON size].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
     /// Kill a job running longer than this and report it as failed.

@@ -65,8 +65,9 @@ pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
     config.salvage = args.salvage;
     match args.jobs {
         Some(jobs) => config.jobs = jobs as usize,
-        // Chosen for the user: no more than fit in memory together.
-        None => config.memory_available = mem_available(),
+        // Chosen for the user: no more than fit in half the available
+        // memory together (the machine does other work too).
+        None => config.memory_available = mem_available().map(|m| m / 2),
     }
     config.timeout = match args.timeout {
         Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),

@@ -108,8 +108,8 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
 fn fewer_jobs(jobs: usize, wanted: usize, largest: u64, available: u64, choose: &str) -> String {
     format!(
         "running {jobs} TraceLens job(s) at a time, not {wanted}: the largest take about {} each \
-         (TraceLens holds about 17 times a trace's JSON) and the machine has {} available \
-         ({choose})",
+         (TraceLens holds about 17 times a trace's JSON) and {} is free for them (half the \
+         machine's available memory; {choose})",
         render::size(largest),
         render::size(available)
     )
@@ -132,8 +132,8 @@ pub(crate) fn report_gathered(
     config.salvage = args.salvage;
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     config.cancel = Some(interrupt.flag());
-    // No --jobs here: as many as fit in the available memory together.
-    config.memory_available = settings::mem_available();
+    // No --jobs here: as many as fit in half the available memory together.
+    config.memory_available = settings::mem_available().map(|m| m / 2);
     let report = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => render::note(&text),
         Event::FewerJobs { jobs, wanted, largest, available } => render::note(&fewer_jobs(
