@@ -100,9 +100,17 @@ pub(crate) fn discovery(found: &Discovery) -> Result<(), Error> {
     out(&text)
 }
 
+/// What `trace sanitize` says of one trace: what it found and did, each
+/// repair, and what a cut or the data after the document mean.
 pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
+    let text = [sanitize_headline(file), repair_lines(&file.report), aftermath_lines(file)];
+    out(&text.concat())
+}
+
+/// The first line: clean, repaired, cut short or not JSON, and what was
+/// written.
+fn sanitize_headline(file: &FileReport) -> String {
     let r = &file.report;
-    let c = &r.counts;
     let mut text = String::new();
     let counts = r.counts.to_string();
     let scanned = size(r.bytes_read);
@@ -219,6 +227,14 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             output.display()
         )),
     }
+    text
+}
+
+/// Each repair listed (the first ones), and the first bare word that is
+/// not JSON.
+fn repair_lines(r: &trace_sanitize::Report) -> String {
+    let c = &r.counts;
+    let mut text = String::new();
     for repair in &r.repairs {
         let what = match repair.defect {
             Defect::InvalidUtf8 => "invalid UTF-8",
@@ -252,6 +268,14 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
             word.offset, "not JSON", word.text
         ));
     }
+    text
+}
+
+/// What a cut, the data after the document, or a tail of zeros mean.
+fn aftermath_lines(file: &FileReport) -> String {
+    let r = &file.report;
+    let after_end = r.cut.as_ref().is_some_and(|c| c.kind == CutKind::DataAfterEnd);
+    let mut text = String::new();
     // The closer counts repaired bytes: with repairs, say so.
     let dropped = |cut: &trace_sanitize::Cut| {
         if r.needs_repair() {
@@ -288,13 +312,13 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     // A run of zeros at the end of a broken trace: its bytes never reached
     // the disk (its node went down). Zeros inside a string count as control
     // bytes above; this says what they are.
-    if r.zeros_at_end >= 16 && (cut_short || r.cut.is_some() || r.needs_repair()) {
+    if r.zeros_at_end >= 16 && (r.complete == Some(false) || r.cut.is_some() || r.needs_repair()) {
         text.push_str(&format!(
             "  it ends in {} of zero bytes: its node likely went down before the file reached the disk\n",
             size(r.zeros_at_end)
         ));
     }
-    out(&text)
+    text
 }
 
 fn plural(n: usize, word: &str) -> String {
