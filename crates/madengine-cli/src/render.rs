@@ -130,9 +130,10 @@ fn sanitize_headline(file: &FileReport) -> String {
     // Bare words no repair applies to: the copy is no more JSON than the input.
     let not_json = r.not_json > 0;
     let words = format!(
-        "{} that {} not JSON (Python's or JavaScript's values where JSON was meant?)",
+        "{} that {} not JSON ({})",
         plural(r.not_json as usize, "bare word"),
-        if r.not_json == 1 { "is" } else { "are" }
+        if r.not_json == 1 { "is" } else { "are" },
+        trace_sanitize::NotJson::LIKELY
     );
     let copy_unparseable = match not_json {
         true => format!(", but it holds {words}: TraceLens cannot parse the copy either"),

@@ -84,6 +84,13 @@ pub struct NotJson {
     pub(crate) output_offset: u64,
 }
 
+impl NotJson {
+    /// What such a word usually is, for a message to suggest.
+    pub const LIKELY: &'static str = "a value printed the way Python writes it, such as None or \
+                                      True, where JSON was meant? or the rest of a string that a \
+                                      quote inside it ended early?";
+}
+
 /// Counts per defect class.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {

@@ -91,9 +91,10 @@ pub enum Error {
     /// where JSON was meant): no repair applies, so no strict parser reads
     /// the trace.
     #[error(
-        "{path} is not JSON at byte {offset}: `{text}`{} is a bare word where a value goes (a \
-         Python or JavaScript value where JSON was meant?), and no repair applies",
-        key.as_ref().map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default()
+        "{path} is not JSON at byte {offset}: `{text}`{} is a bare word where a value goes ({}), \
+         and no repair applies",
+        key.as_ref().map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default(),
+        trace_sanitize::NotJson::LIKELY
     )]
     NotJson {
         /// The trace.

@@ -664,8 +664,8 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         let key = key.map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default();
         unparseable(
             format!(
-                "not JSON: `{text}`{key} at byte {offset} is a bare word where a value goes (a \
-                 Python or JavaScript value where JSON was meant?)"
+                "not JSON: `{text}`{key} at byte {offset} is a bare word where a value goes ({})",
+                trace_sanitize::NotJson::LIKELY
             ),
             "no repair applies: replace it with a JSON value, such as null, in a copy",
         )

@@ -263,7 +263,7 @@ fn bare_words_are_quoted_or_named() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "none.json"], @r#"
     exit code: 1
     ----- stdout -----
-    none.json: needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A; and it holds 1 bare word that is not JSON (Python's or JavaScript's values where JSON was meant?), which no repair applies to: TraceLens cannot parse it even repaired
+    none.json: needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A; and it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?), which no repair applies to: TraceLens cannot parse it even repaired
       at byte        511  unquoted N/A   N/A in "device"
       at byte        495  not JSON       None in "stream"
     ----- stderr -----
@@ -271,7 +271,7 @@ fn bare_words_are_quoted_or_named() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "none.json"], @r#"
     exit code: 1
     ----- stdout -----
-    none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into none.sanitized.json (1.3 KiB), but it holds 1 bare word that is not JSON (Python's or JavaScript's values where JSON was meant?): TraceLens cannot parse the copy either
+    none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into none.sanitized.json (1.3 KiB), but it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?): TraceLens cannot parse the copy either
       at byte        511  unquoted N/A   N/A in "device"
       at byte        495  not JSON       None in "stream"
     ----- stderr -----
@@ -279,7 +279,7 @@ fn bare_words_are_quoted_or_named() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "none.json", "-o", "s.json"], @r#"
     exit code: 1
     ----- stdout -----
-    none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into s.json (1.3 KiB), but it holds 1 bare word that is not JSON (Python's or JavaScript's values where JSON was meant?): TraceLens cannot parse the copy either
+    none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into s.json (1.3 KiB), but it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?): TraceLens cannot parse the copy either
       at byte        511  unquoted N/A   N/A in "device"
       at byte        495  not JSON       None in "stream"
     ----- stderr -----
@@ -293,7 +293,7 @@ fn bare_words_are_quoted_or_named() {
     exit code: 3
     ----- stdout -----
     == none.json (rank 1)
-       error: none.json is not JSON at byte 495: `None` (the value of "stream") is a bare word where a value goes (a Python or JavaScript value where JSON was meant?), and no repair applies
+       error: none.json is not JSON at byte 495: `None` (the value of "stream") is a bare word where a value goes (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?), and no repair applies
 
     == meta.json (rank 1)
        warning: `True` at byte 19 is a bare word that is not JSON (in a part these tables do not read): TraceLens refuses the trace, repaired or not

@@ -410,9 +410,9 @@ fn bare_words_that_are_not_json_fail_up_front() {
     case.config.mode = tracelens_driver::Mode::Pytorch;
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r#"
-    FAILURE pytorch event.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: `None` (the value of "bad") at byte 723 is a bare word where a value goes (a Python or JavaScript value where JSON was meant?); TraceLens cannot parse it and was not run (no repair applies: replace it with a JSON value, such as null, in a copy)
+    FAILURE pytorch event.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: `None` (the value of "bad") at byte 723 is a bare word where a value goes (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?); TraceLens cannot parse it and was not run (no repair applies: replace it with a JSON value, such as null, in a copy)
     SUCCESS pytorch na.pt.trace.json TraceLens_generate_perf_report_pytorch | 
-    FAILURE pytorch top.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: `True` (the value of "schemaVersion") at byte 19 is a bare word where a value goes (a Python or JavaScript value where JSON was meant?); TraceLens cannot parse it and was not run (no repair applies: replace it with a JSON value, such as null, in a copy)
+    FAILURE pytorch top.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: `True` (the value of "schemaVersion") at byte 19 is a bare word where a value goes (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?); TraceLens cannot parse it and was not run (no repair applies: replace it with a JSON value, such as null, in a copy)
     "#);
     assert!(
         !case.ran("event.pt.trace.json") && !case.ran("top.pt.trace.json"),
