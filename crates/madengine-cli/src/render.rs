@@ -235,7 +235,9 @@ fn sanitize_headline(file: &FileReport) -> String {
 /// not JSON.
 fn repair_lines(r: &trace_sanitize::Report) -> String {
     let c = &r.counts;
-    let mut text = String::new();
+    // Each line with its offset: the first bare word goes among the
+    // repairs in the order of the file.
+    let mut lines: Vec<(u64, String)> = Vec::new();
     for repair in &r.repairs {
         let what = match repair.defect {
             Defect::InvalidUtf8 => "invalid UTF-8",
@@ -249,14 +251,9 @@ fn repair_lines(r: &trace_sanitize::Report) -> String {
             _ => "defect",
         };
         let key = repair.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();
-        text.push_str(&format!(
-            "  at byte {:>10}  {what:<14} {}{key}\n",
-            repair.offset, repair.original
-        ));
-    }
-    let listed = r.repairs.len() as u64;
-    if c.total() > listed {
-        text.push_str(&format!("  ... and {} more\n", c.total() - listed));
+        let line =
+            format!("  at byte {:>10}  {what:<14} {}{key}\n", repair.offset, repair.original);
+        lines.push((repair.offset, line));
     }
     if let Some(word) = &r.first_not_json {
         let key = word.key.as_ref().map(|k| format!(" in \"{k}\"")).unwrap_or_default();
@@ -264,10 +261,15 @@ fn repair_lines(r: &trace_sanitize::Report) -> String {
             1 => String::new(),
             n => format!(" (and {} more)", n - 1),
         };
-        text.push_str(&format!(
-            "  at byte {:>10}  {:<14} {}{key}{more}\n",
-            word.offset, "not JSON", word.text
-        ));
+        let line =
+            format!("  at byte {:>10}  {:<14} {}{key}{more}\n", word.offset, "not JSON", word.text);
+        lines.push((word.offset, line));
+    }
+    lines.sort_by_key(|(offset, _)| *offset);
+    let mut text: String = lines.into_iter().map(|(_, line)| line).collect();
+    let listed = r.repairs.len() as u64;
+    if c.total() > listed {
+        text.push_str(&format!("  ... and {} more repairs\n", c.total() - listed));
     }
     text
 }

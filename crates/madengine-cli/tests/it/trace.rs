@@ -59,7 +59,7 @@ fn the_output_name_says_whether_it_is_gzip() {
     exit code: 0
     ----- stdout -----
     r.json.gz: repaired into r.json (gunzipped): 4 invalid UTF-8, 1 control byte, 0 lone surrogates (935 B)
-      ... and 5 more
+      ... and 5 more repairs
     ----- stderr -----
     ");
     let out = fs::read(dir.path().join("r.json")).unwrap();
@@ -264,24 +264,24 @@ fn bare_words_are_quoted_or_named() {
     exit code: 1
     ----- stdout -----
     none.json: needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A; and it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?), which no repair applies to: TraceLens cannot parse it even repaired
-      at byte        511  unquoted N/A   N/A in "device"
       at byte        495  not JSON       None in "stream"
+      at byte        511  unquoted N/A   N/A in "device"
     ----- stderr -----
     "#);
     cli_snapshot!(dir.path(), ["trace", "sanitize", "none.json"], @r#"
     exit code: 1
     ----- stdout -----
     none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into none.sanitized.json (1.3 KiB), but it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?): TraceLens cannot parse the copy either
-      at byte        511  unquoted N/A   N/A in "device"
       at byte        495  not JSON       None in "stream"
+      at byte        511  unquoted N/A   N/A in "device"
     ----- stderr -----
     "#);
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "none.json", "-o", "s.json"], @r#"
     exit code: 1
     ----- stdout -----
     none.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A) into s.json (1.3 KiB), but it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?): TraceLens cannot parse the copy either
-      at byte        511  unquoted N/A   N/A in "device"
       at byte        495  not JSON       None in "stream"
+      at byte        511  unquoted N/A   N/A in "device"
     ----- stderr -----
     "#);
     // report summary names the word where the tables read it, and warns of
@@ -316,7 +316,7 @@ fn a_trace_ending_in_zeros_is_said_to_be_one() {
     z.json: cut short after byte 4995, inside an unfinished value, and it needs repair: 0 invalid UTF-8, 4096 control bytes, 0 lone surrogates; TraceLens cannot parse it
       at byte        899  control byte   \x00 in "name"
       at byte        900  control byte   \x00 in "name"
-      ... and 4094 more
+      ... and 4094 more repairs
       --salvage writes a copy without its last 24.0 KiB once repaired (an incomplete value), closed with `]}`
       it ends in 4.0 KiB of zero bytes: its node likely went down before the file reached the disk
     ----- stderr -----
@@ -671,7 +671,7 @@ fn several_inputs_go_on_past_one_that_fails() {
     exit code: 3
     ----- stdout -----
     9999_results.json: repaired into 9999_results.sanitized.json: 4 invalid UTF-8, 1 control byte, 0 lone surrogates (935 B)
-      ... and 5 more
+      ... and 5 more repairs
     rank0.json.gz: clean, copied unchanged to rank0.sanitized.json.gz (2.6 KiB)
     ----- stderr -----
     error: cannot open missing.json
