@@ -107,6 +107,46 @@ pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
     out(&text.concat())
 }
 
+/// Why a text that ends in `}` or `]` is not complete.
+fn unclosed_string() -> String {
+    format!(
+        "its last string never ends, so the rest of the file reads as one string, though it ends \
+         in `}}` or `]` ({})",
+        trace_sanitize::Malformed::LIKELY
+    )
+}
+
+/// What no repair mends: the bare words that are not JSON, and the first
+/// token where the JSON grammar allows none (with what usually leaves one,
+/// unless the string that never ends says it). `None` when there is
+/// neither.
+fn unfixable(r: &trace_sanitize::Report) -> Option<String> {
+    let words = (r.not_json > 0).then(|| {
+        format!(
+            "it holds {} that {} not JSON ({})",
+            plural(r.not_json as usize, "bare word"),
+            if r.not_json == 1 { "is" } else { "are" },
+            trace_sanitize::NotJson::LIKELY
+        )
+    });
+    // A bare word where the grammar broke says it all.
+    let word_at = r.first_not_json.as_ref().map(|w| w.offset);
+    let broken = r.malformed.filter(|m| Some(m.offset) != word_at).map(|m| {
+        let likely = match r.unclosed_string {
+            true => String::new(),
+            false => format!(" ({})", trace_sanitize::Malformed::LIKELY),
+        };
+        format!(
+            "its JSON breaks at byte {}: {} where {} goes{likely}",
+            m.offset, m.found, m.expected
+        )
+    });
+    match (words, broken) {
+        (Some(words), Some(broken)) => Some(format!("{words}, and {broken}")),
+        (words, broken) => words.or(broken),
+    }
+}
+
 /// The first line: clean, repaired, cut short or not JSON, and what was
 /// written.
 fn sanitize_headline(file: &FileReport) -> String {
@@ -127,38 +167,50 @@ fn sanitize_headline(file: &FileReport) -> String {
             trace_sanitize::DisplayByte(b)
         )
     });
-    // Bare words no repair applies to: the copy is no more JSON than the input.
-    let not_json = r.not_json > 0;
-    let words = format!(
-        "{} that {} not JSON ({})",
-        plural(r.not_json as usize, "bare word"),
-        if r.not_json == 1 { "is" } else { "are" },
-        trace_sanitize::NotJson::LIKELY
-    );
+    // Bare words and a break in the grammar, which no repair mends: the
+    // copy is no more JSON than the input.
+    let unfixable = unfixable(r);
+    let not_json = unfixable.is_some();
+    let unfixable = unfixable.unwrap_or_default();
     let copy_unparseable = match not_json {
-        true => format!(", but it holds {words}: TraceLens cannot parse the copy either"),
+        true => format!(", but {unfixable}: TraceLens cannot parse the copy either"),
         false => String::new(),
     };
     match &file.output {
         None if !r.needs_repair() && !cut_short && !not_json => {
             text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
         }
-        None if cut_short => text.push_str(&format!(
-            "{}: {}{}; TraceLens cannot parse it\n",
-            file.input.display(),
-            match (&starts_with, &r.cut) {
+        None if cut_short => {
+            // A break in the grammar explains the end that follows it.
+            let broke = starts_with.is_none() && r.malformed.is_some();
+            let what = match (&starts_with, &r.cut) {
                 (Some(starts), _) => starts.clone(),
-                (None, Some(_)) if after_end => "data follows the end of its JSON document".to_string(),
-                (None, Some(_)) => format!("cut short after byte {}, inside an unfinished value", r.bytes_read),
+                _ if broke => unfixable.clone(),
+                _ if r.unclosed_string => unclosed_string(),
+                (None, Some(_)) if after_end => {
+                    "data follows the end of its JSON document".to_string()
+                }
+                (None, Some(_)) => {
+                    format!("cut short after byte {}, inside an unfinished value", r.bytes_read)
+                }
                 (None, None) => format!(
                     "no complete JSON object or array in its {} (empty, or cut short inside the first)",
                     plural(r.bytes_read as usize, "byte")
                 ),
-            },
-            if r.needs_repair() { format!(", and it needs repair: {counts}") } else { String::new() },
-        )),
+            };
+            let also = match (r.needs_repair(), not_json && !broke) {
+                (true, true) => format!(", it needs repair: {counts}, and {unfixable}"),
+                (true, false) => format!(", and it needs repair: {counts}"),
+                (false, true) => format!(", and {unfixable}"),
+                (false, false) => String::new(),
+            };
+            text.push_str(&format!(
+                "{}: {what}{also}; TraceLens cannot parse it\n",
+                file.input.display()
+            ))
+        }
         None if !r.needs_repair() => text.push_str(&format!(
-            "{}: it holds {words}; TraceLens cannot parse it, and no repair applies\n",
+            "{}: {unfixable}; TraceLens cannot parse it, and no repair applies\n",
             file.input.display(),
         )),
         None => text.push_str(&format!(
@@ -168,8 +220,8 @@ fn sanitize_headline(file: &FileReport) -> String {
                 format!(" (stopped at the first, after {scanned})")
             } else if not_json {
                 format!(
-                    "; and it holds {words}, which no repair applies to: TraceLens cannot parse \
-                     it even repaired"
+                    "; and {unfixable}, which no repair mends: TraceLens cannot parse it even \
+                     repaired"
                 )
             } else {
                 String::new()
@@ -194,6 +246,7 @@ fn sanitize_headline(file: &FileReport) -> String {
             let (why, hint) = match &starts_with {
                 _ if r.bytes_read == 0 => ("it is empty".to_string(), ""),
                 Some(starts) => (starts.clone(), ""),
+                None if r.unclosed_string => (unclosed_string(), ""),
                 None => (
                     "its JSON does not end in `}` or `]` (cut short?)".to_string(),
                     "  --check says what is wrong, --salvage keeps what can be kept\n",
@@ -265,6 +318,14 @@ fn repair_lines(r: &trace_sanitize::Report) -> String {
             format!("  at byte {:>10}  {:<14} {}{key}{more}\n", word.offset, "not JSON", word.text);
         lines.push((word.offset, line));
     }
+    let word_at = r.first_not_json.as_ref().map(|w| w.offset);
+    if let Some(m) = r.malformed.filter(|m| Some(m.offset) != word_at) {
+        let line = format!(
+            "  at byte {:>10}  {:<14} {} where {} goes\n",
+            m.offset, "not JSON", m.found, m.expected
+        );
+        lines.push((m.offset, line));
+    }
     lines.sort_by_key(|(offset, _)| *offset);
     let mut text: String = lines.into_iter().map(|(_, line)| line).collect();
     let listed = r.repairs.len() as u64;
@@ -292,15 +353,20 @@ fn aftermath_lines(file: &FileReport) -> String {
             "  data after the end of the document: dropped the last {}\n",
             dropped(cut)
         )),
+        // --salvage mends neither a bare word nor a break in the grammar.
+        (Some(_), None) if r.not_json > 0 || r.malformed.is_some() => {}
         (Some(cut), None) if after_end => text.push_str(&format!(
             "  --salvage writes a copy without its last {} (what follows the document)\n",
             dropped(cut)
         )),
         (Some(cut), Some(_)) => {
             let why = cut.read_error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default();
+            let what = match r.unclosed_string {
+                true => format!("its last string never ends ({})", trace_sanitize::Malformed::LIKELY),
+                false => format!("cut short after byte {}{why}", cut.at),
+            };
             text.push_str(&format!(
-                "  cut short after byte {}{why}: dropped the last {} (an incomplete value), closed with `{}`\n",
-                cut.at,
+                "  {what}: dropped the last {} (an incomplete value), closed with `{}`\n",
                 dropped(cut),
                 cut.closed_with
             ));

@@ -20,7 +20,11 @@ use std::io::{self, Write};
 use serde::Serialize;
 use wide::u8x64;
 
-use crate::engine::prefix_xor;
+use crate::{
+    engine::prefix_xor,
+    grammar::{self, Grammar},
+    report::Malformed,
+};
 
 /// Bytes held back before the closer gives up being able to cut back: one
 /// value (a string, an event) this large is not a trace's. Past it the bytes
@@ -100,6 +104,15 @@ pub(crate) struct Closer<W> {
     first: Option<u8>,
     in_string: bool,
     escape: bool,
+    /// Inside a number or a word outside strings.
+    in_scalar: bool,
+    /// Where the text stands in the JSON grammar.
+    grammar: Grammar,
+    /// The first token the grammar does not allow there (a string where
+    /// `:` goes, a `]` where a `{` is open): the text is not JSON, whatever
+    /// is repaired. Its `offset` is left for the caller, which knows the
+    /// input offsets.
+    pub(crate) malformed: Option<Malformed>,
 }
 
 /// An open bracket, with where its children ended.
@@ -131,6 +144,32 @@ impl<W: Write> Closer<W> {
             first: None,
             in_string: false,
             escape: false,
+            in_scalar: false,
+            grammar: Grammar::new(),
+            malformed: None,
+        }
+    }
+
+    /// A token outside strings, `b` its first byte (`"` for a string, a
+    /// digit or letter for a number or word), at offset `at`: a bracket
+    /// opened or closed, and the grammar followed.
+    #[inline(always)]
+    fn token(&mut self, b: u8, at: u64) {
+        let open = match b {
+            b'{' | b'[' => {
+                self.stack.push(Open::new(b));
+                None
+            }
+            b'}' | b']' => {
+                self.closed(at + 1);
+                self.stack.last().map(|o| o.bracket)
+            }
+            _ => None,
+        };
+        if !self.grammar.step(b, open) {
+            let (found, expected) = (grammar::describe(b), self.grammar.expected());
+            self.malformed = Some(Malformed { offset: 0, found, expected, output_offset: at });
+            self.grammar.stop();
         }
     }
 
@@ -238,20 +277,34 @@ impl<W: Write> Write for Closer<W> {
                 let v = u8x64::from(block);
                 let eq = |c: u8| v.simd_eq(u8x64::splat(c)).to_bitmask();
                 if eq(b'\\') == 0 {
-                    let inside = prefix_xor(eq(b'"')) ^ if self.in_string { !0 } else { 0 };
-                    let open = (eq(b'{') | eq(b'[')) & !inside;
-                    let close = (eq(b'}') | eq(b']')) & !inside;
-                    let mut bits = open | close;
+                    let quote = eq(b'"');
+                    // An opening quote is inside its string, a closing one
+                    // not.
+                    let inside = prefix_xor(quote) ^ if self.in_string { !0 } else { 0 };
+                    let outside = !inside & !quote;
+                    // Clearing bit 5 folds `{` onto `[` and `}` onto `]`.
+                    let folded = v & u8x64::splat(!0x20);
+                    let bracket = |c: u8| folded.simd_eq(u8x64::splat(c)).to_bitmask();
+                    let punct = bracket(b'[') | bracket(b']') | eq(b':') | eq(b',');
+                    let structural = punct & outside;
+                    // Numbers and words: what is neither whitespace, a
+                    // control byte nor punctuation; a token where one starts.
+                    // A control byte is a token of its own (an error).
+                    let solid = v.simd_gt(u8x64::splat(b' ')).to_bitmask();
+                    let mut control = !solid & outside & !(eq(b' ') | eq(b'\n'));
+                    if control != 0 {
+                        control &= !(eq(b'\r') | eq(b'\t'));
+                    }
+                    let scalar = solid & outside & !structural;
+                    let starts = scalar & !(scalar << 1 | self.in_scalar as u64);
+                    let mut bits = structural | (quote & inside) | starts | control;
                     while bits != 0 {
                         let j = bits.trailing_zeros() as usize;
                         bits &= bits - 1;
-                        if open >> j & 1 == 1 {
-                            self.stack.push(Open::new(block[j]));
-                        } else {
-                            self.closed(base + (i + j) as u64 + 1);
-                        }
+                        self.token(block[j], base + (i + j) as u64);
                     }
                     self.in_string = inside >> 63 == 1;
+                    self.in_scalar = scalar >> 63 == 1;
                     i += 64;
                     continue;
                 }
@@ -272,12 +325,14 @@ impl<W: Write> Write for Closer<W> {
                 i += 1;
                 continue;
             }
-            match b {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => self.stack.push(Open::new(b)),
-                b'}' | b']' => self.closed(base + i as u64 + 1),
-                _ => {}
+            let scalar = b > b' ' && !matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b':' | b',');
+            if b == b'"' {
+                self.in_string = true;
             }
+            if (!scalar && !is_space(b)) || (scalar && !self.in_scalar) {
+                self.token(b, base + i as u64);
+            }
+            self.in_scalar = scalar;
             i += 1;
         }
         if let (Some(end), None) = (self.end, self.after_end) {

@@ -161,6 +161,11 @@ enum Step {
 }
 
 impl Engine {
+    /// Whether the scan so far ends inside a string.
+    pub(crate) fn in_string(&self) -> bool {
+        self.in_string
+    }
+
     pub(crate) fn new(stop_at_first: bool) -> Engine {
         Engine {
             in_string: false,

@@ -13,10 +13,8 @@ use flate2::{read::MultiGzDecoder, write::GzEncoder};
 use serde::Serialize;
 
 use crate::{
-    Error, Options, Report, Result,
-    close::Closer,
-    copy,
-    stream::{EndAtError, NullSink, ShapeSink, Sink, WriteSink, finish_salvage, scan},
+    Error, Options, Report, Result, copy,
+    stream::{ClosingSink, EndAtError, NullSink, ShapeSink, Sink, WriteSink, finish_salvage, scan},
 };
 
 /// How a trace file is stored.
@@ -289,7 +287,7 @@ fn salvage_into(
     progress: Progress<'_>,
 ) -> Result<Report> {
     let failed = RefCell::new(None);
-    let mut sink = WriteSink { inner: Closer::new(out), written: 0 };
+    let mut sink = ClosingSink::new(out);
     let report =
         scan_file(path, file, compression, &mut sink, options, size, Some(&failed), progress)?;
     match finish_salvage(sink, report, failed.into_inner()) {

@@ -55,7 +55,16 @@
 //!   says whether the input's JSON text is one complete document
 //!   ([`Report::complete`]): repairs cannot make a trace cut short, or one
 //!   with data after its end, parseable. A sanitize pass tells only the
-//!   plain case, a last byte that is not `}` or `]`.
+//!   plain case, a last byte that is not `}` or `]`, or a text that ends
+//!   inside a string.
+//! - A check and a salvage follow the JSON grammar token by token: where a
+//!   stray quote right before `,` `:` `}` or `]` ended a string early, or a
+//!   backslash at its end escaped its closing quote, the rest reads as
+//!   JSON in the wrong places. The first token the grammar does not allow
+//!   there is [`Report::malformed`]; a last string that never ends,
+//!   [`Report::unclosed_string`]. So a check says exactly whether strict
+//!   parsers load the repaired copy (numbers are not checked digit by
+//!   digit).
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
 //!   the input is never modified, the output is gzip when its name ends in
 //!   `.gz` ([`output_compression`]) and is written to a temporary file
@@ -86,6 +95,7 @@ mod copy;
 mod engine;
 mod error;
 mod file;
+mod grammar;
 mod report;
 mod stream;
 
@@ -96,6 +106,6 @@ pub use crate::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,
         salvage_file, sanitize_file, write_atomic,
     },
-    report::{Counts, Defect, NotJson, Repair, Report},
+    report::{Counts, Defect, Malformed, NotJson, Repair, Report},
     stream::{Options, check, salvage, sanitize},
 };

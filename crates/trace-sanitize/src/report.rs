@@ -91,6 +91,32 @@ impl NotJson {
                                       quote inside it ended early?";
 }
 
+/// A token where the JSON grammar does not allow one (a string where `:`
+/// goes, a `]` where a `{` is open): what a string ended early by a quote
+/// inside it leaves, the rest of it read as JSON. Strict parsers reject the
+/// trace whatever is repaired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Malformed {
+    /// Byte offset of the token in the input (the decompressed stream for
+    /// `.json.gz`).
+    pub offset: u64,
+    /// What is there: `` `,` ``, `` `]` ``..., `a string` or `a number or
+    /// word`.
+    pub found: &'static str,
+    /// What goes there instead: `` `:` ``, `` `,` or `}` ``, `a value`...
+    pub expected: &'static str,
+    /// Where it is in the repaired output: whether a salvaged copy keeps it.
+    #[serde(skip)]
+    pub(crate) output_offset: u64,
+}
+
+impl Malformed {
+    /// What usually leaves one (or a string that never ends:
+    /// [`Report::unclosed_string`]), for a message to suggest.
+    pub const LIKELY: &'static str = "a quote inside a string that ended it early, or a backslash at its end that escaped its \
+         closing quote?";
+}
+
 /// Counts per defect class.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -223,6 +249,20 @@ pub struct Report {
     /// The first of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_not_json: Option<NotJson>,
+    /// The first token where the JSON grammar does not allow one. Known
+    /// after a check or salvage pass, which follow the grammar; `None` after
+    /// a sanitize pass, and for a salvage when it is in what the cut
+    /// dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<Malformed>,
+    /// The input ends inside a string, although its last byte (past
+    /// whitespace) is `}` or `]`: most likely not cut short, but a string
+    /// that never ends (a backslash at its end escaped its closing quote, or
+    /// a quote inside one ended it early and the next one opened another),
+    /// so that the rest of the file reads as one string. Known after any
+    /// whole pass.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unclosed_string: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -63,7 +63,7 @@ pub fn sanitize<R: Read, W: Write>(input: R, output: W, options: &Options) -> Re
 /// file functions remove theirs).
 pub fn salvage<R: Read, W: Write>(input: R, output: W, options: &Options) -> Result<Report> {
     let failed = RefCell::new(None);
-    let mut sink = WriteSink { inner: Closer::new(output), written: 0 };
+    let mut sink = ClosingSink::new(output);
     let report =
         scan(EndAtError { inner: input, failed: &failed }, &mut sink, options, &mut |_| {})?;
     let (mut output, report) = finish_salvage(sink, report, failed.into_inner())?;
@@ -73,12 +73,14 @@ pub fn salvage<R: Read, W: Write>(input: R, output: W, options: &Options) -> Res
 
 /// The end of a salvaging scan: close what was cut, and say so in the report.
 pub(crate) fn finish_salvage<W: Write>(
-    sink: WriteSink<Closer<W>>,
+    sink: ClosingSink<W>,
     report: Report,
     failed: Option<io::Error>,
 ) -> Result<(W, Report)> {
-    let written = sink.written;
+    let written = sink.out.written;
+    let malformed = sink.out.inner.malformed;
     let (out, ending) = sink
+        .out
         .inner
         .finish(failed.map(|e| e.to_string()))
         .map_err(|source| Error::Write { offset: written, source })?;
@@ -101,9 +103,13 @@ pub(crate) fn finish_salvage<W: Write>(
         Some(word) if word.output_offset < kept => (report.not_json, Some(word)),
         _ => (0, None),
     };
+    let malformed = malformed.filter(|m| m.output_offset < kept);
     let cut = cut.map(|cut| crate::Cut { at: report.bytes_read, ..cut });
     let complete = Some(cut.is_none());
-    Ok((out, Report { bytes_written, cut, complete, not_json, first_not_json, ..report }))
+    Ok((
+        out,
+        Report { bytes_written, cut, complete, not_json, first_not_json, malformed, ..report },
+    ))
 }
 
 /// A reader whose first error is kept and read as the end of the input.
@@ -138,11 +144,11 @@ pub fn check<R: Read>(input: R, options: &Options) -> Result<Report> {
 
 /// A check's sink: watches the repaired bytes for where the document ends,
 /// the way [`salvage`] does, and writes nothing.
-pub(crate) struct ShapeSink(WriteSink<Closer<io::Sink>>);
+pub(crate) struct ShapeSink(ClosingSink<io::Sink>);
 
 impl ShapeSink {
     pub(crate) fn new() -> ShapeSink {
-        ShapeSink(WriteSink { inner: Closer::new(io::sink()), written: 0 })
+        ShapeSink(ClosingSink::new(io::sink()))
     }
 
     /// `report` of the scan, with whether the input was complete. A scan
@@ -211,6 +217,45 @@ impl Sink for NullSink {
     }
 }
 
+/// A salvage's sink (and a check's): the repaired bytes go through a
+/// [`Closer`], and the first mismatched bracket it finds is placed in the
+/// input.
+pub(crate) struct ClosingSink<W> {
+    pub(crate) out: WriteSink<Closer<W>>,
+    /// Input bytes passed or replaced so far.
+    read: u64,
+}
+
+impl<W: Write> ClosingSink<W> {
+    pub(crate) fn new(output: W) -> ClosingSink<W> {
+        ClosingSink { out: WriteSink { inner: Closer::new(output), written: 0 }, read: 0 }
+    }
+}
+
+impl<W: Write> Sink for ClosingSink<W> {
+    fn pass(&mut self, bytes: &[u8]) -> Result<()> {
+        let (read, written) = (self.read, self.out.written);
+        let known = self.out.inner.malformed.is_some();
+        self.out.pass(bytes)?;
+        self.read += bytes.len() as u64;
+        if !known && let Some(m) = &mut self.out.inner.malformed {
+            // Bytes passed are the input's own: as far into them.
+            m.offset = read + (m.output_offset - written);
+        }
+        Ok(())
+    }
+    fn replace(&mut self, original: &[u8], with: &'static [u8]) -> Result<()> {
+        let known = self.out.inner.malformed.is_some();
+        self.out.replace(original, with)?;
+        if !known && let Some(m) = &mut self.out.inner.malformed {
+            // A value that replaced a word (`null` for `NaN`): where it was.
+            m.offset = self.read;
+        }
+        self.read += original.len() as u64;
+        Ok(())
+    }
+}
+
 pub(crate) struct WriteSink<W> {
     pub(crate) inner: W,
     pub(crate) written: u64,
@@ -269,6 +314,7 @@ pub(crate) fn scan<R: Read>(
     // or `]` cannot be parsed, whatever else is in it.
     let (mut first, mut last) = (None, None);
     let mut zeros = 0u64; // zero bytes the input ends with, so far
+    let mut tail: Vec<u8> = Vec::with_capacity(2 * TAIL); // its last bytes, so far
     loop {
         // Bytes read before a failed read still go out (and are repaired):
         // a reader downstream gets the input up to the failure.
@@ -293,8 +339,10 @@ pub(crate) fn scan<R: Read>(
         if let Some(&b) = out.iter().rfind(|&&b| !is_space(b)) {
             last = Some(b);
         }
-        let tail = out.iter().rev().take_while(|&&b| b == 0).count();
-        zeros = if tail == out.len() { zeros + tail as u64 } else { tail as u64 };
+        let zero_tail = out.iter().rev().take_while(|&&b| b == 0).count();
+        zeros = if zero_tail == out.len() { zeros + zero_tail as u64 } else { zero_tail as u64 };
+        tail.extend_from_slice(&out[out.len().saturating_sub(TAIL)..]);
+        tail.drain(..tail.len().saturating_sub(TAIL));
         sink.chunk(&mut buf, outcome.consumed, len, &edits)?;
         base += outcome.consumed as u64;
         progress(base);
@@ -327,12 +375,38 @@ pub(crate) fn scan<R: Read>(
         zeros_at_end: if stopped_early { 0 } else { zeros },
         not_json,
         first_not_json,
+        malformed: None,
+        unclosed_string: !stopped_early && engine.in_string() && ends_in_bracket(&tail),
+        // A text that ends inside a string is not complete either, whatever
+        // its last byte.
         complete: match (first, last) {
             _ if stopped_early => None,
-            (Some(b'{' | b'['), Some(b'}' | b']')) => None,
+            (Some(b'{' | b'['), Some(b'}' | b']')) if !engine.in_string() => None,
             _ => Some(false),
         },
     })
+}
+
+/// How many of the last bytes [`ends_in_bracket`] looks at.
+const TAIL: usize = 64;
+
+/// Whether a text that ends inside a string ends in `}` or `]` past
+/// whitespace, or past whitespace a repair escaped (a sanitized copy's
+/// `}\u000a`): what a string that never ends leaves.
+fn ends_in_bracket(tail: &[u8]) -> bool {
+    const ESCAPED: [&[u8]; 6] = [b"\\u000a", b"\\u000d", b"\\u0009", b"\\n", b"\\r", b"\\t"];
+    let mut rest = tail;
+    loop {
+        if let [head @ .., b] = rest
+            && is_space(*b)
+        {
+            rest = head;
+        } else if let Some(head) = ESCAPED.iter().find_map(|e| rest.strip_suffix(*e)) {
+            rest = head;
+        } else {
+            return matches!(rest.last(), Some(b'}' | b']'));
+        }
+    }
 }
 
 /// The encoding of a JSON text in UTF-16 or UTF-32, told from its first

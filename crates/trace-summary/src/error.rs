@@ -106,6 +106,36 @@ pub enum Error {
         /// The key it is the value of, when known.
         key: Option<String>,
     },
+    /// A token where the JSON grammar allows none (a string where `:` goes,
+    /// a `]` where a `{` is open), most likely left by a string that a
+    /// quote inside it ended early: no repair applies.
+    #[error(
+        "{path} is not JSON at byte {offset}: {found} where {expected} goes ({}), and no repair \
+         applies",
+        trace_sanitize::Malformed::LIKELY
+    )]
+    Malformed {
+        /// The trace.
+        path: PathBuf,
+        /// Where the token starts (decompressed bytes, before any repair).
+        offset: u64,
+        /// What is there, in words.
+        found: &'static str,
+        /// What goes there, in words.
+        expected: &'static str,
+    },
+    /// The trace ends inside a string, though its last byte is `}` or `]`:
+    /// not cut short, but a string that never ends, so that the rest of
+    /// the file reads as one string. No repair applies.
+    #[error(
+        "{path} is not JSON: its last string never ends, so the rest of the file reads as one \
+         string, though it ends in `}}` or `]` ({}), and no repair applies",
+        trace_sanitize::Malformed::LIKELY
+    )]
+    UnclosedString {
+        /// The trace.
+        path: PathBuf,
+    },
     /// [`crate::Options::cancel`] was raised while the trace was read.
     #[error("stopped reading {path}")]
     Cancelled {

@@ -272,10 +272,17 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
     let (summary, repaired) =
         match with_sanitized(path, options, |reader| summarize_with(reader, path, options)) {
             Ok(read) => read,
-            // A bare word that is not JSON stops the parser where it stands;
-            // a second pass finds it (and where), to say so rather than
-            // where the parser stopped in the repaired text.
-            Err(e @ Error::Parse { .. }) => return Err(not_json_in(path).unwrap_or(e)),
+            // A bare word that is not JSON, or a string that a quote in it
+            // ended early, stops the parser where it stands; a second pass
+            // finds it (and where), to say so rather than where the parser
+            // stopped in the repaired text. A string that never ends reads
+            // as a cut.
+            Err(e @ Error::Parse { .. }) => return Err(unrepairable_in(path).unwrap_or(e)),
+            Err(e @ Error::Truncated { .. }) => {
+                return Err(unrepairable_in(path)
+                    .filter(|e| matches!(e, Error::UnclosedString { .. }))
+                    .unwrap_or(e));
+            }
             Err(e) => return Err(e),
         };
     let repaired = repaired.unwrap_or_default();
@@ -294,18 +301,24 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
     })
 }
 
-/// [`Error::NotJson`] for the first bare word that is not JSON in the trace
-/// at `path` (where salvage would keep it), if there is one.
-fn not_json_in(path: &Path) -> Option<Error> {
+/// What no repair mends in the trace at `path` (where salvage would keep
+/// it), if anything: its first bare word that is not JSON
+/// ([`Error::NotJson`]), else the first token the grammar does not allow
+/// ([`Error::Malformed`]), else a last string that never ends
+/// ([`Error::UnclosedString`]).
+fn unrepairable_in(path: &Path) -> Option<Error> {
     let checked =
         trace_sanitize::check_file(path, &trace_sanitize::Options::default(), &mut |_, _| {});
-    let word = checked.ok()?.report.first_not_json?;
-    Some(Error::NotJson {
-        path: path.to_path_buf(),
-        offset: word.offset,
-        text: word.text,
-        key: word.key,
-    })
+    let report = checked.ok()?.report;
+    let path = path.to_path_buf();
+    if let Some(word) = report.first_not_json {
+        return Some(Error::NotJson { path, offset: word.offset, text: word.text, key: word.key });
+    }
+    if let Some(m) = report.malformed {
+        let (offset, found, expected) = (m.offset, m.found, m.expected);
+        return Some(Error::Malformed { path, offset, found, expected });
+    }
+    report.unclosed_string.then_some(Error::UnclosedString { path })
 }
 
 /// Read a trace file only: decompress, sanitize and parse its events, and

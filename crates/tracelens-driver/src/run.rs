@@ -706,6 +706,25 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         Err(trace_summary::Error::NotJson { offset, text, key, .. }) => {
             return not_json(offset, &text, key.as_deref());
         }
+        Err(trace_summary::Error::Malformed { offset, found, expected, .. }) => {
+            return unparseable(
+                format!(
+                    "not JSON: at byte {offset}, {found} where {expected} goes ({})",
+                    trace_sanitize::Malformed::LIKELY
+                ),
+                "no repair applies: mend the string before it in a copy",
+            );
+        }
+        Err(trace_summary::Error::UnclosedString { .. }) => {
+            return unparseable(
+                format!(
+                    "not JSON: its last string never ends, so the rest of the file reads as one \
+                     string ({})",
+                    trace_sanitize::Malformed::LIKELY
+                ),
+                "no repair applies: mend that string in a copy",
+            );
+        }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {
             let mut why = source.to_string();
             for cause in std::iter::successors(std::error::Error::source(&source), |e| e.source()) {

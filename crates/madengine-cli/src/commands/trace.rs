@@ -76,9 +76,10 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         };
         // A trace TraceLens cannot parse (--check), or a copy it cannot parse
         // either (a plain sanitize); --salvage mends a cut, never a bare word
-        // that is not JSON.
+        // that is not JSON nor a break in the grammar.
         let r = &report.report;
-        let unparseable = (r.complete == Some(false) && !args.salvage) || r.not_json > 0;
+        let unparseable =
+            (r.complete == Some(false) && !args.salvage) || r.not_json > 0 || r.malformed.is_some();
         findings |= unparseable || (args.check && report.report.needs_repair());
         if args.json {
             reports.push(report);

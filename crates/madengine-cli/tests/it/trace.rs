@@ -263,7 +263,7 @@ fn bare_words_are_quoted_or_named() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "none.json"], @r#"
     exit code: 1
     ----- stdout -----
-    none.json: needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A; and it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?), which no repair applies to: TraceLens cannot parse it even repaired
+    none.json: needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 unquoted N/A; and it holds 1 bare word that is not JSON (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?), which no repair mends: TraceLens cannot parse it even repaired
       at byte        495  not JSON       None in "stream"
       at byte        511  unquoted N/A   N/A in "device"
     ----- stderr -----
@@ -302,6 +302,58 @@ fn bare_words_are_quoted_or_named() {
     ----- stderr -----
     error: 1 of 2 traces could not be read
     "#);
+}
+
+/// A quote inside a string that ended it early leaves a token where the
+/// grammar allows none; a backslash at the end of the last string keeps it
+/// open to the end of the file. Neither has a repair: --check, a plain
+/// sanitize and --salvage say so (exit 1), and so does `report summary`.
+#[test]
+fn strings_a_quote_or_backslash_broke_are_named() {
+    let trace = String::from_utf8(kineto_4242()).unwrap();
+    let early = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"note\": \"a\"]\"", 1);
+    assert_ne!(early, trace);
+    let last = trace.trim_end().strip_suffix('}').unwrap();
+    let dir = dir_with("early.json", early);
+    fs::write(dir.path().join("open.json"), format!("{last}, \"dir\": \"C:\\tmp\\\"}}\n")).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "early.json", "open.json"], @r#"
+    exit code: 1
+    ----- stdout -----
+    early.json: its JSON breaks at byte 496: `]` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and it needs repair: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 stray quote; TraceLens cannot parse it
+      at byte        496  not JSON       `]` where `,` or `}` goes
+      at byte        500  stray quote    "c
+    open.json: its last string never ends, so the rest of the file reads as one string, though it ends in `}` or `]` (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and it needs repair: 0 invalid UTF-8, 1 control byte, 0 lone surrogates; TraceLens cannot parse it
+      at byte       1289  control byte   \x0a in "dir"
+      --salvage writes a copy without its last 77 B once repaired (an incomplete value), closed with `}`
+    ----- stderr -----
+    "#);
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "early.json"], @r#"
+    exit code: 0
+    ----- stdout -----
+    early.json: repaired into early.sanitized.json: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 stray quote (1.3 KiB)
+      at byte        500  stray quote    "c
+    ----- stderr -----
+    "#);
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "open.json"], @r#"
+    exit code: 0
+    ----- stdout -----
+    open.json: repaired and closed into open.sanitized.json: 0 invalid UTF-8, 1 control byte, 0 lone surrogates (1.3 KiB)
+      at byte       1289  control byte   \x0a in "dir"
+      its last string never ends (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?): dropped the last 77 B once repaired (an incomplete value), closed with `}`
+    ----- stderr -----
+    "#);
+    cli_snapshot!(dir.path(), ["report", "summary", "early.json", "open.json", "-o", "out"], @r"
+    exit code: 3
+    ----- stdout -----
+    == early.json (rank 1)
+       error: early.json is not JSON at byte 496: `]` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and no repair applies
+
+    == open.json (rank 1)
+       error: open.json is not JSON: its last string never ends, so the rest of the file reads as one string, though it ends in `}` or `]` (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and no repair applies
+
+    ----- stderr -----
+    error: 2 of 2 traces could not be read
+    ");
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod python;
 #[path = "../../../dynolog-client/tests/it/required.rs"]
 mod required;
 mod snapshots;
+mod strict;
 
 use trace_sanitize::{Options, Report, sanitize};
 

@@ -258,6 +258,52 @@ fn orjson_refuses_what_is_not_json_repaired_or_not() {
     }
 }
 
+/// Where a check finds the grammar broken (or a last string that never
+/// ends), orjson refuses the repaired copy; where it finds nothing, orjson
+/// loads it.
+#[test]
+fn orjson_agrees_with_the_grammar_check() {
+    let Some(orjson) = orjson_python() else { return };
+    let broken: &[&[u8]] = &[
+        b"{\"traceEvents\": [{\"ph\": \"X\", \"note\": \"a\"]\"}]}",
+        b"{\"a\": 1 \"b\": 2}",
+        b"{\"a\": [1, 2}}",
+        b"[1, 2,]",
+        b"{\"a\": 1,}",
+        b"{\"a\" 1}",
+        b"{\"a\": \"C:\\dir\\\", \"b\": 1}",
+        b"[1, \x01 2]",
+    ];
+    let fine: &[&[u8]] = &[
+        b"{\"a\": [], \"b\": {}, \"c\": [{\"d\": -1.5e3, \"e\": true, \"f\": null}]}",
+        b" [ [ ] , { } , \"\" , 0 ]\n",
+        b"{\"name\": \"print(\"hi\")\", \"x\": 1}",
+        // A stray quote the repair escapes.
+        b"{\"a\": \"x\"\"}",
+    ];
+    let mut files = Vec::new();
+    for (doc, want_broken) in
+        broken.iter().map(|d| (d, true)).chain(fine.iter().map(|d| (d, false)))
+    {
+        let checked = trace_sanitize::check(&doc[..], &Options::default()).unwrap();
+        let found = checked.malformed.is_some()
+            || checked.unclosed_string
+            || checked.not_json > 0
+            || checked.complete == Some(false);
+        assert_eq!(found, want_broken, "{}: {checked:?}", String::from_utf8_lossy(doc));
+        files.push(run_with(doc, &Options::default()).0);
+    }
+    for (verdict, doc) in orjson_loads(&orjson, &files).iter().zip(&files) {
+        let broken = broken.len() > files.iter().position(|f| f == doc).unwrap();
+        assert_eq!(
+            verdict == "ok",
+            !broken,
+            "orjson on {}: {verdict}",
+            String::from_utf8_lossy(doc)
+        );
+    }
+}
+
 /// What orjson says of each of `docs`: "ok" when it loads one (to the value
 /// Python's `json` reads), else its error.
 fn orjson_loads(orjson: &std::path::Path, docs: &[Vec<u8>]) -> Vec<String> {

@@ -387,6 +387,27 @@ fn a_utf16_trace_and_text_before_a_trace_fail_up_front() {
     assert!(!case.ran("generate_perf_report_pytorch"), "{:#?}", case.calls());
 }
 
+/// A string that a quote inside it ended early, or that a backslash at its
+/// end kept open, fails up front: no repair mends it, and TraceLens would
+/// only say that orjson refused the file.
+#[test]
+fn strings_a_quote_or_backslash_broke_fail_up_front() {
+    let mut case = Case::new();
+    let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
+    let early = body.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"note\": \"a\"]\"", 1);
+    assert_ne!(early, body);
+    case.write("early.pt.trace.json", early.as_bytes());
+    let last = body.trim_end().strip_suffix('}').unwrap();
+    case.write("open.pt.trace.json", format!("{last}, \"dir\": \"C:\\tmp\\\"}}\n").as_bytes());
+    case.config.mode = tracelens_driver::Mode::Pytorch;
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    FAILURE pytorch early.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 727, `]` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend the string before it in a copy)
+    FAILURE pytorch open.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: its last string never ends, so the rest of the file reads as one string (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend that string in a copy)
+    ");
+    assert!(!case.ran("early.pt.trace.json") && !case.ran("open.pt.trace.json"));
+}
+
 /// A bare word that is not JSON fails up front whether trace-summary's
 /// tables read that part or not; early Kineto's bare `N/A` is repaired.
 #[test]
