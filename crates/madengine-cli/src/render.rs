@@ -102,8 +102,12 @@ pub(crate) fn discovery(found: &Discovery) -> Result<(), Error> {
 
 /// What `trace sanitize` says of one trace: what it found and did, each
 /// repair, and what a cut or the data after the document mean.
-pub(crate) fn sanitize_report(file: &FileReport) -> Result<(), Error> {
-    let text = [sanitize_headline(file), repair_lines(&file.report), aftermath_lines(file)];
+pub(crate) fn sanitize_report(file: &FileReport, salvaged: bool) -> Result<(), Error> {
+    let text = [
+        sanitize_headline(file, salvaged),
+        repair_lines(&file.report),
+        aftermath_lines(file, salvaged),
+    ];
     out(&text.concat())
 }
 
@@ -149,7 +153,8 @@ fn unfixable(r: &trace_sanitize::Report) -> Option<String> {
 
 /// The first line: clean, repaired, cut short or not JSON, and what was
 /// written.
-fn sanitize_headline(file: &FileReport) -> String {
+/// (`salvaged`: written by --salvage, which closes what was cut.)
+fn sanitize_headline(file: &FileReport, salvaged: bool) -> String {
     let r = &file.report;
     let mut text = String::new();
     let counts = r.counts.to_string();
@@ -227,7 +232,7 @@ fn sanitize_headline(file: &FileReport) -> String {
                 String::new()
             }
         )),
-        Some(output) if r.cut.is_some() => {
+        Some(output) if r.cut.is_some() && salvaged => {
             let (verb, what) = match after_end {
                 true => ("written to", " without what follows its JSON document"),
                 false => ("closed into", ""),
@@ -240,21 +245,30 @@ fn sanitize_headline(file: &FileReport) -> String {
                 if r.needs_repair() { format!(": {counts}") } else { String::new() },
             ))
         }
-        // Plain sanitize, which does not follow the brackets, sees only
-        // that the JSON cannot start or end where it does.
+        // A plain copy, as unparseable as the input.
         Some(output) if cut_short => {
-            let (why, hint) = match &starts_with {
-                _ if r.bytes_read == 0 => ("it is empty".to_string(), ""),
-                Some(starts) => (starts.clone(), ""),
-                None if r.unclosed_string => (unclosed_string(), ""),
-                None => (
-                    "its JSON does not end in `}` or `]` (cut short?)".to_string(),
-                    "  --check says what is wrong, --salvage keeps what can be kept\n",
+            let broke = starts_with.is_none() && r.malformed.is_some();
+            let why = match (&starts_with, &r.cut) {
+                _ if r.bytes_read == 0 => "it is empty".to_string(),
+                (Some(starts), _) => starts.clone(),
+                _ if broke => unfixable.clone(),
+                _ if r.unclosed_string => unclosed_string(),
+                (None, Some(_)) if after_end => {
+                    "data follows the end of its JSON document".to_string()
+                }
+                (None, Some(_)) => format!(
+                    "it is cut short after byte {}, inside an unfinished value",
+                    r.bytes_read
                 ),
+                (None, None) => "its JSON does not end in `}` or `]` (cut short?)".to_string(),
+            };
+            let also = match not_json && !broke {
+                true => format!(", and {unfixable}"),
+                false => String::new(),
             };
             text.push_str(&format!(
-                "{}: {} into {}{recoded} ({scanned}), but {why}: TraceLens cannot parse the copy \
-                 either\n{hint}",
+                "{}: {} into {}{recoded} ({scanned}), but {why}{also}: TraceLens cannot parse the \
+                 copy either\n",
                 file.input.display(),
                 if r.needs_repair() { format!("repaired ({counts})") } else { "copied".into() },
                 output.display(),
@@ -336,7 +350,7 @@ fn repair_lines(r: &trace_sanitize::Report) -> String {
 }
 
 /// What a cut, the data after the document, or a tail of zeros mean.
-fn aftermath_lines(file: &FileReport) -> String {
+fn aftermath_lines(file: &FileReport, salvaged: bool) -> String {
     let r = &file.report;
     let after_end = r.cut.as_ref().is_some_and(|c| c.kind == CutKind::DataAfterEnd);
     let mut text = String::new();
@@ -348,18 +362,18 @@ fn aftermath_lines(file: &FileReport) -> String {
             size(cut.dropped)
         }
     };
-    match (&r.cut, &file.output) {
-        (Some(cut), Some(_)) if after_end => text.push_str(&format!(
+    match (&r.cut, salvaged) {
+        (Some(cut), true) if after_end => text.push_str(&format!(
             "  data after the end of the document: dropped the last {}\n",
             dropped(cut)
         )),
         // --salvage mends neither a bare word nor a break in the grammar.
-        (Some(_), None) if r.not_json > 0 || r.malformed.is_some() => {}
-        (Some(cut), None) if after_end => text.push_str(&format!(
+        (Some(_), false) if r.not_json > 0 || r.malformed.is_some() => {}
+        (Some(cut), false) if after_end => text.push_str(&format!(
             "  --salvage writes a copy without its last {} (what follows the document)\n",
             dropped(cut)
         )),
-        (Some(cut), Some(_)) => {
+        (Some(cut), true) => {
             let why = cut.read_error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default();
             let what = match r.unclosed_string {
                 true => format!("its last string never ends ({})", trace_sanitize::Malformed::LIKELY),
@@ -371,7 +385,7 @@ fn aftermath_lines(file: &FileReport) -> String {
                 cut.closed_with
             ));
         }
-        (Some(cut), None) => text.push_str(&format!(
+        (Some(cut), false) => text.push_str(&format!(
             "  --salvage writes a copy without its last {} (an incomplete value), closed with `{}`\n",
             dropped(cut),
             cut.closed_with

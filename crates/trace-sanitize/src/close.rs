@@ -88,6 +88,9 @@ pub(crate) enum Ending {
 /// innermost container that has one.
 #[derive(Debug)]
 pub(crate) struct Closer<W> {
+    /// Whether the bytes go on to `inner` (held back until no cut can take
+    /// them back), or only their offsets are kept.
+    hold: bool,
     inner: W,
     /// The bytes not written yet: from offset `released` to `seen`.
     pending: Vec<u8>,
@@ -133,7 +136,19 @@ impl Open {
 
 impl<W: Write> Closer<W> {
     pub(crate) fn new(inner: W) -> Closer<W> {
+        Closer::with_hold(inner, true)
+    }
+
+    /// A closer that only watches: it follows the text and says how it
+    /// would close it, but writes none of it (`inner` gets only what
+    /// [`Closer::finish`] appends).
+    pub(crate) fn watching(inner: W) -> Closer<W> {
+        Closer::with_hold(inner, false)
+    }
+
+    fn with_hold(inner: W, hold: bool) -> Closer<W> {
         Closer {
+            hold,
             inner,
             pending: Vec::new(),
             released: 0,
@@ -209,9 +224,11 @@ impl<W: Write> Closer<W> {
         if to <= self.released {
             return Ok(());
         }
-        let n = (to - self.released) as usize;
-        self.inner.write_all(&self.pending[..n])?;
-        self.pending.drain(..n);
+        if self.hold {
+            let n = (to - self.released) as usize;
+            self.inner.write_all(&self.pending[..n])?;
+            self.pending.drain(..n);
+        }
         self.released = to;
         Ok(())
     }
@@ -341,7 +358,9 @@ impl<W: Write> Write for Closer<W> {
                 self.after_end = Some(base + (from + i) as u64);
             }
         }
-        self.pending.extend_from_slice(data);
+        if self.hold {
+            self.pending.extend_from_slice(data);
+        }
         self.seen += data.len() as u64;
         if let Some(from) = self.after_end {
             // The whitespace before it goes out, the rest nowhere.
@@ -359,7 +378,7 @@ impl<W: Write> Write for Closer<W> {
         if let Some(at) = keep_from {
             self.release(at)?;
         }
-        if self.pending.len() > MAX_PENDING {
+        if self.seen - self.released > MAX_PENDING as u64 {
             // Too far back to cut to: let it go; a cut before the next
             // complete value cannot be closed.
             self.release(self.seen)?;

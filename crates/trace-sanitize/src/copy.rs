@@ -10,7 +10,11 @@ use std::{
     sync::mpsc::{Receiver, SyncSender, sync_channel},
 };
 
-use crate::{Error, Result, engine::Edit, stream::Sink};
+use crate::{
+    Error, Result,
+    engine::Edit,
+    stream::{ShapeSink, Sink},
+};
 
 /// Chunks in flight between the scan and the writer.
 const DEPTH: usize = 8;
@@ -77,12 +81,14 @@ impl Sink for ChunkSink {
     }
 }
 
-/// The writer side: writes the chunks, returns their buffers through `back`
-/// and the bytes written.
+/// The writer side: writes the chunks, and passes them through `shape`
+/// (which follows the grammar while the scan goes on); returns their
+/// buffers through `back` and the bytes written.
 pub(crate) fn write_chunks(
     mut output: &File,
     chunks: Receiver<Chunk>,
     back: SyncSender<Vec<u8>>,
+    shape: &mut ShapeSink,
 ) -> io::Result<u64> {
     let mut written = 0u64;
     for Chunk { buf, end, edits } in chunks {
@@ -90,10 +96,13 @@ pub(crate) fn write_chunks(
         for edit in &edits {
             output.write_all(&buf[at..edit.start])?;
             output.write_all(edit.with)?;
+            shape.pass(&buf[at..edit.start]).map_err(io::Error::other)?;
+            shape.replace(&buf[edit.start..edit.end], edit.with).map_err(io::Error::other)?;
             written += (edit.start - at + edit.with.len()) as u64;
             at = edit.end;
         }
         output.write_all(&buf[at..end])?;
+        shape.pass(&buf[at..end]).map_err(io::Error::other)?;
         written += (end - at) as u64;
         let _ = back.try_send(buf);
     }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::{
     Error, Options, Report, Result, copy,
-    stream::{ClosingSink, EndAtError, NullSink, ShapeSink, Sink, WriteSink, finish_salvage, scan},
+    stream::{ClosingSink, EndAtError, ShapeSink, Sink, Tee, WriteSink, finish_salvage, scan},
 };
 
 /// How a trace file is stored.
@@ -105,10 +105,11 @@ pub fn sanitize_file(
         let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
         let repair = |file: File, progress: Progress<'_>| {
             encoded(tmp, out_compression, output, |out| {
-                let mut sink = WriteSink { inner: out, written: 0 };
+                let mut sink = Tee(WriteSink { inner: out, written: 0 }, ShapeSink::new());
                 let report =
                     scan_file(input, file, compression, &mut sink, options, size, None, progress)?;
-                Ok(Report { bytes_written: sink.written, ..report })
+                let Tee(written, shape) = sink;
+                shape.onto(Report { bytes_written: written.written, ..report })
             })
         };
         match (compression, out_compression, regular) {
@@ -118,7 +119,11 @@ pub fn sanitize_file(
                 std::thread::scope(|scope| {
                     let (tx, rx) = copy::channel();
                     let (back, spare) = copy::channel();
-                    let writer = scope.spawn(move || copy::write_chunks(out, rx, back));
+                    // The writer follows the grammar too, alongside the scan.
+                    let writer = scope.spawn(move || {
+                        let mut shape = ShapeSink::new();
+                        copy::write_chunks(out, rx, back, &mut shape).map(|n| (n, shape))
+                    });
                     let mut sink = copy::ChunkSink::new(tx, spare);
                     let scanned = scan_file(
                         input,
@@ -138,8 +143,8 @@ pub fn sanitize_file(
                         (Err(e @ Error::ReadFile { .. }), _) => Err(e),
                         (_, Err(source)) => Err(write_err(source)),
                         (Err(e), Ok(_)) => Err(e),
-                        (Ok(report), Ok(written)) => {
-                            Ok(Report { bytes_written: written, ..report })
+                        (Ok(report), Ok((written, shape))) => {
+                            shape.onto(Report { bytes_written: written, ..report })
                         }
                     }
                 })
@@ -148,16 +153,9 @@ pub fn sanitize_file(
                 // Most traces are clean: find out first, so a clean one is copied
                 // as it is instead of being decompressed and compressed again.
                 let first = Options { stop_at_first: true, ..options.clone() };
-                let probe = scan_file(
-                    input,
-                    file,
-                    compression,
-                    &mut NullSink,
-                    &first,
-                    size,
-                    None,
-                    progress,
-                )?;
+                let mut shape = ShapeSink::new();
+                let probe =
+                    scan_file(input, file, compression, &mut shape, &first, size, None, progress)?;
                 let mut file = reopen(input)?;
                 if probe.needs_repair() {
                     return repair(file, progress);
@@ -170,7 +168,7 @@ pub fn sanitize_file(
                     ),
                 })?;
                 progress(size, size);
-                Ok(Report { bytes_written: probe.bytes_read, ..probe })
+                shape.onto(Report { bytes_written: probe.bytes_read, ..probe })
             }
             // A pipe or device (read once, so no kernel copy), or a change of
             // compression: decode, repair and encode in one pass.

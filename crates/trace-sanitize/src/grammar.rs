@@ -216,4 +216,16 @@ mod tests {
         grammar.stop();
         assert!(grammar.step(b',', None), "no checking once stopped");
     }
+
+    /// Deep nesting: each bracket closes the one it should.
+    #[test]
+    fn deep_nesting_is_followed() {
+        for n in [1, 64, 200] {
+            let alternating = format!("{}1{}", "[{s:".repeat(n), "}]".repeat(n));
+            assert_eq!(first_broken(&alternating), None, "{n}");
+            assert_eq!(first_broken(&format!("{}{}", "[".repeat(n), "]".repeat(n))), None);
+            let wrong = format!("{}}}", &alternating[..alternating.len() - 1]);
+            assert_eq!(first_broken(&wrong), Some(wrong.len() - 1), "{n}");
+        }
+    }
 }

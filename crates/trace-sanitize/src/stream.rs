@@ -148,7 +148,10 @@ pub(crate) struct ShapeSink(ClosingSink<io::Sink>);
 
 impl ShapeSink {
     pub(crate) fn new() -> ShapeSink {
-        ShapeSink(ClosingSink::new(io::sink()))
+        ShapeSink(ClosingSink {
+            out: WriteSink { inner: Closer::watching(io::sink()), written: 0 },
+            read: 0,
+        })
     }
 
     /// `report` of the scan, with whether the input was complete. A scan
@@ -165,6 +168,54 @@ impl ShapeSink {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+impl ShapeSink {
+    /// `report` of a sanitize pass, with what this shape found of the
+    /// repaired text: whether it is complete, how a salvage would close it,
+    /// where its grammar breaks. (The copy keeps every bare word: those
+    /// counts stay the scan's.)
+    pub(crate) fn onto(self, report: Report) -> Result<Report> {
+        let shaped = self.finish(report.clone())?;
+        let Report { complete, cut, malformed, .. } = shaped;
+        let complete = match (report.complete, complete) {
+            // The scan's own finding: nothing starts or ends where it should.
+            (Some(false), _) => Some(false),
+            (_, shaped) => shaped,
+        };
+        Ok(Report { complete, cut, malformed, ..report })
+    }
+}
+
+/// Two sinks fed the same decisions.
+pub(crate) struct Tee<A, B>(pub(crate) A, pub(crate) B);
+
+impl<A: Sink, B: Sink> Sink for Tee<A, B> {
+    fn pass(&mut self, bytes: &[u8]) -> Result<()> {
+        self.0.pass(bytes)?;
+        self.1.pass(bytes)
+    }
+    fn replace(&mut self, original: &[u8], with: &'static [u8]) -> Result<()> {
+        self.0.replace(original, with)?;
+        self.1.replace(original, with)
+    }
+    fn chunk(
+        &mut self,
+        buf: &mut Vec<u8>,
+        consumed: usize,
+        len: usize,
+        edits: &[Edit],
+    ) -> Result<()> {
+        // The second sees the pieces first: the first may take the buffer.
+        let mut at = 0;
+        for edit in edits {
+            self.1.pass(&buf[at..edit.start])?;
+            self.1.replace(&buf[edit.start..edit.end], edit.with)?;
+            at = edit.end;
+        }
+        self.1.pass(&buf[at..consumed])?;
+        self.0.chunk(buf, consumed, len, edits)
     }
 }
 
@@ -206,20 +257,9 @@ pub(crate) trait Sink {
     }
 }
 
-pub(crate) struct NullSink;
-
-impl Sink for NullSink {
-    fn pass(&mut self, _: &[u8]) -> Result<()> {
-        Ok(())
-    }
-    fn replace(&mut self, _: &[u8], _: &'static [u8]) -> Result<()> {
-        Ok(())
-    }
-}
-
 /// A salvage's sink (and a check's): the repaired bytes go through a
-/// [`Closer`], and the first mismatched bracket it finds is placed in the
-/// input.
+/// [`Closer`], and the first token it finds the grammar does not allow is
+/// placed in the input.
 pub(crate) struct ClosingSink<W> {
     pub(crate) out: WriteSink<Closer<W>>,
     /// Input bytes passed or replaced so far.

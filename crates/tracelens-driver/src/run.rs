@@ -429,6 +429,15 @@ fn sanitized(
         .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
         .and_then(|()| write(trace, &copy, &options, &mut |_, _| {}));
     let rel = relative(&config.root, trace).display().to_string();
+    // A plain copy keeps everything: its report's cut is only how a
+    // salvage would close it (and TraceLens will not parse it: the
+    // precheck says why).
+    let result = result.map(|mut copy| {
+        if !config.salvage {
+            copy.report.cut = None;
+        }
+        copy
+    });
     match result {
         // Salvaging a complete, clean trace: the original will do.
         Ok(report) if report.report.cut.is_none() && !report.report.needs_repair() => {

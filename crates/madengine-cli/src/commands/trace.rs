@@ -84,7 +84,7 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         if args.json {
             reports.push(report);
         } else {
-            render::sanitize_report(&report)?;
+            render::sanitize_report(&report, args.salvage)?;
         }
     }
     if args.json {

@@ -166,8 +166,8 @@ fn a_copy_still_cut_short_exits_1_and_says_so() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "cut.json"], @r"
     exit code: 1
     ----- stdout -----
-    cut.json: copied into cut.sanitized.json (636 B), but its JSON does not end in `}` or `]` (cut short?): TraceLens cannot parse the copy either
-      --check says what is wrong, --salvage keeps what can be kept
+    cut.json: copied into cut.sanitized.json (636 B), but it is cut short after byte 636, inside an unfinished value: TraceLens cannot parse the copy either
+      --salvage writes a copy without its last 286 B (an incomplete value), closed with `}`
     ----- stderr -----
     ");
     // The copy is written all the same, as asked.
@@ -306,8 +306,9 @@ fn bare_words_are_quoted_or_named() {
 
 /// A quote inside a string that ended it early leaves a token where the
 /// grammar allows none; a backslash at the end of the last string keeps it
-/// open to the end of the file. Neither has a repair: --check, a plain
-/// sanitize and --salvage say so (exit 1), and so does `report summary`.
+/// open to the end of the file. Neither has a repair: --check and a plain
+/// sanitize say so (exit 1), and so does `report summary`; --salvage closes
+/// the file before the string that never ends, and says why.
 #[test]
 fn strings_a_quote_or_backslash_broke_are_named() {
     let trace = String::from_utf8(kineto_4242()).unwrap();
@@ -328,9 +329,10 @@ fn strings_a_quote_or_backslash_broke_are_named() {
     ----- stderr -----
     "#);
     cli_snapshot!(dir.path(), ["trace", "sanitize", "early.json"], @r#"
-    exit code: 0
+    exit code: 1
     ----- stdout -----
-    early.json: repaired into early.sanitized.json: 0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 stray quote (1.3 KiB)
+    early.json: repaired (0 invalid UTF-8, 0 control bytes, 0 lone surrogates, 1 stray quote) into early.sanitized.json (1.3 KiB), but its JSON breaks at byte 496: `]` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?): TraceLens cannot parse the copy either
+      at byte        496  not JSON       `]` where `,` or `}` goes
       at byte        500  stray quote    "c
     ----- stderr -----
     "#);

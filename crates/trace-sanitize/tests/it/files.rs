@@ -507,7 +507,7 @@ fn data_after_the_document_is_found_by_check_and_dropped_by_salvage() {
 /// Bare words that are not JSON make a copy unparseable only where the copy
 /// keeps them: a check and a salvage do not count those in what salvage
 /// drops (a log line after the document, the unfinished value at a cut).
-/// A plain sanitize, which does not follow the brackets, counts them all.
+/// A plain sanitize, whose copy keeps them all, counts them all.
 #[test]
 fn words_that_are_not_json_count_where_salvage_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -544,25 +544,32 @@ fn words_that_are_not_json_count_where_salvage_keeps_them() {
     }
 }
 
-/// A sanitize pass does not follow the brackets, but a copy that cannot end
-/// a document is said to be incomplete, on every path a file takes.
+/// A file sanitized follows the grammar as a check does: whether its copy
+/// is one whole document, and how a salvage would close it, on every path
+/// a file takes (a second document appended, or a cut right after a `}`,
+/// included).
 #[test]
-fn sanitize_says_when_its_copy_cannot_end_a_document() {
+fn sanitize_file_says_whether_its_copy_is_one_whole_document() {
     let dir = tempfile::tempdir().unwrap();
     let dirty = events(20);
-    let clean = &dirty[dirty.len() - 30..]; // `k19` on: no defect, but cut
+    let clean = &dirty[dirty.len() - 29..]; // `[1, 2]}}` on: no defect, data after an array
+    assert!(clean.starts_with(b"[1, 2]}}"));
     let clean_whole = b"{\"traceEvents\": [{\"ph\": \"X\"}]}\n".to_vec();
-    let cases: [(&[u8], Option<bool>); 8] = [
-        (&dirty, None),
-        (&clean_whole, None),
-        (&dirty[..dirty.len() - 1], Some(false)),
-        (clean, None),
-        (&clean[..clean.len() - 3], Some(false)),
-        (b"", Some(false)),
-        (b" \r\n", Some(false)),
-        (b"{}\0", Some(false)),
+    let twice = [&clean_whole[..], &clean_whole[..]].concat();
+    let (short, after) = (Some(CutKind::CutShort), Some(CutKind::DataAfterEnd));
+    let cases: [(&[u8], Option<bool>, Option<CutKind>); 10] = [
+        (&dirty, Some(true), None),
+        (&clean_whole, Some(true), None),
+        (&dirty[..dirty.len() - 1], Some(false), short),
+        (&dirty[..dirty.len() - 25], Some(false), short),
+        (clean, Some(false), after),
+        (&twice, Some(false), after),
+        (b"", Some(false), None),
+        (b" \r\n", Some(false), None),
+        (b"{}\0", Some(false), after),
+        (b"[1, 2 3]", Some(true), None),
     ];
-    for (bytes, complete) in cases {
+    for (bytes, complete, cut) in cases {
         for (gz_in, gz_out) in [(false, false), (false, true), (true, false), (true, true)] {
             let input = dir.path().join(if gz_in { "in.json.gz" } else { "in.json" });
             let output = dir.path().join(if gz_out { "out.json.gz" } else { "out.json" });
@@ -571,7 +578,13 @@ fn sanitize_says_when_its_copy_cannot_end_a_document() {
                 sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
             let shown = String::from_utf8_lossy(bytes);
             assert_eq!(report.report.complete, complete, "{shown:?}, gzip {gz_in} -> {gz_out}");
-            assert_eq!(report.report.cut, None);
+            assert_eq!(report.report.cut.as_ref().map(|c| c.kind), cut, "{shown:?}");
+            let broken = report.report.malformed.map(|m| (m.offset, m.found));
+            assert_eq!(broken, (bytes == b"[1, 2 3]").then_some((6, "a number or word")));
+            // Nothing was closed or dropped.
+            let written = fs::read(&output).unwrap();
+            let copy = if gz_out { gunzip(&written) } else { written };
+            assert!(report.report.needs_repair() || copy == bytes, "{shown:?}");
         }
     }
 }
@@ -655,7 +668,7 @@ fn text_before_the_document_is_found_and_not_salvaged() {
     let check = check_file(&input, &Options::default(), &mut no_progress()).unwrap().report;
     assert_eq!((check.starts_with, check.complete), (None, Some(true)));
     let copied = sanitize_file(&input, &output, &Options::default(), &mut no_progress()).unwrap();
-    assert_eq!((copied.report.starts_with, copied.report.complete), (None, None));
+    assert_eq!((copied.report.starts_with, copied.report.complete), (None, Some(true)));
 }
 
 /// The zeros a trace ends with (its node went down before its last blocks

@@ -152,4 +152,24 @@ proptest! {
         let (again, _) = salvage(input, 1 << 16);
         prop_assert_eq!(again, out);
     }
+
+    /// A file sanitized says, of the copy it wrote whole, what a check says
+    /// of the input: it loads exactly when nothing is named.
+    #[test]
+    fn a_file_sanitized_says_whether_its_copy_loads(doc in trace(), bom: bool,
+                                                   cut in any::<prop::sample::Index>()) {
+        let whole = defective(&doc, bom);
+        let input = &whole[..cut.index(whole.len() + 1).max(whole.len() / 2)];
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("in.json"), dir.path().join("out.json"));
+        std::fs::write(&from, input).unwrap();
+        let file = trace_sanitize::sanitize_file(&from, &to, &Options::default(), &mut |_, _| {})
+            .unwrap();
+        let r = file.report;
+        let out = std::fs::read(&to).unwrap();
+        let refused = r.not_json > 0 || r.malformed.is_some() || r.complete == Some(false);
+        let parsed = serde_json::from_slice::<Value>(&out);
+        prop_assert_eq!(parsed.is_ok(), !refused, "{:?} {:?}\nin:  {}\nout: {}", parsed, r,
+            String::from_utf8_lossy(input), String::from_utf8_lossy(&out));
+    }
 }
