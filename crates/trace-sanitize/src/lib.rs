@@ -51,15 +51,12 @@
 //! result does not depend on where chunk boundaries fall. A valid input is
 //! copied byte for byte and its [`Report`] says it needed no repair.
 //!
-//! - [`sanitize`] / [`check`] work on any `Read` (and `Write`). A check also
-//!   says whether the input's JSON text is one complete document
+//! - [`sanitize`] / [`check`] work on any `Read` (and `Write`). Both also
+//!   say whether the (repaired) JSON text is one complete document
 //!   ([`Report::complete`]): repairs cannot make a trace cut short, or one
-//!   with data after its end, parseable. [`sanitize`], made for a reader
-//!   that parses what it writes (and so finds the rest itself), tells only
-//!   the plain case, a last byte that is not `}` or `]`, or a text that
-//!   ends inside a string.
-//! - A check, a salvage and [`sanitize_file`] follow the JSON grammar token
-//!   by token (for [`sanitize_file`], alongside the writing): where a
+//!   with data after its end, parseable.
+//! - Every pass follows the JSON grammar token by token (a sanitize pass
+//!   over what it writes; [`sanitize_file`] on its writer thread): where a
 //!   stray quote right before `,` `:` `}` or `]` ended a string early, or a
 //!   backslash at its end escaped its closing quote, the rest reads as
 //!   JSON in the wrong places. The first token the grammar does not allow

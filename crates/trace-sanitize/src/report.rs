@@ -214,22 +214,17 @@ pub struct Report {
     /// so `bytes_read` and the counts cover only part of the input.
     pub stopped_early: bool,
     /// How [`crate::salvage_file`] closed an input that was cut short, or
-    /// dropped the data after the end of its document (for a check pass or
-    /// [`crate::sanitize_file`]: how it would; their output keeps it all);
-    /// `None` when the input was complete, could not be closed, or was not
-    /// looked at ([`crate::sanitize`] of a stream).
+    /// dropped the data after the end of its document (for a check or a
+    /// sanitize pass: how it would; a sanitized copy keeps it all); `None`
+    /// when the input was complete, could not be closed, or was not looked
+    /// at (a pass stopped at its first defect).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<crate::Cut>,
     /// Whether the input's JSON text is complete: false when it ends inside
     /// an unfinished value (a profiler killed while writing, a copy cut
     /// short) or holds no whole object or array (an empty file). Strict
-    /// parsers reject such an input whatever is repaired. Known after a
-    /// whole check, salvage or [`crate::sanitize_file`] pass.
-    /// [`crate::sanitize`] of a stream, which does not follow the brackets,
-    /// tells only the plain case: `Some(false)` when the last byte outside
-    /// whitespace is not `}` or `]` (or there is none) or the text ends
-    /// inside a string, else `None`. `None` too after a pass stopped at its
-    /// first defect.
+    /// parsers reject such an input whatever is repaired. Known after any
+    /// whole pass; `None` after a pass stopped at its first defect.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
     /// Set when the input does not start with `{` or `[` (past whitespace
@@ -253,9 +248,8 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_not_json: Option<NotJson>,
     /// The first token where the JSON grammar does not allow one. Known
-    /// after a check, salvage or [`crate::sanitize_file`] pass, which follow
-    /// the grammar; `None` after [`crate::sanitize`] of a stream, and for a
-    /// salvage (or a check) when it is in what the cut drops.
+    /// after any whole pass; `None` for a salvage (or a check) when it is in
+    /// what the cut drops.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub malformed: Option<Malformed>,
     /// The input ends inside a string, although its last byte (past

@@ -45,13 +45,16 @@ impl Default for Options {
 ///
 /// Streams in constant memory. A valid input is copied byte for byte and the
 /// report says it needed no repair. With `stop_at_first` the output holds
-/// only the part up to and including the first repair.
+/// only the part up to and including the first repair. The copy's JSON
+/// grammar is followed as it is written: the report says whether it is one
+/// whole document ([`Report::complete`], [`Report::cut`]) and where its
+/// grammar breaks ([`Report::malformed`]).
 pub fn sanitize<R: Read, W: Write>(input: R, output: W, options: &Options) -> Result<Report> {
-    let mut sink = WriteSink { inner: output, written: 0 };
-    let mut report = scan(input, &mut sink, options, &mut |_| {})?;
-    sink.inner.flush().map_err(|source| Error::Write { offset: sink.written, source })?;
-    report.bytes_written = sink.written;
-    Ok(report)
+    let mut sink = Tee(WriteSink { inner: output, written: 0 }, ShapeSink::new());
+    let report = scan(input, &mut sink, options, &mut |_| {})?;
+    let Tee(mut out, shape) = sink;
+    out.inner.flush().map_err(|source| Error::Write { offset: out.written, source })?;
+    shape.onto(Report { bytes_written: out.written, ..report })
 }
 
 /// [`sanitize`], and an input cut short is closed after its last complete

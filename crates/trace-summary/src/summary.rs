@@ -125,6 +125,12 @@ pub struct Summary {
     /// read (one in a part they read is [`Error::NotJson`]): no repair
     /// applies, so strict parsers, TraceLens among them, refuse the trace.
     pub not_json: Option<trace_sanitize::NotJson>,
+    /// The first token where the JSON grammar allows none
+    /// ([`trace_sanitize::Malformed`]: a string a stray quote ended early),
+    /// found by [`summarize_file`] in a part of the trace its tables do not
+    /// read (Kineto's log lines after the events, say; one in a part they
+    /// read is [`Error::Malformed`]): strict parsers refuse the trace.
+    pub malformed: Option<trace_sanitize::Malformed>,
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
@@ -185,6 +191,7 @@ pub fn summarize_with<R: Read + Send>(
             gpu_devices: None,
             repaired: Default::default(),
             not_json: None,
+            malformed: None,
         });
     }
     let mut parsed = parse(reader)
@@ -215,6 +222,7 @@ pub fn summarize_with<R: Read + Send>(
             gpu_devices,
             repaired: Default::default(),
             not_json: None,
+            malformed: None,
         })
     };
     // 1. TraceLens' own rules.
@@ -257,6 +265,7 @@ pub fn summarize_with<R: Read + Send>(
         gpu_devices,
         repaired: Default::default(),
         not_json: None,
+        malformed: None,
     })
 }
 
@@ -286,8 +295,9 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
             Err(e) => return Err(e),
         };
     let repaired = repaired.unwrap_or_default();
-    // Salvaged, the reader saw a closed copy: the sanitizer knows where the cut was.
-    let (cut, data_after_end) = match repaired.cut {
+    // Salvaged, the reader saw a closed copy: the sanitizer knows where the
+    // cut was. (Not salvaged, the cut is only how a salvage would close it.)
+    let (cut, data_after_end) = match repaired.cut.filter(|_| options.salvage) {
         Some(c) if c.kind == trace_sanitize::CutKind::CutShort => (Some(c.at), None),
         Some(c) => (None, Some(c.dropped)),
         None => (None, None),
@@ -297,6 +307,7 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
         data_after_end,
         repaired: repaired.counts,
         not_json: repaired.first_not_json,
+        malformed: repaired.malformed,
         ..summary
     })
 }

@@ -679,6 +679,15 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             "no repair applies: replace it with a JSON value, such as null, in a copy",
         )
     };
+    let malformed = |offset: u64, found: &str, expected: &str| {
+        unparseable(
+            format!(
+                "not JSON: at byte {offset}, {found} where {expected} goes ({})",
+                trace_sanitize::Malformed::LIKELY
+            ),
+            "no repair applies: mend the string before it in a copy",
+        )
+    };
     // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
     let options = trace_summary::Options::default().cancelled_by(config.cancel.clone());
     let summary = match trace_summary::summarize_file_with(input, &options) {
@@ -716,13 +725,7 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             return not_json(offset, &text, key.as_deref());
         }
         Err(trace_summary::Error::Malformed { offset, found, expected, .. }) => {
-            return unparseable(
-                format!(
-                    "not JSON: at byte {offset}, {found} where {expected} goes ({})",
-                    trace_sanitize::Malformed::LIKELY
-                ),
-                "no repair applies: mend the string before it in a copy",
-            );
+            return malformed(offset, found, expected);
         }
         Err(trace_summary::Error::UnclosedString { .. }) => {
             return unparseable(
@@ -746,6 +749,9 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
     // In a part trace-summary does not read, but TraceLens' parser does.
     if let Some(word) = &summary.not_json {
         return not_json(word.offset, &word.text, word.key.as_deref());
+    }
+    if let Some(m) = &summary.malformed {
+        return malformed(m.offset, m.found, m.expected);
     }
     // rocprofv3 traces are checked for cuts only: what TraceLens' rocprof
     // report needs is not what trace-summary's outcome describes.

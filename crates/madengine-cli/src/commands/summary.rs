@@ -54,6 +54,10 @@ pub(crate) struct TraceView {
     /// tables do not read: TraceLens refuses the trace, repaired or not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) not_json: Option<trace_sanitize::NotJson>,
+    /// The first token where the JSON grammar allows none, in a part of the
+    /// trace the tables do not read: TraceLens refuses the trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) malformed: Option<trace_sanitize::Malformed>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -102,15 +106,27 @@ impl TraceView {
                 word.text, word.offset
             )
         });
-        match (salvaged, not_json) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        }
+        let malformed = self.malformed.map(|m| {
+            format!(
+                "its JSON breaks at byte {}: {} where {} goes ({}), in a part these tables do not \
+                 read: TraceLens refuses the trace, repaired or not",
+                m.offset,
+                m.found,
+                m.expected,
+                trace_sanitize::Malformed::LIKELY
+            )
+        });
+        let said: Vec<String> = [salvaged, not_json, malformed].into_iter().flatten().collect();
+        (!said.is_empty()).then(|| said.join("; "))
     }
 
     /// Said when the trace was read through repairs.
     pub(crate) fn repaired_note(&self) -> Option<String> {
         let counts = self.repaired?;
+        // A repaired copy would not help: the warning said why.
+        if self.not_json.is_some() || self.malformed.is_some() {
+            return Some(format!("repaired while reading ({counts})"));
+        }
         Some(format!(
             "repaired while reading ({counts}); TraceLens refuses it as it is: `madengine trace \
              sanitize {}` writes a repaired copy",
@@ -628,6 +644,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             data_after_end: None,
             repaired: None,
             not_json: None,
+            malformed: None,
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
@@ -651,6 +668,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         view.data_after_end = summary.data_after_end;
         view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
         view.not_json = summary.not_json.clone();
+        view.malformed = summary.malformed;
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
             std::fs::create_dir_all(&dir)

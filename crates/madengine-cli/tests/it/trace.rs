@@ -344,6 +344,18 @@ fn strings_a_quote_or_backslash_broke_are_named() {
       its last string never ends (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?): dropped the last 77 B once repaired (an incomplete value), closed with `}`
     ----- stderr -----
     "#);
+    // In metadata the tables do not read: said, and the tables written.
+    let meta = format!("{last}, \"m\": {{\"a\": \"b\": 1}}}}\n");
+    fs::write(dir.path().join("meta.json"), meta).unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "meta.json", "-o", "out"], @r"
+    exit code: 0
+    ----- stdout -----
+    == meta.json (rank 1)
+       warning: its JSON breaks at byte 1286: `:` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    ----- stderr -----
+    ");
     cli_snapshot!(dir.path(), ["report", "summary", "early.json", "open.json", "-o", "out"], @r"
     exit code: 3
     ----- stdout -----

@@ -100,8 +100,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, .. ProptestConfig::default() })]
 
     /// Uncut: the repaired copy loads strictly exactly when a check finds
-    /// nothing a repair cannot fix, and a sanitize pass never says it will
-    /// not load when it does. What needed no repair comes out unchanged.
+    /// nothing a repair cannot fix, and the sanitize pass that wrote it
+    /// says the same. What needed no repair comes out unchanged.
     #[test]
     fn repaired_traces_load_strictly(doc in trace(), bom: bool, size in 1usize..200) {
         let input = defective(&doc, bom);
@@ -114,9 +114,9 @@ proptest! {
             || checked.complete == Some(false);
         prop_assert_eq!(parsed.is_ok(), !refused, "{:?} {:?}\nin:  {}\nout: {}", parsed,
             checked, String::from_utf8_lossy(&input), String::from_utf8_lossy(&out));
-        if report.not_json > 0 || report.complete == Some(false) {
-            prop_assert!(refused);
-        }
+        let said = report.not_json > 0 || report.malformed.is_some()
+            || report.complete == Some(false);
+        prop_assert_eq!(said, refused, "{:?}", report);
         if !report.needs_repair() && !refused {
             prop_assert_eq!(&out, &input);
         }
