@@ -13,7 +13,7 @@ use std::{
 use crate::{
     Error, Result,
     engine::Edit,
-    stream::{ShapeSink, Sink},
+    stream::{ShapeSink, Sink, replay},
 };
 
 /// Chunks in flight between the scan and the writer.
@@ -96,14 +96,12 @@ pub(crate) fn write_chunks(
         for edit in &edits {
             output.write_all(&buf[at..edit.start])?;
             output.write_all(edit.with)?;
-            shape.pass(&buf[at..edit.start]).map_err(io::Error::other)?;
-            shape.replace(&buf[edit.start..edit.end], edit.with).map_err(io::Error::other)?;
             written += (edit.start - at + edit.with.len()) as u64;
             at = edit.end;
         }
         output.write_all(&buf[at..end])?;
-        shape.pass(&buf[at..end]).map_err(io::Error::other)?;
         written += (end - at) as u64;
+        replay(shape, &buf[..end], &edits).map_err(io::Error::other)?;
         let _ = back.try_send(buf);
     }
     Ok(written)

@@ -203,23 +203,6 @@ impl<A: Sink, B: Sink> Sink for Tee<A, B> {
         self.0.replace(original, with)?;
         self.1.replace(original, with)
     }
-    fn chunk(
-        &mut self,
-        buf: &mut Vec<u8>,
-        consumed: usize,
-        len: usize,
-        edits: &[Edit],
-    ) -> Result<()> {
-        // The second sees the pieces first: the first may take the buffer.
-        let mut at = 0;
-        for edit in edits {
-            self.1.pass(&buf[at..edit.start])?;
-            self.1.replace(&buf[edit.start..edit.end], edit.with)?;
-            at = edit.end;
-        }
-        self.1.pass(&buf[at..consumed])?;
-        self.0.chunk(buf, consumed, len, edits)
-    }
 }
 
 impl Sink for ShapeSink {
@@ -248,16 +231,21 @@ pub(crate) trait Sink {
         len: usize,
         edits: &[Edit],
     ) -> Result<()> {
-        let mut at = 0;
-        for edit in edits {
-            self.pass(&buf[at..edit.start])?;
-            self.replace(&buf[edit.start..edit.end], edit.with)?;
-            at = edit.end;
-        }
-        self.pass(&buf[at..consumed])?;
+        replay(self, &buf[..consumed], edits)?;
         buf.copy_within(consumed..len, 0);
         Ok(())
     }
+}
+
+/// `bytes` with `edits` applied, as the decisions a [`Sink`] gets.
+pub(crate) fn replay<S: Sink + ?Sized>(sink: &mut S, bytes: &[u8], edits: &[Edit]) -> Result<()> {
+    let mut at = 0;
+    for edit in edits {
+        sink.pass(&bytes[at..edit.start])?;
+        sink.replace(&bytes[edit.start..edit.end], edit.with)?;
+        at = edit.end;
+    }
+    sink.pass(&bytes[at..])
 }
 
 /// A salvage's sink (and a check's): the repaired bytes go through a
