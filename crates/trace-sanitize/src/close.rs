@@ -14,6 +14,11 @@
 //! too: they are dropped, and the document before them goes out as it was.
 //! Text before it cannot be told from the document (a log line may hold
 //! brackets): an input that does not start with `{` or `[` is not closed.
+//!
+//! On the way, every token outside strings goes through the JSON grammar
+//! ([`crate::grammar`]), and the first one it has no place for is kept: a
+//! string that a stray quote ended early leaves one. A check, and a plain
+//! sanitize, run a closer that only watches ([`Closer::watching`]).
 
 use std::io::{self, Write};
 

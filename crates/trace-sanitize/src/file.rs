@@ -273,7 +273,7 @@ fn write_output(
     })
 }
 
-/// The sanitizing scan of [`salvage_file`] into `out`, through a [`Closer`]:
+/// The sanitizing scan of [`salvage_file`] into `out`, through a [`crate::close::Closer`]:
 /// a failed read ends the input there instead of failing.
 fn salvage_into(
     path: &Path,
