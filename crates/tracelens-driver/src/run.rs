@@ -608,9 +608,13 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     let argv = probe.command(job.tool, &job.args(config, input));
     let log = config.output_dir.join("logs").join(&job.log_name);
     let started = Instant::now();
+    // The precheck reads the trace itself (repairing, and with --salvage
+    // closing, on the fly, as the copy was made): its offsets and paths are
+    // the ones the user has.
+    let original = job.trace.as_deref().unwrap_or(input);
     if config.precheck
         && matches!(job.tool, crate::Tool::Pytorch | crate::Tool::Rocprof)
-        && let Some(row) = precheck(config, job, input, &log, started)
+        && let Some(row) = precheck(config, job, original, &log, started)
     {
         return row;
     }
@@ -689,7 +693,11 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         )
     };
     // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
-    let options = trace_summary::Options::default().cancelled_by(config.cancel.clone());
+    let options = match config.salvage {
+        true => trace_summary::Options::salvaging(),
+        false => trace_summary::Options::default(),
+    };
+    let options = options.cancelled_by(config.cancel.clone());
     let summary = match trace_summary::summarize_file_with(input, &options) {
         Ok(summary) => summary,
         Err(trace_summary::Error::Truncated { bytes, events, .. }) => {

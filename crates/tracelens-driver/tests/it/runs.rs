@@ -414,6 +414,23 @@ fn strings_a_quote_or_backslash_broke_fail_up_front() {
     }
 }
 
+/// The precheck's offsets are the trace's own, not its repaired copy's: a
+/// control byte repaired before the break (one byte, six in the copy)
+/// moves nothing.
+#[test]
+fn the_precheck_says_where_in_the_trace_itself() {
+    let mut case = Case::new();
+    let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
+    let trace = body.replacen("\"ph\": \"X\"", "\"ph\": \"X\u{1}\", \"note\": \"a\"]\"", 1);
+    let at = trace.find("a\"]").unwrap() + 2;
+    case.write("t.pt.trace.json", trace.as_bytes());
+    case.config.mode = tracelens_driver::Mode::Pytorch;
+    let summary = case.run();
+    let row = &summary.results[0];
+    assert_eq!(row.status, Status::Failure, "{row:?}");
+    assert!(row.detail.contains(&format!("not JSON: at byte {at}, `]`")), "{}", row.detail);
+}
+
 /// A bare word that is not JSON fails up front whether trace-summary's
 /// tables read that part or not; early Kineto's bare `N/A` is repaired.
 #[test]
