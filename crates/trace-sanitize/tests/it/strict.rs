@@ -148,9 +148,13 @@ proptest! {
             prop_assert!(report.cut.is_none(), "{:?}", report.cut);
         }
         prop_assert_eq!(report.bytes_written, out.len() as u64);
-        // Chunking changes nothing.
-        let (again, _) = salvage(input, 1 << 16);
+        // Chunking changes nothing: not the bytes, not where the grammar
+        // broke.
+        let (again, whole) = salvage(input, 1 << 16);
         prop_assert_eq!(again, out);
+        let whole = whole.unwrap();
+        prop_assert_eq!((whole.malformed, whole.unclosed_string),
+                        (report.malformed, report.unclosed_string));
     }
 
     /// A file sanitized says, of the copy it wrote whole, what a check says
