@@ -829,8 +829,11 @@ string only when what follows it (after whitespace) may follow a string there;
 a UTF-8 byte order mark before the document (a trace re-saved on Windows) is
 dropped; a bare N/A (early Kineto's) becomes the string \"N/A\". Any other bare
 word where a value goes (None, True, undefined) has no repair: it is named,
-left as it is, and the trace (or its copy) said to be unparseable. A clean
-trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by Windows
+left as it is, and the trace (or its copy) said to be unparseable. So is a
+quote that ended its string early (one right before , : } or ], which cannot
+be told from a string's end) or a backslash that kept it open: the JSON
+grammar is followed, and the first token with no place there is named by its
+byte offset. A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by Windows
 PowerShell) is refused with its encoding: convert it with iconv. The input is
 never modified; the output is written to a temporary file beside it and
 renamed when complete. The output's name says its compression: gzip when it
@@ -848,8 +851,8 @@ JSON document (a second trace appended, a log line, the zeros a crash leaves)
 is dropped; a complete trace gets the same copy as without it. --check also
 says when a trace is cut short (its JSON ends inside an unfinished value) or
 has data after its end, which TraceLens cannot parse either way, and what
---salvage would drop. Without either, a copy whose JSON cannot end where it
-does (not in `}` or `]`) is still written, and said to be unparseable.
+--salvage would drop. Without either, such a copy is still written whole, and
+said to be unparseable.
 
 Examples:
   madengine trace sanitize 4242_results.json        # writes 4242_results.sanitized.json
