@@ -820,25 +820,25 @@ Unreadable paths below the root are listed as problems, not errors.";
 const SANITIZE_HELP: &str = "\
 Repairs: invalid UTF-8 becomes U+FFFD (exactly as Python's
 bytes.decode('utf-8', 'replace')); raw control bytes inside strings become
-\\u00XX; lone UTF-16 surrogate escapes become \\ufffd; a backslash that
-starts no JSON escape (C:\\Users written raw, \\u without four hex digits) is
-doubled, so the string keeps it as text; a bare inf, -inf, nan, NaN or Infinity
-where a number goes becomes null; a quote written unescaped into a string (a
-name holding say \"hi\", a log line holding JSON) is escaped: a quote ends its
-string only when what follows it (after whitespace) may follow a string there;
-a UTF-8 byte order mark before the document (a trace re-saved on Windows) is
-dropped; a bare N/A (early Kineto's) becomes the string \"N/A\". Any other bare
-word where a value goes (None, True, undefined) has no repair: it is named,
-left as it is, and the trace (or its copy) said to be unparseable. So is a
-quote that ended its string early (one right before , : } or ], which cannot
-be told from a string's end) or a backslash that kept it open: the JSON
-grammar is followed, and the first token with no place there is named by its
-byte offset. A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by Windows
-PowerShell) is refused with its encoding: convert it with iconv. The input is
-never modified; the output is written to a temporary file beside it and
-renamed when complete. The output's name says its compression: gzip when it
-ends in .gz, else plain JSON (so -o trace.json of a .json.gz writes JSON you
-can read as it is).
+\\u00XX; lone UTF-16 surrogate escapes become \\ufffd; a backslash that starts
+no JSON escape (C:\\Users written raw, \\u without four hex digits) is
+doubled, so the string keeps it as text; a bare inf, -inf, nan, NaN or
+Infinity where a number goes becomes null; a quote written unescaped into a
+string (a name holding say \"hi\", a log line holding JSON) is escaped: a
+quote ends its string only when what follows it (after whitespace) may follow
+a string there; a UTF-8 byte order mark before the document (a trace re-saved
+on Windows) is dropped; a bare N/A (early Kineto's) becomes the string
+\"N/A\". Any other bare word where a value goes (None, True, undefined) has no
+repair: it is named, left as it is, and the trace (or its copy) said to be
+unparseable. So is a quote that ended its string early (one right before , : }
+or ], which cannot be told from a string's end) or a backslash that kept it
+open: the JSON grammar is followed, and the first token with no place there is
+named by its byte offset. A clean trace is copied unchanged. A UTF-16 or
+UTF-32 trace (re-saved by Windows PowerShell) is refused with its encoding:
+convert it with iconv. The input is never modified; the output is written to a
+temporary file beside it and renamed when complete. The output's name says its
+compression: gzip when it ends in .gz, else plain JSON (so -o trace.json of a
+.json.gz writes JSON you can read as it is).
 
 Several inputs are handled one after the other; one that cannot be read does
 not stop the others (exit 3 at the end). With --check a directory is searched
