@@ -1,5 +1,6 @@
 //! The real public traces are all clean and complete, with no bare word
-//! that is not JSON: `check` says so, and sanitizing copies them byte for byte.
+//! that is not JSON and nothing the JSON grammar refuses: `check` says so,
+//! and sanitizing copies them byte for byte.
 
 use trace_sanitize::{Options, check_file};
 
@@ -20,6 +21,8 @@ fn every_public_json_trace_checks_clean() {
         // `true`, `false`, `null` and exponents are no bare words to report.
         let words = (report.report.not_json, &report.report.first_not_json);
         assert_eq!(words, (0, &None), "{}", entry.display());
+        let grammar = (report.report.malformed, report.report.unclosed_string);
+        assert_eq!(grammar, (None, false), "{}", entry.display());
         assert!(report.report.bytes_read > 0);
         checked += 1;
     }
