@@ -85,6 +85,16 @@ pub struct NotJson {
 }
 
 impl NotJson {
+    /// What goes where the word stands, in words: what the grammar expected
+    /// when it broke right there (`malformed`, the report's: a key, where a
+    /// stray quote ended a string early), else `a value`.
+    pub fn expected(&self, malformed: Option<&Malformed>) -> &'static str {
+        match malformed {
+            Some(m) if m.offset == self.offset => m.expected,
+            _ => "a value",
+        }
+    }
+
     /// What such a word usually is, for a message to suggest.
     pub const LIKELY: &'static str = "a value printed the way Python writes it, such as None or \
                                       True, where JSON was meant? or the rest of a string that a \

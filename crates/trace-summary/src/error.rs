@@ -91,8 +91,8 @@ pub enum Error {
     /// where JSON was meant): no repair applies, so no strict parser reads
     /// the trace.
     #[error(
-        "{path} is not JSON at byte {offset}: `{text}`{} is a bare word where a value goes ({}), \
-         and no repair applies",
+        "{path} is not JSON at byte {offset}: `{text}`{} is a bare word where {expected} goes \
+         ({}), and no repair applies",
         key.as_ref().map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default(),
         trace_sanitize::NotJson::LIKELY
     )]
@@ -105,6 +105,9 @@ pub enum Error {
         text: String,
         /// The key it is the value of, when known.
         key: Option<String>,
+        /// What goes where it stands, in words: `a value`, or where a
+        /// quote ended a string early, say `a key` or `` `,` or `}` ``.
+        expected: &'static str,
     },
     /// A token where the JSON grammar allows none (a string where `:` goes,
     /// a `]` where a `{` is open), most likely left by a string that a

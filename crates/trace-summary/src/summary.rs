@@ -323,7 +323,9 @@ fn unrepairable_in(path: &Path) -> Option<Error> {
     let report = checked.ok()?.report;
     let path = path.to_path_buf();
     if let Some(word) = report.first_not_json {
-        return Some(Error::NotJson { path, offset: word.offset, text: word.text, key: word.key });
+        let expected = word.expected(report.malformed.as_ref());
+        let (offset, text, key) = (word.offset, word.text, word.key);
+        return Some(Error::NotJson { path, offset, text, key, expected });
     }
     if let Some(m) = report.malformed {
         let (offset, found, expected) = (m.offset, m.found, m.expected);

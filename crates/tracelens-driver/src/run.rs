@@ -673,11 +673,11 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             "`report tracelens --salvage` analyzes the events before the cut",
         )
     };
-    let not_json = |offset: u64, text: &str, key: Option<&str>| {
+    let not_json = |offset: u64, text: &str, key: Option<&str>, expected: &str| {
         let key = key.map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default();
         unparseable(
             format!(
-                "not JSON: `{text}`{key} at byte {offset} is a bare word where a value goes ({})",
+                "not JSON: `{text}`{key} at byte {offset} is a bare word where {expected} goes ({})",
                 trace_sanitize::NotJson::LIKELY
             ),
             "no repair applies: replace it with a JSON value, such as null, in a copy",
@@ -729,8 +729,8 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                 "`report tracelens --salvage` analyzes the document without it",
             );
         }
-        Err(trace_summary::Error::NotJson { offset, text, key, .. }) => {
-            return not_json(offset, &text, key.as_deref());
+        Err(trace_summary::Error::NotJson { offset, text, key, expected, .. }) => {
+            return not_json(offset, &text, key.as_deref(), expected);
         }
         Err(trace_summary::Error::Malformed { offset, found, expected, .. }) => {
             return malformed(offset, found, expected);
@@ -756,7 +756,8 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
     };
     // In a part trace-summary does not read, but TraceLens' parser does.
     if let Some(word) = &summary.not_json {
-        return not_json(word.offset, &word.text, word.key.as_deref());
+        let expected = word.expected(summary.malformed.as_ref());
+        return not_json(word.offset, &word.text, word.key.as_deref(), expected);
     }
     if let Some(m) = &summary.malformed {
         return malformed(m.offset, m.found, m.expected);

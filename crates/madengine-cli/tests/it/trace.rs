@@ -356,6 +356,19 @@ fn strings_a_quote_or_backslash_broke_are_named() {
 
     ----- stderr -----
     ");
+    // Split by a stray quote before `,`, the rest of a name is a bare word
+    // where a key goes, and is said to be.
+    let key = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"n\": \"print(\"hi\", x)\"", 1);
+    fs::write(dir.path().join("key.json"), key).unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "key.json", "-o", "out"], @r"
+    exit code: 3
+    ----- stdout -----
+    == key.json (rank 1)
+       error: key.json is not JSON at byte 503: `x)` is a bare word where a key goes (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?), and no repair applies
+
+    ----- stderr -----
+    error: 1 of 1 traces could not be read
+    ");
     cli_snapshot!(dir.path(), ["report", "summary", "early.json", "open.json", "-o", "out"], @r"
     exit code: 3
     ----- stdout -----
