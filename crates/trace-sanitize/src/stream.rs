@@ -180,13 +180,7 @@ impl ShapeSink {
     /// where its grammar breaks. (The copy keeps every bare word: those
     /// counts stay the scan's.)
     pub(crate) fn onto(self, report: Report) -> Result<Report> {
-        let shaped = self.finish(report.clone())?;
-        let Report { complete, cut, malformed, .. } = shaped;
-        let complete = match (report.complete, complete) {
-            // The scan's own finding: nothing starts or ends where it should.
-            (Some(false), _) => Some(false),
-            (_, shaped) => shaped,
-        };
+        let Report { complete, cut, malformed, .. } = self.finish(report.clone())?;
         Ok(Report { complete, cut, malformed, ..report })
     }
 }
@@ -340,10 +334,10 @@ pub(crate) fn scan<R: Read>(
     let mut carry = 0usize;
     let mut base = 0u64; // input offset of buf[0]
     let mut stopped_early = false;
-    // The first and last bytes outside JSON whitespace (past a byte order
-    // mark): a document that does not start with `{` or `[` and end with `}`
-    // or `]` cannot be parsed, whatever else is in it.
-    let (mut first, mut last) = (None, None);
+    // The first byte outside JSON whitespace (past a byte order mark): a
+    // document that does not start with `{` or `[` cannot be parsed,
+    // whatever else is in it.
+    let mut first = None;
     let mut zeros = 0u64; // zero bytes the input ends with, so far
     let mut tail: Vec<u8> = Vec::with_capacity(2 * TAIL); // its last bytes, so far
     loop {
@@ -366,9 +360,6 @@ pub(crate) fn scan<R: Read>(
         if first.is_none() {
             let past_bom = if base == 0 { out.strip_prefix(BOM).unwrap_or(out) } else { out };
             first = past_bom.iter().copied().find(|&b| !is_space(b));
-        }
-        if let Some(&b) = out.iter().rfind(|&&b| !is_space(b)) {
-            last = Some(b);
         }
         let zero_tail = out.iter().rev().take_while(|&&b| b == 0).count();
         zeros = if zero_tail == out.len() { zeros + zero_tail as u64 } else { zero_tail as u64 };
@@ -408,13 +399,9 @@ pub(crate) fn scan<R: Read>(
         first_not_json,
         malformed: None,
         unclosed_string: !stopped_early && engine.in_string() && ends_in_bracket(&tail),
-        // A text that ends inside a string is not complete either, whatever
-        // its last byte.
-        complete: match (first, last) {
-            _ if stopped_early => None,
-            (Some(b'{' | b'['), Some(b'}' | b']')) if !engine.in_string() => None,
-            _ => Some(false),
-        },
+        // Whether it is one whole document, the closer that follows the
+        // grammar beside every scan tells (`ShapeSink`, `ClosingSink`).
+        complete: None,
     })
 }
 
