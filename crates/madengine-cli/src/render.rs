@@ -111,6 +111,33 @@ pub(crate) fn sanitize_report(file: &FileReport, salvaged: bool) -> Result<(), E
     out(&text.concat())
 }
 
+/// Why a trace (or its plain copy) is not one whole document, and whether
+/// that is a break in the grammar (which explains the end that follows it,
+/// and is `unfixable`, already said).
+fn incomplete(
+    r: &trace_sanitize::Report,
+    starts_with: &Option<String>,
+    unfixable: &str,
+) -> (String, bool) {
+    let broke = starts_with.is_none() && r.malformed.is_some();
+    let after_end = r.cut.as_ref().is_some_and(|c| c.kind == CutKind::DataAfterEnd);
+    let why = match (starts_with, &r.cut) {
+        _ if r.bytes_read == 0 => "it is empty".to_string(),
+        (Some(starts), _) => starts.clone(),
+        _ if broke => unfixable.to_string(),
+        _ if r.unclosed_string => unclosed_string(),
+        (None, Some(_)) if after_end => "data follows the end of its JSON document".to_string(),
+        (None, Some(_)) => {
+            format!("it is cut short after byte {}, inside an unfinished value", r.bytes_read)
+        }
+        (None, None) => format!(
+            "no complete JSON object or array in its {} (cut short inside the first?)",
+            plural(r.bytes_read as usize, "byte")
+        ),
+    };
+    (why, broke)
+}
+
 /// Why a text that ends in `}` or `]` is not complete.
 fn unclosed_string() -> String {
     format!(
@@ -186,23 +213,7 @@ fn sanitize_headline(file: &FileReport, salvaged: bool) -> String {
             text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
         }
         None if cut_short => {
-            // A break in the grammar explains the end that follows it.
-            let broke = starts_with.is_none() && r.malformed.is_some();
-            let what = match (&starts_with, &r.cut) {
-                (Some(starts), _) => starts.clone(),
-                _ if broke => unfixable.clone(),
-                _ if r.unclosed_string => unclosed_string(),
-                (None, Some(_)) if after_end => {
-                    "data follows the end of its JSON document".to_string()
-                }
-                (None, Some(_)) => {
-                    format!("cut short after byte {}, inside an unfinished value", r.bytes_read)
-                }
-                (None, None) => format!(
-                    "no complete JSON object or array in its {} (empty, or cut short inside the first)",
-                    plural(r.bytes_read as usize, "byte")
-                ),
-            };
+            let (what, broke) = incomplete(r, &starts_with, &unfixable);
             let also = match (r.needs_repair(), not_json && !broke) {
                 (true, true) => format!(", it needs repair: {counts}, and {unfixable}"),
                 (true, false) => format!(", and it needs repair: {counts}"),
@@ -247,21 +258,7 @@ fn sanitize_headline(file: &FileReport, salvaged: bool) -> String {
         }
         // A plain copy, as unparseable as the input.
         Some(output) if cut_short => {
-            let broke = starts_with.is_none() && r.malformed.is_some();
-            let why = match (&starts_with, &r.cut) {
-                _ if r.bytes_read == 0 => "it is empty".to_string(),
-                (Some(starts), _) => starts.clone(),
-                _ if broke => unfixable.clone(),
-                _ if r.unclosed_string => unclosed_string(),
-                (None, Some(_)) if after_end => {
-                    "data follows the end of its JSON document".to_string()
-                }
-                (None, Some(_)) => format!(
-                    "it is cut short after byte {}, inside an unfinished value",
-                    r.bytes_read
-                ),
-                (None, None) => "its JSON does not end in `}` or `]` (cut short?)".to_string(),
-            };
+            let (why, broke) = incomplete(r, &starts_with, &unfixable);
             let also = match not_json && !broke {
                 true => format!(", and {unfixable}"),
                 false => String::new(),

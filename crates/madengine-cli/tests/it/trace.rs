@@ -152,9 +152,9 @@ fn check_exits_1_when_a_trace_is_cut_short() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "cut.json", "empty.json"], @r"
     exit code: 1
     ----- stdout -----
-    cut.json: cut short after byte 636, inside an unfinished value; TraceLens cannot parse it
+    cut.json: it is cut short after byte 636, inside an unfinished value; TraceLens cannot parse it
       --salvage writes a copy without its last 286 B (an incomplete value), closed with `}`
-    empty.json: no complete JSON object or array in its 0 bytes (empty, or cut short inside the first); TraceLens cannot parse it
+    empty.json: it is empty; TraceLens cannot parse it
     ----- stderr -----
     ");
 }
@@ -392,7 +392,7 @@ fn a_trace_ending_in_zeros_is_said_to_be_one() {
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "--max-listed", "2", "z.json"], @r#"
     exit code: 1
     ----- stdout -----
-    z.json: cut short after byte 4995, inside an unfinished value, and it needs repair: 0 invalid UTF-8, 4096 control bytes, 0 lone surrogates; TraceLens cannot parse it
+    z.json: it is cut short after byte 4995, inside an unfinished value, and it needs repair: 0 invalid UTF-8, 4096 control bytes, 0 lone surrogates; TraceLens cannot parse it
       at byte        899  control byte   \x00 in "name"
       at byte        900  control byte   \x00 in "name"
       ... and 4094 more repairs
