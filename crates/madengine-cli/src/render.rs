@@ -162,10 +162,10 @@ fn unfixable(r: &trace_sanitize::Report) -> Option<String> {
     });
     // A bare word where the grammar broke says it all.
     let word_at = r.first_not_json.as_ref().map(|w| w.offset);
-    let broken = r.malformed.filter(|m| Some(m.offset) != word_at).map(|m| {
+    let broken = r.malformed.as_ref().filter(|m| Some(m.offset) != word_at).map(|m| {
         let likely = match r.unclosed_string {
             true => String::new(),
-            false => format!(" ({})", trace_sanitize::Malformed::LIKELY),
+            false => format!(" ({})", m.likely()),
         };
         format!(
             "its JSON breaks at byte {}: {} where {} goes{likely}",
@@ -330,7 +330,7 @@ fn repair_lines(r: &trace_sanitize::Report) -> String {
         lines.push((word.offset, line));
     }
     let word_at = r.first_not_json.as_ref().map(|w| w.offset);
-    if let Some(m) = r.malformed.filter(|m| Some(m.offset) != word_at) {
+    if let Some(m) = r.malformed.as_ref().filter(|m| Some(m.offset) != word_at) {
         let line = format!(
             "  at byte {:>10}  {:<14} {} where {} goes\n",
             m.offset, "not JSON", m.found, m.expected

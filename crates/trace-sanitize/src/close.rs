@@ -16,18 +16,22 @@
 //! brackets): an input that does not start with `{` or `[` is not closed.
 //!
 //! On the way, every token outside strings goes through the JSON grammar
-//! ([`crate::grammar`]), and the first one it has no place for is kept: a
-//! string that a stray quote ended early leaves one. A check, and a plain
-//! sanitize, run a closer that only watches ([`Closer::watching`]).
+//! ([`crate::grammar`]), and every number is read to its end; the first
+//! token it has no place for, or number that is not JSON (`1.2.3`), is
+//! kept: a string that a stray quote ended early leaves one. A check, and a
+//! plain sanitize, run a closer that only watches ([`Closer::watching`]).
 
-use std::io::{self, Write};
+use std::{
+    borrow::Cow,
+    io::{self, Write},
+};
 
 use serde::Serialize;
-use wide::u8x64;
+use wide::{i8x64, u8x64};
 
 use crate::{
     engine::prefix_xor,
-    grammar::{self, Grammar},
+    grammar::{self, Grammar, Number},
     report::Malformed,
 };
 
@@ -35,6 +39,9 @@ use crate::{
 /// value (a string, an event) this large is not a trace's. Past it the bytes
 /// go out, and a cut after that cannot be closed.
 const MAX_PENDING: usize = 64 << 20;
+
+/// At most this much of a number that is not JSON is shown.
+const SHOWN_NUMBER: usize = 32;
 
 /// How a cut trace was closed, or what followed the end of its document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -116,11 +123,48 @@ pub(crate) struct Closer<W> {
     in_scalar: bool,
     /// Where the text stands in the JSON grammar.
     grammar: Grammar,
+    /// The number being read, while the grammar is followed.
+    number: Option<OpenNumber>,
+    /// Where the bytes written come from in the input, for offsets to be
+    /// told in the input's bytes (the caller says: [`Closer::map_to_input`]).
+    to_input: ToInput,
     /// The first token the grammar does not allow there (a string where
-    /// `:` goes, a `]` where a `{` is open): the text is not JSON, whatever
-    /// is repaired. Its `offset` is left for the caller, which knows the
-    /// input offsets.
+    /// `:` goes, a `]` where a `{` is open), or number that is not JSON:
+    /// the text is not JSON, whatever is repaired.
     pub(crate) malformed: Option<Malformed>,
+}
+
+/// A number read so far (it may go on in the next write).
+#[derive(Debug)]
+struct OpenNumber {
+    state: Number,
+    /// Where it starts: in the input, and in the bytes written.
+    offset: u64,
+    output_offset: u64,
+    /// Its first [`SHOWN_NUMBER`] bytes (`len` of them), and whether more
+    /// followed.
+    shown: [u8; SHOWN_NUMBER],
+    len: usize,
+    more: bool,
+}
+
+/// Offsets in the bytes written to the input's: the bytes from `output` on
+/// are the input's from `input` on, or (`replaced`) replace the input's
+/// there.
+#[derive(Debug, Clone, Copy, Default)]
+struct ToInput {
+    output: u64,
+    input: u64,
+    replaced: bool,
+}
+
+impl ToInput {
+    fn of(self, output_offset: u64) -> u64 {
+        match self.replaced {
+            true => self.input,
+            false => self.input + (output_offset - self.output),
+        }
+    }
 }
 
 /// An open bracket, with where its children ended.
@@ -166,7 +210,100 @@ impl<W: Write> Closer<W> {
             escape: false,
             in_scalar: false,
             grammar: Grammar::new(),
+            number: None,
+            to_input: ToInput::default(),
             malformed: None,
+        }
+    }
+
+    /// The bytes written next are the input's from offset `input` on (as
+    /// many), or (`replaced`) stand for bytes of the input there: a repair.
+    /// Until then, offsets are the bytes written.
+    pub(crate) fn map_to_input(&mut self, input: u64, replaced: bool) {
+        self.to_input = ToInput { output: self.seen, input, replaced };
+    }
+
+    /// The first break found, unless one was: the grammar is followed no
+    /// further.
+    #[cold]
+    #[inline(never)]
+    fn broken(
+        &mut self,
+        found: Cow<'static, str>,
+        expected: &'static str,
+        number: bool,
+        at: (u64, u64),
+    ) {
+        if self.malformed.is_none() {
+            let (offset, output_offset) = at;
+            self.malformed = Some(Malformed { offset, found, expected, number, output_offset });
+        }
+        self.grammar.stop();
+        self.number = None;
+    }
+
+    /// The token starting with `b` at `at` has no place in the grammar.
+    #[cold]
+    #[inline(never)]
+    fn grammar_broken(&mut self, b: u8, at: u64) {
+        let (found, expected) = (grammar::describe(b), self.grammar.expected());
+        let offset = self.to_input.of(at);
+        self.broken(found.into(), expected, false, (offset, at));
+    }
+
+    /// A number starts with `b` at `at` (in the bytes written), and these
+    /// bytes of it follow.
+    fn number_starts(&mut self, b: u8, at: u64) {
+        let number = OpenNumber {
+            state: Number::start(b),
+            offset: self.to_input.of(at),
+            output_offset: at,
+            shown: [b; SHOWN_NUMBER],
+            len: 1,
+            more: false,
+        };
+        self.number = Some(number);
+    }
+
+    /// More bytes of the number being read.
+    #[inline(always)]
+    fn number_goes_on(&mut self, bytes: &[u8]) {
+        let Some(n) = &mut self.number else { return };
+        for &b in bytes {
+            n.state = n.state.next(b);
+        }
+        let kept = bytes.len().min(SHOWN_NUMBER - n.len);
+        n.shown[n.len..n.len + kept].copy_from_slice(&bytes[..kept]);
+        n.len += kept;
+        n.more |= bytes.len() > kept;
+    }
+
+    /// The number being read ended (what follows it is no part of it).
+    fn number_ends(&mut self) {
+        let Some(n) = self.number.take() else { return };
+        if !n.state.complete() {
+            let more = if n.more { "..." } else { "" };
+            let found = format!(
+                "`{}{more}` (not a JSON number)",
+                String::from_utf8_lossy(&n.shown[..n.len])
+            );
+            self.broken(found.into(), "a value", true, (n.offset, n.output_offset));
+        }
+    }
+
+    /// A number of `len` bytes at `block[j..]`, the rest of `block` going on
+    /// with it when it reaches the end.
+    #[inline(never)]
+    fn number_in_block(&mut self, block: &[u8; 64], j: usize, len: usize, at: u64) {
+        let run = &block[j..j + len];
+        let ends = j + len < 64;
+        if ends && plain_number(run) {
+            return;
+        }
+        self.number_starts(run[0], at);
+        self.number_goes_on(&run[1..]);
+        if ends {
+            self.number_ends();
         }
     }
 
@@ -187,9 +324,7 @@ impl<W: Write> Closer<W> {
             _ => None,
         };
         if !self.grammar.step(b, open) {
-            let (found, expected) = (grammar::describe(b), self.grammar.expected());
-            self.malformed = Some(Malformed { offset: 0, found, expected, output_offset: at });
-            self.grammar.stop();
+            self.grammar_broken(b, at);
         }
     }
 
@@ -319,11 +454,37 @@ impl<W: Write> Write for Closer<W> {
                     }
                     let scalar = solid & outside & !structural;
                     let starts = scalar & !(scalar << 1 | self.in_scalar as u64);
+                    // `^ 0xb0` moves the digits, alone, to the lowest ten
+                    // signed bytes.
+                    let moved = i8x64::from(block.map(|b| (b ^ 0xb0) as i8));
+                    let digits = i8x64::splat(-118).simd_gt(moved).to_bitmask();
+                    // Read byte by byte: all of the block's numbers where
+                    // the masks cannot tell, the one reaching its end, and
+                    // those that start with `-`, or with `0` and a digit.
+                    let last_run = 64 - (!scalar).leading_zeros() as usize;
+                    let read_all = !plain_numbers(&block, scalar, starts & digits, digits);
+                    if self.number.is_some() {
+                        let n = (!scalar).trailing_zeros() as usize;
+                        self.number_goes_on(&block[..n]);
+                        if n < 64 {
+                            self.number_ends();
+                        }
+                    }
                     let mut bits = structural | (quote & inside) | starts | control;
                     while bits != 0 {
                         let j = bits.trailing_zeros() as usize;
                         bits &= bits - 1;
-                        self.token(block[j], base + (i + j) as u64);
+                        let at = base + (i + j) as u64;
+                        self.token(block[j], at);
+                        let b = block[j];
+                        let read = read_all
+                            || j >= last_run
+                            || b == b'-'
+                            || (b == b'0' && (digits >> j) & 2 != 0);
+                        if read && Number::starts(b) && self.grammar.following() {
+                            let len = (!(scalar >> j)).trailing_zeros() as usize;
+                            self.number_in_block(&block, j, len, at);
+                        }
                     }
                     self.in_string = inside >> 63 == 1;
                     self.in_scalar = scalar >> 63 == 1;
@@ -351,8 +512,18 @@ impl<W: Write> Write for Closer<W> {
             if b == b'"' {
                 self.in_string = true;
             }
+            if self.number.is_some() {
+                match scalar {
+                    true => self.number_goes_on(&data[i..=i]),
+                    false => self.number_ends(),
+                }
+            }
             if (!scalar && !is_space(b)) || (scalar && !self.in_scalar) {
-                self.token(b, base + i as u64);
+                let at = base + i as u64;
+                self.token(b, at);
+                if scalar && Number::starts(b) && self.grammar.following() {
+                    self.number_starts(b, at);
+                }
             }
             self.in_scalar = scalar;
             i += 1;
@@ -394,6 +565,41 @@ impl<W: Write> Write for Closer<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// Whether every number that starts in a 64-byte block with a digit (bits
+/// of `numbers`) is JSON as far as the block goes, told from the masks:
+/// `scalar` marks the bytes of numbers and words, `digits` the digits.
+/// Digits, and one `.` between digits at most: most numbers. (The caller
+/// reads on its own one that starts with `0` and a digit, and the one that
+/// runs past the block.) Where this says no, the block's numbers are read
+/// byte by byte.
+#[inline(always)]
+fn plain_numbers(block: &[u8; 64], scalar: u64, numbers: u64, digits: u64) -> bool {
+    // Adding a run's first bit carries through the run: its bits flip.
+    let runs = scalar & (scalar.wrapping_add(numbers) ^ scalar);
+    let mut points = runs & !digits;
+    if points == 0 {
+        return true;
+    }
+    // Carried through the digits after each `.`: lands on what follows.
+    let after_fraction = digits.wrapping_add(points << 1) & !digits;
+    if points & !(digits << 1 & digits >> 1) != 0 || after_fraction & points != 0 {
+        return false;
+    }
+    while points != 0 {
+        if block[points.trailing_zeros() as usize] != b'.' {
+            return false;
+        }
+        points &= points - 1;
+    }
+    true
+}
+
+/// Whether `run`, a whole token, is a JSON number (or a word after `-`).
+#[inline(always)]
+fn plain_number(run: &[u8]) -> bool {
+    run[1..].iter().fold(Number::start(run[0]), |n, &b| n.next(b)).complete()
 }
 
 /// JSON's whitespace (RFC 8259: space, tab, line feed, carriage return).
@@ -578,5 +784,36 @@ mod tests {
         assert_eq!(out, b"[{}]");
         let Ending::Cut(cut) = ending else { panic!("{ending:?}") };
         assert_eq!(cut.read_error.as_deref(), Some("incomplete deflate stream"));
+    }
+
+    /// Every number is read to its end wherever blocks and writes split it,
+    /// and the first one that is not JSON is found where it starts.
+    #[test]
+    fn numbers_are_checked_wherever_they_are_split() {
+        let fine = "[0, -0, 12, -12.5, 0.25, 1e5, 1E+05, -2.5e-3, 1694128201545.123, true, null]";
+        let bad = ["1.2.3", "0x1f", "007", "-01", "1.", "1.e5", "-", "12abc", "1e5e5", "1e+"];
+        for pad in 0..70 {
+            let doc = format!("{{\"a\": [{}{fine}]}}", " ".repeat(pad));
+            for step in [1, 3, 64, 1000] {
+                let mut closer = Closer::watching(io::sink());
+                for piece in doc.as_bytes().chunks(step) {
+                    closer.write_all(piece).unwrap();
+                }
+                assert_eq!(closer.malformed, None, "pad {pad}, step {step}");
+            }
+            for number in bad {
+                let doc = format!("{{\"a\": [{}1, {number}, 2.5]}}", " ".repeat(pad));
+                for step in [1, 3, 64, 1000] {
+                    let mut closer = Closer::watching(io::sink());
+                    for piece in doc.as_bytes().chunks(step) {
+                        closer.write_all(piece).unwrap();
+                    }
+                    let m = closer.malformed.unwrap_or_else(|| panic!("{number}: none found"));
+                    assert_eq!(m.offset, (pad + 10) as u64, "{number}, pad {pad}, step {step}");
+                    assert_eq!(m.found, format!("`{number}` (not a JSON number)"));
+                    assert!(m.number);
+                }
+            }
+        }
     }
 }

@@ -4,9 +4,9 @@
 //! A token is told by its first byte: `{` `[` `}` `]` `:` `,`, `"` for a
 //! string, and `-`, a digit or a letter for a number or a word (which word,
 //! and whether it is JSON, the scan tells: [`crate::Report::not_json`]).
-//! Numbers are not checked digit by digit. One table lookup per token keeps
-//! this cheap: the state says what may come next, and where a value ends
-//! (in an object, in an array, or the document).
+//! One table lookup per token keeps this cheap: the state says what may come
+//! next, and where a value ends (in an object, in an array, or the
+//! document). A number is then read to its end: [`Number`].
 
 /// What may come next: the states of the table.
 const VALUE_TOP: u8 = 0; // the document
@@ -122,6 +122,13 @@ impl Grammar {
         self.0 = DONE;
     }
 
+    /// Whether the text is still followed: the document has not ended, and
+    /// nothing broke the grammar.
+    #[inline(always)]
+    pub(crate) fn following(self) -> bool {
+        self.0 != DONE
+    }
+
     /// What the grammar allows now, in words.
     pub(crate) fn expected(self) -> &'static str {
         match self.0 {
@@ -134,6 +141,89 @@ impl Grammar {
             NEXT_IN_ARRAY => "`,` or `]`",
             _ => "nothing more",
         }
+    }
+}
+
+/// A number, one byte at a time: RFC 8259's
+/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+///
+/// `1.2.3` (a version), `0x1f` (an address), `007`, `1.`, `12abc`: a writer
+/// that printed a value JSON has no notation for, or text meant as a string.
+/// A `-` before a letter starts a word, not a number: `-inf` is the scan's
+/// ([`crate::Report::not_json`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Number {
+    /// `-`
+    Sign,
+    /// `0`, `-0`
+    Zero,
+    /// `12`
+    Integer,
+    /// `1.`
+    Point,
+    /// `1.5`
+    Fraction,
+    /// `1e`
+    Exponent,
+    /// `1e-`
+    ExponentSign,
+    /// `1e5`
+    ExponentDigits,
+    /// `-inf`: a word, not a number.
+    Word,
+    /// No number goes on this way.
+    Broken,
+}
+
+impl Number {
+    /// A token that starts with `b` is a number: `-` or a digit.
+    #[inline(always)]
+    pub(crate) fn starts(b: u8) -> bool {
+        b == b'-' || b.is_ascii_digit()
+    }
+
+    /// After the first byte, `-` or a digit.
+    #[inline(always)]
+    pub(crate) fn start(b: u8) -> Number {
+        match b {
+            b'-' => Number::Sign,
+            b'0' => Number::Zero,
+            _ => Number::Integer,
+        }
+    }
+
+    /// After `b`, the next byte of the token.
+    #[inline(always)]
+    pub(crate) fn next(self, b: u8) -> Number {
+        use Number::*;
+        let digit = b.is_ascii_digit();
+        match self {
+            Sign if b == b'0' => Zero,
+            Sign if digit => Integer,
+            Sign if b.is_ascii_alphabetic() => Word,
+            Integer if digit => Integer,
+            Zero | Integer if b == b'.' => Point,
+            Zero | Integer | Fraction if b == b'e' || b == b'E' => Exponent,
+            Point | Fraction if digit => Fraction,
+            Exponent if b == b'+' || b == b'-' => ExponentSign,
+            Exponent | ExponentSign | ExponentDigits if digit => ExponentDigits,
+            Word => Word,
+            _ => Broken,
+        }
+    }
+
+    /// The token may end here: a whole number (or a word, the scan's).
+    pub(crate) fn complete(self) -> bool {
+        use Number::*;
+        matches!(self, Zero | Integer | Fraction | ExponentDigits | Word)
+    }
+
+    /// Whether `text` is a JSON number (or a word after a `-`).
+    #[cfg(test)]
+    fn reads(text: &[u8]) -> bool {
+        let (&first, rest) = text.split_first().expect("not empty");
+        Number::starts(first)
+            && rest.iter().fold(Number::start(first), |n, &b| n.next(b)).complete()
     }
 }
 
@@ -215,6 +305,21 @@ mod tests {
         assert_eq!(describe(b'\x01'), "a control byte");
         grammar.stop();
         assert!(grammar.step(b',', None), "no checking once stopped");
+    }
+
+    #[test]
+    fn numbers_are_read_to_the_digit() {
+        for ok in ["0", "-0", "7", "-12", "0.5", "-0.25", "1694128201545.123", "1e5", "1E+05"] {
+            assert!(Number::reads(ok.as_bytes()), "{ok}");
+        }
+        for ok in ["2.5e-3", "-1.0E10", "0e0", "-inf", "-Infinity", "-foo"] {
+            assert!(Number::reads(ok.as_bytes()), "{ok}");
+        }
+        let broken = ["-", "1.2.3", "0x1f", "007", "-01", "1.", "1.e5", "1e", "1e+", "12abc"];
+        for bad in broken.into_iter().chain(["1.5x", "1e5.0", "1e5e5", "--1", "1-2", "1+2", "5é"])
+        {
+            assert!(!Number::reads(bad.as_bytes()), "{bad}");
+        }
     }
 
     /// Deep nesting: each bracket closes the one it should.

@@ -59,11 +59,11 @@
 //!   over what it writes; [`sanitize_file`] on its writer thread): where a
 //!   stray quote right before `,` `:` `}` or `]` ended a string early, or a
 //!   backslash at its end escaped its closing quote, the rest reads as
-//!   JSON in the wrong places. The first token the grammar does not allow
-//!   there is [`Report::malformed`]; a last string that never ends,
-//!   [`Report::unclosed_string`]. So a check says exactly whether strict
-//!   parsers load the repaired copy (numbers are not checked digit by
-//!   digit).
+//!   JSON in the wrong places. Every number is read to its end (`1.2.3`,
+//!   `0x1f`, `007` are not JSON). The first token the grammar does not
+//!   allow there, or number that is not JSON, is [`Report::malformed`]; a
+//!   last string that never ends, [`Report::unclosed_string`]. So a check
+//!   says exactly whether strict parsers load the repaired copy.
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
 //!   the input is never modified, the output is gzip when its name ends in
 //!   `.gz` ([`output_compression`]) and is written to a temporary file

@@ -1,6 +1,6 @@
 //! What a run found and did.
 
-use std::fmt::Write as _;
+use std::{borrow::Cow, fmt::Write as _};
 
 use serde::Serialize;
 
@@ -105,16 +105,22 @@ impl NotJson {
 /// goes, a `]` where a `{` is open): what a string ended early by a quote
 /// inside it leaves, the rest of it read as JSON. Strict parsers reject the
 /// trace whatever is repaired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+///
+/// Or a number that is not JSON (`1.2.3`, `0x1f`, `007`): strict parsers
+/// reject it too, and no repair applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Malformed {
     /// Byte offset of the token in the input (the decompressed stream for
     /// `.json.gz`).
     pub offset: u64,
-    /// What is there: `` `,` ``, `` `]` ``..., `a string` or `a number or
-    /// word`.
-    pub found: &'static str,
+    /// What is there: `` `,` ``, `` `]` ``..., `a string`, `a number or
+    /// word`, or `` `1.2.3` (not a JSON number) ``.
+    pub found: Cow<'static, str>,
     /// What goes there instead: `` `:` ``, `` `,` or `}` ``, `a value`...
     pub expected: &'static str,
+    /// Whether it is a number that is not JSON (`found` quotes it), rather
+    /// than a token out of place.
+    pub number: bool,
     /// Where it is in the repaired output: whether a salvaged copy keeps it.
     #[serde(skip)]
     pub(crate) output_offset: u64,
@@ -125,6 +131,25 @@ impl Malformed {
     /// [`Report::unclosed_string`]), for a message to suggest.
     pub const LIKELY: &'static str = "a quote inside a string that ended it early, or a backslash at its end that escaped its \
          closing quote?";
+
+    /// What usually leaves this one, for a message to suggest.
+    pub fn likely(&self) -> &'static str {
+        Malformed::likely_of(self.number)
+    }
+
+    /// What usually leaves a number that is not JSON (`number`), or a token
+    /// out of place.
+    pub fn likely_of(number: bool) -> &'static str {
+        match number {
+            true => Malformed::NUMBER_LIKELY,
+            false => Malformed::LIKELY,
+        }
+    }
+
+    /// What usually leaves a number that is not JSON.
+    pub const NUMBER_LIKELY: &'static str = "a version, an address or a number in a notation JSON \
+                                             does not have, written where a quoted string was \
+                                             meant?";
 }
 
 /// Counts per defect class.

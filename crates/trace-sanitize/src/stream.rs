@@ -76,12 +76,12 @@ pub fn salvage<R: Read, W: Write>(input: R, output: W, options: &Options) -> Res
 
 /// The end of a salvaging scan: close what was cut, and say so in the report.
 pub(crate) fn finish_salvage<W: Write>(
-    sink: ClosingSink<W>,
+    mut sink: ClosingSink<W>,
     report: Report,
     failed: Option<io::Error>,
 ) -> Result<(W, Report)> {
     let written = sink.out.written;
-    let malformed = sink.out.inner.malformed;
+    let malformed = sink.out.inner.malformed.take();
     let (out, ending) = sink
         .out
         .inner
@@ -259,23 +259,16 @@ impl<W: Write> ClosingSink<W> {
 
 impl<W: Write> Sink for ClosingSink<W> {
     fn pass(&mut self, bytes: &[u8]) -> Result<()> {
-        let (read, written) = (self.read, self.out.written);
-        let known = self.out.inner.malformed.is_some();
+        // Bytes passed are the input's own.
+        self.out.inner.map_to_input(self.read, false);
         self.out.pass(bytes)?;
         self.read += bytes.len() as u64;
-        if !known && let Some(m) = &mut self.out.inner.malformed {
-            // Bytes passed are the input's own: as far into them.
-            m.offset = read + (m.output_offset - written);
-        }
         Ok(())
     }
     fn replace(&mut self, original: &[u8], with: &'static [u8]) -> Result<()> {
-        let known = self.out.inner.malformed.is_some();
+        // A value that replaced a word (`null` for `NaN`): where it was.
+        self.out.inner.map_to_input(self.read, true);
         self.out.replace(original, with)?;
-        if !known && let Some(m) = &mut self.out.inner.malformed {
-            // A value that replaced a word (`null` for `NaN`): where it was.
-            m.offset = self.read;
-        }
         self.read += original.len() as u64;
         Ok(())
     }

@@ -328,8 +328,9 @@ fn unrepairable_in(path: &Path) -> Option<Error> {
         return Some(Error::NotJson { path, offset, text, key, expected });
     }
     if let Some(m) = report.malformed {
-        let (offset, found, expected) = (m.offset, m.found, m.expected);
-        return Some(Error::Malformed { path, offset, found, expected });
+        let (offset, found, expected, number) =
+            (m.offset, m.found.into_owned(), m.expected, m.number);
+        return Some(Error::Malformed { path, offset, found, expected, number });
     }
     report.unclosed_string.then_some(Error::UnclosedString { path })
 }

@@ -106,14 +106,14 @@ impl TraceView {
                 word.text, word.offset
             )
         });
-        let malformed = self.malformed.map(|m| {
+        let malformed = self.malformed.as_ref().map(|m| {
             format!(
                 "its JSON breaks at byte {}: {} where {} goes ({}), in a part these tables do not \
                  read: TraceLens refuses the trace, repaired or not",
                 m.offset,
                 m.found,
                 m.expected,
-                trace_sanitize::Malformed::LIKELY
+                m.likely()
             )
         });
         let said: Vec<String> = [salvaged, not_json, malformed].into_iter().flatten().collect();

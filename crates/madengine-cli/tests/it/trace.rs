@@ -383,6 +383,49 @@ fn strings_a_quote_or_backslash_broke_are_named() {
     ");
 }
 
+/// A number JSON does not have (a version or an address written bare) has
+/// no repair either: named where it starts, by --check, `report summary`
+/// (a warning where the tables do not read it), and --salvage keeps it.
+#[test]
+fn numbers_json_does_not_have_are_named() {
+    let trace = String::from_utf8(kineto_4242()).unwrap();
+    let last = trace.trim_end().strip_suffix('}').unwrap();
+    let args = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"queue\": 0x7f00", 1);
+    assert_ne!(args, trace);
+    let dir = dir_with("args.json", args);
+    fs::write(dir.path().join("meta.json"), format!("{last}, \"hip_version\": 6.2.41134}}\n"))
+        .unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "args.json", "meta.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    args.json: its JSON breaks at byte 494: `0x7f00` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?); TraceLens cannot parse it, and no repair applies
+      at byte        494  not JSON       `0x7f00` (not a JSON number) where a value goes
+    meta.json: its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?); TraceLens cannot parse it, and no repair applies
+      at byte       1287  not JSON       `6.2.41134` (not a JSON number) where a value goes
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["report", "summary", "args.json", "meta.json", "-o", "out"], @r"
+    exit code: 3
+    ----- stdout -----
+    == args.json (rank 1)
+       error: args.json is not JSON at byte 494: `0x7f00` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?), and no repair applies
+
+    == meta.json (rank 1)
+       warning: its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    ----- stderr -----
+    error: 1 of 2 traces could not be read
+    ");
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "meta.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    meta.json: copied into meta.sanitized.json (1.3 KiB), but its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?): TraceLens cannot parse the copy either
+      at byte       1287  not JSON       `6.2.41134` (not a JSON number) where a value goes
+    ----- stderr -----
+    ");
+}
+
 #[test]
 fn a_trace_ending_in_zeros_is_said_to_be_one() {
     let whole = kineto_4242();

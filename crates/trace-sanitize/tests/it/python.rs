@@ -273,10 +273,25 @@ fn orjson_agrees_with_the_grammar_check() {
         b"{\"a\" 1}",
         b"{\"a\": \"C:\\dir\\\", \"b\": 1}",
         b"[1, \x01 2]",
+        // Numbers JSON does not have.
+        b"{\"version\": 6.2.4}",
+        b"[0x1f]",
+        b"[007]",
+        b"[-01]",
+        b"[1.]",
+        b"[1.e5]",
+        b"[-]",
+        b"[12abc]",
+        b"[1.5x]",
+        b"[1e5e5]",
+        b"[1e+]",
+        b"[.5]",
+        b"[+1]",
     ];
     let fine: &[&[u8]] = &[
         b"{\"a\": [], \"b\": {}, \"c\": [{\"d\": -1.5e3, \"e\": true, \"f\": null}]}",
         b" [ [ ] , { } , \"\" , 0 ]\n",
+        b"[0, -0, 1E+05, -0.0e-0, 2.5e-3, 1694128201545.123, 17332996360099338395]",
         b"{\"name\": \"print(\"hi\")\", \"x\": 1}",
         // A stray quote the repair escapes.
         b"{\"a\": \"x\"\"}",

@@ -414,6 +414,28 @@ fn strings_a_quote_or_backslash_broke_fail_up_front() {
     }
 }
 
+/// A number JSON does not have fails up front too, in the events or in the
+/// metadata, with what to do about it.
+#[test]
+fn numbers_json_does_not_have_fail_up_front() {
+    let mut case = Case::new();
+    let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
+    let args = body.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"queue\": 0x7f00", 1);
+    assert_ne!(args, body);
+    case.write("args.pt.trace.json", args.as_bytes());
+    let last = body.trim_end().strip_suffix('}').unwrap();
+    case.write("meta.pt.trace.json", format!("{last}, \"v\": 6.2.4}}\n").as_bytes());
+    case.config.mode = tracelens_driver::Mode::Pytorch;
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    FAILURE pytorch args.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 725, `0x7f00` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?); TraceLens cannot parse it and was not run (no repair applies: quote it, or write it as a JSON number, in a copy)
+    FAILURE pytorch meta.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 2662, `6.2.4` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?); TraceLens cannot parse it and was not run (no repair applies: quote it, or write it as a JSON number, in a copy)
+    ");
+    for name in ["args.pt.trace.json", "meta.pt.trace.json"] {
+        assert!(!case.ran(name), "{name}: {:#?}", case.calls());
+    }
+}
+
 /// The precheck's offsets are the trace's own, not its repaired copy's: a
 /// control byte repaired before the break (one byte, six in the copy)
 /// moves nothing.
