@@ -297,6 +297,7 @@ fn start_trigger_stop_as_pre_and_post_steps() {
         .arg(fixture("fake_workload.py"))
         .arg("4")
         .env("KINETO_USE_DAEMON", "1")
+        .env("FAKE_WORKLOAD_TRACED_WITHIN", "30")
         .output()
         .unwrap();
     assert!(workload.status.success(), "{}", String::from_utf8_lossy(&workload.stderr));
