@@ -166,9 +166,11 @@ impl Error {
     }
 
     /// Whether [`crate::Options::salvage`] reads the trace anyway: it was
-    /// cut short, or data follows its document.
+    /// cut short, data follows its document, or its last string never ends
+    /// (the records before that string are read).
     pub fn is_salvageable(&self) -> bool {
-        self.is_cut_short() || matches!(self, Error::DataAfterEnd { .. })
+        self.is_cut_short()
+            || matches!(self, Error::DataAfterEnd { .. } | Error::UnclosedString { .. })
     }
 }
 

@@ -105,6 +105,13 @@ pub struct Summary {
     /// JSON text (decompressed) ends after this many bytes, and the tables
     /// cover the [`Summary::events`] complete before the cut.
     pub truncated_at: Option<u64>,
+    /// For a trace read with [`Options::salvage`] that ended inside a
+    /// string though its last byte is `}` or `]`
+    /// ([`trace_sanitize::Report::unclosed_string`]): not cut short, but a
+    /// string that never ends (a quote or a backslash broke it), the rest of
+    /// the file read as one string; [`Summary::truncated_at`] says where the
+    /// tables stop.
+    pub unclosed_string: bool,
     /// For a trace read with [`Options::salvage`] whose JSON document was
     /// followed by more than whitespace: how many bytes of that were dropped
     /// unread (the tables cover the whole document).
@@ -192,6 +199,7 @@ pub fn summarize_with<R: Read + Send>(
             repaired: Default::default(),
             not_json: None,
             malformed: None,
+            unclosed_string: false,
         });
     }
     let mut parsed = parse(reader)
@@ -223,6 +231,7 @@ pub fn summarize_with<R: Read + Send>(
             repaired: Default::default(),
             not_json: None,
             malformed: None,
+            unclosed_string: false,
         })
     };
     // 1. TraceLens' own rules.
@@ -266,6 +275,7 @@ pub fn summarize_with<R: Read + Send>(
         repaired: Default::default(),
         not_json: None,
         malformed: None,
+        unclosed_string: false,
     })
 }
 
@@ -308,6 +318,7 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
         repaired: repaired.counts,
         not_json: repaired.first_not_json,
         malformed: repaired.malformed,
+        unclosed_string: options.salvage && repaired.unclosed_string,
         ..summary
     })
 }

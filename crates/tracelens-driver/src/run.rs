@@ -290,9 +290,10 @@ fn collective_inputs(
 /// Rows of traces analyzed through a closed copy say so: their reports cover
 /// only the events before the cut.
 fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[Repaired]) {
-    let cut: BTreeMap<&str, &trace_sanitize::Cut> = repairs
+    let cut: BTreeMap<&str, &trace_sanitize::Report> = repairs
         .iter()
-        .filter_map(|r| r.report.cut.as_ref().map(|c| (r.trace_file.as_str(), c)))
+        .filter(|r| r.report.cut.is_some())
+        .map(|r| (r.trace_file.as_str(), &r.report))
         .collect();
     if cut.is_empty() {
         return;
@@ -303,14 +304,17 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
         if let Some(group) = &job.collective {
             traces.extend(group.members.iter().map(|(_, m)| m.display().to_string()));
         }
-        let cuts: Vec<(&String, &trace_sanitize::Cut)> =
-            traces.iter().filter_map(|t| cut.get(t.as_str()).map(|c| (t, *c))).collect();
+        let cuts: Vec<(&String, &trace_sanitize::Report)> =
+            traces.iter().filter_map(|t| cut.get(t.as_str()).map(|r| (t, *r))).collect();
         if cuts.is_empty() {
             continue;
         }
         let salvaged: Vec<String> =
-            cuts.iter().map(|(t, c)| format!("{t} {}", what_was_cut(c))).collect();
-        let covers = if cuts.iter().any(|(_, c)| c.kind == trace_sanitize::CutKind::CutShort) {
+            cuts.iter().map(|(t, r)| format!("{t} {}", what_was_cut(r))).collect();
+        let cut_short = |r: &trace_sanitize::Report| {
+            r.cut.as_ref().is_some_and(|c| c.kind == trace_sanitize::CutKind::CutShort)
+        };
+        let covers = if cuts.iter().any(|(_, r)| cut_short(r)) {
             "the events before the cut"
         } else {
             "the whole JSON document"
@@ -320,9 +324,14 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
     }
 }
 
-/// What a salvaged copy left out, after the trace's name.
-fn what_was_cut(cut: &trace_sanitize::Cut) -> String {
+/// What the salvaged copy of a trace (its `report`) left out, after the
+/// trace's name.
+fn what_was_cut(report: &trace_sanitize::Report) -> String {
+    let Some(cut) = &report.cut else { return String::new() };
     match cut.kind {
+        trace_sanitize::CutKind::CutShort if report.unclosed_string => {
+            "cut before its last string, which never ends".to_string()
+        }
         trace_sanitize::CutKind::CutShort => format!("cut short after byte {}", cut.at),
         trace_sanitize::CutKind::DataAfterEnd => {
             format!("with {} bytes of data after the end of its JSON document", cut.dropped)
@@ -450,6 +459,11 @@ fn sanitized(
             events(Event::Note(match &report.report.cut {
                 Some(cut) if cut.kind == trace_sanitize::CutKind::DataAfterEnd => format!(
                     "{rel} has data after the end of its JSON document: analyzing a copy without its last {} bytes{repaired}",
+                    cut.dropped
+                ),
+                Some(cut) if report.report.unclosed_string => format!(
+                    "{rel}'s last string never ends, so the rest of the file reads as one string ({}): analyzing a closed copy, without its last {} bytes{repaired}",
+                    trace_sanitize::Malformed::LIKELY,
                     cut.dropped
                 ),
                 Some(cut) => format!(
@@ -744,7 +758,8 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                      string ({})",
                     trace_sanitize::Malformed::LIKELY
                 ),
-                "no repair applies: mend that string in a copy",
+                "no repair applies: mend that string in a copy, or `report tracelens --salvage` \
+                 analyzes the events before it",
             );
         }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {

@@ -74,16 +74,30 @@ pub(crate) struct Truncated {
     pub(crate) bytes: u64,
     /// Events complete before the cut, all summarized.
     pub(crate) events: usize,
+    /// Not cut short: its last string never ends (the rest of the file
+    /// reads as one string), and the tables stop before it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) unclosed_string: bool,
 }
 
 impl Truncated {
     pub(crate) fn note(&self) -> String {
-        format!(
-            "truncated: its JSON ends after {} bytes; the tables cover the {} records complete \
-             before the cut (GPU activity is written last, in time order: the end of the GPU \
-             timeline is missing)",
-            self.bytes, self.events
-        )
+        // GPU activity is written last, in time order.
+        let missing = "the end of the GPU timeline is missing";
+        match self.unclosed_string {
+            true => format!(
+                "its last string never ends, so the rest of the file reads as one string ({}): \
+                 the tables cover the {} records complete before it ({missing}; TraceLens \
+                 refuses the file as it is)",
+                trace_sanitize::Malformed::LIKELY,
+                self.events
+            ),
+            false => format!(
+                "truncated: its JSON ends after {} bytes; the tables cover the {} records \
+                 complete before the cut (GPU activity is written last, in time order: {missing})",
+                self.bytes, self.events
+            ),
+        }
     }
 }
 
@@ -127,9 +141,14 @@ impl TraceView {
         if self.not_json.is_some() || self.malformed.is_some() {
             return Some(format!("repaired while reading ({counts})"));
         }
+        // Nor would a copy that is still cut short, or has data after its end.
+        let (salvage, closed) = match self.truncated.is_some() || self.data_after_end.is_some() {
+            true => ("--salvage ", ", closed"),
+            false => ("", ""),
+        };
         Some(format!(
             "repaired while reading ({counts}); TraceLens refuses it as it is: `madengine trace \
-             sanitize {}` writes a repaired copy",
+             sanitize {salvage}{}` writes a repaired{closed} copy",
             self.trace.display()
         ))
     }
@@ -500,6 +519,8 @@ fn guarded(
         Ok(result) => result.map_err(|e| {
             let salvageable = if e.is_cut_short() {
                 Some("the events complete before the cut")
+            } else if matches!(e, trace_summary::Error::UnclosedString { .. }) {
+                Some("the events complete before that string")
             } else if e.is_salvageable() {
                 Some("the document without it")
             } else {
@@ -663,8 +684,11 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         view.outcome = Some(summary.outcome);
         view.events = Some(summary.events);
         view.gpu_devices = summary.gpu_devices;
-        view.truncated =
-            summary.truncated_at.map(|bytes| Truncated { bytes, events: summary.events });
+        view.truncated = summary.truncated_at.map(|bytes| Truncated {
+            bytes,
+            events: summary.events,
+            unclosed_string: summary.unclosed_string,
+        });
         view.data_after_end = summary.data_after_end;
         view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
         view.not_json = summary.not_json.clone();

@@ -376,10 +376,21 @@ fn strings_a_quote_or_backslash_broke_are_named() {
        error: early.json is not JSON at byte 496: `]` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and no repair applies
 
     == open.json (rank 1)
-       error: open.json is not JSON: its last string never ends, so the rest of the file reads as one string, though it ends in `}` or `]` (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and no repair applies
+       error: open.json is not JSON: its last string never ends, so the rest of the file reads as one string, though it ends in `}` or `]` (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and no repair applies (--salvage summarizes the events complete before that string)
 
     ----- stderr -----
     error: 2 of 2 traces could not be read
+    ");
+    // --salvage reads the records before the string that never ends.
+    cli_snapshot!(dir.path(), ["report", "summary", "--salvage", "open.json", "-o", "out", "--top", "0"], @r"
+    exit code: 0
+    ----- stdout -----
+    == open.json (rank 1)
+       warning: its last string never ends, so the rest of the file reads as one string (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?): the tables cover the 3 records complete before it (the end of the GPU timeline is missing; TraceLens refuses the file as it is)
+       note: repaired while reading (0 invalid UTF-8, 1 control byte, 0 lone surrogates); TraceLens refuses it as it is: `madengine trace sanitize --salvage open.json` writes a repaired, closed copy
+       no GPU activity before the cut: nothing to summarize
+
+    ----- stderr -----
     ");
 }
 

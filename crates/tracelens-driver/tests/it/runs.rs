@@ -407,11 +407,20 @@ fn strings_a_quote_or_backslash_broke_fail_up_front() {
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
     FAILURE pytorch early.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 727, `]` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend the string before it in a copy)
     FAILURE pytorch meta.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 2671, `:` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend the string before it in a copy)
-    FAILURE pytorch open.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: its last string never ends, so the rest of the file reads as one string (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend that string in a copy)
+    FAILURE pytorch open.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: its last string never ends, so the rest of the file reads as one string (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend that string in a copy, or `report tracelens --salvage` analyzes the events before it)
     ");
     for name in ["early.pt.trace.json", "open.pt.trace.json", "meta.pt.trace.json"] {
         assert!(!case.ran(name), "{name}: {:#?}", case.calls());
     }
+    // --salvage analyzes the events before the string that never ends (the
+    // others stay broken: what salvage keeps holds the break).
+    case.config.salvage = true;
+    let summary = case.run();
+    let open = summary.results.iter().find(|r| r.detail.contains("open.pt.trace.json"));
+    insta::assert_snapshot!(format!("{:?} {}", open.unwrap().status, open.unwrap().detail), @r"
+    Success salvaged (open.pt.trace.json cut before its last string, which never ends): the report covers the events before the cut
+    ");
+    assert!(case.ran("open.pt.trace.json"), "{:#?}", case.calls());
 }
 
 /// A number JSON does not have fails up front too, in the events or in the
