@@ -63,7 +63,10 @@
 //!   `0x1f`, `007` are not JSON). The first token the grammar does not
 //!   allow there, or number that is not JSON, is [`Report::malformed`]; a
 //!   last string that never ends, [`Report::unclosed_string`]. So a check
-//!   says exactly whether strict parsers load the repaired copy.
+//!   says exactly whether strict parsers load the repaired copy. (Two
+//!   limits of orjson's are not checked, as no profiler comes near them: a
+//!   number too large for a double, `1e400`, and brackets nested deeper
+//!   than 1,024 levels.)
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
 //!   the input is never modified, the output is gzip when its name ends in
 //!   `.gz` ([`output_compression`]) and is written to a temporary file
