@@ -569,7 +569,8 @@ reported with its error and does not stop the others; the exit code is then 3.
 With --salvage a truncated trace (its writer killed part way, a .json.gz cut
 short) is summarized from the records complete before the cut and marked
 `truncated` (profilers write GPU activity last: the end of the timeline is lost);
-one with data after the end of its JSON document is summarized without it.
+one with data after the end of its JSON document is summarized without it,
+and one whose last string never ends from the records before that string.
 
 Examples:
   madengine report summary runs/llama
@@ -605,8 +606,9 @@ pub(crate) struct SummaryArgs {
     pub(crate) html: Option<PathBuf>,
     /// Summarize a truncated trace (its writer killed part way, a .json.gz
     /// cut short) from the records complete before the cut, marked as
-    /// truncated, and one with data after its JSON document without that,
-    /// instead of reporting them unreadable.
+    /// truncated, one with data after its JSON document without that, and
+    /// one whose last string never ends (a stray quote or backslash) from
+    /// the records before that string, instead of reporting them unreadable.
     #[arg(long)]
     pub(crate) salvage: bool,
 }
