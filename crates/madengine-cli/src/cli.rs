@@ -749,9 +749,10 @@ pub(crate) struct TracelensArgs {
     #[arg(long)]
     pub(crate) no_precheck: bool,
     /// Analyze a trace cut short (a job killed while writing it, a .json.gz
-    /// cut off) through a closed copy holding its complete events, and one
-    /// with data after its JSON document through a copy without that; its
-    /// rows say `salvaged`. Costs one more pass over each trace (a copy in the
+    /// cut off) through a closed copy holding its complete events, one with
+    /// data after its JSON document through a copy without that, and one
+    /// whose last string never ends through a copy of the events before it;
+    /// its rows say `salvaged`. Costs one more pass over each trace (a copy in the
     /// scratch directory, kept only for traces that need it).
     #[arg(long)]
     pub(crate) salvage: bool,
@@ -909,7 +910,8 @@ pub(crate) struct SanitizeArgs {
     /// Also close a trace that was cut short (a profiler killed while writing
     /// it, a .json.gz cut off): keep everything up to its last complete event,
     /// drop the partial one and close the brackets left open, so TraceLens
-    /// can read it. Data after the end of the JSON document is dropped.
+    /// can read it. Data after the end of the JSON document is dropped; so
+    /// is a last string that never ends, from the event it is in.
     #[arg(long, conflicts_with = "check")]
     pub(crate) salvage: bool,
     /// How many repairs to list in detail.
