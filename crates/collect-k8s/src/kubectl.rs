@@ -94,11 +94,11 @@ impl Kubectl {
                 Err(source) => return Err(Error::Spawn { command, source }),
             }
             if started.elapsed() > self.timeout {
-                let _ = handle.kill();
+                stop(&handle);
                 return Err(Error::Timeout { command, seconds: self.timeout.as_secs_f64() });
             }
             if cancellable && self.cancelled() {
-                let _ = handle.kill();
+                stop(&handle);
                 return Err(Error::Cancelled { command });
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -117,6 +117,16 @@ impl Kubectl {
     pub fn apply(&self, objects: &[serde_json::Value]) -> Result<String> {
         let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
         self.run(&["apply", "-f", "-"], Some(&serde_json::to_vec(&list).expect("json")))
+    }
+}
+
+/// Kill a kubectl and wait (a moment at most) until it is gone, so that no
+/// `kubectl cp` still writes while what follows cleans up.
+fn stop(handle: &duct::Handle) {
+    let _ = handle.kill();
+    let killed = Instant::now();
+    while matches!(handle.try_wait(), Ok(None)) && killed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

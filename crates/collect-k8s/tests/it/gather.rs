@@ -207,3 +207,32 @@ fn live_pods_are_copied_from_their_workspace() {
     }));
     assert!(results.join("results_summary.json").is_file());
 }
+
+/// A kubectl that hangs past its time limit is killed, and gone (not left
+/// a zombie, nor still writing) by the time the error comes back.
+#[test]
+fn a_hung_kubectl_is_killed_and_reaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("kubectl");
+    fs::write(&program, "#!/bin/sh\nexec sleep 30\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).unwrap();
+    let kubectl = Kubectl {
+        program,
+        context: None,
+        namespace: "perf".into(),
+        timeout: Duration::from_millis(300),
+        cancel: None,
+    };
+    let err = kubectl.run(&["get", "pods"], None).unwrap_err();
+    assert!(matches!(err, collect_k8s::Error::Timeout { .. }), "{err:?}");
+    // Our children, as /proc lists them (a zombie stays listed until reaped).
+    let me = std::process::id().to_string();
+    let children: Vec<String> = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| stat.rsplit(") ").next().unwrap().split(' ').nth(1) == Some(me.as_str()))
+        .collect();
+    assert!(children.is_empty(), "{children:?}");
+}
