@@ -213,8 +213,13 @@ fn live_pods_are_copied_from_their_workspace() {
 #[test]
 fn a_hung_kubectl_is_killed_and_reaped() {
     let dir = tempfile::tempdir().unwrap();
+    // `sleep` under a name of its own, to be told from other tests' children
+    // (`cargo test` runs them all in this process).
+    let hung = dir.path().join("kubectl-hung");
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"].into_iter().find(|p| Path::new(p).exists());
+    std::os::unix::fs::symlink(sleep.expect("sleep(1)"), &hung).unwrap();
     let program = dir.path().join("kubectl");
-    fs::write(&program, "#!/bin/sh\nexec sleep 30\n").unwrap();
+    fs::write(&program, format!("#!/bin/sh\nexec '{}' 30\n", hung.display())).unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).unwrap();
     let kubectl = Kubectl {
@@ -226,13 +231,14 @@ fn a_hung_kubectl_is_killed_and_reaped() {
     };
     let err = kubectl.run(&["get", "pods"], None).unwrap_err();
     assert!(matches!(err, collect_k8s::Error::Timeout { .. }), "{err:?}");
-    // Our children, as /proc lists them (a zombie stays listed until reaped).
+    // Our hung child, as /proc lists it (a zombie stays listed until reaped).
     let me = std::process::id().to_string();
-    let children: Vec<String> = fs::read_dir("/proc")
+    let left: Vec<String> = fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| stat.contains(" (kubectl-hung) "))
         .filter(|stat| stat.rsplit(") ").next().unwrap().split(' ').nth(1) == Some(me.as_str()))
         .collect();
-    assert!(children.is_empty(), "{children:?}");
+    assert!(left.is_empty(), "{left:?}");
 }
