@@ -166,11 +166,20 @@ impl Error {
     }
 
     /// Whether [`crate::Options::salvage`] reads the trace anyway: it was
-    /// cut short, data follows its document, or its last string never ends
-    /// (the records before that string are read).
+    /// cut short, data follows its document, or its last string never ends.
     pub fn is_salvageable(&self) -> bool {
-        self.is_cut_short()
-            || matches!(self, Error::DataAfterEnd { .. } | Error::UnclosedString { .. })
+        self.salvage_reads().is_some()
+    }
+
+    /// What [`crate::Options::salvage`] reads of the trace, in words, where
+    /// it reads it anyway ([`Error::is_salvageable`]).
+    pub fn salvage_reads(&self) -> Option<&'static str> {
+        match self {
+            _ if self.is_cut_short() => Some("the events complete before the cut"),
+            Error::UnclosedString { .. } => Some("the events complete before that string"),
+            Error::DataAfterEnd { .. } => Some("the document without it"),
+            _ => None,
+        }
     }
 }
 

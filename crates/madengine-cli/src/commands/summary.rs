@@ -516,18 +516,7 @@ fn guarded(
     + std::panic::UnwindSafe,
 ) -> Result<trace_summary::Summary, (String, Option<&'static str>)> {
     match std::panic::catch_unwind(|| read(path)) {
-        Ok(result) => result.map_err(|e| {
-            let salvageable = if e.is_cut_short() {
-                Some("the events complete before the cut")
-            } else if matches!(e, trace_summary::Error::UnclosedString { .. }) {
-                Some("the events complete before that string")
-            } else if e.is_salvageable() {
-                Some("the document without it")
-            } else {
-                None
-            };
-            (chain(&e), salvageable)
-        }),
+        Ok(result) => result.map_err(|e| (chain(&e), e.salvage_reads())),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
