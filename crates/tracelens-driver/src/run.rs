@@ -290,10 +290,13 @@ fn collective_inputs(
 /// Rows of traces analyzed through a closed copy say so: their reports cover
 /// only the events before the cut.
 fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[Repaired]) {
-    let cut: BTreeMap<&str, &trace_sanitize::Report> = repairs
+    // Each cut, and whether it was a last string that never ends.
+    let cut: BTreeMap<&str, (&trace_sanitize::Cut, bool)> = repairs
         .iter()
-        .filter(|r| r.report.cut.is_some())
-        .map(|r| (r.trace_file.as_str(), &r.report))
+        .filter_map(|r| {
+            let cut = r.report.cut.as_ref()?;
+            Some((r.trace_file.as_str(), (cut, r.report.unclosed_string)))
+        })
         .collect();
     if cut.is_empty() {
         return;
@@ -304,17 +307,16 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
         if let Some(group) = &job.collective {
             traces.extend(group.members.iter().map(|(_, m)| m.display().to_string()));
         }
-        let cuts: Vec<(&String, &trace_sanitize::Report)> =
-            traces.iter().filter_map(|t| cut.get(t.as_str()).map(|r| (t, *r))).collect();
+        let cuts: Vec<(&String, (&trace_sanitize::Cut, bool))> =
+            traces.iter().filter_map(|t| cut.get(t.as_str()).map(|c| (t, *c))).collect();
         if cuts.is_empty() {
             continue;
         }
-        let salvaged: Vec<String> =
-            cuts.iter().map(|(t, r)| format!("{t} {}", what_was_cut(r))).collect();
-        let cut_short = |r: &trace_sanitize::Report| {
-            r.cut.as_ref().is_some_and(|c| c.kind == trace_sanitize::CutKind::CutShort)
-        };
-        let covers = if cuts.iter().any(|(_, r)| cut_short(r)) {
+        let salvaged: Vec<String> = cuts
+            .iter()
+            .map(|(t, (c, unclosed))| format!("{t} {}", what_was_cut(c, *unclosed)))
+            .collect();
+        let covers = if cuts.iter().any(|(_, (c, _))| c.kind == trace_sanitize::CutKind::CutShort) {
             "the events before the cut"
         } else {
             "the whole JSON document"
@@ -324,12 +326,11 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
     }
 }
 
-/// What the salvaged copy of a trace (its `report`) left out, after the
-/// trace's name.
-fn what_was_cut(report: &trace_sanitize::Report) -> String {
-    let Some(cut) = &report.cut else { return String::new() };
+/// What a salvaged copy left out, after the trace's name; `unclosed`: the
+/// trace's last string never ends.
+fn what_was_cut(cut: &trace_sanitize::Cut, unclosed: bool) -> String {
     match cut.kind {
-        trace_sanitize::CutKind::CutShort if report.unclosed_string => {
+        trace_sanitize::CutKind::CutShort if unclosed => {
             "cut before its last string, which never ends".to_string()
         }
         trace_sanitize::CutKind::CutShort => format!("cut short after byte {}", cut.at),
