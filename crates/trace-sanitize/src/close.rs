@@ -297,7 +297,7 @@ impl<W: Write> Closer<W> {
     fn number_in_block(&mut self, block: &[u8; 64], j: usize, len: usize, at: u64) {
         let run = &block[j..j + len];
         let ends = j + len < 64;
-        if ends && plain_number(run) {
+        if ends && Number::reads(run) {
             return;
         }
         self.number_starts(run[0], at);
@@ -594,12 +594,6 @@ fn plain_numbers(block: &[u8; 64], scalar: u64, numbers: u64, digits: u64) -> bo
         points &= points - 1;
     }
     true
-}
-
-/// Whether `run`, a whole token, is a JSON number (or a word after `-`).
-#[inline(always)]
-fn plain_number(run: &[u8]) -> bool {
-    run[1..].iter().fold(Number::start(run[0]), |n, &b| n.next(b)).complete()
 }
 
 /// JSON's whitespace (RFC 8259: space, tab, line feed, carriage return).

@@ -218,9 +218,10 @@ impl Number {
         matches!(self, Zero | Integer | Fraction | ExponentDigits | Word)
     }
 
-    /// Whether `text` is a JSON number (or a word after a `-`).
-    #[cfg(test)]
-    fn reads(text: &[u8]) -> bool {
+    /// Whether `text`, a whole token, is a JSON number (or a word after a
+    /// `-`).
+    #[inline(always)]
+    pub(crate) fn reads(text: &[u8]) -> bool {
         let (&first, rest) = text.split_first().expect("not empty");
         Number::starts(first)
             && rest.iter().fold(Number::start(first), |n, &b| n.next(b)).complete()
