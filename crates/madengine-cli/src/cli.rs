@@ -838,10 +838,12 @@ or ], which cannot be told from a string's end) or a backslash that kept it
 open: the JSON grammar is followed, and the first token with no place there is
 named by its byte offset. So is a number JSON does not have (a version such as
 6.2.4, an address such as 0x1f, 007, 1.), written bare where a string was
-meant. A clean trace is copied unchanged. A UTF-16 or
-UTF-32 trace (re-saved by Windows PowerShell) is refused with its encoding:
-convert it with iconv. The input is never modified; the output is written to a
-temporary file beside it and renamed when complete. The output's name says its
+meant, and what orjson, TraceLens' parser, refuses though JSON allows it: a
+number beyond a double's range (1e400) and brackets nested 1,025 levels deep.
+A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by
+Windows PowerShell) is refused with its encoding: convert it with iconv. The
+input is never modified; the output is written to a temporary file beside it
+and renamed when complete. The output's name says its
 compression: gzip when it ends in .gz, else plain JSON (so -o trace.json of a
 .json.gz writes JSON you can read as it is).
 

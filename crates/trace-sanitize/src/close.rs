@@ -31,8 +31,8 @@ use wide::{i8x64, u8x64};
 
 use crate::{
     engine::prefix_xor,
-    grammar::{self, Grammar, Number},
-    report::Malformed,
+    grammar::{self, Grammar, Magnitude, Number},
+    report::{Break, Malformed},
 };
 
 /// Bytes held back before the closer gives up being able to cut back: one
@@ -146,6 +146,26 @@ struct OpenNumber {
     shown: [u8; SHOWN_NUMBER],
     len: usize,
     more: bool,
+    /// Its magnitude, once more than [`SHOWN_NUMBER`] bytes of it came.
+    magnitude: Magnitude,
+}
+
+impl OpenNumber {
+    /// Whether the number, a whole one, is within a double's range. One of
+    /// at most [`SHOWN_NUMBER`] bytes and no exponent is.
+    fn finite(&self) -> bool {
+        match (self.more, self.state) {
+            (true, _) => self.magnitude.finite(),
+            (false, Number::ExponentDigits) => Magnitude::finite_text(&self.shown[..self.len]),
+            (false, _) => true,
+        }
+    }
+
+    /// The number as shown in a message: quoted, `...` after the part shown.
+    fn quoted(&self) -> String {
+        let more = if self.more { "..." } else { "" };
+        format!("`{}{more}`", String::from_utf8_lossy(&self.shown[..self.len]))
+    }
 }
 
 /// Offsets in the bytes written to the input's: the bytes from `output` on
@@ -231,12 +251,12 @@ impl<W: Write> Closer<W> {
         &mut self,
         found: Cow<'static, str>,
         expected: &'static str,
-        number: bool,
+        kind: Break,
         at: (u64, u64),
     ) {
         if self.malformed.is_none() {
             let (offset, output_offset) = at;
-            self.malformed = Some(Malformed { offset, found, expected, number, output_offset });
+            self.malformed = Some(Malformed { offset, found, expected, kind, output_offset });
         }
         self.grammar.stop();
         self.number = None;
@@ -248,7 +268,23 @@ impl<W: Write> Closer<W> {
     fn grammar_broken(&mut self, b: u8, at: u64) {
         let (found, expected) = (grammar::describe(b), self.grammar.expected());
         let offset = self.to_input.of(at);
-        self.broken(found.into(), expected, false, (offset, at));
+        self.broken(found.into(), expected, Break::Token, (offset, at));
+    }
+
+    /// The bracket `b` at `at` opened a level deeper than orjson reads.
+    #[cold]
+    #[inline(never)]
+    fn too_deep(&mut self, b: u8, at: u64) {
+        const _: () = assert!(Break::MAX_DEPTH == 1024, "said below");
+        if !self.grammar.following() {
+            return;
+        }
+        let found = match b {
+            b'{' => "`{` 1,025 levels deep",
+            _ => "`[` 1,025 levels deep",
+        };
+        let offset = self.to_input.of(at);
+        self.broken(found.into(), "a value", Break::TooDeep, (offset, at));
     }
 
     /// A number starts with `b` at `at` (in the bytes written), and these
@@ -261,6 +297,7 @@ impl<W: Write> Closer<W> {
             shown: [b; SHOWN_NUMBER],
             len: 1,
             more: false,
+            magnitude: Magnitude::new(),
         };
         self.number = Some(number);
     }
@@ -275,19 +312,26 @@ impl<W: Write> Closer<W> {
         let kept = bytes.len().min(SHOWN_NUMBER - n.len);
         n.shown[n.len..n.len + kept].copy_from_slice(&bytes[..kept]);
         n.len += kept;
-        n.more |= bytes.len() > kept;
+        if bytes.len() > kept {
+            // Past what is shown, the magnitude is kept instead.
+            if !n.more {
+                n.magnitude.feed(&n.shown);
+            }
+            n.magnitude.feed(&bytes[kept..]);
+            n.more = true;
+        }
     }
 
     /// The number being read ended (what follows it is no part of it).
     fn number_ends(&mut self) {
         let Some(n) = self.number.take() else { return };
+        let at = (n.offset, n.output_offset);
         if !n.state.complete() {
-            let more = if n.more { "..." } else { "" };
-            let found = format!(
-                "`{}{more}` (not a JSON number)",
-                String::from_utf8_lossy(&n.shown[..n.len])
-            );
-            self.broken(found.into(), "a value", true, (n.offset, n.output_offset));
+            let found = format!("{} (not a JSON number)", n.quoted());
+            self.broken(found.into(), "a value", Break::Number, at);
+        } else if n.state != Number::Word && !n.finite() {
+            let found = format!("{} (too large for a double)", n.quoted());
+            self.broken(found.into(), "a value", Break::Infinite, at);
         }
     }
 
@@ -297,8 +341,12 @@ impl<W: Write> Closer<W> {
     fn number_in_block(&mut self, block: &[u8; 64], j: usize, len: usize, at: u64) {
         let run = &block[j..j + len];
         let ends = j + len < 64;
-        if ends && Number::reads(run) {
-            return;
+        if ends {
+            // One with an exponent may be too large for a double: read on.
+            let state = Number::read(run);
+            if state.complete() && state != Number::ExponentDigits {
+                return;
+            }
         }
         self.number_starts(run[0], at);
         self.number_goes_on(&run[1..]);
@@ -315,6 +363,9 @@ impl<W: Write> Closer<W> {
         let open = match b {
             b'{' | b'[' => {
                 self.stack.push(Open::new(b));
+                if self.stack.len() > Break::MAX_DEPTH {
+                    self.too_deep(b, at);
+                }
                 None
             }
             b'}' | b']' => {
@@ -805,9 +856,80 @@ mod tests {
                     let m = closer.malformed.unwrap_or_else(|| panic!("{number}: none found"));
                     assert_eq!(m.offset, (pad + 10) as u64, "{number}, pad {pad}, step {step}");
                     assert_eq!(m.found, format!("`{number}` (not a JSON number)"));
-                    assert!(m.number);
+                    assert_eq!(m.kind, Break::Number);
                 }
             }
         }
+    }
+
+    /// Write `doc` in pieces of `step` bytes to a closer that watches; what
+    /// it found malformed.
+    fn malformed(doc: &str, step: usize) -> Option<Malformed> {
+        let mut closer = Closer::watching(io::sink());
+        for piece in doc.as_bytes().chunks(step) {
+            closer.write_all(piece).unwrap();
+        }
+        closer.malformed
+    }
+
+    /// A number beyond a double's range is found wherever it is split, long
+    /// or short, and one just inside it is not.
+    #[test]
+    fn a_number_too_large_for_a_double_is_found() {
+        let huge = format!("1{}", "0".repeat(309));
+        let fine =
+            format!("[1e308, -1.7976931348623157E+308, 1e-400, 9{}, 0.5e-9999]", "9".repeat(60));
+        let too_large = [
+            ("1e400", "`1e400`"),
+            ("-1.8e308", "`-1.8e308`"),
+            ("0.5e310", "`0.5e310`"),
+            (huge.as_str(), "`10000000000000000000000000000000...`"),
+            (
+                "1797693134862315807937289714053034150799341327100378269361737789804449682927647509e228",
+                "`17976931348623158079372897140530...`",
+            ),
+        ];
+        for pad in 0..70 {
+            for step in [1, 3, 64, 1000] {
+                let doc = format!("{{\"a\": [{}{fine}]}}", " ".repeat(pad));
+                assert_eq!(malformed(&doc, step), None, "pad {pad}, step {step}");
+                for (number, shown) in too_large {
+                    let doc = format!("{{\"a\": [{}1, {number}, 2.5]}}", " ".repeat(pad));
+                    let m = malformed(&doc, step).unwrap_or_else(|| panic!("{number}: none found"));
+                    assert_eq!(m.offset, (pad + 10) as u64, "{number}, pad {pad}, step {step}");
+                    assert_eq!(m.found, format!("{shown} (too large for a double)"));
+                    assert_eq!((m.kind, m.expected), (Break::Infinite, "a value"));
+                }
+            }
+        }
+    }
+
+    /// orjson reads 1,024 levels of brackets: the first `{` or `[` past them
+    /// is found, and a document that reaches them but no further is fine.
+    #[test]
+    fn brackets_past_orjsons_depth_are_found() {
+        // The document's object, then `n` times `open`.
+        let nested = |n: usize, open: &str, close: &str| {
+            format!("{{\"a\": {}1{}}}", open.repeat(n), close.repeat(n))
+        };
+        for step in [1, 3, 64, 1000] {
+            for (open, close) in [("[", "]"), ("{\"k\": ", "}"), ("[{\"k\": ", "}]")] {
+                let levels = open.matches(['[', '{']).count();
+                let most = (Break::MAX_DEPTH - 1) / levels;
+                let fine = nested(most, open, close);
+                assert_eq!(malformed(&fine, step), None, "{open}, step {step}");
+                let deep = nested(most + 1, open, close);
+                let m = malformed(&deep, step).unwrap_or_else(|| panic!("{open}: none found"));
+                assert_eq!(m.kind, Break::TooDeep);
+                // The 1,025th bracket, the document's own counted.
+                let at = deep.match_indices(['[', '{']).nth(Break::MAX_DEPTH).unwrap().0;
+                assert_eq!(m.offset, at as u64, "{open}, step {step}");
+                let bracket = &deep[at..=at];
+                assert_eq!(m.found, format!("`{bracket}` 1,025 levels deep"));
+            }
+        }
+        // After the end of the document, nothing is followed.
+        let after = format!("[1]{}", "[".repeat(2000));
+        assert_eq!(malformed(&after, 64), None);
     }
 }

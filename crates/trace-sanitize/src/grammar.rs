@@ -218,13 +218,140 @@ impl Number {
         matches!(self, Zero | Integer | Fraction | ExponentDigits | Word)
     }
 
-    /// Whether `text`, a whole token, is a JSON number (or a word after a
-    /// `-`).
+    /// Where `text`, a whole token, leaves the grammar: [`Number::complete`]
+    /// when it is a JSON number (or a word after a `-`); `Broken` when it
+    /// does not start as one.
     #[inline(always)]
-    pub(crate) fn reads(text: &[u8]) -> bool {
+    pub(crate) fn read(text: &[u8]) -> Number {
         let (&first, rest) = text.split_first().expect("not empty");
-        Number::starts(first)
-            && rest.iter().fold(Number::start(first), |n, &b| n.next(b)).complete()
+        match Number::starts(first) {
+            true => rest.iter().fold(Number::start(first), |n, &b| n.next(b)),
+            false => Number::Broken,
+        }
+    }
+}
+
+/// Whether a JSON number is within a double's range, read in pieces: what
+/// orjson reads ("number is infinity when parsed as double" otherwise).
+///
+/// A number rounds to infinity when it is at least halfway between the
+/// largest double and 2^1024 (a tie rounds to the even significand, up):
+/// with its value written `0.d1d2d3... x 10^e` (`d1` not zero), when `e` is
+/// above 309, or is 309 and the digits are [`HALFWAY`]'s or more. So the
+/// digits need not be kept: the exponent is counted, and the digits are
+/// compared with [`HALFWAY`]'s as they come.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Magnitude {
+    part: Part,
+    /// Digits before the point from the first that is not zero, or zeros
+    /// after the point before the first digit that is not.
+    integer_digits: u64,
+    leading_zeros: u64,
+    /// Whether a digit other than zero came yet.
+    significant: bool,
+    /// How the digits from the first significant one compare with
+    /// [`HALFWAY`]'s, `compared` of them so far.
+    order: std::cmp::Ordering,
+    compared: usize,
+    exponent: u64,
+    negative_exponent: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Integer,
+    Fraction,
+    Exponent,
+}
+
+/// The digits of 2^1024 - 2^970, halfway between the largest double and
+/// 2^1024: a number from there up rounds to infinity.
+const HALFWAY: &[u8; 309] = b"179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792";
+
+/// Past this an exponent, or a count of digits, means the same.
+const SATURATED: u64 = 1 << 40;
+
+impl Magnitude {
+    pub(crate) const fn new() -> Magnitude {
+        Magnitude {
+            part: Part::Integer,
+            integer_digits: 0,
+            leading_zeros: 0,
+            significant: false,
+            order: std::cmp::Ordering::Equal,
+            compared: 0,
+            exponent: 0,
+            negative_exponent: false,
+        }
+    }
+
+    /// The next bytes of the number (a whole JSON number, in pieces).
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                b'.' => self.part = Part::Fraction,
+                b'e' | b'E' => self.part = Part::Exponent,
+                b'-' if self.part == Part::Exponent => self.negative_exponent = true,
+                b'0'..=b'9' => self.digit(b),
+                _ => {}
+            }
+        }
+    }
+
+    fn digit(&mut self, b: u8) {
+        if self.part == Part::Exponent {
+            self.exponent = (self.exponent * 10 + u64::from(b - b'0')).min(SATURATED);
+            return;
+        }
+        if !self.significant && b == b'0' {
+            if self.part == Part::Fraction {
+                self.leading_zeros = (self.leading_zeros + 1).min(SATURATED);
+            }
+            return;
+        }
+        self.significant = true;
+        if self.part == Part::Integer {
+            self.integer_digits = (self.integer_digits + 1).min(SATURATED);
+        }
+        if self.order.is_eq() {
+            match HALFWAY.get(self.compared) {
+                Some(&h) => self.order = b.cmp(&h),
+                // Past the halfway number's last digit, equal so far.
+                None if b != b'0' => self.order = std::cmp::Ordering::Greater,
+                None => {}
+            }
+            self.compared += 1;
+        }
+    }
+
+    /// Whether the number read is a double (zero when too small for one).
+    pub(crate) fn finite(&self) -> bool {
+        if !self.significant {
+            return true;
+        }
+        let at = match self.integer_digits {
+            0 => -(self.leading_zeros as i64),
+            n => n as i64,
+        };
+        let exponent = match self.negative_exponent {
+            true => -(self.exponent as i64),
+            false => self.exponent as i64,
+        };
+        match (at + exponent).cmp(&(HALFWAY.len() as i64)) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            // Equal digits, all of them, make a tie: it rounds up.
+            std::cmp::Ordering::Equal => {
+                self.order.is_lt() || (self.order.is_eq() && self.compared < HALFWAY.len())
+            }
+        }
+    }
+
+    /// Whether `text`, a whole JSON number, is a double.
+    pub(crate) fn finite_text(text: &[u8]) -> bool {
+        let mut magnitude = Magnitude::new();
+        magnitude.feed(text);
+        magnitude.finite()
     }
 }
 
@@ -311,16 +438,96 @@ mod tests {
     #[test]
     fn numbers_are_read_to_the_digit() {
         for ok in ["0", "-0", "7", "-12", "0.5", "-0.25", "1694128201545.123", "1e5", "1E+05"] {
-            assert!(Number::reads(ok.as_bytes()), "{ok}");
+            assert!(Number::read(ok.as_bytes()).complete(), "{ok}");
         }
         for ok in ["2.5e-3", "-1.0E10", "0e0", "-inf", "-Infinity", "-foo"] {
-            assert!(Number::reads(ok.as_bytes()), "{ok}");
+            assert!(Number::read(ok.as_bytes()).complete(), "{ok}");
         }
         let broken = ["-", "1.2.3", "0x1f", "007", "-01", "1.", "1.e5", "1e", "1e+", "12abc"];
         for bad in broken.into_iter().chain(["1.5x", "1e5.0", "1e5e5", "--1", "1-2", "1+2", "5é"])
         {
-            assert!(!Number::reads(bad.as_bytes()), "{bad}");
+            assert!(!Number::read(bad.as_bytes()).complete(), "{bad}");
         }
+    }
+
+    /// Whether a number rounds to infinity, as Rust's correctly rounded
+    /// parse (and orjson) say, near the boundary and far from it, however
+    /// the number is written and split.
+    #[test]
+    fn a_number_beyond_a_double_is_told_from_its_digits() {
+        let halfway = std::str::from_utf8(HALFWAY).unwrap();
+        let mut cases: Vec<String> = [
+            "0",
+            "-0.0e500",
+            "1e308",
+            "1.8e308",
+            "-1e400",
+            "1e-400",
+            "0.00001e312",
+            "1E+309",
+            "1.7976931348623157e308",
+            "1.7976931348623158e308",
+            "1.7976931348623159e308",
+            "0.1797693134862315807e309",
+            "17976931348623158e292",
+            "1e99999999999999999999999",
+            "100e-99999999999999999999",
+            "1e-0",
+        ]
+        .map(String::from)
+        .into();
+        // The halfway number and its neighbours, written every way.
+        let below = format!("{}1", &halfway[..308]);
+        let above = format!("{}3", &halfway[..308]);
+        for digits in [halfway, &below, &above, &halfway[..200], &format!("{halfway}0000")] {
+            cases.push(digits.to_string());
+            cases.push(format!("-{digits}"));
+            cases.push(format!("{}.{}e308", &digits[..1], &digits[1..]));
+            cases.push(format!("0.{digits}e309"));
+            cases.push(format!("0.000{digits}e312"));
+            cases.push(format!("{digits}.5"));
+            cases.push(format!("{digits}e-1"));
+        }
+        cases.push(format!("{halfway}0000001"));
+        cases.push(format!("{}.{}00001e308", &halfway[..1], &halfway[1..]));
+        // Random ones: digits, a point, an exponent near the edge.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..3000 {
+            let len = 1 + next(20) as usize;
+            let mut digits: String = (0..len).map(|_| (b'0' + next(10) as u8) as char).collect();
+            if next(2) == 0 {
+                digits = format!("{}{}", &halfway[..len.min(30)], &digits[len.min(30)..]);
+            }
+            let point = next(len as u64) as usize;
+            let int = match digits[..=point].trim_start_matches('0') {
+                "" => "0",
+                int => int,
+            };
+            let text = match (next(3), &digits[point + 1..]) {
+                (0, fraction) if !fraction.is_empty() => format!("{int}.{fraction}"),
+                _ => int.to_string(),
+            };
+            let exponent = 290 + next(40) as i64 - if next(4) == 0 { 600 } else { 0 };
+            cases.push(format!("{text}e{exponent}"));
+        }
+        for case in &cases {
+            assert!(Number::read(case.as_bytes()).complete(), "{case}");
+            let want = case.parse::<f64>().unwrap().is_finite();
+            assert_eq!(Magnitude::finite_text(case.as_bytes()), want, "{case}");
+            for split in [1, 7, 64] {
+                let mut magnitude = Magnitude::new();
+                case.as_bytes().chunks(split).for_each(|piece| magnitude.feed(piece));
+                assert_eq!(magnitude.finite(), want, "{case}, in pieces of {split}");
+            }
+        }
+        let infinite = cases.iter().filter(|c| !c.parse::<f64>().unwrap().is_finite()).count();
+        assert!(infinite > 100 && cases.len() - infinite > 100, "{infinite} of {}", cases.len());
     }
 
     /// Deep nesting: each bracket closes the one it should.

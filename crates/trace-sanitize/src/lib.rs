@@ -63,10 +63,10 @@
 //!   `0x1f`, `007` are not JSON). The first token the grammar does not
 //!   allow there, or number that is not JSON, is [`Report::malformed`]; a
 //!   last string that never ends, [`Report::unclosed_string`]. So a check
-//!   says exactly whether strict parsers load the repaired copy. (Two
-//!   limits of orjson's are not checked, as no profiler comes near them: a
-//!   number too large for a double, `1e400`, and brackets nested deeper
-//!   than 1,024 levels.)
+//!   says exactly whether strict parsers load the repaired copy. orjson's
+//!   two limits are checked too ([`Break`]): a number beyond a double's
+//!   range (`1e400`: Python's `json` reads `inf`, orjson refuses it), and
+//!   brackets nested deeper than 1,024 levels.
 //! - [`sanitize_file`] / [`check_file`] work on `.json` and `.json.gz` files:
 //!   the input is never modified, the output is gzip when its name ends in
 //!   `.gz` ([`output_compression`]) and is written to a temporary file
@@ -108,6 +108,6 @@ pub use crate::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,
         salvage_file, sanitize_file, write_atomic,
     },
-    report::{Counts, Defect, Malformed, NotJson, Repair, Report},
+    report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},
     stream::{Options, check, salvage, sanitize},
 };

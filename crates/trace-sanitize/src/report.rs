@@ -101,55 +101,94 @@ impl NotJson {
                                       quote inside it ended early?";
 }
 
-/// A token where the JSON grammar does not allow one (a string where `:`
-/// goes, a `]` where a `{` is open): what a string ended early by a quote
-/// inside it leaves, the rest of it read as JSON. Strict parsers reject the
-/// trace whatever is repaired.
-///
-/// Or a number that is not JSON (`1.2.3`, `0x1f`, `007`): strict parsers
-/// reject it too, and no repair applies.
+/// Where the JSON grammar does not allow a token (a string where `:` goes,
+/// a `]` where a `{` is open): what a string ended early by a quote inside
+/// it leaves, the rest of it read as JSON. Or a number that is not JSON
+/// (`1.2.3`), or one of orjson's limits passed. Strict parsers reject the
+/// trace whatever is repaired ([`Break`] says which).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Malformed {
     /// Byte offset of the token in the input (the decompressed stream for
     /// `.json.gz`).
     pub offset: u64,
     /// What is there: `` `,` ``, `` `]` ``..., `a string`, `a number or
-    /// word`, or `` `1.2.3` (not a JSON number) ``.
+    /// word`, `` `1.2.3` (not a JSON number) ``, `` `1e400` (too large for a
+    /// double) `` or `` `[` 1,025 levels deep ``.
     pub found: Cow<'static, str>,
     /// What goes there instead: `` `:` ``, `` `,` or `}` ``, `a value`...
     pub expected: &'static str,
-    /// Whether it is a number that is not JSON (`found` quotes it), rather
-    /// than a token out of place.
-    pub number: bool,
+    /// What kind of break it is.
+    pub kind: Break,
     /// Where it is in the repaired output: whether a salvaged copy keeps it.
     #[serde(skip)]
     pub(crate) output_offset: u64,
 }
 
 impl Malformed {
-    /// What usually leaves one (or a string that never ends:
-    /// [`Report::unclosed_string`]), for a message to suggest.
+    /// What usually leaves a token out of place (or a string that never
+    /// ends: [`Report::unclosed_string`]), for a message to suggest.
     pub const LIKELY: &'static str = "a quote inside a string that ended it early, or a backslash at its end that escaped its \
          closing quote?";
 
     /// What usually leaves this one, for a message to suggest.
     pub fn likely(&self) -> &'static str {
-        Malformed::likely_of(self.number)
+        self.kind.likely()
     }
+}
 
-    /// What usually leaves a number that is not JSON (`number`), or a token
-    /// out of place.
-    pub fn likely_of(number: bool) -> &'static str {
-        match number {
-            true => Malformed::NUMBER_LIKELY,
-            false => Malformed::LIKELY,
+/// What breaks the JSON at a [`Malformed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Break {
+    /// A token where the grammar allows none.
+    Token,
+    /// A number that is not JSON: `1.2.3`, `0x1f`, `007`, `1.`.
+    Number,
+    /// A number beyond a double's range (`1e400`, an integer of 309
+    /// digits): orjson refuses it ("number is infinity when parsed as
+    /// double"), where Python's `json` reads `inf`.
+    Infinite,
+    /// A `{` or `[` nested deeper than [`Break::MAX_DEPTH`] levels: orjson
+    /// refuses it ("depth limit exceeded").
+    TooDeep,
+}
+
+impl Break {
+    /// How many levels of `{` and `[` orjson reads, the document's own
+    /// included.
+    pub const MAX_DEPTH: usize = 1024;
+
+    /// What usually leaves one, for a message to suggest.
+    pub fn likely(self) -> &'static str {
+        match self {
+            Break::Token => Malformed::LIKELY,
+            Break::Number => {
+                "a version, an address or a number in a notation JSON does not have, written \
+                 where a quoted string was meant?"
+            }
+            Break::Infinite => {
+                "orjson, which TraceLens loads traces with, reads no number beyond a double's \
+                 range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from \
+                 a wider type?"
+            }
+            Break::TooDeep => {
+                "orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and \
+                 `[`: a recursive structure written out whole?"
+            }
         }
     }
 
-    /// What usually leaves a number that is not JSON.
-    pub const NUMBER_LIKELY: &'static str = "a version, an address or a number in a notation JSON \
-                                             does not have, written where a quoted string was \
-                                             meant?";
+    /// How to mend the trace (no repair applies), for a message to
+    /// suggest.
+    pub fn mend(self) -> &'static str {
+        match self {
+            Break::Token => "mend the string before it in a copy",
+            Break::Number => "quote it, or write it as a JSON number, in a copy",
+            Break::Infinite => "quote it, or write null or a number a double holds, in a copy",
+            Break::TooDeep => "nest it less deeply in a copy",
+        }
+    }
 }
 
 /// Counts per defect class.

@@ -111,24 +111,25 @@ pub enum Error {
     },
     /// A token where the JSON grammar allows none (a string where `:` goes,
     /// a `]` where a `{` is open), most likely left by a string that a
-    /// quote inside it ended early, or a number that is not JSON (`1.2.3`):
-    /// no repair applies.
+    /// quote inside it ended early; or a number that is not JSON (`1.2.3`),
+    /// or one of orjson's limits passed ([`trace_sanitize::Break`]): no
+    /// repair applies.
     #[error(
         "{path} is not JSON at byte {offset}: {found} where {expected} goes ({}), and no repair \
          applies",
-        trace_sanitize::Malformed::likely_of(*number)
+        kind.likely()
     )]
     Malformed {
         /// The trace.
         path: PathBuf,
         /// Where the token starts (decompressed bytes, before any repair).
         offset: u64,
-        /// What is there, in words (a number that is not JSON: quoted).
+        /// What is there, in words (a number: quoted).
         found: String,
         /// What goes there, in words.
         expected: &'static str,
-        /// Whether it is a number that is not JSON.
-        number: bool,
+        /// What breaks the JSON there.
+        kind: trace_sanitize::Break,
     },
     /// The trace ends inside a string, though its last byte is `}` or `]`:
     /// not cut short, but a string that never ends, so that the rest of

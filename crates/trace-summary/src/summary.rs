@@ -339,9 +339,8 @@ fn unrepairable_in(path: &Path) -> Option<Error> {
         return Some(Error::NotJson { path, offset, text, key, expected });
     }
     if let Some(m) = report.malformed {
-        let (offset, found, expected, number) =
-            (m.offset, m.found.into_owned(), m.expected, m.number);
-        return Some(Error::Malformed { path, offset, found, expected, number });
+        let (offset, found, expected, kind) = (m.offset, m.found.into_owned(), m.expected, m.kind);
+        return Some(Error::Malformed { path, offset, found, expected, kind });
     }
     report.unclosed_string.then_some(Error::UnclosedString { path })
 }

@@ -698,15 +698,11 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             "no repair applies: replace it with a JSON value, such as null, in a copy",
         )
     };
-    let malformed = |offset: u64, found: &str, expected: &str, number: bool| {
-        let likely = trace_sanitize::Malformed::likely_of(number);
-        let mend = match number {
-            true => "no repair applies: quote it, or write it as a JSON number, in a copy",
-            false => "no repair applies: mend the string before it in a copy",
-        };
+    let malformed = |offset: u64, found: &str, expected: &str, kind: trace_sanitize::Break| {
+        let likely = kind.likely();
         unparseable(
             format!("not JSON: at byte {offset}, {found} where {expected} goes ({likely})"),
-            mend,
+            &format!("no repair applies: {}", kind.mend()),
         )
     };
     // Ctrl-C stops the reading too (`Cancelled`: no row; the job then stops).
@@ -749,8 +745,8 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         Err(trace_summary::Error::NotJson { offset, text, key, expected, .. }) => {
             return not_json(offset, &text, key.as_deref(), expected);
         }
-        Err(trace_summary::Error::Malformed { offset, found, expected, number, .. }) => {
-            return malformed(offset, &found, expected, number);
+        Err(trace_summary::Error::Malformed { offset, found, expected, kind, .. }) => {
+            return malformed(offset, &found, expected, kind);
         }
         Err(trace_summary::Error::UnclosedString { .. }) => {
             return unparseable(
@@ -778,7 +774,7 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         return not_json(word.offset, &word.text, word.key.as_deref(), expected);
     }
     if let Some(m) = &summary.malformed {
-        return malformed(m.offset, &m.found, m.expected, m.number);
+        return malformed(m.offset, &m.found, m.expected, m.kind);
     }
     // rocprofv3 traces are checked for cuts only: what TraceLens' rocprof
     // report needs is not what trace-summary's outcome describes.

@@ -437,6 +437,41 @@ fn numbers_json_does_not_have_are_named() {
     ");
 }
 
+/// What JSON allows but orjson refuses, a number beyond a double and
+/// brackets 1,025 levels deep, is named the same way.
+#[test]
+fn past_orjsons_limits_is_named() {
+    let trace = String::from_utf8(kineto_4242()).unwrap();
+    let last = trace.trim_end().strip_suffix('}').unwrap();
+    let big = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"bytes\": -1.8e308", 1);
+    assert_ne!(big, trace);
+    let dir = dir_with("big.json", big);
+    let nest = format!("{}{}", "[{\"a\": ".repeat(512), "}]".repeat(512));
+    fs::write(dir.path().join("deep.json"), format!("{last}, \"nest\": {nest}}}\n")).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "big.json", "deep.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    big.json: its JSON breaks at byte 494: `-1.8e308` (too large for a double) where a value goes (orjson, which TraceLens loads traces with, reads no number beyond a double's range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from a wider type?); TraceLens cannot parse it, and no repair applies
+      at byte        494  not JSON       `-1.8e308` (too large for a double) where a value goes
+    deep.json: its JSON breaks at byte 4858: `{` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?); TraceLens cannot parse it, and no repair applies
+      at byte       4858  not JSON       `{` 1,025 levels deep where a value goes
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["report", "summary", "big.json", "deep.json", "-o", "out"], @r"
+    exit code: 0
+    ----- stdout -----
+    == big.json (rank 1)
+       warning: its JSON breaks at byte 494: `-1.8e308` (too large for a double) where a value goes (orjson, which TraceLens loads traces with, reads no number beyond a double's range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from a wider type?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    == deep.json (rank 1)
+       warning: its JSON breaks at byte 4858: `{` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    ----- stderr -----
+    ");
+}
+
 #[test]
 fn a_trace_ending_in_zeros_is_said_to_be_one() {
     let whole = kineto_4242();

@@ -287,7 +287,16 @@ fn orjson_agrees_with_the_grammar_check() {
         b"[1e+]",
         b"[.5]",
         b"[+1]",
+        // Past orjson's limits: a number beyond a double, 1,025 levels.
+        b"{\"bytes\": 1e400}",
+        b"[-1.8e308]",
+        b"[0.5E+310]",
+        b"[1797693134862315807937289714053034150799341327100378269361737789804449682927647509e228]",
     ];
+    let deep = |levels: usize| ["[".repeat(levels), "]".repeat(levels)].concat().into_bytes();
+    let (too_deep, deepest) = (deep(1025), deep(1024));
+    let huge = format!("[1{}]", "0".repeat(309)).into_bytes();
+    let broken: Vec<&[u8]> = broken.iter().copied().chain([&too_deep[..], &huge]).collect();
     let fine: &[&[u8]] = &[
         b"{\"a\": [], \"b\": {}, \"c\": [{\"d\": -1.5e3, \"e\": true, \"f\": null}]}",
         b" [ [ ] , { } , \"\" , 0 ]\n",
@@ -295,7 +304,9 @@ fn orjson_agrees_with_the_grammar_check() {
         b"{\"name\": \"print(\"hi\")\", \"x\": 1}",
         // A stray quote the repair escapes.
         b"{\"a\": \"x\"\"}",
+        b"[1e308, -1.7976931348623157e308, 1e-400, 0.00001e312, 1797693134862315807e290]",
     ];
+    let fine: Vec<&[u8]> = fine.iter().copied().chain([&deepest[..]]).collect();
     let mut files = Vec::new();
     for (doc, want_broken) in
         broken.iter().map(|d| (d, true)).chain(fine.iter().map(|d| (d, false)))
@@ -328,6 +339,7 @@ fn orjson_loads(orjson: &std::path::Path, docs: &[Vec<u8>]) -> Vec<String> {
     }
     let script = r#"
 import json, orjson, pathlib, sys
+sys.setrecursionlimit(10000)  # json and == on 1,024 levels
 d = pathlib.Path(sys.argv[1])
 for i in range(int(sys.argv[2])):
     raw = (d / str(i)).read_bytes()

@@ -445,6 +445,29 @@ fn numbers_json_does_not_have_fail_up_front() {
     }
 }
 
+/// What orjson refuses though JSON allows it fails up front too: a number
+/// beyond a double's range, brackets 1,025 levels deep.
+#[test]
+fn past_orjsons_limits_fails_up_front() {
+    let mut case = Case::new();
+    let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
+    let big = body.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"bytes\": 1e400", 1);
+    assert_ne!(big, body);
+    case.write("big.pt.trace.json", big.as_bytes());
+    let last = body.trim_end().strip_suffix('}').unwrap();
+    let nest = format!("{}{}", "[".repeat(1024), "]".repeat(1024));
+    case.write("deep.pt.trace.json", format!("{last}, \"nest\": {nest}}}\n").as_bytes());
+    case.config.mode = tracelens_driver::Mode::Pytorch;
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    FAILURE pytorch big.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 725, `1e400` (too large for a double) where a value goes (orjson, which TraceLens loads traces with, reads no number beyond a double's range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from a wider type?); TraceLens cannot parse it and was not run (no repair applies: quote it, or write null or a number a double holds, in a copy)
+    FAILURE pytorch deep.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 3688, `[` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?); TraceLens cannot parse it and was not run (no repair applies: nest it less deeply in a copy)
+    ");
+    for name in ["big.pt.trace.json", "deep.pt.trace.json"] {
+        assert!(!case.ran(name), "{name}: {:#?}", case.calls());
+    }
+}
+
 /// The precheck's offsets are the trace's own, not its repaired copy's: a
 /// control byte repaired before the break (one byte, six in the copy)
 /// moves nothing.
