@@ -2,6 +2,7 @@
 //! outputs on the public traces.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+mod breaks;
 mod fidelity;
 mod mangled;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]

@@ -1,0 +1,61 @@
+//! A trace whose JSON breaks, or passes orjson's limits: refused with the
+//! sanitizer's words where the tables read it, summarized with the break
+//! kept (for a warning) where they do not.
+
+use trace_sanitize::Break;
+use trace_summary::{Error, summarize_file};
+
+/// One kernel, one launch; `dur` and `args` of the kernel as given.
+fn trace(dur: &str, args: &str) -> String {
+    format!(
+        r#"{{"traceEvents": [
+{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 100, "args": {{"External id": 1}}}},
+{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {{"correlation": 1, "External id": 1}}}},
+{{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": {dur}, "args": {args}}}
+]}}"#
+    )
+}
+
+#[test]
+fn a_break_where_the_tables_read_is_an_error_of_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dur, kind, found) in [
+        ("1e400", Break::Infinite, "`1e400` (too large for a double)"),
+        ("-1.8E+308", Break::Infinite, "`-1.8E+308` (too large for a double)"),
+        ("6.2.4", Break::Number, "`6.2.4` (not a JSON number)"),
+    ] {
+        let text = trace(dur, r#"{"correlation": 1}"#);
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, &text).unwrap();
+        let at = text.rfind(dur).unwrap() as u64;
+        match summarize_file(&path) {
+            Err(Error::Malformed { offset, found: f, kind: k, .. }) => {
+                assert_eq!((offset, f.as_str(), k), (at, found, kind), "{dur}");
+            }
+            other => panic!("{dur}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_break_where_the_tables_do_not_read_is_kept_for_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    // The document, `traceEvents`, the event and its args: 4 levels.
+    let nest = format!("{}{}", "[".repeat(1021), "]".repeat(1021));
+    for (args, kind) in [
+        (r#"{"correlation": 1, "bytes": 2e308}"#.to_string(), Break::Infinite),
+        (format!(r#"{{"correlation": 1, "dims": {nest}}}"#), Break::TooDeep),
+    ] {
+        let text = trace("50", &args);
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, &text).unwrap();
+        let summary = summarize_file(&path).unwrap_or_else(|e| panic!("{args:.40}: {e}"));
+        let malformed = summary.malformed.unwrap_or_else(|| panic!("{args:.40}: none"));
+        assert_eq!(malformed.kind, kind);
+    }
+    // 1,024 levels, the document's own counted, are fine.
+    let nest = format!("{}{}", "[".repeat(1020), "]".repeat(1020));
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, trace("50", &format!(r#"{{"dims": {nest}}}"#))).unwrap();
+    assert_eq!(summarize_file(&path).unwrap().malformed, None);
+}
