@@ -153,11 +153,12 @@ struct OpenNumber {
 impl OpenNumber {
     /// Whether the number, a whole one, is within a double's range. One of
     /// at most [`SHOWN_NUMBER`] bytes and no exponent is.
+    #[inline(always)]
     fn finite(&self) -> bool {
         match (self.more, self.state) {
-            (true, _) => self.magnitude.finite(),
             (false, Number::ExponentDigits) => Magnitude::finite_text(&self.shown[..self.len]),
             (false, _) => true,
+            (true, _) => self.magnitude.finite(),
         }
     }
 
@@ -322,14 +323,20 @@ impl<W: Write> Closer<W> {
         }
     }
 
-    /// The number being read ended (what follows it is no part of it).
+    /// The number (or word) being read ended (what follows it is no part
+    /// of it).
     fn number_ends(&mut self) {
         let Some(n) = self.number.take() else { return };
         let at = (n.offset, n.output_offset);
-        if !n.state.complete() {
+        if !n.state.complete() && Number::word_starts(n.shown[0]) {
+            // `true.`: what no scan of words saw (`true` and a byte that
+            // is not ASCII).
+            let found = format!("{} (not a JSON value)", n.quoted());
+            self.broken(found.into(), "a value", Break::Token, at);
+        } else if !n.state.complete() {
             let found = format!("{} (not a JSON number)", n.quoted());
             self.broken(found.into(), "a value", Break::Number, at);
-        } else if n.state != Number::Word && !n.finite() {
+        } else if !matches!(n.state, Number::Word | Number::Letters) && !n.finite() {
             let found = format!("{} (too large for a double)", n.quoted());
             self.broken(found.into(), "a value", Break::Infinite, at);
         }
@@ -528,11 +535,15 @@ impl<W: Write> Write for Closer<W> {
                         let at = base + (i + j) as u64;
                         self.token(block[j], at);
                         let b = block[j];
+                        if !Number::starts(b) {
+                            continue;
+                        }
                         let read = read_all
                             || j >= last_run
                             || b == b'-'
-                            || (b == b'0' && (digits >> j) & 2 != 0);
-                        if read && Number::starts(b) && self.grammar.following() {
+                            || (b == b'0' && (digits >> j) & 2 != 0)
+                            || Number::word_starts(b);
+                        if read && self.grammar.following() {
                             let len = (!(scalar >> j)).trailing_zeros() as usize;
                             self.number_in_block(&block, j, len, at);
                         }

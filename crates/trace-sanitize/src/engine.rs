@@ -391,18 +391,16 @@ impl Engine {
             return Step::Advance(sign + run);
         }
         let word = &buf[start..start + run];
-        if run <= LONGEST_WORD && NON_FINITE.contains(&word) {
+        // `true.`, `inf5`: the letters are not the whole token.
+        let whole = buf.get(start + run).is_none_or(|&c| !is_token_byte(c));
+        if whole && run <= LONGEST_WORD && NON_FINITE.contains(&word) {
             return Step::Repair { len: sign + run, defect: Defect::NonFinite, with: NULL };
         }
-        if sign == 0 && matches!(word, b"true" | b"false" | b"null") {
+        if whole && sign == 0 && matches!(word, b"true" | b"false" | b"null") {
             return Step::Advance(run);
         }
         // Not JSON: the whole token, up to what may follow a value.
-        let token = buf[i..]
-            .iter()
-            .take(SHOWN_WORD)
-            .take_while(|&&b| b.is_ascii_graphic() && !b",:{}[]\"".contains(&b))
-            .count();
+        let token = buf[i..].iter().take(SHOWN_WORD).take_while(|&&b| is_token_byte(b)).count();
         if i + token == buf.len() && token < SHOWN_WORD && !eof {
             return Step::NeedMore;
         }
@@ -446,6 +444,12 @@ impl Engine {
         let stray = |j: usize| self.strays.contains(&(start + j as u64));
         if bare { key_ending_at(&bytes, &stray) } else { key_before(&bytes, &stray) }
     }
+}
+
+/// Whether `b` goes on a bare word (or number): printable ASCII other than
+/// what ends a value or starts another.
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_graphic() && !b",:{}[]\"".contains(&b)
 }
 
 /// The first byte from `buf[j]` on that is not JSON whitespace, within

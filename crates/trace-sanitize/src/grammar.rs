@@ -169,27 +169,37 @@ pub(crate) enum Number {
     ExponentSign,
     /// `1e5`
     ExponentDigits,
-    /// `-inf`: a word, not a number.
+    /// `-inf`: a word, not a number (the scan's, whatever follows).
     Word,
-    /// No number goes on this way.
+    /// `true`: a word, letters only (which, the scan says).
+    Letters,
+    /// No number (or word) goes on this way.
     Broken,
 }
 
 impl Number {
-    /// A token that starts with `b` is a number: `-` or a digit.
+    /// A token that starts with `b` is read to its end: a number (`-` or a
+    /// digit) or a word (a letter).
     #[inline(always)]
     pub(crate) fn starts(b: u8) -> bool {
-        b == b'-' || b.is_ascii_digit()
+        CLASS[b as usize] == SCALAR as u8
     }
 
-    /// After the first byte, `-` or a digit.
+    /// After the first byte, `-`, a digit or a letter.
     #[inline(always)]
     pub(crate) fn start(b: u8) -> Number {
         match b {
             b'-' => Number::Sign,
             b'0' => Number::Zero,
-            _ => Number::Integer,
+            b'1'..=b'9' => Number::Integer,
+            _ => Number::Letters,
         }
+    }
+
+    /// Whether the token is a word that starts with a letter (`true`, or
+    /// `true.` when broken).
+    pub(crate) fn word_starts(b: u8) -> bool {
+        b.is_ascii_alphabetic()
     }
 
     /// After `b`, the next byte of the token.
@@ -208,6 +218,7 @@ impl Number {
             Exponent if b == b'+' || b == b'-' => ExponentSign,
             Exponent | ExponentSign | ExponentDigits if digit => ExponentDigits,
             Word => Word,
+            Letters if b.is_ascii_alphabetic() => Letters,
             _ => Broken,
         }
     }
@@ -215,7 +226,7 @@ impl Number {
     /// The token may end here: a whole number (or a word, the scan's).
     pub(crate) fn complete(self) -> bool {
         use Number::*;
-        matches!(self, Zero | Integer | Fraction | ExponentDigits | Word)
+        matches!(self, Zero | Integer | Fraction | ExponentDigits | Word | Letters)
     }
 
     /// Where `text`, a whole token, leaves the grammar: [`Number::complete`]
@@ -440,11 +451,16 @@ mod tests {
         for ok in ["0", "-0", "7", "-12", "0.5", "-0.25", "1694128201545.123", "1e5", "1E+05"] {
             assert!(Number::read(ok.as_bytes()).complete(), "{ok}");
         }
-        for ok in ["2.5e-3", "-1.0E10", "0e0", "-inf", "-Infinity", "-foo"] {
+        for ok in ["2.5e-3", "-1.0E10", "0e0", "-inf", "-Infinity", "-foo", "true", "None", "-x.y"]
+        {
             assert!(Number::read(ok.as_bytes()).complete(), "{ok}");
         }
         let broken = ["-", "1.2.3", "0x1f", "007", "-01", "1.", "1.e5", "1e", "1e+", "12abc"];
-        for bad in broken.into_iter().chain(["1.5x", "1e5.0", "1e5e5", "--1", "1-2", "1+2", "5é"])
+        let words = ["true.", "null5", "false-", "nullé", "inf0"];
+        for bad in broken
+            .into_iter()
+            .chain(["1.5x", "1e5.0", "1e5e5", "--1", "1-2", "1+2", "5é"])
+            .chain(words)
         {
             assert!(!Number::read(bad.as_bytes()).complete(), "{bad}");
         }

@@ -41,7 +41,9 @@
 //! writer that printed Python or JavaScript values) has no repair anyone
 //! could trust: it is left as it is and reported ([`Report::not_json`],
 //! [`Report::first_not_json`]), since strict parsers reject the repaired
-//! copy as well. Numbers' exponents (`1e5`) are no such words.
+//! copy as well. So is a word with more of a token after its letters
+//! (`true.`, `inf5`): not JSON's word, nor a float to repair. Numbers'
+//! exponents (`1e5`) are no such words.
 //!
 //! A UTF-16 or UTF-32 text (told from its byte order mark, or from the zero
 //! bytes around its first character) is refused as [`Error::NotUtf8`]:

@@ -226,6 +226,25 @@ fn bare_words_that_are_not_json_are_reported_and_left() {
     assert_eq!((before.starts_with, before.not_json), (Some(b'W'), 0));
 }
 
+/// A word followed by more of a token (`true.`, `inf5`) is no word of
+/// JSON's, nor a float to repair: the whole token is named, and left.
+#[test]
+fn a_word_with_more_after_it_is_not_json() {
+    let input = b"[true., inf5, null-1, -inf., false_x, NaN0, true]";
+    let (out, report) = run(input);
+    assert_eq!(out, input);
+    assert_eq!((report.not_json, report.counts.non_finite), (6, 0));
+    let first = report.first_not_json.as_ref().unwrap();
+    assert_eq!((first.offset, first.text.as_str()), (1, "true."));
+    // The grammar breaks there too, so a check and orjson agree.
+    assert_eq!(report.malformed.map(|m| m.offset), Some(1));
+    // `true` and a byte that is not ASCII: no word of the scan's, but the
+    // grammar's check of words sees it.
+    let (_, report) = run("[1, trueé]".as_bytes());
+    let m = report.malformed.unwrap();
+    assert_eq!((report.not_json, m.offset, m.found.as_ref()), (0, 4, "`trueé` (not a JSON value)"));
+}
+
 #[test]
 fn stray_quotes_inside_strings_are_escaped() {
     // A quote in a name, as Kineto writes Python names and op names raw.

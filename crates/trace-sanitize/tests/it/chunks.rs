@@ -83,14 +83,14 @@ fn every_split_of_stray_quotes() {
 
 #[test]
 fn every_split_of_bare_words() {
-    let input = b"[-inf,nan, NaN,xinf, -Infinity,\"inf\\x\",infinite,abcdefghijnan,true,-,-1,null,Inf,N/A  ,N/A \"\"]";
+    let input = b"[-inf,nan, NaN,xinf, -Infinity,\"inf\\x\",infinite,abcdefghijnan,true,-,-1,null,Inf,N/A  ,N/A \"\",true.,inf5]";
     let (whole, report) = same_for_every_split(input);
     assert_eq!(
         String::from_utf8_lossy(&whole),
-        "[null,null, null,xinf, null,\"inf\\\\x\",infinite,abcdefghijnan,true,-,-1,null,null,\"N/A\"  ,N/A \"\"]"
+        "[null,null, null,xinf, null,\"inf\\\\x\",infinite,abcdefghijnan,true,-,-1,null,null,\"N/A\"  ,N/A \"\",true.,inf5]"
     );
     let c = report.counts;
     assert_eq!((c.non_finite, c.invalid_escapes, c.unquoted_not_available), (5, 1, 1));
-    // xinf, infinite, abcdefghijnan and the N/A before a quote.
-    assert_eq!(report.not_json, 4);
+    // xinf, infinite, abcdefghijnan, the N/A before a quote, true. and inf5.
+    assert_eq!(report.not_json, 6);
 }

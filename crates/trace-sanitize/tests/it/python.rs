@@ -416,3 +416,151 @@ fn orjson_agrees_on_how_a_document_ends() {
     assert!(kinds.contains(&trace_sanitize::CutKind::DataAfterEnd));
     assert_eq!(checked.iter().filter(|(_, c)| c.starts_with.is_some()).count(), 3);
 }
+
+/// What random edits insert: JSON's own bytes, defects, words and numbers.
+const EDITS: &[&[u8]] = &[
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"\"",
+    b"\\",
+    b" ",
+    b"\t",
+    b"\n",
+    b"-",
+    b".",
+    b"e",
+    b"E",
+    b"+",
+    b"0",
+    b"1",
+    b"7",
+    b"9",
+    b"x",
+    b"t",
+    b"n",
+    b"\x00",
+    b"\x01",
+    b"\xff",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xef\xbb\xbf",
+    b"\\u",
+    b"\\ud800",
+    b"\\\"",
+    b"\"\"",
+    b"{\"a\":",
+    b"[[",
+    b"00",
+    b"e5",
+    b"0x",
+    b"1e",
+    b"1e400",
+    b"inf",
+    b"NaN",
+    b"-Infinity",
+    b"N/A",
+    b"None",
+    b"true",
+];
+
+/// Random edits of two small traces, a Kineto and a rocprofv3 one (bytes
+/// inserted, deleted, replaced, repeated; the end cut off), sanitized with
+/// buffers of every size: wherever a sanitize pass says its copy has no
+/// break, orjson loads the copy, and wherever it names one, orjson refuses
+/// the copy.
+#[test]
+fn orjson_agrees_on_randomly_edited_traces() {
+    let Some(orjson) = orjson_python() else { return };
+    let kineto: &[u8] = br#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150754820096, "computeMajor": 9}], "traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": -1, "tid": 7, "ts": 1694128201545.123, "dur": 2.5e-3, "args": {"Input Dims": [[128, 64], []], "Concrete Inputs": ["", "\"x\"", "C:\\tmp"], "flops": 1E+9}},
+{"ph": "f", "id": 0, "bp": "e", "name": "\u00e9\ud83d\ude00 ok", "v": [true, false, null, -0, 0.0, 17332996360099338395]},
+{"ph": "i", "s": "t", "args": {}}
+], "traceName": "/tmp/x.pt.trace.json", "distributedInfo": {"rank": 0}}
+"#;
+    let rocprof: &[u8] = br#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":908,"init_time":1722000000000,"command":["python3","-c","x"]},"agents":[{"id":{"handle":1},"type":2,"name":"gfx950","gpu_index":0}],"kernel_symbols":[{"kernel_id":0,"kernel_name":""},{"kernel_id":1,"kernel_name":"_Z4gemmPf.kd"}],"buffer_records":{"kernel_dispatch":[{"size":96,"kind":11,"operation":2,"correlation_id":{"internal":1,"external":0},"start_timestamp":1722000000100,"end_timestamp":1722000000900,"dispatch_info":{"kernel_id":1,"grid_size":{"x":1024,"y":1,"z":1}}}],"hip_api":[]}}]}"#;
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let (mut docs, mut outs, mut ours) = (Vec::new(), Vec::new(), Vec::new());
+    for case in 0..4000 {
+        let mut doc = [kineto, rocprof][case % 2].to_vec();
+        for _ in 0..1 + rng.next() % 3 {
+            let at = (rng.next() % (doc.len() as u64 + 1)) as usize;
+            let end = (at + 1 + (rng.next() % 3) as usize).min(doc.len());
+            let edit = rng.pick(EDITS);
+            match rng.next() % 5 {
+                0 => drop(doc.splice(at..at, edit.iter().copied())),
+                1 => drop(doc.splice(at..end, [])),
+                2 => drop(doc.splice(at..end, edit.iter().copied())),
+                3 => {
+                    let span = doc[at..(at + (rng.next() % 40) as usize).min(doc.len())].to_vec();
+                    drop(doc.splice(at..at, span));
+                }
+                _ => doc.truncate(at),
+            }
+        }
+        // Small buffers too: every place a pass can end.
+        let buffer_size = [1, 7, 64, 100, 1 << 16][(rng.next() % 5) as usize];
+        let options = Options { buffer_size, ..Options::default() };
+        let mut out = Vec::new();
+        let loads = match trace_sanitize::sanitize(&doc[..], &mut out, &options) {
+            Ok(r) => {
+                !(r.malformed.is_some()
+                    || r.unclosed_string
+                    || r.not_json > 0
+                    || r.complete == Some(false))
+            }
+            Err(_) => false,
+        };
+        // A document that is not an object or an array is no trace: not
+        // complete, by design, though orjson may load it (`true`).
+        let first = out.iter().find(|b| !b" \t\r\n".contains(b));
+        if first.is_some_and(|b| !b"{[".contains(b)) {
+            continue;
+        }
+        ours.push(loads);
+        docs.push(doc);
+        outs.push(out);
+    }
+    let verdicts = orjson_verdicts(&orjson, &outs);
+    let wrong: Vec<String> = (verdicts.iter().zip(&ours).zip(&docs))
+        .filter(|((verdict, loads), _)| (*verdict == "ok") != **loads)
+        .map(|((verdict, loads), doc)| {
+            let ours = if *loads { "it loads" } else { "it does not" };
+            format!("we say {ours}, orjson: {verdict}: {:?}", String::from_utf8_lossy(doc))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
+    // Both verdicts came up, many times.
+    let loading = ours.iter().filter(|l| **l).count();
+    assert!(loading > 500 && ours.len() - loading > 500, "{loading} of {}", ours.len());
+}
+
+/// Whether orjson loads each of `docs`: "ok", or its error.
+fn orjson_verdicts(orjson: &std::path::Path, docs: &[Vec<u8>]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, doc) in docs.iter().enumerate() {
+        fs::write(dir.path().join(i.to_string()), doc).unwrap();
+    }
+    let script = r#"
+import orjson, pathlib, sys
+d = pathlib.Path(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    try:
+        orjson.loads((d / str(i)).read_bytes())
+        print("ok")
+    except orjson.JSONDecodeError as e:
+        print(str(e).replace("\n", " "))
+"#;
+    #[allow(clippy::disallowed_methods, reason = "a test calling the real orjson")]
+    let output = Command::new(orjson)
+        .args(["-c", script])
+        .arg(dir.path())
+        .arg(docs.len().to_string())
+        .output()
+        .expect("the orjson interpreter runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().map(Into::into).collect()
+}
