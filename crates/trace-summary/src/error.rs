@@ -149,11 +149,14 @@ pub enum Error {
         /// The trace.
         path: PathBuf,
     },
-    /// The trace is not a Chrome trace JSON (after sanitizing).
-    #[error("{path} is not a readable Chrome trace: {detail}")]
+    /// The trace is not a Chrome trace JSON, or a rocprofv3 one, that this
+    /// crate can read (after sanitizing): valid JSON missing a field, say.
+    #[error("{path} is not a readable {}: {detail}", crate::Format::name(*format))]
     Parse {
         /// The trace.
         path: PathBuf,
+        /// What it was read as, when that was known.
+        format: Option<crate::Format>,
         /// The parser's message, with line and column.
         detail: String,
     },

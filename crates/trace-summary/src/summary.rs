@@ -54,6 +54,18 @@ pub enum Format {
     Rocprofv3,
 }
 
+impl Format {
+    /// What a trace read as `format` is called in a message: `Chrome
+    /// trace`, `rocprofv3 trace`, or `trace` when that is not known.
+    pub fn name(format: Option<Format>) -> &'static str {
+        match format {
+            Some(Format::Kineto) => "Chrome trace",
+            Some(Format::Rocprofv3) => "rocprofv3 trace",
+            None => "trace",
+        }
+    }
+}
+
 /// How to read a trace.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -158,9 +170,11 @@ pub fn summarize_with<R: Read + Send>(
     let bytes = Arc::new(AtomicU64::new(0));
     let mut reader =
         BufReader::with_capacity(1 << 20, Counted { inner: reader, bytes: Arc::clone(&bytes) });
-    let head = reader
-        .fill_buf()
-        .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
+    let head = reader.fill_buf().map_err(|e| Error::Parse {
+        path: label.to_path_buf(),
+        format: None,
+        detail: e.to_string(),
+    })?;
     let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     if let Some(&first) = text.iter().find(|b| !b.is_ascii_whitespace())
         && !matches!(first, b'{' | b'[')
@@ -179,7 +193,11 @@ pub fn summarize_with<R: Read + Send>(
                     bytes: bytes.load(Ordering::Relaxed),
                     events: None,
                 },
-                _ => Error::Parse { path: label.to_path_buf(), detail: e.to_string() },
+                _ => Error::Parse {
+                    path: label.to_path_buf(),
+                    format: Some(Format::Rocprofv3),
+                    detail: e.to_string(),
+                },
             })?;
         if let Some(offset) = data_after_end {
             return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
@@ -202,8 +220,11 @@ pub fn summarize_with<R: Read + Send>(
             unclosed_string: false,
         });
     }
-    let mut parsed = parse(reader)
-        .map_err(|e| Error::Parse { path: label.to_path_buf(), detail: e.to_string() })?;
+    let mut parsed = parse(reader).map_err(|e| Error::Parse {
+        path: label.to_path_buf(),
+        format: Some(Format::Kineto),
+        detail: e.to_string(),
+    })?;
     let events = parsed.read;
     let truncated_at = parsed.truncated_at;
     let gpu_devices = parsed.devices;
@@ -351,9 +372,11 @@ fn unrepairable_in(path: &Path) -> Option<Error> {
 #[doc(hidden)]
 pub fn parse_file(path: &Path) -> Result<usize> {
     with_sanitized(path, &Options::default(), |reader| {
-        parse(BufReader::with_capacity(1 << 20, reader))
-            .map(|p| p.read)
-            .map_err(|e| Error::Parse { path: path.to_path_buf(), detail: e.to_string() })
+        parse(BufReader::with_capacity(1 << 20, reader)).map(|p| p.read).map_err(|e| Error::Parse {
+            path: path.to_path_buf(),
+            format: Some(Format::Kineto),
+            detail: e.to_string(),
+        })
     })
     .map(|(read, _)| read)
 }
@@ -405,6 +428,7 @@ fn with_sanitized<T>(
             }
             (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
                 path: path.to_path_buf(),
+                format: None,
                 detail: format!(
                     "the trace ends after {offset} bytes, before anything in it is complete: nothing to salvage"
                 ),

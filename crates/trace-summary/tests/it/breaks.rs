@@ -1,9 +1,10 @@
 //! A trace whose JSON breaks, or passes orjson's limits: refused with the
 //! sanitizer's words where the tables read it, summarized with the break
-//! kept (for a warning) where they do not.
+//! kept (for a warning) where they do not. And valid JSON that lacks what
+//! its format needs: refused, naming the format.
 
 use trace_sanitize::Break;
-use trace_summary::{Error, summarize_file};
+use trace_summary::{Error, Format, summarize_file};
 
 /// One kernel, one launch; `dur` and `args` of the kernel as given.
 fn trace(dur: &str, args: &str) -> String {
@@ -58,4 +59,17 @@ fn a_break_where_the_tables_do_not_read_is_kept_for_a_warning() {
     let path = dir.path().join("t.json");
     std::fs::write(&path, trace("50", &format!(r#"{{"dims": {nest}}}"#))).unwrap();
     assert_eq!(summarize_file(&path).unwrap().malformed, None);
+}
+
+#[test]
+fn valid_json_its_format_cannot_read_is_refused_naming_the_format() {
+    let dir = tempfile::tempdir().unwrap();
+    // A rocprofv3 record without its end.
+    let rocprof = r#"{"rocprofiler-sdk-tool": [{"metadata": {"pid": 1, "init_time": 0, "fini_time": 9}, "agents": [], "kernel_symbols": [], "buffer_records": {"kernel_dispatch": [{"kind": 11, "operation": 2, "correlation_id": {"internal": 1, "external": 0}, "start_timestamp": 5, "dispatch_info": {"kernel_id": 1, "agent_id": {"handle": 1}, "queue_id": {"handle": 1}}}]}}]}"#;
+    let path = dir.path().join("r_results.json");
+    std::fs::write(&path, rocprof).unwrap();
+    let e = summarize_file(&path).unwrap_err();
+    assert!(matches!(e, Error::Parse { format: Some(Format::Rocprofv3), .. }), "{e:?}");
+    let said = e.to_string();
+    assert!(said.contains("is not a readable rocprofv3 trace: missing field"), "{said}");
 }
