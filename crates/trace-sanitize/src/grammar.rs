@@ -6,7 +6,8 @@
 //! and whether it is JSON, the scan tells: [`crate::Report::not_json`]).
 //! One table lookup per token keeps this cheap: the state says what may come
 //! next, and where a value ends (in an object, in an array, or the
-//! document). A number is then read to its end: [`Number`].
+//! document). A number, or a word, is then read to its end: [`Number`];
+//! a number's magnitude too, where it could pass a double's: [`Magnitude`].
 
 /// What may come next: the states of the table.
 const VALUE_TOP: u8 = 0; // the document
@@ -150,7 +151,9 @@ impl Grammar {
 /// `1.2.3` (a version), `0x1f` (an address), `007`, `1.`, `12abc`: a writer
 /// that printed a value JSON has no notation for, or text meant as a string.
 /// A `-` before a letter starts a word, not a number: `-inf` is the scan's
-/// ([`crate::Report::not_json`]).
+/// ([`crate::Report::not_json`]). A word that starts with a letter is read
+/// too, to check that it is letters only (`true.` is no `true`; which
+/// letters, the scan says).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Number {
     /// `-`
@@ -196,8 +199,8 @@ impl Number {
         }
     }
 
-    /// Whether the token is a word that starts with a letter (`true`, or
-    /// `true.` when broken).
+    /// A token that starts with `b` is a word (`true`; `true.` when
+    /// broken), not a number.
     pub(crate) fn word_starts(b: u8) -> bool {
         b.is_ascii_alphabetic()
     }

@@ -151,7 +151,7 @@ pub enum Error {
     },
     /// The trace is not a Chrome trace JSON, or a rocprofv3 one, that this
     /// crate can read (after sanitizing): valid JSON missing a field, say.
-    #[error("{path} is not a readable {}: {detail}", crate::Format::name(*format))]
+    #[error("{path} is not a readable {}: {detail}", called(*format))]
     Parse {
         /// The trace.
         path: PathBuf,
@@ -189,3 +189,13 @@ impl Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a trace read as `format` is called in a message: `Chrome trace`,
+/// `rocprofv3 trace`, or `trace` when that is not known.
+fn called(format: Option<crate::Format>) -> &'static str {
+    match format {
+        Some(crate::Format::Kineto) => "Chrome trace",
+        Some(crate::Format::Rocprofv3) => "rocprofv3 trace",
+        None => "trace",
+    }
+}

@@ -54,18 +54,6 @@ pub enum Format {
     Rocprofv3,
 }
 
-impl Format {
-    /// What a trace read as `format` is called in a message: `Chrome
-    /// trace`, `rocprofv3 trace`, or `trace` when that is not known.
-    pub fn name(format: Option<Format>) -> &'static str {
-        match format {
-            Some(Format::Kineto) => "Chrome trace",
-            Some(Format::Rocprofv3) => "rocprofv3 trace",
-            None => "trace",
-        }
-    }
-}
-
 /// How to read a trace.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
