@@ -438,7 +438,7 @@ const EDITS: &[&[u8]] = &[
 /// inserted, deleted, replaced, repeated; the end cut off), sanitized and
 /// salvaged with buffers of every size: wherever a pass says its copy has
 /// no break, orjson loads the copy, and wherever it names one, orjson
-/// refuses the copy.
+/// refuses the copy. A check finds what the sanitize pass finds.
 #[test]
 fn orjson_agrees_on_randomly_edited_traces() {
     let Some(orjson) = orjson_python() else { return };
@@ -472,7 +472,21 @@ fn orjson_agrees_on_randomly_edited_traces() {
         let buffer_size = [1, 7, 64, 100, 1 << 16][(rng.next() % 5) as usize];
         let options = Options { buffer_size, ..Options::default() };
         let mut out = Vec::new();
-        let loads = match trace_sanitize::sanitize(&doc[..], &mut out, &options) {
+        let sanitized = trace_sanitize::sanitize(&doc[..], &mut out, &options);
+        // A check, which writes nothing, finds the same (bare words: in a
+        // complete document; else it counts those a salvage keeps).
+        let checked = trace_sanitize::check(&doc[..], &options);
+        let found = |r: &trace_sanitize::Report| {
+            let words = if r.complete == Some(true) { r.not_json } else { 0 };
+            (r.malformed.clone(), words, r.unclosed_string, r.complete)
+        };
+        assert_eq!(
+            sanitized.as_ref().map(found).ok(),
+            checked.as_ref().map(found).ok(),
+            "{:?}",
+            String::from_utf8_lossy(&doc)
+        );
+        let loads = match sanitized {
             Ok(r) => {
                 !(r.malformed.is_some()
                     || r.unclosed_string
