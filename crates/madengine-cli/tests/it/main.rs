@@ -4,6 +4,8 @@
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod dynolog;
+#[path = "../../../tracelens-driver/tests/it/edit.rs"]
+mod edit;
 mod k8s;
 mod pytorch;
 mod report;

@@ -2,7 +2,11 @@
 
 use std::{fs, path::Path};
 
-use crate::{cli_snapshot, synthetic};
+use crate::{
+    cli_snapshot,
+    edit::{in_first_event, in_metadata},
+    synthetic,
+};
 
 #[test]
 fn help() {
@@ -248,9 +252,8 @@ fn text_before_the_trace_is_named_and_not_salvaged() {
 #[test]
 fn bare_words_are_quoted_or_named() {
     let trace = String::from_utf8(kineto_4242()).unwrap();
-    let na = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"device\": N/A", 1);
-    let none = na.replacen("\"ph\": \"X\",", "\"ph\": \"X\", \"stream\": None,", 1);
-    assert!(na != trace && none != na);
+    let na = in_first_event(&trace, "\"device\": N/A");
+    let none = in_first_event(&na, "\"stream\": None");
     let dir = dir_with("na.json", na);
     fs::write(dir.path().join("none.json"), none).unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "na.json"], @r#"
@@ -312,11 +315,8 @@ fn bare_words_are_quoted_or_named() {
 #[test]
 fn strings_a_quote_or_backslash_broke_are_named() {
     let trace = String::from_utf8(kineto_4242()).unwrap();
-    let early = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"note\": \"a\"]\"", 1);
-    assert_ne!(early, trace);
-    let last = trace.trim_end().strip_suffix('}').unwrap();
-    let dir = dir_with("early.json", early);
-    fs::write(dir.path().join("open.json"), format!("{last}, \"dir\": \"C:\\tmp\\\"}}\n")).unwrap();
+    let dir = dir_with("early.json", in_first_event(&trace, "\"note\": \"a\"]\""));
+    fs::write(dir.path().join("open.json"), in_metadata(&trace, "\"dir\": \"C:\\tmp\\\"")).unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "early.json", "open.json"], @r#"
     exit code: 1
     ----- stdout -----
@@ -345,7 +345,7 @@ fn strings_a_quote_or_backslash_broke_are_named() {
     ----- stderr -----
     "#);
     // In metadata the tables do not read: said, and the tables written.
-    let meta = format!("{last}, \"m\": {{\"a\": \"b\": 1}}}}\n");
+    let meta = in_metadata(&trace, "\"m\": {\"a\": \"b\": 1}");
     fs::write(dir.path().join("meta.json"), meta).unwrap();
     cli_snapshot!(dir.path(), ["report", "summary", "meta.json", "-o", "out"], @r"
     exit code: 0
@@ -358,7 +358,7 @@ fn strings_a_quote_or_backslash_broke_are_named() {
     ");
     // Split by a stray quote before `,`, the rest of a name is a bare word
     // where a key goes, and is said to be.
-    let key = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"n\": \"print(\"hi\", x)\"", 1);
+    let key = in_first_event(&trace, "\"n\": \"print(\"hi\", x)\"");
     fs::write(dir.path().join("key.json"), key).unwrap();
     cli_snapshot!(dir.path(), ["report", "summary", "key.json", "-o", "out"], @r"
     exit code: 3
@@ -400,11 +400,8 @@ fn strings_a_quote_or_backslash_broke_are_named() {
 #[test]
 fn numbers_json_does_not_have_are_named() {
     let trace = String::from_utf8(kineto_4242()).unwrap();
-    let last = trace.trim_end().strip_suffix('}').unwrap();
-    let args = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"queue\": 0x7f00", 1);
-    assert_ne!(args, trace);
-    let dir = dir_with("args.json", args);
-    fs::write(dir.path().join("meta.json"), format!("{last}, \"hip_version\": 6.2.41134}}\n"))
+    let dir = dir_with("args.json", in_first_event(&trace, "\"queue\": 0x7f00"));
+    fs::write(dir.path().join("meta.json"), in_metadata(&trace, "\"hip_version\": 6.2.41134"))
         .unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "args.json", "meta.json"], @r"
     exit code: 1
@@ -442,12 +439,9 @@ fn numbers_json_does_not_have_are_named() {
 #[test]
 fn past_orjsons_limits_is_named() {
     let trace = String::from_utf8(kineto_4242()).unwrap();
-    let last = trace.trim_end().strip_suffix('}').unwrap();
-    let big = trace.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"bytes\": -1.8e308", 1);
-    assert_ne!(big, trace);
-    let dir = dir_with("big.json", big);
-    let nest = format!("{}{}", "[{\"a\": ".repeat(512), "}]".repeat(512));
-    fs::write(dir.path().join("deep.json"), format!("{last}, \"nest\": {nest}}}\n")).unwrap();
+    let dir = dir_with("big.json", in_first_event(&trace, "\"bytes\": -1.8e308"));
+    let nest = format!("\"nest\": {}{}", "[{\"a\": ".repeat(512), "}]".repeat(512));
+    fs::write(dir.path().join("deep.json"), in_metadata(&trace, &nest)).unwrap();
     cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "big.json", "deep.json"], @r"
     exit code: 1
     ----- stdout -----

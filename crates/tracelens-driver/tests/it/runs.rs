@@ -5,7 +5,11 @@ use std::fs;
 use serde_json::json;
 use tracelens_driver::{Error, Event, Status, Tool, plan_only};
 
-use crate::{Case, rows, standin};
+use crate::{
+    Case,
+    edit::{in_first_event, in_metadata},
+    rows, standin,
+};
 
 const GPU: &str = "torch_profiler_output/libkineto_trace_rank0_1.json";
 const GPU_RANK1: &str = "torch_profiler_output/libkineto_trace_rank1_2.json";
@@ -395,13 +399,10 @@ fn a_utf16_trace_and_text_before_a_trace_fail_up_front() {
 fn strings_a_quote_or_backslash_broke_fail_up_front() {
     let mut case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
-    let early = body.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"note\": \"a\"]\"", 1);
-    assert_ne!(early, body);
-    case.write("early.pt.trace.json", early.as_bytes());
-    let last = body.trim_end().strip_suffix('}').unwrap();
-    case.write("open.pt.trace.json", format!("{last}, \"dir\": \"C:\\tmp\\\"}}\n").as_bytes());
+    case.write("early.pt.trace.json", in_first_event(&body, "\"note\": \"a\"]\"").as_bytes());
+    case.write("open.pt.trace.json", in_metadata(&body, "\"dir\": \"C:\\tmp\\\"").as_bytes());
     // In metadata trace-summary's tables do not read, but orjson does.
-    case.write("meta.pt.trace.json", format!("{last}, \"m\": {{\"a\": \"b\": 1}}}}\n").as_bytes());
+    case.write("meta.pt.trace.json", in_metadata(&body, "\"m\": {\"a\": \"b\": 1}").as_bytes());
     case.config.mode = tracelens_driver::Mode::Pytorch;
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
@@ -429,11 +430,8 @@ fn strings_a_quote_or_backslash_broke_fail_up_front() {
 fn numbers_json_does_not_have_fail_up_front() {
     let mut case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
-    let args = body.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"queue\": 0x7f00", 1);
-    assert_ne!(args, body);
-    case.write("args.pt.trace.json", args.as_bytes());
-    let last = body.trim_end().strip_suffix('}').unwrap();
-    case.write("meta.pt.trace.json", format!("{last}, \"v\": 6.2.4}}\n").as_bytes());
+    case.write("args.pt.trace.json", in_first_event(&body, "\"queue\": 0x7f00").as_bytes());
+    case.write("meta.pt.trace.json", in_metadata(&body, "\"v\": 6.2.4").as_bytes());
     case.config.mode = tracelens_driver::Mode::Pytorch;
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
@@ -451,12 +449,9 @@ fn numbers_json_does_not_have_fail_up_front() {
 fn past_orjsons_limits_fails_up_front() {
     let mut case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
-    let big = body.replacen("\"ph\": \"X\"", "\"ph\": \"X\", \"bytes\": 1e400", 1);
-    assert_ne!(big, body);
-    case.write("big.pt.trace.json", big.as_bytes());
-    let last = body.trim_end().strip_suffix('}').unwrap();
-    let nest = format!("{}{}", "[".repeat(1024), "]".repeat(1024));
-    case.write("deep.pt.trace.json", format!("{last}, \"nest\": {nest}}}\n").as_bytes());
+    case.write("big.pt.trace.json", in_first_event(&body, "\"bytes\": 1e400").as_bytes());
+    let nest = format!("\"nest\": {}{}", "[".repeat(1024), "]".repeat(1024));
+    case.write("deep.pt.trace.json", in_metadata(&body, &nest).as_bytes());
     case.config.mode = tracelens_driver::Mode::Pytorch;
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
@@ -491,20 +486,10 @@ fn the_precheck_says_where_in_the_trace_itself() {
 fn bare_words_that_are_not_json_fail_up_front() {
     let mut case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
-    let with = |old: &str, new: &str| {
-        let changed = body.replacen(old, new, 1);
-        assert_ne!(changed, body, "{old}");
-        changed
-    };
-    case.write(
-        "event.pt.trace.json",
-        with("\"ph\": \"X\"", "\"ph\": \"X\", \"bad\": None").as_bytes(),
-    );
-    case.write("top.pt.trace.json", with("{", "{\"schemaVersion\": True, ").as_bytes());
-    case.write(
-        "na.pt.trace.json",
-        with("\"ph\": \"X\"", "\"ph\": \"X\", \"device\": N/A").as_bytes(),
-    );
+    case.write("event.pt.trace.json", in_first_event(&body, "\"bad\": None").as_bytes());
+    let top = body.replacen('{', "{\"schemaVersion\": True, ", 1);
+    case.write("top.pt.trace.json", top.as_bytes());
+    case.write("na.pt.trace.json", in_first_event(&body, "\"device\": N/A").as_bytes());
     case.config.mode = tracelens_driver::Mode::Pytorch;
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r#"
