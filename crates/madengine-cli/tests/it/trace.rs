@@ -396,23 +396,33 @@ fn strings_a_quote_or_backslash_broke_are_named() {
 
 /// A number JSON does not have (a version or an address written bare) has
 /// no repair either: named where it starts, by --check, `report summary`
-/// (a warning where the tables do not read it), and --salvage keeps it.
+/// (a warning where the tables do not read it), and --salvage keeps it. So
+/// is what JSON allows but orjson refuses: a number beyond a double,
+/// brackets 1,025 levels deep.
 #[test]
-fn numbers_json_does_not_have_are_named() {
+fn numbers_json_does_not_have_and_orjsons_limits_are_named() {
     let trace = String::from_utf8(kineto_4242()).unwrap();
     let dir = dir_with("args.json", in_first_event(&trace, "\"queue\": 0x7f00"));
-    fs::write(dir.path().join("meta.json"), in_metadata(&trace, "\"hip_version\": 6.2.41134"))
-        .unwrap();
-    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "args.json", "meta.json"], @r"
+    let write = |name: &str, text: String| fs::write(dir.path().join(name), text).unwrap();
+    write("meta.json", in_metadata(&trace, "\"hip_version\": 6.2.41134"));
+    write("big.json", in_first_event(&trace, "\"bytes\": -1.8e308"));
+    let nest = format!("\"nest\": {}{}", "[{\"a\": ".repeat(512), "}]".repeat(512));
+    write("deep.json", in_metadata(&trace, &nest));
+    let [a, m, b, d] = ["args.json", "meta.json", "big.json", "deep.json"];
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", a, m, b, d], @r"
     exit code: 1
     ----- stdout -----
     args.json: its JSON breaks at byte 494: `0x7f00` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?); TraceLens cannot parse it, and no repair applies
       at byte        494  not JSON       `0x7f00` (not a JSON number) where a value goes
     meta.json: its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?); TraceLens cannot parse it, and no repair applies
       at byte       1287  not JSON       `6.2.41134` (not a JSON number) where a value goes
+    big.json: its JSON breaks at byte 494: `-1.8e308` (too large for a double) where a value goes (orjson, which TraceLens loads traces with, reads no number beyond a double's range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from a wider type?); TraceLens cannot parse it, and no repair applies
+      at byte        494  not JSON       `-1.8e308` (too large for a double) where a value goes
+    deep.json: its JSON breaks at byte 4858: `{` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?); TraceLens cannot parse it, and no repair applies
+      at byte       4858  not JSON       `{` 1,025 levels deep where a value goes
     ----- stderr -----
     ");
-    cli_snapshot!(dir.path(), ["report", "summary", "args.json", "meta.json", "-o", "out"], @r"
+    cli_snapshot!(dir.path(), ["report", "summary", a, m, b, d, "-o", "out"], @r"
     exit code: 3
     ----- stdout -----
     == args.json (rank 1)
@@ -422,38 +432,6 @@ fn numbers_json_does_not_have_are_named() {
        warning: its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
 
-    ----- stderr -----
-    error: 1 of 2 traces could not be read
-    ");
-    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "meta.json"], @r"
-    exit code: 1
-    ----- stdout -----
-    meta.json: copied into meta.sanitized.json (1.3 KiB), but its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?): TraceLens cannot parse the copy either
-      at byte       1287  not JSON       `6.2.41134` (not a JSON number) where a value goes
-    ----- stderr -----
-    ");
-}
-
-/// What JSON allows but orjson refuses, a number beyond a double and
-/// brackets 1,025 levels deep, is named the same way.
-#[test]
-fn past_orjsons_limits_is_named() {
-    let trace = String::from_utf8(kineto_4242()).unwrap();
-    let dir = dir_with("big.json", in_first_event(&trace, "\"bytes\": -1.8e308"));
-    let nest = format!("\"nest\": {}{}", "[{\"a\": ".repeat(512), "}]".repeat(512));
-    fs::write(dir.path().join("deep.json"), in_metadata(&trace, &nest)).unwrap();
-    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "big.json", "deep.json"], @r"
-    exit code: 1
-    ----- stdout -----
-    big.json: its JSON breaks at byte 494: `-1.8e308` (too large for a double) where a value goes (orjson, which TraceLens loads traces with, reads no number beyond a double's range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from a wider type?); TraceLens cannot parse it, and no repair applies
-      at byte        494  not JSON       `-1.8e308` (too large for a double) where a value goes
-    deep.json: its JSON breaks at byte 4858: `{` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?); TraceLens cannot parse it, and no repair applies
-      at byte       4858  not JSON       `{` 1,025 levels deep where a value goes
-    ----- stderr -----
-    ");
-    cli_snapshot!(dir.path(), ["report", "summary", "big.json", "deep.json", "-o", "out"], @r"
-    exit code: 0
-    ----- stdout -----
     == big.json (rank 1)
        warning: its JSON breaks at byte 494: `-1.8e308` (too large for a double) where a value goes (orjson, which TraceLens loads traces with, reads no number beyond a double's range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from a wider type?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
@@ -462,6 +440,14 @@ fn past_orjsons_limits_is_named() {
        warning: its JSON breaks at byte 4858: `{` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
 
+    ----- stderr -----
+    error: 1 of 4 traces could not be read
+    ");
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--salvage", "meta.json"], @r"
+    exit code: 1
+    ----- stdout -----
+    meta.json: copied into meta.sanitized.json (1.3 KiB), but its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?): TraceLens cannot parse the copy either
+      at byte       1287  not JSON       `6.2.41134` (not a JSON number) where a value goes
     ----- stderr -----
     ");
 }
