@@ -141,8 +141,8 @@ fn incomplete(
 /// Why a text that ends in `}` or `]` is not complete.
 fn unclosed_string() -> String {
     format!(
-        "its last string never ends, so the rest of the file reads as one string, though it ends \
-         in `}}` or `]` ({})",
+        "{}, though it ends in `}}` or `]` ({})",
+        trace_sanitize::Report::UNCLOSED_STRING,
         trace_sanitize::Malformed::LIKELY
     )
 }

@@ -341,6 +341,11 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Report {
+    /// What [`Report::unclosed_string`] means, for a message to say (with
+    /// [`Malformed::LIKELY`], what usually leaves one).
+    pub const UNCLOSED_STRING: &'static str =
+        "its last string never ends, so the rest of the file reads as one string";
+
     /// Whether the input needs repair before a strict parser accepts it.
     pub fn needs_repair(&self) -> bool {
         self.counts.total() > 0

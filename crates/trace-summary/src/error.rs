@@ -135,8 +135,8 @@ pub enum Error {
     /// not cut short, but a string that never ends, so that the rest of
     /// the file reads as one string. No repair applies.
     #[error(
-        "{path} is not JSON: its last string never ends, so the rest of the file reads as one \
-         string, though it ends in `}}` or `]` ({}), and no repair applies",
+        "{path} is not JSON: {}, though it ends in `}}` or `]` ({}), and no repair applies",
+        trace_sanitize::Report::UNCLOSED_STRING,
         trace_sanitize::Malformed::LIKELY
     )]
     UnclosedString {

@@ -463,7 +463,8 @@ fn sanitized(
                     cut.dropped
                 ),
                 Some(cut) if report.report.unclosed_string => format!(
-                    "{rel}'s last string never ends, so the rest of the file reads as one string ({}): analyzing a closed copy, without its last {} bytes{repaired}",
+                    "{rel}: {} ({}): analyzing a closed copy, without its last {} bytes{repaired}",
+                    trace_sanitize::Report::UNCLOSED_STRING,
                     trace_sanitize::Malformed::LIKELY,
                     cut.dropped
                 ),
@@ -751,8 +752,8 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         Err(trace_summary::Error::UnclosedString { .. }) => {
             return unparseable(
                 format!(
-                    "not JSON: its last string never ends, so the rest of the file reads as one \
-                     string ({})",
+                    "not JSON: {} ({})",
+                    trace_sanitize::Report::UNCLOSED_STRING,
                     trace_sanitize::Malformed::LIKELY
                 ),
                 "no repair applies: mend that string in a copy, or `report tracelens --salvage` \

@@ -86,9 +86,9 @@ impl Truncated {
         let missing = "the end of the GPU timeline is missing";
         match self.unclosed_string {
             true => format!(
-                "its last string never ends, so the rest of the file reads as one string ({}): \
-                 the tables cover the {} records complete before it ({missing}; TraceLens \
-                 refuses the file as it is)",
+                "{} ({}): the tables cover the {} records complete before it ({missing}; \
+                 TraceLens refuses the file as it is)",
+                trace_sanitize::Report::UNCLOSED_STRING,
                 trace_sanitize::Malformed::LIKELY,
                 self.events
             ),
