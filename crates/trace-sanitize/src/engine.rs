@@ -8,8 +8,10 @@
 //! decided by looking ahead inside the buffer, and when the buffer ends in
 //! the middle of one, the engine stops before it and the caller hands those
 //! bytes back at the front of the next buffer (`Outcome::consumed`). Looking
-//! back, it sees a fixed kilobyte before a position. That is what makes the
-//! output independent of where chunk boundaries fall.
+//! back, it sees a fixed kilobyte before a position, and of the string it is
+//! in, what its opening quote follows (the key, the place: see [`Opener`]),
+//! however long ago that string opened. That is what makes the output
+//! independent of where chunk boundaries fall.
 //!
 //! Clean 64-byte blocks (no backslash, no byte >= 0x80, no control byte inside
 //! a string, no letter outside one, not ending in `-` outside one, every
@@ -33,8 +35,9 @@ const QUOTE_LOOKAHEAD: usize = 128;
 /// `\ud800\udc0`, and a bare word are shorter.)
 pub(crate) const MAX_CARRY: usize = NOT_AVAILABLE.len() + QUOTE_LOOKAHEAD;
 
-/// How much already-consumed input is kept to name the JSON key of a repair
-/// whose string started in an earlier buffer.
+/// How much already-consumed input is kept to look back from a position:
+/// from an opening quote for the key and the bracket before it, from a bare
+/// word for its key.
 const CONTEXT: usize = 1024;
 
 const BLOCK: usize = 64;
@@ -102,7 +105,8 @@ enum Top {
     None,
     Object,
     Array,
-    /// Not found in the kilobyte looked back through.
+    /// Not found in the kilobyte looked back through from the opening
+    /// quote.
     Unknown,
 }
 
@@ -131,6 +135,22 @@ impl Place {
     }
 }
 
+/// What the opening quote of a string follows, looked back at from there:
+/// the key the string is the value of, and where it stands.
+#[derive(Debug, Clone)]
+struct Opener {
+    key: Option<String>,
+    place: Place,
+}
+
+/// The string last looked at: followed up to input offset `to` without
+/// meeting its end, and its opener (`None`: not found).
+#[derive(Debug)]
+struct Current {
+    to: u64,
+    opener: Option<Opener>,
+}
+
 #[derive(Debug)]
 pub(crate) struct Engine {
     in_string: bool,
@@ -143,6 +163,9 @@ pub(crate) struct Engine {
     /// Input offsets of the last stray quotes escaped: text, not the start
     /// of the string, when naming the key of a later repair.
     strays: VecDeque<u64>,
+    /// The string of the last repair, or the one the last buffer ended in,
+    /// so that a string is looked back through once, however long it is.
+    current: Option<Current>,
     /// Bytes the repairs so far added (less those they removed): where an
     /// input offset is in the output.
     grown: i64,
@@ -173,6 +196,7 @@ impl Engine {
             stop_at_first,
             context: Vec::with_capacity(CONTEXT),
             strays: VecDeque::with_capacity(MAX_STRAYS),
+            current: None,
             grown: 0,
         }
     }
@@ -253,6 +277,13 @@ impl Engine {
         }
         debug_assert!(stopped || !eof || i == len, "at end of input everything is decided");
         debug_assert!(stopped || len - i <= MAX_CARRY);
+        // A string that goes on into the next buffer: its opener now, while
+        // the bytes before its opening quote are at hand.
+        if self.in_string {
+            self.opener(buf, base, i);
+        } else {
+            self.current = None;
+        }
         self.remember(&buf[..i]);
         Outcome { consumed: i, stopped }
     }
@@ -325,35 +356,59 @@ impl Engine {
             self.repairing = None;
             return Step::Advance(1);
         }
+        // Every quote of the string so far has been seen: the string is
+        // followed up to here, so it is never looked back through again.
+        let unknown = Place { top: Top::Unknown, after_colon: false };
+        let place = self.opener(buf, base, i).map_or(unknown, |o| o.place);
         if self.repairing.is_none() {
-            self.repairing = Some(self.place_of_string(buf, base, i));
+            self.repairing = Some(place);
         }
         Step::Repair { len: 1, defect: Defect::StrayQuote, with: ESCAPED_QUOTE }
     }
 
-    /// Where the string holding position `pos` stands, from the kilobyte
-    /// before it: the byte before its opening quote, and for a `,` the
-    /// bracket still open before that.
-    fn place_of_string(&self, buf: &[u8], base: u64, pos: usize) -> Place {
-        let unknown = Place { top: Top::Unknown, after_colon: false };
-        let (bytes, start) = self.before(buf, base, pos);
-        let stray = |j: usize| self.strays.contains(&(start + j as u64));
-        let Some(open) = rfind_unescaped_quote(&bytes, &stray) else {
-            return unknown;
+    /// The opener of the string holding position `pos`: found by looking
+    /// back from `pos` to its opening quote, no further than the string
+    /// was followed before (so each byte is looked back through once), and
+    /// for a string that opened in an earlier buffer, kept from there.
+    fn opener(&mut self, buf: &[u8], base: u64, pos: usize) -> Option<&Opener> {
+        let at = base + pos as u64;
+        let followed = match &self.current {
+            Some(c) if (base..=at).contains(&c.to) => Some((c.to - base) as usize),
+            _ => None,
         };
-        let Some(k) = bytes[..open].iter().rposition(|b| !b" \t\n\r".contains(b)) else {
-            let top = if start == 0 { Top::None } else { Top::Unknown };
-            return Place { top, after_colon: false };
-        };
-        match bytes[k] {
-            b':' => Place { top: Top::Object, after_colon: true },
-            b'{' => Place { top: Top::Object, after_colon: false },
-            b'[' => Place { top: Top::Array, after_colon: false },
-            b',' => {
-                Place { top: open_bracket(&bytes[..k], start == 0, &stray), after_colon: false }
+        let strays = &self.strays;
+        let stray = |j: usize| strays.contains(&(base + j as u64));
+        let open = rfind_unescaped_quote_from(&buf[..pos], followed.unwrap_or(0), &stray);
+        match (open, &mut self.current) {
+            (Some(q), _) => {
+                let opener = Some(self.describe(buf, base, q));
+                self.current = Some(Current { to: at, opener });
             }
-            _ => unknown,
+            (None, Some(current)) if followed.is_some() => current.to = at,
+            (None, _) => self.current = Some(Current { to: at, opener: None }),
         }
+        self.current.as_ref().and_then(|c| c.opener.as_ref())
+    }
+
+    /// What the opening quote at `buf[q]` follows, from the kilobyte before
+    /// it: a key and `:`, `{`, `[`, or a `,` and the bracket still open
+    /// before that.
+    fn describe(&self, buf: &[u8], base: u64, q: usize) -> Opener {
+        let (bytes, start) = self.before(buf, base, q);
+        let stray = |j: usize| self.strays.contains(&(start + j as u64));
+        let at_start = start == 0;
+        let top = |top| Place { top, after_colon: false };
+        let place = match bytes.iter().rposition(|b| !b" \t\n\r".contains(b)) {
+            None => top(if at_start { Top::None } else { Top::Unknown }),
+            Some(k) => match bytes[k] {
+                b':' => Place { top: Top::Object, after_colon: true },
+                b'{' => top(Top::Object),
+                b'[' => top(Top::Array),
+                b',' => top(open_bracket(&bytes[..k], at_start, &stray)),
+                _ => top(Top::Unknown),
+            },
+        };
+        Opener { key: key_ending_at(&bytes, &stray), place }
     }
 
     /// The (at most) [`CONTEXT`] bytes before `buf[pos]`, and the input
@@ -436,13 +491,16 @@ impl Engine {
     }
 
     /// The key whose string value holds position `pos` (with `bare`, whose
-    /// bare value starts there), when it can be found within the last
-    /// kilobyte. Best effort: `None` when unsure. `base` is the input offset
-    /// of `buf[0]`.
-    fn key_of(&self, buf: &[u8], base: u64, pos: usize, bare: bool) -> Option<String> {
+    /// bare value starts there), when it can be found within the kilobyte
+    /// before the value. Best effort: `None` when unsure. `base` is the
+    /// input offset of `buf[0]`.
+    fn key_of(&mut self, buf: &[u8], base: u64, pos: usize, bare: bool) -> Option<String> {
+        if !bare {
+            return self.opener(buf, base, pos).and_then(|o| o.key.clone());
+        }
         let (bytes, start) = self.before(buf, base, pos);
         let stray = |j: usize| self.strays.contains(&(start + j as u64));
-        if bare { key_ending_at(&bytes, &stray) } else { key_before(&bytes, &stray) }
+        key_ending_at(&bytes, &stray)
     }
 }
 
@@ -662,15 +720,9 @@ fn low_surrogate_at(buf: &[u8], p: usize, eof: bool) -> Option<bool> {
     }
 }
 
-/// Given the bytes up to a repair inside a string value, the key of that
-/// value: `"key" : "....<repair>`. `stray(j)` says the quote at `bytes[j]`
-/// was escaped as a stray one, so it is text.
-fn key_before(bytes: &[u8], stray: &dyn Fn(usize) -> bool) -> Option<String> {
-    let open = rfind_unescaped_quote(bytes, stray)?;
-    key_ending_at(&bytes[..open], stray)
-}
-
 /// Given the bytes up to a value, the key it is the value of: `"key" : `.
+/// `stray(j)` says the quote at `bytes[j]` was escaped as a stray one, so
+/// it is text.
 fn key_ending_at(bytes: &[u8], stray: &dyn Fn(usize) -> bool) -> Option<String> {
     let mut j = bytes.len();
     while j > 0 && bytes[j - 1].is_ascii_whitespace() {
@@ -696,9 +748,19 @@ fn key_ending_at(bytes: &[u8], stray: &dyn Fn(usize) -> bool) -> Option<String> 
 }
 
 fn rfind_unescaped_quote(bytes: &[u8], stray: &dyn Fn(usize) -> bool) -> Option<usize> {
+    rfind_unescaped_quote_from(bytes, 0, stray)
+}
+
+/// The last quote of `bytes[from..]` that is neither escaped (by the
+/// backslashes before it, looked at back past `from`) nor a stray one.
+fn rfind_unescaped_quote_from(
+    bytes: &[u8],
+    from: usize,
+    stray: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
     let mut end = bytes.len();
     loop {
-        let q = bytes[..end].iter().rposition(|&b| b == b'"')?;
+        let q = from + memchr::memrchr(b'"', &bytes[from..end])?;
         let backslashes = bytes[..q].iter().rev().take_while(|&&b| b == b'\\').count();
         if backslashes % 2 == 0 && !stray(q) {
             return Some(q);
@@ -918,6 +980,13 @@ mod tests {
     fn prefix_xor_marks_string_interiors() {
         // quotes at 1 and 4: bytes 1..=3 are inside
         assert_eq!(prefix_xor(0b10010), 0b01110);
+    }
+
+    /// The key of the string value holding the end of `bytes`, the way
+    /// the engine finds it: its opening quote, then the key before that.
+    fn key_before(bytes: &[u8], stray: &dyn Fn(usize) -> bool) -> Option<String> {
+        let open = rfind_unescaped_quote(bytes, stray)?;
+        key_ending_at(&bytes[..open], stray)
     }
 
     #[test]

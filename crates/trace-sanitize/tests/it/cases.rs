@@ -277,8 +277,9 @@ fn stray_quotes_inside_strings_are_escaped() {
         br#"{"name": "f({\"k\": 1})", "b": 2}"#,
         [0, 0, 0, 0, 0, 2],
     );
-    // The bracket is looked for in the kilobyte before the stray quote only:
-    // past it the place is not known, and `,` `:` `}` or `]` ends the string.
+    // The bracket is looked for in the kilobyte before the string's opening
+    // quote only: past it the place is not known, and `,` `:` `}` or `]`
+    // ends the string.
     let long = "x".repeat(1100);
     let input = format!(r#"{{"INFO": ["{long}", "config {{"event_id": 64}}"]}}"#);
     let expected = format!(r#"{{"INFO": ["{long}", "config {{\"event_id": 64}}"]}}"#);

@@ -14,6 +14,16 @@ fn trace_like() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(proptest::sample::select(ALPHABET), 0..400)
 }
 
+/// The same, with now and then a run of text longer than the kilobyte the
+/// engine looks back through.
+fn trace_like_with_long_strings() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        40 => proptest::sample::select(ALPHABET).prop_map(|b| vec![b]),
+        1 => (1000usize..1100).prop_map(|n| vec![b'x'; n]),
+    ];
+    proptest::collection::vec(piece, 0..120).prop_map(|pieces| pieces.concat())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
 
@@ -24,11 +34,24 @@ proptest! {
         let (pieces, report) = run_with(&input, &options);
         prop_assert_eq!(&pieces, &whole);
         prop_assert_eq!(report.counts, whole_report.counts);
-        prop_assert_eq!(report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>(),
-                        whole_report.repairs.iter().map(|r| r.offset).collect::<Vec<_>>());
+        // Offsets, bytes and keys: the report does not depend on buffers either.
+        prop_assert_eq!(&report.repairs, &whole_report.repairs);
         prop_assert_eq!(report.not_json, whole_report.not_json);
         prop_assert_eq!(report.complete, whole_report.complete);
         prop_assert_eq!(report.first_not_json, whole_report.first_not_json);
+    }
+
+    #[test]
+    fn any_buffer_size_gives_the_same_report_past_long_strings(
+        input in trace_like_with_long_strings(),
+        size in 1usize..1500,
+    ) {
+        let (whole, whole_report) = run_with(&input, &Options::default());
+        let options = Options { buffer_size: size, ..Options::default() };
+        let (pieces, report) = run_with(&input, &options);
+        prop_assert_eq!(&pieces, &whole);
+        prop_assert_eq!(&report.repairs, &whole_report.repairs);
+        prop_assert_eq!(report.not_json, whole_report.not_json);
     }
 
     #[test]
@@ -50,13 +73,14 @@ proptest! {
 }
 
 /// Sanitize `input` whole, then in buffers of every size: the same bytes
-/// and counts each time.
+/// and report each time.
 fn same_for_every_split(input: &[u8]) -> (Vec<u8>, trace_sanitize::Report) {
     let (whole, report) = run_with(input, &Options::default());
     for size in 1..=input.len() + 1 {
         let (pieces, split) = run_with(input, &Options { buffer_size: size, ..Options::default() });
         assert_eq!(pieces, whole, "buffer size {size}");
         assert_eq!(split.counts, report.counts, "buffer size {size}");
+        assert_eq!(split.repairs, report.repairs, "buffer size {size}");
         assert_eq!(split.not_json, report.not_json, "buffer size {size}");
         assert_eq!(split.complete, report.complete, "buffer size {size}");
         assert_eq!(split.first_not_json, report.first_not_json, "buffer size {size}");
@@ -93,4 +117,38 @@ fn every_split_of_bare_words() {
     assert_eq!((c.non_finite, c.invalid_escapes, c.unquoted_not_available), (5, 1, 1));
     // xinf, infinite, abcdefghijnan, the N/A before a quote, true. and inf5.
     assert_eq!(report.not_json, 6);
+}
+
+#[test]
+fn every_split_of_long_strings() {
+    // A CK kernel's demangled name runs to kilobytes: a repair deep in it
+    // still names its key, and a stray quote deep in a log line is judged
+    // by where that line stands (in an array, a quote before `:` is text),
+    // however long ago the string opened.
+    let name = "ck::Tuple<ck::Sequence<1, 2>, float>, ".repeat(60);
+    let mut input = br#"{"kernel_symbols": [{"kernel_id": 8, "formatted_kernel_name": ""#.to_vec();
+    input.extend_from_slice(b"\xff");
+    input.extend_from_slice(name.as_bytes());
+    input.extend_from_slice(b"\x01");
+    input.extend_from_slice(name.as_bytes());
+    input.extend_from_slice(br#"\q"}], "INFO": [""#);
+    input.extend_from_slice(name.as_bytes());
+    input.extend_from_slice(br#"config {"event_id": 64}"]}"#);
+    let (whole, report) = same_for_every_split(&input);
+    let found: Vec<_> =
+        report.repairs.iter().map(|r| (r.offset, r.original.as_str(), r.key.as_deref())).collect();
+    let at = |needle: &[u8]| input.windows(needle.len()).position(|w| w == needle).unwrap() as u64;
+    let kernel = Some("formatted_kernel_name");
+    assert_eq!(
+        found,
+        [
+            (at(b"\xff"), "\\xff", kernel),
+            (at(b"\x01"), "\\x01", kernel),
+            (at(b"\\q"), "\\q", kernel),
+            // An element of an array is the value of no key.
+            (at(b"\"event_id"), "\"e", None),
+            (at(b"\": 64"), "\":", None),
+        ]
+    );
+    assert!(String::from_utf8_lossy(&whole).ends_with(r#"config {\"event_id\": 64}"]}"#));
 }

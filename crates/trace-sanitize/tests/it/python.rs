@@ -434,11 +434,12 @@ const EDITS: &[&[u8]] = &[
     b"e5", b"0x", b"1e", b"1e400", b"inf", b"NaN", b"-Infinity", b"N/A", b"None", b"true",
 ];
 
-/// Random edits of two small traces, a Kineto and a rocprofv3 one (bytes
-/// inserted, deleted, replaced, repeated; the end cut off), sanitized and
-/// salvaged with buffers of every size: wherever a pass says its copy has
-/// no break, orjson loads the copy, and wherever it names one, orjson
-/// refuses the copy. A check finds what the sanitize pass finds.
+/// Random edits of three small traces, a Kineto and a rocprofv3 one and
+/// one of long strings (bytes inserted, deleted, replaced, repeated; the
+/// end cut off), sanitized and salvaged with buffers of every size:
+/// wherever a pass says its copy has no break, orjson loads the copy, and
+/// wherever it names one, orjson refuses the copy. A check finds what the
+/// sanitize pass finds.
 #[test]
 fn orjson_agrees_on_randomly_edited_traces() {
     let Some(orjson) = orjson_python() else { return };
@@ -449,10 +450,17 @@ fn orjson_agrees_on_randomly_edited_traces() {
 ], "traceName": "/tmp/x.pt.trace.json", "distributedInfo": {"rank": 0}}
 "#;
     let rocprof: &[u8] = br#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":908,"init_time":1722000000000,"command":["python3","-c","x"]},"agents":[{"id":{"handle":1},"type":2,"name":"gfx950","gpu_index":0}],"kernel_symbols":[{"kernel_id":0,"kernel_name":""},{"kernel_id":1,"kernel_name":"_Z4gemmPf.kd"}],"buffer_records":{"kernel_dispatch":[{"size":96,"kind":11,"operation":2,"correlation_id":{"internal":1,"external":0},"start_timestamp":1722000000100,"end_timestamp":1722000000900,"dispatch_info":{"kernel_id":1,"grid_size":{"x":1024,"y":1,"z":1}}}],"hip_api":[]}}]}"#;
+    // Strings longer than the kilobyte the engine looks back through: a
+    // CK kernel's name, a log line (edits deep in them are judged by what
+    // their opening quote follows).
+    let text = "ck::Tuple<ck::Sequence<1, 2>, float>, ".repeat(30);
+    let long = format!(
+        r#"{{"kernel_symbols": [{{"kernel_id": 8, "formatted_kernel_name": "{text}"}}], "INFO": ["{text}", "config"]}}"#
+    );
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let (mut docs, mut outs, mut ours) = (Vec::new(), Vec::new(), Vec::new());
-    for case in 0..4000 {
-        let mut doc = [kineto, rocprof][case % 2].to_vec();
+    for case in 0..6000 {
+        let mut doc = [kineto, rocprof, long.as_bytes()][case % 3].to_vec();
         for _ in 0..1 + rng.next() % 3 {
             let at = (rng.next() % (doc.len() as u64 + 1)) as usize;
             let end = (at + 1 + (rng.next() % 3) as usize).min(doc.len());
