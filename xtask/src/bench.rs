@@ -91,6 +91,7 @@ pub(crate) fn run(
     if matches!(which, Which::Summary | Which::All) {
         summary(root, &scratch, runs, &mut rows)?;
         summary_ranks(root, &scratch, &madengine, runs, &mut rows)?;
+        summary_rocprof(root, &scratch, &madengine, runs, &mut rows)?;
     }
     let _ = fs::remove_dir_all(&scratch);
     print!("{}", table(&rows));
@@ -271,6 +272,130 @@ fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Res
         baseline: Some(first),
     });
     let _ = fs::remove_file(&trace);
+    Ok(())
+}
+
+/// TraceLens' rocprof report on the public rocprofv3 trace (908_results,
+/// 37 MB), as recorded in shared/fixtures/public/tracelens-expected/README.md
+/// on this machine kind (the named baseline).
+const TRACELENS_ROCPROF_SECONDS: f64 = 1.34;
+const TRACELENS_ROCPROF_PEAK_MIB: f64 = 308.0;
+
+/// The public rocprofv3 trace with its kernel dispatches repeated `copies`
+/// times, each copy later by the span of the first, and the session's
+/// `fini_time` moved to cover them: a large trace with real kernel names,
+/// agents and dispatch records.
+const PYTHON_ROCPROF_TILER: &str = r#"
+import gzip, json, sys
+src, out, copies = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with gzip.open(src, "rb") as f:
+    doc = json.load(f)
+tool = doc["rocprofiler-sdk-tool"][0]
+records = tool["buffer_records"]["kernel_dispatch"]
+first = min(r["start_timestamp"] for r in records)
+span = max(r["end_timestamp"] for r in records) - first + 1000
+tiled = []
+for k in range(copies):
+    for r in records:
+        r = dict(r, start_timestamp=r["start_timestamp"] + k * span,
+                 end_timestamp=r["end_timestamp"] + k * span)
+        r["correlation_id"] = dict(r["correlation_id"], internal=r["correlation_id"]["internal"] + k * 10**8)
+        tiled.append(r)
+tool["buffer_records"]["kernel_dispatch"] = tiled
+meta = tool["metadata"]
+meta["fini_time"] = max(meta["fini_time"], first + copies * span)
+with open(out, "w") as f:
+    json.dump(doc, f)
+"#;
+
+/// `report summary` on rocprofv3 traces: the public one against TraceLens'
+/// recorded run on it, and the same tiled to ~300 MB (its baseline: a
+/// `trace sanitize --check` of that file, one pass through the JSON).
+fn summary_rocprof(
+    root: &Path,
+    scratch: &Path,
+    madengine: &Path,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let source = root.join("../shared/fixtures/public/rocprofv3/tracelens/908_results.json.gz");
+    if !source.is_file() {
+        return Err(format!("missing {}", source.display()));
+    }
+    let out = scratch.join("rocprof-summary");
+    let summary = |trace: &Path| {
+        vec![
+            madengine.display().to_string(),
+            "report".into(),
+            "summary".into(),
+            trace.display().to_string(),
+            "--output-dir".into(),
+            out.display().to_string(),
+        ]
+    };
+    let (seconds, peak_kib) = measure(&summary(&source), runs, &out)?;
+    let first = rows.len();
+    rows.push(Row {
+        bench: "summary-rocprof",
+        subject: "TraceLens rocprof report, 908_results (recorded on this machine kind)".into(),
+        seconds: TRACELENS_ROCPROF_SECONDS,
+        peak_kib: (TRACELENS_ROCPROF_PEAK_MIB * 1024.0) as u64,
+        baseline: None,
+    });
+    rows.push(Row {
+        bench: "summary-rocprof",
+        subject: "report summary, 908_results (1.6 MB .json.gz, 37 MB JSON)".into(),
+        seconds,
+        peak_kib,
+        baseline: Some(first),
+    });
+    let tiled = scratch.join("big_results.json");
+    eprintln!("generating a ~300 MB rocprofv3 trace from 908_results...");
+    cmd(
+        "python3",
+        [
+            "-c".as_ref(),
+            PYTHON_ROCPROF_TILER.as_ref(),
+            source.as_os_str(),
+            tiled.as_os_str(),
+            "13".as_ref(),
+        ],
+    )
+    .run()
+    .map_err(|e| format!("tiling 908_results failed: {e}"))?;
+    let size = fs::metadata(&tiled).map(|m| m.len()).unwrap_or(0);
+    let check = vec![
+        madengine.display().to_string(),
+        "trace".into(),
+        "sanitize".into(),
+        "--check".into(),
+        tiled.display().to_string(),
+    ];
+    let (check_seconds, check_kib) = measure(&check, runs, &out)?;
+    let (seconds, peak_kib) = measure(&summary(&tiled), runs, &out)?;
+    let first = rows.len();
+    rows.push(Row {
+        bench: "summary-rocprof",
+        subject: format!(
+            "trace sanitize --check, 908_results tiled to {:.0} MB",
+            size as f64 / 1e6
+        ),
+        seconds: check_seconds,
+        peak_kib: check_kib,
+        baseline: None,
+    });
+    rows.push(Row {
+        bench: "summary-rocprof",
+        subject: format!(
+            "report summary, the same ({:.0} MB/s end to end)",
+            size as f64 / seconds / 1e6
+        ),
+        seconds,
+        peak_kib,
+        baseline: Some(first),
+    });
+    let _ = fs::remove_file(&tiled);
+    let _ = fs::remove_dir_all(&out);
     Ok(())
 }
 
