@@ -36,6 +36,7 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
     };
     let single = inputs.len() == 1 && !args.inputs[0].is_dir();
     let (mut reports, mut findings, mut failed) = (Vec::new(), false, 0);
+    let mut tally = render::CheckTally::default();
     for input in &inputs {
         let progress = progress_bar(input);
         let mut tick = |done: u64, total: u64| {
@@ -81,6 +82,11 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         let unparseable =
             (r.complete == Some(false) && !args.salvage) || r.not_json > 0 || r.malformed.is_some();
         findings |= unparseable || (args.check && report.report.needs_repair());
+        match (unparseable, r.needs_repair()) {
+            (true, _) => tally.unparseable += 1,
+            (false, true) => tally.need_repair += 1,
+            (false, false) => tally.clean += 1,
+        }
         if args.json {
             reports.push(report);
         } else {
@@ -94,8 +100,15 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
             render::json(&reports)?;
         }
     }
+    // A run's traces checked: the verdict in one line (which says what
+    // could not be read, too).
+    let tallied = args.check && !single && !args.json && !inputs.is_empty();
+    if tallied {
+        tally.unreadable = failed;
+        render::check_tally(&tally)?;
+    }
     if failed > 0 {
-        if !single {
+        if !single && !tallied {
             render::error_line(&format!("{failed} of {} traces could not be read", inputs.len()));
         }
         return Ok(Status::Io);

@@ -159,6 +159,7 @@ fn check_exits_1_when_a_trace_is_cut_short() {
     cut.json: it is cut short after byte 636, inside an unfinished value; TraceLens cannot parse it
       --salvage writes a copy without its last 286 B (an incomplete value), closed with `}`
     empty.json: it is empty; TraceLens cannot parse it
+    2 traces checked: 2 TraceLens cannot parse
     ----- stderr -----
     ");
 }
@@ -326,6 +327,7 @@ fn strings_a_quote_or_backslash_broke_are_named() {
     open.json: its last string never ends, so the rest of the file reads as one string, though it ends in `}` or `]` (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), and it needs repair: 0 invalid UTF-8, 1 control byte, 0 lone surrogates; TraceLens cannot parse it
       at byte       1289  control byte   \x0a in "dir"
       --salvage writes a copy without its last 77 B once repaired (an incomplete value), closed with `}`
+    2 traces checked: 2 TraceLens cannot parse
     ----- stderr -----
     "#);
     cli_snapshot!(dir.path(), ["trace", "sanitize", "early.json"], @r#"
@@ -420,6 +422,7 @@ fn numbers_json_does_not_have_and_orjsons_limits_are_named() {
       at byte        494  not JSON       `-1.8e308` (too large for a double) where a value goes
     deep.json: its JSON breaks at byte 4858: `{` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?); TraceLens cannot parse it, and no repair applies
       at byte       4858  not JSON       `{` 1,025 levels deep where a value goes
+    4 traces checked: 4 TraceLens cannot parse
     ----- stderr -----
     ");
     cli_snapshot!(dir.path(), ["report", "summary", a, m, b, d, "-o", "out"], @r"
@@ -827,6 +830,19 @@ fn several_inputs_go_on_past_one_that_fails() {
     error: 1 of 3 traces could not be read
     ");
     assert!(dir.path().join("rank0.sanitized.json.gz").is_file());
+    // A check ends with its verdict on all of them, what could not be read
+    // included.
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "missing.json", "9999_results.json", "rank0.json.gz", "--max-listed", "0"], @r"
+    exit code: 3
+    ----- stdout -----
+    9999_results.json: needs repair: 4 invalid UTF-8, 1 control byte, 0 lone surrogates
+      ... and 5 more repairs
+    rank0.json.gz: clean (2.6 KiB scanned)
+    3 traces checked: 1 clean, 1 needs repair, 1 could not be read
+    ----- stderr -----
+    error: cannot open missing.json
+      caused by: No such file or directory (os error 2)
+    ");
     cli_snapshot!(dir.path(), ["trace", "sanitize", "9999_results.json", "rank0.json.gz", "-o", "x.json"], @r"
     exit code: 2
     ----- stdout -----
