@@ -381,14 +381,7 @@ fn aftermath_lines(file: &FileReport, salvaged: bool) -> String {
     let r = &file.report;
     let after_end = r.cut.as_ref().is_some_and(|c| c.kind == CutKind::DataAfterEnd);
     let mut text = String::new();
-    // The closer counts repaired bytes: with repairs, say so.
-    let dropped = |cut: &trace_sanitize::Cut| {
-        if r.needs_repair() {
-            format!("{} once repaired", size(cut.dropped))
-        } else {
-            size(cut.dropped)
-        }
-    };
+    let dropped = |cut: &trace_sanitize::Cut| size(cut.dropped);
     match (&r.cut, salvaged) {
         (Some(cut), true) if after_end => text.push_str(&format!(
             "  data after the end of the document: dropped the last {}\n",
@@ -420,9 +413,11 @@ fn aftermath_lines(file: &FileReport, salvaged: bool) -> String {
         _ => {}
     }
     // A run of zeros at the end of a broken trace: its bytes never reached
-    // the disk (its node went down). Zeros inside a string count as control
-    // bytes above; this says what they are.
-    if r.zeros_at_end >= 16 && (r.complete == Some(false) || r.cut.is_some() || r.needs_repair()) {
+    // the disk (its node went down). Inside a string they are no control
+    // bytes of the trace (not counted above); this says what they are.
+    if r.zeros_at_end >= trace_sanitize::Report::CRASH_ZEROS
+        && (r.complete == Some(false) || r.cut.is_some() || r.needs_repair())
+    {
         text.push_str(&format!(
             "  it ends in {} of zero bytes: its node likely went down before the file reached the disk\n",
             size(r.zeros_at_end)

@@ -50,9 +50,9 @@ pub struct Cut {
     pub kind: CutKind,
     /// Bytes of the input read before it ended (decompressed).
     pub at: u64,
-    /// Bytes dropped at the end (as repaired): the value that was not
-    /// complete, and what separated it from the last one kept; or what
-    /// followed the end of the document.
+    /// Bytes of the input dropped at the end (decompressed): the value
+    /// that was not complete, and what separated it from the last one kept;
+    /// or what followed the end of the document.
     pub dropped: u64,
     /// What was appended to close the document, such as `]}` (empty for
     /// [`CutKind::DataAfterEnd`]).
@@ -80,8 +80,9 @@ pub(crate) enum Ending {
     /// A complete document (whitespace after it at most): out as it came.
     Complete,
     /// Closed after its last complete value, or cut back to the end of its
-    /// document.
-    Cut(Cut),
+    /// document; and how many of the bytes written were dropped (repairs
+    /// make them more than the input's).
+    Cut(Cut, u64),
     /// Nothing in it was complete (or it was empty): nothing written.
     NothingComplete,
     /// It does not start with `{` or `[` (past whitespace) but with this
@@ -114,7 +115,7 @@ pub(crate) struct Closer<W> {
     end: Option<u64>,
     /// Where the first byte after it other than whitespace is: from there
     /// on the input is dropped.
-    after_end: Option<u64>,
+    after_end: Option<Mark>,
     /// The first byte other than whitespace.
     first: Option<u8>,
     in_string: bool,
@@ -192,10 +193,17 @@ impl ToInput {
 #[derive(Debug, Clone, Copy)]
 struct Open {
     bracket: u8,
-    /// The offset just after its last complete object child.
-    last_object: Option<u64>,
-    /// The offset just after its last complete object or array child.
-    last_child: Option<u64>,
+    /// Just after its last complete object child.
+    last_object: Option<Mark>,
+    /// Just after its last complete object or array child.
+    last_child: Option<Mark>,
+}
+
+/// A place in the bytes written, and where that is in the input.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    output: u64,
+    input: u64,
 }
 
 impl Open {
@@ -391,11 +399,12 @@ impl<W: Write> Closer<W> {
     fn closed(&mut self, end: u64) {
         // One that closes nothing (a stray `]` at the top) ends nothing.
         let Some(child) = self.stack.pop() else { return };
+        let mark = Mark { output: end, input: self.to_input.of(end) };
         match self.stack.last_mut() {
             Some(parent) => {
-                parent.last_child = Some(end);
+                parent.last_child = Some(mark);
                 if child.bracket == b'{' {
-                    parent.last_object = Some(end);
+                    parent.last_object = Some(mark);
                 }
             }
             None => {
@@ -404,9 +413,9 @@ impl<W: Write> Closer<W> {
         }
     }
 
-    /// Where a cut now would cut back to: `(stack index, offset)`.
+    /// Where a cut now would cut back to: `(stack index, place)`.
     /// `None` as the index: nothing to close.
-    fn cut_point(&self) -> Option<(Option<usize>, u64)> {
+    fn cut_point(&self) -> Option<(Option<usize>, Mark)> {
         let records = self.stack.iter().enumerate().find_map(|(i, o)| match o.last_object {
             Some(end) if o.bracket == b'[' => Some((Some(i), end)),
             _ => None,
@@ -432,8 +441,15 @@ impl<W: Write> Closer<W> {
     }
 
     /// The input ended (`read_error`: because a read failed). A complete
-    /// document goes out as it came; a cut one is closed.
+    /// document goes out as it came; a cut one is closed. (The input's end
+    /// is where the bytes written end, mapped as the caller said last: see
+    /// [`Closer::map_to_input`].)
     pub(crate) fn finish(mut self, read_error: Option<String>) -> io::Result<(W, Ending)> {
+        let input_end = self.to_input.of(self.seen);
+        let dropped_from = |mark: Mark| {
+            debug_assert!(mark.input <= input_end, "{mark:?} past the input's end {input_end}");
+            input_end.saturating_sub(mark.input)
+        };
         match self.first {
             Some(b'{' | b'[') => {}
             Some(b) => return Ok((self.inner, Ending::NotADocument(b))),
@@ -443,22 +459,23 @@ impl<W: Write> Closer<W> {
             // Everything from there on was dropped on the way.
             let cut = Cut {
                 kind: CutKind::DataAfterEnd,
-                at: self.seen,
-                dropped: self.seen - from,
+                at: input_end,
+                dropped: dropped_from(from),
                 closed_with: String::new(),
                 read_error,
             };
-            return Ok((self.inner, Ending::Cut(cut)));
+            return Ok((self.inner, Ending::Cut(cut, self.seen - from.output)));
         }
         if self.end.is_some() {
             let rest = std::mem::take(&mut self.pending);
             self.inner.write_all(&rest)?;
             return Ok((self.inner, Ending::Complete));
         }
-        let Some((depth, at)) = self.cut_point().filter(|&(_, at)| at >= self.released) else {
+        let Some((depth, at)) = self.cut_point().filter(|&(_, at)| at.output >= self.released)
+        else {
             return Ok((self.inner, Ending::NothingComplete));
         };
-        self.release(at)?;
+        self.release(at.output)?;
         let closed_with: String = self.stack[..depth.map_or(0, |d| d + 1)]
             .iter()
             .rev()
@@ -467,12 +484,12 @@ impl<W: Write> Closer<W> {
         self.inner.write_all(closed_with.as_bytes())?;
         let cut = Cut {
             kind: CutKind::CutShort,
-            at: self.seen,
-            dropped: self.seen - at,
+            at: input_end,
+            dropped: dropped_from(at),
             closed_with,
             read_error,
         };
-        Ok((self.inner, Ending::Cut(cut)))
+        Ok((self.inner, Ending::Cut(cut, self.seen - at.output)))
     }
 }
 
@@ -593,7 +610,8 @@ impl<W: Write> Write for Closer<W> {
         if let (Some(end), None) = (self.end, self.after_end) {
             let from = end.saturating_sub(base) as usize;
             if let Some(i) = data[from..].iter().position(|&b| !is_space(b)) {
-                self.after_end = Some(base + (from + i) as u64);
+                let output = base + (from + i) as u64;
+                self.after_end = Some(Mark { output, input: self.to_input.of(output) });
             }
         }
         if self.hold {
@@ -602,7 +620,7 @@ impl<W: Write> Write for Closer<W> {
         self.seen += data.len() as u64;
         if let Some(from) = self.after_end {
             // The whitespace before it goes out, the rest nowhere.
-            self.release(from)?;
+            self.release(from.output)?;
             self.pending.clear();
             self.released = self.seen;
             return Ok(data.len());
@@ -611,7 +629,7 @@ impl<W: Write> Write for Closer<W> {
         // document, whitespace so far.
         let keep_from = match self.end {
             Some(_) => Some(self.seen),
-            None => self.cut_point().map(|(_, at)| at),
+            None => self.cut_point().map(|(_, at)| at.output),
         };
         if let Some(at) = keep_from {
             self.release(at)?;
@@ -676,7 +694,7 @@ mod tests {
         let (out, ending) = closer.finish(None).unwrap();
         let (cut, ok) = match ending {
             Ending::Complete => (None, true),
-            Ending::Cut(cut) => (Some(cut), true),
+            Ending::Cut(cut, _) => (Some(cut), true),
             Ending::NothingComplete | Ending::NotADocument(_) => (None, false),
         };
         (String::from_utf8(out).unwrap(), cut, ok)
@@ -838,7 +856,7 @@ mod tests {
         closer.write_all(br#"[{}, {"#).unwrap();
         let (out, ending) = closer.finish(Some("incomplete deflate stream".into())).unwrap();
         assert_eq!(out, b"[{}]");
-        let Ending::Cut(cut) = ending else { panic!("{ending:?}") };
+        let Ending::Cut(cut, _) = ending else { panic!("{ending:?}") };
         assert_eq!(cut.read_error.as_deref(), Some("incomplete deflate stream"));
     }
 

@@ -260,15 +260,19 @@ impl Counts {
     }
 
     fn bump(&mut self, defect: Defect) {
+        *self.of(defect) += 1;
+    }
+
+    fn of(&mut self, defect: Defect) -> &mut u64 {
         match defect {
-            Defect::InvalidUtf8 => self.invalid_utf8 += 1,
-            Defect::ControlChar => self.control_chars += 1,
-            Defect::LoneSurrogate => self.lone_surrogates += 1,
-            Defect::InvalidEscape => self.invalid_escapes += 1,
-            Defect::NonFinite => self.non_finite += 1,
-            Defect::StrayQuote => self.stray_quotes += 1,
-            Defect::ByteOrderMark => self.byte_order_marks += 1,
-            Defect::UnquotedNotAvailable => self.unquoted_not_available += 1,
+            Defect::InvalidUtf8 => &mut self.invalid_utf8,
+            Defect::ControlChar => &mut self.control_chars,
+            Defect::LoneSurrogate => &mut self.lone_surrogates,
+            Defect::InvalidEscape => &mut self.invalid_escapes,
+            Defect::NonFinite => &mut self.non_finite,
+            Defect::StrayQuote => &mut self.stray_quotes,
+            Defect::ByteOrderMark => &mut self.byte_order_marks,
+            Defect::UnquotedNotAvailable => &mut self.unquoted_not_available,
         }
     }
 }
@@ -310,7 +314,11 @@ pub struct Report {
     pub starts_with: Option<u8>,
     /// How many zero bytes the input ends with (decompressed): what a file
     /// holds where its node went down before its last blocks reached the
-    /// disk. 0 after a pass stopped at its first defect.
+    /// disk. 0 after a pass stopped at its first defect. At least
+    /// [`Report::CRASH_ZEROS`] of them inside the string the cut left open
+    /// are not counted as control bytes, nor listed as repairs: they are no
+    /// text of the trace (a copy escapes them all the same; a salvage drops
+    /// them with the cut).
     #[serde(skip_serializing_if = "is_zero")]
     pub zeros_at_end: u64,
     /// How many bare words that are not JSON the input holds where values
@@ -345,6 +353,11 @@ impl Report {
     /// [`Malformed::LIKELY`], what usually leaves one).
     pub const UNCLOSED_STRING: &'static str =
         "its last string never ends, so the rest of the file reads as one string";
+
+    /// From this many zero bytes at its end on, a file is taken to end in
+    /// the zeros a crash leaves ([`Report::zeros_at_end`]): a single zero
+    /// may be the trace's, a disk block of them is not.
+    pub const CRASH_ZEROS: u64 = 16;
 
     /// Whether the input needs repair before a strict parser accepts it.
     pub fn needs_repair(&self) -> bool {
@@ -395,6 +408,14 @@ impl Recorder {
 
     pub(crate) fn count(&mut self, defect: Defect) {
         self.counts.bump(defect);
+    }
+
+    /// Takes back the `n` repairs of `defect` made from input offset `from`
+    /// on (the zeros a crash left at the end of a file, in a string).
+    pub(crate) fn forget_from(&mut self, from: u64, defect: Defect, n: u64) {
+        let count = self.counts.of(defect);
+        *count = count.saturating_sub(n);
+        self.repairs.retain(|r| r.offset < from);
     }
 
     pub(crate) fn record(

@@ -13,7 +13,7 @@ use crate::{
     Error, Result,
     close::{Closer, Ending, is_space},
     engine::{BOM, Edit, Engine, MAX_CARRY},
-    report::{Recorder, Report},
+    report::{Defect, Recorder, Report},
 };
 
 /// How much input is scanned at a time by default (it fits in L2 cache).
@@ -82,26 +82,25 @@ pub(crate) fn finish_salvage<W: Write>(
 ) -> Result<(W, Report)> {
     let written = sink.out.written;
     let malformed = sink.out.inner.malformed.take();
+    // Where the input ends, for the cut to be told in its bytes.
+    sink.out.inner.map_to_input(sink.read, false);
     let (out, ending) = sink
         .out
         .inner
         .finish(failed.map(|e| e.to_string()))
         .map_err(|source| Error::Write { offset: written, source })?;
-    let cut = match ending {
-        Ending::Complete => None,
-        Ending::Cut(cut) => Some(cut),
+    let (cut, dropped) = match ending {
+        Ending::Complete => (None, 0),
+        Ending::Cut(cut, dropped) => (Some(cut), dropped),
         Ending::NothingComplete => {
             return Err(Error::NothingComplete { offset: report.bytes_read });
         }
         Ending::NotADocument(first) => return Err(Error::NotADocument { first }),
     };
-    // The closer counted repaired bytes; the cut is told in input bytes.
-    let bytes_written = match &cut {
-        Some(cut) => written - cut.dropped + cut.closed_with.len() as u64,
-        None => written,
-    };
+    // What was written, less what the cut dropped of it.
+    let kept = written - dropped;
+    let bytes_written = kept + cut.as_ref().map_or(0, |cut| cut.closed_with.len() as u64);
     // Bare words that are not JSON in what was dropped are gone with it.
-    let kept = written - cut.as_ref().map_or(0, |cut| cut.dropped);
     let (not_json, first_not_json) = match report.first_not_json {
         Some(word) if word.output_offset < kept => (report.not_json, Some(word)),
         _ => (0, None),
@@ -373,6 +372,11 @@ pub(crate) fn scan<R: Read>(
             break;
         }
         carry = len - outcome.consumed;
+    }
+    // The zeros a crash leaves, inside the string the cut left open, are no
+    // text of the trace: each was escaped as a control byte, none counts.
+    if !stopped_early && zeros >= Report::CRASH_ZEROS && engine.in_string() {
+        rec.forget_from(base - zeros, Defect::ControlChar, zeros);
     }
     // Text before a document: what words it holds is not the point.
     let (not_json, first_not_json) = match first {

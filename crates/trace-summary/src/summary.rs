@@ -429,6 +429,11 @@ fn with_sanitized<T>(
             (Err(_), Err(source)) => {
                 Err(Error::Read { path: path.to_path_buf(), gzip: gz, source })
             }
+            // Where the parser met the end of the repaired text is told in
+            // the input's bytes (decompressed), as a salvage tells a cut.
+            (Err(Error::Truncated { path, events, .. }), Ok(report)) => {
+                Err(Error::Truncated { path, bytes: report.bytes_read, events })
+            }
             (r, repaired) => r.map(|t| (t, repaired.ok())),
         }
     })

@@ -455,21 +455,19 @@ fn sanitized(
             trace.to_path_buf()
         }
         Ok(report) => {
-            // The closer counts repaired bytes.
-            let repaired = if report.report.needs_repair() { " once repaired" } else { "" };
             events(Event::Note(match &report.report.cut {
                 Some(cut) if cut.kind == trace_sanitize::CutKind::DataAfterEnd => format!(
-                    "{rel} has data after the end of its JSON document: analyzing a copy without its last {} bytes{repaired}",
+                    "{rel} has data after the end of its JSON document: analyzing a copy without its last {} bytes",
                     cut.dropped
                 ),
                 Some(cut) if report.report.unclosed_string => format!(
-                    "{rel}: {} ({}): analyzing a closed copy, without its last {} bytes{repaired}",
+                    "{rel}: {} ({}): analyzing a closed copy, without its last {} bytes",
                     trace_sanitize::Report::UNCLOSED_STRING,
                     trace_sanitize::Malformed::LIKELY,
                     cut.dropped
                 ),
                 Some(cut) => format!(
-                    "{rel} was cut short after byte {}: analyzing a closed copy, without its last {} bytes{repaired} (an incomplete event)",
+                    "{rel} was cut short after byte {}: analyzing a closed copy, without its last {} bytes (an incomplete event)",
                     cut.at, cut.dropped
                 ),
                 None => format!(

@@ -696,3 +696,70 @@ fn the_zeros_a_trace_ends_with_are_counted() {
         }
     }
 }
+
+/// Inside the string a cut left open, the zeros a crash leaves are no
+/// control bytes of the trace: not counted, not listed (the copy escapes
+/// them, the salvage drops them); a control byte of the trace before them
+/// is, and so are a few zeros (the trace's own, maybe).
+#[test]
+fn the_zeros_a_crash_leaves_in_a_string_are_no_repairs() {
+    let trace = events(3);
+    // Cut in `"traceName": "t`.
+    let at = trace.windows(4).rposition(|w| w == b"\": \"").unwrap() + 5;
+    let open = &trace[..at];
+    for (tail, zeros, listed) in [
+        (&[0u8; 5000][..], 5000, vec![]),
+        (&[[1u8].as_slice(), &[0u8; 5000]].concat(), 5000, vec![at as u64]),
+        (&[0u8; 15][..], 15, (at as u64..at as u64 + 15).collect()),
+    ] {
+        let bytes = [open, tail].concat();
+        for buffer_size in [7, 1000, 1 << 17] {
+            let options = Options { buffer_size, ..Options::default() };
+            let (out, sanitized) = crate::run_with(&bytes, &options);
+            let check = trace_sanitize::check(&bytes[..], &options).unwrap();
+            let mut salvaged = Vec::new();
+            let salvage = trace_sanitize::salvage(&bytes[..], &mut salvaged, &options).unwrap();
+            for report in [&sanitized, &check, &salvage] {
+                assert_eq!(report.zeros_at_end, zeros, "buffer {buffer_size}");
+                assert_eq!(report.counts.control_chars, listed.len() as u64);
+                let offsets: Vec<u64> = report.repairs.iter().map(|r| r.offset).collect();
+                assert_eq!(offsets, listed, "buffer {buffer_size}");
+                assert_eq!(report.complete, Some(false));
+            }
+            // The copy is the input with every control byte escaped.
+            assert!(out.ends_with(&b"\\u0000".repeat(tail.len().min(5000))[..]));
+            assert!(!salvaged.contains(&0), "buffer {buffer_size}");
+        }
+    }
+}
+
+/// A cut is told in the input's bytes, whatever the repairs before it and
+/// in what it drops (escapes make them more in the copy): the salvaged copy
+/// is the input without its last `dropped` bytes, repaired, and closed.
+#[test]
+fn a_cut_drops_what_it_says_in_input_bytes() {
+    let trace = events(5);
+    let start = trace.windows(4).position(|w| w == b"py\x01t").unwrap();
+    for end in start..trace.len() {
+        for zeros in [0, 40] {
+            let input = [&trace[..end], &vec![0u8; zeros][..]].concat();
+            let mut salvaged = Vec::new();
+            let Ok(report) =
+                trace_sanitize::salvage(&input[..], &mut salvaged, &Options::default())
+            else {
+                continue;
+            };
+            let Some(cut) = report.cut else { continue };
+            let kept = &input[..input.len() - cut.dropped as usize];
+            let (repaired, _) = crate::run(kept);
+            assert_eq!(
+                String::from_utf8_lossy(&salvaged),
+                String::from_utf8_lossy(&[&repaired[..], cut.closed_with.as_bytes()].concat()),
+                "cut at {end}, {zeros} zeros"
+            );
+            assert_eq!(cut.at, input.len() as u64);
+            let check = trace_sanitize::check(&input[..], &Options::default()).unwrap();
+            assert_eq!(check.cut.map(|c| c.dropped), Some(cut.dropped));
+        }
+    }
+}

@@ -502,7 +502,7 @@ fn a_cut_rocprofv3_trace_fails_up_front_too() {
     let summary = case.run();
     let rows = rows(&summary);
     assert_eq!(rows.len(), 1, "{rows:#?}");
-    insta::assert_snapshot!(rows[0], @"FAILURE rocprof_json rocprof_output/9999_results.json TraceLens_generate_perf_report_rocprof | cut short: its JSON ends after 854 bytes; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)");
+    insta::assert_snapshot!(rows[0], @"FAILURE rocprof_json rocprof_output/9999_results.json TraceLens_generate_perf_report_rocprof | cut short: its JSON ends after 841 bytes; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)");
     assert_eq!(summary.results[0].status, Status::Failure);
     assert!(!case.ran("generate_perf_report_rocprof"), "{:#?}", case.calls());
 
