@@ -98,6 +98,21 @@ pub(crate) fn run(
     Ok(())
 }
 
+/// The real Kineto trace the large ones are tiled from.
+const KINETO_SOURCE: &str =
+    "fixtures/public/kineto/hta/negative_queue_length_values_check/rank0.json.gz";
+
+/// A file of `../shared/` (the bench generators, the public traces), or
+/// which one is missing.
+fn shared(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    let path = root.join("../shared").join(rel);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("the benchmarks need {}, which is missing", path.display()))
+    }
+}
+
 fn tempdir(root: &Path) -> Result<PathBuf, String> {
     let dir = root.join("target/bench-scratch");
     let _ = fs::remove_dir_all(&dir);
@@ -113,10 +128,7 @@ fn sanitize(
     runs: usize,
     rows: &mut Vec<Row>,
 ) -> Result<(), String> {
-    let generator = root.join("../shared/bench/gen_rocprof_trace.py");
-    if !generator.is_file() {
-        return Err(format!("the trace generator is missing: {}", generator.display()));
-    }
+    let generator = shared(root, "bench/gen_rocprof_trace.py")?;
     let input = scratch.join("big_results.json");
     eprintln!("generating a {size_mb} MB rocprofv3-style trace with 12 invalid spots...");
     cmd(
@@ -216,13 +228,8 @@ const TRACELENS_SECONDS: f64 = 73.7;
 const TRACELENS_PEAK_MIB: f64 = 4937.0;
 
 fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Result<(), String> {
-    let generator = root.join("../shared/bench/make_big_kineto.py");
-    let source = root.join(
-        "../shared/fixtures/public/kineto/hta/negative_queue_length_values_check/rank0.json.gz",
-    );
-    if !generator.is_file() || !source.is_file() {
-        return Err(format!("missing {} or {}", generator.display(), source.display()));
-    }
+    let generator = shared(root, "bench/make_big_kineto.py")?;
+    let source = shared(root, KINETO_SOURCE)?;
     eprintln!("building the trace-summary example (release)...");
     cmd(
         cargo(),
@@ -318,10 +325,7 @@ fn summary_rocprof(
     runs: usize,
     rows: &mut Vec<Row>,
 ) -> Result<(), String> {
-    let source = root.join("../shared/fixtures/public/rocprofv3/tracelens/908_results.json.gz");
-    if !source.is_file() {
-        return Err(format!("missing {}", source.display()));
-    }
+    let source = shared(root, "fixtures/public/rocprofv3/tracelens/908_results.json.gz")?;
     let out = scratch.join("rocprof-summary");
     let summary = |trace: &Path| {
         vec![
@@ -408,10 +412,8 @@ fn summary_ranks(
     runs: usize,
     rows: &mut Vec<Row>,
 ) -> Result<(), String> {
-    let generator = root.join("../shared/bench/make_big_kineto.py");
-    let source = root.join(
-        "../shared/fixtures/public/kineto/hta/negative_queue_length_values_check/rank0.json.gz",
-    );
+    let generator = shared(root, "bench/make_big_kineto.py")?;
+    let source = shared(root, KINETO_SOURCE)?;
     let run = scratch.join("ranks");
     fs::create_dir_all(&run).map_err(|e| format!("{}: {e}", run.display()))?;
     let first_trace = run.join("rank0.pt.trace.json");
