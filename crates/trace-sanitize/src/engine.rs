@@ -143,17 +143,19 @@ struct Opener {
     place: Place,
 }
 
-/// The string last looked at: followed up to input offset `to` without
-/// meeting its end, and its opener (`None`: not found).
+/// The opener of the string whose opening quote is at input offset
+/// `opened` (`None`: not found).
 #[derive(Debug)]
 struct Current {
-    to: u64,
+    opened: u64,
     opener: Option<Opener>,
 }
 
 #[derive(Debug)]
 pub(crate) struct Engine {
     in_string: bool,
+    /// Input offset of the opening quote of the string it is in.
+    opened: u64,
     /// Inside a string that held a stray quote: where that string stands,
     /// which decides whether a later quote ends it.
     repairing: Option<Place>,
@@ -163,8 +165,8 @@ pub(crate) struct Engine {
     /// Input offsets of the last stray quotes escaped: text, not the start
     /// of the string, when naming the key of a later repair.
     strays: VecDeque<u64>,
-    /// The string of the last repair, or the one the last buffer ended in,
-    /// so that a string is looked back through once, however long it is.
+    /// The opener of the string of the last repair, or of the one the last
+    /// buffer ended in: found once a string, however long it is.
     current: Option<Current>,
     /// Bytes the repairs so far added (less those they removed): where an
     /// input offset is in the output.
@@ -192,6 +194,7 @@ impl Engine {
     pub(crate) fn new(stop_at_first: bool) -> Engine {
         Engine {
             in_string: false,
+            opened: 0,
             repairing: None,
             stop_at_first,
             context: Vec::with_capacity(CONTEXT),
@@ -224,7 +227,13 @@ impl Engine {
             } else {
                 let block: &[u8; BLOCK] = buf[i..i + BLOCK].try_into().expect("64-byte block");
                 let next = buf.get(i + BLOCK).copied();
-                if let Some(in_string) = clean_block(block, next, self.in_string) {
+                if let Some((in_string, quotes)) = clean_block(block, next, self.in_string) {
+                    // Ending inside a string, the block's last quote (if it
+                    // has one) opened it.
+                    if in_string && quotes != 0 {
+                        let last = BLOCK - 1 - quotes.leading_zeros() as usize;
+                        self.opened = base + (i + last) as u64;
+                    }
                     self.in_string = in_string;
                     i += BLOCK;
                     continue;
@@ -280,9 +289,7 @@ impl Engine {
         // A string that goes on into the next buffer: its opener now, while
         // the bytes before its opening quote are at hand.
         if self.in_string {
-            self.opener(buf, base, i);
-        } else {
-            self.current = None;
+            self.opener(buf, base);
         }
         self.remember(&buf[..i]);
         Outcome { consumed: i, stopped }
@@ -311,6 +318,7 @@ impl Engine {
             return match b {
                 b'"' => {
                     self.in_string = true;
+                    self.opened = base + i as u64;
                     Step::Advance(1)
                 }
                 b'-' => match buf.get(i + 1) {
@@ -356,36 +364,25 @@ impl Engine {
             self.repairing = None;
             return Step::Advance(1);
         }
-        // Every quote of the string so far has been seen: the string is
-        // followed up to here, so it is never looked back through again.
         let unknown = Place { top: Top::Unknown, after_colon: false };
-        let place = self.opener(buf, base, i).map_or(unknown, |o| o.place);
+        let place = self.opener(buf, base).map_or(unknown, |o| o.place);
         if self.repairing.is_none() {
             self.repairing = Some(place);
         }
         Step::Repair { len: 1, defect: Defect::StrayQuote, with: ESCAPED_QUOTE }
     }
 
-    /// The opener of the string holding position `pos`: found by looking
-    /// back from `pos` to its opening quote, no further than the string
-    /// was followed before (so each byte is looked back through once), and
-    /// for a string that opened in an earlier buffer, kept from there.
-    fn opener(&mut self, buf: &[u8], base: u64, pos: usize) -> Option<&Opener> {
-        let at = base + pos as u64;
-        let followed = match &self.current {
-            Some(c) if (base..=at).contains(&c.to) => Some((c.to - base) as usize),
-            _ => None,
-        };
-        let strays = &self.strays;
-        let stray = |j: usize| strays.contains(&(base + j as u64));
-        let open = rfind_unescaped_quote_from(&buf[..pos], followed.unwrap_or(0), &stray);
-        match (open, &mut self.current) {
-            (Some(q), _) => {
-                let opener = Some(self.describe(buf, base, q));
-                self.current = Some(Current { to: at, opener });
-            }
-            (None, Some(current)) if followed.is_some() => current.to = at,
-            (None, _) => self.current = Some(Current { to: at, opener: None }),
+    /// The opener of the string it is in, described from the bytes before
+    /// its opening quote when that is in `buf`, and kept from there on
+    /// (found once a string: at the first repair in it, or at the end of
+    /// the buffer it opened in, where the bytes before it are the same).
+    fn opener(&mut self, buf: &[u8], base: u64) -> Option<&Opener> {
+        let opened = self.opened;
+        if !matches!(&self.current, Some(c) if c.opened == opened) {
+            let opener = (opened.checked_sub(base))
+                .filter(|&q| q < buf.len() as u64)
+                .map(|q| self.describe(buf, base, q as usize));
+            self.current = Some(Current { opened, opener });
         }
         self.current.as_ref().and_then(|c| c.opener.as_ref())
     }
@@ -496,7 +493,7 @@ impl Engine {
     /// input offset of `buf[0]`.
     fn key_of(&mut self, buf: &[u8], base: u64, pos: usize, bare: bool) -> Option<String> {
         if !bare {
-            return self.opener(buf, base, pos).and_then(|o| o.key.clone());
+            return self.opener(buf, base).and_then(|o| o.key.clone());
         }
         let (bytes, start) = self.before(buf, base, pos);
         let stray = |j: usize| self.strays.contains(&(start + j as u64));
@@ -531,7 +528,7 @@ fn next_past_space(buf: &[u8], j: usize, eof: bool) -> Option<Option<u8>> {
 /// Portable SIMD (`wide`: SSE2 on any x86-64, NEON on aarch64): per-byte
 /// tests gathered into 64-bit masks, bit j for byte j.
 #[inline(always)]
-fn clean_block(block: &[u8; BLOCK], next: Option<u8>, in_string: bool) -> Option<bool> {
+fn clean_block(block: &[u8; BLOCK], next: Option<u8>, in_string: bool) -> Option<(bool, u64)> {
     let v = u8x64::from(*block);
     let eq = |b: u8| v.simd_eq(u8x64::splat(b));
     // Backslash or non-ASCII: always go scalar.
@@ -573,7 +570,7 @@ fn clean_block(block: &[u8; BLOCK], next: Option<u8>, in_string: bool) -> Option
             return None;
         }
     }
-    Some(inside >> 63 == 1)
+    Some((inside >> 63 == 1, quote))
 }
 
 /// The innermost bracket still open at the end of `bytes`, scanning back
@@ -747,20 +744,12 @@ fn key_ending_at(bytes: &[u8], stray: &dyn Fn(usize) -> bool) -> Option<String> 
     Some(String::from_utf8_lossy(key).into_owned())
 }
 
+/// The last quote of `bytes` that is neither escaped (by the backslashes
+/// before it) nor a stray one.
 fn rfind_unescaped_quote(bytes: &[u8], stray: &dyn Fn(usize) -> bool) -> Option<usize> {
-    rfind_unescaped_quote_from(bytes, 0, stray)
-}
-
-/// The last quote of `bytes[from..]` that is neither escaped (by the
-/// backslashes before it, looked at back past `from`) nor a stray one.
-fn rfind_unescaped_quote_from(
-    bytes: &[u8],
-    from: usize,
-    stray: &dyn Fn(usize) -> bool,
-) -> Option<usize> {
     let mut end = bytes.len();
     loop {
-        let q = from + memchr::memrchr(b'"', &bytes[from..end])?;
+        let q = memchr::memrchr(b'"', &bytes[..end])?;
         let backslashes = bytes[..q].iter().rev().take_while(|&&b| b == b'\\').count();
         if backslashes % 2 == 0 && !stray(q) {
             return Some(q);
@@ -778,7 +767,8 @@ mod tests {
         block: &[u8; BLOCK],
         next: Option<u8>,
         mut in_string: bool,
-    ) -> Option<bool> {
+    ) -> Option<(bool, Option<usize>)> {
+        let mut opened = None;
         for (j, &b) in block.iter().enumerate() {
             match b {
                 b'\\' | 0x80.. => return None,
@@ -789,20 +779,28 @@ mod tests {
                     }
                     in_string = false;
                 }
-                b'"' => in_string = true,
+                b'"' => {
+                    in_string = true;
+                    opened = Some(j);
+                }
                 0..0x20 if in_string => return None,
                 b'a'..=b'z' | b'A'..=b'Z' if !in_string => return None,
                 b'-' if !in_string && j == BLOCK - 1 => return None,
                 _ => {}
             }
         }
-        Some(in_string)
+        Some((in_string, opened.filter(|_| in_string)))
     }
 
+    /// The same verdict, and ending inside a string, the same opening quote
+    /// (the block's last quote, as the engine takes it).
     #[track_caller]
     fn assert_same(block: &[u8; BLOCK], next: Option<u8>, in_string: bool) {
+        let last_opened = |(inside, quotes): (bool, u64)| {
+            (inside, (inside && quotes != 0).then(|| BLOCK - 1 - quotes.leading_zeros() as usize))
+        };
         assert_eq!(
-            clean_block(block, next, in_string),
+            clean_block(block, next, in_string).map(last_opened),
             clean_block_scalar(block, next, in_string),
             "{:?} next {next:?} in_string {in_string}",
             String::from_utf8_lossy(block)
@@ -970,7 +968,7 @@ mod tests {
         let mut i = 0;
         while i + BLOCK <= text.len() {
             let block: &[u8; BLOCK] = text[i..i + BLOCK].try_into().unwrap();
-            in_string = clean_block(block, text.get(i + BLOCK).copied(), in_string)
+            (in_string, _) = clean_block(block, text.get(i + BLOCK).copied(), in_string)
                 .unwrap_or_else(|| panic!("block at {i} goes scalar"));
             i += BLOCK;
         }

@@ -152,3 +152,29 @@ fn every_split_of_long_strings() {
     );
     assert!(String::from_utf8_lossy(&whole).ends_with(r#"config {\"event_id\": 64}"]}"#));
 }
+
+/// A quote after a backslash outside any string opens a string all the
+/// same, and that string is judged by what its own opening quote follows,
+/// however the input is split (looking back for it, the backslash made it
+/// seem escaped, and an earlier quote was taken for it unless a buffer
+/// boundary hid the backslash).
+#[test]
+fn a_string_opened_after_a_stray_backslash_is_judged_by_its_own_quote() {
+    let (whole, report) = same_for_every_split(b"[\"x[\", \\\"b\"c\"d\": 1]");
+    // It follows `\`: where it stands is unknown, so `:` may end it (not
+    // the array the earlier string's `[` seemed to open).
+    assert_eq!(String::from_utf8_lossy(&whole), "[\"x[\", \\\"b\\\"c\\\"d\": 1]");
+    assert_eq!(report.counts.stray_quotes, 2);
+    // As proptest found it: more stray quotes than are remembered, first.
+    let mut found = b"\\\\".to_vec();
+    found.extend([b'"'; 64]);
+    found.extend(b"\\\"".repeat(6));
+    found.push(b'"');
+    found.extend(b"\\\"".repeat(6));
+    found.extend(b"\"\"");
+    found.extend(b"\\\"".repeat(11));
+    found.extend(b"\\,\",");
+    found.extend([b'\\'; 18]);
+    found.extend(b"u\\\"\"u\":");
+    same_for_every_split(&found);
+}
