@@ -82,7 +82,7 @@ def plan(info):
     return [
         {"name": "single", "skip": single_ddp,
          "argv": [py, WORKLOAD, "--steps", "6", "--profile-dir", "{dir}"],
-         "files": {"rank0.": "single_rank0.pt.trace.json"}},
+         "files": {"rank0.": "single.pt.trace.json"}},  # no rank in its name: beside the ddp ranks it is no rank 0
         {"name": "ddp", "skip": single_ddp,
          "argv": [py, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", WORKLOAD,
                   "--distributed", "--steps", "6", "--profile-dir", "{dir}"],

@@ -367,17 +367,17 @@ mod tests {
         )
         .unwrap();
         std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text).unwrap();
-        fs::write(raw.join("single_rank0.pt.trace.json"), &text).unwrap();
+        fs::write(raw.join("single.pt.trace.json"), &text).unwrap();
         let node = serde_json::json!({
             "vendor": "nvidia", "gpu": "NVIDIA H100 80GB HBM3", "gpu_count": 1, "driver": "570.1",
             "runtime": "CUDA 12.8", "torch": "2.11.0", "python": "3.12.3", "date": "2026-11-30",
             "captures": [{"name": "single", "command": "python3 xtask/e2e/workload.py --steps 6 --profile-dir $DIR",
-                          "files": {"single_rank0.pt.trace.json": text.len()}}],
+                          "files": {"single.pt.trace.json": text.len()}}],
             "skipped": [{"name": "rocprofv3", "why": "needs an AMD GPU"}]
         });
         fs::write(raw.join("node.json"), node.to_string()).unwrap();
         import(&root, &raw, 64 << 10).unwrap();
-        let written = root.join("fixtures/gpu/nvidia-h100/single_rank0.pt.trace.json");
+        let written = root.join("fixtures/gpu/nvidia-h100/single.pt.trace.json");
         let len = fs::metadata(&written).unwrap().len();
         assert!(len > 0 && len <= 64 << 10, "{len}");
         let readme = fs::read_to_string(root.join("fixtures/README.md")).unwrap();
@@ -385,7 +385,7 @@ mod tests {
         assert!(
             readme.contains("1 x NVIDIA H100 80GB HBM3, driver 570.1, PyTorch 2.11.0 (CUDA 12.8)")
         );
-        assert!(readme.contains(&format!("| `single_rank0.pt.trace.json` | {len} |")), "{readme}");
+        assert!(readme.contains(&format!("| `single.pt.trace.json` | {len} |")), "{readme}");
         assert!(readme.contains("(rocprofv3: not captured)"));
         assert!(!readme.contains("None are committed"));
 
@@ -397,7 +397,7 @@ mod tests {
             &mut cpu_text,
         )
         .unwrap();
-        fs::write(raw.join("single_rank0.pt.trace.json"), &cpu_text).unwrap();
+        fs::write(raw.join("single.pt.trace.json"), &cpu_text).unwrap();
         let err = import(&root, &raw, 64 << 10).unwrap_err();
         assert!(err.contains("not a useful fixture"), "{err}");
         assert_eq!(fs::metadata(&written).unwrap().len(), len, "the committed set stays");

@@ -6,6 +6,7 @@
 mod dynolog;
 #[path = "../../../tracelens-driver/tests/it/edit.rs"]
 mod edit;
+mod gpu;
 mod k8s;
 mod pytorch;
 mod report;
@@ -96,6 +97,32 @@ fn regex_escape(s: &str) -> String {
         out.push(c);
         out
     })
+}
+
+/// Run `program` in `dir`: its exit code, stdout and stderr.
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and python")]
+pub(crate) fn run(
+    dir: &Path,
+    program: &Path,
+    args: &[std::ffi::OsString],
+) -> (i32, String, String) {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KINETO_USE_DAEMON")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run `madengine` in `dir`: its exit code, stdout and stderr.
+pub(crate) fn madengine(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let args: Vec<std::ffi::OsString> = args.iter().map(std::ffi::OsString::from).collect();
+    run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args)
 }
 
 pub(crate) fn synthetic() -> PathBuf {

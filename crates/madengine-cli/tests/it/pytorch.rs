@@ -11,7 +11,6 @@
 use std::{
     ffi::OsString,
     path::{Path, PathBuf},
-    process::Command,
 };
 
 use dynolog_client::site_packages;
@@ -19,31 +18,13 @@ use serde_json::Value;
 
 use crate::{
     dynolog::{fixture, hook_files},
+    madengine,
     required::torch_python,
+    run,
 };
 
 fn workload() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/e2e/workload.py")
-}
-
-#[allow(clippy::disallowed_methods, reason = "tests run the real binary and python")]
-fn run(dir: &Path, program: &Path, args: &[OsString]) -> (i32, String, String) {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("KINETO_USE_DAEMON")
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn madengine(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args)
 }
 
 fn names(events: &[Value], cat: &str, prefix: &str) -> usize {
