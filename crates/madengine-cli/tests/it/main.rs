@@ -8,6 +8,8 @@ mod dynolog;
 mod edit;
 mod gpu;
 mod k8s;
+#[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
+mod public_dir;
 mod pytorch;
 mod report;
 #[path = "../../../dynolog-client/tests/it/required.rs"]
