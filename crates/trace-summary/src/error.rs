@@ -58,9 +58,8 @@ pub enum Error {
     DataAfterEnd {
         /// The trace.
         path: PathBuf,
-        /// Where the data starts (decompressed, repaired bytes); for a whole
-        /// second rocprofv3 document appended, where the first ends. Always
-        /// known now; an `Option` for the callers that matched on `None`.
+        /// Where the data starts (decompressed, repaired bytes). Always known
+        /// now; an `Option` for the callers that matched on `None`.
         offset: Option<u64>,
     },
     /// The trace is UTF-16 or UTF-32 text (re-saved by Windows PowerShell,

@@ -31,6 +31,7 @@ mod error;
 mod parse;
 mod registry;
 mod rocprof;
+mod scan;
 mod summary;
 
 pub use crate::{

@@ -1,15 +1,13 @@
 //! One streaming pass over a Kineto trace into compact events: no DOM, only
 //! the fields the tables use; strings are interned as they are read.
 
-use std::{
-    fmt,
-    io::{self, Read},
-};
+use std::{fmt, io::Read};
 
 use rustc_hash::FxHashMap;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use wide::u8x64;
+
+use crate::scan::{Batch, CHUNK, Shape, scan};
 
 /// A number as JSON wrote it: integer literals stay integers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -155,21 +153,10 @@ impl Parsed {
     }
 }
 
-/// Bytes read from the stream, with the events found in them.
-struct Batch {
-    bytes: Vec<u8>,
-    /// `(start, end)` of each event in `bytes`.
-    events: Vec<(usize, usize)>,
-}
-
-/// Bytes read at a time.
-const CHUNK: usize = 1 << 20;
-
-/// Parse a trace: the `traceEvents` elements are found in the stream by a
-/// small scanner (strings, escapes and nesting tracked across reads) on one
-/// thread, and deserialized from the buffer they were read into on this one;
-/// everything else at the top level is skipped. Memory stays bounded (a few
-/// buffers, recycled).
+/// Parse a trace: the `traceEvents` elements are found in the stream by
+/// the scanner ([`scan`]) on one thread, and deserialized from the buffer
+/// they were read into on this one; everything else at the top level is
+/// skipped.
 pub(crate) fn parse<R: Read + Send>(reader: R) -> Result<Parsed, serde_json::Error> {
     parse_in_chunks(reader, CHUNK)
 }
@@ -178,39 +165,29 @@ pub(crate) fn parse<R: Read + Send>(reader: R) -> Result<Parsed, serde_json::Err
 fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, serde_json::Error> {
     let mut parsed = Parsed::default();
     parsed.intern("");
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
-    let (back, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(6);
-    std::thread::scope(|scope| {
-        let scanner = scope.spawn(move || scan(reader, chunk, tx, spare));
-        let mut result = Ok(());
-        for batch in rx {
-            if result.is_err() {
-                continue;
-            }
-            if let Err(err) = read_events(&batch, &mut parsed) {
-                result = Err(err);
-            }
-            let _ = back.try_send(batch.bytes);
-        }
-        let scanned = scanner.join().expect("the scanner does not panic");
-        result?;
-        let scanned = scanned?;
-        parsed.has_trace_events = scanned.has_trace_events;
-        parsed.devices = scanned.devices;
-        parsed.truncated_at = scanned.truncated_at;
-        parsed.after_end = scanned.after_end;
-        Ok(parsed)
-    })
+    let scanned = scan(reader, chunk, Kineto::default(), |batch| read_events(batch, &mut parsed))?;
+    if scanned.truncated_at.is_some() && scanned.elements == 0 {
+        let total = scanned.truncated_at.unwrap_or_default();
+        return Err(de::Error::custom(format!(
+            "the trace ends after {total} bytes, before its JSON does (truncated?)"
+        )));
+    }
+    parsed.has_trace_events = scanned.shape.has_trace_events;
+    parsed.devices = scanned.shape.devices;
+    parsed.truncated_at = scanned.truncated_at;
+    parsed.after_end = scanned.after_end;
+    Ok(parsed)
 }
 
-fn read_events(batch: &Batch, parsed: &mut Parsed) -> Result<(), serde_json::Error> {
-    let (Some(&(lo, _)), Some(&(_, hi))) = (batch.events.first(), batch.events.last()) else {
+fn read_events(batch: &Batch<()>, parsed: &mut Parsed) -> Result<(), serde_json::Error> {
+    let (Some(&(lo, ..)), Some(&(_, hi, _))) = (batch.elements.first(), batch.elements.last())
+    else {
         return Ok(());
     };
     // Validate UTF-8 once (the sanitizer upstream makes it so): strings are
     // then read without checking each again.
     let text = simdutf8::basic::from_utf8(&batch.bytes[lo..hi]).ok();
-    for &(s, e) in &batch.events {
+    for &(s, e, ()) in &batch.elements {
         let read = match text {
             Some(text) => EventSeed(parsed)
                 .deserialize(&mut serde_json::Deserializer::from_str(&text[s - lo..e - lo])),
@@ -230,29 +207,7 @@ fn read_events(batch: &Batch, parsed: &mut Parsed) -> Result<(), serde_json::Err
     Ok(())
 }
 
-/// The bytes that change the scanner's state below the top level.
-const STRUCTURAL: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b'"' as usize] = true;
-    t[b'{' as usize] = true;
-    t[b'[' as usize] = true;
-    t[b'}' as usize] = true;
-    t[b']' as usize] = true;
-    t
-};
-
-#[inline(always)]
-fn prefix_xor(mut x: u64) -> u64 {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    x
-}
-
-/// The top-level lists the scanner looks into.
+/// The top-level lists Kineto's shape looks into.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum List {
     /// `traceEvents`: each object element is an event.
@@ -271,34 +226,25 @@ impl List {
     }
 }
 
-/// Nesting outside strings, and the events it delimits.
+/// Where a Kineto trace's events are: the objects of the top-level
+/// `traceEvents` list. Only the top level's keys matter.
 #[derive(Default)]
-struct Nesting {
-    depth: usize,
-    top_seen: bool,
-    /// The list whose key and `:` were just seen at depth 1.
+struct Kineto {
+    /// The list whose key and `:` were just seen at the top level.
     pending: Option<List>,
-    /// The list being read (depth 2).
+    /// The list being read (level 2).
     inside: Option<List>,
-    /// Objects opened in the deviceProperties array.
+    /// Objects opened in the deviceProperties list.
     devices: Option<usize>,
-    event_start: Option<usize>,
-    /// `(start, end)` of the events completed in the current buffer.
-    events: Vec<(usize, usize)>,
+    has_trace_events: bool,
 }
 
-impl Nesting {
-    /// `{` or `[` at `at`.
+impl Shape for Kineto {
+    type Tag = ();
+
     #[inline(always)]
-    fn open(&mut self, b: u8, at: usize) -> Result<(), serde_json::Error> {
-        if self.depth == 0 {
-            self.top_seen = true;
-            if b != b'{' {
-                return Err(serde::de::Error::custom("the trace is not a JSON object"));
-            }
-        }
-        self.depth += 1;
-        match (self.depth, b) {
+    fn open(&mut self, depth: usize, b: u8) -> Result<Option<()>, serde_json::Error> {
+        match (depth, b) {
             (2, b'[') => {
                 self.inside = self.pending.take();
                 if self.inside == Some(List::Devices) {
@@ -307,245 +253,37 @@ impl Nesting {
             }
             (2, _) => self.pending = None,
             (3, b'{') => match self.inside {
-                Some(List::Events) => self.event_start = Some(at),
+                Some(List::Events) => return Ok(Some(())),
                 Some(List::Devices) => self.devices = self.devices.map(|n| n + 1),
                 None => {}
             },
             _ => {}
         }
-        Ok(())
+        Ok(None)
     }
 
-    /// `}` or `]` at `at`.
     #[inline(always)]
-    fn close(&mut self, at: usize) -> Result<(), serde_json::Error> {
-        if self.depth == 0 {
-            return Err(serde::de::Error::custom("unbalanced brackets in the trace"));
-        }
-        self.depth -= 1;
-        if self.depth == 2
-            && let Some(start) = self.event_start.take()
-        {
-            self.events.push((start, at + 1));
-        }
-        if self.depth == 1 {
+    fn close(&mut self, depth: usize) -> Option<()> {
+        if depth == 2 {
             self.inside = None;
             self.pending = None;
         }
-        Ok(())
+        None
     }
-}
 
-/// What the scanner saw of the whole trace.
-struct Scanned {
-    has_trace_events: bool,
-    devices: Option<usize>,
-    truncated_at: Option<u64>,
-    after_end: Option<u64>,
-}
+    #[inline(always)]
+    fn keyed(&self, depth: usize) -> bool {
+        depth == 1
+    }
 
-/// The scanner: sends the buffers it read with the `traceEvents` elements
-/// found in them. A trace cut short after some complete events is not an
-/// error here: [`Scanned::truncated_at`] says so, and the caller decides.
-fn scan<R: Read>(
-    mut reader: R,
-    chunk: usize,
-    tx: std::sync::mpsc::SyncSender<Batch>,
-    spare: std::sync::mpsc::Receiver<Vec<u8>>,
-) -> Result<Scanned, serde_json::Error> {
-    let mut has_trace_events = false;
-    let mut sent = 0usize; // events handed over
-    let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
-    let mut st = Nesting::default();
-    let mut in_string = false;
-    let mut escape = false;
-    let mut key: Vec<u8> = Vec::new(); // the last string at depth 1
-    let mut key_done = false;
-    let mut scanned = 0usize; // bytes of `buf` already scanned
-    let mut base = 0u64; // offset in the trace of `buf[0]`
-    let mut after_end = None;
-    loop {
-        // Read straight into `buf`, up to `chunk` bytes at a time.
-        match (&mut reader).take(chunk as u64).read_to_end(&mut buf) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => return Err(serde_json::Error::io(e)),
-        }
-        let n = buf.len();
-        let mut i = scanned;
-        let mut scalar_until = i; // a block with a backslash goes byte by byte
-        while i < n {
-            // Inside an event, outside an escape: 64 bytes at a time (portable
-            // SIMD); only unescaped quotes and nesting matter there.
-            if st.depth >= 2 && !escape && i >= scalar_until && i + 64 <= n {
-                let block: [u8; 64] = buf[i..i + 64].try_into().expect("64 bytes");
-                let v = u8x64::from(block);
-                let eq = |c: u8| v.simd_eq(u8x64::splat(c)).to_bitmask();
-                if eq(b'\\') != 0 {
-                    scalar_until = i + 64;
-                } else {
-                    let inside = prefix_xor(eq(b'"')) ^ if in_string { !0 } else { 0 };
-                    let open = (eq(b'{') | eq(b'[')) & !inside;
-                    let close = (eq(b'}') | eq(b']')) & !inside;
-                    let mut bits = open | close;
-                    let mut left_events = false;
-                    while bits != 0 {
-                        let j = bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        let at = i + j;
-                        if open >> j & 1 == 1 {
-                            st.open(buf[at], at)?;
-                        } else {
-                            st.close(at)?;
-                            if st.depth == 1 {
-                                // Back at the top level: byte by byte again.
-                                in_string = false;
-                                i = at + 1;
-                                left_events = true;
-                                break;
-                            }
-                        }
-                    }
-                    if !left_events {
-                        in_string = inside >> 63 == 1;
-                        i += 64;
-                    }
-                    continue;
-                }
-            }
-            let b = buf[i];
-            if in_string {
-                if escape {
-                    escape = false;
-                } else if st.depth != 1 && b != b'"' && b != b'\\' {
-                    // Jump to the next quote or backslash.
-                    match memchr::memchr2(b'"', b'\\', &buf[i..n]) {
-                        Some(k) => i += k,
-                        None => i = n,
-                    }
-                    continue;
-                } else if b == b'\\' {
-                    escape = true;
-                } else if b == b'"' {
-                    in_string = false;
-                    if st.depth == 1 {
-                        key_done = true;
-                    }
-                } else if st.depth == 1 {
-                    key.push(b);
-                }
-                i += 1;
-                continue;
-            }
-            if st.depth >= 2 && !STRUCTURAL[b as usize] {
-                // Inside an event only strings and nesting matter: skip
-                // numbers, whitespace, ':' and ','.
-                i += 1;
-                while i < n && !STRUCTURAL[buf[i] as usize] {
-                    i += 1;
-                }
-                continue;
-            }
-            if st.depth == 0 && st.top_seen && !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-                // The document is over: what follows is not the trace's.
-                after_end = Some(base + i as u64);
-                break;
-            }
-            if st.depth == 0 && !st.top_seen && !matches!(b, b'{' | b'[') {
-                not_json_before_top(b, base + i as u64)?;
-                i += 1;
-                continue;
-            }
-            match b {
-                b'"' => {
-                    in_string = true;
-                    if st.depth == 1 {
-                        key.clear();
-                        key_done = false;
-                    }
-                }
-                b':' if st.depth == 1 && key_done => {
-                    st.pending = List::of_key(&key);
-                    has_trace_events |= st.pending == Some(List::Events);
-                    key_done = false;
-                }
-                b'{' | b'[' => st.open(b, i)?,
-                b'}' | b']' => st.close(i)?,
-                b',' if st.depth == 1 => {
-                    st.pending = None;
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        // Hand the buffer over with its events; keep only what an unfinished
-        // event still needs.
-        let keep_from = st.event_start.unwrap_or(n);
-        base += keep_from as u64;
-        if st.events.is_empty() {
-            buf.drain(..keep_from);
-        } else {
-            let mut next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(2 * CHUNK));
-            next.clear();
-            next.extend_from_slice(&buf[keep_from..]);
-            let full = std::mem::replace(&mut buf, next);
-            sent += st.events.len();
-            if tx.send(Batch { bytes: full, events: std::mem::take(&mut st.events) }).is_err() {
-                // The reader failed; its error is the one reported.
-                return Ok(Scanned {
-                    has_trace_events,
-                    devices: st.devices,
-                    truncated_at: None,
-                    after_end: None,
-                });
-            }
-        }
-        if let Some(s) = st.event_start.as_mut() {
-            *s -= keep_from;
-        }
-        scanned = buf.len();
-        if after_end.is_some() {
-            // Read the rest unseen, so the sanitizer feeding the reader
-            // finishes as it would.
-            io::copy(&mut reader, &mut io::sink()).map_err(serde_json::Error::io)?;
-            break;
-        }
+    fn key(&mut self, key: &[u8]) {
+        self.pending = List::of_key(key);
+        self.has_trace_events |= self.pending == Some(List::Events);
     }
-    let total = base + buf.len() as u64;
-    if total == 0 {
-        return Err(de::Error::custom("the trace is empty (0 bytes)"));
-    }
-    if !st.top_seen {
-        return Err(de::Error::custom(format!("no JSON object in the trace's {total} bytes")));
-    }
-    let truncated = st.depth != 0 || in_string;
-    if truncated && sent == 0 {
-        return Err(de::Error::custom(format!(
-            "the trace ends after {total} bytes, before its JSON does (truncated?)"
-        )));
-    }
-    Ok(Scanned {
-        has_trace_events,
-        devices: st.devices,
-        truncated_at: truncated.then_some(total),
-        after_end,
-    })
-}
 
-/// Before the top-level object only whitespace (and a UTF-8 byte order
-/// mark) may come; anything else means this is not a JSON trace.
-fn not_json_before_top(b: u8, at: u64) -> Result<(), serde_json::Error> {
-    const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
-    if b.is_ascii_whitespace() || (at < 3 && b == BOM[at as usize]) {
-        return Ok(());
+    fn comma(&mut self) {
+        self.pending = None;
     }
-    // Non-ASCII bytes reach here sanitized (U+FFFD), so neither their value
-    // nor their offset is the file's: say what they are instead.
-    Err(de::Error::custom(if b.is_ascii_graphic() {
-        format!("not JSON: '{}' at offset {at}, where the trace's object should start", b as char)
-    } else {
-        "not JSON: binary data where the trace's object should start".to_string()
-    }))
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]

@@ -2,31 +2,22 @@
 //! tables (reference/tracelens-metrics.md section 10), from the
 //! `kernel_dispatch` and `memory_copy` buffer records.
 //!
-//! The reader deserializes only what the tables need (timestamps, kernel ids,
-//! symbol names, the session's init/fini time) and skips everything else
-//! without building it; ids are `u64` (`hive_id` and handles exceed `i64`).
+//! The scanner under the Kineto reader (`scan.rs`) finds the records the
+//! tables need in the stream (each process's metadata, kernel symbols,
+//! kernel dispatches and memory copies); each is deserialized from the buffer
+//! it was read into (timestamps, kernel ids, symbol names, the session's
+//! init/fini time), and everything else is skimmed without being built. Ids
+//! are `u64` (`hive_id` and handles exceed `i64`).
 
-use std::io::Read;
+use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
-use serde::Deserialize;
+use serde::{Deserialize, de};
 
-use crate::compute::{Cell, Table, length, union};
-
-#[derive(Deserialize)]
-struct Root {
-    #[serde(rename = "rocprofiler-sdk-tool")]
-    tool: Vec<Process>,
-}
-
-#[derive(Deserialize)]
-struct Process {
-    metadata: Metadata,
-    #[serde(default)]
-    kernel_symbols: Vec<Symbol>,
-    #[serde(default)]
-    buffer_records: Buffers,
-}
+use crate::{
+    compute::{Cell, Table, length, union},
+    scan::{Batch, CHUNK, Shape, scan},
+};
 
 #[derive(Deserialize)]
 struct Metadata {
@@ -35,22 +26,14 @@ struct Metadata {
 }
 
 #[derive(Deserialize)]
-struct Symbol {
+struct Symbol<'a> {
     kernel_id: u64,
-    #[serde(default)]
-    kernel_name: String,
-    #[serde(default)]
-    formatted_kernel_name: String,
-    #[serde(default)]
-    truncated_kernel_name: String,
-}
-
-#[derive(Deserialize, Default)]
-struct Buffers {
-    #[serde(default)]
-    kernel_dispatch: Vec<Dispatch>,
-    #[serde(default)]
-    memory_copy: Vec<Span>,
+    #[serde(default, borrow)]
+    kernel_name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    formatted_kernel_name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    truncated_kernel_name: Cow<'a, str>,
 }
 
 #[derive(Deserialize)]
@@ -85,59 +68,268 @@ pub(crate) struct Tables {
     /// GPU records: kernel dispatches and memory copies.
     pub(crate) records: usize,
     /// Where more than whitespace follows the JSON document: the offset of
-    /// what follows (for a whole second document, where the first ends).
+    /// what follows.
     pub(crate) data_after_end: Option<u64>,
+    /// The JSON ended early, after this many bytes.
+    pub(crate) truncated_at: Option<u64>,
 }
 
-/// The tables of a rocprofv3 trace.
-pub(crate) fn tables(reader: impl Read) -> serde_json::Result<Tables> {
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let root = Root::deserialize(&mut de)?;
-    // Only whitespace may follow. The stream's offset, once it fails on
-    // what does, is where that starts; a whole second document it reads
-    // (without keeping it) and then is past, so that one is told by where
-    // the first ends.
-    let mut rest = de.into_iter::<serde::de::IgnoredAny>();
-    let end = rest.byte_offset() as u64;
-    let data_after_end = match rest.next() {
-        None => None,
-        Some(Err(e)) if e.is_io() => return Err(e),
-        Some(Err(_)) => Some(rest.byte_offset() as u64),
-        Some(Ok(_)) => Some(end),
-    };
-    let mut init = u64::MAX;
-    let mut fini = 0;
-    let mut kernels = Vec::new();
-    let mut copies = Vec::new();
-    // (name, durations in ns in record order), grouped by name.
-    let mut groups: FxHashMap<String, Vec<u64>> = FxHashMap::default();
-    for process in root.tool {
-        init = init.min(process.metadata.init_time);
-        fini = fini.max(process.metadata.fini_time);
-        let names: FxHashMap<u64, String> = process
-            .kernel_symbols
-            .into_iter()
-            .map(|s| {
+/// What the tables read of a rocprofv3 trace, as the scanner finds it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Record {
+    /// A process's `metadata` object.
+    Metadata,
+    /// An element of a process's `kernel_symbols`.
+    Symbol,
+    /// An element of its `buffer_records.kernel_dispatch`.
+    Dispatch,
+    /// An element of its `buffer_records.memory_copy`.
+    Copy,
+    /// The end of a process's object (a mark, no record).
+    ProcessEnd,
+}
+
+impl Record {
+    /// The list a record is an element of.
+    fn what(self) -> &'static str {
+        match self {
+            Record::Metadata => "metadata",
+            Record::Symbol => "kernel_symbols",
+            Record::Dispatch => "kernel_dispatch",
+            Record::Copy | Record::ProcessEnd => "memory_copy",
+        }
+    }
+}
+
+/// What a level of the document is, as far as the tables care.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    /// The `rocprofiler-sdk-tool` list: an object per process.
+    Tool,
+    Process,
+    Symbols,
+    /// `buffer_records`.
+    Buffers,
+    Dispatches,
+    Copies,
+    Other,
+}
+
+/// The keys the tables follow.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Tool,
+    Metadata,
+    Symbols,
+    Buffers,
+    Dispatches,
+    Copies,
+}
+
+/// Where a rocprofv3 trace's records are:
+/// `{"rocprofiler-sdk-tool": [{"metadata": {..}, "kernel_symbols": [..],
+/// "buffer_records": {"kernel_dispatch": [..], "memory_copy": [..]}}]}`.
+/// The keys of the top object, of each process and of its buffer_records
+/// matter; everything else is skimmed.
+#[derive(Default)]
+struct Layout {
+    levels: Vec<Level>,
+    /// The key whose `:` was just seen at a keyed level.
+    pending: Option<Key>,
+    /// Whether the process list was seen.
+    tool: bool,
+}
+
+impl Shape for Layout {
+    type Tag = Record;
+
+    #[inline(always)]
+    fn open(&mut self, _depth: usize, b: u8) -> Result<Option<Record>, serde_json::Error> {
+        let key = self.pending.take();
+        let (level, record) = match (self.levels.last(), key, b) {
+            (None, _, _) => (Level::Root, None),
+            (Some(Level::Root), Some(Key::Tool), b'[') => {
+                self.tool = true;
+                (Level::Tool, None)
+            }
+            (Some(Level::Root), Some(Key::Tool), _) => {
+                return Err(de::Error::custom("`rocprofiler-sdk-tool` is not a list"));
+            }
+            (Some(Level::Tool), _, b'{') => (Level::Process, None),
+            (Some(Level::Process), Some(Key::Metadata), b'{') => {
+                (Level::Other, Some(Record::Metadata))
+            }
+            (Some(Level::Process), Some(Key::Symbols), b'[') => (Level::Symbols, None),
+            (Some(Level::Process), Some(Key::Buffers), b'{') => (Level::Buffers, None),
+            (Some(Level::Buffers), Some(Key::Dispatches), b'[') => (Level::Dispatches, None),
+            (Some(Level::Buffers), Some(Key::Copies), b'[') => (Level::Copies, None),
+            (Some(Level::Symbols), _, b'{') => (Level::Other, Some(Record::Symbol)),
+            (Some(Level::Dispatches), _, b'{') => (Level::Other, Some(Record::Dispatch)),
+            (Some(Level::Copies), _, b'{') => (Level::Other, Some(Record::Copy)),
+            _ => (Level::Other, None),
+        };
+        self.levels.push(level);
+        Ok(record)
+    }
+
+    #[inline(always)]
+    fn close(&mut self, _depth: usize) -> Option<Record> {
+        self.pending = None;
+        (self.levels.pop() == Some(Level::Process)).then_some(Record::ProcessEnd)
+    }
+
+    #[inline(always)]
+    fn keyed(&self, _depth: usize) -> bool {
+        matches!(self.levels.last(), Some(Level::Root | Level::Process | Level::Buffers))
+    }
+
+    fn key(&mut self, key: &[u8]) {
+        self.pending = match key {
+            b"rocprofiler-sdk-tool" => Some(Key::Tool),
+            b"metadata" => Some(Key::Metadata),
+            b"kernel_symbols" => Some(Key::Symbols),
+            b"buffer_records" => Some(Key::Buffers),
+            b"kernel_dispatch" => Some(Key::Dispatches),
+            b"memory_copy" => Some(Key::Copies),
+            _ => None,
+        };
+    }
+
+    fn comma(&mut self) {
+        self.pending = None;
+    }
+}
+
+/// What is read of the process being read, until its object ends.
+#[derive(Default)]
+struct Process {
+    metadata: Option<Metadata>,
+    names: FxHashMap<u64, String>,
+    /// `(start, end, kernel id)` of its kernel dispatches, in record order.
+    dispatches: Vec<(u64, u64, u64)>,
+}
+
+/// What is read of the whole trace.
+#[derive(Default)]
+struct Read {
+    process: Process,
+    init: Option<u64>,
+    fini: u64,
+    kernels: Vec<(f64, f64)>,
+    copies: Vec<(f64, f64)>,
+    /// Durations in ns in record order, grouped by kernel name.
+    groups: FxHashMap<String, Vec<u64>>,
+}
+
+impl Read {
+    fn batch(&mut self, batch: &Batch<Record>) -> Result<(), serde_json::Error> {
+        let (Some(&(lo, ..)), Some(&(_, hi, _))) = (batch.elements.first(), batch.elements.last())
+        else {
+            return Ok(());
+        };
+        // Validate UTF-8 once (the sanitizer upstream makes it so): names
+        // are then borrowed from the buffer without checking each again.
+        let text = simdutf8::basic::from_utf8(&batch.bytes[lo..hi]).ok();
+        for &(s, e, record) in &batch.elements {
+            let read = match text {
+                Some(text) => self
+                    .record(record, &mut serde_json::Deserializer::from_str(&text[s - lo..e - lo])),
+                None => self
+                    .record(record, &mut serde_json::Deserializer::from_slice(&batch.bytes[s..e])),
+            };
+            read.map_err(|err| {
+                // Where in the record is its own line and column: say where
+                // the record is instead.
+                let said = err.to_string();
+                let said = said
+                    .strip_suffix(&format!(" at line {} column {}", err.line(), err.column()))
+                    .unwrap_or(&said);
+                let at = batch.base + s as u64;
+                de::Error::custom(match record {
+                    Record::ProcessEnd => {
+                        format!("{said}, in the process whose object ends at byte {at}")
+                    }
+                    _ => format!("{said}, in the {} record at byte {at}", record.what()),
+                })
+            })?;
+        }
+        Ok(())
+    }
+
+    fn record<'de, R: serde_json::de::Read<'de>>(
+        &mut self,
+        record: Record,
+        json: &mut serde_json::Deserializer<R>,
+    ) -> Result<(), serde_json::Error> {
+        match record {
+            Record::Metadata => self.process.metadata = Some(Metadata::deserialize(json)?),
+            Record::Symbol => {
+                let s = Symbol::deserialize(json)?;
                 let name = [s.truncated_kernel_name, s.formatted_kernel_name, s.kernel_name]
                     .into_iter()
                     .find(|n| !n.is_empty())
                     .unwrap_or_default();
-                (s.kernel_id, name)
-            })
-            .collect();
-        for d in process.buffer_records.kernel_dispatch {
-            kernels.push(us(d.start_timestamp, d.end_timestamp));
-            let name = names.get(&d.dispatch_info.kernel_id).cloned().unwrap_or_default();
-            groups.entry(name).or_default().push(d.end_timestamp.saturating_sub(d.start_timestamp));
+                self.process.names.insert(s.kernel_id, name.into_owned());
+            }
+            Record::Dispatch => {
+                let d = Dispatch::deserialize(json)?;
+                self.process.dispatches.push((
+                    d.start_timestamp,
+                    d.end_timestamp,
+                    d.dispatch_info.kernel_id,
+                ));
+            }
+            Record::Copy => {
+                let c = Span::deserialize(json)?;
+                self.copies.push(us(c.start_timestamp, c.end_timestamp));
+            }
+            Record::ProcessEnd => self.end_process()?,
         }
-        copies.extend(
-            process
-                .buffer_records
-                .memory_copy
-                .iter()
-                .map(|c| us(c.start_timestamp, c.end_timestamp)),
-        );
+        Ok(())
     }
+
+    /// A process's object ended: its kernels are named by its symbols
+    /// (wherever they stood in it).
+    fn end_process(&mut self) -> Result<(), serde_json::Error> {
+        let Process { metadata, names, dispatches } = std::mem::take(&mut self.process);
+        let Some(metadata) = metadata else {
+            return Err(de::Error::missing_field("metadata"));
+        };
+        self.init = Some(self.init.map_or(metadata.init_time, |i| i.min(metadata.init_time)));
+        self.fini = self.fini.max(metadata.fini_time);
+        for (start, end, kernel) in dispatches {
+            self.kernels.push(us(start, end));
+            let name = names.get(&kernel).map_or("", String::as_str);
+            let duration = end.saturating_sub(start);
+            match self.groups.get_mut(name) {
+                Some(durations) => durations.push(duration),
+                None => {
+                    self.groups.insert(name.to_string(), vec![duration]);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The tables of a rocprofv3 trace: its records found in the stream by the
+/// scanner ([`scan`]) and deserialized each from the buffer it was read
+/// into; everything else skimmed. A trace cut short gives the tables of the
+/// processes complete before the cut, with [`Tables::truncated_at`] set.
+pub(crate) fn tables(reader: impl std::io::Read + Send) -> serde_json::Result<Tables> {
+    tables_in_chunks(reader, CHUNK)
+}
+
+/// [`tables`], reading `chunk` bytes at a time (tests vary it).
+fn tables_in_chunks(reader: impl std::io::Read + Send, chunk: usize) -> serde_json::Result<Tables> {
+    let mut read = Read::default();
+    let scanned = scan(reader, chunk, Layout::default(), |batch| read.batch(batch))?;
+    if !scanned.shape.tool && scanned.truncated_at.is_none() {
+        return Err(de::Error::missing_field("rocprofiler-sdk-tool"));
+    }
+    let Read { init, fini, mut kernels, copies, groups, .. } = read;
+    let init = init.unwrap_or(u64::MAX);
     let records = kernels.len() + copies.len();
     // TraceLens converts ns to µs floats first; doing the same keeps every digit.
     let total = if fini > init { fini as f64 / 1000.0 - init as f64 / 1000.0 } else { 0.0 };
@@ -160,7 +352,13 @@ pub(crate) fn tables(reader: impl Read) -> serde_json::Result<Tables> {
             row("idle", idle),
         ],
     };
-    Ok(Tables { timeline, kernels: kernel_summary(groups), records, data_after_end })
+    Ok(Tables {
+        timeline,
+        kernels: kernel_summary(groups),
+        records,
+        data_after_end: scanned.after_end,
+        truncated_at: scanned.truncated_at,
+    })
 }
 
 fn us(start: u64, end: u64) -> (f64, f64) {
@@ -301,13 +499,15 @@ mod tests {
             {"start_timestamp":2000,"end_timestamp":3000,"dispatch_info":{"kernel_id":7}},
             {"start_timestamp":2500,"end_timestamp":4000,"dispatch_info":{"kernel_id":7}}],
             "memory_copy":[{"start_timestamp":5000,"end_timestamp":6000,"bytes":8}]}}]}"#;
-        let Tables { timeline, kernels, records, data_after_end } = tables(&trace[..]).unwrap();
-        assert_eq!((records, data_after_end), (3, None));
+        let Tables { timeline, kernels, records, data_after_end, truncated_at } =
+            tables(&trace[..]).unwrap();
+        assert_eq!((records, data_after_end, truncated_at), (3, None, None));
         // Whitespace after the document is nothing; anything else is noticed,
-        // where it starts (a whole second document: where the first ends).
+        // where it starts (a whole second document too).
         assert_eq!(tables(&[&trace[..], b" \n\t\r"].concat()[..]).unwrap().data_after_end, None);
         let len = trace.len() as u64;
-        for (after, at) in [(&b"x"[..], len + 1), (b"\0", len + 1), (b"{}", len), (b"]", len + 1)] {
+        for after in [&b"x"[..], b"\0", b"{}", b"]"] {
+            let at = len + 1;
             let found = tables(&[&trace[..], b"\n", after].concat()[..]).unwrap().data_after_end;
             assert_eq!(found, Some(at), "{after:?}");
         }
@@ -322,5 +522,150 @@ mod tests {
             ),
             "{kernels}"
         );
+    }
+
+    /// A trace whose records hide brackets, quotes and backslashes in
+    /// strings, with two processes, symbols after the dispatches that use
+    /// them, lists the tables skip, and keys that look like the ones they
+    /// follow where those mean nothing; shifted by `pad` bytes so that every
+    /// construct meets every 64-byte block boundary.
+    fn tricky_trace(pad: usize) -> String {
+        let process = |pid: u64, base: u64| {
+            let mut dispatches = Vec::new();
+            for i in 0..12u64 {
+                let id = i % 3;
+                dispatches.push(format!(
+                    r#"{{"kind": 11, "correlation_id": {{"internal": {i}, "external": 0}}, "start_timestamp": {}, "end_timestamp": {}, "dispatch_info": {{"kernel_id": {id}, "grid_size": {{"x": 1, "y": [1]}}}}, "note": "] \" {{ [ \\"}}"#,
+                    base + 100 * i,
+                    base + 100 * i + 10 * (i + 1)
+                ));
+            }
+            format!(
+                r#"{{"metadata": {{"pid": {pid}, "node": {{"hostname": "h]}}"}}, "init_time": {base}, "fini_time": {}, "kernel_dispatch": []}},
+  "agents": [{{"kernel_symbols": [{{"kernel_id": 0, "kernel_name": "agent, not a symbol"}}]}}],
+  "buffer_records": {{"kernel_dispatch": [{}],
+    "hip_api": [{{"start_timestamp": 1, "end_timestamp": 999999999, "args": "[{{\"memory_copy\": []}}]"}}],
+    "memory_copy": [{{"start_timestamp": {}, "end_timestamp": {}}}]}},
+  "kernel_symbols": [{{"kernel_id": 0, "kernel_name": "gemm\"[0]{{x}}", "truncated_kernel_name": ""}},
+    {{"kernel_id": 1, "formatted_kernel_name": "attn\\ \u00e9 🙂", "truncated_kernel_name": "attn"}},
+    {{"kernel_id": 2, "kernel_name": "{}"}}]}}"#,
+                base + 5000,
+                dispatches.join(",\n    "),
+                base + 4000,
+                base + 4100,
+                "w".repeat(pad % 70)
+            )
+        };
+        format!(
+            "{{\"rocprofiler-sdk-tool\": [{},\n{}], \"pad\": \"{}\", \"summary\": [{{\"metadata\": 1}}]}}",
+            process(1, 1_000_000),
+            process(2, 2_000_000),
+            " ".repeat(pad)
+        )
+    }
+
+    /// The groups of kernel durations, as a whole-document parse finds them.
+    fn expected(trace: &str) -> (usize, Vec<(String, Vec<u64>)>) {
+        let doc: serde_json::Value = serde_json::from_str(trace).unwrap();
+        let mut records = 0;
+        let mut groups: Vec<(String, Vec<u64>)> = Vec::new();
+        for p in doc["rocprofiler-sdk-tool"].as_array().unwrap() {
+            let name = |id: &serde_json::Value| {
+                let s =
+                    p["kernel_symbols"].as_array().unwrap().iter().find(|s| s["kernel_id"] == *id);
+                ["truncated_kernel_name", "formatted_kernel_name", "kernel_name"]
+                    .iter()
+                    .filter_map(|k| s.and_then(|s| s[*k].as_str()))
+                    .find(|n| !n.is_empty())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            for d in p["buffer_records"]["kernel_dispatch"].as_array().unwrap() {
+                let n = name(&d["dispatch_info"]["kernel_id"]);
+                let dur =
+                    d["end_timestamp"].as_u64().unwrap() - d["start_timestamp"].as_u64().unwrap();
+                match groups.iter_mut().find(|(g, _)| *g == n) {
+                    Some((_, v)) => v.push(dur),
+                    None => groups.push((n, vec![dur])),
+                }
+                records += 1;
+            }
+            records += p["buffer_records"]["memory_copy"].as_array().unwrap().len();
+        }
+        groups.sort();
+        (records, groups)
+    }
+
+    #[test]
+    fn records_are_found_whatever_the_block_and_read_boundaries() {
+        for pad in [0, 1, 7, 31, 63] {
+            let trace = tricky_trace(pad);
+            let (records, groups) = expected(&trace);
+            assert_eq!(records, 26);
+            assert_eq!(groups.len(), 3, "{groups:?}");
+            let whole = tables_in_chunks(trace.as_bytes(), 1 << 20).unwrap();
+            // Each kernel's name, count, min and max, as the whole document has them.
+            let mut got: Vec<(String, i64, i64, i64)> = whole
+                .kernels
+                .as_ref()
+                .unwrap()
+                .rows
+                .iter()
+                .map(|r| match (&r[0], &r[1], &r[5], &r[6]) {
+                    (Cell::Str(name), Cell::Int(n), Cell::Int(min), Cell::Int(max)) => {
+                        (name.clone(), *n, *min, *max)
+                    }
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            got.sort();
+            let want: Vec<(String, i64, i64, i64)> = groups
+                .iter()
+                .map(|(name, d)| {
+                    let (min, max) = (*d.iter().min().unwrap(), *d.iter().max().unwrap());
+                    (name.clone(), d.len() as i64, min as i64, max as i64)
+                })
+                .collect();
+            assert_eq!(got, want, "pad {pad}");
+            for chunk in [1, 5, 64, 100, 1000] {
+                let t = tables_in_chunks(trace.as_bytes(), chunk).unwrap();
+                assert_eq!(t.records, records, "pad {pad}, chunk {chunk}");
+                assert_eq!(t.kernels, whole.kernels, "pad {pad}, chunk {chunk}");
+                assert_eq!(t.timeline, whole.timeline, "pad {pad}, chunk {chunk}");
+                assert_eq!((t.truncated_at, t.data_after_end), (None, None));
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_trace_and_a_process_without_metadata_are_told() {
+        let trace = tricky_trace(3);
+        for cut in [10, trace.len() / 2, trace.len() - 1] {
+            for chunk in [7, 1 << 20] {
+                let t = tables_in_chunks(&trace.as_bytes()[..cut], chunk).unwrap();
+                assert_eq!(t.truncated_at, Some(cut as u64), "cut {cut}, chunk {chunk}");
+            }
+        }
+        let bare = trace.replacen(r#""metadata": {"pid": 1,"#, r#""meta": {"pid": 1,"#, 1);
+        let err = tables(bare.as_bytes()).err().unwrap().to_string();
+        assert!(
+            err.starts_with("missing field `metadata`, in the process whose object ends at byte "),
+            "{err}"
+        );
+        let at: usize = err.rsplit(' ').next().unwrap().parse().unwrap();
+        assert_eq!(&bare[at - 1..at + 2], "]},", "where the first process ends");
+        let endless = trace.replacen(r#""end_timestamp": 1000010"#, r#""end": 1000010"#, 1);
+        let err = tables(endless.as_bytes()).err().unwrap().to_string();
+        assert!(
+            err.starts_with(
+                "missing field `end_timestamp`, in the kernel_dispatch record at byte "
+            ),
+            "{err}"
+        );
+        let not_a_list = r#"{"rocprofiler-sdk-tool": {"metadata": {}}}"#;
+        let err = tables(not_a_list.as_bytes()).err().unwrap().to_string();
+        assert!(err.contains("is not a list"), "{err}");
+        let err = tables(&br#"{"rocprofiler-sdk-tool": null}"#[..]).err().unwrap().to_string();
+        assert!(err.contains("missing field `rocprofiler-sdk-tool`"), "{err}");
     }
 }

@@ -4,10 +4,7 @@ use std::{
     fs::File,
     io::{BufRead, BufReader, Read},
     path::Path,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, AtomicU64, Ordering},
-    },
+    sync::{Arc, atomic::AtomicBool},
 };
 
 use serde::Serialize;
@@ -155,9 +152,7 @@ pub fn summarize_with<R: Read + Send>(
     label: &Path,
     options: &Options,
 ) -> Result<Summary> {
-    let bytes = Arc::new(AtomicU64::new(0));
-    let mut reader =
-        BufReader::with_capacity(1 << 20, Counted { inner: reader, bytes: Arc::clone(&bytes) });
+    let mut reader = BufReader::with_capacity(1 << 20, reader);
     let head = reader.fill_buf().map_err(|e| Error::Parse {
         path: label.to_path_buf(),
         format: None,
@@ -170,23 +165,15 @@ pub fn summarize_with<R: Read + Send>(
         return Err(Error::NotADocument { path: label.to_path_buf(), first });
     }
     if crate::rocprof::sniff(head) {
-        let crate::rocprof::Tables { timeline, kernels, records, data_after_end } =
-            // By value: `io::Bytes` reads a `BufReader` (not a `&mut` one)
-            // straight from its buffer, twice as fast.
-            crate::rocprof::tables(reader).map_err(|e| match e.classify() {
-                // Its head was rocprofv3's, so an early end is a cut (and
-                // everything read was consumed).
-                serde_json::error::Category::Eof => Error::Truncated {
-                    path: label.to_path_buf(),
-                    bytes: bytes.load(Ordering::Relaxed),
-                    events: None,
-                },
-                _ => Error::Parse {
-                    path: label.to_path_buf(),
-                    format: Some(Format::Rocprofv3),
-                    detail: e.to_string(),
-                },
+        let crate::rocprof::Tables { timeline, kernels, records, data_after_end, truncated_at } =
+            crate::rocprof::tables(reader).map_err(|e| Error::Parse {
+                path: label.to_path_buf(),
+                format: Some(Format::Rocprofv3),
+                detail: e.to_string(),
             })?;
+        if let Some(bytes) = truncated_at {
+            return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: None });
+        }
         if let Some(offset) = data_after_end {
             return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
         }
@@ -437,18 +424,4 @@ fn with_sanitized<T>(
             (r, repaired) => r.map(|t| (t, repaired.ok())),
         }
     })
-}
-
-/// A reader that counts the bytes read through it.
-struct Counted<R> {
-    inner: R,
-    bytes: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }

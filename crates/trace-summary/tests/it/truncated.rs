@@ -162,9 +162,9 @@ fn a_rocprofv3_trace_with_data_after_its_end_is_refused_and_read_without_it_on_r
     let tail = dir.path().join("tail_results.json");
     std::fs::write(&tail, [&json[..], b"\n", after].concat()).unwrap();
     match summarize_file(&tail) {
-        // A whole second document: where the first ends.
+        // A whole second document: where it starts, as a Kineto trace's.
         Err(e @ Error::DataAfterEnd { offset: Some(at), .. }) => {
-            assert_eq!(at, json.len() as u64);
+            assert_eq!(at, json.len() as u64 + 1);
             assert!(e.is_salvageable());
         }
         other => panic!("{other:?}"),
@@ -342,6 +342,18 @@ fn bare_words_that_are_not_json_are_named_where_they_are() {
     assert_eq!(
         (word.offset, word.text.as_str(), word.key.as_deref()),
         (18, "True", Some("schemaVersion"))
+    );
+    // So in the lists of a rocprofv3 trace the tables skip (its HIP API
+    // calls here).
+    let skipped = rocprof.replacen("\"thread_id\":", "\"tid\": undefined, \"thread_id\":", 1);
+    assert!(skipped.find("undefined") < skipped.find("kernel_dispatch"), "in hip_api");
+    std::fs::write(&path, &skipped).unwrap();
+    let summary = summarize_file(&path).unwrap();
+    assert_eq!((summary.outcome, summary.gpu_events), (Outcome::Rocprofv3, 1));
+    let word = summary.not_json.unwrap();
+    assert_eq!(
+        (word.offset, word.text.as_str(), word.key.as_deref()),
+        (offset(&skipped, "undefined"), "undefined", Some("tid"))
     );
     // N/A is quoted and read.
     std::fs::write(&path, trace.replacen("\"dur\": 50,", "\"dur\": 50, \"occupancy\": N/A,", 1))
