@@ -803,6 +803,27 @@ mod tests {
         }
         assert!(parse_in_chunks(&b"[1, 2]"[..], 64).is_err());
         assert!(parse_in_chunks(&b"]"[..], 64).is_err());
+        // A bracket closing the other kind throws the levels off: refused,
+        // wherever it stands, not read as the document's end.
+        for text in [
+            r#"{"traceEvents": [{"ph": "X", "args": {"a": [1}}]}, "x": 1}"#,
+            r#"{"meta": {"a": 1], "traceEvents": [{"ph": "X"}]}"#,
+        ] {
+            for chunk in [1, 64] {
+                let err = parse_in_chunks(text.as_bytes(), chunk).err().unwrap().to_string();
+                assert!(err.contains("closes a"), "{text}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_with_an_escape_is_not_the_key_it_spells_without() {
+        let text = r#"{"trace\"Events": [{"ph": "X", "name": "a"}], "traceEvents": [{"ph": "X", "name": "b"}]}"#;
+        for chunk in [1, 5, 64] {
+            let parsed = parse_in_chunks(text.as_bytes(), chunk).unwrap();
+            let names: Vec<&str> = parsed.events.iter().map(|e| parsed.str(e.name)).collect();
+            assert_eq!(names, ["b"], "chunk {chunk}");
+        }
     }
 
     #[test]

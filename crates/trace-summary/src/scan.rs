@@ -114,6 +114,9 @@ fn prefix_xor(mut x: u64) -> u64 {
 struct Nesting<S: Shape> {
     shape: S,
     depth: usize,
+    /// The bracket that opened each level (`{` or `[`), for its close to
+    /// match: a stray one throws the levels off.
+    opened: Vec<u8>,
     top_seen: bool,
     /// `(start, level, tag)` of the element being read.
     start: Option<(usize, usize, S::Tag)>,
@@ -145,17 +148,25 @@ impl<S: Shape> Nesting<S> {
             }
         }
         self.depth += 1;
+        self.opened.push(b);
         if let Some(tag) = self.shape.open(self.depth, b)? {
             self.start = Some((at, self.depth, tag));
         }
         Ok(())
     }
 
-    /// `}` or `]` at `at`.
+    /// `b` (`}` or `]`) at `at`.
     #[inline(always)]
-    fn close(&mut self, at: usize) -> Result<(), serde_json::Error> {
-        if self.depth == 0 {
+    fn close(&mut self, b: u8, at: usize) -> Result<(), serde_json::Error> {
+        let Some(opened) = self.opened.pop() else {
             return Err(de::Error::custom("unbalanced brackets in the trace"));
+        };
+        if opened != b - 2 {
+            // `{`/`}` and `[`/`]` are two apart in ASCII.
+            return Err(de::Error::custom(format!(
+                "`{}` closes a `{}` in the trace",
+                b as char, opened as char
+            )));
         }
         if let Some((start, level, tag)) = self.start
             && level == self.depth
@@ -181,7 +192,14 @@ fn scan_on<R: Read, S: Shape>(
 ) -> Result<Scanned<S>, serde_json::Error> {
     let mut sent = 0usize; // elements handed over
     let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
-    let mut st = Nesting { shape, depth: 0, top_seen: false, start: None, elements: Vec::new() };
+    let mut st = Nesting {
+        shape,
+        depth: 0,
+        opened: Vec::new(),
+        top_seen: false,
+        start: None,
+        elements: Vec::new(),
+    };
     let mut in_string = false;
     let mut escape = false;
     let mut key: Vec<u8> = Vec::new(); // the last string at a keyed level
@@ -221,7 +239,7 @@ fn scan_on<R: Read, S: Shape>(
                         if open >> j & 1 == 1 {
                             st.open(buf[at], at)?;
                         } else {
-                            st.close(at)?;
+                            st.close(buf[at], at)?;
                         }
                         if !st.skims() {
                             // At a level whose keys matter: byte by byte again.
@@ -243,6 +261,9 @@ fn scan_on<R: Read, S: Shape>(
                 let keyed = st.keyed();
                 if escape {
                     escape = false;
+                    if keyed {
+                        key.push(b);
+                    }
                 } else if !keyed && b != b'"' && b != b'\\' {
                     // Jump to the next quote or backslash.
                     match memchr::memchr2(b'"', b'\\', &buf[i..n]) {
@@ -251,7 +272,12 @@ fn scan_on<R: Read, S: Shape>(
                     }
                     continue;
                 } else if b == b'\\' {
+                    // Kept as written: a key with an escape is none the
+                    // shape follows (`trace\"Events` is not `traceEvents`).
                     escape = true;
+                    if keyed {
+                        key.push(b);
+                    }
                 } else if b == b'"' {
                     in_string = false;
                     key_done = keyed;
@@ -291,7 +317,7 @@ fn scan_on<R: Read, S: Shape>(
                     key_done = false;
                 }
                 b'{' | b'[' => st.open(b, i)?,
-                b'}' | b']' => st.close(i)?,
+                b'}' | b']' => st.close(b, i)?,
                 b',' if st.keyed() => st.shape.comma(),
                 _ => {}
             }

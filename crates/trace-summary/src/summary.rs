@@ -292,11 +292,15 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
             // finds it (and where), to say so rather than where the parser
             // stopped in the repaired text. A string that never ends reads
             // as a cut.
-            Err(e @ Error::Parse { .. }) => return Err(unrepairable_in(path).unwrap_or(e)),
-            Err(e @ Error::Truncated { .. }) => {
-                return Err(unrepairable_in(path)
-                    .filter(|e| matches!(e, Error::UnclosedString { .. }))
-                    .unwrap_or(e));
+            Err(e @ Error::Parse { .. }) => return Err(unrepairable_in(path, true).unwrap_or(e)),
+            // So does a string that never ends, read as a cut; and a token
+            // where the grammar allows none (a stray bracket, a comma for a
+            // colon) throws the nesting the reader follows off, so that it
+            // sees the document end early, or never: that token is the
+            // cause. (A bare word is no such token: the trace may well be
+            // cut, or followed by more, besides.)
+            Err(e @ (Error::Truncated { .. } | Error::DataAfterEnd { .. })) => {
+                return Err(unrepairable_in(path, false).unwrap_or(e));
             }
             Err(e) => return Err(e),
         };
@@ -321,20 +325,27 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
 
 /// What no repair mends in the trace at `path` (where salvage would keep
 /// it), if anything: its first bare word that is not JSON
-/// ([`Error::NotJson`]), else the first token the grammar does not allow
+/// ([`Error::NotJson`]), else the first break in its JSON
 /// ([`Error::Malformed`]), else a last string that never ends
-/// ([`Error::UnclosedString`]).
-fn unrepairable_in(path: &Path) -> Option<Error> {
+/// ([`Error::UnclosedString`]). Without `all`, only what throws a reader's
+/// nesting off: a token where the grammar allows none (and a bare word
+/// before it), or that string.
+fn unrepairable_in(path: &Path, all: bool) -> Option<Error> {
     let checked =
         trace_sanitize::check_file(path, &trace_sanitize::Options::default(), &mut |_, _| {});
     let report = checked.ok()?.report;
     let path = path.to_path_buf();
-    if let Some(word) = report.first_not_json {
+    let malformed =
+        report.malformed.clone().filter(|m| all || m.kind == trace_sanitize::Break::Token);
+    let first = |word: &trace_sanitize::NotJson| {
+        all || malformed.as_ref().is_some_and(|m| word.offset <= m.offset)
+    };
+    if let Some(word) = report.first_not_json.clone().filter(first) {
         let expected = word.expected(report.malformed.as_ref());
         let (offset, text, key) = (word.offset, word.text, word.key);
         return Some(Error::NotJson { path, offset, text, key, expected });
     }
-    if let Some(m) = report.malformed {
+    if let Some(m) = malformed {
         let (offset, found, expected, kind) = (m.offset, m.found.into_owned(), m.expected, m.kind);
         return Some(Error::Malformed { path, offset, found, expected, kind });
     }

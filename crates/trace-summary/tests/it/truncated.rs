@@ -75,6 +75,29 @@ fn a_cut_trace_is_refused_and_salvaged_on_request() {
     assert_eq!(kernels.rows.len(), 20);
 }
 
+/// A token where the grammar allows none throws the nesting the reader
+/// follows off, so that it sees the document end early, or never: that
+/// token is named, not the end it seemed to find or miss.
+#[test]
+fn a_break_that_seems_to_end_the_document_or_never_is_named_not_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = kineto(2);
+    for (name, instead, at) in [
+        ("early.json", "\"schema\": \"v\": 1}", ": 1}"),
+        ("never.json", "\"schema\": {1", "1, \"dev"),
+    ] {
+        let broken = trace.replacen("\"schemaVersion\": 1", instead, 1);
+        let path = dir.path().join(name);
+        std::fs::write(&path, &broken).unwrap();
+        match summarize_file(&path) {
+            Err(Error::Malformed { offset, .. }) => {
+                assert_eq!(offset, broken.find(at).unwrap() as u64, "{name}")
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn data_after_the_document_is_refused_and_dropped_on_request() {
     let dir = tempfile::tempdir().unwrap();
