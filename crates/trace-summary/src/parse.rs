@@ -816,6 +816,26 @@ mod tests {
         }
     }
 
+    /// Where keys matter, a key without its `:` (or a `:` after a value)
+    /// would move them onto the wrong values: refused, not read as a trace
+    /// without events.
+    #[test]
+    fn a_key_without_its_colon_where_keys_matter_is_refused() {
+        for (text, said) in [
+            (r#"{"traceEvents", [{"ph": "X"}]}"#, "`,` after a key"),
+            (r#"{"schemaVersion" }"#, "`}` after a key"),
+            (r#"{"a": "b": [], "traceEvents": [{"ph": "X"}]}"#, "`:` after no key"),
+        ] {
+            for chunk in [1, 64] {
+                let err = parse_in_chunks(text.as_bytes(), chunk).err().unwrap().to_string();
+                assert!(err.contains(said), "{text}: {err}");
+            }
+        }
+        // Below the levels whose keys matter, the shape does not look.
+        let text = r#"{"x": {"a" "b", "c"}, "traceEvents": [{"ph": "X"}]}"#;
+        assert_eq!(parse_in_chunks(text.as_bytes(), 64).unwrap().read, 1);
+    }
+
     #[test]
     fn a_key_with_an_escape_is_not_the_key_it_spells_without() {
         let text = r#"{"trace\"Events": [{"ph": "X", "name": "a"}], "traceEvents": [{"ph": "X", "name": "b"}]}"#;

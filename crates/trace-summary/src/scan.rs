@@ -117,6 +117,9 @@ struct Nesting<S: Shape> {
     /// The bracket that opened each level (`{` or `[`), for its close to
     /// match: a stray one throws the levels off.
     opened: Vec<u8>,
+    /// At a keyed level, whether a key goes next (after `{` or `,`) rather
+    /// than a value (after `:`) or a `,` or the close (after a value).
+    expect_key: bool,
     top_seen: bool,
     /// `(start, level, tag)` of the element being read.
     start: Option<(usize, usize, S::Tag)>,
@@ -149,6 +152,7 @@ impl<S: Shape> Nesting<S> {
         }
         self.depth += 1;
         self.opened.push(b);
+        self.expect_key = b == b'{';
         if let Some(tag) = self.shape.open(self.depth, b)? {
             self.start = Some((at, self.depth, tag));
         }
@@ -174,6 +178,7 @@ impl<S: Shape> Nesting<S> {
             self.elements.push((start, at + 1, tag));
             self.start = None;
         }
+        self.expect_key = false;
         if let Some(mark) = self.shape.close(self.depth) {
             self.elements.push((at, at + 1, mark));
         }
@@ -196,6 +201,7 @@ fn scan_on<R: Read, S: Shape>(
         shape,
         depth: 0,
         opened: Vec::new(),
+        expect_key: false,
         top_seen: false,
         start: None,
         elements: Vec::new(),
@@ -203,7 +209,8 @@ fn scan_on<R: Read, S: Shape>(
     let mut in_string = false;
     let mut escape = false;
     let mut key: Vec<u8> = Vec::new(); // the last string at a keyed level
-    let mut key_done = false;
+    let mut key_open = false; // the string being read is a key at a keyed level
+    let mut key_done = false; // a key ended, its `:` not yet seen
     let mut scanned = 0usize; // bytes of `buf` already scanned
     let mut base = 0u64; // offset in the trace of `buf[0]`
     let mut after_end = None;
@@ -280,7 +287,8 @@ fn scan_on<R: Read, S: Shape>(
                     }
                 } else if b == b'"' {
                     in_string = false;
-                    key_done = keyed;
+                    key_done = key_open;
+                    key_open = false;
                 } else {
                     key.push(b);
                 }
@@ -310,15 +318,35 @@ fn scan_on<R: Read, S: Shape>(
                 b'"' => {
                     in_string = true;
                     key.clear();
-                    key_done = false;
+                    key_open = st.keyed() && st.expect_key;
+                    st.expect_key = false;
                 }
-                b':' if key_done && st.keyed() => {
+                // At a keyed level, a key without its `:` and value, or a
+                // `:` after no key, would move the shape's keys onto the
+                // wrong values.
+                b',' | b'}' | b']' if key_done => {
+                    return Err(de::Error::custom(format!(
+                        "`{}` after a key, where `:` goes, at byte {} of the trace",
+                        b as char,
+                        base + i as u64
+                    )));
+                }
+                b':' if st.keyed() => {
+                    if !key_done {
+                        return Err(de::Error::custom(format!(
+                            "`:` after no key at byte {} of the trace",
+                            base + i as u64
+                        )));
+                    }
                     st.shape.key(&key);
                     key_done = false;
                 }
                 b'{' | b'[' => st.open(b, i)?,
                 b'}' | b']' => st.close(b, i)?,
-                b',' if st.keyed() => st.shape.comma(),
+                b',' if st.keyed() => {
+                    st.shape.comma();
+                    st.expect_key = true;
+                }
                 _ => {}
             }
             i += 1;
