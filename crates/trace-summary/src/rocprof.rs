@@ -90,14 +90,16 @@ enum Record {
 }
 
 impl Record {
-    /// The list a record is an element of.
-    fn what(self) -> &'static str {
-        match self {
+    /// Where a record at byte `at` is, for an error to say.
+    fn place(self, at: u64) -> String {
+        let list = match self {
             Record::Metadata => "metadata",
             Record::Symbol => "kernel_symbols",
             Record::Dispatch => "kernel_dispatch",
-            Record::Copy | Record::ProcessEnd => "memory_copy",
-        }
+            Record::Copy => "memory_copy",
+            Record::ProcessEnd => return format!("in the process whose object ends at byte {at}"),
+        };
+        format!("in the {list} record at byte {at}")
     }
 }
 
@@ -245,13 +247,7 @@ impl Read {
                 let said = said
                     .strip_suffix(&format!(" at line {} column {}", err.line(), err.column()))
                     .unwrap_or(&said);
-                let at = batch.base + s as u64;
-                de::Error::custom(match record {
-                    Record::ProcessEnd => {
-                        format!("{said}, in the process whose object ends at byte {at}")
-                    }
-                    _ => format!("{said}, in the {} record at byte {at}", record.what()),
-                })
+                de::Error::custom(format!("{said}, {}", record.place(batch.base + s as u64)))
             })?;
         }
         Ok(())
