@@ -602,7 +602,7 @@ fn open_bracket(bytes: &[u8], at_start: bool, stray: &dyn Fn(usize) -> bool) -> 
 /// quotes of a block without backslashes, the bytes inside strings (each
 /// opening quote included, each closing one not).
 #[inline(always)]
-pub(crate) fn prefix_xor(mut x: u64) -> u64 {
+pub fn prefix_xor(mut x: u64) -> u64 {
     x ^= x << 1;
     x ^= x << 2;
     x ^= x << 4;

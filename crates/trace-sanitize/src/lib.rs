@@ -113,3 +113,8 @@ pub use crate::{
     report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},
     stream::{Options, check, salvage, sanitize},
 };
+
+/// The bit trick under this crate's 64-byte blocks, shared with
+/// trace-summary's scanner (not part of the API).
+#[doc(hidden)]
+pub use crate::engine::prefix_xor;

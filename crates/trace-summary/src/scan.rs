@@ -9,6 +9,7 @@
 use std::io::{self, Read};
 
 use serde::de;
+use trace_sanitize::prefix_xor;
 use wide::u8x64;
 
 /// Where elements lie in a trace: told each bracket the scanner meets
@@ -98,17 +99,6 @@ const STRUCTURAL: [bool; 256] = {
     t[b']' as usize] = true;
     t
 };
-
-#[inline(always)]
-fn prefix_xor(mut x: u64) -> u64 {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    x
-}
 
 /// Nesting outside strings, and the elements it delimits.
 struct Nesting<S: Shape> {
