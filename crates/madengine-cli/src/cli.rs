@@ -594,7 +594,8 @@ pub(crate) struct SummaryArgs {
     pub(crate) top: usize,
     /// Traces read at the same time [default: number of CPUs, at most 8, fewer
     /// when the largest would not fit in half the available memory; each takes
-    /// about 0.75 times its uncompressed size while read].
+    /// about 0.75 times its uncompressed size while read, a rocprofv3 trace
+    /// about a sixth].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
     /// Print the results as JSON.

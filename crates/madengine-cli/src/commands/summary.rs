@@ -476,10 +476,9 @@ fn dir_name(dir: &Path) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// Memory to read a trace: about 0.75 of its JSON (217 MiB for the 302.6 MB
-/// bench trace).
+/// Memory to read a trace, by its format and JSON size.
 fn memory_estimate(path: &Path) -> u64 {
-    trace_discover::json_size(path) / 4 * 3
+    trace_summary::Format::of_file(path).memory_needed(trace_discover::json_size(path))
 }
 
 /// A trace's summary, or why there is none (the error and its causes).

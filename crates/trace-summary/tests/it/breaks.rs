@@ -73,3 +73,36 @@ fn valid_json_its_format_cannot_read_is_refused_naming_the_format() {
     let said = e.to_string();
     assert!(said.contains("is not a readable rocprofv3 trace: missing field"), "{said}");
 }
+
+/// A trace's format from its first bytes, gzip or not, as the reader will
+/// take it; and what reading one of each costs, no less than measured
+/// (`cargo xtask bench summary`: 217 MiB for a 302.6 MB Kineto trace,
+/// 50 MiB for a 298 MB rocprofv3 one).
+#[test]
+fn the_format_and_memory_of_a_trace_are_told_before_it_is_read() {
+    let run = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic/run");
+    let rocprof = run.join("rocprof_output/9999_results.json");
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("9999_results.json.gz");
+    let mut encoder = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
+    std::io::Write::write_all(&mut encoder, &std::fs::read(&rocprof).unwrap()).unwrap();
+    encoder.finish().unwrap();
+    let text = dir.path().join("log.json");
+    std::fs::write(&text, "W1201 rocprofiler-sdk-tool\n").unwrap();
+    for (path, format) in [
+        (rocprof, Format::Rocprofv3),
+        (gz, Format::Rocprofv3),
+        (run.join("torch_profiler_output/libkineto_trace_rank0_1.json"), Format::Kineto),
+        (run.join("node_0/rank0.json.gz"), Format::Kineto),
+        (text, Format::Kineto),
+        (dir.path().join("missing.json"), Format::Kineto),
+    ] {
+        assert_eq!(Format::of_file(&path), format, "{}", path.display());
+    }
+    assert!(Format::Kineto.memory_needed(302_600_000) >= 217 << 20);
+    assert!(Format::Rocprofv3.memory_needed(298_000_000) >= 50 << 20);
+    assert!(Format::Rocprofv3.memory_needed(37_000_000) >= 21 << 20);
+}
