@@ -166,8 +166,9 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
     let mut parsed = Parsed::default();
     parsed.intern("");
     let scanned = scan(reader, chunk, Kineto::default(), |batch| read_events(batch, &mut parsed))?;
-    if scanned.truncated_at.is_some() && scanned.elements == 0 {
-        let total = scanned.truncated_at.unwrap_or_default();
+    if let Some(total) = scanned.truncated_at
+        && scanned.elements == 0
+    {
         return Err(de::Error::custom(format!(
             "the trace ends after {total} bytes, before its JSON does (truncated?)"
         )));

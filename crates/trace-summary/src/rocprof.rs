@@ -9,7 +9,7 @@
 //! init/fini time), and everything else is skimmed without being built. Ids
 //! are `u64` (`hive_id` and handles exceed `i64`).
 
-use std::borrow::Cow;
+use std::{borrow::Cow, io::Read};
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, de};
@@ -214,7 +214,7 @@ struct Process {
 
 /// What is read of the whole trace.
 #[derive(Default)]
-struct Read {
+struct Reading {
     process: Process,
     init: Option<u64>,
     fini: u64,
@@ -224,7 +224,7 @@ struct Read {
     groups: FxHashMap<String, Vec<u64>>,
 }
 
-impl Read {
+impl Reading {
     fn batch(&mut self, batch: &Batch<Record>) -> Result<(), serde_json::Error> {
         let (Some(&(lo, ..)), Some(&(_, hi, _))) = (batch.elements.first(), batch.elements.last())
         else {
@@ -313,18 +313,18 @@ impl Read {
 /// scanner ([`scan`]) and deserialized each from the buffer it was read
 /// into; everything else skimmed. A trace cut short gives the tables of the
 /// processes complete before the cut, with [`Tables::truncated_at`] set.
-pub(crate) fn tables(reader: impl std::io::Read + Send) -> serde_json::Result<Tables> {
+pub(crate) fn tables(reader: impl Read + Send) -> serde_json::Result<Tables> {
     tables_in_chunks(reader, CHUNK)
 }
 
 /// [`tables`], reading `chunk` bytes at a time (tests vary it).
-fn tables_in_chunks(reader: impl std::io::Read + Send, chunk: usize) -> serde_json::Result<Tables> {
-    let mut read = Read::default();
+fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Result<Tables> {
+    let mut read = Reading::default();
     let scanned = scan(reader, chunk, Layout::default(), |batch| read.batch(batch))?;
     if !scanned.shape.tool && scanned.truncated_at.is_none() {
         return Err(de::Error::missing_field("rocprofiler-sdk-tool"));
     }
-    let Read { init, fini, mut kernels, copies, groups, .. } = read;
+    let Reading { init, fini, mut kernels, copies, groups, .. } = read;
     let init = init.unwrap_or(u64::MAX);
     let records = kernels.len() + copies.len();
     // TraceLens converts ns to µs floats first; doing the same keeps every digit.

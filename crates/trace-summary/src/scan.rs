@@ -103,9 +103,9 @@ const STRUCTURAL: [bool; 256] = {
 /// Nesting outside strings, and the elements it delimits.
 struct Nesting<S: Shape> {
     shape: S,
-    depth: usize,
     /// The bracket that opened each level (`{` or `[`), for its close to
-    /// match: a stray one throws the levels off.
+    /// match (a stray one throws the levels off); as many as the levels
+    /// open.
     opened: Vec<u8>,
     /// At a keyed level, whether a key goes next (after `{` or `,`) rather
     /// than a value (after `:`) or a `,` or the close (after a value).
@@ -118,33 +118,39 @@ struct Nesting<S: Shape> {
 }
 
 impl<S: Shape> Nesting<S> {
+    /// The levels open: 0 outside the document, 1 in its top object.
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        self.opened.len()
+    }
+
     /// Whether the scanner may skim where it stands: below the top level,
     /// at a level whose keys do not matter.
     #[inline(always)]
     fn skims(&self) -> bool {
-        self.depth >= 2 && !self.shape.keyed(self.depth)
+        self.depth() >= 2 && !self.shape.keyed(self.depth())
     }
 
     /// Whether keys matter where the scanner stands.
     #[inline(always)]
     fn keyed(&self) -> bool {
-        self.depth >= 1 && self.shape.keyed(self.depth)
+        self.depth() >= 1 && self.shape.keyed(self.depth())
     }
 
     /// `{` or `[` at `at`.
     #[inline(always)]
     fn open(&mut self, b: u8, at: usize) -> Result<(), serde_json::Error> {
-        if self.depth == 0 {
+        if self.depth() == 0 {
             self.top_seen = true;
             if b != b'{' {
                 return Err(de::Error::custom("the trace is not a JSON object"));
             }
         }
-        self.depth += 1;
         self.opened.push(b);
         self.expect_key = b == b'{';
-        if let Some(tag) = self.shape.open(self.depth, b)? {
-            self.start = Some((at, self.depth, tag));
+        let depth = self.depth();
+        if let Some(tag) = self.shape.open(depth, b)? {
+            self.start = Some((at, depth, tag));
         }
         Ok(())
     }
@@ -152,6 +158,7 @@ impl<S: Shape> Nesting<S> {
     /// `b` (`}` or `]`) at `at`.
     #[inline(always)]
     fn close(&mut self, b: u8, at: usize) -> Result<(), serde_json::Error> {
+        let depth = self.depth();
         let Some(opened) = self.opened.pop() else {
             return Err(de::Error::custom("unbalanced brackets in the trace"));
         };
@@ -163,16 +170,15 @@ impl<S: Shape> Nesting<S> {
             )));
         }
         if let Some((start, level, tag)) = self.start
-            && level == self.depth
+            && level == depth
         {
             self.elements.push((start, at + 1, tag));
             self.start = None;
         }
         self.expect_key = false;
-        if let Some(mark) = self.shape.close(self.depth) {
+        if let Some(mark) = self.shape.close(depth) {
             self.elements.push((at, at + 1, mark));
         }
-        self.depth -= 1;
         Ok(())
     }
 }
@@ -189,7 +195,6 @@ fn scan_on<R: Read, S: Shape>(
     let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
     let mut st = Nesting {
         shape,
-        depth: 0,
         opened: Vec::new(),
         expect_key: false,
         top_seen: false,
@@ -294,12 +299,12 @@ fn scan_on<R: Read, S: Shape>(
                 }
                 continue;
             }
-            if st.depth == 0 && st.top_seen && !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            if st.depth() == 0 && st.top_seen && !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 // The document is over: what follows is not the trace's.
                 after_end = Some(base + i as u64);
                 break;
             }
-            if st.depth == 0 && !st.top_seen && !matches!(b, b'{' | b'[') {
+            if st.depth() == 0 && !st.top_seen && !matches!(b, b'{' | b'[') {
                 not_json_before_top(b, base + i as u64)?;
                 i += 1;
                 continue;
@@ -383,7 +388,7 @@ fn scan_on<R: Read, S: Shape>(
     if !st.top_seen {
         return Err(de::Error::custom(format!("no JSON object in the trace's {total} bytes")));
     }
-    let truncated = st.depth != 0 || in_string;
+    let truncated = st.depth() != 0 || in_string;
     Ok(Scanned {
         shape: st.shape,
         elements: sent,

@@ -57,17 +57,7 @@ impl Format {
     /// anything else as Kineto (also when they cannot be read).
     pub fn of_file(path: &Path) -> Format {
         let mut head = Vec::with_capacity(256);
-        let read = File::open(path).and_then(|mut file| {
-            let mut magic = [0u8; 2];
-            let gz = file.read(&mut magic)? == 2 && magic == [0x1f, 0x8b];
-            let file = File::open(path)?;
-            let input: Box<dyn Read> = if gz {
-                Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(file)))
-            } else {
-                Box::new(file)
-            };
-            input.take(256).read_to_end(&mut head)
-        });
+        let read = decompressed(path).and_then(|(input, _)| input.take(256).read_to_end(&mut head));
         match read {
             Ok(_) if crate::rocprof::sniff(&head) => Format::Rocprofv3,
             _ => Format::Kineto,
@@ -405,6 +395,20 @@ pub fn parse_file(path: &Path) -> Result<usize> {
     .map(|(read, _)| read)
 }
 
+/// The file's bytes, gunzipped when it is gzip (by its magic bytes), and
+/// whether it is.
+fn decompressed(path: &Path) -> std::io::Result<(Box<dyn Read + Send>, bool)> {
+    let mut file = File::open(path)?;
+    let mut magic = [0u8; 2];
+    let gz = file.read(&mut magic)? == 2 && magic == [0x1f, 0x8b];
+    let file = File::open(path)?;
+    Ok(if gz {
+        (Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(file))), true)
+    } else {
+        (Box::new(file), false)
+    })
+}
+
 /// Run `f` on the file's bytes, gunzipped when gzip and sanitized (and with
 /// `salvage`, closed where they were cut short), produced by a second
 /// thread; a parse error after a read error reports the read error. Also
@@ -414,24 +418,11 @@ fn with_sanitized<T>(
     options: &Options,
     f: impl FnOnce(ChanReader) -> Result<T>,
 ) -> Result<(T, Option<trace_sanitize::Report>)> {
-    let file =
-        File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
-    let mut magic = [0u8; 2];
-    let gz = {
-        let mut f = &file;
-        f.read(&mut magic).map_err(|source| Error::Open { path: path.to_path_buf(), source })? == 2
-            && magic == [0x1f, 0x8b]
-    };
-    let file =
-        File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    let (input, gz) =
+        decompressed(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     let (reader, writer) = chan_pipe();
     std::thread::scope(|s| {
         let repairing = s.spawn(move || {
-            let input: Box<dyn Read> = if gz {
-                Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(file)))
-            } else {
-                Box::new(file)
-            };
             let sanitizing =
                 trace_sanitize::Options { cancel: options.cancel.clone(), ..Default::default() };
             if options.salvage {
