@@ -563,7 +563,8 @@ through the sanitizer. Traces TraceLens rejects still get an answer, and each
 trace says which rule applied (`outcome` in --json).
 
 A directory is searched for PyTorch and rocprofv3 JSON traces (the output
-directory excepted); a file is read whatever its name. Traces are read in
+directory excepted; the Perfetto traces found are named in a note: `report
+tracelens` makes their reports); a file is read whatever its name. Traces are read in
 parallel (--jobs). A trace that cannot be read (truncated, not JSON) is
 reported with its error and does not stop the others; the exit code is then 3.
 With --salvage a truncated trace (its writer killed part way, a .json.gz cut
@@ -842,16 +843,17 @@ named by its byte offset. So is a number JSON does not have (a version such as
 meant, and what orjson, TraceLens' parser, refuses though JSON allows it: a
 number beyond a double's range (1e400) and brackets nested 1,025 levels deep.
 A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by
-Windows PowerShell) is refused with its encoding: convert it with iconv. The
-input is never modified; the output is written to a temporary file beside it
+Windows PowerShell) is refused with its encoding: convert it with iconv. A
+Perfetto trace (protobuf, rocprofv3's pftrace) is refused as one: it is not
+JSON, and TraceLens reads it as it is. The input is never modified; the output is written to a temporary file beside it
 and renamed when complete. The output's name says its
 compression: gzip when it ends in .gz, else plain JSON (so -o trace.json of a
 .json.gz writes JSON you can read as it is).
 
 Several inputs are handled one after the other; one that cannot be read does
 not stop the others (exit 3 at the end). With --check a directory is searched
-for PyTorch and rocprofv3 JSON traces (as `trace discover`); to repair, name
-the files. A check of several traces ends with one line: `29 traces checked:
+for PyTorch and rocprofv3 JSON traces (as `trace discover`; the Perfetto
+traces found are named in a note); to repair, name the files. A check of several traces ends with one line: `29 traces checked:
 27 clean, 1 needs repair, 1 TraceLens cannot parse`. --json prints one report
 object for a single file, else an array.
 

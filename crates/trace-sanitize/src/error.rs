@@ -127,6 +127,20 @@ pub enum Error {
         /// `UTF-16LE`, `UTF-16BE`, `UTF-32LE` or `UTF-32BE`.
         encoding: &'static str,
     },
+    /// The input is a Perfetto trace (protobuf `TracePacket`s, as rocprofv3
+    /// `--output-format pftrace` writes), not JSON: there is nothing to
+    /// repair, and a repair byte by byte would only mangle it.
+    #[error("the input is a Perfetto protobuf trace, not JSON")]
+    Perfetto,
+    /// [`Error::Perfetto`] of a file.
+    #[error(
+        "{path} is a Perfetto protobuf trace (as rocprofv3 --output-format pftrace writes), not \
+         JSON: there is nothing to repair (TraceLens reads it through traceconv)"
+    )]
+    PerfettoFile {
+        /// The input file.
+        path: PathBuf,
+    },
     /// Writing the output file failed; the partial output was removed.
     #[error("failed to write {path}")]
     WriteFile {

@@ -47,7 +47,9 @@
 //!
 //! A UTF-16 or UTF-32 text (told from its byte order mark, or from the zero
 //! bytes around its first character) is refused as [`Error::NotUtf8`]:
-//! repaired byte by byte it would only be mangled.
+//! repaired byte by byte it would only be mangled. So is a Perfetto trace
+//! (protobuf, rocprofv3's `pftrace`; [`is_perfetto`]) as [`Error::Perfetto`]:
+//! it is not JSON, and TraceLens reads it as it is.
 //!
 //! Everything streams in constant memory (about 1 MiB of buffer), and the
 //! result does not depend on where chunk boundaries fall. A valid input is
@@ -111,7 +113,7 @@ pub use crate::{
         salvage_file, sanitize_file, write_atomic,
     },
     report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},
-    stream::{Options, check, salvage, sanitize},
+    stream::{Options, check, is_perfetto, salvage, sanitize},
 };
 
 /// The bit trick under this crate's 64-byte blocks, shared with

@@ -346,6 +346,9 @@ pub(crate) fn scan<R: Read>(
         {
             return Err(Error::NotUtf8 { encoding });
         }
+        if base == 0 && is_perfetto(&buf[..len]) {
+            return Err(Error::Perfetto);
+        }
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
         let out = &buf[..outcome.consumed];
@@ -441,6 +444,32 @@ fn wide_encoding(head: &[u8]) -> Option<&'static str> {
         [c, 0, ..] if starts(c) => Some("UTF-16LE"),
         _ => None,
     }
+}
+
+/// How many of a file's first bytes [`is_perfetto`] looks at: fewer than the
+/// sanitizer's first read holds, whatever its buffer size.
+const PERFETTO_HEAD: usize = 128;
+
+/// Whether a file's first bytes are a Perfetto trace's: a protobuf `Trace`,
+/// whose top-level fields are `packet`s (field 1, length-delimited: a `0x0a`
+/// tag, then a varint length), each starting with a field's tag; and among
+/// the first 128 bytes one no text has (a control byte other than tab, line
+/// feed and carriage return). A JSON text that starts with a line feed has
+/// whitespace, `{` or `[` after it, which no packet length starts with: a
+/// JSON trace, however broken, is never taken for one.
+pub fn is_perfetto(head: &[u8]) -> bool {
+    let head = &head[..head.len().min(PERFETTO_HEAD)];
+    let [0x0a, rest @ ..] = head else { return false };
+    if rest.first().is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'[')) {
+        return false;
+    }
+    let Some(used) = rest.iter().take(5).position(|b| b & 0x80 == 0) else { return false };
+    let length_is_zero = rest[..=used].iter().all(|b| b & 0x7f == 0);
+    // A field's tag: a field number (1 or more), a wire type protobuf has
+    // (varint, 64-bit, length-delimited, 32-bit).
+    let tag = rest.get(used + 1).is_some_and(|&b| b >> 3 != 0 && matches!(b & 7, 0 | 1 | 2 | 5));
+    let binary = head.iter().any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'));
+    !length_is_zero && tag && binary
 }
 
 /// Read until `buf` is full or the input ends; returns the bytes read, and

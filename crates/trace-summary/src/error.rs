@@ -71,6 +71,17 @@ pub enum Error {
         /// `UTF-16LE`, `UTF-16BE`, `UTF-32LE` or `UTF-32BE`.
         encoding: &'static str,
     },
+    /// The trace is a Perfetto protobuf trace (rocprofv3's `pftrace`), not
+    /// JSON: TraceLens' pftrace tools read it, these tables do not.
+    #[error(
+        "{path} is a Perfetto protobuf trace (as rocprofv3 --output-format pftrace writes), not \
+         JSON: these tables are made from Kineto and rocprofv3 JSON traces (TraceLens' pftrace \
+         reports read it)"
+    )]
+    Perfetto {
+        /// The trace.
+        path: PathBuf,
+    },
     /// The trace does not start with a JSON object or array (past
     /// whitespace and a byte order mark): text written before it (a log
     /// line), or no trace at all.

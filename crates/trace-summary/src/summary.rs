@@ -186,6 +186,9 @@ pub fn summarize_with<R: Read + Send>(
         format: None,
         detail: e.to_string(),
     })?;
+    if trace_sanitize::is_perfetto(head) {
+        return Err(Error::Perfetto { path: label.to_path_buf() });
+    }
     let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     if let Some(&first) = text.iter().find(|b| !b.is_ascii_whitespace())
         && !matches!(first, b'{' | b'[')
@@ -440,6 +443,9 @@ fn with_sanitized<T>(
             }
             (_, Err(trace_sanitize::Error::NotUtf8 { encoding })) => {
                 Err(Error::NotUtf8 { path: path.to_path_buf(), encoding })
+            }
+            (_, Err(trace_sanitize::Error::Perfetto)) => {
+                Err(Error::Perfetto { path: path.to_path_buf() })
             }
             (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
                 path: path.to_path_buf(),

@@ -724,6 +724,12 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                 &format!("convert it first, e.g. with `iconv -f {encoding} -t UTF-8`"),
             );
         }
+        Err(trace_summary::Error::Perfetto { .. }) => {
+            return unparseable(
+                "a Perfetto protobuf trace, not JSON".into(),
+                "name it `.pftrace`: TraceLens' pftrace reports read it",
+            );
+        }
         Err(trace_summary::Error::NotADocument { first, .. }) => {
             return unparseable(
                 format!(

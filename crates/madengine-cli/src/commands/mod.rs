@@ -19,23 +19,36 @@ use crate::{
 };
 
 /// The JSON traces under `dir` that trace-summary and the sanitizer read
-/// (PyTorch and rocprofv3 JSON; not Perfetto), excluding `exclude`.
+/// (PyTorch and rocprofv3 JSON), excluding `exclude`. The Perfetto traces
+/// found there are left out (the second list) and named in a note, with
+/// `then`: what to do with them instead.
 fn json_traces(
     dir: &std::path::Path,
     exclude: Vec<std::path::PathBuf>,
-) -> Result<Vec<trace_discover::Trace>, Error> {
+    then: &str,
+) -> Result<(Vec<trace_discover::Trace>, Vec<std::path::PathBuf>), Error> {
     let options = trace_discover::Options { exclude, ..Default::default() };
     let found = trace_discover::discover(dir, &options)?;
-    Ok(found
-        .traces
-        .into_iter()
-        .filter(|t| {
-            matches!(
-                t.kind,
-                trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
-            )
-        })
-        .collect())
+    let (json, perfetto): (Vec<_>, Vec<_>) = found.traces.into_iter().partition(|t| {
+        matches!(
+            t.kind,
+            trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
+        )
+    });
+    if !perfetto.is_empty() {
+        const NAMED: usize = 3;
+        let mut names: Vec<String> =
+            perfetto.iter().take(NAMED).map(|t| t.path.display().to_string()).collect();
+        if perfetto.len() > NAMED {
+            names.push(format!("{} more", perfetto.len() - NAMED));
+        }
+        crate::render::note(&format!(
+            "left out {} Perfetto trace(s), which are not JSON ({}): {then}",
+            perfetto.len(),
+            names.join(", ")
+        ));
+    }
+    Ok((json, perfetto.into_iter().map(|t| t.path).collect()))
 }
 
 pub(crate) fn run(cli: Cli) -> Result<Status, Error> {

@@ -418,8 +418,9 @@ struct Input {
     rank: Option<u32>,
 }
 
-/// The traces behind the PATHs: directories are searched, files taken as given.
-fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
+/// The traces behind the PATHs: directories are searched, files taken as
+/// given. Also the Perfetto traces found in the directories, left out.
+fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
     let mut paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
     // With no PATH, traces are shown as `a/rank0.json`, not `./a/rank0.json`
     // (as ripgrep does).
@@ -435,6 +436,7 @@ fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
     // did; with several PATHs each directory's own name comes first.
     let alone = paths.len() == 1;
     let mut inputs = Vec::new();
+    let mut left_out = Vec::new();
     for path in paths {
         if !path.is_dir() {
             let rank = trace_discover::find_rank(&path).ok().flatten().map(|r| r.rank);
@@ -442,7 +444,13 @@ fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
             continue;
         }
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
-        for t in super::json_traces(&path, vec![args.output_dir.clone()])? {
+        let (traces, perfetto) = super::json_traces(
+            &path,
+            vec![args.output_dir.clone()],
+            "`madengine report tracelens` makes their TraceLens reports",
+        )?;
+        left_out.extend(perfetto);
+        for t in traces {
             let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
             let trace = match t.path.strip_prefix(".") {
                 Ok(inside) if defaulted => inside.to_path_buf(),
@@ -454,7 +462,7 @@ fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
     // A trace named twice (a file inside a directory also given) is read once.
     let mut seen = std::collections::HashSet::new();
     inputs.retain(|i| seen.insert(i.trace.canonicalize().unwrap_or_else(|_| i.trace.clone())));
-    Ok(inputs)
+    Ok((inputs, left_out))
 }
 
 /// What names a trace file's CSVs: the path as given, or for an absolute
@@ -604,7 +612,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
     // Ctrl-C stops the reading; nothing is written then. (Writing the CSVs
     // afterwards takes milliseconds, and goes to its end.)
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
-    let inputs = inputs(args)?;
+    let (inputs, left_out) = inputs(args)?;
     let jobs = match args.jobs {
         Some(jobs) => jobs as usize,
         None => {
@@ -731,6 +739,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             "traces": views,
             "cross_rank": ranks,
             "unreadable": unreadable,
+            "left_out_perfetto": left_out,
         }))?;
     } else {
         render::summaries(&views, &ranks)?;

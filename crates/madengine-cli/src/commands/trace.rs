@@ -131,7 +131,12 @@ fn sanitize_inputs(args: &SanitizeArgs) -> Result<Vec<std::path::PathBuf>, Error
                 path.display()
             )));
         }
-        inputs.extend(super::json_traces(path, vec![])?.into_iter().map(|t| t.path));
+        inputs.extend(
+            super::json_traces(path, vec![], "nothing to check, TraceLens reads them as they are")?
+                .0
+                .into_iter()
+                .map(|t| t.path),
+        );
     }
     Ok(inputs)
 }

@@ -498,6 +498,38 @@ fn a_utf16_trace_is_refused_with_how_to_convert_it() {
 }
 
 #[test]
+fn a_perfetto_trace_is_refused_as_one_not_mangled_into_json() {
+    let run = synthetic();
+    let pftrace = "run/rocprof_output/model_trace.pftrace";
+    cli_snapshot!(&run, ["trace", "sanitize", pftrace], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: run/rocprof_output/model_trace.pftrace is a Perfetto protobuf trace (as rocprofv3 --output-format pftrace writes), not JSON: there is nothing to repair (TraceLens reads it through traceconv)
+    ");
+    assert!(!run.join("run/rocprof_output/model_trace.pftrace.sanitized").exists());
+    cli_snapshot!(&run, ["report", "summary", pftrace, "--output-dir", "out"], @r"
+    exit code: 3
+    ----- stdout -----
+    == run/rocprof_output/model_trace.pftrace
+       error: run/rocprof_output/model_trace.pftrace is a Perfetto protobuf trace (as rocprofv3 --output-format pftrace writes), not JSON: these tables are made from Kineto and rocprofv3 JSON traces (TraceLens' pftrace reports read it)
+
+    ----- stderr -----
+    error: 1 of 1 traces could not be read
+    ");
+    // In a directory it is left out, and named (the note is in the snapshot
+    // of report_summary_on_the_synthetic_run).
+    let out = tempfile::tempdir().unwrap();
+    let out = out.path().to_str().unwrap();
+    let (code, stdout, stderr) =
+        crate::madengine(&run, &["report", "summary", "run", "--json", "--output-dir", out]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["left_out_perfetto"], serde_json::json!([pftrace]));
+    assert!(stderr.contains("left out 1 Perfetto trace(s)"), "{stderr}");
+}
+
+#[test]
 fn check_exits_0_when_clean() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--check", "run/node_0/rank0.json.gz"], @r"
     exit code: 0

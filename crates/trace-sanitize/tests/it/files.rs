@@ -763,3 +763,50 @@ fn a_cut_drops_what_it_says_in_input_bytes() {
         }
     }
 }
+
+/// A Perfetto trace (protobuf, rocprofv3's `pftrace`) is refused as one,
+/// by every pass and whatever its compression, and nothing is written; a
+/// JSON text that starts with a line feed, however broken, is not taken for
+/// one.
+#[test]
+fn a_perfetto_trace_is_refused_as_one() {
+    // Two packets as Perfetto writes them: a timestamp (field 8, varint)
+    // and a sequence id (field 10), then a clock snapshot (field 6) 200
+    // bytes long, whose length takes two bytes.
+    let mut perfetto = vec![0x0a, 0x05, 0x40, 0x96, 0x01, 0x50, 0x01, 0x0a, 0xc8, 0x01, 0x32];
+    perfetto.extend((0..199u8).map(|b| b % 0x7f));
+    let mut cases = vec![perfetto];
+    if let Some(public) = crate::public_fixtures() {
+        cases.push(fs::read(public.join("pftrace/qmljuliaexamples/trace.pftrace")).unwrap());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("out.json");
+    for bytes in &cases {
+        assert!(trace_sanitize::is_perfetto(bytes));
+        for gzip in [false, true] {
+            let input = dir.path().join(if gzip { "t.pftrace.gz" } else { "t.pftrace" });
+            fs::write(&input, if gzip { gz(bytes) } else { bytes.clone() }).unwrap();
+            let options = Options::default();
+            for err in [
+                sanitize_file(&input, &output, &options, &mut no_progress()).unwrap_err(),
+                trace_sanitize::salvage_file(&input, &output, &options, &mut no_progress())
+                    .unwrap_err(),
+                check_file(&input, &options, &mut no_progress()).unwrap_err(),
+            ] {
+                assert!(matches!(&err, Error::PerfettoFile { path } if *path == input), "{err:?}");
+                assert!(err.to_string().contains("Perfetto protobuf trace"), "{err}");
+            }
+            assert!(!output.exists());
+        }
+    }
+    for json in [
+        &b"\n{\"traceEvents\": [{\"name\": \"\x01\x02\"}]}"[..],
+        b"\n\n[{\"name\": \"\x01\"}]",
+        b"\n  W1130 rank \x01: start\n{}",
+        b"\n\x00\x08\x01\x02",
+        &[0u8; 64],
+        b"",
+    ] {
+        assert!(!trace_sanitize::is_perfetto(json), "{json:?}");
+    }
+}

@@ -374,20 +374,24 @@ fn a_trace_with_data_after_its_end_fails_up_front_and_is_salvaged_on_request() {
 }
 
 #[test]
-fn a_utf16_trace_and_text_before_a_trace_fail_up_front() {
+fn a_utf16_trace_a_perfetto_one_and_text_before_a_trace_fail_up_front() {
     let case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
     let utf16: Vec<u8> =
         std::iter::once(0xfeff).chain(body.encode_utf16()).flat_map(u16::to_le_bytes).collect();
     case.write("w.pt.trace.json", &utf16);
     case.write("log.pt.trace.json", format!("W1130 rank {{0}}: start\n{body}").as_bytes());
+    // A Perfetto trace under a Kineto name: two packets, a timestamp and a
+    // sequence id each.
+    case.write("p.pt.trace.json", [0x0a, 4, 0x40, 1, 0x50, 1, 0x0a, 4, 0x40, 2, 0x50, 1]);
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
     FAILURE pytorch log.pt.trace.json TraceLens_generate_perf_report_pytorch | not a trace: it starts with 'W', not a JSON object (a log line before the trace?); TraceLens cannot parse it and was not run (remove what was written before the trace's first `{`)
+    FAILURE pytorch p.pt.trace.json TraceLens_generate_perf_report_pytorch | a Perfetto protobuf trace, not JSON; TraceLens cannot parse it and was not run (name it `.pftrace`: TraceLens' pftrace reports read it)
     FAILURE pytorch w.pt.trace.json TraceLens_generate_perf_report_pytorch | UTF-16LE text, not UTF-8 (re-saved on Windows?); TraceLens cannot parse it and was not run (convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`)
-    SKIPPED pytorch 2 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the collective report needs each trace's rank, from its filename or its distributedInfo, and only 1 of 2 carry one. Traces captured on demand through dynolog are named after the process id.
+    SKIPPED pytorch 3 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the collective report needs each trace's rank, from its filename or its distributedInfo, and only 1 of 3 carry one. Traces captured on demand through dynolog are named after the process id.
     ");
-    assert!(summary.results[..2].iter().all(|r| r.status == Status::Failure));
+    assert!(summary.results[..3].iter().all(|r| r.status == Status::Failure));
     assert!(!case.ran("generate_perf_report_pytorch"), "{:#?}", case.calls());
 }
 
