@@ -845,7 +845,9 @@ number beyond a double's range (1e400) and brackets nested 1,025 levels deep.
 A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by
 Windows PowerShell) is refused with its encoding: convert it with iconv. A
 Perfetto trace (protobuf, rocprofv3's pftrace) is refused as one: it is not
-JSON, and TraceLens reads it as it is. The input is never modified; the output is written to a temporary file beside it
+JSON, and TraceLens reads it as it is. So is compressed data where the JSON
+goes (a .json.gz compressed twice; zstd, xz, bzip2 or zip), with how to
+decompress it. The input is never modified; the output is written to a temporary file beside it
 and renamed when complete. The output's name says its
 compression: gzip when it ends in .gz, else plain JSON (so -o trace.json of a
 .json.gz writes JSON you can read as it is).

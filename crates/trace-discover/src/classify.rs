@@ -52,7 +52,7 @@ pub enum Claim {
 }
 
 /// Formats TraceLens cannot read, with what to do instead (text as the original's).
-pub(crate) const UNSUPPORTED: [(&str, &str); 3] = [
+pub(crate) const UNSUPPORTED: [(&str, &str); 7] = [
     (
         "_results.db",
         "rocprofv3 SQLite output is not readable by TraceLens; re-run with a preset that sets an \
@@ -68,6 +68,22 @@ pub(crate) const UNSUPPORTED: [(&str, &str); 3] = [
         "JAX XPlane protobuf traces need TraceLens_generate_perf_report_jax, which madengine does \
          not drive yet",
     ),
+    (
+        ".json.zst",
+        "zstd-compressed JSON: madengine and TraceLens read .json and .json.gz; decompress it \
+         (zstd -d) or compress it with gzip instead",
+    ),
+    (
+        ".json.xz",
+        "xz-compressed JSON: madengine and TraceLens read .json and .json.gz; decompress it \
+         (xz -d) or compress it with gzip instead",
+    ),
+    (
+        ".json.bz2",
+        "bzip2-compressed JSON: madengine and TraceLens read .json and .json.gz; decompress it \
+         (bunzip2) or compress it with gzip instead",
+    ),
+    (".json.zip", "a zip archive: madengine and TraceLens read .json and .json.gz; unzip it"),
 ];
 
 /// Directories whose files are never sniffed (the original's skip list).

@@ -141,6 +141,24 @@ pub enum Error {
         /// The input file.
         path: PathBuf,
     },
+    /// The input is compressed data ([`compressed_format`]): a gzip stream
+    /// inside a gzip file (compressed twice), or zstd, xz, bzip2 or zip.
+    /// Repaired byte by byte it would only be mangled: decompress it first.
+    #[error("the input is {format}-compressed data, not JSON")]
+    Compressed {
+        /// `gzip`, `zstd`, `xz`, `bzip2` or `zip`.
+        format: &'static str,
+    },
+    /// [`Error::Compressed`] of a file.
+    #[error("{}", compressed_file(path, format, *twice))]
+    CompressedFile {
+        /// The input file.
+        path: PathBuf,
+        /// `gzip`, `zstd`, `xz`, `bzip2` or `zip`.
+        format: &'static str,
+        /// The file is gzip, and what it holds is `format` again.
+        twice: bool,
+    },
     /// Writing the output file failed; the partial output was removed.
     #[error("failed to write {path}")]
     WriteFile {
@@ -176,3 +194,33 @@ impl std::fmt::Display for DisplayByte {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What [`Error::CompressedFile`] says: what the file is, and how to
+/// decompress it.
+fn compressed_file(path: &std::path::Path, format: &str, twice: bool) -> String {
+    let path = path.display();
+    if twice {
+        return format!(
+            "{path} is compressed twice (its gzip holds {format}-compressed data, not JSON): \
+             decompress both first, e.g. `zcat {path} | {} > trace.json`",
+            decompressor(format)
+        );
+    }
+    format!(
+        "{path} is {format}-compressed, not JSON: decompress it first, e.g. `{} {path} > \
+         trace.json`",
+        decompressor(format)
+    )
+}
+
+/// The command that decompresses a format to stdout (from the file it is
+/// given, or stdin).
+fn decompressor(format: &str) -> &'static str {
+    match format {
+        "gzip" => "gunzip -c",
+        "zstd" => "zstd -dc",
+        "xz" => "xz -dc",
+        "bzip2" => "bunzip2 -c",
+        _ => "unzip -p",
+    }
+}

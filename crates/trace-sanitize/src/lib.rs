@@ -49,7 +49,9 @@
 //! bytes around its first character) is refused as [`Error::NotUtf8`]:
 //! repaired byte by byte it would only be mangled. So is a Perfetto trace
 //! (protobuf, rocprofv3's `pftrace`; [`is_perfetto`]) as [`Error::Perfetto`]:
-//! it is not JSON, and TraceLens reads it as it is.
+//! it is not JSON, and TraceLens reads it as it is. And so is compressed
+//! data where JSON text goes (a `.json.gz` compressed twice, a `.zst`) as
+//! [`Error::Compressed`] ([`compressed_format`]): decompress it first.
 //!
 //! Everything streams in constant memory (about 1 MiB of buffer), and the
 //! result does not depend on where chunk boundaries fall. A valid input is
@@ -113,7 +115,7 @@ pub use crate::{
         salvage_file, sanitize_file, write_atomic,
     },
     report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},
-    stream::{Options, check, is_perfetto, salvage, sanitize},
+    stream::{Options, check, compressed_format, is_perfetto, salvage, sanitize},
 };
 
 /// The bit trick under this crate's 64-byte blocks, shared with

@@ -349,6 +349,11 @@ pub(crate) fn scan<R: Read>(
         if base == 0 && is_perfetto(&buf[..len]) {
             return Err(Error::Perfetto);
         }
+        if base == 0
+            && let Some(format) = compressed_format(&buf[..len])
+        {
+            return Err(Error::Compressed { format });
+        }
         edits.clear();
         let outcome = engine.process(&buf[..len], base, eof, &mut edits, &mut rec);
         let out = &buf[..outcome.consumed];
@@ -442,6 +447,20 @@ fn wide_encoding(head: &[u8]) -> Option<&'static str> {
         [c, 0, 0, 0, ..] if starts(c) => Some("UTF-32LE"),
         [0, c, ..] if starts(c) => Some("UTF-16BE"),
         [c, 0, ..] if starts(c) => Some("UTF-16LE"),
+        _ => None,
+    }
+}
+
+/// The compression format a file's first bytes are the magic number of, if
+/// any: `gzip`, `zstd`, `xz`, `bzip2` or `zip`. None of these starts with
+/// what a JSON text may start with.
+pub fn compressed_format(head: &[u8]) -> Option<&'static str> {
+    match head {
+        [0x1f, 0x8b, ..] => Some("gzip"),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => Some("zstd"),
+        [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Some("xz"),
+        [b'B', b'Z', b'h', b'1'..=b'9', 0x31, 0x41, 0x59, 0x26, 0x53, 0x59, ..] => Some("bzip2"),
+        [b'P', b'K', 3, 4, ..] => Some("zip"),
         _ => None,
     }
 }

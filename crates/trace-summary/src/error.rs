@@ -82,6 +82,20 @@ pub enum Error {
         /// The trace.
         path: PathBuf,
     },
+    /// The trace is compressed data (a `.json.gz` compressed twice, a zstd
+    /// file): it must be decompressed first. Said in trace-sanitize's words.
+    #[error(
+        "{}",
+        trace_sanitize::Error::CompressedFile { path: path.clone(), format, twice: *twice }
+    )]
+    Compressed {
+        /// The trace.
+        path: PathBuf,
+        /// `gzip`, `zstd`, `xz`, `bzip2` or `zip`.
+        format: &'static str,
+        /// The file is gzip, and what it holds is `format` again.
+        twice: bool,
+    },
     /// The trace does not start with a JSON object or array (past
     /// whitespace and a byte order mark): text written before it (a log
     /// line), or no trace at all.

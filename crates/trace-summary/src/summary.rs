@@ -189,6 +189,9 @@ pub fn summarize_with<R: Read + Send>(
     if trace_sanitize::is_perfetto(head) {
         return Err(Error::Perfetto { path: label.to_path_buf() });
     }
+    if let Some(format) = trace_sanitize::compressed_format(head) {
+        return Err(Error::Compressed { path: label.to_path_buf(), format, twice: false });
+    }
     let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     if let Some(&first) = text.iter().find(|b| !b.is_ascii_whitespace())
         && !matches!(first, b'{' | b'[')
@@ -446,6 +449,9 @@ fn with_sanitized<T>(
             }
             (_, Err(trace_sanitize::Error::Perfetto)) => {
                 Err(Error::Perfetto { path: path.to_path_buf() })
+            }
+            (_, Err(trace_sanitize::Error::Compressed { format })) => {
+                Err(Error::Compressed { path: path.to_path_buf(), format, twice: gz })
             }
             (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
                 path: path.to_path_buf(),

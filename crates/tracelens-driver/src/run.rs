@@ -730,6 +730,13 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                 "name it `.pftrace`: TraceLens' pftrace reports read it",
             );
         }
+        Err(trace_summary::Error::Compressed { format, twice, .. }) => {
+            let what = match twice {
+                true => format!("compressed twice (its gzip holds {format} data again), not JSON"),
+                false => format!("{format}-compressed data, not JSON"),
+            };
+            return unparseable(what, "decompress it first, then analyze the JSON");
+        }
         Err(trace_summary::Error::NotADocument { first, .. }) => {
             return unparseable(
                 format!(

@@ -190,3 +190,27 @@ fn distributed_info_past_the_first_mib_of_a_plain_trace() {
     );
     assert_eq!(found.count(TraceKind::Pytorch), 1);
 }
+
+/// Traces compressed with something other than gzip are listed as
+/// unsupported, with what to do, not passed over in silence.
+#[test]
+fn json_compressed_otherwise_than_gzip_is_unsupported_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for name in ["a.pt.trace.json.zst", "b_results.json.xz", "c.json.bz2", "d.json.zip"] {
+        write(root, name, b"\x28\xb5\x2f\xfd");
+    }
+    let found = discover(root, &Options::default()).unwrap();
+    assert!(found.traces.is_empty(), "{:?}", found.traces);
+    let said: Vec<String> = found
+        .unsupported
+        .iter()
+        .map(|u| format!("{}: {}", u.path.file_name().unwrap().to_string_lossy(), u.reason))
+        .collect();
+    insta::assert_snapshot!(said.join("\n"), @r"
+    a.pt.trace.json.zst: zstd-compressed JSON: madengine and TraceLens read .json and .json.gz; decompress it (zstd -d) or compress it with gzip instead
+    b_results.json.xz: xz-compressed JSON: madengine and TraceLens read .json and .json.gz; decompress it (xz -d) or compress it with gzip instead
+    c.json.bz2: bzip2-compressed JSON: madengine and TraceLens read .json and .json.gz; decompress it (bunzip2) or compress it with gzip instead
+    d.json.zip: a zip archive: madengine and TraceLens read .json and .json.gz; unzip it
+    ");
+}

@@ -810,3 +810,50 @@ fn a_perfetto_trace_is_refused_as_one() {
         assert!(!trace_sanitize::is_perfetto(json), "{json:?}");
     }
 }
+
+/// Compressed data where the JSON text goes (a `.json.gz` compressed twice,
+/// a zstd, xz, bzip2 or zip file) is refused with its format and how to
+/// decompress it, by every pass, and nothing is written.
+#[test]
+fn compressed_data_is_refused_with_how_to_decompress_it() {
+    let json = b"{\"traceEvents\": [{\"name\": \"k\"}]}";
+    let magic: [(&str, &[u8]); 5] = [
+        ("gzip", &gz(json)),
+        ("zstd", b"\x28\xb5\x2f\xfd\x04\x58"),
+        ("xz", b"\xfd7zXZ\x00\x00\x04"),
+        ("bzip2", b"BZh91AY&SY\x8a"),
+        ("zip", b"PK\x03\x04\x14\x00"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("out.json");
+    for (format, head) in magic {
+        let bytes = [head, &[0x9c, 0x00, 0xff][..]].concat();
+        assert_eq!(trace_sanitize::compressed_format(&bytes), Some(format));
+        // A gzip file alone is a gzip trace: only one inside a gzip is refused.
+        for twice in [format == "gzip", true] {
+            let input = dir.path().join(if twice { "t.json.gz" } else { "t.json" });
+            fs::write(&input, if twice { gz(&bytes) } else { bytes.clone() }).unwrap();
+            let options = Options::default();
+            for err in [
+                sanitize_file(&input, &output, &options, &mut no_progress()).unwrap_err(),
+                trace_sanitize::salvage_file(&input, &output, &options, &mut no_progress())
+                    .unwrap_err(),
+                check_file(&input, &options, &mut no_progress()).unwrap_err(),
+            ] {
+                let expected = (input.clone(), format, twice);
+                match &err {
+                    Error::CompressedFile { path, format, twice } => {
+                        assert_eq!((path.clone(), *format, *twice), expected)
+                    }
+                    other => panic!("{format}, twice: {twice}: {other:?}"),
+                }
+                let said = err.to_string();
+                assert!(said.contains(&format!("{format}-compressed")), "{said}");
+                assert!(said.contains("> trace.json`"), "{said}");
+            }
+            assert!(!output.exists());
+        }
+    }
+    assert_eq!(trace_sanitize::compressed_format(b"BZh9 not bzip2"), None);
+    assert_eq!(trace_sanitize::compressed_format(json), None);
+}

@@ -333,6 +333,37 @@ fn a_perfetto_trace_is_named_as_one() {
     }
 }
 
+/// A `.json.gz` compressed twice, or a zstd trace, is named as such, with
+/// how to decompress it.
+#[test]
+fn compressed_data_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = |bytes: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, bytes).unwrap();
+        e.finish().unwrap()
+    };
+    let twice = dir.path().join("twice.json.gz");
+    std::fs::write(&twice, gz(&gz(kineto(3).as_bytes()))).unwrap();
+    let zstd = dir.path().join("t.json.zst");
+    let zstd_bytes = b"\x28\xb5\x2f\xfd\x04\x58\x9c\x00";
+    std::fs::write(&zstd, zstd_bytes).unwrap();
+    for (read, expected) in [
+        (summarize_file(&twice), ("gzip", true)),
+        (summarize_file_with(&twice, &Options::salvaging()), ("gzip", true)),
+        (summarize_file(&zstd), ("zstd", false)),
+        (trace_summary::summarize(&zstd_bytes[..], &zstd), ("zstd", false)),
+    ] {
+        match read {
+            Err(e @ Error::Compressed { format, twice, .. }) => {
+                assert_eq!((format, twice), expected);
+                assert!(e.to_string().contains("> trace.json`"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
 /// A bare word that is not JSON is named with its offset and key, in input
 /// bytes, wherever it is: in an event the tables read (an error, in a plain
 /// and a gzip trace, a Kineto and a rocprofv3 one, salvaged or not), or in

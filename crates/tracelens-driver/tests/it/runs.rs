@@ -374,7 +374,7 @@ fn a_trace_with_data_after_its_end_fails_up_front_and_is_salvaged_on_request() {
 }
 
 #[test]
-fn a_utf16_trace_a_perfetto_one_and_text_before_a_trace_fail_up_front() {
+fn utf16_perfetto_and_compressed_traces_and_text_before_a_trace_fail_up_front() {
     let case = Case::new();
     let body = fs::read_to_string(standin_fixture(GPU)).unwrap();
     let utf16: Vec<u8> =
@@ -384,14 +384,17 @@ fn a_utf16_trace_a_perfetto_one_and_text_before_a_trace_fail_up_front() {
     // A Perfetto trace under a Kineto name: two packets, a timestamp and a
     // sequence id each.
     case.write("p.pt.trace.json", [0x0a, 4, 0x40, 1, 0x50, 1, 0x0a, 4, 0x40, 2, 0x50, 1]);
+    // A zstd trace under a Kineto name.
+    case.write("z.pt.trace.json", [0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x58, 0x9c, 0x00]);
     let summary = case.run();
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
     FAILURE pytorch log.pt.trace.json TraceLens_generate_perf_report_pytorch | not a trace: it starts with 'W', not a JSON object (a log line before the trace?); TraceLens cannot parse it and was not run (remove what was written before the trace's first `{`)
     FAILURE pytorch p.pt.trace.json TraceLens_generate_perf_report_pytorch | a Perfetto protobuf trace, not JSON; TraceLens cannot parse it and was not run (name it `.pftrace`: TraceLens' pftrace reports read it)
     FAILURE pytorch w.pt.trace.json TraceLens_generate_perf_report_pytorch | UTF-16LE text, not UTF-8 (re-saved on Windows?); TraceLens cannot parse it and was not run (convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`)
-    SKIPPED pytorch 3 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the collective report needs each trace's rank, from its filename or its distributedInfo, and only 1 of 3 carry one. Traces captured on demand through dynolog are named after the process id.
+    FAILURE pytorch z.pt.trace.json TraceLens_generate_perf_report_pytorch | zstd-compressed data, not JSON; TraceLens cannot parse it and was not run (decompress it first, then analyze the JSON)
+    SKIPPED pytorch 4 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the collective report needs each trace's rank, from its filename or its distributedInfo, and only 1 of 4 carry one. Traces captured on demand through dynolog are named after the process id.
     ");
-    assert!(summary.results[..3].iter().all(|r| r.status == Status::Failure));
+    assert!(summary.results[..4].iter().all(|r| r.status == Status::Failure));
     assert!(!case.ran("generate_perf_report_pytorch"), "{:#?}", case.calls());
 }
 
