@@ -733,7 +733,8 @@ pub(crate) struct TracelensArgs {
     /// together; TraceLens takes about 17 times a trace's JSON size].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
-    /// Kill a job running longer than this and report it as failed.
+    /// Kill a job running longer than this (with the processes it started, such as traceconv) and
+    /// report it as failed.
     #[arg(long, value_name = "SECS")]
     pub(crate) timeout: Option<f64>,
     /// Only list the traces and the planned jobs; TraceLens is not needed.

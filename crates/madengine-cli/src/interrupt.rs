@@ -14,7 +14,8 @@
 //! - during work that can stop cleanly ([`Mode::Cancel`], `report
 //!   tracelens`) it raises the flag the library watches, which stops the
 //!   jobs and removes the scratch directory (sanitized copies of large
-//!   traces). A second Ctrl-C exits at once.
+//!   traces). A second Ctrl-C exits at once, and removes that directory
+//!   first ([`remove_on_quit`]).
 
 use std::sync::{
     Arc,
@@ -30,6 +31,7 @@ const CANCEL: u8 = 2;
 
 static MODE: AtomicU8 = AtomicU8::new(EXIT);
 static SAY: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+static SCRATCH: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
 
 fn flag() -> &'static Arc<AtomicBool> {
     static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
@@ -57,9 +59,34 @@ pub(crate) fn install() {
             if let Some(text) = SAY.lock().ok().and_then(|s| s.clone()) {
                 crate::render::note(&text);
             }
+            if let Some(said) = remove_scratch() {
+                crate::render::note(&said);
+            }
             std::process::exit(i32::from(EXIT_CODE))
         }
     });
+}
+
+/// A directory to remove if Ctrl-C exits at once (a second one in
+/// [`Mode::Cancel`]) while the current guard is held: the scratch files the
+/// library would have removed on its way out.
+pub(crate) fn remove_on_quit(dir: &std::path::Path) {
+    if let Ok(mut scratch) = SCRATCH.lock() {
+        *scratch = Some(dir.to_path_buf());
+    }
+}
+
+/// Remove the directory [`remove_on_quit`] named, if any; what to say of it.
+fn remove_scratch() -> Option<String> {
+    let dir = SCRATCH.lock().ok().and_then(|mut s| s.take())?;
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => Some(format!("quit at once; removed the scratch directory {}", dir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(format!(
+            "quit at once; left the scratch directory {} ({e}): remove it",
+            dir.display()
+        )),
+    }
 }
 
 /// Sets the mode for its lifetime; the mode before it comes back when it is
@@ -104,5 +131,38 @@ impl Drop for Guard {
         if let Ok(mut say) = SAY.lock() {
             *say = None;
         }
+        if let Ok(mut scratch) = SCRATCH.lock() {
+            *scratch = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a second Ctrl-C does before it exits: the scratch directory
+    /// named while the guard is held goes, and is said to; none is named
+    /// once the guard is dropped.
+    #[test]
+    fn quitting_at_once_removes_the_scratch_directory_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("madengine-tracelens-x");
+        std::fs::create_dir_all(scratch.join("copies")).unwrap();
+        std::fs::write(scratch.join("copies/rank0.json"), b"{}").unwrap();
+        let guard = Guard::new(Mode::Cancel);
+        remove_on_quit(&scratch);
+        let said = remove_scratch().unwrap();
+        assert!(!scratch.exists());
+        assert_eq!(
+            said,
+            format!("quit at once; removed the scratch directory {}", scratch.display())
+        );
+        assert_eq!(remove_scratch(), None, "removed once");
+        remove_on_quit(&scratch);
+        drop(guard);
+        std::fs::create_dir(&scratch).unwrap();
+        assert_eq!(remove_scratch(), None);
+        assert!(scratch.exists(), "the run ended: its scratch directory is not named any more");
     }
 }

@@ -45,7 +45,8 @@ pub struct Config {
     /// [`crate::Event::FewerJobs`] says so. A job takes about
     /// [`crate::job_memory`]. `None`: no limit.
     pub memory_available: Option<u64>,
-    /// A job running longer is killed and reported as a failure.
+    /// A job running longer is killed (with the processes it started, as
+    /// `/proc` shows them) and reported as a failure.
     pub timeout: Option<Duration>,
     /// Extra TraceLens arguments: each option goes to the tools that document
     /// it, an option none documents to every command ([`crate::check_extra_args`]).

@@ -58,6 +58,11 @@ pub enum Event<'a> {
         /// [`Config::memory_available`].
         available: u64,
     },
+    /// The run's scratch directory was made (sanitized copies of traces,
+    /// the collective report's staged inputs): it is removed when the run
+    /// ends, however it ends, unless the process itself is killed or exits
+    /// at once (a caller that exits on a second Ctrl-C removes it first).
+    Scratch(&'a Path),
     /// The jobs are about to start.
     Planned {
         /// How many jobs will run.
@@ -128,6 +133,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
         .prefix("madengine-tracelens-")
         .tempdir_in(&config.scratch_parent)
         .map_err(|source| Error::Write { path: config.scratch_parent.clone(), source })?;
+    events(Event::Scratch(scratch.path()));
 
     let sanitize_start = Instant::now();
     let (readable, repairs) = readable_inputs(config, &plan, scratch.path(), events);
@@ -836,6 +842,40 @@ fn precheck_detail(summary: &trace_summary::Summary) -> String {
     }
 }
 
+/// The processes descended from `pid` (its children, theirs, ...), as
+/// `/proc` shows them; none where there is no `/proc`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else { return vec![] };
+    let parents: Vec<(u32, u32)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let child = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(") ")?;
+            let parent = rest.split(' ').nth(1)?.parse::<u32>().ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while let Some(&parent) = found.get(i) {
+        found.extend(parents.iter().filter(|(_, p)| *p == parent).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.split_off(1)
+}
+
+/// SIGKILL to each of `pids` (those already gone are passed over).
+fn kill(pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let mut argv: Vec<OsString> = vec!["kill".into(), "-KILL".into()];
+    argv.extend(pids.iter().map(|p| p.to_string().into()));
+    let _ = cmd(&argv).stdin_null().stdout_null().stderr_null().unchecked().run();
+}
+
 /// The detail of a job killed because the caller raised the cancel flag.
 const INTERRUPTED: &str = "interrupted";
 
@@ -882,10 +922,14 @@ fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
                 ));
             }
         }
-        // duct's kill only sends SIGKILL: wait too, so the job is gone (and
-        // reaped) before its report directory or the scratch copies go.
+        // duct's kill only sends SIGKILL to the job: its own processes
+        // (TraceLens runs traceconv) would go on, orphaned, so they are
+        // killed too. Wait as well, so the job is gone (and reaped) before
+        // its report directory or the scratch copies go.
         let stop = || {
+            let family: Vec<u32> = handle.pids().into_iter().flat_map(descendants).collect();
             let _ = handle.kill();
+            kill(&family);
             let _ = handle.wait();
         };
         if let Some(limit) = config.timeout

@@ -40,6 +40,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     config.cancel = Some(interrupt.flag());
     let summary = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => render::note(&text),
+        Event::Scratch(dir) => crate::interrupt::remove_on_quit(dir),
         Event::FewerJobs { jobs, wanted, largest, available } => {
             render::note(&fewer_jobs(jobs, wanted, largest, available, "--jobs to choose"))
         }
@@ -136,6 +137,7 @@ pub(crate) fn report_gathered(
     config.memory_available = settings::mem_available().map(|m| m / 2);
     let report = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => render::note(&text),
+        Event::Scratch(dir) => crate::interrupt::remove_on_quit(dir),
         Event::FewerJobs { jobs, wanted, largest, available } => render::note(&fewer_jobs(
             jobs,
             wanted,

@@ -658,6 +658,25 @@ fn a_job_past_its_timeout_is_killed_and_reported() {
     );
 }
 
+/// A job's own processes (TraceLens runs traceconv) are killed with it,
+/// not left running orphaned.
+#[test]
+fn a_job_killed_past_its_timeout_takes_its_processes_with_it() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    let pid_file = case.root().join("child.pid");
+    case.control(json!({"sleep": 30, "child_pid_file": pid_file.display().to_string()}));
+    // Long enough for the job to start its process on a loaded machine.
+    case.config.timeout = Some(std::time::Duration::from_secs(5));
+    let summary = case.run();
+    assert_eq!(summary.results[0].detail, "timed out after 5 s");
+    let pid = fs::read_to_string(&pid_file).expect("the job started its process");
+    // Gone, or a zombie its new parent has yet to reap.
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(") ").map_or("", |(_, rest)| &rest[..1]);
+    assert!(matches!(state, "" | "Z" | "X"), "the job's process {pid} still runs: {stat}");
+}
+
 #[test]
 fn parallel_jobs_give_the_same_summary_as_one_at_a_time() {
     let mut case = Case::new();
