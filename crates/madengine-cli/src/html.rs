@@ -117,7 +117,7 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(&note)));
     }
     if let Some(note) = v.note() {
-        let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
+        let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(&note)));
     }
     if v.outcome == Some(trace_summary::Outcome::NoGpuActivity) {
         page.push_str("</section>");

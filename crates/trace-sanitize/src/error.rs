@@ -141,7 +141,7 @@ pub enum Error {
         /// The input file.
         path: PathBuf,
     },
-    /// The input is compressed data ([`compressed_format`]): a gzip stream
+    /// The input is compressed data ([`crate::compressed_format`]): a gzip stream
     /// inside a gzip file (compressed twice), or zstd, xz, bzip2 or zip.
     /// Repaired byte by byte it would only be mangled: decompress it first.
     #[error("the input is {format}-compressed data, not JSON")]

@@ -72,6 +72,8 @@ pub(crate) struct Tables {
     pub(crate) data_after_end: Option<u64>,
     /// The JSON ended early, after this many bytes.
     pub(crate) truncated_at: Option<u64>,
+    /// The keys of the processes' `buffer_records` ([`Layout::lists`]).
+    pub(crate) lists: Vec<String>,
 }
 
 /// What the tables read of a rocprofv3 trace, as the scanner finds it.
@@ -141,7 +143,14 @@ struct Layout {
     pending: Option<Key>,
     /// Whether the process list was seen.
     tool: bool,
+    /// The keys of the processes' `buffer_records` (`kernel_dispatch`,
+    /// `hip_api`, ...), each once, in the order first seen, at most
+    /// [`MAX_LISTS`]: what a trace without dispatch records holds instead.
+    lists: Vec<String>,
 }
+
+/// How many of the `buffer_records` keys are kept ([`Layout::lists`]).
+const MAX_LISTS: usize = 32;
 
 impl Shape for Layout {
     type Tag = Record;
@@ -187,6 +196,16 @@ impl Shape for Layout {
     }
 
     fn key(&mut self, key: &[u8]) {
+        if self.levels.last() == Some(&Level::Buffers) && self.lists.len() < MAX_LISTS {
+            // As the key reads: its escapes (a control byte the sanitizer
+            // escaped, say) decoded.
+            let text = String::from_utf8_lossy(key);
+            let quoted = format!("\"{text}\"");
+            let name = serde_json::from_str::<String>(&quoted).unwrap_or_else(|_| text.into());
+            if !self.lists.contains(&name) {
+                self.lists.push(name);
+            }
+        }
         self.pending = match key {
             b"rocprofiler-sdk-tool" => Some(Key::Tool),
             b"metadata" => Some(Key::Metadata),
@@ -354,6 +373,7 @@ fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Resul
         records,
         data_after_end: scanned.after_end,
         truncated_at: scanned.truncated_at,
+        lists: scanned.shape.lists,
     })
 }
 
@@ -495,7 +515,7 @@ mod tests {
             {"start_timestamp":2000,"end_timestamp":3000,"dispatch_info":{"kernel_id":7}},
             {"start_timestamp":2500,"end_timestamp":4000,"dispatch_info":{"kernel_id":7}}],
             "memory_copy":[{"start_timestamp":5000,"end_timestamp":6000,"bytes":8}]}}]}"#;
-        let Tables { timeline, kernels, records, data_after_end, truncated_at } =
+        let Tables { timeline, kernels, records, data_after_end, truncated_at, .. } =
             tables(&trace[..]).unwrap();
         assert_eq!((records, data_after_end, truncated_at), (3, None, None));
         // Whitespace after the document is nothing; anything else is noticed,
@@ -623,11 +643,15 @@ mod tests {
                 })
                 .collect();
             assert_eq!(got, want, "pad {pad}");
+            // The lists of buffer_records, each once: not the keys of the
+            // same names elsewhere (in metadata, in a string).
+            assert_eq!(whole.lists, ["kernel_dispatch", "hip_api", "memory_copy"]);
             for chunk in [1, 5, 64, 100, 1000] {
                 let t = tables_in_chunks(trace.as_bytes(), chunk).unwrap();
                 assert_eq!(t.records, records, "pad {pad}, chunk {chunk}");
                 assert_eq!(t.kernels, whole.kernels, "pad {pad}, chunk {chunk}");
                 assert_eq!(t.timeline, whole.timeline, "pad {pad}, chunk {chunk}");
+                assert_eq!(t.lists, whole.lists, "pad {pad}, chunk {chunk}");
                 assert_eq!((t.truncated_at, t.data_after_end), (None, None));
             }
         }

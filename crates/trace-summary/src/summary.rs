@@ -163,6 +163,11 @@ pub struct Summary {
     /// read (Kineto's log lines after the events, say; one in a part they
     /// read is [`Error::Malformed`]): strict parsers refuse the trace.
     pub malformed: Option<trace_sanitize::Malformed>,
+    /// For rocprofv3: the lists its processes' `buffer_records` hold
+    /// (`kernel_dispatch`, `memory_copy`, `hip_api`, ...), each once, in the
+    /// order first seen (at most 32): what a trace without dispatch records
+    /// holds instead. Empty for Kineto.
+    pub record_lists: Vec<String>,
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
@@ -199,12 +204,18 @@ pub fn summarize_with<R: Read + Send>(
         return Err(Error::NotADocument { path: label.to_path_buf(), first });
     }
     if crate::rocprof::sniff(head) {
-        let crate::rocprof::Tables { timeline, kernels, records, data_after_end, truncated_at } =
-            crate::rocprof::tables(reader).map_err(|e| Error::Parse {
-                path: label.to_path_buf(),
-                format: Some(Format::Rocprofv3),
-                detail: e.to_string(),
-            })?;
+        let crate::rocprof::Tables {
+            timeline,
+            kernels,
+            records,
+            data_after_end,
+            truncated_at,
+            lists,
+        } = crate::rocprof::tables(reader).map_err(|e| Error::Parse {
+            path: label.to_path_buf(),
+            format: Some(Format::Rocprofv3),
+            detail: e.to_string(),
+        })?;
         if let Some(bytes) = truncated_at {
             return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: None });
         }
@@ -227,6 +238,7 @@ pub fn summarize_with<R: Read + Send>(
             not_json: None,
             malformed: None,
             unclosed_string: false,
+            record_lists: lists,
         });
     }
     let mut parsed = parse(reader).map_err(|e| Error::Parse {
@@ -262,6 +274,7 @@ pub fn summarize_with<R: Read + Send>(
             not_json: None,
             malformed: None,
             unclosed_string: false,
+            record_lists: Vec::new(),
         })
     };
     // 1. TraceLens' own rules.
@@ -306,6 +319,7 @@ pub fn summarize_with<R: Read + Send>(
         not_json: None,
         malformed: None,
         unclosed_string: false,
+        record_lists: Vec::new(),
     })
 }
 

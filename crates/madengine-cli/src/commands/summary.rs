@@ -1,6 +1,7 @@
 //! `madengine report summary`.
 
 use std::{
+    borrow::Cow,
     path::{Path, PathBuf},
     sync::{
         Arc,
@@ -58,6 +59,9 @@ pub(crate) struct TraceView {
     /// trace the tables do not read: TraceLens refuses the trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) malformed: Option<trace_sanitize::Malformed>,
+    /// For rocprofv3: the lists its buffer_records hold.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) record_lists: Vec<String>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -223,7 +227,35 @@ impl TraceView {
     }
 
     /// What the reader should know about how this trace was read, if anything.
-    pub(crate) fn note(&self) -> Option<&'static str> {
+    pub(crate) fn note(&self) -> Option<Cow<'static, str>> {
+        // A rocprofv3 trace without a kernel_dispatch list: what it holds.
+        let lists = &self.record_lists;
+        if self.format == Some(trace_summary::Format::Rocprofv3)
+            && self.outcome == Some(Outcome::NoGpuActivity)
+            && !lists.is_empty()
+            && !lists.iter().any(|l| l == "kernel_dispatch")
+        {
+            const DISPATCHES: &str = "kernel_dispatch";
+            if let Some(near) = lists.iter().find(|l| strsim::levenshtein(l, DISPATCHES) <= 3) {
+                // Quoted as in JSON: a control byte in it shows.
+                let near = serde_json::to_string(near).unwrap_or_default();
+                return Some(Cow::Owned(format!(
+                    "no {DISPATCHES} list in its buffer_records, but a {near} one: its key was \
+                     changed (a stray byte in the trace?), so its records are not read; nothing \
+                     to summarize"
+                )));
+            }
+            let held: Vec<String> = lists.iter().map(|l| format!("`{l}`")).collect();
+            return Some(Cow::Owned(format!(
+                "no kernel dispatch or memory copy records: its buffer_records hold {} and no \
+                 {DISPATCHES} (rocprofv3 run without --kernel-trace?): nothing to summarize",
+                held.join(", ")
+            )));
+        }
+        self.static_note().map(Cow::Borrowed)
+    }
+
+    fn static_note(&self) -> Option<&'static str> {
         match self.outcome? {
             Outcome::LegacyCategories => Some(
                 "legacy categories or older flows, read as today's (TraceLens rejects this trace)",
@@ -662,6 +694,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             repaired: None,
             not_json: None,
             malformed: None,
+            record_lists: vec![],
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
@@ -689,6 +722,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
         view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
         view.not_json = summary.not_json.clone();
         view.malformed = summary.malformed;
+        view.record_lists = summary.record_lists.clone();
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
             std::fs::create_dir_all(&dir)

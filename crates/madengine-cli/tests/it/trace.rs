@@ -943,15 +943,34 @@ fn a_rocprofv3_trace_without_kernel_records_says_what_was_missing() {
         r#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":4242,"init_time":1,"fini_time":2},"strings":{"kernel_names":[]},"buffer_records":{"hip_api":[{"size":56,"kind":3,"operation":0,"correlation_id":{"internal":0,"external":0},"start_timestamp":1000,"end_timestamp":1003,"thread_id":4243,"args":{}}]}}]}"#,
     )
     .unwrap();
-    // Only HIP API records: rocprofv3 was run without --kernel-trace.
-    cli_snapshot!(dir.path(), ["report", "summary", "--output-dir", "out"], @r"
+    // Only HIP API records: rocprofv3 was run without --kernel-trace. An
+    // empty kernel_dispatch list: nothing ran on the GPU while it traced. A
+    // kernel_dispatch list whose key a stray byte changed: said so.
+    let lists = |buffers: &str| {
+        format!(
+            r#"{{"rocprofiler-sdk-tool":[{{"metadata":{{"pid":1,"init_time":1,"fini_time":2}},"buffer_records":{{{buffers}}}}}]}}"#
+        )
+    };
+    fs::write(dir.path().join("5_results.json"), lists(r#""kernel_dispatch":[],"hip_api":[]"#))
+        .unwrap();
+    let dispatch = r#"{"start_timestamp":1,"end_timestamp":2,"dispatch_info":{"kernel_id":1}}"#;
+    // A control byte the sanitizer escaped, in the key.
+    let renamed = format!("\"kernel_\\u0001dispatch\":[{dispatch}],\"hip_api\":[]");
+    fs::write(dir.path().join("6_results.json"), lists(&renamed)).unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "--output-dir", "out"], @r#"
     exit code: 0
     ----- stdout -----
     == 4242_results.json
+       no kernel dispatch or memory copy records: its buffer_records hold `hip_api` and no kernel_dispatch (rocprofv3 run without --kernel-trace?): nothing to summarize
+
+    == 5_results.json
        no kernel dispatch or memory copy records (rocprofv3 run without --kernel-trace or --memory-copy-trace?): nothing to summarize
 
+    == 6_results.json
+       no kernel_dispatch list in its buffer_records, but a "kernel_\u0001dispatch" one: its key was changed (a stray byte in the trace?), so its records are not read; nothing to summarize
+
     ----- stderr -----
-    ");
+    "#);
 }
 
 /// Kineto writes Python names raw, quotes and all: such a trace is refused by
