@@ -471,24 +471,67 @@ const PERFETTO_HEAD: usize = 128;
 
 /// Whether a file's first bytes are a Perfetto trace's: a protobuf `Trace`,
 /// whose top-level fields are `packet`s (field 1, length-delimited: a `0x0a`
-/// tag, then a varint length), each starting with a field's tag; and among
-/// the first 128 bytes one no text has (a control byte other than tab, line
-/// feed and carriage return). A JSON text that starts with a line feed has
-/// whitespace, `{` or `[` after it, which no packet length starts with: a
-/// JSON trace, however broken, is never taken for one.
+/// tag, then a varint length), the first of which reads as protobuf fields
+/// as far as the first 128 bytes go; and among those bytes one no text has
+/// (a control byte other than tab, line feed and carriage return). A JSON
+/// text that starts with a line feed has whitespace, `{` or `[` after it,
+/// which no packet length starts with: a JSON trace, however broken, is
+/// never taken for one; nor is a log line written before one (text does not
+/// read as protobuf fields for long).
 pub fn is_perfetto(head: &[u8]) -> bool {
     let head = &head[..head.len().min(PERFETTO_HEAD)];
     let [0x0a, rest @ ..] = head else { return false };
     if rest.first().is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'[')) {
         return false;
     }
-    let Some(used) = rest.iter().take(5).position(|b| b & 0x80 == 0) else { return false };
-    let length_is_zero = rest[..=used].iter().all(|b| b & 0x7f == 0);
-    // A field's tag: a field number (1 or more), a wire type protobuf has
-    // (varint, 64-bit, length-delimited, 32-bit).
-    let tag = rest.get(used + 1).is_some_and(|&b| b >> 3 != 0 && matches!(b & 7, 0 | 1 | 2 | 5));
     let binary = head.iter().any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'));
-    !length_is_zero && tag && binary
+    let Some((length, used)) = varint(rest) else { return false };
+    let body = &rest[used..];
+    let packet = &body[..body.len().min(usize::try_from(length).unwrap_or(usize::MAX))];
+    binary && length > 0 && protobuf_fields(packet)
+}
+
+/// Whether `bytes` read as protobuf fields (the last may be cut off where
+/// `bytes` ends): each a tag with a field number and a wire type protobuf
+/// has, then a value of that type. At least one field.
+fn protobuf_fields(mut bytes: &[u8]) -> bool {
+    let mut fields = 0;
+    while !bytes.is_empty() {
+        let Some((tag, used)) = varint(bytes) else { return fields > 0 };
+        bytes = &bytes[used..];
+        let skip = match (tag >> 3, tag & 7) {
+            (0, _) => return false,
+            (_, 0) => match varint(bytes) {
+                Some((_, used)) => used,
+                None => bytes.len(),
+            },
+            (_, 1) => 8,
+            (_, 2) => match varint(bytes) {
+                Some((length, used)) => {
+                    used.saturating_add(usize::try_from(length).unwrap_or(usize::MAX))
+                }
+                None => bytes.len(),
+            },
+            (_, 5) => 4,
+            _ => return false,
+        };
+        bytes = &bytes[skip.min(bytes.len())..];
+        fields += 1;
+    }
+    fields > 0
+}
+
+/// A protobuf varint at the start of `bytes`: its value and length; `None`
+/// when `bytes` ends before it does, or it runs past ten bytes.
+fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().take(10).enumerate() {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
 }
 
 /// Read until `buf` is full or the input ends; returns the bytes read, and

@@ -764,6 +764,17 @@ fn a_cut_drops_what_it_says_in_input_bytes() {
     }
 }
 
+/// The errors of a copy, a salvage and a check of `input`, each of which
+/// must fail.
+fn every_pass_refuses(input: &Path, output: &Path) -> [Error; 3] {
+    let options = Options::default();
+    [
+        sanitize_file(input, output, &options, &mut no_progress()).unwrap_err(),
+        trace_sanitize::salvage_file(input, output, &options, &mut no_progress()).unwrap_err(),
+        check_file(input, &options, &mut no_progress()).unwrap_err(),
+    ]
+}
+
 /// A Perfetto trace (protobuf, rocprofv3's `pftrace`) is refused as one,
 /// by every pass and whatever its compression, and nothing is written; a
 /// JSON text that starts with a line feed, however broken, is not taken for
@@ -786,13 +797,7 @@ fn a_perfetto_trace_is_refused_as_one() {
         for gzip in [false, true] {
             let input = dir.path().join(if gzip { "t.pftrace.gz" } else { "t.pftrace" });
             fs::write(&input, if gzip { gz(bytes) } else { bytes.clone() }).unwrap();
-            let options = Options::default();
-            for err in [
-                sanitize_file(&input, &output, &options, &mut no_progress()).unwrap_err(),
-                trace_sanitize::salvage_file(&input, &output, &options, &mut no_progress())
-                    .unwrap_err(),
-                check_file(&input, &options, &mut no_progress()).unwrap_err(),
-            ] {
+            for err in every_pass_refuses(&input, &output) {
                 assert!(matches!(&err, Error::PerfettoFile { path } if *path == input), "{err:?}");
                 assert!(err.to_string().contains("Perfetto protobuf trace"), "{err}");
             }
@@ -803,6 +808,9 @@ fn a_perfetto_trace_is_refused_as_one() {
         &b"\n{\"traceEvents\": [{\"name\": \"\x01\x02\"}]}"[..],
         b"\n\n[{\"name\": \"\x01\"}]",
         b"\n  W1130 rank \x01: start\n{}",
+        // A colored log line (ANSI escapes) before the trace.
+        b"\nW1130 12:00:00.123 rank0 \x1b[33mprofiler started\x1b[0m\n{\"traceEvents\": []}",
+        b"\nI1130 \x1b[1mstep 3\x1b[0m: 12.5 ms, 0.98 loss\n{\"traceEvents\": []}",
         b"\n\x00\x08\x01\x02",
         &[0u8; 64],
         b"",
@@ -830,16 +838,11 @@ fn compressed_data_is_refused_with_how_to_decompress_it() {
         let bytes = [head, &[0x9c, 0x00, 0xff][..]].concat();
         assert_eq!(trace_sanitize::compressed_format(&bytes), Some(format));
         // A gzip file alone is a gzip trace: only one inside a gzip is refused.
-        for twice in [format == "gzip", true] {
+        let twices: &[bool] = if format == "gzip" { &[true] } else { &[false, true] };
+        for &twice in twices {
             let input = dir.path().join(if twice { "t.json.gz" } else { "t.json" });
             fs::write(&input, if twice { gz(&bytes) } else { bytes.clone() }).unwrap();
-            let options = Options::default();
-            for err in [
-                sanitize_file(&input, &output, &options, &mut no_progress()).unwrap_err(),
-                trace_sanitize::salvage_file(&input, &output, &options, &mut no_progress())
-                    .unwrap_err(),
-                check_file(&input, &options, &mut no_progress()).unwrap_err(),
-            ] {
+            for err in every_pass_refuses(&input, &output) {
                 let expected = (input.clone(), format, twice);
                 match &err {
                     Error::CompressedFile { path, format, twice } => {
