@@ -842,6 +842,39 @@ fn precheck_detail(summary: &trace_summary::Summary) -> String {
     }
 }
 
+/// SIGKILL to `root` and every process descended from it, as `/proc` shows
+/// them (only `root` where there is no `/proc`). They are stopped first
+/// (SIGSTOP), until none is left running: a stopped process starts no
+/// other, so one started while the tree was read is not missed (killed
+/// first, `root`'s children would be orphaned, no longer its descendants).
+fn kill_tree(root: u32) {
+    let mut stopped: Vec<u32> = Vec::new();
+    // Bounded: a tree that keeps growing faster than it is read is killed
+    // as far as it was found.
+    for _ in 0..50 {
+        let family: Vec<u32> = std::iter::once(root).chain(descendants(root)).collect();
+        let new: Vec<u32> = family.iter().copied().filter(|p| !stopped.contains(p)).collect();
+        if new.is_empty() && family.iter().all(|&p| !runs(p)) {
+            break;
+        }
+        send("STOP", &new);
+        stopped.extend(new);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    send("KILL", &stopped);
+    // Until they are gone (or zombies, their exit done), for a second at
+    // most: not the caller's children, they cannot be waited for.
+    for _ in 0..100 {
+        if stopped
+            .iter()
+            .all(|&p| stat(p).is_none_or(|(state, _)| matches!(state, 'Z' | 'X' | 'x')))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The processes descended from `pid` (its children, theirs, ...), as
 /// `/proc` shows them; none where there is no `/proc`.
 fn descendants(pid: u32) -> Vec<u32> {
@@ -850,10 +883,7 @@ fn descendants(pid: u32) -> Vec<u32> {
         .flatten()
         .filter_map(|entry| {
             let child = entry.file_name().to_str()?.parse::<u32>().ok()?;
-            // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
-            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
-            let (_, rest) = stat.rsplit_once(") ")?;
-            let parent = rest.split(' ').nth(1)?.parse::<u32>().ok()?;
+            let (_, parent) = stat(child)?;
             Some((child, parent))
         })
         .collect();
@@ -866,12 +896,28 @@ fn descendants(pid: u32) -> Vec<u32> {
     found.split_off(1)
 }
 
-/// SIGKILL to each of `pids` (those already gone are passed over).
-fn kill(pids: &[u32]) {
+/// A process's state letter and parent, from `/proc/<pid>/stat` (`pid
+/// (comm) state ppid ...`; comm may hold spaces and parentheses).
+fn stat(pid: u32) -> Option<(char, u32)> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = text.rsplit_once(") ")?;
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some((state, parent))
+}
+
+/// Whether a process may still run: not stopped, traced, a zombie or gone.
+fn runs(pid: u32) -> bool {
+    stat(pid).is_some_and(|(state, _)| !matches!(state, 'T' | 't' | 'Z' | 'X' | 'x'))
+}
+
+/// `kill -<name>` to each of `pids` (those already gone are passed over).
+fn send(name: &str, pids: &[u32]) {
     if pids.is_empty() {
         return;
     }
-    let mut argv: Vec<OsString> = vec!["kill".into(), "-KILL".into()];
+    let mut argv: Vec<OsString> = vec!["kill".into(), format!("-{name}").into()];
     argv.extend(pids.iter().map(|p| p.to_string().into()));
     let _ = cmd(&argv).stdin_null().stdout_null().stderr_null().unchecked().run();
 }
@@ -927,9 +973,10 @@ fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
         // killed too. Wait as well, so the job is gone (and reaped) before
         // its report directory or the scratch copies go.
         let stop = || {
-            let family: Vec<u32> = handle.pids().into_iter().flat_map(descendants).collect();
+            for pid in handle.pids() {
+                kill_tree(pid);
+            }
             let _ = handle.kill();
-            kill(&family);
             let _ = handle.wait();
         };
         if let Some(limit) = config.timeout

@@ -659,22 +659,47 @@ fn a_job_past_its_timeout_is_killed_and_reported() {
 }
 
 /// A job's own processes (TraceLens runs traceconv) are killed with it,
-/// not left running orphaned.
+/// not left running orphaned: past its timeout, and when the run is
+/// cancelled (Ctrl-C) once the job has started its process.
 #[test]
-fn a_job_killed_past_its_timeout_takes_its_processes_with_it() {
+fn a_job_killed_takes_its_processes_with_it() {
+    let gone = |pid: &str| {
+        // Gone, or a zombie its new parent has yet to reap.
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map_or("", |(_, rest)| &rest[..1]);
+        assert!(matches!(state, "" | "Z" | "X"), "the job's process {pid} still runs: {stat}");
+    };
+    // Cancelled once the process exists: nothing here depends on timing.
     let mut case = Case::new();
     case.fixture("model_rank0.pt.trace.json", GPU);
     let pid_file = case.root().join("child.pid");
-    case.control(json!({"sleep": 30, "child_pid_file": pid_file.display().to_string()}));
-    // Long enough for the job to start its process on a loaded machine.
-    case.config.timeout = Some(std::time::Duration::from_secs(5));
+    case.control(json!({"sleep": 600, "child_pid_file": pid_file.display().to_string()}));
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    case.config.cancel = Some(cancel.clone());
+    let run = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for _ in 0..1200 {
+                if fs::read_to_string(&pid_file).is_ok_and(|p| !p.is_empty()) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        tracelens_driver::run(&case.config, &mut |_| {})
+    });
+    assert!(matches!(run, Err(Error::Interrupted { .. })), "{run:?}");
+    gone(&fs::read_to_string(&pid_file).expect("the job started its process"));
+    // Past a timeout: whether the job had started its process by then or
+    // not, none is left.
+    fs::remove_file(&pid_file).unwrap();
+    case.config.cancel = None;
+    case.config.timeout = Some(std::time::Duration::from_secs(2));
     let summary = case.run();
-    assert_eq!(summary.results[0].detail, "timed out after 5 s");
-    let pid = fs::read_to_string(&pid_file).expect("the job started its process");
-    // Gone, or a zombie its new parent has yet to reap.
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit_once(") ").map_or("", |(_, rest)| &rest[..1]);
-    assert!(matches!(state, "" | "Z" | "X"), "the job's process {pid} still runs: {stat}");
+    assert_eq!(summary.results[0].detail, "timed out after 2 s");
+    if let Ok(pid) = fs::read_to_string(&pid_file) {
+        gone(&pid);
+    }
 }
 
 #[test]
