@@ -127,6 +127,9 @@ pub(crate) struct Parsed {
     pub(crate) strings: Vec<String>,
     pub(crate) lookup: FxHashMap<String, u32>,
     pub(crate) has_trace_events: bool,
+    /// The top-level keys, each once, in order (at most [`MAX_KEYS`]):
+    /// what a trace without `traceEvents` holds instead.
+    pub(crate) keys: Vec<String>,
     /// Entries of the top-level `deviceProperties` list (Kineto writes one
     /// per GPU its process saw); `None` without such a list.
     pub(crate) devices: Option<usize>,
@@ -174,6 +177,7 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
         )));
     }
     parsed.has_trace_events = scanned.shape.has_trace_events;
+    parsed.keys = scanned.shape.keys;
     parsed.devices = scanned.shape.devices;
     parsed.truncated_at = scanned.truncated_at;
     parsed.after_end = scanned.after_end;
@@ -238,7 +242,12 @@ struct Kineto {
     /// Objects opened in the deviceProperties list.
     devices: Option<usize>,
     has_trace_events: bool,
+    /// The top-level keys ([`Parsed::keys`]).
+    keys: Vec<String>,
 }
+
+/// How many top-level keys are kept ([`Parsed::keys`]).
+const MAX_KEYS: usize = 32;
 
 impl Shape for Kineto {
     type Tag = ();
@@ -280,6 +289,12 @@ impl Shape for Kineto {
     fn key(&mut self, key: &[u8]) {
         self.pending = List::of_key(key);
         self.has_trace_events |= self.pending == Some(List::Events);
+        if self.keys.len() < MAX_KEYS {
+            let key = crate::scan::key_text(key);
+            if !self.keys.contains(&key) {
+                self.keys.push(key);
+            }
+        }
     }
 
     fn comma(&mut self) {
@@ -750,6 +765,11 @@ mod tests {
                 let names: Vec<&str> = parsed.events.iter().map(|e| parsed.str(e.name)).collect();
                 assert_eq!(names, expected, "pad {pad}, chunk {chunk}");
                 assert!(parsed.has_trace_events);
+                // The top level's keys, as a whole-document parse has them.
+                let keys: Vec<&String> = reference.as_object().unwrap().keys().collect();
+                let mut found: Vec<&String> = parsed.keys.iter().collect();
+                found.sort();
+                assert_eq!(found, keys, "pad {pad}, chunk {chunk}");
             }
         }
     }

@@ -197,11 +197,7 @@ impl Shape for Layout {
 
     fn key(&mut self, key: &[u8]) {
         if self.levels.last() == Some(&Level::Buffers) && self.lists.len() < MAX_LISTS {
-            // As the key reads: its escapes (a control byte the sanitizer
-            // escaped, say) decoded.
-            let text = String::from_utf8_lossy(key);
-            let quoted = format!("\"{text}\"");
-            let name = serde_json::from_str::<String>(&quoted).unwrap_or_else(|_| text.into());
+            let name = crate::scan::key_text(key);
             if !self.lists.contains(&name) {
                 self.lists.push(name);
             }

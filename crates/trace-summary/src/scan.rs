@@ -412,3 +412,10 @@ fn not_json_before_top(b: u8, at: u64) -> Result<(), serde_json::Error> {
         "not JSON: binary data where the trace's object should start".to_string()
     }))
 }
+
+/// A key as it reads (the bytes between its quotes, as [`Shape::key`] gets
+/// them): its escapes decoded (a control byte the sanitizer escaped, say).
+pub(crate) fn key_text(key: &[u8]) -> String {
+    let text = String::from_utf8_lossy(key);
+    serde_json::from_str::<String>(&format!("\"{text}\"")).unwrap_or_else(|_| text.into())
+}

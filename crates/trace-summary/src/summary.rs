@@ -166,7 +166,8 @@ pub struct Summary {
     /// For rocprofv3: the lists its processes' `buffer_records` hold
     /// (`kernel_dispatch`, `memory_copy`, `hip_api`, ...), each once, in the
     /// order first seen (at most 32): what a trace without dispatch records
-    /// holds instead. Empty for Kineto.
+    /// holds instead. For Kineto, only when it has no `traceEvents` list:
+    /// its top-level keys.
     pub record_lists: Vec<String>,
 }
 
@@ -319,7 +320,8 @@ pub fn summarize_with<R: Read + Send>(
         not_json: None,
         malformed: None,
         unclosed_string: false,
-        record_lists: Vec::new(),
+        // Without a traceEvents list: what its top level holds instead.
+        record_lists: if parsed.has_trace_events { Vec::new() } else { parsed.keys },
     })
 }
 

@@ -59,7 +59,8 @@ pub(crate) struct TraceView {
     /// trace the tables do not read: TraceLens refuses the trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) malformed: Option<trace_sanitize::Malformed>,
-    /// For rocprofv3: the lists its buffer_records hold.
+    /// For rocprofv3: the lists its buffer_records hold; for Kineto without
+    /// a traceEvents list: its top-level keys.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) record_lists: Vec<String>,
     pub(crate) csv_dir: Option<PathBuf>,
@@ -228,31 +229,45 @@ impl TraceView {
 
     /// What the reader should know about how this trace was read, if anything.
     pub(crate) fn note(&self) -> Option<Cow<'static, str>> {
-        // A rocprofv3 trace without a kernel_dispatch list: what it holds.
-        let lists = &self.record_lists;
-        if self.format == Some(trace_summary::Format::Rocprofv3)
-            && self.outcome == Some(Outcome::NoGpuActivity)
-            && !lists.is_empty()
-            && !lists.iter().any(|l| l == "kernel_dispatch")
+        if self.outcome == Some(Outcome::NoGpuActivity)
+            && let Some(format) = self.format
+            && let Some(missing) = self.missing_list(format)
         {
-            const DISPATCHES: &str = "kernel_dispatch";
-            if let Some(near) = lists.iter().find(|l| strsim::levenshtein(l, DISPATCHES) <= 3) {
-                // Quoted as in JSON: a control byte in it shows.
-                let near = serde_json::to_string(near).unwrap_or_default();
-                return Some(Cow::Owned(format!(
-                    "no {DISPATCHES} list in its buffer_records, but a {near} one: its key was \
-                     changed (a stray byte in the trace?), so its records are not read; nothing \
-                     to summarize"
-                )));
-            }
-            let held: Vec<String> = lists.iter().map(|l| format!("`{l}`")).collect();
-            return Some(Cow::Owned(format!(
-                "no kernel dispatch or memory copy records: its buffer_records hold {} and no \
-                 {DISPATCHES} (rocprofv3 run without --kernel-trace?): nothing to summarize",
-                held.join(", ")
-            )));
+            return Some(Cow::Owned(missing));
         }
         self.static_note().map(Cow::Borrowed)
+    }
+
+    /// For a trace without the list its records are in (`kernel_dispatch`
+    /// in rocprofv3's buffer_records, Kineto's `traceEvents`): the list
+    /// under a key a stray byte changed, else what it holds instead.
+    fn missing_list(&self, format: trace_summary::Format) -> Option<String> {
+        let (list, within, place, records, guess) = match format {
+            trace_summary::Format::Rocprofv3 => (
+                "kernel_dispatch",
+                " in its buffer_records",
+                "its buffer_records hold",
+                "records",
+                "rocprofv3 run without --kernel-trace?",
+            ),
+            trace_summary::Format::Kineto => {
+                ("traceEvents", "", "its top level holds", "events", "not a Chrome trace?")
+            }
+        };
+        let lists = &self.record_lists;
+        if lists.is_empty() || lists.iter().any(|l| l == list) {
+            return None;
+        }
+        if let Some(near) = lists.iter().find(|l| strsim::levenshtein(l, list) <= 3) {
+            // Quoted as in JSON: a control byte in it shows.
+            let near = serde_json::to_string(near).unwrap_or_default();
+            return Some(format!(
+                "no {list} list{within}, but a {near} one: its key was changed (a stray byte in \
+                 the trace?), so its {records} are not read; nothing to summarize"
+            ));
+        }
+        let held: Vec<String> = lists.iter().map(|l| format!("`{l}`")).collect();
+        Some(format!("no {list} list: {place} {} ({guess}): nothing to summarize", held.join(", ")))
     }
 
     fn static_note(&self) -> Option<&'static str> {

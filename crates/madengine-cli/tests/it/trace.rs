@@ -831,6 +831,24 @@ fn an_empty_trace_is_told_from_a_cpu_only_one() {
 
     ----- stderr -----
     ");
+    // No traceEvents list at all: what its top level holds is named, and a
+    // traceEvents list whose key a control byte changed (escaped by the
+    // sanitizer on the way in) is told apart.
+    fs::write(dir.path().join("other.json"), r#"{"schemaVersion": 1, "events": []}"#).unwrap();
+    fs::write(dir.path().join("renamed.json"), b"{\"trace\x01Events\": [{\"ph\": \"X\"}]}")
+        .unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "other.json", "renamed.json", "--output-dir", "out"], @r#"
+    exit code: 0
+    ----- stdout -----
+    == other.json
+       no traceEvents list: its top level holds `schemaVersion`, `events` (not a Chrome trace?): nothing to summarize
+
+    == renamed.json
+       note: repaired while reading (0 invalid UTF-8, 1 control byte, 0 lone surrogates); TraceLens refuses it as it is: `madengine trace sanitize renamed.json` writes a repaired copy
+       no traceEvents list, but a "trace\u0001Events" one: its key was changed (a stray byte in the trace?), so its events are not read; nothing to summarize
+
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -961,7 +979,7 @@ fn a_rocprofv3_trace_without_kernel_records_says_what_was_missing() {
     exit code: 0
     ----- stdout -----
     == 4242_results.json
-       no kernel dispatch or memory copy records: its buffer_records hold `hip_api` and no kernel_dispatch (rocprofv3 run without --kernel-trace?): nothing to summarize
+       no kernel_dispatch list: its buffer_records hold `hip_api` (rocprofv3 run without --kernel-trace?): nothing to summarize
 
     == 5_results.json
        no kernel dispatch or memory copy records (rocprofv3 run without --kernel-trace or --memory-copy-trace?): nothing to summarize
