@@ -865,10 +865,7 @@ fn kill_tree(root: u32) {
     // Until they are gone (or zombies, their exit done), for a second at
     // most: not the caller's children, they cannot be waited for.
     for _ in 0..100 {
-        if stopped
-            .iter()
-            .all(|&p| stat(p).is_none_or(|(state, _)| matches!(state, 'Z' | 'X' | 'x')))
-        {
+        if !stopped.iter().any(|&p| dynolog_client::is_running(p)) {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
