@@ -549,6 +549,66 @@ pub(crate) enum ReportCommand {
     /// TraceLens' core tables computed natively, in seconds, without Python.
     #[command(after_help = SUMMARY_HELP)]
     Summary(SummaryArgs),
+    /// Where GPU time moved between two traces (a baseline and a new run), natively.
+    #[command(after_help = DIFF_HELP)]
+    Diff(DiffArgs),
+}
+
+const DIFF_HELP: &str = "\
+Reads both traces as `report summary` does (TraceLens' gpu_timeline,
+kernel_summary and ops_summary, in seconds, through the sanitizer) and
+matches their rows by name: the timeline by row, kernels by kernel name (all
+launches added up, whatever op or stream launched them), ops by name (GPU
+time of the kernels they launched directly). Shown: the timeline side by
+side, then the kernels and ops whose time changed most, either way; a name
+in one trace only counts as 0 in the other. Ratios are new over baseline.
+
+Two run directories are compared rank by rank (ranks from file names or
+distributedInfo, as `trace discover` shows them): each rank's GPU time side
+by side, the slowest rank of each run, then the kernels and ops added up
+over the ranks both runs have. A directory holding one trace stands for it.
+
+Compare traces of one kind (PyTorch with PyTorch, rocprofv3 JSON with
+rocprofv3 JSON) that cover the same work: totals add up every step a trace
+holds, so a trace of twice the steps shows twice the time (the kernel
+launches tell; a note says so when they differ by more than 10%). Traces of
+different GPUs compare by timeline and ops; their kernels have other names.
+
+Exit codes: 0 compared; 2 usage error (traces of different kinds, traces
+that cannot be paired); 3 a trace cannot be read or has no GPU activity.
+
+Examples:
+  madengine report diff base/rank0.json.gz new/rank0.json.gz
+  madengine report diff runs/base runs/new --top 5       # rank by rank
+  madengine report diff base.json new.json -o diff/      # every row as CSVs
+  madengine report diff base_results.json new_results.json --json";
+
+#[derive(Debug, Args)]
+pub(crate) struct DiffArgs {
+    /// The baseline trace, or the run directory of the baseline.
+    #[arg(value_name = "BASELINE")]
+    pub(crate) baseline: PathBuf,
+    /// The trace, or run directory, to compare with it.
+    #[arg(value_name = "NEW")]
+    pub(crate) new: PathBuf,
+    /// Also write every row as CSVs (gpu_timeline_diff.csv, kernel_diff.csv,
+    /// ops_diff.csv) to DIR.
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) output_dir: Option<PathBuf>,
+    /// How many kernels and ops to show, largest change first (0: the
+    /// timeline only).
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub(crate) top: usize,
+    /// Traces read at the same time [default: as `report summary`].
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) jobs: Option<u32>,
+    /// Print the comparison as JSON (every row).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Read a truncated trace from the records complete before the cut (as
+    /// `report summary --salvage`), instead of refusing it.
+    #[arg(long)]
+    pub(crate) salvage: bool,
 }
 
 const SUMMARY_HELP: &str = "\

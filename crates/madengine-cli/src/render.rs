@@ -431,7 +431,17 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 fn table<const N: usize>(text: &mut String, header: [&str; N], rows: &[[String; N]]) {
-    let mut widths = header.map(str::len);
+    aligned(text, header, rows, [false; N]);
+}
+
+/// [`table`] with the columns `right` names aligned right (numbers).
+fn aligned<const N: usize>(
+    text: &mut String,
+    header: [&str; N],
+    rows: &[[String; N]],
+    right: [bool; N],
+) {
+    let mut widths = header.map(|h| h.chars().count());
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -440,10 +450,11 @@ fn table<const N: usize>(text: &mut String, header: [&str; N], rows: &[[String; 
     let mut line = |cells: Vec<&str>| {
         let mut l = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == N {
-                l.push_str(cell);
-            } else {
-                l.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            let w = widths[i];
+            match (i + 1 == N, right[i]) {
+                (true, false) => l.push_str(cell),
+                (_, true) => l.push_str(&format!("{cell:>w$}  ")),
+                (false, false) => l.push_str(&format!("{cell:<w$}  ")),
             }
         }
         text.push_str(l.trim_end());
@@ -915,4 +926,226 @@ fn shorten(name: &str) -> String {
     } else {
         name.to_string()
     }
+}
+
+/// `report diff`'s view: both sides, the timeline side by side (rank by
+/// rank for two runs), then the kernels and ops whose time changed most.
+pub(crate) fn diff(
+    compared: &crate::commands::Compared,
+    top: usize,
+    written: &[std::path::PathBuf],
+) -> Result<(), Error> {
+    use trace_summary::{DiffRow, Measure};
+    let mut text = String::new();
+    let (sides, diff) = (&compared.sides, &compared.diff);
+    let ranked = !compared.ranks.is_empty();
+    for side in sides {
+        let kind = match side.format {
+            trace_summary::Format::Rocprofv3 => "rocprofv3",
+            trace_summary::Format::Kineto => "PyTorch",
+        };
+        let traces = if ranked { format!("{} traces, ", side.traces.len()) } else { String::new() };
+        let launches = side
+            .kernel_launches
+            .map(|n| format!(", {} kernel launches", thousands(n)))
+            .unwrap_or_default();
+        let shown = if ranked { &side.path } else { &side.traces[0] };
+        text.push_str(&format!(
+            "{:<8}  {} ({traces}{kind}{launches})\n",
+            side.role,
+            shown.display()
+        ));
+        for note in &side.notes {
+            text.push_str(&format!("{:<8}  note: {note}\n", ""));
+        }
+    }
+    if let (Some(b), Some(n)) = (sides[0].kernel_launches, sides[1].kernel_launches)
+        && b > 0
+        && (n as f64 / b as f64 - 1.0).abs() > 0.1
+    {
+        text.push_str(&format!(
+            "note: the new {} launched {:.2}x the kernels of the baseline: do they cover the \
+             same steps? Totals add up every step a trace holds\n",
+            if ranked { "run" } else { "trace" },
+            n as f64 / b as f64
+        ));
+    }
+    let ms = |v: f64| format!("{v:.3}");
+    let signed = |d: f64, f: &dyn Fn(f64) -> String| match d {
+        0.0 => "0".to_string(),
+        d if d > 0.0 => format!("+{}", f(d)),
+        d => f(d),
+    };
+    let ratio = |r: &DiffRow| match (r.base, r.new, r.ratio()) {
+        (None, _, _) => "new".to_string(),
+        (_, None, _) => "gone".to_string(),
+        (_, _, Some(x)) => format!("{x:.2}x"),
+        _ => "-".to_string(),
+    };
+    let time = |m: Option<Measure>, f: &dyn Fn(f64) -> String| {
+        m.map_or_else(|| "-".to_string(), |m| f(m.time))
+    };
+    let (headline, what) = match compared.rocprof() {
+        true => ("busy_time", "GPU busy"),
+        false => ("total_time", "GPU time"),
+    };
+    let row_of = |rows: &[DiffRow], name: &str| rows.iter().find(|r| r.name == name).cloned();
+    let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
+    if ranked {
+        // In a run that synchronizes, the slowest rank sets the pace.
+        let slowest = |side: fn(&DiffRow) -> Option<Measure>| {
+            compared
+                .ranks
+                .iter()
+                .filter_map(|r| Some((r.rank, side(&row_of(&r.timeline, headline)?)?.time)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+        };
+        if let (Some((br, b)), Some((nr, n))) = (slowest(|r| r.base), slowest(|r| r.new)) {
+            let ratio = (b != 0.0).then(|| n / b);
+            text.push_str(&format!(
+                "\n{what} of the slowest rank: {b:.3} ms (rank {br}) -> {n:.3} ms (rank {nr}){}\n",
+                change(ratio).unwrap_or_default()
+            ));
+        }
+        let parts: &[(&str, &str)] = match compared.rocprof() {
+            true => &[("kernel", "KERNEL"), ("memory", "MEMORY"), ("idle", "IDLE")],
+            false => &[
+                ("computation_time", "COMPUTATION"),
+                ("exposed_comm_time", "EXPOSED COMM"),
+                ("idle_time", "IDLE"),
+            ],
+        };
+        let rows: Vec<[String; 8]> = compared
+            .ranks
+            .iter()
+            .map(|r| {
+                let total = row_of(&r.timeline, headline);
+                let part = |name: &str| {
+                    row_of(&r.timeline, name).map_or("-".into(), |p| signed(p.delta(), &ms))
+                };
+                [
+                    r.rank.to_string(),
+                    time(total.as_ref().and_then(|t| t.base), &ms),
+                    time(total.as_ref().and_then(|t| t.new), &ms),
+                    total.as_ref().map_or("-".into(), |t| signed(t.delta(), &ms)),
+                    total.as_ref().map_or("-".into(), ratio),
+                    part(parts[0].0),
+                    part(parts[1].0),
+                    part(parts[2].0),
+                ]
+            })
+            .collect();
+        text.push_str(&format!("\n{what} per rank (ms; the last three: change by part):\n"));
+        aligned(
+            &mut text,
+            ["RANK", "BASELINE", "NEW", "DELTA", "RATIO", parts[0].1, parts[1].1, parts[2].1],
+            &rows,
+            [false, true, true, true, true, true, true, true],
+        );
+    } else {
+        if let Some(row) = row_of(&diff.timeline, headline)
+            && let (Some(b), Some(n)) = (row.base, row.new)
+        {
+            text.push_str(&format!(
+                "\n{what} {:.3} ms -> {:.3} ms{}\n",
+                b.time,
+                n.time,
+                change(row.ratio()).unwrap_or_default()
+            ));
+        }
+        text.push('\n');
+        let rows: Vec<[String; 5]> = diff
+            .timeline
+            .iter()
+            .map(|r| {
+                [
+                    r.name.clone(),
+                    time(r.base, &ms),
+                    time(r.new, &ms),
+                    signed(r.delta(), &ms),
+                    ratio(r),
+                ]
+            })
+            .collect();
+        let numbers = [false, true, true, true, true];
+        aligned(&mut text, ["TIMELINE (ms)", "BASELINE", "NEW", "DELTA", "RATIO"], &rows, numbers);
+    }
+    let count = |r: &DiffRow| {
+        let c = |m: Option<Measure>| {
+            m.and_then(|m| m.count).map_or_else(|| "-".to_string(), |c| c.to_string())
+        };
+        let (b, n) = (c(r.base), c(r.new));
+        if b == n { b } else { format!("{b} -> {n}") }
+    };
+    let over = if ranked { format!(", all {} ranks", compared.ranks.len()) } else { String::new() };
+    for (rows, title, what, unit, f) in [
+        (&diff.kernels, "kernels", "KERNEL", "µs", &py as &dyn Fn(f64) -> String),
+        (&diff.ops, "ops (GPU time of the kernels each launched directly)", "OP", "ms", &ms),
+    ] {
+        if rows.is_empty() || top == 0 {
+            continue;
+        }
+        let changed: Vec<&DiffRow> = rows.iter().filter(|r| r.delta() != 0.0).collect();
+        let shown: Vec<[String; 6]> = changed
+            .iter()
+            .take(top)
+            .map(|r| {
+                [
+                    time(r.base, f),
+                    time(r.new, f),
+                    signed(r.delta(), f),
+                    ratio(r),
+                    count(r),
+                    shorten(&r.name),
+                ]
+            })
+            .collect();
+        text.push_str(&format!("\n{title}{over}, largest changes first ({unit}):\n"));
+        if shown.is_empty() {
+            text.push_str("no change\n");
+            continue;
+        }
+        let calls = if what == "OP" { "CALLS" } else { "LAUNCHES" };
+        let numbers = [true, true, true, true, true, false];
+        aligned(&mut text, ["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, numbers);
+        let only = |side: fn(&DiffRow) -> bool| rows.iter().filter(|r| side(r)).count();
+        let mut tail = Vec::new();
+        if changed.len() > shown.len() {
+            tail.push(format!("{} more changed", changed.len() - shown.len()));
+        }
+        match only(|r| r.new.is_none()) {
+            0 => {}
+            gone => tail.push(format!("{gone} only in the baseline")),
+        }
+        match only(|r| r.base.is_none()) {
+            0 => {}
+            fresh => tail
+                .push(format!("{fresh} only in the new {}", if ranked { "run" } else { "trace" })),
+        }
+        if !tail.is_empty() {
+            text.push_str(&format!("({})\n", tail.join(", ")));
+        }
+    }
+    if written.is_empty() {
+        if diff.kernels.len() > top || diff.ops.len() > top {
+            text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
+        }
+    } else {
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        text.push_str(&format!("\nCSVs: {}\n", names.join(", ")));
+    }
+    out(&text)
+}
+
+/// `n` with thousands separated by commas.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -10,6 +10,7 @@
 //! registry, Kahan and pairwise sums, and Python's float formatting.
 //! rocprofv3 JSON traces get TraceLens' rocprof variant of `gpu_timeline` and
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
+//! [`Diff`] sets two traces' tables side by side: where GPU time moved.
 //!
 //! # Example
 //!
@@ -27,6 +28,7 @@
 mod chan;
 mod compute;
 mod csv;
+mod diff;
 mod error;
 mod parse;
 mod registry;
@@ -37,6 +39,7 @@ mod summary;
 pub use crate::{
     compute::{Cell, Table},
     csv::py_float,
+    diff::{Diff, DiffRow, Measure},
     error::{Error, Result},
     summary::{
         Format, Options, Outcome, Summary, parse_file, summarize, summarize_file,

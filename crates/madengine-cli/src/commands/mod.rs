@@ -1,5 +1,6 @@
 //! One module per subcommand: call the libraries, hand results to `render`.
 
+mod diff;
 mod dynolog;
 mod k8s;
 mod report;
@@ -7,6 +8,7 @@ mod setup;
 mod slurm;
 mod summary;
 
+pub(crate) use diff::Compared;
 pub(crate) use summary::{RankRow, TopRow, TraceView as SummaryView, by_run, write_atomic};
 mod trace;
 
@@ -58,6 +60,7 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
         Command::Report(ReportCommand::Tracelens(args)) => report::tracelens(&args),
         Command::Report(ReportCommand::TracelensCompare(args)) => report::compare(&args),
         Command::Report(ReportCommand::Summary(args)) => summary::summary(&args),
+        Command::Report(ReportCommand::Diff(args)) => diff::diff(&args),
         Command::Setup(SetupCommand::Tracelens(args)) => setup::tracelens(&args),
         Command::Setup(SetupCommand::Dynolog(args)) => dynolog::setup(&args),
         Command::Dynolog(DynologCommand::Status(args)) => dynolog::status(&args),

@@ -107,6 +107,47 @@ impl Truncated {
 }
 
 impl TraceView {
+    /// A trace's view before it is read.
+    pub(crate) fn new(trace: PathBuf, rank: Option<u32>) -> TraceView {
+        TraceView {
+            trace,
+            rank,
+            format: None,
+            outcome: None,
+            events: None,
+            gpu_devices: None,
+            error: None,
+            truncated: None,
+            data_after_end: None,
+            repaired: None,
+            not_json: None,
+            malformed: None,
+            record_lists: vec![],
+            csv_dir: None,
+            timeline: vec![],
+            top_kernels: vec![],
+            top_ops: vec![],
+        }
+    }
+
+    /// What `summary` says of how the trace was read (not its tables).
+    pub(crate) fn read(&mut self, summary: &trace_summary::Summary) {
+        self.format = Some(summary.format);
+        self.outcome = Some(summary.outcome);
+        self.events = Some(summary.events);
+        self.gpu_devices = summary.gpu_devices;
+        self.truncated = summary.truncated_at.map(|bytes| Truncated {
+            bytes,
+            events: summary.events,
+            unclosed_string: summary.unclosed_string,
+        });
+        self.data_after_end = summary.data_after_end;
+        self.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
+        self.not_json = summary.not_json.clone();
+        self.malformed = summary.malformed.clone();
+        self.record_lists = summary.record_lists.clone();
+    }
+
     /// Said first: what a trace read with --salvage left out, and what
     /// TraceLens refuses whatever is repaired.
     pub(crate) fn warning(&self) -> Option<String> {
@@ -458,11 +499,11 @@ fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {
 }
 
 /// One trace to read, and what names its CSV directory.
-struct Input {
-    trace: PathBuf,
+pub(crate) struct Input {
+    pub(crate) trace: PathBuf,
     /// The path the report stem comes from.
-    rel: PathBuf,
-    rank: Option<u32>,
+    pub(crate) rel: PathBuf,
+    pub(crate) rank: Option<u32>,
 }
 
 /// The traces behind the PATHs: directories are searched, files taken as
@@ -531,13 +572,39 @@ fn dir_name(dir: &Path) -> PathBuf {
         .unwrap_or_default()
 }
 
+/// How many of `inputs` to read at a time: `--jobs`, else as many as the
+/// CPUs (8 at most) and half the available memory allow, said in a note
+/// when memory is what limits it.
+pub(crate) fn jobs(chosen: Option<u32>, inputs: &[Input]) -> usize {
+    match chosen {
+        Some(jobs) => jobs as usize,
+        None => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+            let estimates: Vec<u64> = inputs.iter().map(|i| memory_estimate(&i.trace)).collect();
+            let available = crate::settings::mem_available();
+            // Half of what is available: the machine is doing other work too.
+            let jobs = trace_discover::at_once(cpus, &estimates, available.map(|a| a / 2));
+            if jobs < cpus.min(inputs.len()) {
+                render::note(&format!(
+                    "reading {jobs} trace(s) at a time, not {}: the largest take about {} each to \
+                 read and the machine has {} available (--jobs to choose)",
+                    cpus.min(inputs.len()),
+                    render::size(estimates.iter().copied().max().unwrap_or(0)),
+                    render::size(available.unwrap_or(0)),
+                ));
+            }
+            jobs
+        }
+    }
+}
+
 /// Memory to read a trace, by its format and JSON size.
 fn memory_estimate(path: &Path) -> u64 {
     trace_summary::Format::of_file(path).memory_needed(trace_discover::json_size(path))
 }
 
 /// A trace's summary, or why there is none (the error and its causes).
-type Read = Result<trace_summary::Summary, String>;
+pub(crate) type Read = Result<trace_summary::Summary, String>;
 
 /// Progress of a worker, for the bar.
 enum Progress {
@@ -548,7 +615,7 @@ enum Progress {
 
 /// Summarize one trace. A panic (a bug in the reader) is this trace's error,
 /// so the other traces of the run are still reported.
-fn summarize_one(path: &Path, salvage: bool, cancel: &Arc<AtomicBool>) -> Read {
+pub(crate) fn summarize_one(path: &Path, salvage: bool, cancel: &Arc<AtomicBool>) -> Read {
     let options = if salvage {
         trace_summary::Options::salvaging()
     } else {
@@ -591,7 +658,7 @@ fn guarded(
 /// Summarize every input on `jobs` threads; results in input order.
 /// Each input's summary, `jobs` at a time. Once `cancel` is raised, the
 /// traces being read stop and no other is started: `None`.
-fn summarize_all(
+pub(crate) fn summarize_all(
     inputs: &[Input],
     jobs: usize,
     salvage: bool,
@@ -660,26 +727,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
     // afterwards takes milliseconds, and goes to its end.)
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let (inputs, left_out) = inputs(args)?;
-    let jobs = match args.jobs {
-        Some(jobs) => jobs as usize,
-        None => {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-            let estimates: Vec<u64> = inputs.iter().map(|i| memory_estimate(&i.trace)).collect();
-            let available = crate::settings::mem_available();
-            // Half of what is available: the machine is doing other work too.
-            let jobs = trace_discover::at_once(cpus, &estimates, available.map(|a| a / 2));
-            if jobs < cpus.min(inputs.len()) {
-                render::note(&format!(
-                    "reading {jobs} trace(s) at a time, not {}: the largest take about {} each to \
-                     read and the machine has {} available (--jobs to choose)",
-                    cpus.min(inputs.len()),
-                    render::size(estimates.iter().copied().max().unwrap_or(0)),
-                    render::size(available.unwrap_or(0)),
-                ));
-            }
-            jobs
-        }
-    };
+    let jobs = jobs(args.jobs, &inputs);
     let progress = render::Progress::new(
         inputs.len() as u64,
         "{spinner} summarized {pos}/{len} traces [{elapsed}] {wide_msg}",
@@ -696,25 +744,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
     let mut views = Vec::new();
     let mut unreadable = 0;
     for (input, result) in inputs.into_iter().zip(results) {
-        let mut view = TraceView {
-            trace: input.trace,
-            rank: input.rank,
-            format: None,
-            outcome: None,
-            events: None,
-            gpu_devices: None,
-            error: None,
-            truncated: None,
-            data_after_end: None,
-            repaired: None,
-            not_json: None,
-            malformed: None,
-            record_lists: vec![],
-            csv_dir: None,
-            timeline: vec![],
-            top_kernels: vec![],
-            top_ops: vec![],
-        };
+        let mut view = TraceView::new(input.trace, input.rank);
         let summary = match result {
             Ok(summary) => summary,
             Err(err) => {
@@ -724,20 +754,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
                 continue;
             }
         };
-        view.format = Some(summary.format);
-        view.outcome = Some(summary.outcome);
-        view.events = Some(summary.events);
-        view.gpu_devices = summary.gpu_devices;
-        view.truncated = summary.truncated_at.map(|bytes| Truncated {
-            bytes,
-            events: summary.events,
-            unclosed_string: summary.unclosed_string,
-        });
-        view.data_after_end = summary.data_after_end;
-        view.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
-        view.not_json = summary.not_json.clone();
-        view.malformed = summary.malformed;
-        view.record_lists = summary.record_lists.clone();
+        view.read(&summary);
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
             std::fs::create_dir_all(&dir)

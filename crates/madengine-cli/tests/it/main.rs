@@ -3,6 +3,7 @@
 //! else is tested at the library layer.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+mod diff;
 mod dynolog;
 #[path = "../../../tracelens-driver/tests/it/edit.rs"]
 mod edit;

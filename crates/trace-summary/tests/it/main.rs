@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod breaks;
+mod diff;
 mod fidelity;
 mod mangled;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]

@@ -1,0 +1,424 @@
+//! `madengine report diff`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use trace_summary::{Diff, DiffRow, Format, Summary};
+
+use super::summary::{Input, TraceView, jobs, summarize_all, write_atomic};
+use crate::{
+    cli::DiffArgs,
+    error::{Error, Status},
+    render,
+};
+
+/// One side of the comparison (the baseline, or the new run), as shown.
+#[derive(Serialize)]
+pub(crate) struct Side {
+    /// "baseline" or "new".
+    pub(crate) role: &'static str,
+    /// The PATH given.
+    pub(crate) path: PathBuf,
+    /// The traces compared, in rank order.
+    pub(crate) traces: Vec<PathBuf>,
+    pub(crate) format: Format,
+    /// Kernel launches in all (when the traces have kernel tables).
+    pub(crate) kernel_launches: Option<u64>,
+    /// What the reader should know about how its traces were read, each
+    /// once, with the trace it is about.
+    pub(crate) notes: Vec<String>,
+}
+
+/// One rank of two runs compared rank by rank.
+#[derive(Serialize)]
+pub(crate) struct RankDiff {
+    pub(crate) rank: u32,
+    pub(crate) baseline: PathBuf,
+    pub(crate) new: PathBuf,
+    /// Its gpu_timeline rows side by side (ms).
+    #[serde(serialize_with = "rows")]
+    pub(crate) timeline: Vec<DiffRow>,
+}
+
+/// What `report diff` found.
+pub(crate) struct Compared {
+    pub(crate) sides: [Side; 2],
+    /// Rank by rank, when two runs were compared; else empty.
+    pub(crate) ranks: Vec<RankDiff>,
+    /// Rows added up over every pair (one pair: just its rows).
+    pub(crate) diff: Diff,
+    /// Ranks of one run only, left out.
+    pub(crate) unpaired: Vec<String>,
+}
+
+impl Compared {
+    pub(crate) fn rocprof(&self) -> bool {
+        self.sides[0].format == Format::Rocprofv3
+    }
+}
+
+/// A row as `--json` prints it: with its delta and ratio.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    #[serde(flatten)]
+    row: &'a DiffRow,
+    delta: f64,
+    ratio: Option<f64>,
+}
+
+/// Rows as `--json` prints them.
+struct Rows<'a>(&'a [DiffRow]);
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|row| JsonRow {
+            row,
+            delta: row.delta(),
+            ratio: row.ratio(),
+        }))
+    }
+}
+
+fn rows<S: serde::Serializer>(rows: &[DiffRow], s: S) -> Result<S::Ok, S::Error> {
+    Rows(rows).serialize(s)
+}
+
+fn list(paths: &[&Path]) -> String {
+    const NAMED: usize = 4;
+    let mut names: Vec<String> =
+        paths.iter().take(NAMED).map(|p| p.display().to_string()).collect();
+    if paths.len() > NAMED {
+        names.push(format!("and {} more", paths.len() - NAMED));
+    }
+    names.join(", ")
+}
+
+/// The traces `path` stands for: itself, or a directory's JSON traces.
+fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
+    if !path.is_dir() {
+        let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
+        return Ok(vec![Input { trace: path.to_path_buf(), rel: path.to_path_buf(), rank }]);
+    }
+    let then = "`madengine report tracelens` makes their TraceLens reports";
+    let (traces, _) = super::json_traces(path, vec![], then)?;
+    if traces.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} holds no PyTorch or rocprofv3 JSON trace to compare",
+            path.display()
+        )));
+    }
+    Ok(traces
+        .into_iter()
+        .map(|t| Input { rel: t.path.clone(), trace: t.path, rank: t.rank.map(|r| r.rank) })
+        .collect())
+}
+
+/// The pairs to compare, `(rank, baseline index, new index)`, and the
+/// ranks only one run has: one trace each, or two runs rank by rank.
+type Pairs = (Vec<(Option<u32>, usize, usize)>, Vec<String>);
+
+fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
+    match sides.map(<[Input]>::len) {
+        [1, 1] => return Ok((vec![(None, 0, 0)], vec![])),
+        [1, _] | [_, 1] => {
+            let (many, n) =
+                if sides[0].len() > 1 { (0, sides[0].len()) } else { (1, sides[1].len()) };
+            let traces: Vec<&Path> = sides[many].iter().map(|i| i.trace.as_path()).collect();
+            return Err(Error::Usage(format!(
+                "{} holds {n} traces ({}) and {} one: name the trace to compare, or give two run \
+                 directories to compare rank by rank",
+                paths[many].display(),
+                list(&traces),
+                paths[1 - many].display()
+            )));
+        }
+        _ => {}
+    }
+    let mut by_rank = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
+    for (i, inputs) in sides.iter().enumerate() {
+        for (at, input) in inputs.iter().enumerate() {
+            let clash = match input.rank {
+                Some(rank) => by_rank[i].insert(rank, at).map(|before| (rank, before)),
+                None => {
+                    return Err(Error::Usage(format!(
+                        "{} holds {} traces and {} has no rank (in its name or its \
+                         distributedInfo): runs are compared rank by rank; name the two traces \
+                         to compare",
+                        paths[i].display(),
+                        inputs.len(),
+                        input.trace.display()
+                    )));
+                }
+            };
+            if let Some((rank, before)) = clash {
+                return Err(Error::Usage(format!(
+                    "{} holds two traces of rank {rank} ({} and {}): runs are compared rank by \
+                     rank; give the directory of one run, or name the two traces to compare",
+                    paths[i].display(),
+                    inputs[before].trace.display(),
+                    input.trace.display()
+                )));
+            }
+        }
+    }
+    let [base, new] = by_rank;
+    let pairs: Vec<_> =
+        base.iter().filter_map(|(rank, b)| Some((Some(*rank), *b, *new.get(rank)?))).collect();
+    let only = |mine: &std::collections::BTreeMap<u32, usize>,
+                other: &std::collections::BTreeMap<u32, usize>,
+                role: &str| {
+        let ranks: Vec<String> =
+            mine.keys().filter(|r| !other.contains_key(r)).map(u32::to_string).collect();
+        (!ranks.is_empty()).then(|| format!("rank {} only in the {role} run", ranks.join(", ")))
+    };
+    let unpaired: Vec<String> =
+        [only(&base, &new, "baseline"), only(&new, &base, "new")].into_iter().flatten().collect();
+    if pairs.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} and {} share no rank ({}): nothing to compare rank by rank",
+            paths[0].display(),
+            paths[1].display(),
+            unpaired.join("; ")
+        )));
+    }
+    Ok((pairs, unpaired))
+}
+
+fn kind(format: Format) -> &'static str {
+    match format {
+        Format::Kineto => "a PyTorch (Kineto) trace",
+        Format::Rocprofv3 => "a rocprofv3 JSON trace",
+    }
+}
+
+/// Kernel launches in all, from the kernel rows.
+fn launches(rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measure>) -> Option<u64> {
+    (!rows.is_empty()).then(|| rows.iter().filter_map(|r| side(r)?.count).sum())
+}
+
+pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
+    let paths = [args.baseline.as_path(), args.new.as_path()];
+    let found = [traces_of(paths[0])?, traces_of(paths[1])?];
+    let (pairs, unpaired) = pair(paths, [&found[0], &found[1]])?;
+    // Only the traces paired are read: baselines first, then the new ones.
+    let [mut base_in, mut new_in] =
+        found.map(|inputs| inputs.into_iter().map(Some).collect::<Vec<_>>());
+    let mut inputs: Vec<Input> =
+        pairs.iter().map(|p| base_in[p.1].take().expect("each trace pairs once")).collect();
+    inputs.extend(pairs.iter().map(|p| new_in[p.2].take().expect("each trace pairs once")));
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
+    let jobs = jobs(args.jobs, &inputs);
+    let progress = render::Progress::new(
+        inputs.len() as u64,
+        "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
+        !args.json,
+    );
+    let results = summarize_all(&inputs, jobs, args.salvage, &interrupt.flag(), progress.bar());
+    drop(progress);
+    drop(interrupt);
+    let Some(results) = results else {
+        render::error_line("interrupted while reading the traces: nothing was written");
+        return Ok(Status::Interrupted);
+    };
+    let n = pairs.len();
+    let role = |i: usize| if i < n { "baseline" } else { "new" };
+    let mut failed = false;
+    let mut views = Vec::new();
+    let mut summaries = Vec::new();
+    for (i, (input, read)) in inputs.iter().zip(results).enumerate() {
+        let mut view = TraceView::new(input.trace.clone(), input.rank);
+        match read {
+            Ok(summary) => {
+                view.read(&summary);
+                if summary.gpu_timeline.is_none() {
+                    let why = view.note().unwrap_or_default();
+                    let why = why.trim_end_matches(": nothing to summarize");
+                    render::error_line(&format!(
+                        "the {} trace {} has no GPU activity to compare: {why}",
+                        role(i),
+                        input.trace.display()
+                    ));
+                    failed = true;
+                }
+                if let Some(warning) = view.warning() {
+                    render::warning(&format!("{}: {warning}", input.trace.display()));
+                }
+                summaries.push(summary);
+            }
+            Err(err) => {
+                render::error_line(&format!("cannot read the {} trace: {err}", role(i)));
+                failed = true;
+            }
+        }
+        views.push(view);
+    }
+    if failed {
+        return Ok(Status::Io);
+    }
+    let (base, new) = summaries.split_at(n);
+    for (i, (b, nw)) in base.iter().zip(new).enumerate() {
+        if b.format != nw.format {
+            return Err(Error::Usage(format!(
+                "the baseline {} is {} and the new {} is {}: their tables differ; compare \
+                 traces of one kind",
+                inputs[i].trace.display(),
+                kind(b.format),
+                inputs[n + i].trace.display(),
+                kind(nw.format)
+            )));
+        }
+    }
+    let pairs_of: Vec<(&Summary, &Summary)> = base.iter().zip(new).collect();
+    let diff = Diff::summed(&pairs_of);
+    let ranks: Vec<RankDiff> = match n {
+        1 => vec![],
+        _ => pairs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| RankDiff {
+                rank: p.0.unwrap_or_default(),
+                baseline: inputs[i].trace.clone(),
+                new: inputs[n + i].trace.clone(),
+                timeline: Diff::between(pairs_of[i].0, pairs_of[i].1).timeline,
+            })
+            .collect(),
+    };
+    let side = |k: usize,
+                role: &'static str,
+                side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
+        let mine = &views[k * n..(k + 1) * n];
+        let mut notes: Vec<String> = Vec::new();
+        for v in mine {
+            for note in [v.repaired_note(), v.note().map(|n| n.into_owned())].into_iter().flatten()
+            {
+                // A note every trace shares is said once, without a name.
+                let all = mine.iter().all(|o| o.note().is_some_and(|n| n == note));
+                let note =
+                    if all || n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+        }
+        Side {
+            role,
+            path: paths[k].to_path_buf(),
+            traces: mine.iter().map(|v| v.trace.clone()).collect(),
+            format: summaries[k * n].format,
+            kernel_launches: launches(&diff.kernels, side),
+            notes,
+        }
+    };
+    let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
+    let compared = Compared { sides, ranks, diff, unpaired };
+    for note in &compared.unpaired {
+        render::note(&format!("{note}: left out"));
+    }
+    let written = match &args.output_dir {
+        Some(dir) => write_csvs(dir, &compared)?,
+        None => vec![],
+    };
+    if args.json {
+        let rocprof = compared.rocprof();
+        let d = &compared.diff;
+        render::json(&serde_json::json!({
+            "baseline": compared.sides[0],
+            "new": compared.sides[1],
+            "rocprof": rocprof,
+            "timeline": Rows(&d.timeline),
+            "ranks": compared.ranks,
+            "unpaired": compared.unpaired,
+            "kernels": Rows(&d.kernels),
+            "ops": Rows(&d.ops),
+            "csvs": written,
+        }))?;
+    } else {
+        render::diff(&compared, args.top, &written)?;
+    }
+    Ok(Status::Success)
+}
+
+/// Every row as CSVs in `dir`: `gpu_timeline_diff.csv` (per rank, with a
+/// `rank` column, when runs were compared), `kernel_diff.csv` and
+/// `ops_diff.csv` (added up over the ranks). Tables without rows are not
+/// written.
+fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
+    let d = &compared.diff;
+    let timeline = match compared.ranks.as_slice() {
+        [] => d.timeline_table(),
+        ranks => {
+            let mut table: Option<trace_summary::Table> = None;
+            for r in ranks {
+                let mut t = Diff { timeline: r.timeline.clone(), kernels: vec![], ops: vec![] }
+                    .timeline_table();
+                for row in &mut t.rows {
+                    row.insert(0, trace_summary::Cell::Int(i64::from(r.rank)));
+                }
+                match &mut table {
+                    Some(all) => all.rows.extend(t.rows),
+                    None => {
+                        t.header.insert(0, "rank".into());
+                        table = Some(t);
+                    }
+                }
+            }
+            table.expect("runs compared share a rank")
+        }
+    };
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    let mut written = Vec::new();
+    for (name, table) in [
+        ("gpu_timeline_diff", timeline),
+        ("kernel_diff", d.kernels_table()),
+        ("ops_diff", d.ops_table()),
+    ] {
+        if table.rows.is_empty() {
+            continue;
+        }
+        let path = dir.join(format!("{name}.csv"));
+        write_atomic(&path, table.to_csv().as_bytes())?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(trace: &str, rank: Option<u32>) -> Input {
+        Input { trace: trace.into(), rel: trace.into(), rank }
+    }
+
+    #[test]
+    fn runs_pair_by_rank_and_say_which_ranks_one_of_them_lacks() {
+        let paths = [Path::new("base"), Path::new("new")];
+        let base =
+            [input("base/r1", Some(1)), input("base/r0", Some(0)), input("base/r2", Some(2))];
+        let new = [input("new/r0", Some(0)), input("new/r1", Some(1)), input("new/r3", Some(3))];
+        let (pairs, unpaired) = pair(paths, [&base, &new]).unwrap();
+        assert_eq!(pairs, [(Some(0), 1, 0), (Some(1), 0, 1)]);
+        assert_eq!(unpaired, ["rank 2 only in the baseline run", "rank 3 only in the new run"]);
+        // One trace each: compared whatever their ranks.
+        let (pairs, _) = pair(paths, [&base[..1], &new[..1]]).unwrap();
+        assert_eq!(pairs, [(None, 0, 0)]);
+    }
+
+    #[test]
+    fn what_cannot_pair_is_a_usage_error_naming_the_traces() {
+        let paths = [Path::new("base"), Path::new("new")];
+        let err = |base: &[Input], new: &[Input]| match pair(paths, [base, new]) {
+            Err(Error::Usage(text)) => text,
+            other => panic!("not a usage error: {:?}", other.map(|p| p.0)),
+        };
+        let two = [input("base/a", Some(0)), input("base/b", Some(1))];
+        let text = err(&two, &[input("new/x", Some(0))]);
+        assert!(text.starts_with("base holds 2 traces (base/a, base/b) and new one"), "{text}");
+        let text = err(&two, &[input("new/x", Some(0)), input("new/y", None)]);
+        assert!(text.contains("new/y has no rank"), "{text}");
+        let text = err(&two, &[input("new/x", Some(0)), input("new/y", Some(0))]);
+        assert!(text.contains("two traces of rank 0 (new/x and new/y)"), "{text}");
+        let text = err(&two, &[input("new/x", Some(5)), input("new/y", Some(6))]);
+        assert!(text.contains("share no rank"), "{text}");
+    }
+}

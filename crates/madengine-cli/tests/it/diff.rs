@@ -1,0 +1,157 @@
+//! `madengine report diff`: two traces, two runs rank by rank, and what
+//! cannot be compared.
+
+use std::{fs, path::Path};
+
+use crate::{cli_snapshot, synthetic};
+
+/// `dir/<to>`: the synthetic trace `from`, with `edits` made to its text.
+fn trace(dir: &Path, to: &str, from: &str, edits: &[(&str, &str)]) {
+    let mut text =
+        fs::read_to_string(synthetic().join("run/torch_profiler_output").join(from)).unwrap();
+    for (old, new) in edits {
+        assert!(text.contains(old), "{from} has no {old}");
+        text = text.replace(old, new);
+    }
+    let path = dir.join(to);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// Two runs of two ranks; in the new one the GEMM takes half the time on
+/// both ranks and rank 1's collective twice as long.
+fn runs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let gemm = [(r#""ts": 121.000, "dur": 8.500"#, r#""ts": 121.000, "dur": 4.250"#)];
+    let nccl = (r#""ts": 150.000, "dur": 20.000"#, r#""ts": 150.000, "dur": 40.000"#);
+    for (run, rank0, rank1) in
+        [("base", &[][..], &[][..]), ("new", &gemm[..], &[gemm[0], nccl][..])]
+    {
+        trace(
+            dir.path(),
+            &format!("{run}/rank0_trace.json"),
+            "libkineto_trace_rank0_1.json",
+            rank0,
+        );
+        trace(
+            dir.path(),
+            &format!("{run}/rank1_trace.json"),
+            "libkineto_trace_rank1_2.json",
+            rank1,
+        );
+    }
+    dir
+}
+
+#[test]
+fn two_traces_side_by_side() {
+    let dir = runs();
+    cli_snapshot!(dir.path(), ["report", "diff", "base/rank1_trace.json", "new/rank1_trace.json", "-o", "out"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  base/rank1_trace.json (PyTorch, 2 kernel launches)
+    new       new/rank1_trace.json (PyTorch, 2 kernel launches)
+
+    GPU time 0.009 ms -> 0.004 ms (-50.0%)
+
+    TIMELINE (ms)        BASELINE    NEW   DELTA  RATIO
+    computation_time        0.009  0.004  -0.004  0.50x
+    exposed_comm_time       0.000  0.000       0      -
+    exposed_memcpy_time     0.000  0.000       0      -
+    busy_time               0.009  0.004  -0.004  0.50x
+    idle_time               0.000  0.000       0      -
+    total_time              0.009  0.004  -0.004  0.50x
+    total_comm_time         0.000  0.000       0      -
+    total_memcpy_time       0.000  0.000       0      -
+
+    kernels, largest changes first (µs):
+    BASELINE    NEW   DELTA  RATIO  LAUNCHES  KERNEL
+          20     40     +20  2.00x         1  ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)
+       8.500  4.250  -4.250  0.50x         1  Cijk_Alik_Bljk_HHS_BH_MT64x64x32
+
+    ops (GPU time of the kernels each launched directly), largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  OP
+       0.009  0.004  -0.004  0.50x      1  aten::mm
+
+    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/ops_diff.csv
+    ----- stderr -----
+    ");
+    let csv = fs::read_to_string(dir.path().join("out/kernel_diff.csv")).unwrap();
+    assert!(csv.starts_with("name,baseline count,new count,baseline µs,new µs,delta µs,ratio\n"));
+}
+
+#[test]
+fn two_runs_rank_by_rank() {
+    let dir = runs();
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--top", "1"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  base (2 traces, PyTorch, 4 kernel launches)
+    new       new (2 traces, PyTorch, 4 kernel launches)
+
+    GPU time of the slowest rank: 0.009 ms (rank 1) -> 0.004 ms (rank 1) (-50.0%)
+
+    GPU time per rank (ms; the last three: change by part):
+    RANK  BASELINE    NEW   DELTA  RATIO  COMPUTATION  EXPOSED COMM  IDLE
+    0        0.009  0.004  -0.004  0.50x       -0.004             0     0
+    1        0.009  0.004  -0.004  0.50x       -0.004             0     0
+
+    kernels, all 2 ranks, largest changes first (µs):
+    BASELINE  NEW  DELTA  RATIO  LAUNCHES  KERNEL
+          40   60    +20  1.50x         2  ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)
+    (1 more changed)
+
+    ops (GPU time of the kernels each launched directly), all 2 ranks, largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  OP
+       0.017  0.009  -0.009  0.50x      2  aten::mm
+
+    every row: --output-dir DIR (CSVs) or --json
+    ----- stderr -----
+    ");
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["report", "diff", "base", "new", "--json"].map(std::ffi::OsStr::new),
+        &[],
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        text.split("----- stdout -----\n").nth(1).unwrap().split("----- stderr").next().unwrap(),
+    )
+    .unwrap();
+    let ranks = json["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    assert_eq!(json["baseline"]["kernel_launches"], 4);
+    assert_eq!(json["kernels"][0]["delta"], 20.0, "{json}");
+}
+
+#[test]
+fn what_cannot_be_compared_says_why() {
+    let dir = runs();
+    let rocprof = synthetic().join("run/rocprof_output/9999_results.json");
+    let cpu_only = synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json");
+    fs::copy(&rocprof, dir.path().join("9999_results.json")).unwrap();
+    fs::copy(&cpu_only, dir.path().join("launcher.json")).unwrap();
+    cli_snapshot!(dir.path(), ["report", "diff", "9999_results.json", "base/rank0_trace.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: the baseline 9999_results.json is a rocprofv3 JSON trace and the new base/rank0_trace.json is a PyTorch (Kineto) trace: their tables differ; compare traces of one kind
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new/rank0_trace.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: base holds 2 traces (base/rank0_trace.json, base/rank1_trace.json) and new/rank0_trace.json one: name the trace to compare, or give two run directories to compare rank by rank
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", "launcher.json", "base/rank0_trace.json"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: the baseline trace launcher.json has no GPU activity to compare: no GPU activity (a CPU-only trace)
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", "missing.json", "base/rank0_trace.json"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot read the baseline trace: cannot open missing.json: No such file or directory (os error 2)
+    ");
+}

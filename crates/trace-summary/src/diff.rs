@@ -1,0 +1,314 @@
+//! Two summaries side by side: where GPU time moved between a baseline
+//! trace and a new one.
+//!
+//! Rows are matched by name: `gpu_timeline` rows by type, kernels by kernel
+//! name (TraceLens' Kineto `kernel_summary` has a row per kernel, parent op
+//! and stream; they are added up here), ops by name. A name found in one
+//! trace only still gets a row, with the other side empty.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::{
+    compute::{Cell, Table},
+    summary::{Outcome, Summary},
+};
+
+/// A row's time (and count, where its table has one) in one trace.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Measure {
+    /// Milliseconds for timeline rows and ops, microseconds for kernels.
+    pub time: f64,
+    /// Kernel launches, or op calls; `None` for timeline rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+}
+
+/// One name in both traces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiffRow {
+    /// The timeline row type, kernel name or op name.
+    pub name: String,
+    /// In the baseline; `None` when the baseline has no such row.
+    #[serde(rename = "baseline")]
+    pub base: Option<Measure>,
+    /// In the new trace; `None` when it has no such row.
+    pub new: Option<Measure>,
+}
+
+impl DiffRow {
+    /// New time minus baseline time (a missing side counts as 0).
+    pub fn delta(&self) -> f64 {
+        self.new.map_or(0.0, |m| m.time) - self.base.map_or(0.0, |m| m.time)
+    }
+
+    /// New time over baseline time, when both exist and the baseline's is
+    /// not 0.
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.base, self.new) {
+            (Some(b), Some(n)) if b.time != 0.0 => Some(n.time / b.time),
+            _ => None,
+        }
+    }
+}
+
+/// Where GPU time moved between two traces' tables.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diff {
+    /// `gpu_timeline` rows (ms), in the baseline's order, then rows only the
+    /// new trace has.
+    pub timeline: Vec<DiffRow>,
+    /// Kernels by name (µs, all launches added up), the largest change
+    /// first. Empty unless both traces have a `kernel_summary`.
+    pub kernels: Vec<DiffRow>,
+    /// Ops by name (GPU ms of the kernels they launched directly, as
+    /// `ops_summary`'s `total_direct_kernel_time_ms`), the largest change
+    /// first. Empty unless both traces have an `ops_summary`.
+    pub ops: Vec<DiffRow>,
+}
+
+impl Diff {
+    /// Compare `base` with `new`. Traces of different kinds (a Kineto and a
+    /// rocprofv3 one) have different tables: their rows then mostly match
+    /// nothing, so callers should refuse such a pair.
+    pub fn between(base: &Summary, new: &Summary) -> Diff {
+        Diff::summed(&[(base, new)])
+    }
+
+    /// Compare several pairs at once (the ranks of two runs, rank by rank):
+    /// each row's times and counts are added up over the baselines, and
+    /// over the new traces. Kernels and ops count only when every trace
+    /// has the table.
+    pub fn summed(pairs: &[(&Summary, &Summary)]) -> Diff {
+        let base: Vec<&Summary> = pairs.iter().map(|p| p.0).collect();
+        let new: Vec<&Summary> = pairs.iter().map(|p| p.1).collect();
+        let of = |side: &[&Summary], table: fn(&Summary) -> Option<Named>| -> Option<Named> {
+            let lists: Option<Vec<Named>> = side.iter().map(|s| table(s)).collect();
+            Some(add_up(lists?.into_iter()))
+        };
+        let timeline = merge(
+            of(&base, |s| Some(timeline(s))).unwrap_or_default(),
+            of(&new, |s| Some(timeline(s))).unwrap_or_default(),
+            false,
+        );
+        let both = |table: fn(&Summary) -> Option<Named>| match (of(&base, table), of(&new, table))
+        {
+            (Some(b), Some(n)) => merge(b, n, true),
+            _ => vec![],
+        };
+        Diff { timeline, kernels: both(kernels), ops: both(ops_of) }
+    }
+
+    /// The timeline rows as a table: `type`, `baseline ms`, `new ms`,
+    /// `delta ms`, `ratio`.
+    pub fn timeline_table(&self) -> Table {
+        table(&self.timeline, "type", "ms", false)
+    }
+
+    /// The kernel rows as a table: `name`, `baseline count`, `new count`,
+    /// `baseline µs`, `new µs`, `delta µs`, `ratio`.
+    pub fn kernels_table(&self) -> Table {
+        table(&self.kernels, "name", "µs", true)
+    }
+
+    /// The op rows as a table: `name`, `baseline count`, `new count`,
+    /// `baseline ms`, `new ms`, `delta ms`, `ratio`.
+    pub fn ops_table(&self) -> Table {
+        table(&self.ops, "name", "ms", true)
+    }
+}
+
+/// Rows by name, in first-seen order, with what is added up per name.
+type Named = Vec<(String, Measure)>;
+
+fn table(rows: &[DiffRow], label: &str, unit: &str, counted: bool) -> Table {
+    let mut header = vec![label.to_string()];
+    if counted {
+        header.extend(["baseline count".to_string(), "new count".to_string()]);
+    }
+    header.extend(
+        ["baseline", "new", "delta"]
+            .iter()
+            .map(|side| format!("{side} {unit}"))
+            .chain(["ratio".into()]),
+    );
+    let time = |m: Option<Measure>| m.map_or(Cell::Empty, |m| Cell::Float(m.time));
+    let count =
+        |m: Option<Measure>| m.and_then(|m| m.count).map_or(Cell::Empty, |c| Cell::Int(c as i64));
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let mut cells = vec![Cell::Str(r.name.clone())];
+            if counted {
+                cells.extend([count(r.base), count(r.new)]);
+            }
+            cells.extend([
+                time(r.base),
+                time(r.new),
+                Cell::Float(r.delta()),
+                r.ratio().map_or(Cell::Empty, Cell::Float),
+            ]);
+            cells
+        })
+        .collect();
+    Table { header, rows }
+}
+
+/// Join two sides by name. `by_change`: sort by the size of the change,
+/// largest first (ties by name); else keep the baseline's order.
+fn merge(base: Named, new: Named, by_change: bool) -> Vec<DiffRow> {
+    let mut new_at: BTreeMap<String, Measure> = new.iter().cloned().collect();
+    let mut rows: Vec<DiffRow> = base
+        .into_iter()
+        .map(|(name, m)| {
+            let other = new_at.remove(&name);
+            DiffRow { name, base: Some(m), new: other }
+        })
+        .collect();
+    rows.extend(new.into_iter().filter_map(|(name, _)| {
+        let m = new_at.remove(&name)?;
+        Some(DiffRow { name, base: None, new: Some(m) })
+    }));
+    if by_change {
+        rows.sort_by(|a, b| {
+            b.delta().abs().total_cmp(&a.delta().abs()).then_with(|| a.name.cmp(&b.name))
+        });
+    }
+    rows
+}
+
+fn column(t: &Table, name: &str) -> Option<usize> {
+    t.header.iter().position(|h| h == name)
+}
+
+fn num(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::Int(i) => Some(*i as f64),
+        Cell::Float(f) if !f.is_nan() => Some(*f),
+        _ => None,
+    }
+}
+
+fn text(c: &Cell) -> String {
+    match c {
+        Cell::Str(s) => s.clone(),
+        Cell::Int(i) => i.to_string(),
+        Cell::Float(f) => crate::py_float(*f),
+        Cell::Empty => String::new(),
+    }
+}
+
+/// `label`, `time` and `count` columns of `t`, added up per label.
+fn named(t: &Table, label: &str, time: &str, count: Option<&str>) -> Option<Named> {
+    let (l, v) = (column(t, label)?, column(t, time)?);
+    let c = match count {
+        Some(name) => Some(column(t, name)?),
+        None => None,
+    };
+    let rows = t.rows.iter().map(|row| {
+        let time = num(&row[v]).unwrap_or(0.0);
+        let count = c.map(|c| num(&row[c]).unwrap_or(0.0) as u64);
+        (text(&row[l]), Measure { time, count })
+    });
+    Some(add_up(std::iter::once(rows.collect())))
+}
+
+/// The rows of `lists`, one per name (in first-seen order), times and
+/// counts added up.
+fn add_up(lists: impl Iterator<Item = Named>) -> Named {
+    let mut out: Named = Vec::new();
+    let mut at: BTreeMap<String, usize> = BTreeMap::new();
+    for (name, m) in lists.flatten() {
+        match at.get(&name) {
+            Some(&i) => {
+                out[i].1.time += m.time;
+                out[i].1.count = out[i].1.count.zip(m.count).map(|(a, b)| a + b);
+            }
+            None => {
+                at.insert(name.clone(), out.len());
+                out.push((name, m));
+            }
+        }
+    }
+    out
+}
+
+fn timeline(s: &Summary) -> Named {
+    s.gpu_timeline.as_ref().and_then(|t| named(t, "type", "time ms", None)).unwrap_or_default()
+}
+
+fn kernels(s: &Summary) -> Option<Named> {
+    let t = s.kernel_summary.as_ref()?;
+    match s.outcome {
+        // TraceLens' rocprof table: its "(ms)" total is really µs
+        // (reference/tracelens-metrics.md, section 10).
+        Outcome::Rocprofv3 => named(t, "name", "Total Kernel Time (ms)", Some("Count")),
+        _ => {
+            named(t, "Kernel name", "Kernel duration (µs)_sum", Some("Kernel duration (µs)_count"))
+        }
+    }
+}
+
+fn ops_of(s: &Summary) -> Option<Named> {
+    named(s.ops_summary.as_ref()?, "name", "total_direct_kernel_time_ms", Some("Count"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(time: f64, count: Option<u64>) -> Measure {
+        Measure { time, count }
+    }
+
+    #[test]
+    fn rows_join_by_name_and_sort_by_the_size_of_the_change() {
+        let base = vec![
+            ("gemm".to_string(), m(100.0, Some(2))),
+            ("add".to_string(), m(10.0, Some(5))),
+            ("gone".to_string(), m(30.0, Some(1))),
+        ];
+        let new = vec![
+            ("add".to_string(), m(12.0, Some(5))),
+            ("gemm".to_string(), m(50.0, Some(2))),
+            ("fresh".to_string(), m(40.0, Some(3))),
+        ];
+        let rows = merge(base.clone(), new.clone(), true);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["gemm", "fresh", "gone", "add"]);
+        assert_eq!(rows[0].delta(), -50.0);
+        assert_eq!(rows[0].ratio(), Some(0.5));
+        assert_eq!((rows[1].base, rows[1].ratio()), (None, None));
+        assert_eq!(rows[2].new, None);
+        assert_eq!(rows[2].delta(), -30.0);
+        // The timeline keeps the baseline's order, new rows after.
+        let kept: Vec<String> = merge(base, new, false).into_iter().map(|r| r.name).collect();
+        assert_eq!(kept, ["gemm", "add", "gone", "fresh"]);
+    }
+
+    #[test]
+    fn rows_of_one_name_add_up() {
+        let t = Table {
+            header: vec!["Kernel name".into(), "sum".into(), "count".into()],
+            rows: vec![
+                vec![Cell::Str("k".into()), Cell::Int(3), Cell::Int(1)],
+                vec![Cell::Str("j".into()), Cell::Float(1.5), Cell::Int(2)],
+                vec![Cell::Str("k".into()), Cell::Float(4.5), Cell::Int(3)],
+            ],
+        };
+        let rows = named(&t, "Kernel name", "sum", Some("count")).unwrap();
+        assert_eq!(rows, [("k".to_string(), m(7.5, Some(4))), ("j".to_string(), m(1.5, Some(2)))]);
+        assert_eq!(named(&t, "Kernel name", "missing", None), None);
+    }
+
+    #[test]
+    fn tables_have_a_column_per_side() {
+        let rows = vec![DiffRow { name: "k,1".into(), base: Some(m(2.0, Some(1))), new: None }];
+        let csv = table(&rows, "name", "µs", true).to_csv();
+        assert_eq!(
+            csv,
+            "name,baseline count,new count,baseline µs,new µs,delta µs,ratio\n\"k,1\",1,,2.0,,-2.0,\n"
+        );
+    }
+}
