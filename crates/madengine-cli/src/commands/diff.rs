@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use trace_summary::{Diff, DiffRow, Format, Summary};
 
-use super::summary::{Input, TraceView, jobs, summarize_all, write_atomic};
+use super::summary::{Input, TraceView, read_all, write_atomic};
 use crate::{
     cli::DiffArgs,
     error::{Error, Status},
@@ -197,6 +197,8 @@ fn launches(rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measur
 }
 
 pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
+    // Set up first: looking for the traces opens them.
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let paths = [args.baseline.as_path(), args.new.as_path()];
     let found = [traces_of(paths[0])?, traces_of(paths[1])?];
     let (pairs, unpaired) = pair(paths, [&found[0], &found[1]])?;
@@ -206,18 +208,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let mut inputs: Vec<Input> =
         pairs.iter().map(|p| base_in[p.1].take().expect("each trace pairs once")).collect();
     inputs.extend(pairs.iter().map(|p| new_in[p.2].take().expect("each trace pairs once")));
-    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
-    let jobs = jobs(args.jobs, &inputs);
-    let progress = render::Progress::new(
-        inputs.len() as u64,
-        "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
-        !args.json,
-    );
-    let results = summarize_all(&inputs, jobs, args.salvage, &interrupt.flag(), progress.bar());
-    drop(progress);
-    drop(interrupt);
-    let Some(results) = results else {
-        render::error_line("interrupted while reading the traces: nothing was written");
+    let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
         return Ok(Status::Interrupted);
     };
     let n = pairs.len();

@@ -575,7 +575,7 @@ fn dir_name(dir: &Path) -> PathBuf {
 /// How many of `inputs` to read at a time: `--jobs`, else as many as the
 /// CPUs (8 at most) and half the available memory allow, said in a note
 /// when memory is what limits it.
-pub(crate) fn jobs(chosen: Option<u32>, inputs: &[Input]) -> usize {
+fn jobs(chosen: Option<u32>, inputs: &[Input]) -> usize {
     match chosen {
         Some(jobs) => jobs as usize,
         None => {
@@ -615,7 +615,7 @@ enum Progress {
 
 /// Summarize one trace. A panic (a bug in the reader) is this trace's error,
 /// so the other traces of the run are still reported.
-pub(crate) fn summarize_one(path: &Path, salvage: bool, cancel: &Arc<AtomicBool>) -> Read {
+fn summarize_one(path: &Path, salvage: bool, cancel: &Arc<AtomicBool>) -> Read {
     let options = if salvage {
         trace_summary::Options::salvaging()
     } else {
@@ -658,7 +658,7 @@ fn guarded(
 /// Summarize every input on `jobs` threads; results in input order.
 /// Each input's summary, `jobs` at a time. Once `cancel` is raised, the
 /// traces being read stop and no other is started: `None`.
-pub(crate) fn summarize_all(
+fn summarize_all(
     inputs: &[Input],
     jobs: usize,
     salvage: bool,
@@ -713,6 +713,33 @@ pub(crate) fn summarize_all(
     Some(results.into_iter().map(|r| r.expect("every input was summarized")).collect())
 }
 
+/// Read `inputs`, `chosen` at a time (else as many as [`jobs`] allows),
+/// with a progress bar when `show`. Ctrl-C (`interrupt`, set up before the
+/// traces were looked for, which opens them) stops the reading, and nothing
+/// is to be written then: `None`, said. (Writing the results afterwards
+/// takes milliseconds, and goes to its end.)
+pub(crate) fn read_all(
+    interrupt: crate::interrupt::Guard,
+    inputs: &[Input],
+    chosen: Option<u32>,
+    salvage: bool,
+    show: bool,
+) -> Option<Vec<Read>> {
+    let jobs = jobs(chosen, inputs);
+    let progress = render::Progress::new(
+        inputs.len() as u64,
+        "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
+        show && !inputs.is_empty(),
+    );
+    let results = summarize_all(inputs, jobs, salvage, &interrupt.flag(), progress.bar());
+    drop(progress);
+    drop(interrupt);
+    if results.is_none() {
+        render::error_line("interrupted while reading the traces: nothing was written");
+    }
+    results
+}
+
 /// The error and its causes on one line.
 fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
@@ -723,21 +750,9 @@ fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
-    // Ctrl-C stops the reading; nothing is written then. (Writing the CSVs
-    // afterwards takes milliseconds, and goes to its end.)
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let (inputs, left_out) = inputs(args)?;
-    let jobs = jobs(args.jobs, &inputs);
-    let progress = render::Progress::new(
-        inputs.len() as u64,
-        "{spinner} summarized {pos}/{len} traces [{elapsed}] {wide_msg}",
-        !args.json && !inputs.is_empty(),
-    );
-    let results = summarize_all(&inputs, jobs, args.salvage, &interrupt.flag(), progress.bar());
-    drop(progress);
-    drop(interrupt);
-    let Some(results) = results else {
-        render::error_line("interrupted while reading the traces: nothing was written");
+    let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
         return Ok(Status::Interrupted);
     };
     let mut stems = tracelens_driver::Stems::default();
