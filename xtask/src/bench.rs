@@ -466,7 +466,63 @@ fn summary_ranks(
         peak_kib: parallel_kib,
         baseline: Some(first),
     });
+    diff_runs(&run, scratch, madengine, runs, rows)?;
     let _ = fs::remove_dir_all(&run);
+    let _ = fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// `report diff` of two 4-rank runs (the second hard-links the first's
+/// traces: `report summary` reads a file named twice once, and a symbolic
+/// link is that file) against `report summary` of both: what a user would
+/// run to compare them by hand. Both read the 8 traces.
+fn diff_runs(
+    run: &Path,
+    scratch: &Path,
+    madengine: &Path,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let other = scratch.join("ranks-new");
+    fs::create_dir_all(&other).map_err(|e| format!("{}: {e}", other.display()))?;
+    for rank in 0..4 {
+        let name = format!("rank{rank}.pt.trace.json");
+        let link = other.join(&name);
+        fs::hard_link(run.join(&name), &link)
+            .map_err(|e| format!("{}: {e}", link.display()))?;
+    }
+    let out = scratch.join("ranks-diff");
+    let m = madengine.display().to_string();
+    let (a, b, o) =
+        (run.display().to_string(), other.display().to_string(), out.display().to_string());
+    let both = [
+        m.clone(),
+        "report".into(),
+        "summary".into(),
+        a.clone(),
+        b.clone(),
+        "-o".into(),
+        o.clone(),
+    ];
+    let diff = [m, "report".into(), "diff".into(), a, b, "-o".into(), o];
+    let (summary, summary_kib) = measure(&both, runs, &out)?;
+    let (diffed, diff_kib) = measure(&diff, runs, &out)?;
+    let first = rows.len();
+    rows.push(Row {
+        bench: "diff",
+        subject: "report summary of two 4-rank runs (8 traces)".into(),
+        seconds: summary,
+        peak_kib: summary_kib,
+        baseline: None,
+    });
+    rows.push(Row {
+        bench: "diff",
+        subject: "report diff of the two runs, rank by rank".into(),
+        seconds: diffed,
+        peak_kib: diff_kib,
+        baseline: Some(first),
+    });
+    let _ = fs::remove_dir_all(&other);
     let _ = fs::remove_dir_all(&out);
     Ok(())
 }
