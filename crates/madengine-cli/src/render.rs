@@ -971,10 +971,14 @@ pub(crate) fn diff(
         ));
     }
     let ms = |v: f64| format!("{v:.3}");
-    let signed = |d: f64, f: &dyn Fn(f64) -> String| match d {
-        0.0 => "0".to_string(),
-        d if d > 0.0 => format!("+{}", f(d)),
-        d => f(d),
+    // A change too small for 3 decimals still shows its sign.
+    let signed = |d: f64, f: &dyn Fn(f64) -> String| {
+        let sign = if d > 0.0 { "+" } else { "-" };
+        match f(d.abs()) {
+            _ if d == 0.0 => "0".to_string(),
+            shown if shown.chars().all(|c| c == '0' || c == '.') => format!("{sign}<0.001"),
+            shown => format!("{sign}{shown}"),
+        }
     };
     let ratio = |r: &DiffRow| match (r.base, r.new, r.ratio()) {
         (None, _, _) => "new".to_string(),
