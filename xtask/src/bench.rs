@@ -488,8 +488,7 @@ fn diff_runs(
     for rank in 0..4 {
         let name = format!("rank{rank}.pt.trace.json");
         let link = other.join(&name);
-        fs::hard_link(run.join(&name), &link)
-            .map_err(|e| format!("{}: {e}", link.display()))?;
+        fs::hard_link(run.join(&name), &link).map_err(|e| format!("{}: {e}", link.display()))?;
     }
     let out = scratch.join("ranks-diff");
     let m = madengine.display().to_string();

@@ -351,11 +351,29 @@ fn sigint(mut child: std::process::Child) -> Result<std::process::Output, ()> {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods, reason = "the test runs the real binary")]
 fn ctrl_c_while_report_summary_reads_writes_nothing() {
+    let names: Vec<String> = (0..20).map(|i| format!("t{i:02}.json")).collect();
+    let mut args: Vec<&str> = vec!["report", "summary", "--jobs", "1"];
+    args.extend(names.iter().map(String::as_str));
+    interrupted_while_reading(&names, &args);
+}
+
+#[test]
+fn ctrl_c_while_report_diff_reads_writes_nothing() {
+    let names: Vec<String> = ["base", "new"]
+        .iter()
+        .flat_map(|run| (0..10).map(move |rank| format!("{run}/rank{rank}.json")))
+        .collect();
+    interrupted_while_reading(&names, &["report", "diff", "base", "new", "--jobs", "1"]);
+}
+
+/// `madengine <args> --output-dir out`, reading one trace of about 10 MB
+/// through links named `names`, stopped by Ctrl-C once it reads: exit 130,
+/// said, nothing written.
+#[allow(clippy::disallowed_methods, reason = "the test runs the real binary")]
+fn interrupted_while_reading(names: &[String], args: &[&str]) {
     use std::{process::Command, time::Duration};
     let dir = tempfile::tempdir().unwrap();
-    // One trace of about 10 MB, read 20 times (through links of other names).
     let mut trace = String::from("{\"traceEvents\": [");
     for i in 0..120_000 {
         trace.push_str(&format!(
@@ -365,14 +383,13 @@ fn ctrl_c_while_report_summary_reads_writes_nothing() {
     trace.push_str("{}]}");
     let big = dir.path().join("big.json");
     fs::write(&big, trace).unwrap();
-    let mut args = vec!["report".to_string(), "summary".into(), "--jobs".into(), "1".into()];
-    for i in 0..20 {
-        let name = format!("t{i:02}.json");
-        std::os::unix::fs::symlink(&big, dir.path().join(&name)).unwrap();
-        args.push(name);
+    for name in names {
+        let link = dir.path().join(name);
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&big, link).unwrap();
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
-        .args(&args)
+        .args(args)
         .args(["--output-dir", "out"])
         .current_dir(dir.path())
         .stdout(std::process::Stdio::null())
