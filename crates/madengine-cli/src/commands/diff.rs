@@ -135,21 +135,23 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
         _ => {}
     }
     let mut by_rank = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
+    let mut rankless: Vec<&Path> = Vec::new();
     for (i, inputs) in sides.iter().enumerate() {
+        if inputs.iter().all(|input| input.rank.is_none()) {
+            return Err(Error::Usage(format!(
+                "{} holds {} traces and none has a rank (in its name or its distributedInfo): \
+                 runs are compared rank by rank; name the two traces to compare",
+                paths[i].display(),
+                inputs.len()
+            )));
+        }
         for (at, input) in inputs.iter().enumerate() {
-            let clash = match input.rank {
-                Some(rank) => by_rank[i].insert(rank, at).map(|before| (rank, before)),
-                None => {
-                    return Err(Error::Usage(format!(
-                        "{} holds {} traces and {} has no rank (in its name or its \
-                         distributedInfo): runs are compared rank by rank; name the two traces \
-                         to compare",
-                        paths[i].display(),
-                        inputs.len(),
-                        input.trace.display()
-                    )));
-                }
+            // A trace without a rank beside ranked ones: a launcher's, say.
+            let Some(rank) = input.rank else {
+                rankless.push(&input.trace);
+                continue;
             };
+            let clash = by_rank[i].insert(rank, at).map(|before| (rank, before));
             if let Some((rank, before)) = clash {
                 return Err(Error::Usage(format!(
                     "{} holds two traces of rank {rank} ({} and {}): runs are compared rank by \
@@ -171,7 +173,7 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
             mine.keys().filter(|r| !other.contains_key(r)).map(u32::to_string).collect();
         (!ranks.is_empty()).then(|| format!("rank {} only in the {role} run", ranks.join(", ")))
     };
-    let unpaired: Vec<String> =
+    let mut unpaired: Vec<String> =
         [only(&base, &new, "baseline"), only(&new, &base, "new")].into_iter().flatten().collect();
     if pairs.is_empty() {
         return Err(Error::Usage(format!(
@@ -180,6 +182,13 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
             paths[1].display(),
             unpaired.join("; ")
         )));
+    }
+    if !rankless.is_empty() {
+        unpaired.push(format!(
+            "{} trace(s) without a rank (in its name or its distributedInfo): {}",
+            rankless.len(),
+            list(&rankless)
+        ));
     }
     Ok((pairs, unpaired))
 }
@@ -202,6 +211,9 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let paths = [args.baseline.as_path(), args.new.as_path()];
     let found = [traces_of(paths[0])?, traces_of(paths[1])?];
     let (pairs, unpaired) = pair(paths, [&found[0], &found[1]])?;
+    for note in &unpaired {
+        render::note(&format!("{note}: left out"));
+    }
     // Only the traces paired are read: baselines first, then the new ones.
     let [mut base_in, mut new_in] =
         found.map(|inputs| inputs.into_iter().map(Some).collect::<Vec<_>>());
@@ -302,9 +314,6 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
     let compared = Compared { sides, ranks, diff, unpaired };
-    for note in &compared.unpaired {
-        render::note(&format!("{note}: left out"));
-    }
     let written = match &args.output_dir {
         Some(dir) => write_csvs(dir, &compared)?,
         None => vec![],
@@ -390,6 +399,17 @@ mod tests {
         let (pairs, unpaired) = pair(paths, [&base, &new]).unwrap();
         assert_eq!(pairs, [(Some(0), 1, 0), (Some(1), 0, 1)]);
         assert_eq!(unpaired, ["rank 2 only in the baseline run", "rank 3 only in the new run"]);
+        // A trace without a rank beside ranked ones (a launcher's) is left out, and named.
+        let new = [input("new/r0", Some(0)), input("new/launcher", None), input("new/r2", Some(2))];
+        let (pairs, unpaired) = pair(paths, [&base, &new]).unwrap();
+        assert_eq!(pairs, [(Some(0), 1, 0), (Some(2), 2, 2)]);
+        assert_eq!(
+            unpaired,
+            [
+                "rank 1 only in the baseline run",
+                "1 trace(s) without a rank (in its name or its distributedInfo): new/launcher"
+            ]
+        );
         // One trace each: compared whatever their ranks.
         let (pairs, _) = pair(paths, [&base[..1], &new[..1]]).unwrap();
         assert_eq!(pairs, [(None, 0, 0)]);
@@ -405,8 +425,8 @@ mod tests {
         let two = [input("base/a", Some(0)), input("base/b", Some(1))];
         let text = err(&two, &[input("new/x", Some(0))]);
         assert!(text.starts_with("base holds 2 traces (base/a, base/b) and new one"), "{text}");
-        let text = err(&two, &[input("new/x", Some(0)), input("new/y", None)]);
-        assert!(text.contains("new/y has no rank"), "{text}");
+        let text = err(&two, &[input("new/x", None), input("new/y", None)]);
+        assert!(text.contains("new holds 2 traces and none has a rank"), "{text}");
         let text = err(&two, &[input("new/x", Some(0)), input("new/y", Some(0))]);
         assert!(text.contains("two traces of rank 0 (new/x and new/y)"), "{text}");
         let text = err(&two, &[input("new/x", Some(5)), input("new/y", Some(6))]);
