@@ -568,6 +568,12 @@ distributedInfo, as `trace discover` shows them): each rank's GPU time side
 by side, the slowest rank of each run, then the kernels and ops added up
 over the ranks both runs have. A directory holding one trace stands for it.
 
+Either side can also be a report already written: a directory of
+gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`
+writes them (<output-dir>/<trace stem>/) and TraceLens' perf and rocprof
+reports do (`report tracelens`' <stem>_csv/). Keep the baseline's small CSVs
+and compare each new trace with them, without the baseline trace.
+
 Compare traces of one kind (PyTorch with PyTorch, rocprofv3 JSON with
 rocprofv3 JSON) that cover the same work: totals add up every step a trace
 holds, so a trace of twice the steps shows twice the time (the kernel
@@ -581,14 +587,16 @@ Examples:
   madengine report diff base/rank0.json.gz new/rank0.json.gz
   madengine report diff runs/base runs/new --top 5       # rank by rank
   madengine report diff base.json new.json -o diff/      # every row as CSVs
+  madengine report diff summary_output/base_rank0 new/rank0.json.gz   # a kept report
   madengine report diff base_results.json new_results.json --json";
 
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
-    /// The baseline trace, or the run directory of the baseline.
+    /// The baseline trace, the run directory of the baseline, or its report
+    /// (a directory of CSVs).
     #[arg(value_name = "BASELINE")]
     pub(crate) baseline: PathBuf,
-    /// The trace, or run directory, to compare with it.
+    /// The trace, run directory or report to compare with it.
     #[arg(value_name = "NEW")]
     pub(crate) new: PathBuf,
     /// Also write every row as CSVs (gpu_timeline_diff.csv, kernel_diff.csv,

@@ -945,6 +945,7 @@ pub(crate) fn diff(
             trace_summary::Format::Kineto => "PyTorch",
         };
         let traces = if ranked { format!("{} traces, ", side.traces.len()) } else { String::new() };
+        let kind = if side.report { format!("{kind} report") } else { kind.to_string() };
         let launches = side
             .kernel_launches
             .map(|n| format!(", {} kernel launches", thousands(n)))

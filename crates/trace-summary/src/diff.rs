@@ -5,15 +5,126 @@
 //! name (TraceLens' Kineto `kernel_summary` has a row per kernel, parent op
 //! and stream; they are added up here), ops by name. A name found in one
 //! trace only still gets a row, with the other side empty.
+//!
+//! Either side can also be a report already written ([`Tables::read_dir`]):
+//! the CSVs of `report summary`, or of TraceLens' own `--output_csvs_dir`.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, path::Path};
 
 use serde::Serialize;
 
 use crate::{
+    Error, Result,
     compute::{Cell, Table},
     summary::{Outcome, Summary},
 };
+
+/// The tables a comparison reads: a trace's [`Summary`], or a report's
+/// CSVs ([`Tables::read_dir`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tables {
+    /// TraceLens' rocprof tables (a rocprofv3 trace's), not the PyTorch ones.
+    pub rocprof: bool,
+    /// `gpu_timeline`.
+    pub gpu_timeline: Option<Table>,
+    /// `kernel_summary`.
+    pub kernel_summary: Option<Table>,
+    /// `ops_summary`.
+    pub ops_summary: Option<Table>,
+}
+
+impl From<&Summary> for Tables {
+    fn from(s: &Summary) -> Tables {
+        Tables {
+            rocprof: s.outcome == Outcome::Rocprofv3,
+            gpu_timeline: s.gpu_timeline.clone(),
+            kernel_summary: s.kernel_summary.clone(),
+            ops_summary: s.ops_summary.clone(),
+        }
+    }
+}
+
+/// The columns a comparison reads from each table, by kind.
+const TIMELINE: (&str, &str) = ("type", "time ms");
+const KINETO_KERNELS: [&str; 3] =
+    ["Kernel name", "Kernel duration (µs)_sum", "Kernel duration (µs)_count"];
+// TraceLens' rocprof table: its "(ms)" total is really µs
+// (reference/tracelens-metrics.md, section 10).
+const ROCPROF_KERNELS: [&str; 3] = ["name", "Total Kernel Time (ms)", "Count"];
+const OPS: [&str; 3] = ["name", "total_direct_kernel_time_ms", "Count"];
+
+impl Tables {
+    /// Whether `dir` holds a report: a `gpu_timeline.csv`.
+    pub fn is_report_dir(dir: &Path) -> bool {
+        dir.join("gpu_timeline.csv").is_file()
+    }
+
+    /// Read a report directory as `report summary` writes it (and TraceLens'
+    /// perf and rocprof reports with `--output_csvs_dir`): `gpu_timeline.csv`,
+    /// and `kernel_summary.csv` and `ops_summary.csv` where present. The
+    /// rocprof tables are told by their timeline's `kernel` row.
+    pub fn read_dir(dir: &Path) -> Result<Tables> {
+        let path = dir.join("gpu_timeline.csv");
+        let timeline = read_csv(&path)?.ok_or(Error::CsvColumn {
+            path: path.clone(),
+            table: "gpu_timeline",
+            column: TIMELINE.0,
+        })?;
+        require(&timeline, &path, "gpu_timeline", &[TIMELINE.0, TIMELINE.1])?;
+        let rocprof = named(&timeline, TIMELINE.0, TIMELINE.1, None)
+            .is_some_and(|rows| rows.iter().any(|(name, _)| name == "kernel"));
+        let optional = |file: &str, table: &'static str, columns: &[&'static str]| {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Ok(None);
+            }
+            let t = read_csv(&path)?;
+            if let Some(t) = &t {
+                require(t, &path, table, columns)?;
+            }
+            Ok::<_, Error>(t)
+        };
+        let kernels = if rocprof { &ROCPROF_KERNELS } else { &KINETO_KERNELS };
+        Ok(Tables {
+            rocprof,
+            gpu_timeline: Some(timeline),
+            kernel_summary: optional("kernel_summary.csv", "kernel_summary", kernels)?,
+            ops_summary: optional("ops_summary.csv", "ops_summary", &OPS)?,
+        })
+    }
+}
+
+/// A CSV as a table of text cells (empty ones [`Cell::Empty`]); `None` for
+/// the 1-byte file TraceLens writes for a table without rows or columns.
+fn read_csv(path: &Path) -> Result<Option<Table>> {
+    let file = std::fs::File::open(path)
+        .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    let csv_error = |source| Error::Csv { path: path.to_path_buf(), source };
+    let mut reader = csv::Reader::from_reader(std::io::BufReader::new(file));
+    let header: Vec<String> =
+        reader.headers().map_err(csv_error)?.iter().map(String::from).collect();
+    if header.iter().all(String::is_empty) {
+        return Ok(None);
+    }
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(csv_error)?;
+        rows.push(
+            record
+                .iter()
+                .map(|f| if f.is_empty() { Cell::Empty } else { Cell::Str(f.to_string()) })
+                .collect(),
+        );
+    }
+    Ok(Some(Table { header, rows }))
+}
+
+fn require(t: &Table, path: &Path, table: &'static str, columns: &[&'static str]) -> Result<()> {
+    match columns.iter().find(|c| column(t, c).is_none()) {
+        Some(column) => Err(Error::CsvColumn { path: path.to_path_buf(), table, column }),
+        None => Ok(()),
+    }
+}
 
 /// A row's time (and count, where its table has one) in one trace.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -69,21 +180,21 @@ pub struct Diff {
 }
 
 impl Diff {
-    /// Compare `base` with `new`. Traces of different kinds (a Kineto and a
-    /// rocprofv3 one) have different tables: their rows then mostly match
+    /// Compare `base` with `new`. Tables of different kinds (a Kineto and
+    /// a rocprofv3 trace's) have different rows: they then mostly match
     /// nothing, so callers should refuse such a pair.
-    pub fn between(base: &Summary, new: &Summary) -> Diff {
+    pub fn between(base: &Tables, new: &Tables) -> Diff {
         Diff::summed(&[(base, new)])
     }
 
     /// Compare several pairs at once (the ranks of two runs, rank by rank):
     /// each row's times and counts are added up over the baselines, and
-    /// over the new traces. Kernels and ops count only when every trace
-    /// has the table.
-    pub fn summed(pairs: &[(&Summary, &Summary)]) -> Diff {
-        let base: Vec<&Summary> = pairs.iter().map(|p| p.0).collect();
-        let new: Vec<&Summary> = pairs.iter().map(|p| p.1).collect();
-        let of = |side: &[&Summary], table: fn(&Summary) -> Option<Named>| -> Option<Named> {
+    /// over the new sides. Kernels and ops count only when every side has
+    /// the table.
+    pub fn summed(pairs: &[(&Tables, &Tables)]) -> Diff {
+        let base: Vec<&Tables> = pairs.iter().map(|p| p.0).collect();
+        let new: Vec<&Tables> = pairs.iter().map(|p| p.1).collect();
+        let of = |side: &[&Tables], table: fn(&Tables) -> Option<Named>| -> Option<Named> {
             let lists: Option<Vec<Named>> = side.iter().map(|s| table(s)).collect();
             Some(add_up(lists?.into_iter()))
         };
@@ -92,8 +203,7 @@ impl Diff {
             of(&new, |s| Some(timeline(s))).unwrap_or_default(),
             false,
         );
-        let both = |table: fn(&Summary) -> Option<Named>| match (of(&base, table), of(&new, table))
-        {
+        let both = |table: fn(&Tables) -> Option<Named>| match (of(&base, table), of(&new, table)) {
             (Some(b), Some(n)) => merge(b, n, true),
             _ => vec![],
         };
@@ -186,6 +296,8 @@ fn num(c: &Cell) -> Option<f64> {
     match c {
         Cell::Int(i) => Some(*i as f64),
         Cell::Float(f) if !f.is_nan() => Some(*f),
+        // Read from a CSV.
+        Cell::Str(s) => s.parse().ok().filter(|f: &f64| !f.is_nan()),
         _ => None,
     }
 }
@@ -234,24 +346,19 @@ fn add_up(lists: impl Iterator<Item = Named>) -> Named {
     out
 }
 
-fn timeline(s: &Summary) -> Named {
-    s.gpu_timeline.as_ref().and_then(|t| named(t, "type", "time ms", None)).unwrap_or_default()
+fn timeline(s: &Tables) -> Named {
+    let named = |t| named(t, TIMELINE.0, TIMELINE.1, None);
+    s.gpu_timeline.as_ref().and_then(named).unwrap_or_default()
 }
 
-fn kernels(s: &Summary) -> Option<Named> {
-    let t = s.kernel_summary.as_ref()?;
-    match s.outcome {
-        // TraceLens' rocprof table: its "(ms)" total is really µs
-        // (reference/tracelens-metrics.md, section 10).
-        Outcome::Rocprofv3 => named(t, "name", "Total Kernel Time (ms)", Some("Count")),
-        _ => {
-            named(t, "Kernel name", "Kernel duration (µs)_sum", Some("Kernel duration (µs)_count"))
-        }
-    }
+fn kernels(s: &Tables) -> Option<Named> {
+    let [name, time, count] = if s.rocprof { ROCPROF_KERNELS } else { KINETO_KERNELS };
+    named(s.kernel_summary.as_ref()?, name, time, Some(count))
 }
 
-fn ops_of(s: &Summary) -> Option<Named> {
-    named(s.ops_summary.as_ref()?, "name", "total_direct_kernel_time_ms", Some("Count"))
+fn ops_of(s: &Tables) -> Option<Named> {
+    let [name, time, count] = OPS;
+    named(s.ops_summary.as_ref()?, name, time, Some(count))
 }
 
 #[cfg(test)]

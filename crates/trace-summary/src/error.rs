@@ -184,6 +184,25 @@ pub enum Error {
         /// The parser's message, with line and column.
         detail: String,
     },
+    /// A report's CSV (`gpu_timeline.csv`, ...) could not be read as one.
+    #[error("cannot read {path} as a report table")]
+    Csv {
+        /// The CSV file.
+        path: PathBuf,
+        /// The cause, with the line.
+        #[source]
+        source: csv::Error,
+    },
+    /// A report's CSV lacks a column its table has.
+    #[error("{path} has no `{column}` column: not a TraceLens {table} table")]
+    CsvColumn {
+        /// The CSV file.
+        path: PathBuf,
+        /// Its table (`gpu_timeline`, ...).
+        table: &'static str,
+        /// The column missing.
+        column: &'static str,
+    },
 }
 
 impl Error {

@@ -39,7 +39,7 @@ mod summary;
 pub use crate::{
     compute::{Cell, Table},
     csv::py_float,
-    diff::{Diff, DiffRow, Measure},
+    diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
     summary::{
         Format, Options, Outcome, Summary, parse_file, summarize, summarize_file,

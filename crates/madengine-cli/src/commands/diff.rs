@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use trace_summary::{Diff, DiffRow, Format, Summary};
+use trace_summary::{Diff, DiffRow, Format, Tables};
 
 use super::summary::{Input, TraceView, read_all, write_atomic};
 use crate::{
@@ -19,8 +19,10 @@ pub(crate) struct Side {
     pub(crate) role: &'static str,
     /// The PATH given.
     pub(crate) path: PathBuf,
-    /// The traces compared, in rank order.
+    /// The traces compared, in rank order (or the report directory).
     pub(crate) traces: Vec<PathBuf>,
+    /// A report read back (its CSVs), not a trace.
+    pub(crate) report: bool,
     pub(crate) format: Format,
     /// Kernel launches in all (when the traces have kernel tables).
     pub(crate) kernel_launches: Option<u64>,
@@ -93,17 +95,49 @@ fn list(paths: &[&Path]) -> String {
     names.join(", ")
 }
 
-/// The traces `path` stands for: itself, or a directory's JSON traces.
+/// The traces `path` stands for: itself, or a directory's JSON traces; or
+/// a report directory (its CSVs), which stands for one trace.
 fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
-    if !path.is_dir() {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("xlsx")) {
+        return Err(Error::Usage(format!(
+            "{} is an Excel workbook: give the report's CSV directory instead (`report \
+             tracelens` writes `<stem>_csv/` beside each workbook; `report summary` writes \
+             CSVs only), or the trace",
+            path.display()
+        )));
+    }
+    if !path.is_dir() || Tables::is_report_dir(path) {
         let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
         return Ok(vec![Input { trace: path.to_path_buf(), rel: path.to_path_buf(), rank }]);
     }
     let then = "`madengine report tracelens` makes their TraceLens reports";
     let (traces, _) = super::json_traces(path, vec![], then)?;
     if traces.is_empty() {
+        // A directory of reports (`report summary`'s output, TraceLens'):
+        // each is one side; name them.
+        let mut reports: Vec<PathBuf> = std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| Tables::is_report_dir(p))
+            .collect();
+        reports.sort();
+        if let [report] = reports.as_slice() {
+            let input = Input { trace: report.clone(), rel: report.clone(), rank: None };
+            return Ok(vec![input]);
+        }
+        let reports: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
+        let then = match reports.is_empty() {
+            true => String::new(),
+            false => format!(
+                ", but {} report(s) ({}): name the one to compare",
+                reports.len(),
+                list(&reports)
+            ),
+        };
         return Err(Error::Usage(format!(
-            "{} holds no PyTorch or rocprofv3 JSON trace to compare",
+            "{} holds no PyTorch or rocprofv3 JSON trace to compare{then}",
             path.display()
         )));
     }
@@ -193,13 +227,6 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
     Ok((pairs, unpaired))
 }
 
-fn kind(format: Format) -> &'static str {
-    match format {
-        Format::Kineto => "a PyTorch (Kineto) trace",
-        Format::Rocprofv3 => "a rocprofv3 JSON trace",
-    }
-}
-
 /// Kernel launches in all, from the kernel rows.
 fn launches(rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measure>) -> Option<u64> {
     (!rows.is_empty()).then(|| rows.iter().filter_map(|r| side(r)?.count).sum())
@@ -220,17 +247,42 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let mut inputs: Vec<Input> =
         pairs.iter().map(|p| base_in[p.1].take().expect("each trace pairs once")).collect();
     inputs.extend(pairs.iter().map(|p| new_in[p.2].take().expect("each trace pairs once")));
-    let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
+    // Report directories are read back; traces are read as `report summary` does.
+    let reports: Vec<bool> = inputs.iter().map(|i| Tables::is_report_dir(&i.trace)).collect();
+    let traces: Vec<Input> = inputs
+        .iter()
+        .zip(&reports)
+        .filter(|(_, report)| !**report)
+        .map(|(i, _)| Input { trace: i.trace.clone(), rel: i.rel.clone(), rank: i.rank })
+        .collect();
+    let Some(results) = read_all(interrupt, &traces, args.jobs, args.salvage, !args.json) else {
         return Ok(Status::Interrupted);
     };
+    let mut results = results.into_iter();
     let n = pairs.len();
     let role = |i: usize| if i < n { "baseline" } else { "new" };
     let mut failed = false;
     let mut views = Vec::new();
-    let mut summaries = Vec::new();
-    for (i, (input, read)) in inputs.iter().zip(results).enumerate() {
+    let mut tables = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
         let mut view = TraceView::new(input.trace.clone(), input.rank);
-        match read {
+        if reports[i] {
+            match Tables::read_dir(&input.trace) {
+                Ok(read) => {
+                    view.format =
+                        Some(if read.rocprof { Format::Rocprofv3 } else { Format::Kineto });
+                    tables.push(read);
+                }
+                Err(err) => {
+                    let err = super::summary::chain(&err);
+                    render::error_line(&format!("cannot read the {} report: {err}", role(i)));
+                    failed = true;
+                }
+            }
+            views.push((view, true));
+            continue;
+        }
+        match results.next().expect("a result per trace") {
             Ok(summary) => {
                 view.read(&summary);
                 if summary.gpu_timeline.is_none() {
@@ -246,32 +298,38 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                 if let Some(warning) = view.warning() {
                     render::warning(&format!("{}: {warning}", input.trace.display()));
                 }
-                summaries.push(summary);
+                tables.push(Tables::from(&summary));
             }
             Err(err) => {
                 render::error_line(&format!("cannot read the {} trace: {err}", role(i)));
                 failed = true;
             }
         }
-        views.push(view);
+        views.push((view, false));
     }
     if failed {
         return Ok(Status::Io);
     }
-    let (base, new) = summaries.split_at(n);
+    let (base, new) = tables.split_at(n);
     for (i, (b, nw)) in base.iter().zip(new).enumerate() {
-        if b.format != nw.format {
+        if b.rocprof != nw.rocprof {
+            let kind = |k: usize, t: &Tables| match (views[k].1, t.rocprof) {
+                (false, true) => "a rocprofv3 JSON trace",
+                (false, false) => "a PyTorch (Kineto) trace",
+                (true, true) => "a report of rocprofv3 tables",
+                (true, false) => "a report of PyTorch tables",
+            };
             return Err(Error::Usage(format!(
                 "the baseline {} is {} and the new {} is {}: their tables differ; compare \
                  traces of one kind",
                 inputs[i].trace.display(),
-                kind(b.format),
+                kind(i, b),
                 inputs[n + i].trace.display(),
-                kind(nw.format)
+                kind(n + i, nw)
             )));
         }
     }
-    let pairs_of: Vec<(&Summary, &Summary)> = base.iter().zip(new).collect();
+    let pairs_of: Vec<(&Tables, &Tables)> = base.iter().zip(new).collect();
     let diff = Diff::summed(&pairs_of);
     let ranks: Vec<RankDiff> = match n {
         1 => vec![],
@@ -286,32 +344,32 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             })
             .collect(),
     };
-    let side = |k: usize,
-                role: &'static str,
-                side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
-        let mine = &views[k * n..(k + 1) * n];
-        let mut notes: Vec<String> = Vec::new();
-        for v in mine {
-            for note in [v.repaired_note(), v.note().map(|n| n.into_owned())].into_iter().flatten()
-            {
-                // A note every trace shares is said once, without a name.
-                let all = mine.iter().all(|o| o.note().is_some_and(|n| n == note));
-                let note =
-                    if all || n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
-                if !notes.contains(&note) {
-                    notes.push(note);
+    let side =
+        |k: usize, role: &'static str, side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
+            let mine = &views[k * n..(k + 1) * n];
+            let mut notes: Vec<String> = Vec::new();
+            for (v, _) in mine {
+                let said = [v.repaired_note(), v.note().map(|n| n.into_owned())];
+                for note in said.into_iter().flatten() {
+                    // A note every trace shares is said once, without a name.
+                    let all = mine.iter().all(|(o, _)| o.note().is_some_and(|n| n == note));
+                    let note =
+                        if all || n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
                 }
             }
-        }
-        Side {
-            role,
-            path: paths[k].to_path_buf(),
-            traces: mine.iter().map(|v| v.trace.clone()).collect(),
-            format: summaries[k * n].format,
-            kernel_launches: launches(&diff.kernels, side),
-            notes,
-        }
-    };
+            Side {
+                role,
+                path: paths[k].to_path_buf(),
+                traces: mine.iter().map(|(v, _)| v.trace.clone()).collect(),
+                report: mine.iter().any(|(_, report)| *report),
+                format: if tables[k * n].rocprof { Format::Rocprofv3 } else { Format::Kineto },
+                kernel_launches: launches(&diff.kernels, side),
+                notes,
+            }
+        };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
     let compared = Compared { sides, ranks, diff, unpaired };
     let written = match &args.output_dir {

@@ -741,7 +741,7 @@ pub(crate) fn read_all(
 }
 
 /// The error and its causes on one line.
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
     for cause in render::causes(err) {
         text.push_str(&format!(": {cause}"));

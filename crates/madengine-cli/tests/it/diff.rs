@@ -155,3 +155,104 @@ fn what_cannot_be_compared_says_why() {
     error: cannot read the baseline trace: cannot open missing.json: No such file or directory (os error 2)
     ");
 }
+
+/// A report directory (`report summary`'s CSVs, or TraceLens') stands for
+/// its trace: read back, it compares as the trace would.
+#[test]
+fn a_report_directory_stands_for_its_trace() {
+    let dir = runs();
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["report", "summary", "base/rank1_trace.json", "-o", "summary"].map(std::ffi::OsStr::new),
+        &[],
+    );
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let report = fs::read_dir(dir.path().join("summary")).unwrap().next().unwrap().unwrap().path();
+    let report = report.strip_prefix(dir.path()).unwrap().display().to_string();
+    assert_eq!(report, "summary/base_rank1_trace");
+    cli_snapshot!(dir.path(), ["report", "diff", &report, "base/rank1_trace.json", "--top", "1"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  summary/base_rank1_trace (PyTorch report, 2 kernel launches)
+    new       base/rank1_trace.json (PyTorch, 2 kernel launches)
+
+    GPU time 0.009 ms -> 0.009 ms (+0.0%)
+
+    TIMELINE (ms)        BASELINE    NEW  DELTA  RATIO
+    computation_time        0.009  0.009      0  1.00x
+    exposed_comm_time       0.000  0.000      0      -
+    exposed_memcpy_time     0.000  0.000      0      -
+    busy_time               0.009  0.009      0  1.00x
+    idle_time               0.000  0.000      0      -
+    total_time              0.009  0.009      0  1.00x
+    total_comm_time         0.000  0.000      0      -
+    total_memcpy_time       0.000  0.000      0      -
+
+    kernels, largest changes first (µs):
+    no change
+
+    ops (GPU time of the kernels each launched directly), largest changes first (ms):
+    no change
+
+    every row: --output-dir DIR (CSVs) or --json
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", &report, "new/rank1_trace.json", "--top", "1"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  summary/base_rank1_trace (PyTorch report, 2 kernel launches)
+    new       new/rank1_trace.json (PyTorch, 2 kernel launches)
+
+    GPU time 0.009 ms -> 0.004 ms (-50.0%)
+
+    TIMELINE (ms)        BASELINE    NEW   DELTA  RATIO
+    computation_time        0.009  0.004  -0.004  0.50x
+    exposed_comm_time       0.000  0.000       0      -
+    exposed_memcpy_time     0.000  0.000       0      -
+    busy_time               0.009  0.004  -0.004  0.50x
+    idle_time               0.000  0.000       0      -
+    total_time              0.009  0.004  -0.004  0.50x
+    total_comm_time         0.000  0.000       0      -
+    total_memcpy_time       0.000  0.000       0      -
+
+    kernels, largest changes first (µs):
+    BASELINE  NEW  DELTA  RATIO  LAUNCHES  KERNEL
+          20   40    +20  2.00x         1  ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)
+    (1 more changed)
+
+    ops (GPU time of the kernels each launched directly), largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  OP
+       0.009  0.004  -0.004  0.50x      1  aten::mm
+
+    every row: --output-dir DIR (CSVs) or --json
+    ----- stderr -----
+    ");
+    fs::write(dir.path().join("base.xlsx"), b"PK").unwrap();
+    cli_snapshot!(dir.path(), ["report", "diff", "base.xlsx", "new/rank1_trace.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: base.xlsx is an Excel workbook: give the report's CSV directory instead (`report tracelens` writes `<stem>_csv/` beside each workbook; `report summary` writes CSVs only), or the trace
+    ");
+    // A directory of one report stands for it; of several, they are named.
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["report", "diff", "summary", "new/rank1_trace.json"].map(std::ffi::OsStr::new),
+        &[],
+    );
+    let head =
+        "exit code: 0\n----- stdout -----\nbaseline  summary/base_rank1_trace (PyTorch report";
+    assert!(text.starts_with(head), "{text}");
+    fs::create_dir(dir.path().join("summary/other")).unwrap();
+    fs::copy(
+        dir.path().join(&report).join("gpu_timeline.csv"),
+        dir.path().join("summary/other/gpu_timeline.csv"),
+    )
+    .unwrap();
+    cli_snapshot!(dir.path(), ["report", "diff", "summary", "new/rank1_trace.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: summary holds no PyTorch or rocprofv3 JSON trace to compare, but 2 report(s) (summary/base_rank1_trace, summary/other): name the one to compare
+    ");
+}

@@ -1,6 +1,6 @@
 //! `Diff` on the public traces: rows add up to the tables they come from.
 
-use trace_summary::{Cell, Diff, DiffRow, Summary, Table, summarize_file};
+use trace_summary::{Cell, Diff, DiffRow, Summary, Table, Tables, summarize_file};
 
 fn column(t: &Table, name: &str) -> f64 {
     let at = t.header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name}"));
@@ -66,7 +66,8 @@ fn two_ranks_of_a_real_run() {
     let mut traces: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     traces.sort();
     let s: Vec<Summary> = traces[..3].iter().map(|t| summarize_file(t).unwrap()).collect();
-    let diff = Diff::between(&s[0], &s[1]);
+    let t: Vec<Tables> = s.iter().map(Tables::from).collect();
+    let diff = Diff::between(&t[0], &t[1]);
     check(&s[0], &s[1], &diff, "Kernel duration (µs)_sum", "Kernel duration (µs)_count");
     // Rank 1 waits longer on its send/recv: the largest change.
     assert!(diff.kernels[0].name.starts_with("ncclKernel_SendRecv"), "{:?}", diff.kernels[0]);
@@ -76,8 +77,8 @@ fn two_ranks_of_a_real_run() {
     assert!((total.ratio().unwrap() - 18.467 / 13.009).abs() < 1e-3, "{total:?}");
 
     // Two pairs at once: each row adds up the pairs' rows.
-    let summed = Diff::summed(&[(&s[0], &s[1]), (&s[1], &s[2])]);
-    let other = Diff::between(&s[1], &s[2]);
+    let summed = Diff::summed(&[(&t[0], &t[1]), (&t[1], &t[2])]);
+    let other = Diff::between(&t[1], &t[2]);
     for row in &summed.kernels {
         let find = |d: &Diff| d.kernels.iter().find(|r| r.name == row.name).cloned();
         let part = |r: Option<DiffRow>| r.map_or(0.0, |r| r.delta());
@@ -90,11 +91,68 @@ fn two_ranks_of_a_real_run() {
 fn a_rocprofv3_trace_against_itself_changes_nothing() {
     let Some(root) = crate::public_dir::public_fixtures() else { return };
     let s = summarize_file(&root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap();
-    let diff = Diff::between(&s, &s);
+    let t = Tables::from(&s);
+    let diff = Diff::between(&t, &t);
     check(&s, &s, &diff, "Total Kernel Time (ms)", "Count");
     assert!(diff.ops.is_empty(), "rocprofv3 has no ops");
     assert!(diff.kernels.iter().chain(&diff.timeline).all(|r| r.delta() == 0.0));
     let names: Vec<&str> = diff.timeline.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["total_time", "kernel", "memory", "busy_time", "idle"]);
     assert_eq!(side_total(&diff.kernels, true).1, 43_915);
+}
+
+/// TraceLens' own CSVs of every public trace, read back, against this
+/// crate's tables of the trace: nothing moved (they are the same tables).
+#[test]
+fn tracelens_reports_read_back_match_the_traces() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let expected = root.join("tracelens-expected");
+    let mut reports: Vec<std::path::PathBuf> = crate::public_dir::files_under(&expected)
+        .into_iter()
+        .filter(|f| f.ends_with("gpu_timeline.csv"))
+        .map(|f| f.parent().unwrap().to_path_buf())
+        .collect();
+    reports.sort();
+    assert!(reports.len() >= 20, "{} reports", reports.len());
+    for report in &reports {
+        let read = Tables::read_dir(report).unwrap();
+        let trace = root.join(report.strip_prefix(&expected).unwrap());
+        let native = Tables::from(&summarize_file(&trace).unwrap());
+        assert_eq!(read.rocprof, native.rocprof, "{}", report.display());
+        let diff = Diff::between(&read, &native);
+        let rows = diff.timeline.iter().chain(&diff.kernels).chain(&diff.ops);
+        for row in rows {
+            let scale = row.base.map_or(0.0, |m| m.time.abs()).max(1.0);
+            assert!(row.delta().abs() <= 1e-9 * scale, "{}: {row:?}", report.display());
+            assert!(row.base.is_some() && row.new.is_some(), "{}: {row:?}", report.display());
+            assert_eq!(row.base.unwrap().count, row.new.unwrap().count, "{}", report.display());
+        }
+        let kernels = read.kernel_summary.as_ref().map_or(0, |k| k.rows.len());
+        assert_eq!(kernels > 0, !diff.kernels.is_empty(), "{}", report.display());
+    }
+}
+
+#[test]
+fn a_report_directory_that_is_not_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Tables::read_dir(dir.path()).unwrap_err().to_string();
+    assert!(err.starts_with("cannot open ") && err.ends_with("gpu_timeline.csv"), "{err}");
+    std::fs::write(dir.path().join("gpu_timeline.csv"), "type,ms\ntotal_time,1\n").unwrap();
+    let err = Tables::read_dir(dir.path()).unwrap_err().to_string();
+    assert!(err.ends_with("has no `time ms` column: not a TraceLens gpu_timeline table"), "{err}");
+    std::fs::write(dir.path().join("gpu_timeline.csv"), "type,time ms,percent\nkernel,1.5,\n")
+        .unwrap();
+    std::fs::write(dir.path().join("kernel_summary.csv"), "Kernel name,x\n\"a,b\",1\n").unwrap();
+    let err = Tables::read_dir(dir.path()).unwrap_err().to_string();
+    // A `kernel` row: the rocprof tables, whose kernels are keyed by `name`.
+    assert!(err.contains("kernel_summary.csv has no `name` column"), "{err}");
+    std::fs::write(dir.path().join("kernel_summary.csv"), "\n").unwrap();
+    let read = Tables::read_dir(dir.path()).unwrap();
+    assert!(read.rocprof && read.kernel_summary.is_none() && read.ops_summary.is_none());
+    let ops = "name,total_direct_kernel_time_ms,Count\naten::mm,1,1\naten::add,1\n";
+    std::fs::write(dir.path().join("ops_summary.csv"), ops).unwrap();
+    let err = Tables::read_dir(dir.path()).unwrap_err();
+    assert!(err.to_string().ends_with("ops_summary.csv as a report table"), "{err}");
+    let cause = std::error::Error::source(&err).unwrap().to_string();
+    assert!(cause.contains("line: 3"), "{cause}");
 }
