@@ -10,7 +10,8 @@
 //! registry, Kahan and pairwise sums, and Python's float formatting.
 //! rocprofv3 JSON traces get TraceLens' rocprof variant of `gpu_timeline` and
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
-//! [`Diff`] sets two traces' tables side by side: where GPU time moved.
+//! [`Diff`] sets two traces' tables side by side, where GPU time moved; a
+//! side can also be a report's CSVs read back ([`Tables::read_dir`]).
 //!
 //! # Example
 //!
