@@ -572,7 +572,9 @@ Either side can also be a report already written: a directory of
 gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`
 writes them (<output-dir>/<trace stem>/) and TraceLens' perf and rocprof
 reports do (`report tracelens`' <stem>_csv/). Keep the baseline's small CSVs
-and compare each new trace with them, without the baseline trace.
+and compare each new trace with them, without the baseline trace. A
+directory of several reports is a run's: compared rank by rank, by the ranks
+in their names (rank3_trace/).
 
 Compare traces of one kind (PyTorch with PyTorch, rocprofv3 JSON with
 rocprofv3 JSON) that cover the same work: totals add up every step a trace

@@ -123,23 +123,20 @@ fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
             .filter(|p| Tables::is_report_dir(p))
             .collect();
         reports.sort();
-        if let [report] = reports.as_slice() {
-            let input = Input { trace: report.clone(), rel: report.clone(), rank: None };
-            return Ok(vec![input]);
+        if reports.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} holds no PyTorch or rocprofv3 JSON trace, nor a report, to compare",
+                path.display()
+            )));
         }
-        let reports: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
-        let then = match reports.is_empty() {
-            true => String::new(),
-            false => format!(
-                ", but {} report(s) ({}): name the one to compare",
-                reports.len(),
-                list(&reports)
-            ),
-        };
-        return Err(Error::Usage(format!(
-            "{} holds no PyTorch or rocprofv3 JSON trace to compare{then}",
-            path.display()
-        )));
+        // Several reports: a run's, compared rank by rank as its traces
+        // would be (ranks from the directory names: `rank3_trace_csv`).
+        let rank =
+            |p: &Path| trace_discover::rank_from_file_name(p.file_name()?.as_encoded_bytes());
+        return Ok(reports
+            .into_iter()
+            .map(|r| Input { rank: rank(&r), rel: r.clone(), trace: r })
+            .collect());
     }
     Ok(traces
         .into_iter()
@@ -152,15 +149,21 @@ fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
 type Pairs = (Vec<(Option<u32>, usize, usize)>, Vec<String>);
 
 fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
+    // What a side holds, in words: traces, or reports (read back).
+    let what = |i: usize| match sides[i].iter().all(|input| Tables::is_report_dir(&input.trace)) {
+        true => ("reports", "report"),
+        false => ("traces", "trace"),
+    };
     match sides.map(<[Input]>::len) {
         [1, 1] => return Ok((vec![(None, 0, 0)], vec![])),
         [1, _] | [_, 1] => {
             let (many, n) =
                 if sides[0].len() > 1 { (0, sides[0].len()) } else { (1, sides[1].len()) };
             let traces: Vec<&Path> = sides[many].iter().map(|i| i.trace.as_path()).collect();
+            let (these, this) = what(many);
             return Err(Error::Usage(format!(
-                "{} holds {n} traces ({}) and {} one: name the trace to compare, or give two run \
-                 directories to compare rank by rank",
+                "{} holds {n} {these} ({}) and {} one: name the {this} to compare, or give two \
+                 runs to compare rank by rank",
                 paths[many].display(),
                 list(&traces),
                 paths[1 - many].display()
@@ -171,10 +174,11 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
     let mut by_rank = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
     let mut rankless: Vec<&Path> = Vec::new();
     for (i, inputs) in sides.iter().enumerate() {
+        let (these, _) = what(i);
         if inputs.iter().all(|input| input.rank.is_none()) {
             return Err(Error::Usage(format!(
-                "{} holds {} traces and none has a rank (in its name or its distributedInfo): \
-                 runs are compared rank by rank; name the two traces to compare",
+                "{} holds {} {these} and none has a rank (in its name, or a trace's \
+                 distributedInfo): runs are compared rank by rank; name the two to compare",
                 paths[i].display(),
                 inputs.len()
             )));
@@ -188,8 +192,8 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
             let clash = by_rank[i].insert(rank, at).map(|before| (rank, before));
             if let Some((rank, before)) = clash {
                 return Err(Error::Usage(format!(
-                    "{} holds two traces of rank {rank} ({} and {}): runs are compared rank by \
-                     rank; give the directory of one run, or name the two traces to compare",
+                    "{} holds two {these} of rank {rank} ({} and {}): runs are compared rank by \
+                     rank; give the directory of one run, or name the two to compare",
                     paths[i].display(),
                     inputs[before].trace.display(),
                     input.trace.display()
@@ -219,8 +223,11 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
     }
     if !rankless.is_empty() {
         unpaired.push(format!(
-            "{} trace(s) without a rank (in its name or its distributedInfo): {}",
-            rankless.len(),
+            "{} without a rank (in its name, or a trace's distributedInfo): {}",
+            match rankless.len() {
+                1 => "1 trace".to_string(),
+                n => format!("{n} traces"),
+            },
             list(&rankless)
         ));
     }
@@ -465,7 +472,7 @@ mod tests {
             unpaired,
             [
                 "rank 1 only in the baseline run",
-                "1 trace(s) without a rank (in its name or its distributedInfo): new/launcher"
+                "1 trace without a rank (in its name, or a trace's distributedInfo): new/launcher"
             ]
         );
         // One trace each: compared whatever their ranks.
@@ -482,7 +489,10 @@ mod tests {
         };
         let two = [input("base/a", Some(0)), input("base/b", Some(1))];
         let text = err(&two, &[input("new/x", Some(0))]);
-        assert!(text.starts_with("base holds 2 traces (base/a, base/b) and new one"), "{text}");
+        assert!(
+            text.starts_with("base holds 2 traces (base/a, base/b) and new one: name the trace"),
+            "{text}"
+        );
         let text = err(&two, &[input("new/x", None), input("new/y", None)]);
         assert!(text.contains("new holds 2 traces and none has a rank"), "{text}");
         let text = err(&two, &[input("new/x", Some(0)), input("new/y", Some(0))]);

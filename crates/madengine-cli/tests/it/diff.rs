@@ -140,7 +140,7 @@ fn what_cannot_be_compared_says_why() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: base holds 2 traces (base/rank0_trace.json, base/rank1_trace.json) and new/rank0_trace.json one: name the trace to compare, or give two run directories to compare rank by rank
+    error: base holds 2 traces (base/rank0_trace.json, base/rank1_trace.json) and new/rank0_trace.json one: name the trace to compare, or give two runs to compare rank by rank
     ");
     cli_snapshot!(dir.path(), ["report", "diff", "launcher.json", "base/rank0_trace.json"], @r"
     exit code: 3
@@ -253,6 +253,37 @@ fn a_report_directory_stands_for_its_trace() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: summary holds no PyTorch or rocprofv3 JSON trace to compare, but 2 report(s) (summary/base_rank1_trace, summary/other): name the one to compare
+    error: summary holds 2 reports (summary/base_rank1_trace, summary/other) and new/rank1_trace.json one: name the report to compare, or give two runs to compare rank by rank
     ");
+}
+
+/// The reports of a run (`report summary`'s, one directory per trace,
+/// named by rank) compare with another run rank by rank, as its traces do.
+#[test]
+fn a_runs_reports_compare_rank_by_rank() {
+    let dir = runs();
+    let run = |args: &[&str]| {
+        let (text, _) = crate::run_cli(
+            dir.path(),
+            &args.iter().map(std::ffi::OsStr::new).collect::<Vec<_>>(),
+            &[],
+        );
+        assert!(text.starts_with("exit code: 0"), "{text}");
+        let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
+        stdout.split("----- stderr -----").next().unwrap().to_string()
+    };
+    run(&["report", "summary", "base", "-o", "kept"]);
+    let from_reports = run(&["report", "diff", "kept", "new", "--json"]);
+    let from_traces = run(&["report", "diff", "base", "new", "--json"]);
+    let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    let (reports, traces) = (json(&from_reports), json(&from_traces));
+    assert_eq!(reports["baseline"]["report"], true);
+    assert_eq!(reports["ranks"].as_array().unwrap().len(), 2, "{reports}");
+    for key in ["kernels", "ops"] {
+        assert_eq!(reports[key], traces[key], "{key}");
+    }
+    let timelines = |v: &serde_json::Value| {
+        v["ranks"].as_array().unwrap().iter().map(|r| r["timeline"].clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(timelines(&reports), timelines(&traces));
 }
