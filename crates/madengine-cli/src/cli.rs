@@ -590,6 +590,7 @@ Examples:
   madengine report diff runs/base runs/new --top 5       # rank by rank
   madengine report diff base.json new.json -o diff/      # every row as CSVs
   madengine report diff summary_output/base_rank0 new/rank0.json.gz   # a kept report
+  madengine report diff runs/base runs/new --html diff.html             # a page to mail
   madengine report diff base_results.json new_results.json --json";
 
 #[derive(Debug, Args)]
@@ -609,6 +610,11 @@ pub(crate) struct DiffArgs {
     /// timeline only).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
+    /// Also write one self-contained HTML page (inline SVG, no scripts, no
+    /// network): the timelines as bars on one scale, rank by rank for runs,
+    /// and the --top kernels and ops that moved most.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
     /// Traces read at the same time [default: as `report summary`].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,

@@ -4,8 +4,10 @@
 
 use std::{fmt::Write as _, path::Path};
 
+use trace_summary::{DiffRow, Measure};
+
 use crate::{
-    commands::{RankRow, SummaryView, TopRow, by_run},
+    commands::{Compared, RankRow, SummaryView, TopRow, by_run},
     error::Error,
 };
 
@@ -219,6 +221,216 @@ pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow]) -> String {
 /// Write the page to `path` atomically (a temp file beside it, then a rename).
 pub(crate) fn write(path: &Path, views: &[SummaryView], ranks: &[RankRow]) -> Result<(), Error> {
     crate::commands::write_atomic(path, page(views, ranks).as_bytes())
+}
+
+/// Timeline rows that add up to the total, for a stacked bar: `(row, label)`.
+fn diff_parts(rocprof: bool) -> &'static [(&'static str, &'static str)] {
+    match rocprof {
+        true => &[("busy_time", "busy"), ("idle", "idle")],
+        false => &[
+            ("computation_time", "computation"),
+            ("exposed_comm_time", "exposed comm"),
+            ("exposed_memcpy_time", "exposed memcpy"),
+            ("idle_time", "idle"),
+        ],
+    }
+}
+
+/// A row's time on one side (0 when absent).
+fn side_ms(rows: &[DiffRow], name: &str, base: bool) -> f64 {
+    rows.iter()
+        .find(|r| r.name == name)
+        .and_then(|r| if base { r.base } else { r.new })
+        .map_or(0.0, |m| m.time)
+}
+
+/// Baseline and new bars of one timeline, on one `scale`.
+fn timeline_bars(page: &mut String, rows: &[DiffRow], rocprof: bool, scale: f64, width: f64) {
+    for (base, label) in [(true, "baseline"), (false, "new")] {
+        let parts: Vec<(&str, f64, &str)> = diff_parts(rocprof)
+            .iter()
+            .map(|(row, label)| (*label, side_ms(rows, row, base), colour(label)))
+            .collect();
+        let _ = write!(page, r#"<div class="bar"><span class="side">{label}</span>"#);
+        stacked_bar(page, &parts, scale, width);
+        page.push_str("</div>");
+    }
+}
+
+fn legend(page: &mut String, rocprof: bool) {
+    page.push_str(r#"<p class="legend">"#);
+    for (_, label) in diff_parts(rocprof) {
+        let _ = write!(
+            page,
+            r#"<span><i class="swatch" style="background:{}"></i>{label}</span>"#,
+            colour(label)
+        );
+    }
+    page.push_str("</p>");
+}
+
+/// A bar from the middle, right (red) for more time, left (green) for less,
+/// drawn to `width` for `scale`.
+fn delta_bar(page: &mut String, delta: f64, scale: f64, width: f64) {
+    let half = width / 2.0;
+    let w = if scale > 0.0 { (delta.abs() / scale * half).min(half) } else { 0.0 };
+    let (x, fill) = if delta > 0.0 { (half, "#c62828") } else { (half - w, "#2e7d32") };
+    let _ = write!(
+        page,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="14" role="img"><rect x="{x:.2}" y="1" width="{w:.2}" height="12" fill="{fill}"/><line x1="{half}" y1="0" x2="{half}" y2="14" stroke="#666"/></svg>"##
+    );
+}
+
+fn ratio_text(r: &DiffRow) -> String {
+    match (r.base, r.new, r.ratio()) {
+        (None, _, _) => "new".into(),
+        (_, None, _) => "gone".into(),
+        (_, _, Some(x)) => format!("{x:.2}x"),
+        _ => "-".into(),
+    }
+}
+
+fn changes_table(page: &mut String, title: &str, unit: &str, rows: &[DiffRow], top: usize) {
+    let changed: Vec<&DiffRow> = rows.iter().filter(|r| r.delta() != 0.0).take(top).collect();
+    if rows.is_empty() || top == 0 {
+        return;
+    }
+    let _ = write!(page, "<h2>{}</h2>", esc(title));
+    if changed.is_empty() {
+        page.push_str("<p>No change.</p>");
+        return;
+    }
+    let scale = changed.iter().map(|r| r.delta().abs()).fold(0.0, f64::max);
+    let _ = write!(
+        page,
+        r#"<table><tr><th>baseline {unit}</th><th>new {unit}</th><th>delta</th><th>ratio</th><th>count</th><th></th><th class="name">name</th></tr>"#
+    );
+    let time = |m: Option<Measure>| m.map_or("-".to_string(), |m| format!("{:.3}", m.time));
+    let count =
+        |m: Option<Measure>| m.and_then(|m| m.count).map_or("-".to_string(), |c| c.to_string());
+    for r in changed {
+        let (b, n) = (count(r.base), count(r.new));
+        let counts = if b == n { b } else { format!("{b} &rarr; {n}") };
+        let _ = write!(
+            page,
+            r#"<tr><td>{}</td><td>{}</td><td>{:+.3}</td><td>{}</td><td>{counts}</td><td>"#,
+            time(r.base),
+            time(r.new),
+            r.delta(),
+            ratio_text(r)
+        );
+        delta_bar(page, r.delta(), scale, 160.0);
+        // Template-heavy kernel names run to thousands of characters: cut,
+        // whole in the tooltip.
+        const SHOWN: usize = 200;
+        let shown = match r.name.chars().count() > SHOWN {
+            true => format!("{}...", r.name.chars().take(SHOWN - 3).collect::<String>()),
+            false => r.name.clone(),
+        };
+        let _ = write!(
+            page,
+            r#"</td><td class="name" title="{}">{}</td></tr>"#,
+            esc(&r.name),
+            esc(&shown)
+        );
+    }
+    page.push_str("</table>");
+}
+
+/// `report diff --html`: both sides, their timelines as bars on one scale
+/// (rank by rank for two runs), and the kernels and ops that moved most.
+fn diff_page(compared: &Compared, top: usize) -> String {
+    let mut page =
+        String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(
+        page,
+        "<meta name=\"viewport\" content=\"width=device-width\"><title>madengine report diff</title><style>{STYLE}.bar{{display:flex;align-items:center;gap:8px}}.side{{width:5em;text-align:right}}</style></head><body>"
+    );
+    let rocprof = compared.rocprof();
+    let _ = write!(
+        page,
+        "<h1>Where GPU time moved</h1><p>Tables with TraceLens' definitions, computed by madengine {}; ratios are new over baseline.</p><table>",
+        env!("CARGO_PKG_VERSION")
+    );
+    for side in &compared.sides {
+        let what = match (side.report, rocprof) {
+            (true, _) => "report (CSVs read back)",
+            (false, true) => "rocprofv3",
+            (false, false) => "PyTorch",
+        };
+        let launches =
+            side.kernel_launches.map(|n| format!(", {n} kernel launches")).unwrap_or_default();
+        let _ = write!(
+            page,
+            r#"<tr><th>{}</th><td class="name">{} ({what}{launches})</td></tr>"#,
+            side.role,
+            esc(&side.path.display().to_string())
+        );
+    }
+    page.push_str("</table>");
+    for note in compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired) {
+        let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
+    }
+    // The bars add up to the total; the headline is GPU time (for
+    // rocprofv3, busy time: its total is the profiling session).
+    let total = "total_time";
+    let (headline, what) = if rocprof { ("busy_time", "GPU busy") } else { (total, "GPU time") };
+    if compared.ranks.is_empty() {
+        let rows = &compared.diff.timeline;
+        let (b, n) = (side_ms(rows, headline, true), side_ms(rows, headline, false));
+        let _ = write!(page, "<h2>{what}: {b:.3} ms &rarr; {n:.3} ms</h2>");
+        let scale = side_ms(rows, total, true).max(side_ms(rows, total, false));
+        timeline_bars(&mut page, rows, rocprof, scale, 800.0);
+        legend(&mut page, rocprof);
+    } else {
+        let _ = write!(
+            page,
+            r#"<h2>{what} per rank</h2><table><tr><th>rank</th><th>baseline ms</th><th>new ms</th><th>delta</th><th class="name"></th></tr>"#
+        );
+        let scale = compared
+            .ranks
+            .iter()
+            .flat_map(|r| [side_ms(&r.timeline, total, true), side_ms(&r.timeline, total, false)])
+            .fold(0.0, f64::max);
+        for r in &compared.ranks {
+            let rows = &r.timeline;
+            let (b, n) = (side_ms(rows, headline, true), side_ms(rows, headline, false));
+            let _ = write!(
+                page,
+                r#"<tr><td>{}</td><td>{b:.3}</td><td>{n:.3}</td><td>{:+.3}</td><td class="name">"#,
+                r.rank,
+                n - b
+            );
+            timeline_bars(&mut page, &r.timeline, rocprof, scale, 500.0);
+            page.push_str("</td></tr>");
+        }
+        page.push_str("</table>");
+        legend(&mut page, rocprof);
+    }
+    let over = if compared.ranks.is_empty() { "" } else { ", all ranks" };
+    changes_table(
+        &mut page,
+        &format!("Kernels{over}, largest changes first"),
+        "µs",
+        &compared.diff.kernels,
+        top,
+    );
+    changes_table(
+        &mut page,
+        &format!(
+            "Ops{over} (GPU time of the kernels each launched directly), largest changes first"
+        ),
+        "ms",
+        &compared.diff.ops,
+        top,
+    );
+    page.push_str("</body></html>\n");
+    page
+}
+
+/// Write `report diff`'s page to `path` atomically.
+pub(crate) fn write_diff(path: &Path, compared: &Compared, top: usize) -> Result<(), Error> {
+    crate::commands::write_atomic(path, diff_page(compared, top).as_bytes())
 }
 
 #[cfg(test)]

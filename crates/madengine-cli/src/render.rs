@@ -934,6 +934,7 @@ pub(crate) fn diff(
     compared: &crate::commands::Compared,
     top: usize,
     written: &[std::path::PathBuf],
+    html: Option<&std::path::Path>,
 ) -> Result<(), Error> {
     use trace_summary::{DiffRow, Measure};
     let mut text = String::new();
@@ -1138,6 +1139,9 @@ pub(crate) fn diff(
     } else {
         let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
         text.push_str(&format!("\nCSVs: {}\n", names.join(", ")));
+    }
+    if let Some(html) = html {
+        text.push_str(&format!("HTML: {}\n", html.display()));
     }
     out(&text)
 }

@@ -383,6 +383,9 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         Some(dir) => write_csvs(dir, &compared)?,
         None => vec![],
     };
+    if let Some(html) = &args.html {
+        crate::html::write_diff(html, &compared, args.top)?;
+    }
     if args.json {
         let rocprof = compared.rocprof();
         let d = &compared.diff;
@@ -396,9 +399,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "kernels": Rows(&d.kernels),
             "ops": Rows(&d.ops),
             "csvs": written,
+            "html": args.html,
         }))?;
     } else {
-        render::diff(&compared, args.top, &written)?;
+        render::diff(&compared, args.top, &written, args.html.as_deref())?;
     }
     Ok(Status::Success)
 }

@@ -264,3 +264,25 @@ fn a_runs_reports_compare_rank_by_rank() {
     };
     assert_eq!(timelines(&reports), timelines(&traces));
 }
+
+/// `--html`: one self-contained page, rank by rank for runs, that renders.
+#[test]
+fn the_html_page_is_self_contained_and_renders() {
+    let dir = runs();
+    let args = ["report", "diff", "base", "new", "--html", "diff.html", "--top", "3"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    assert!(text.starts_with("exit code: 0\n") && text.contains("HTML: diff.html\n"), "{text}");
+    let html = dir.path().join("diff.html");
+    let page = fs::read_to_string(&html).unwrap();
+    for expected in [
+        "<h2>GPU time per rank</h2>",
+        "<td>1</td><td>0.009</td><td>0.004</td><td>-0.004</td>",
+        "Kernels, all ranks, largest changes first",
+        r#"title="ncclDevKernel_Generic(ncclDevKernelArgsStorage&lt;4096ul&gt;)""#,
+        "<td>+20.000</td><td>1.50x</td><td>2</td>",
+        "<svg",
+    ] {
+        assert!(page.contains(expected), "{expected} missing from the page:\n{page}");
+    }
+    crate::trace::renders_in_chromium(&html, dir.path());
+}
