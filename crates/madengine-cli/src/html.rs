@@ -360,6 +360,10 @@ fn diff_page(compared: &Compared, top: usize) -> String {
         };
         let launches =
             side.kernel_launches.map(|n| format!(", {n} kernel launches")).unwrap_or_default();
+        let launches = match side.steps {
+            Some(steps) => format!(", {steps} step(s){launches}"),
+            None => launches,
+        };
         let _ = write!(
             page,
             r#"<tr><th>{}</th><td class="name">{} ({what}{launches})</td></tr>"#,
@@ -368,6 +372,9 @@ fn diff_page(compared: &Compared, top: usize) -> String {
         );
     }
     page.push_str("</table>");
+    if compared.per_step {
+        page.push_str(r#"<p class="note">Times and counts per profiler step: each side divided by its ProfilerStep# annotations.</p>"#);
+    }
     for note in compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired) {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
     }

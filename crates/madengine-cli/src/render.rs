@@ -952,8 +952,13 @@ pub(crate) fn diff(
             .map(|n| format!(", {} kernel launches", thousands(n)))
             .unwrap_or_default();
         let shown = if ranked { &side.path } else { &side.traces[0] };
+        let steps = match side.steps {
+            Some(1) => ", 1 step".to_string(),
+            Some(n) => format!(", {n} steps"),
+            None => String::new(),
+        };
         text.push_str(&format!(
-            "{:<8}  {} ({traces}{kind}{launches})\n",
+            "{:<8}  {} ({traces}{kind}{steps}{launches})\n",
             side.role,
             shown.display()
         ));
@@ -961,7 +966,18 @@ pub(crate) fn diff(
             text.push_str(&format!("{:<8}  note: {note}\n", ""));
         }
     }
-    if let (Some(b), Some(n)) = (sides[0].kernel_launches, sides[1].kernel_launches)
+    let steps = (sides[0].steps, sides[1].steps);
+    if let (Some(b), Some(n)) = steps
+        && b != n
+        && !compared.per_step
+    {
+        text.push_str(&format!(
+            "note: the baseline holds {b} profiler step(s) per trace and the new {} {n}: totals \
+             add up every step; --per-step compares per step\n",
+            if ranked { "run" } else { "trace" },
+        ));
+    } else if let (Some(b), Some(n)) = (sides[0].kernel_launches, sides[1].kernel_launches)
+        && !compared.per_step
         && b > 0
         && (n as f64 / b as f64 - 1.0).abs() > 0.1
     {
@@ -973,6 +989,7 @@ pub(crate) fn diff(
         ));
     }
     let ms = |v: f64| format!("{v:.3}");
+    let unit = if compared.per_step { "ms per step" } else { "ms" };
     // A change too small for 3 decimals still shows its sign.
     let signed = |d: f64, f: &dyn Fn(f64) -> String| {
         let sign = if d > 0.0 { "+" } else { "-" };
@@ -1009,7 +1026,7 @@ pub(crate) fn diff(
         if let (Some((br, b)), Some((nr, n))) = (slowest(|r| r.base), slowest(|r| r.new)) {
             let ratio = (b != 0.0).then(|| n / b);
             text.push_str(&format!(
-                "\n{what} of the slowest rank: {b:.3} ms (rank {br}) -> {n:.3} ms (rank {nr}){}\n",
+                "\n{what} of the slowest rank: {b:.3} {unit} (rank {br}) -> {n:.3} {unit} (rank {nr}){}\n",
                 change(ratio).unwrap_or_default()
             ));
         }
@@ -1041,7 +1058,7 @@ pub(crate) fn diff(
                 ]
             })
             .collect();
-        text.push_str(&format!("\n{what} per rank (ms; the last three: change by part):\n"));
+        text.push_str(&format!("\n{what} per rank ({unit}; the last three: change by part):\n"));
         aligned(
             &mut text,
             ["RANK", "BASELINE", "NEW", "DELTA", "RATIO", parts[0].1, parts[1].1, parts[2].1],
@@ -1053,7 +1070,7 @@ pub(crate) fn diff(
             && let (Some(b), Some(n)) = (row.base, row.new)
         {
             text.push_str(&format!(
-                "\n{what} {:.3} ms -> {:.3} ms{}\n",
+                "\n{what} {:.3} -> {:.3} {unit}{}\n",
                 b.time,
                 n.time,
                 change(row.ratio()).unwrap_or_default()
@@ -1074,11 +1091,15 @@ pub(crate) fn diff(
             })
             .collect();
         let numbers = [false, true, true, true, true];
-        aligned(&mut text, ["TIMELINE (ms)", "BASELINE", "NEW", "DELTA", "RATIO"], &rows, numbers);
+        let title = format!("TIMELINE ({unit})");
+        aligned(&mut text, [&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, numbers);
     }
     let count = |r: &DiffRow| {
         let c = |m: Option<Measure>| {
-            m.and_then(|m| m.count).map_or_else(|| "-".to_string(), |c| c.to_string())
+            m.and_then(|m| m.count).map_or_else(
+                || "-".to_string(),
+                |c| if c.fract() == 0.0 { format!("{c}") } else { format!("{c:.1}") },
+            )
         };
         let (b, n) = (c(r.base), c(r.new));
         if b == n { b } else { format!("{b} -> {n}") }
@@ -1106,6 +1127,7 @@ pub(crate) fn diff(
                 ]
             })
             .collect();
+        let unit = if compared.per_step { format!("{unit} per step") } else { unit.to_string() };
         text.push_str(&format!("\n{title}{over}, largest changes first ({unit}):\n"));
         if shown.is_empty() {
             text.push_str("no change\n");

@@ -31,6 +31,9 @@ pub struct Tables {
     pub kernel_summary: Option<Table>,
     /// `ops_summary`.
     pub ops_summary: Option<Table>,
+    /// The profiler steps the tables cover ([`Summary::steps`]); `None`
+    /// when not known (a report read back).
+    pub steps: Option<usize>,
 }
 
 impl From<&Summary> for Tables {
@@ -40,6 +43,7 @@ impl From<&Summary> for Tables {
             gpu_timeline: s.gpu_timeline.clone(),
             kernel_summary: s.kernel_summary.clone(),
             ops_summary: s.ops_summary.clone(),
+            steps: s.steps,
         }
     }
 }
@@ -90,6 +94,7 @@ impl Tables {
             gpu_timeline: Some(timeline),
             kernel_summary: optional("kernel_summary.csv", "kernel_summary", kernels)?,
             ops_summary: optional("ops_summary.csv", "ops_summary", &OPS)?,
+            steps: None,
         })
     }
 }
@@ -131,9 +136,10 @@ fn require(t: &Table, path: &Path, table: &'static str, columns: &[&'static str]
 pub struct Measure {
     /// Milliseconds for timeline rows and ops, microseconds for kernels.
     pub time: f64,
-    /// Kernel launches, or op calls; `None` for timeline rows.
+    /// Kernel launches, or op calls; `None` for timeline rows. Whole,
+    /// unless divided by the steps ([`Diff::per_step`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub count: Option<u64>,
+    pub count: Option<f64>,
 }
 
 /// One name in both traces.
@@ -192,10 +198,36 @@ impl Diff {
     /// over the new sides. Kernels and ops count only when every side has
     /// the table.
     pub fn summed(pairs: &[(&Tables, &Tables)]) -> Diff {
+        Diff::build(pairs, false)
+    }
+
+    /// [`Diff::summed`] per profiler step: each side's times and counts
+    /// divided by its [`Tables::steps`] first, so traces of different step
+    /// counts compare. `None` when a side's steps are not known.
+    pub fn per_step(pairs: &[(&Tables, &Tables)]) -> Option<Diff> {
+        let known = pairs.iter().all(|(b, n)| b.steps.is_some() && n.steps.is_some());
+        known.then(|| Diff::build(pairs, true))
+    }
+
+    fn build(pairs: &[(&Tables, &Tables)], per_step: bool) -> Diff {
         let base: Vec<&Tables> = pairs.iter().map(|p| p.0).collect();
         let new: Vec<&Tables> = pairs.iter().map(|p| p.1).collect();
         let of = |side: &[&Tables], table: fn(&Tables) -> Option<Named>| -> Option<Named> {
-            let lists: Option<Vec<Named>> = side.iter().map(|s| table(s)).collect();
+            let lists: Option<Vec<Named>> = side
+                .iter()
+                .map(|s| {
+                    let steps = match per_step {
+                        true => s.steps.unwrap_or(1).max(1) as f64,
+                        false => 1.0,
+                    };
+                    let mut rows = table(s)?;
+                    for (_, m) in &mut rows {
+                        m.time /= steps;
+                        m.count = m.count.map(|c| c / steps);
+                    }
+                    Some(rows)
+                })
+                .collect();
             Some(add_up(lists?.into_iter()))
         };
         let timeline = merge(
@@ -244,8 +276,11 @@ fn table(rows: &[DiffRow], label: &str, unit: &str, counted: bool) -> Table {
             .chain(["ratio".into()]),
     );
     let time = |m: Option<Measure>| m.map_or(Cell::Empty, |m| Cell::Float(m.time));
-    let count =
-        |m: Option<Measure>| m.and_then(|m| m.count).map_or(Cell::Empty, |c| Cell::Int(c as i64));
+    let count = |m: Option<Measure>| match m.and_then(|m| m.count) {
+        Some(c) if c.fract() == 0.0 => Cell::Int(c as i64),
+        Some(c) => Cell::Float(c),
+        None => Cell::Empty,
+    };
     let rows = rows
         .iter()
         .map(|r| {
@@ -320,7 +355,7 @@ fn named(t: &Table, label: &str, time: &str, count: Option<&str>) -> Option<Name
     };
     let rows = t.rows.iter().map(|row| {
         let time = num(&row[v]).unwrap_or(0.0);
-        let count = c.map(|c| num(&row[c]).unwrap_or(0.0) as u64);
+        let count = c.map(|c| num(&row[c]).unwrap_or(0.0));
         (text(&row[l]), Measure { time, count })
     });
     Some(add_up(std::iter::once(rows.collect())))
@@ -366,7 +401,7 @@ mod tests {
     use super::*;
 
     fn m(time: f64, count: Option<u64>) -> Measure {
-        Measure { time, count }
+        Measure { time, count: count.map(|c| c as f64) }
     }
 
     #[test]

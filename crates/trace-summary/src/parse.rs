@@ -142,6 +142,17 @@ pub(crate) struct Parsed {
 }
 
 impl Parsed {
+    /// Distinct `ProfilerStep#N` names (event names are interned, so each
+    /// step's name is one string however many events carry it); `None`
+    /// without any.
+    pub(crate) fn steps(&self) -> Option<usize> {
+        let step = |s: &&String| {
+            s.strip_prefix("ProfilerStep#")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        Some(self.strings.iter().filter(step).count()).filter(|n| *n > 0)
+    }
+
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
         if let Some(&id) = self.lookup.get(s) {
             return id;

@@ -169,6 +169,10 @@ pub struct Summary {
     /// holds instead. For Kineto, only when it has no `traceEvents` list:
     /// its top-level keys.
     pub record_lists: Vec<String>,
+    /// The profiler steps the trace holds: distinct `ProfilerStep#N`
+    /// annotations (torch.profiler marks each step it records). `None`
+    /// without any (a trace captured outside a step loop; rocprofv3).
+    pub steps: Option<usize>,
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
@@ -240,6 +244,7 @@ pub fn summarize_with<R: Read + Send>(
             malformed: None,
             unclosed_string: false,
             record_lists: lists,
+            steps: None,
         });
     }
     let mut parsed = parse(reader).map_err(|e| Error::Parse {
@@ -248,6 +253,7 @@ pub fn summarize_with<R: Read + Send>(
         detail: e.to_string(),
     })?;
     let events = parsed.read;
+    let steps = parsed.steps();
     let truncated_at = parsed.truncated_at;
     let gpu_devices = parsed.devices;
     if let Some(offset) = parsed.after_end {
@@ -276,6 +282,7 @@ pub fn summarize_with<R: Read + Send>(
             malformed: None,
             unclosed_string: false,
             record_lists: Vec::new(),
+            steps,
         })
     };
     // 1. TraceLens' own rules.
@@ -322,6 +329,7 @@ pub fn summarize_with<R: Read + Send>(
         unclosed_string: false,
         // Without a traceEvents list: what its top level holds instead.
         record_lists: if parsed.has_trace_events { Vec::new() } else { parsed.keys },
+        steps,
     })
 }
 

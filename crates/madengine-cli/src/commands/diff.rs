@@ -26,6 +26,9 @@ pub(crate) struct Side {
     pub(crate) format: Format,
     /// Kernel launches in all (when the traces have kernel tables).
     pub(crate) kernel_launches: Option<u64>,
+    /// Profiler steps per trace (`ProfilerStep#` annotations), when every
+    /// trace of the side has the same known number.
+    pub(crate) steps: Option<usize>,
     /// What the reader should know about how its traces were read, each
     /// once, with the trace it is about.
     pub(crate) notes: Vec<String>,
@@ -51,6 +54,8 @@ pub(crate) struct Compared {
     pub(crate) diff: Diff,
     /// Ranks of one run only, left out.
     pub(crate) unpaired: Vec<String>,
+    /// Times and counts are per profiler step (`--per-step`).
+    pub(crate) per_step: bool,
 }
 
 impl Compared {
@@ -234,9 +239,9 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
     Ok((pairs, unpaired))
 }
 
-/// Kernel launches in all, from the kernel rows.
+/// Kernel launches in all, from the kernel rows (of a diff not per step).
 fn launches(rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measure>) -> Option<u64> {
-    (!rows.is_empty()).then(|| rows.iter().filter_map(|r| side(r)?.count).sum())
+    (!rows.is_empty()).then(|| rows.iter().filter_map(|r| side(r)?.count).sum::<f64>() as u64)
 }
 
 pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
@@ -337,7 +342,24 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         }
     }
     let pairs_of: Vec<(&Tables, &Tables)> = base.iter().zip(new).collect();
-    let diff = Diff::summed(&pairs_of);
+    let totals = Diff::summed(&pairs_of);
+    let between = |pair: &[(&Tables, &Tables)]| match args.per_step {
+        true => Diff::per_step(pair),
+        false => Some(Diff::summed(pair)),
+    };
+    let Some(diff) = between(&pairs_of) else {
+        let unknown: Vec<&Path> = inputs
+            .iter()
+            .zip(&tables)
+            .filter(|(_, t)| t.steps.is_none())
+            .map(|(i, _)| i.trace.as_path())
+            .collect();
+        return Err(Error::Usage(format!(
+            "--per-step: the steps of {} are not known (no ProfilerStep# annotations in a trace; \
+             a report does not record them)",
+            list(&unknown)
+        )));
+    };
     let ranks: Vec<RankDiff> = match n {
         1 => vec![],
         _ => pairs
@@ -347,7 +369,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                 rank: p.0.unwrap_or_default(),
                 baseline: inputs[i].trace.clone(),
                 new: inputs[n + i].trace.clone(),
-                timeline: Diff::between(pairs_of[i].0, pairs_of[i].1).timeline,
+                timeline: between(&pairs_of[i..=i]).map(|d| d.timeline).unwrap_or_default(),
             })
             .collect(),
     };
@@ -373,12 +395,17 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                 traces: mine.iter().map(|(v, _)| v.trace.clone()).collect(),
                 report: mine.iter().any(|(_, report)| *report),
                 format: if tables[k * n].rocprof { Format::Rocprofv3 } else { Format::Kineto },
-                kernel_launches: launches(&diff.kernels, side),
+                kernel_launches: launches(&totals.kernels, side),
+                steps: {
+                    let steps: Vec<Option<usize>> =
+                        tables[k * n..(k + 1) * n].iter().map(|t| t.steps).collect();
+                    steps.iter().all(|s| *s == steps[0]).then_some(steps[0]).flatten()
+                },
                 notes,
             }
         };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
-    let compared = Compared { sides, ranks, diff, unpaired };
+    let compared = Compared { sides, ranks, diff, unpaired, per_step: args.per_step };
     let written = match &args.output_dir {
         Some(dir) => write_csvs(dir, &compared)?,
         None => vec![],
@@ -393,6 +420,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "baseline": compared.sides[0],
             "new": compared.sides[1],
             "rocprof": rocprof,
+            "per_step": compared.per_step,
             "timeline": Rows(&d.timeline),
             "ranks": compared.ranks,
             "unpaired": compared.unpaired,

@@ -52,7 +52,7 @@ fn two_traces_side_by_side() {
     baseline  base/rank1_trace.json (PyTorch, 2 kernel launches)
     new       new/rank1_trace.json (PyTorch, 2 kernel launches)
 
-    GPU time 0.009 ms -> 0.004 ms (-50.0%)
+    GPU time 0.009 -> 0.004 ms (-50.0%)
 
     TIMELINE (ms)        BASELINE    NEW   DELTA  RATIO
     computation_time        0.009  0.004  -0.004  0.50x
@@ -176,7 +176,7 @@ fn a_report_directory_stands_for_its_trace() {
     baseline  summary/base_rank1_trace (PyTorch report, 2 kernel launches)
     new       base/rank1_trace.json (PyTorch, 2 kernel launches)
 
-    GPU time 0.009 ms -> 0.009 ms (+0.0%)
+    GPU time 0.009 -> 0.009 ms (+0.0%)
 
     TIMELINE (ms)        BASELINE    NEW  DELTA  RATIO
     computation_time        0.009  0.009      0  1.00x
@@ -285,4 +285,90 @@ fn the_html_page_is_self_contained_and_renders() {
         assert!(page.contains(expected), "{expected} missing from the page:\n{page}");
     }
     crate::trace::renders_in_chromium(&html, dir.path());
+}
+
+/// ProfilerStep# annotations are counted: a note says when the sides hold
+/// different numbers, and --per-step divides each side by its own.
+#[test]
+fn steps_are_counted_and_per_step_divides_by_them() {
+    let dir = runs();
+    let steps = |n: usize| {
+        let events: Vec<String> = (1..=n)
+            .map(|i| {
+                format!(
+                    r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{i}", "pid": 4242, "tid": 4242, "ts": {}, "dur": 1}},"#,
+                    i * 10
+                )
+            })
+            .collect();
+        format!("\"traceEvents\": [{}", events.join(""))
+    };
+    let one = steps(1);
+    let two = steps(2);
+    trace(dir.path(), "one.json", "libkineto_trace_rank1_2.json", &[("\"traceEvents\": [", &one)]);
+    trace(dir.path(), "two.json", "libkineto_trace_rank1_2.json", &[("\"traceEvents\": [", &two)]);
+    cli_snapshot!(dir.path(), ["report", "diff", "one.json", "two.json", "--top", "1"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  one.json (PyTorch, 1 step, 2 kernel launches)
+    new       two.json (PyTorch, 2 steps, 2 kernel launches)
+    note: the baseline holds 1 profiler step(s) per trace and the new trace 2: totals add up every step; --per-step compares per step
+
+    GPU time 0.009 -> 0.009 ms (+0.0%)
+
+    TIMELINE (ms)        BASELINE    NEW  DELTA  RATIO
+    computation_time        0.009  0.009      0  1.00x
+    exposed_comm_time       0.000  0.000      0      -
+    exposed_memcpy_time     0.000  0.000      0      -
+    busy_time               0.009  0.009      0  1.00x
+    idle_time               0.000  0.000      0      -
+    total_time              0.009  0.009      0  1.00x
+    total_comm_time         0.000  0.000      0      -
+    total_memcpy_time       0.000  0.000      0      -
+
+    kernels, largest changes first (µs):
+    no change
+
+    ops (GPU time of the kernels each launched directly), largest changes first (ms):
+    no change
+
+    every row: --output-dir DIR (CSVs) or --json
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", "one.json", "two.json", "--top", "1", "--per-step"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  one.json (PyTorch, 1 step, 2 kernel launches)
+    new       two.json (PyTorch, 2 steps, 2 kernel launches)
+
+    GPU time 0.009 -> 0.004 ms per step (-50.0%)
+
+    TIMELINE (ms per step)  BASELINE    NEW   DELTA  RATIO
+    computation_time           0.009  0.004  -0.004  0.50x
+    exposed_comm_time          0.000  0.000       0      -
+    exposed_memcpy_time        0.000  0.000       0      -
+    busy_time                  0.009  0.004  -0.004  0.50x
+    idle_time                  0.000  0.000       0      -
+    total_time                 0.009  0.004  -0.004  0.50x
+    total_comm_time            0.000  0.000       0      -
+    total_memcpy_time          0.000  0.000       0      -
+
+    kernels, largest changes first (µs per step):
+    BASELINE  NEW  DELTA  RATIO  LAUNCHES  KERNEL
+          20   10    -10  0.50x  1 -> 0.5  ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)
+    (1 more changed)
+
+    ops (GPU time of the kernels each launched directly), largest changes first (ms per step):
+    BASELINE    NEW   DELTA  RATIO     CALLS  OP
+       0.009  0.004  -0.004  0.50x  1 -> 0.5  aten::mm
+
+    every row: --output-dir DIR (CSVs) or --json
+    ----- stderr -----
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", "one.json", "base/rank1_trace.json", "--per-step"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: --per-step: the steps of base/rank1_trace.json are not known (no ProfilerStep# annotations in a trace; a report does not record them)
+    ");
 }

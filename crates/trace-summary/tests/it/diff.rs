@@ -14,7 +14,7 @@ fn column(t: &Table, name: &str) -> f64 {
         .sum()
 }
 
-fn side_total(rows: &[DiffRow], base: bool) -> (f64, u64) {
+fn side_total(rows: &[DiffRow], base: bool) -> (f64, f64) {
     let side = |r: &DiffRow| if base { r.base } else { r.new };
     let time = rows.iter().filter_map(side).map(|m| m.time).sum();
     let count = rows.iter().filter_map(side).filter_map(|m| m.count).sum();
@@ -32,11 +32,11 @@ fn check(base: &Summary, new: &Summary, diff: &Diff, kernel_time: &str, kernel_c
         let k = summary.kernel_summary.as_ref().unwrap();
         let (time, count) = side_total(&diff.kernels, is_base);
         assert!(close(time, column(k, kernel_time)), "{time} vs {}", column(k, kernel_time));
-        assert_eq!(count as f64, column(k, kernel_count));
+        assert_eq!(count, column(k, kernel_count));
         if let Some(o) = &summary.ops_summary {
             let (time, count) = side_total(&diff.ops, is_base);
             assert!(close(time, column(o, "total_direct_kernel_time_ms")));
-            assert_eq!(count as f64, column(o, "Count"));
+            assert_eq!(count, column(o, "Count"));
         }
         let t = summary.gpu_timeline.as_ref().unwrap();
         let (time, _) = side_total(&diff.timeline, is_base);
@@ -98,7 +98,7 @@ fn a_rocprofv3_trace_against_itself_changes_nothing() {
     assert!(diff.kernels.iter().chain(&diff.timeline).all(|r| r.delta() == 0.0));
     let names: Vec<&str> = diff.timeline.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["total_time", "kernel", "memory", "busy_time", "idle"]);
-    assert_eq!(side_total(&diff.kernels, true).1, 43_915);
+    assert_eq!(side_total(&diff.kernels, true).1, 43_915.0);
 }
 
 /// TraceLens' own CSVs of every public trace, read back, against this
@@ -155,4 +155,40 @@ fn a_report_directory_that_is_not_one_is_named() {
     assert!(err.to_string().ends_with("ops_summary.csv as a report table"), "{err}");
     let cause = std::error::Error::source(&err).unwrap().to_string();
     assert!(cause.contains("line: 3"), "{cause}");
+}
+
+/// Per step: each side divided by its ProfilerStep count, so a trace of
+/// twice the steps compares with its half.
+#[test]
+fn per_step_divides_each_side_by_its_steps() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    // Five ProfilerStep# annotations; the dlrm rank holds one.
+    let five =
+        summarize_file(&root.join("kineto/hta/negative_queue_length_values_check/rank0.json.gz"))
+            .unwrap();
+    assert_eq!(five.steps, Some(5));
+    let one =
+        root.join("kineto-multirank/param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json");
+    assert_eq!(summarize_file(&one).unwrap().steps, Some(1));
+    let rocprof = summarize_file(&root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap();
+    assert_eq!(rocprof.steps, None);
+
+    let t = Tables::from(&five);
+    let mut as_one = t.clone();
+    as_one.steps = Some(1);
+    // The same tables, counted as 5 steps against 1: a fifth of each row.
+    let diff = Diff::per_step(&[(&as_one, &t)]).unwrap();
+    for row in diff.timeline.iter().chain(&diff.kernels).chain(&diff.ops) {
+        let (b, n) = (row.base.unwrap(), row.new.unwrap());
+        assert!(close(n.time * 5.0, b.time), "{row:?}");
+        assert_eq!(n.count.is_some(), b.count.is_some());
+        if let (Some(n), Some(b)) = (n.count, b.count) {
+            assert!(close(n * 5.0, b), "{row:?}");
+        }
+    }
+    // Steps not known (a report read back): no per-step comparison.
+    let mut unknown = t.clone();
+    unknown.steps = None;
+    assert!(Diff::per_step(&[(&unknown, &t)]).is_none());
+    assert_eq!(Diff::summed(&[(&t, &t)]), Diff::per_step(&[(&as_one, &as_one)]).unwrap());
 }
