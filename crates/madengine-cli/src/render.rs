@@ -857,8 +857,13 @@ pub(crate) fn summaries(
                 Some(trace_summary::Outcome::Rocprofv3) => "profiled",
                 _ => "GPU time",
             };
+            let steps = match v.steps {
+                Some(1) => " over 1 profiler step".to_string(),
+                Some(n) => format!(" over {n} profiler steps"),
+                None => String::new(),
+            };
             text.push_str(&format!(
-                "   {what} {:.3} ms: {}\n",
+                "   {what} {:.3} ms{steps}: {}\n",
                 v.ms("total_time"),
                 parts.join(", ")
             ));

@@ -63,6 +63,10 @@ pub(crate) struct TraceView {
     /// a traceEvents list: its top-level keys.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) record_lists: Vec<String>,
+    /// Profiler steps the trace holds (`ProfilerStep#N` annotations), when
+    /// it marks them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) steps: Option<usize>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -123,6 +127,7 @@ impl TraceView {
             not_json: None,
             malformed: None,
             record_lists: vec![],
+            steps: None,
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
@@ -146,6 +151,7 @@ impl TraceView {
         self.not_json = summary.not_json.clone();
         self.malformed = summary.malformed.clone();
         self.record_lists = summary.record_lists.clone();
+        self.steps = summary.steps;
     }
 
     /// Said first: what a trace read with --salvage left out, and what

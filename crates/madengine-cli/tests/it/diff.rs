@@ -319,6 +319,18 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     ] {
         assert!(text.contains(said), "{said:?} not in {text}");
     }
+    // `report summary` says how many steps its totals cover.
+    let args = ["report", "summary", "two.json", "one.json", "base/rank1_trace.json", "--top", "0"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    assert!(
+        text.contains("== two.json (rank 1)\n   GPU time 0.009 ms over 2 profiler steps: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("== one.json (rank 1)\n   GPU time 0.009 ms over 1 profiler step: "),
+        "{text}"
+    );
+    assert!(text.contains("== base/rank1_trace.json (rank 1)\n   GPU time 0.009 ms: "), "{text}");
     cli_snapshot!(dir.path(), ["report", "diff", "one.json", "two.json", "--top", "1", "--per-step"], @r"
     exit code: 0
     ----- stdout -----
