@@ -400,10 +400,19 @@ pub enum Stopped {
 /// Whether `pid` is alive: it exists and is not a zombie (processes
 /// reparented to a container's PID 1 may never be reaped).
 pub fn is_running(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let state =
-        stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().next()).unwrap_or("");
-    !matches!(state, "Z" | "X" | "")
+    proc_stat(pid).is_some_and(|(state, _)| !matches!(state, 'Z' | 'X'))
+}
+
+/// A process's state letter (`R`, `S`, `T`, `Z`, ...) and parent pid, from
+/// `/proc/<pid>/stat` (`pid (comm) state ppid ...`; comm may hold spaces and
+/// parentheses); `None` when the process is gone or there is no `/proc`.
+pub fn proc_stat(pid: u32) -> Option<(char, u32)> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = text.rsplit_once(") ")?;
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some((state, parent))
 }
 
 /// SIGTERM, wait up to `grace` (zombie-aware), then SIGKILL.

@@ -7,7 +7,10 @@ use std::{fmt::Write as _, path::Path};
 use trace_summary::{DiffRow, Measure};
 
 use crate::{
-    commands::{Compared, RankRow, SummaryView, TopRow, by_run},
+    commands::{
+        Compared, KINETO_PARTS, ROCPROF_BAR, RankRow, SummaryView, TopRow, by_run, counts_text,
+        ratio_text,
+    },
     error::Error,
 };
 
@@ -223,17 +226,10 @@ pub(crate) fn write(path: &Path, views: &[SummaryView], ranks: &[RankRow]) -> Re
     crate::commands::write_atomic(path, page(views, ranks).as_bytes())
 }
 
-/// Timeline rows that add up to the total, for a stacked bar: `(row, label)`.
+/// Timeline rows that add up to the total, for a stacked bar: `(row, label)`,
+/// as `report summary`'s page draws them.
 fn diff_parts(rocprof: bool) -> &'static [(&'static str, &'static str)] {
-    match rocprof {
-        true => &[("busy_time", "busy"), ("idle", "idle")],
-        false => &[
-            ("computation_time", "computation"),
-            ("exposed_comm_time", "exposed comm"),
-            ("exposed_memcpy_time", "exposed memcpy"),
-            ("idle_time", "idle"),
-        ],
-    }
+    if rocprof { ROCPROF_BAR } else { KINETO_PARTS }
 }
 
 /// A row's time on one side (0 when absent).
@@ -281,15 +277,6 @@ fn delta_bar(page: &mut String, delta: f64, scale: f64, width: f64) {
     );
 }
 
-fn ratio_text(r: &DiffRow) -> String {
-    match (r.base, r.new, r.ratio()) {
-        (None, _, _) => "new".into(),
-        (_, None, _) => "gone".into(),
-        (_, _, Some(x)) => format!("{x:.2}x"),
-        _ => "-".into(),
-    }
-}
-
 fn changes_table(page: &mut String, title: &str, unit: &str, rows: &[DiffRow], top: usize) {
     let changed: Vec<&DiffRow> = rows.iter().filter(|r| r.delta() != 0.0).take(top).collect();
     if rows.is_empty() || top == 0 {
@@ -306,11 +293,8 @@ fn changes_table(page: &mut String, title: &str, unit: &str, rows: &[DiffRow], t
         r#"<table><tr><th>baseline {unit}</th><th>new {unit}</th><th>delta</th><th>ratio</th><th>count</th><th></th><th class="name">name</th></tr>"#
     );
     let time = |m: Option<Measure>| m.map_or("-".to_string(), |m| format!("{:.3}", m.time));
-    let count =
-        |m: Option<Measure>| m.and_then(|m| m.count).map_or("-".to_string(), |c| c.to_string());
     for r in changed {
-        let (b, n) = (count(r.base), count(r.new));
-        let counts = if b == n { b } else { format!("{b} &rarr; {n}") };
+        let counts = counts_text(r, " &rarr; ");
         let _ = write!(
             page,
             r#"<tr><td>{}</td><td>{}</td><td>{:+.3}</td><td>{}</td><td>{counts}</td><td>"#,
@@ -378,10 +362,9 @@ fn diff_page(compared: &Compared, top: usize) -> String {
     for note in compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired) {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
     }
-    // The bars add up to the total; the headline is GPU time (for
-    // rocprofv3, busy time: its total is the profiling session).
+    // The bars add up to the total.
     let total = "total_time";
-    let (headline, what) = if rocprof { ("busy_time", "GPU busy") } else { (total, "GPU time") };
+    let (headline, what) = compared.headline();
     if compared.ranks.is_empty() {
         let rows = &compared.diff.timeline;
         let (b, n) = (side_ms(rows, headline, true), side_ms(rows, headline, false));

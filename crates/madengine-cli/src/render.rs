@@ -857,11 +857,10 @@ pub(crate) fn summaries(
                 Some(trace_summary::Outcome::Rocprofv3) => "profiled",
                 _ => "GPU time",
             };
-            let steps = match v.steps {
-                Some(1) => " over 1 profiler step".to_string(),
-                Some(n) => format!(" over {n} profiler steps"),
-                None => String::new(),
-            };
+            let steps = v
+                .steps
+                .map(|n| format!(" over {}", plural(n, "profiler step")))
+                .unwrap_or_default();
             text.push_str(&format!(
                 "   {what} {:.3} ms{steps}: {}\n",
                 v.ms("total_time"),
@@ -957,11 +956,7 @@ pub(crate) fn diff(
             .map(|n| format!(", {} kernel launches", thousands(n)))
             .unwrap_or_default();
         let shown = if ranked { &side.path } else { &side.traces[0] };
-        let steps = match side.steps {
-            Some(1) => ", 1 step".to_string(),
-            Some(n) => format!(", {n} steps"),
-            None => String::new(),
-        };
+        let steps = side.steps.map(|n| format!(", {}", plural(n, "step"))).unwrap_or_default();
         text.push_str(&format!(
             "{:<8}  {} ({traces}{kind}{steps}{launches})\n",
             side.role,
@@ -1004,19 +999,11 @@ pub(crate) fn diff(
             shown => format!("{sign}{shown}"),
         }
     };
-    let ratio = |r: &DiffRow| match (r.base, r.new, r.ratio()) {
-        (None, _, _) => "new".to_string(),
-        (_, None, _) => "gone".to_string(),
-        (_, _, Some(x)) => format!("{x:.2}x"),
-        _ => "-".to_string(),
-    };
+    let ratio = crate::commands::ratio_text;
     let time = |m: Option<Measure>, f: &dyn Fn(f64) -> String| {
         m.map_or_else(|| "-".to_string(), |m| f(m.time))
     };
-    let (headline, what) = match compared.rocprof() {
-        true => ("busy_time", "GPU busy"),
-        false => ("total_time", "GPU time"),
-    };
+    let (headline, what) = compared.headline();
     let row_of = |rows: &[DiffRow], name: &str| rows.iter().find(|r| r.name == name).cloned();
     let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
     if ranked {
@@ -1099,16 +1086,7 @@ pub(crate) fn diff(
         let title = format!("TIMELINE ({unit})");
         aligned(&mut text, [&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, numbers);
     }
-    let count = |r: &DiffRow| {
-        let c = |m: Option<Measure>| {
-            m.and_then(|m| m.count).map_or_else(
-                || "-".to_string(),
-                |c| if c.fract() == 0.0 { format!("{c}") } else { format!("{c:.1}") },
-            )
-        };
-        let (b, n) = (c(r.base), c(r.new));
-        if b == n { b } else { format!("{b} -> {n}") }
-    };
+    let count = |r: &DiffRow| crate::commands::counts_text(r, " -> ");
     let over = if ranked { format!(", all {} ranks", compared.ranks.len()) } else { String::new() };
     for (rows, title, what, unit, f) in [
         (&diff.kernels, "kernels", "KERNEL", "µs", &py as &dyn Fn(f64) -> String),

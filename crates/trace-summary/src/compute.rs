@@ -32,6 +32,37 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
+impl Cell {
+    /// The cell as a number: integers and floats (NaN included) as they
+    /// are, text parsed as a float (a table read back from a CSV); `None`
+    /// for an empty cell or text that is no number.
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            Cell::Int(i) => Some(*i as f64),
+            Cell::Float(f) => Some(*f),
+            Cell::Str(s) => s.parse().ok(),
+            Cell::Empty => None,
+        }
+    }
+
+    /// The cell as text, numbers as the CSV writes them.
+    pub fn text(&self) -> String {
+        match self {
+            Cell::Str(s) => s.clone(),
+            Cell::Int(i) => i.to_string(),
+            Cell::Float(f) => crate::py_float(*f),
+            Cell::Empty => String::new(),
+        }
+    }
+}
+
+impl Table {
+    /// The index of the column named `name`.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.header.iter().position(|h| h == name)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Class {
     Compute,

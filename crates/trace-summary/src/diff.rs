@@ -125,7 +125,7 @@ fn read_csv(path: &Path) -> Result<Option<Table>> {
 }
 
 fn require(t: &Table, path: &Path, table: &'static str, columns: &[&'static str]) -> Result<()> {
-    match columns.iter().find(|c| column(t, c).is_none()) {
+    match columns.iter().find(|c| t.column(c).is_none()) {
         Some(column) => Err(Error::CsvColumn { path: path.to_path_buf(), table, column }),
         None => Ok(()),
     }
@@ -323,40 +323,22 @@ fn merge(base: Named, new: Named, by_change: bool) -> Vec<DiffRow> {
     rows
 }
 
-fn column(t: &Table, name: &str) -> Option<usize> {
-    t.header.iter().position(|h| h == name)
-}
-
+/// A cell's number, NaN as none (TraceLens writes NaN as an empty field).
 fn num(c: &Cell) -> Option<f64> {
-    match c {
-        Cell::Int(i) => Some(*i as f64),
-        Cell::Float(f) if !f.is_nan() => Some(*f),
-        // Read from a CSV.
-        Cell::Str(s) => s.parse().ok().filter(|f: &f64| !f.is_nan()),
-        _ => None,
-    }
-}
-
-fn text(c: &Cell) -> String {
-    match c {
-        Cell::Str(s) => s.clone(),
-        Cell::Int(i) => i.to_string(),
-        Cell::Float(f) => crate::py_float(*f),
-        Cell::Empty => String::new(),
-    }
+    c.number().filter(|f| !f.is_nan())
 }
 
 /// `label`, `time` and `count` columns of `t`, added up per label.
 fn named(t: &Table, label: &str, time: &str, count: Option<&str>) -> Option<Named> {
-    let (l, v) = (column(t, label)?, column(t, time)?);
+    let (l, v) = (t.column(label)?, t.column(time)?);
     let c = match count {
-        Some(name) => Some(column(t, name)?),
+        Some(name) => Some(t.column(name)?),
         None => None,
     };
     let rows = t.rows.iter().map(|row| {
         let time = num(&row[v]).unwrap_or(0.0);
         let count = c.map(|c| num(&row[c]).unwrap_or(0.0));
-        (text(&row[l]), Measure { time, count })
+        (row[l].text(), Measure { time, count })
     });
     Some(add_up(std::iter::once(rows.collect())))
 }

@@ -880,7 +880,7 @@ fn descendants(pid: u32) -> Vec<u32> {
         .flatten()
         .filter_map(|entry| {
             let child = entry.file_name().to_str()?.parse::<u32>().ok()?;
-            let (_, parent) = stat(child)?;
+            let (_, parent) = dynolog_client::proc_stat(child)?;
             Some((child, parent))
         })
         .collect();
@@ -893,20 +893,10 @@ fn descendants(pid: u32) -> Vec<u32> {
     found.split_off(1)
 }
 
-/// A process's state letter and parent, from `/proc/<pid>/stat` (`pid
-/// (comm) state ppid ...`; comm may hold spaces and parentheses).
-fn stat(pid: u32) -> Option<(char, u32)> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = text.rsplit_once(") ")?;
-    let mut fields = rest.split(' ');
-    let state = fields.next()?.chars().next()?;
-    let parent = fields.next()?.parse().ok()?;
-    Some((state, parent))
-}
-
 /// Whether a process may still run: not stopped, traced, a zombie or gone.
 fn runs(pid: u32) -> bool {
-    stat(pid).is_some_and(|(state, _)| !matches!(state, 'T' | 't' | 'Z' | 'X' | 'x'))
+    dynolog_client::proc_stat(pid)
+        .is_some_and(|(state, _)| !matches!(state, 'T' | 't' | 'Z' | 'X' | 'x'))
 }
 
 /// `kill -<name>` to each of `pids` (those already gone are passed over).

@@ -62,6 +62,35 @@ impl Compared {
     pub(crate) fn rocprof(&self) -> bool {
         self.sides[0].format == Format::Rocprofv3
     }
+
+    /// The timeline row a headline shows, and its name: GPU time; for
+    /// rocprofv3 GPU busy time (its total is the profiling session).
+    pub(crate) fn headline(&self) -> (&'static str, &'static str) {
+        if self.rocprof() { ("busy_time", "GPU busy") } else { ("total_time", "GPU time") }
+    }
+}
+
+/// A row's ratio as shown: `1.06x`; `new` or `gone` for a name one side
+/// lacks; `-` over a baseline of 0.
+pub(crate) fn ratio_text(r: &DiffRow) -> String {
+    match (r.base, r.new, r.ratio()) {
+        (None, _, _) => "new".into(),
+        (_, None, _) => "gone".into(),
+        (_, _, Some(x)) => format!("{x:.2}x"),
+        _ => "-".into(),
+    }
+}
+
+/// A row's launch or call counts as shown: `16`, or `16{arrow}32` where the
+/// sides differ (`-` for a side without the row; one decimal per step).
+pub(crate) fn counts_text(r: &DiffRow, arrow: &str) -> String {
+    let count = |m: Option<trace_summary::Measure>| match m.and_then(|m| m.count) {
+        None => "-".to_string(),
+        Some(c) if c.fract() == 0.0 => format!("{c}"),
+        Some(c) => format!("{c:.1}"),
+    };
+    let (b, n) = (count(r.base), count(r.new));
+    if b == n { b } else { format!("{b}{arrow}{n}") }
 }
 
 /// A row as `--json` prints it: with its delta and ratio.
@@ -291,7 +320,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                     failed = true;
                 }
             }
-            views.push((view, true));
+            views.push(view);
             continue;
         }
         match results.next().expect("a result per trace") {
@@ -317,7 +346,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                 failed = true;
             }
         }
-        views.push((view, false));
+        views.push(view);
     }
     if failed {
         return Ok(Status::Io);
@@ -325,7 +354,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let (base, new) = tables.split_at(n);
     for (i, (b, nw)) in base.iter().zip(new).enumerate() {
         if b.rocprof != nw.rocprof {
-            let kind = |k: usize, t: &Tables| match (views[k].1, t.rocprof) {
+            let kind = |k: usize, t: &Tables| match (reports[k], t.rocprof) {
                 (false, true) => "a rocprofv3 JSON trace",
                 (false, false) => "a PyTorch (Kineto) trace",
                 (true, true) => "a report of rocprofv3 tables",
@@ -377,11 +406,11 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         |k: usize, role: &'static str, side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
             let mine = &views[k * n..(k + 1) * n];
             let mut notes: Vec<String> = Vec::new();
-            for (v, _) in mine {
+            for v in mine {
                 let said = [v.repaired_note(), v.note().map(|n| n.into_owned())];
                 for note in said.into_iter().flatten() {
                     // A note every trace shares is said once, without a name.
-                    let all = mine.iter().all(|(o, _)| o.note().is_some_and(|n| n == note));
+                    let all = mine.iter().all(|o| o.note().is_some_and(|n| n == note));
                     let note =
                         if all || n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
                     if !notes.contains(&note) {
@@ -392,8 +421,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             Side {
                 role,
                 path: paths[k].to_path_buf(),
-                traces: mine.iter().map(|(v, _)| v.trace.clone()).collect(),
-                report: mine.iter().any(|(_, report)| *report),
+                traces: mine.iter().map(|v| v.trace.clone()).collect(),
+                report: reports[k * n..(k + 1) * n].iter().any(|r| *r),
                 format: if tables[k * n].rocprof { Format::Rocprofv3 } else { Format::Kineto },
                 kernel_launches: launches(&totals.kernels, side),
                 steps: {

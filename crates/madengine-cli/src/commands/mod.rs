@@ -8,8 +8,10 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use diff::Compared;
-pub(crate) use summary::{RankRow, TopRow, TraceView as SummaryView, by_run, write_atomic};
+pub(crate) use diff::{Compared, counts_text, ratio_text};
+pub(crate) use summary::{
+    KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_run, write_atomic,
+};
 mod trace;
 
 use crate::{

@@ -13,7 +13,7 @@ use std::{
 use indicatif::ProgressBar;
 
 use serde::Serialize;
-use trace_summary::{Cell, Outcome, Table};
+use trace_summary::{Outcome, Table};
 
 use crate::{
     cli::SummaryArgs,
@@ -247,7 +247,7 @@ impl TopRow {
 }
 
 /// Kineto timelines split GPU time into these four disjoint parts: `(row, label)`.
-const KINETO_PARTS: &[(&str, &str)] = &[
+pub(crate) const KINETO_PARTS: &[(&str, &str)] = &[
     ("computation_time", "computation"),
     ("exposed_comm_time", "exposed comm"),
     ("exposed_memcpy_time", "exposed memcpy"),
@@ -256,7 +256,7 @@ const KINETO_PARTS: &[(&str, &str)] = &[
 /// rocprofv3 timelines have no compute/communication split.
 const ROCPROF_PARTS: &[(&str, &str)] =
     &[("kernel", "kernel"), ("memory", "memory"), ("busy_time", "busy"), ("idle", "idle")];
-const ROCPROF_BAR: &[(&str, &str)] = &[("busy_time", "busy"), ("idle", "idle")];
+pub(crate) const ROCPROF_BAR: &[(&str, &str)] = &[("busy_time", "busy"), ("idle", "idle")];
 
 impl TraceView {
     /// Milliseconds of a gpu_timeline row (0 when absent).
@@ -444,45 +444,23 @@ pub(crate) fn by_run(rows: &[RankRow]) -> Vec<&[RankRow]> {
     rows.chunk_by(|a, b| a.run == b.run).collect()
 }
 
-fn num(c: &Cell) -> Option<f64> {
-    match c {
-        Cell::Int(i) => Some(*i as f64),
-        Cell::Float(f) => Some(*f),
-        _ => None,
-    }
-}
-
-fn text(c: &Cell) -> String {
-    match c {
-        Cell::Str(s) => s.clone(),
-        Cell::Int(i) => i.to_string(),
-        Cell::Float(f) => trace_summary::py_float(*f),
-        Cell::Empty => String::new(),
-    }
-}
-
-fn column(t: &Table, name: &str) -> Option<usize> {
-    t.header.iter().position(|h| h == name)
-}
-
-/// Top rows of a table by `value` column, with the `stream` column if given.
 /// The first `n` rows of `t` as [`TopRow`]s, from its `label`, `value` and
 /// `pct` columns, and its `grouped` ones (stream, parent op) where it has them.
 fn top(t: &Table, label: &str, value: &str, pct: &str, grouped: Grouped, n: usize) -> Vec<TopRow> {
-    let (Some(l), Some(v), Some(p)) = (column(t, label), column(t, value), column(t, pct)) else {
+    let (Some(l), Some(v), Some(p)) = (t.column(label), t.column(value), t.column(pct)) else {
         return vec![];
     };
-    let s = grouped.stream.and_then(|name| column(t, name));
-    let o = grouped.parent_op.and_then(|name| column(t, name));
+    let s = grouped.stream.and_then(|name| t.column(name));
+    let o = grouped.parent_op.and_then(|name| t.column(name));
     t.rows
         .iter()
         .take(n)
         .map(|r| TopRow {
-            name: text(&r[l]),
-            value: num(&r[v]).unwrap_or(0.0),
-            percent: num(&r[p]),
-            stream: s.map(|s| text(&r[s])),
-            parent_op: o.map(|o| text(&r[o])),
+            name: r[l].text(),
+            value: r[v].number().unwrap_or(0.0),
+            percent: r[p].number(),
+            stream: s.map(|s| r[s].text()),
+            parent_op: o.map(|o| r[o].text()),
         })
         .collect()
 }
@@ -661,7 +639,6 @@ fn guarded(
     }
 }
 
-/// Summarize every input on `jobs` threads; results in input order.
 /// Each input's summary, `jobs` at a time. Once `cancel` is raised, the
 /// traces being read stop and no other is started: `None`.
 fn summarize_all(
@@ -784,7 +761,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
             view.timeline = t
                 .rows
                 .iter()
-                .map(|r| (text(&r[0]), num(&r[1]).unwrap_or(0.0), num(&r[2])))
+                .map(|r| (r[0].text(), r[1].number().unwrap_or(0.0), r[2].number()))
                 .collect();
             if let Some(k) = &summary.kernel_summary {
                 write_csv(&dir, "kernel_summary", k)?;

@@ -140,10 +140,8 @@ pub(crate) fn children(parent: u32, needle: &str) -> Vec<u32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            ppid == Some(parent.to_string().as_str())
+            dynolog_client::proc_stat(*pid).is_some_and(|(_, ppid)| ppid == parent)
                 && String::from_utf8_lossy(&cmdline).contains(needle)
         })
         .collect()
