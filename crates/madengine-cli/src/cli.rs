@@ -579,7 +579,9 @@ in their names (rank3_trace/).
 Compare traces of one kind (PyTorch with PyTorch, rocprofv3 JSON with
 rocprofv3 JSON) that cover the same work: totals add up every step a trace
 holds, so a trace of twice the steps shows twice the time. Each trace's
-ProfilerStep# annotations are counted: a note says when the two sides hold
+steps are counted from its ProfilerStep# annotations (torch.profiler's
+schedule), else its Optimizer.step# ones (a trace captured on demand by
+iteration, as `madengine profile` does): a note says when the two sides hold
 different numbers (else when their kernel launches differ by more than 10%),
 and --per-step divides each side by its steps. Traces of
 different GPUs compare by timeline and ops; their kernels have other names.
@@ -612,8 +614,9 @@ pub(crate) struct DiffArgs {
     /// timeline only).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
-    /// Compare per profiler step: each trace's times and counts divided by
-    /// its ProfilerStep# annotations, for traces of different step counts.
+    /// Compare per step: each trace's times and counts divided by its steps
+    /// (ProfilerStep#, else Optimizer.step# annotations), for traces of
+    /// different step counts.
     #[arg(long)]
     pub(crate) per_step: bool,
     /// Also write one self-contained HTML page (inline SVG, no scripts, no

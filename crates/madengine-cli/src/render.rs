@@ -426,7 +426,7 @@ fn aftermath_lines(file: &FileReport, salvaged: bool) -> String {
     text
 }
 
-fn plural(n: usize, word: &str) -> String {
+pub(crate) fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }
 
@@ -857,10 +857,7 @@ pub(crate) fn summaries(
                 Some(trace_summary::Outcome::Rocprofv3) => "profiled",
                 _ => "GPU time",
             };
-            let steps = v
-                .steps
-                .map(|n| format!(" over {}", plural(n, "profiler step")))
-                .unwrap_or_default();
+            let steps = v.steps_text().map(|s| format!(" over {s}")).unwrap_or_default();
             text.push_str(&format!(
                 "   {what} {:.3} ms{steps}: {}\n",
                 v.ms("total_time"),
@@ -972,7 +969,7 @@ pub(crate) fn diff(
         && !compared.per_step
     {
         text.push_str(&format!(
-            "note: the baseline holds {b} profiler step(s) per trace and the new {} {n}: totals \
+            "note: the baseline holds {b} step(s) per trace and the new {} {n}: totals \
              add up every step; --per-step compares per step\n",
             if ranked { "run" } else { "trace" },
         ));

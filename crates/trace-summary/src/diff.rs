@@ -31,7 +31,7 @@ pub struct Tables {
     pub kernel_summary: Option<Table>,
     /// `ops_summary`.
     pub ops_summary: Option<Table>,
-    /// The profiler steps the tables cover ([`Summary::steps`]); `None`
+    /// The steps the tables cover ([`Summary::steps`], its count); `None`
     /// when not known (a report read back).
     pub steps: Option<usize>,
 }
@@ -43,7 +43,7 @@ impl From<&Summary> for Tables {
             gpu_timeline: s.gpu_timeline.clone(),
             kernel_summary: s.kernel_summary.clone(),
             ops_summary: s.ops_summary.clone(),
-            steps: s.steps,
+            steps: s.steps.map(|s| s.count),
         }
     }
 }

@@ -43,7 +43,7 @@ pub use crate::{
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
     summary::{
-        Format, Options, Outcome, Summary, parse_file, summarize, summarize_file,
-        summarize_file_with, summarize_with,
+        Format, Options, Outcome, StepMarker, Steps, Summary, parse_file, summarize,
+        summarize_file, summarize_file_with, summarize_with,
     },
 };

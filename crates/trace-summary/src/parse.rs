@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::scan::{Batch, CHUNK, Shape, scan};
+use crate::summary::{StepMarker, Steps};
 
 /// A number as JSON wrote it: integer literals stay integers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,6 +52,7 @@ pub(crate) enum Cat {
     Memset,
     Ac2g,
     PythonFunction,
+    UserAnnotation,
     /// PyTorch 1.9-era `Kernel`, `Memcpy`, `Memset`, `Runtime`, `Operator`.
     LegacyKernel,
     LegacyMemcpy,
@@ -142,15 +144,38 @@ pub(crate) struct Parsed {
 }
 
 impl Parsed {
-    /// Distinct `ProfilerStep#N` names (event names are interned, so each
-    /// step's name is one string however many events carry it); `None`
-    /// without any.
-    pub(crate) fn steps(&self) -> Option<usize> {
-        let step = |s: &&String| {
+    /// The steps the trace holds ([`Steps`]): its distinct
+    /// `ProfilerStep#N` names (event names are interned, so each step's
+    /// name is one string however many events carry it); without any, the
+    /// `Optimizer.step#` annotations of the optimizer stepped most (a pass
+    /// over the events, only for traces that name an optimizer step and no
+    /// profiler step). `None` without either.
+    pub(crate) fn steps(&self) -> Option<Steps> {
+        let profiler = |s: &&String| {
             s.strip_prefix("ProfilerStep#")
                 .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         };
-        Some(self.strings.iter().filter(step).count()).filter(|n| *n > 0)
+        let count = self.strings.iter().filter(profiler).count();
+        if count > 0 {
+            return Some(Steps { count, marker: StepMarker::ProfilerStep });
+        }
+        let optimizers: Vec<u32> = (0..self.strings.len() as u32)
+            .filter(|&id| self.str(id).starts_with("Optimizer.step#"))
+            .collect();
+        if optimizers.is_empty() {
+            return None;
+        }
+        let mut calls = vec![0usize; optimizers.len()];
+        for e in &self.events {
+            if e.cat == Cat::UserAnnotation
+                && e.ph == b'X'
+                && let Some(k) = optimizers.iter().position(|&id| id == e.name)
+            {
+                calls[k] += 1;
+            }
+        }
+        let count = calls.into_iter().max().unwrap_or(0);
+        (count > 0).then_some(Steps { count, marker: StepMarker::OptimizerStep })
     }
 
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
@@ -651,6 +676,7 @@ impl<'de> Visitor<'de> for CatSeed {
             "gpu_memset" => Cat::Memset,
             "ac2g" => Cat::Ac2g,
             "python_function" => Cat::PythonFunction,
+            "user_annotation" => Cat::UserAnnotation,
             "Kernel" => Cat::LegacyKernel,
             "Memcpy" => Cat::LegacyMemcpy,
             "Memset" => Cat::LegacyMemset,

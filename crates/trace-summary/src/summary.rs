@@ -41,6 +41,42 @@ pub enum Outcome {
     Rocprofv3,
 }
 
+/// The iterations a trace covers ([`Summary::steps`]), and what marked them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Steps {
+    /// How many.
+    pub count: usize,
+    /// The annotations they were counted from.
+    pub marker: StepMarker,
+}
+
+/// The annotations a trace's steps were counted from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StepMarker {
+    /// `ProfilerStep#N`, which torch.profiler writes for each step it
+    /// records: the distinct N are counted.
+    #[serde(rename = "ProfilerStep#")]
+    ProfilerStep,
+    /// `Optimizer.step#<Class>.step` (`user_annotation`), which PyTorch
+    /// writes for each optimizer step: what marks iterations in a trace
+    /// captured without a step schedule (on demand through dynolog, by
+    /// iteration). The calls of the optimizer called most are counted (a
+    /// wrapper such as an EMA optimizer steps once with the one it wraps).
+    #[serde(rename = "Optimizer.step#")]
+    OptimizerStep,
+}
+
+impl StepMarker {
+    /// What one step is called in a sentence: `profiler step`,
+    /// `optimizer step`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            StepMarker::ProfilerStep => "profiler step",
+            StepMarker::OptimizerStep => "optimizer step",
+        }
+    }
+}
+
 /// What a trace was read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -169,10 +205,12 @@ pub struct Summary {
     /// holds instead. For Kineto, only when it has no `traceEvents` list:
     /// its top-level keys.
     pub record_lists: Vec<String>,
-    /// The profiler steps the trace holds: distinct `ProfilerStep#N`
-    /// annotations (torch.profiler marks each step it records). `None`
-    /// without any (a trace captured outside a step loop; rocprofv3).
-    pub steps: Option<usize>,
+    /// The steps (iterations) the trace holds: its distinct
+    /// `ProfilerStep#N` annotations (torch.profiler marks each step it
+    /// records), or without them its optimizer steps (a trace captured on
+    /// demand by iteration); see [`StepMarker`]. `None` without either (a
+    /// trace captured outside a training loop; rocprofv3).
+    pub steps: Option<Steps>,
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).

@@ -26,8 +26,9 @@ pub(crate) struct Side {
     pub(crate) format: Format,
     /// Kernel launches in all (when the traces have kernel tables).
     pub(crate) kernel_launches: Option<u64>,
-    /// Profiler steps per trace (`ProfilerStep#` annotations), when every
-    /// trace of the side has the same known number.
+    /// Steps per trace (`ProfilerStep#` annotations, else optimizer
+    /// steps: [`trace_summary::Steps`]), when every trace of the side has
+    /// the same known number.
     pub(crate) steps: Option<usize>,
     /// What the reader should know about how its traces were read, each
     /// once, with the trace it is about.
@@ -384,8 +385,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .map(|(i, _)| i.trace.as_path())
             .collect();
         return Err(Error::Usage(format!(
-            "--per-step: the steps of {} are not known (no ProfilerStep# annotations in a trace; \
-             a report does not record them)",
+            "--per-step: the steps of {} are not known (a trace without ProfilerStep# or \
+             Optimizer.step# annotations; a report does not record them)",
             list(&unknown)
         )));
     };

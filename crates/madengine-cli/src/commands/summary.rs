@@ -63,10 +63,12 @@ pub(crate) struct TraceView {
     /// a traceEvents list: its top-level keys.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) record_lists: Vec<String>,
-    /// Profiler steps the trace holds (`ProfilerStep#N` annotations), when
-    /// it marks them.
+    /// Steps the trace holds, when it marks them ([`trace_summary::Steps`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) steps: Option<usize>,
+    /// What marked them: `ProfilerStep#` or `Optimizer.step#`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) steps_marked_by: Option<trace_summary::StepMarker>,
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -128,6 +130,7 @@ impl TraceView {
             malformed: None,
             record_lists: vec![],
             steps: None,
+            steps_marked_by: None,
             csv_dir: None,
             timeline: vec![],
             top_kernels: vec![],
@@ -151,7 +154,8 @@ impl TraceView {
         self.not_json = summary.not_json.clone();
         self.malformed = summary.malformed.clone();
         self.record_lists = summary.record_lists.clone();
-        self.steps = summary.steps;
+        self.steps = summary.steps.map(|s| s.count);
+        self.steps_marked_by = summary.steps.map(|s| s.marker);
     }
 
     /// Said first: what a trace read with --salvage left out, and what
@@ -272,6 +276,13 @@ impl TraceView {
     /// The timeline rows worth showing, `(row, label)`.
     pub(crate) fn parts(&self) -> &'static [(&'static str, &'static str)] {
         if self.outcome == Some(Outcome::Rocprofv3) { ROCPROF_PARTS } else { KINETO_PARTS }
+    }
+
+    /// The steps the totals cover, as said: `5 profiler steps`,
+    /// `3 optimizer steps`.
+    pub(crate) fn steps_text(&self) -> Option<String> {
+        let marker = self.steps_marked_by?;
+        Some(render::plural(self.steps?, marker.noun()))
     }
 
     /// What the reader should know about how this trace was read, if anything.

@@ -113,10 +113,7 @@ fn two_runs_rank_by_rank() {
         &["report", "diff", "base", "new", "--json"].map(std::ffi::OsStr::new),
         &[],
     );
-    let json: serde_json::Value = serde_json::from_str(
-        text.split("----- stdout -----\n").nth(1).unwrap().split("----- stderr").next().unwrap(),
-    )
-    .unwrap();
+    let json: serde_json::Value = crate::stdout_json(&text);
     let ranks = json["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 2);
     assert_eq!(json["baseline"]["kernel_launches"], 4);
@@ -246,14 +243,12 @@ fn a_runs_reports_compare_rank_by_rank() {
             &[],
         );
         assert!(text.starts_with("exit code: 0"), "{text}");
-        let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
-        stdout.split("----- stderr -----").next().unwrap().to_string()
+        text
     };
     run(&["report", "summary", "base", "-o", "kept"]);
     let from_reports = run(&["report", "diff", "kept", "new", "--json"]);
     let from_traces = run(&["report", "diff", "base", "new", "--json"]);
-    let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
-    let (reports, traces) = (json(&from_reports), json(&from_traces));
+    let (reports, traces) = (crate::stdout_json(&from_reports), crate::stdout_json(&from_traces));
     assert_eq!(reports["baseline"]["report"], true);
     assert_eq!(reports["ranks"].as_array().unwrap().len(), 2, "{reports}");
     for key in ["kernels", "ops"] {
@@ -287,33 +282,44 @@ fn the_html_page_is_self_contained_and_renders() {
     crate::trace::renders_in_chromium(&html, dir.path());
 }
 
-/// ProfilerStep# annotations are counted: a note says when the sides hold
-/// different numbers, and --per-step divides each side by its own.
+/// ProfilerStep# annotations are counted (else optimizer steps): a note says
+/// when the sides hold different numbers, and --per-step divides each side
+/// by its own.
 #[test]
 fn steps_are_counted_and_per_step_divides_by_them() {
     let dir = runs();
-    let steps = |n: usize| {
+    let marked = |n: usize, cat: &str, name: &dyn Fn(usize) -> String| {
         let events: Vec<String> = (1..=n)
             .map(|i| {
                 format!(
-                    r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{i}", "pid": 4242, "tid": 4242, "ts": {}, "dur": 1}},"#,
+                    r#"{{"ph": "X", "cat": "{cat}", "name": "{}", "pid": 4242, "tid": 4242, "ts": {}, "dur": 1}},"#,
+                    name(i),
                     i * 10
                 )
             })
             .collect();
-        format!("\"traceEvents\": [{}", events.join(""))
+        events.join("")
     };
-    let one = steps(1);
-    let two = steps(2);
-    trace(dir.path(), "one.json", "libkineto_trace_rank1_2.json", &[("\"traceEvents\": [", &one)]);
-    trace(dir.path(), "two.json", "libkineto_trace_rank1_2.json", &[("\"traceEvents\": [", &two)]);
+    let steps = |n| marked(n, "user_annotation", &|i| format!("ProfilerStep#{i}"));
+    let one = format!("\"traceEvents\": [{}", steps(1));
+    let two = format!("\"traceEvents\": [{}", steps(2));
+    // Captured on demand by iteration: no ProfilerStep#, three optimizer
+    // steps (each also annotated on the GPU, and one optimizer wrapping
+    // another, neither counted twice).
+    let sgd = marked(3, "user_annotation", &|_| "Optimizer.step#SGD.step".into());
+    let gpu = marked(3, "gpu_user_annotation", &|_| "Optimizer.step#SGD.step".into());
+    let ema = marked(3, "user_annotation", &|_| "Optimizer.step#EMA.step".into());
+    let three = format!("\"traceEvents\": [{sgd}{gpu}{ema}");
+    for (name, events) in [("one.json", &one), ("two.json", &two), ("three.json", &three)] {
+        trace(dir.path(), name, "libkineto_trace_rank1_2.json", &[("\"traceEvents\": [", events)]);
+    }
     // Totals: the steps are named, with what to do.
     let args = ["report", "diff", "one.json", "two.json"].map(std::ffi::OsStr::new);
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     for said in [
         "baseline  one.json (PyTorch, 1 step, 2 kernel launches)\n",
         "new       two.json (PyTorch, 2 steps, 2 kernel launches)\n",
-        "note: the baseline holds 1 profiler step(s) per trace and the new trace 2: totals add up \
+        "note: the baseline holds 1 step(s) per trace and the new trace 2: totals add up \
          every step; --per-step compares per step\n",
         "\nGPU time 0.009 -> 0.009 ms (+0.0%)\n",
     ] {
@@ -331,6 +337,22 @@ fn steps_are_counted_and_per_step_divides_by_them() {
         "{text}"
     );
     assert!(text.contains("== base/rank1_trace.json (rank 1)\n   GPU time 0.009 ms: "), "{text}");
+    let args = ["report", "summary", "three.json", "--json"].map(std::ffi::OsStr::new);
+    let json = crate::stdout_json(&crate::run_cli(dir.path(), &args, &[]).0);
+    assert_eq!(json["traces"][0]["steps"], 3, "{json}");
+    assert_eq!(json["traces"][0]["steps_marked_by"], "Optimizer.step#", "{json}");
+    let args = ["report", "summary", "three.json"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.contains("   GPU time 0.009 ms over 3 optimizer steps: "), "{text}");
+    // Optimizer steps divide as profiler steps do.
+    let args = ["report", "diff", "two.json", "three.json", "--per-step", "--top", "0"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    for said in [
+        "new       three.json (PyTorch, 3 steps, 2 kernel launches)\n",
+        "\nGPU time 0.004 -> 0.003 ms per step (-33.3%)\n",
+    ] {
+        assert!(text.contains(said), "{said:?} not in {text}");
+    }
     cli_snapshot!(dir.path(), ["report", "diff", "one.json", "two.json", "--top", "1", "--per-step"], @r"
     exit code: 0
     ----- stdout -----
@@ -365,6 +387,6 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: --per-step: the steps of base/rank1_trace.json are not known (no ProfilerStep# annotations in a trace; a report does not record them)
+    error: --per-step: the steps of base/rank1_trace.json are not known (a trace without ProfilerStep# or Optimizer.step# annotations; a report does not record them)
     ");
 }

@@ -92,6 +92,13 @@ pub(crate) fn run_cli(
     (text, filters)
 }
 
+/// The JSON a command printed, from [`run_cli`]'s text.
+pub(crate) fn stdout_json(text: &str) -> serde_json::Value {
+    let stdout = text.split("----- stdout -----\n").nth(1).expect("a stdout section");
+    let stdout = stdout.split("----- stderr -----").next().unwrap_or_default();
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{text}"))
+}
+
 fn regex_escape(s: &str) -> String {
     s.chars().fold(String::new(), |mut out, c| {
         if "\\.+*?()|[]{}^$".contains(c) {

@@ -90,15 +90,7 @@ fn submit_wait_gather_and_the_collective_plan() {
         &env,
     );
     assert!(text.starts_with("exit code: 0"), "{text}");
-    let json: serde_json::Value = serde_json::from_str(
-        text.split("----- stdout -----\n")
-            .nth(1)
-            .unwrap()
-            .split("----- stderr -----")
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let json: serde_json::Value = crate::stdout_json(&text);
     assert_eq!(json["state"], "COMPLETED");
     let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
     assert_eq!(json["summary"]["nodes"].as_array().unwrap().len(), 4);
@@ -116,15 +108,7 @@ fn submit_wait_gather_and_the_collective_plan() {
         ],
         &[],
     );
-    let plan: serde_json::Value = serde_json::from_str(
-        plan.split("----- stdout -----\n")
-            .nth(1)
-            .unwrap()
-            .split("----- stderr -----")
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let plan: serde_json::Value = crate::stdout_json(&plan);
     let collectives: Vec<_> =
         plan["jobs"].as_array().unwrap().iter().filter(|j| j["tool"] == "Collective").collect();
     assert_eq!(collectives.len(), 1, "{plan:#}");

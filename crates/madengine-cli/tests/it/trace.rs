@@ -734,9 +734,7 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     let mut json_args = args("2");
     json_args.push("--json".into());
     let text = run_with(json_args);
-    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
-    let stdout = stdout.split("----- stderr -----").next().unwrap();
-    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    let json = crate::stdout_json(&text);
     assert_eq!(json["unreadable"], 1);
     // Two ranked traces with a timeline, both rank 0, each alone in its
     // directory: two runs of one rank, so no cross-rank table.
@@ -756,9 +754,7 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     salvage_args.extend(["--json".into(), "--salvage".into()]);
     let text = run_with(salvage_args);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
-    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
-    let stdout = stdout.split("----- stderr -----").next().unwrap();
-    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    let json = crate::stdout_json(&text);
     assert_eq!(json["unreadable"], 0);
     let cut = &json["traces"][1];
     assert!(cut.get("error").is_none(), "{cut:#?}");
@@ -807,9 +803,7 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     ");
     let args = ["report", "summary", "--json", "--output-dir", "out"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
-    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
-    let stdout = stdout.split("----- stderr -----").next().unwrap();
-    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    let json = crate::stdout_json(&text);
     let runs: Vec<(&str, u64)> = json["cross_rank"]
         .as_array()
         .unwrap()
@@ -1028,9 +1022,7 @@ fn quotes_written_raw_into_names_are_escaped() {
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     assert!(text.contains(r#"aten::mm \"fused\""#), "{text}");
-    let stdout = text.split("----- stdout -----\n").nth(1).unwrap();
-    let stdout = stdout.split("----- stderr -----").next().unwrap();
-    let json: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    let json = crate::stdout_json(&text);
     assert_eq!(json["traces"][0]["repaired"]["stray_quotes"], 4, "{json:#}");
 }
 

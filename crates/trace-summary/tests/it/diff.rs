@@ -1,6 +1,10 @@
 //! `Diff` on the public traces: rows add up to the tables they come from.
 
-use trace_summary::{Cell, Diff, DiffRow, Summary, Table, Tables, summarize_file};
+use std::{io::Read, path::Path};
+
+use trace_summary::{
+    Cell, Diff, DiffRow, StepMarker, Steps, Summary, Table, Tables, summarize, summarize_file,
+};
 
 fn column(t: &Table, name: &str) -> f64 {
     let at = t.header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name}"));
@@ -157,6 +161,54 @@ fn a_report_directory_that_is_not_one_is_named() {
     assert!(cause.contains("line: 3"), "{cause}");
 }
 
+/// A public trace with its `ProfilerStep#` annotations renamed, as a trace
+/// captured without a step schedule (on demand, by iteration) has none.
+fn without_profiler_steps(path: &Path) -> Summary {
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut text)
+        .unwrap();
+    let needle = b"\"ProfilerStep#";
+    let mut i = 0;
+    while let Some(at) = memchr::memmem::find(&text[i..], needle) {
+        text[i + at + 1..i + at + 9].copy_from_slice(b"Unmarked");
+        i += at + needle.len();
+    }
+    summarize(text.as_slice(), path).unwrap()
+}
+
+/// Without `ProfilerStep#` annotations, the steps are the calls of the
+/// optimizer stepped most: on the public traces that hold both, as many as
+/// the profiler steps (an EMA optimizer wrapping Shampoo steps with it).
+#[test]
+fn optimizer_steps_count_when_profiler_steps_are_missing() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    for (trace, count) in [
+        ("kineto/hta/negative_queue_length_values_check/rank0.json.gz", 5),
+        ("kineto/hta/trace_diff/control/control.json.gz", 6),
+        // SGD, with the same steps also annotated on the GPU (not counted).
+        ("kineto/tracelens/mi300/resnet_act_checkpoint.json.gz", 3),
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz", 2),
+    ] {
+        let path = root.join(trace);
+        let marked = summarize_file(&path).unwrap();
+        assert_eq!(
+            marked.steps.map(|s| (s.count, s.marker)),
+            Some((count, StepMarker::ProfilerStep))
+        );
+        let unmarked = without_profiler_steps(&path);
+        assert_eq!(
+            unmarked.steps,
+            Some(Steps { count, marker: StepMarker::OptimizerStep }),
+            "{trace}"
+        );
+        assert_eq!(Tables::from(&unmarked).steps, Some(count));
+    }
+    // Neither: a trace of inference steps.
+    let vllm = root.join("kineto/tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+    assert_eq!(summarize_file(&vllm).unwrap().steps, None);
+}
+
 /// Per step: each side divided by its ProfilerStep count, so a trace of
 /// twice the steps compares with its half.
 #[test]
@@ -166,10 +218,11 @@ fn per_step_divides_each_side_by_its_steps() {
     let five =
         summarize_file(&root.join("kineto/hta/negative_queue_length_values_check/rank0.json.gz"))
             .unwrap();
-    assert_eq!(five.steps, Some(5));
+    let profiler = |count| Some(Steps { count, marker: StepMarker::ProfilerStep });
+    assert_eq!(five.steps, profiler(5));
     let one =
         root.join("kineto-multirank/param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json");
-    assert_eq!(summarize_file(&one).unwrap().steps, Some(1));
+    assert_eq!(summarize_file(&one).unwrap().steps, profiler(1));
     let rocprof = summarize_file(&root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap();
     assert_eq!(rocprof.steps, None);
 
