@@ -341,9 +341,11 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     let json = crate::stdout_json(&crate::run_cli(dir.path(), &args, &[]).0);
     assert_eq!(json["traces"][0]["steps"], 3, "{json}");
     assert_eq!(json["traces"][0]["steps_marked_by"], "Optimizer.step#", "{json}");
-    let args = ["report", "summary", "three.json"].map(std::ffi::OsStr::new);
-    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    let args = ["report", "summary", "three.json", "--html", "three.html"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     assert!(text.contains("   GPU time 0.009 ms over 3 optimizer steps: "), "{text}");
+    let page = std::fs::read_to_string(dir.path().join("three.html")).unwrap();
+    assert!(page.contains("<p>GPU time 0.009 ms over 3 optimizer steps</p>"), "{page}");
     // Optimizer steps divide as profiler steps do.
     let args = ["report", "diff", "two.json", "three.json", "--per-step", "--top", "0"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
