@@ -1,6 +1,9 @@
 //! The crate's error type.
 
-use std::{io, path::PathBuf};
+use std::{
+    io,
+    path::{Path, PathBuf},
+};
 
 /// Everything that can go wrong while sanitizing or checking a trace.
 ///
@@ -197,20 +200,52 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What [`Error::CompressedFile`] says: what the file is, and how to
 /// decompress it.
-fn compressed_file(path: &std::path::Path, format: &str, twice: bool) -> String {
+fn compressed_file(path: &Path, format: &str, twice: bool) -> String {
+    let command = decompress_command(path, format, twice);
     let path = path.display();
-    if twice {
-        return format!(
+    match twice {
+        true => format!(
             "{path} is compressed twice (its gzip holds {format}-compressed data, not JSON): \
-             decompress both first, e.g. `zcat {path} | {} > trace.json`",
-            decompressor(format)
-        );
+             decompress both first, e.g. `{command}`"
+        ),
+        false => format!(
+            "{path} is {format}-compressed, not JSON: decompress it first, e.g. `{command}`"
+        ),
     }
-    format!(
-        "{path} is {format}-compressed, not JSON: decompress it first, e.g. `{} {path} > \
-         trace.json`",
-        decompressor(format)
-    )
+}
+
+/// The shell command that decompresses the trace at `path`, compressed
+/// with `format` (`gzip`, `zstd`, `xz`, `bzip2`, `zip`; with `twice`, a gzip
+/// holding `format` data again), into a file beside it named as the trace
+/// without its compression extensions (`rank0.pt.trace.json.zst` to
+/// `rank0.pt.trace.json`, found by `trace discover` as the original was
+/// named; `archive.zip` to `archive.json`), never as the trace itself (a
+/// command that wrote over its input would destroy it: `trace.json` to
+/// `trace.decompressed.json`, `z.pt.trace.json` to
+/// `z.decompressed.pt.trace.json`, still a name `trace discover` finds). Paths are quoted for a POSIX shell where
+/// they need it.
+pub fn decompress_command(path: &Path, format: &str, twice: bool) -> String {
+    const COMPRESSED: [&str; 7] = [".gz", ".gzip", ".zst", ".zstd", ".xz", ".bz2", ".zip"];
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let mut plain: &str = &name;
+    while let Some(stem) = COMPRESSED.iter().find_map(|e| plain.strip_suffix(e)) {
+        plain = stem;
+    }
+    let output = match plain.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() && plain != name => plain.to_string(),
+        _ if plain.find('.').is_some_and(|at| at > 0) => plain.replacen('.', ".decompressed.", 1),
+        _ if !plain.is_empty() && plain != name => format!("{plain}.json"),
+        _ => format!("{plain}.decompressed.json"),
+    };
+    let quote = |p: &Path| {
+        let p = p.to_string_lossy();
+        shlex::try_quote(&p).map_or_else(|_| p.to_string(), |q| q.into_owned())
+    };
+    let (input, output) = (quote(path), quote(&path.with_file_name(output)));
+    match twice {
+        true => format!("zcat {input} | {} > {output}", decompressor(format)),
+        false => format!("{} {input} > {output}", decompressor(format)),
+    }
 }
 
 /// The command that decompresses a format to stdout (from the file it is
@@ -222,5 +257,42 @@ fn decompressor(format: &str) -> &'static str {
         "xz" => "xz -dc",
         "bzip2" => "bunzip2 -c",
         _ => "unzip -p",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decompress_command_never_writes_over_its_input() {
+        for (path, format, twice, command) in [
+            (
+                "runs/rank0.pt.trace.json.zst",
+                "zstd",
+                false,
+                "zstd -dc runs/rank0.pt.trace.json.zst > runs/rank0.pt.trace.json",
+            ),
+            ("t.json.gz", "gzip", true, "zcat t.json.gz | gunzip -c > t.json"),
+            ("t.json.gz.gz", "gzip", true, "zcat t.json.gz.gz | gunzip -c > t.json"),
+            ("/r/trace.json", "zstd", false, "zstd -dc /r/trace.json > /r/trace.decompressed.json"),
+            (
+                "z.pt.trace.json",
+                "zstd",
+                false,
+                "zstd -dc z.pt.trace.json > z.decompressed.pt.trace.json",
+            ),
+            ("trace", "xz", false, "xz -dc trace > trace.decompressed.json"),
+            ("archive.zip", "zip", false, "unzip -p archive.zip > archive.json"),
+            ("a.bz2", "bzip2", false, "bunzip2 -c a.bz2 > a.json"),
+            (
+                "my runs/it's.json.xz",
+                "xz",
+                false,
+                r#"xz -dc "my runs/it's.json.xz" > "my runs/it's.json""#,
+            ),
+        ] {
+            assert_eq!(decompress_command(Path::new(path), format, twice), command, "{path}");
+        }
     }
 }

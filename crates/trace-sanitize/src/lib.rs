@@ -109,7 +109,7 @@ mod stream;
 
 pub use crate::{
     close::{Cut, CutKind},
-    error::{DisplayByte, Error, Result},
+    error::{DisplayByte, Error, Result, decompress_command},
     file::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,
         salvage_file, sanitize_file, write_atomic,

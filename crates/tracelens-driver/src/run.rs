@@ -741,7 +741,11 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
                 true => format!("compressed twice (its gzip holds {format} data again), not JSON"),
                 false => format!("{format}-compressed data, not JSON"),
             };
-            return unparseable(what, "decompress it first, then analyze the JSON");
+            let command = trace_sanitize::decompress_command(input, format, twice);
+            return unparseable(
+                what,
+                &format!("decompress it first, `{command}`, then analyze that"),
+            );
         }
         Err(trace_summary::Error::NotADocument { first, .. }) => {
             return unparseable(

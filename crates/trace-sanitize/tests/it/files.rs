@@ -852,7 +852,9 @@ fn compressed_data_is_refused_with_how_to_decompress_it() {
                 }
                 let said = err.to_string();
                 assert!(said.contains(&format!("{format}-compressed")), "{said}");
-                assert!(said.contains("> trace.json`"), "{said}");
+                // Into a file beside it, never over it.
+                let plain = dir.path().join(if twice { "t.json" } else { "t.decompressed.json" });
+                assert!(said.ends_with(&format!("> {}`", plain.display())), "{said}");
             }
             assert!(!output.exists());
         }

@@ -387,11 +387,12 @@ fn utf16_perfetto_and_compressed_traces_and_text_before_a_trace_fail_up_front() 
     // A zstd trace under a Kineto name.
     case.write("z.pt.trace.json", [0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x58, 0x9c, 0x00]);
     let summary = case.run();
-    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    let root = case.dir.path().join("run").display().to_string();
+    insta::assert_snapshot!(rows(&summary).join("\n").replace(&root, "[RUN]"), @r"
     FAILURE pytorch log.pt.trace.json TraceLens_generate_perf_report_pytorch | not a trace: it starts with 'W', not a JSON object (a log line before the trace?); TraceLens cannot parse it and was not run (remove what was written before the trace's first `{`)
     FAILURE pytorch p.pt.trace.json TraceLens_generate_perf_report_pytorch | a Perfetto protobuf trace, not JSON; TraceLens cannot parse it and was not run (name it `.pftrace`: TraceLens' pftrace reports read it)
     FAILURE pytorch w.pt.trace.json TraceLens_generate_perf_report_pytorch | UTF-16LE text, not UTF-8 (re-saved on Windows?); TraceLens cannot parse it and was not run (convert it first, e.g. with `iconv -f UTF-16LE -t UTF-8`)
-    FAILURE pytorch z.pt.trace.json TraceLens_generate_perf_report_pytorch | zstd-compressed data, not JSON; TraceLens cannot parse it and was not run (decompress it first, then analyze the JSON)
+    FAILURE pytorch z.pt.trace.json TraceLens_generate_perf_report_pytorch | zstd-compressed data, not JSON; TraceLens cannot parse it and was not run (decompress it first, `zstd -dc [RUN]/z.pt.trace.json > [RUN]/z.decompressed.pt.trace.json`, then analyze that)
     SKIPPED pytorch 4 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the collective report needs each trace's rank, from its filename or its distributedInfo, and only 1 of 4 carry one. Traces captured on demand through dynolog are named after the process id.
     ");
     assert!(summary.results[..4].iter().all(|r| r.status == Status::Failure));
