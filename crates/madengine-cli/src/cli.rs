@@ -574,7 +574,8 @@ writes them (<output-dir>/<trace stem>/) and TraceLens' perf and rocprof
 reports do (`report tracelens`' <stem>_csv/). Keep the baseline's small CSVs
 and compare each new trace with them, without the baseline trace. A
 directory of several reports is a run's: compared rank by rank, by the ranks
-in their names (rank3_trace/).
+`report summary` recorded in each one's summary.json, else by the ranks in
+their names (TraceLens' rank3_trace_csv/).
 
 Compare traces of one kind (PyTorch with PyTorch, rocprofv3 JSON with
 rocprofv3 JSON) that cover the same work: totals add up every step a trace
@@ -672,7 +673,8 @@ pub(crate) struct SummaryArgs {
     /// A run directory to search (the same as giving it as a PATH).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
-    /// Where the CSVs go (never searched for traces).
+    /// Where the CSVs go, one directory per trace with its summary.json
+    /// (never searched for traces).
     #[arg(short, long, default_value = "summary_output", value_name = "DIR")]
     pub(crate) output_dir: PathBuf,
     /// How many kernels and ops to show per trace.

@@ -64,6 +64,8 @@ pub(crate) enum Error {
         #[source]
         source: io::Error,
     },
+    #[error("cannot read {path}: {detail}")]
+    Read { path: std::path::PathBuf, detail: String },
     #[error("{0}")]
     Usage(String),
     #[error("failed to write to standard output")]
@@ -108,6 +110,7 @@ impl Error {
             | Error::Tracelens(_)
             | Error::Session(_)
             | Error::Io { .. }
+            | Error::Read { .. }
             | Error::Stdout(_) => Status::Io,
         }
     }

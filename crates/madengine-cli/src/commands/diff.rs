@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use trace_summary::{Diff, DiffRow, Format, Tables};
 
-use super::summary::{Input, TraceView, read_all, write_atomic};
+use super::summary::{Input, Recorded, TraceView, read_all, write_atomic};
 use crate::{
     cli::DiffArgs,
     error::{Error, Status},
@@ -141,7 +141,11 @@ fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
             path.display()
         )));
     }
-    if !path.is_dir() || Tables::is_report_dir(path) {
+    if Tables::is_report_dir(path) {
+        let rank = Recorded::of(path)?.and_then(|r| r.rank);
+        return Ok(vec![Input { trace: path.to_path_buf(), rel: path.to_path_buf(), rank }]);
+    }
+    if !path.is_dir() {
         let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
         return Ok(vec![Input { trace: path.to_path_buf(), rel: path.to_path_buf(), rank }]);
     }
@@ -165,13 +169,17 @@ fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
             )));
         }
         // Several reports: a run's, compared rank by rank as its traces
-        // would be (ranks from the directory names: `rank3_trace_csv`).
-        let rank =
+        // would be (ranks as `report summary` recorded them, else from the
+        // directory names: TraceLens' `rank3_trace_csv`).
+        let named =
             |p: &Path| trace_discover::rank_from_file_name(p.file_name()?.as_encoded_bytes());
-        return Ok(reports
+        return reports
             .into_iter()
-            .map(|r| Input { rank: rank(&r), rel: r.clone(), trace: r })
-            .collect());
+            .map(|r| {
+                let rank = Recorded::of(&r)?.and_then(|m| m.rank).or_else(|| named(&r));
+                Ok(Input { rank, rel: r.clone(), trace: r })
+            })
+            .collect();
     }
     Ok(traces
         .into_iter()
@@ -212,8 +220,9 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
         let (these, _) = what(i);
         if inputs.iter().all(|input| input.rank.is_none()) {
             return Err(Error::Usage(format!(
-                "{} holds {} {these} and none has a rank (in its name, or a trace's \
-                 distributedInfo): runs are compared rank by rank; name the two to compare",
+                "{} holds {} {these} and none has a rank (from its name, a trace's \
+                 distributedInfo, or a report's summary.json): runs are compared rank by \
+                 rank; name the two to compare",
                 paths[i].display(),
                 inputs.len()
             )));
@@ -258,7 +267,8 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
     }
     if !rankless.is_empty() {
         unpaired.push(format!(
-            "{} without a rank (in its name, or a trace's distributedInfo): {}",
+            "{} without a rank (from its name, a trace's distributedInfo, or a report's \
+             summary.json): {}",
             match rankless.len() {
                 1 => "1 trace".to_string(),
                 n => format!("{n} traces"),
@@ -309,7 +319,11 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     for (i, input) in inputs.iter().enumerate() {
         let mut view = TraceView::new(input.trace.clone(), input.rank);
         if reports[i] {
-            match Tables::read_dir(&input.trace) {
+            let read = Tables::read_dir(&input.trace).map_err(Error::from).and_then(|mut t| {
+                t.steps = Recorded::of(&input.trace)?.and_then(|r| r.steps);
+                Ok(t)
+            });
+            match read {
                 Ok(read) => {
                     view.format =
                         Some(if read.rocprof { Format::Rocprofv3 } else { Format::Kineto });
@@ -386,7 +400,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .collect();
         return Err(Error::Usage(format!(
             "--per-step: the steps of {} are not known (a trace without ProfilerStep# or \
-             Optimizer.step# annotations; a report does not record them)",
+             Optimizer.step# annotations, or a TraceLens report: it does not record them)",
             list(&unknown)
         )));
     };
@@ -534,7 +548,8 @@ mod tests {
             unpaired,
             [
                 "rank 1 only in the baseline run",
-                "1 trace without a rank (in its name, or a trace's distributedInfo): new/launcher"
+                "1 trace without a rank (from its name, a trace's distributedInfo, or a report's \
+                 summary.json): new/launcher"
             ]
         );
         // One trace each: compared whatever their ranks.

@@ -484,6 +484,34 @@ struct Grouped {
 }
 
 /// Write `bytes` to `path` atomically (temp file beside it, then a rename).
+/// The file beside a trace's CSVs that records the rest of what `report
+/// summary` found of it (its `--json` object: rank, steps, ...).
+pub(crate) const RECORD: &str = "summary.json";
+
+/// What [`RECORD`] holds that `report diff` reads back.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct Recorded {
+    pub(crate) rank: Option<u32>,
+    pub(crate) steps: Option<usize>,
+}
+
+impl Recorded {
+    /// The record of the report in `dir`, if it has one (TraceLens' reports
+    /// do not).
+    pub(crate) fn of(dir: &Path) -> Result<Option<Recorded>, Error> {
+        let path = dir.join(RECORD);
+        let text = match std::fs::read(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::Read { path, detail: e.to_string() }),
+        };
+        serde_json::from_slice(&text).map(Some).map_err(|e| Error::Read {
+            path: path.clone(),
+            detail: format!("not the record `report summary` writes beside its CSVs ({e})"),
+        })
+    }
+}
+
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     trace_sanitize::write_atomic(path, |f| std::io::Write::write_all(f, bytes))
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })
@@ -798,7 +826,11 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
                     args.top,
                 );
             }
-            view.csv_dir = Some(dir);
+            view.csv_dir = Some(dir.clone());
+            // What the CSVs do not hold (the rank, the steps), for `report
+            // diff` to read back: the trace's --json object.
+            let recorded = serde_json::to_vec_pretty(&view).expect("a view serializes");
+            write_atomic(&dir.join(RECORD), &recorded)?;
         }
         views.push(view);
     }

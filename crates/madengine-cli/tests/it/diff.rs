@@ -260,6 +260,60 @@ fn a_runs_reports_compare_rank_by_rank() {
     assert_eq!(timelines(&reports), timelines(&traces));
 }
 
+/// `report summary -o` records each trace's rank and steps beside its CSVs
+/// (summary.json): a kept run whose traces carry their ranks only in their
+/// distributedInfo still compares rank by rank, and per step.
+#[test]
+fn a_kept_report_remembers_its_rank_and_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = (
+        "\"traceEvents\": [",
+        r#""traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 4242, "tid": 4242, "ts": 100, "dur": 90},"#,
+    );
+    let gemm = (r#""ts": 121.000, "dur": 8.500"#, r#""ts": 121.000, "dur": 4.250"#);
+    for (run, edits) in [("base", &[steps][..]), ("new", &[steps, gemm][..])] {
+        // Named without ranks: `worker_a` is rank 0 by its distributedInfo.
+        for (name, from) in
+            [("a", "libkineto_trace_rank0_1.json"), ("b", "libkineto_trace_rank1_2.json")]
+        {
+            trace(dir.path(), &format!("{run}/worker_{name}.pt.trace.json"), from, edits);
+        }
+    }
+    let run = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    let text = run(&["report", "summary", "base", "-o", "kept"]);
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("kept/worker_b/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!((&recorded["rank"], &recorded["steps"]), (&1.into(), &1.into()), "{recorded}");
+    let text = run(&["report", "diff", "kept", "new", "--per-step", "--top", "0"]);
+    for said in [
+        "baseline  kept (2 traces, PyTorch report, 1 step, 4 kernel launches)\n",
+        "new       new (2 traces, PyTorch, 1 step, 4 kernel launches)\n",
+        "GPU time of the slowest rank: 0.009 ms per step (rank 1) -> 0.004 ms per step (rank 1)",
+    ] {
+        assert!(text.contains(said), "{said:?} not in {text}");
+    }
+    let ranks = crate::stdout_json(&run(&["report", "diff", "kept", "new", "--json"]))["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["rank"].as_u64().unwrap(), r["baseline"].as_str().unwrap().to_string()))
+        .collect::<Vec<_>>();
+    assert_eq!(ranks, [(0, "kept/worker_a".to_string()), (1, "kept/worker_b".to_string())]);
+    // A record that is not one is named, not taken for no record.
+    fs::write(dir.path().join("kept/worker_a/summary.json"), "{").unwrap();
+    let text = run(&["report", "diff", "kept", "new"]);
+    assert!(text.starts_with("exit code: 3"), "{text}");
+    assert!(
+        text.contains("error: cannot read kept/worker_a/summary.json: not the record"),
+        "{text}"
+    );
+}
+
 /// `--html`: one self-contained page, rank by rank for runs, that renders.
 #[test]
 fn the_html_page_is_self_contained_and_renders() {
@@ -389,6 +443,6 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: --per-step: the steps of base/rank1_trace.json are not known (a trace without ProfilerStep# or Optimizer.step# annotations; a report does not record them)
+    error: --per-step: the steps of base/rank1_trace.json are not known (a trace without ProfilerStep# or Optimizer.step# annotations, or a TraceLens report: it does not record them)
     ");
 }
