@@ -493,9 +493,10 @@ fn profile_with(
         render::warning(&format!("the trace trigger failed: {e}"));
     }
     collect(state, &args.output.output_dir, false)?;
+    let dir = args.output.output_dir.display();
     render::note(&format!(
-        "analyze with: madengine report tracelens --root {}",
-        args.output.output_dir.display()
+        "analyze with: madengine report summary {dir} (TraceLens' core tables, no Python), or \
+         madengine report tracelens --root {dir} (its full reports)"
     ));
     Ok(Status::Workload(code))
 }

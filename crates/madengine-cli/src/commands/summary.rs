@@ -483,13 +483,12 @@ struct Grouped {
     parent_op: Option<&'static str>,
 }
 
-/// Write `bytes` to `path` atomically (temp file beside it, then a rename).
 /// The file beside a trace's CSVs that records the rest of what `report
 /// summary` found of it (its `--json` object: rank, steps, ...).
 pub(crate) const RECORD: &str = "summary.json";
 
 /// What [`RECORD`] holds that `report diff` reads back.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 pub(crate) struct Recorded {
     pub(crate) rank: Option<u32>,
     pub(crate) steps: Option<usize>,
@@ -512,6 +511,7 @@ impl Recorded {
     }
 }
 
+/// Write `bytes` to `path` atomically (temp file beside it, then a rename).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     trace_sanitize::write_atomic(path, |f| std::io::Write::write_all(f, bytes))
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })
