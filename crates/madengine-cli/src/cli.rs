@@ -587,8 +587,9 @@ different numbers (else when their kernel launches differ by more than 10%),
 and --per-step divides each side by its steps. Traces of
 different GPUs compare by timeline and ops; their kernels have other names.
 
-Exit codes: 0 compared; 2 usage error (traces of different kinds, traces
-that cannot be paired); 3 a trace cannot be read or has no GPU activity.
+Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
+2 usage error (traces of different kinds, traces that cannot be paired);
+3 a trace cannot be read or has no GPU activity.
 
 Examples:
   madengine report diff base/rank0.json.gz new/rank0.json.gz
@@ -596,7 +597,17 @@ Examples:
   madengine report diff base.json new.json -o diff/      # every row as CSVs
   madengine report diff summary_output/base_rank0 new/rank0.json.gz   # a kept report
   madengine report diff runs/base runs/new --html diff.html             # a page to mail
-  madengine report diff base_results.json new_results.json --json";
+  madengine report diff base_results.json new_results.json --json
+  madengine report diff kept/ nightly/ --max-regression 5               # exit 1 if 5% slower";
+
+/// A percentage: `5`, `2.5` or `5%`, not negative.
+fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err(format!("`{text}` is not a percentage such as 5 or 2.5%")),
+    }
+}
 
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
@@ -625,6 +636,12 @@ pub(crate) struct DiffArgs {
     /// and the --top kernels and ops that moved most.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
+    /// Exit 1 when the new GPU time is more than PCT percent above the
+    /// baseline's (the slowest rank's, for two runs; GPU busy time for
+    /// rocprofv3; per step with --per-step): a gate for nightly runs. The
+    /// comparison is printed and written all the same.
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub(crate) max_regression: Option<f64>,
     /// Traces read at the same time [default: as `report summary`].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,

@@ -358,7 +358,7 @@ fn diff_page(compared: &Compared, top: usize) -> String {
     }
     page.push_str("</table>");
     if compared.per_step {
-        page.push_str(r#"<p class="note">Times and counts per profiler step: each side divided by its ProfilerStep# annotations.</p>"#);
+        page.push_str(r#"<p class="note">Times and counts per step: each side divided by its steps (ProfilerStep#, else Optimizer.step# annotations).</p>"#);
     }
     for note in compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired) {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));

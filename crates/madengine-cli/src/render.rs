@@ -1003,20 +1003,16 @@ pub(crate) fn diff(
     let (headline, what) = compared.headline();
     let row_of = |rows: &[DiffRow], name: &str| rows.iter().find(|r| r.name == name).cloned();
     let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
+    let said = compared.headline_times();
     if ranked {
-        // In a run that synchronizes, the slowest rank sets the pace.
-        let slowest = |side: fn(&DiffRow) -> Option<Measure>| {
-            compared
-                .ranks
-                .iter()
-                .filter_map(|r| Some((r.rank, side(&row_of(&r.timeline, headline)?)?.time)))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-        };
-        if let (Some((br, b)), Some((nr, n))) = (slowest(|r| r.base), slowest(|r| r.new)) {
-            let ratio = (b != 0.0).then(|| n / b);
+        if let Some(h) = &said
+            && let Some((br, nr)) = h.ranks
+        {
             text.push_str(&format!(
-                "\n{what} of the slowest rank: {b:.3} {unit} (rank {br}) -> {n:.3} {unit} (rank {nr}){}\n",
-                change(ratio).unwrap_or_default()
+                "\n{what} of the slowest rank: {:.3} {unit} (rank {br}) -> {:.3} {unit} (rank {nr}){}\n",
+                h.base,
+                h.new,
+                change(h.ratio()).unwrap_or_default()
             ));
         }
         let parts: &[(&str, &str)] = match compared.rocprof() {
@@ -1055,14 +1051,12 @@ pub(crate) fn diff(
             [false, true, true, true, true, true, true, true],
         );
     } else {
-        if let Some(row) = row_of(&diff.timeline, headline)
-            && let (Some(b), Some(n)) = (row.base, row.new)
-        {
+        if let Some(h) = &said {
             text.push_str(&format!(
                 "\n{what} {:.3} -> {:.3} {unit}{}\n",
-                b.time,
-                n.time,
-                change(row.ratio()).unwrap_or_default()
+                h.base,
+                h.new,
+                change(h.ratio()).unwrap_or_default()
             ));
         }
         text.push('\n');

@@ -69,6 +69,64 @@ impl Compared {
     pub(crate) fn headline(&self) -> (&'static str, &'static str) {
         if self.rocprof() { ("busy_time", "GPU busy") } else { ("total_time", "GPU time") }
     }
+
+    /// The [`Compared::headline`] row of each side: of the one pair, or of
+    /// each run's slowest rank (in a run that synchronizes, it sets the
+    /// pace). `None` where a side lacks the row.
+    pub(crate) fn headline_times(&self) -> Option<Headline> {
+        let (row, _) = self.headline();
+        let time = |rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
+            rows.iter().find(|r| r.name == row).and_then(side).map(|m| m.time)
+        };
+        if self.ranks.is_empty() {
+            let rows = &self.diff.timeline;
+            return Some(Headline {
+                base: time(rows, |r| r.base)?,
+                new: time(rows, |r| r.new)?,
+                ranks: None,
+            });
+        }
+        let slowest = |side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
+            self.ranks
+                .iter()
+                .filter_map(|r| Some((r.rank, time(&r.timeline, side)?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+        };
+        let ((br, base), (nr, new)) = (slowest(|r| r.base)?, slowest(|r| r.new)?);
+        Some(Headline { base, new, ranks: Some((br, nr)) })
+    }
+
+    /// With `--max-regression PCT`: whether the headline grew by more.
+    pub(crate) fn regression(&self, limit: Option<f64>) -> Option<Regression> {
+        let limit = limit?;
+        let h = self.headline_times()?;
+        let change = (h.base != 0.0).then(|| (h.new / h.base - 1.0) * 100.0)?;
+        Some(Regression { limit_percent: limit, change_percent: change, exceeded: change > limit })
+    }
+}
+
+/// The time compared first ([`Compared::headline_times`]), in ms (per step
+/// with `--per-step`).
+pub(crate) struct Headline {
+    pub(crate) base: f64,
+    pub(crate) new: f64,
+    /// The slowest rank of each run, when runs were compared.
+    pub(crate) ranks: Option<(u32, u32)>,
+}
+
+impl Headline {
+    /// New over baseline; `None` over a baseline of 0.
+    pub(crate) fn ratio(&self) -> Option<f64> {
+        (self.base != 0.0).then(|| self.new / self.base)
+    }
+}
+
+/// The `--max-regression` check.
+#[derive(Serialize)]
+pub(crate) struct Regression {
+    pub(crate) limit_percent: f64,
+    pub(crate) change_percent: f64,
+    pub(crate) exceeded: bool,
 }
 
 /// A row's ratio as shown: `1.06x`; `new` or `gone` for a name one side
@@ -450,6 +508,14 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
     let compared = Compared { sides, ranks, diff, unpaired, per_step: args.per_step };
+    let regression = compared.regression(args.max_regression);
+    if args.max_regression.is_some() && regression.is_none() {
+        let (_, what) = compared.headline();
+        return Err(Error::Usage(format!(
+            "--max-regression: the baseline has no {what} to compare with (a timeline without \
+             it, or of 0 ms)"
+        )));
+    }
     let written = match &args.output_dir {
         Some(dir) => write_csvs(dir, &compared)?,
         None => vec![],
@@ -472,10 +538,19 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "ops": Rows(&d.ops),
             "csvs": written,
             "html": args.html,
+            "regression": regression,
         }))?;
     } else {
         render::diff(&compared, args.top, &written, args.html.as_deref())?;
     }
+    let Some(r) = regression else { return Ok(Status::Success) };
+    let (_, what) = compared.headline();
+    let said = format!("{what} changed {:+.1}%", r.change_percent);
+    if r.exceeded {
+        render::error_line(&format!("{said}, more than --max-regression {}%", r.limit_percent));
+        return Ok(Status::Findings);
+    }
+    render::note(&format!("{said}, within --max-regression {}%", r.limit_percent));
     Ok(Status::Success)
 }
 

@@ -314,6 +314,41 @@ fn a_kept_report_remembers_its_rank_and_steps() {
     );
 }
 
+/// `--max-regression PCT`: exit 1 when the slowest rank's GPU time grew by
+/// more, the comparison printed all the same; a note when within.
+#[test]
+fn max_regression_gates_on_the_headline() {
+    let dir = runs();
+    let run = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    // The new run is faster: within any limit, 0 included.
+    let text = run(&["report", "diff", "base", "new", "--top", "0", "--max-regression", "0"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(
+        text.ends_with("[madengine] GPU time changed -50.0%, within --max-regression 0%\n"),
+        "{text}"
+    );
+    // The other way round it is slower.
+    let text = run(&["report", "diff", "new", "base", "--top", "0", "--max-regression", "5%"]);
+    assert!(text.starts_with("exit code: 1\n"), "{text}");
+    assert!(text.contains("GPU time of the slowest rank: 0.004 ms (rank 1) -> 0.009 ms"), "{text}");
+    assert!(
+        text.ends_with("error: GPU time changed +100.0%, more than --max-regression 5%\n"),
+        "{text}"
+    );
+    let text = run(&["report", "diff", "new", "base", "--max-regression", "200", "--json"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let regression = &crate::stdout_json(&text)["regression"];
+    assert_eq!(regression["exceeded"], false, "{regression}");
+    assert_eq!(regression["limit_percent"], 200.0, "{regression}");
+    let text = run(&["report", "diff", "new", "base", "--max-regression", "-5"]);
+    assert!(text.starts_with("exit code: 2\n"), "{text}");
+    let text = run(&["report", "diff", "new", "base", "--max-regression", "five"]);
+    assert!(text.contains("`five` is not a percentage such as 5 or 2.5%"), "{text}");
+}
+
 /// `--html`: one self-contained page, rank by rank for runs, that renders.
 #[test]
 fn the_html_page_is_self_contained_and_renders() {
