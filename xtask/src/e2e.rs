@@ -509,6 +509,24 @@ fn run_scenario(
             if steps.is_empty() || steps.iter().any(|(_, n)| *n != 3) {
                 return Err(format!("asked for 3 iterations; optimizer steps traced: {steps:?}"));
             }
+            if !cpu {
+                // The native summary counts those iterations as the trace's
+                // steps (it holds no ProfilerStep#).
+                let args =
+                    ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
+                let out = step(dir, madengine, &args)?;
+                let summary: Value =
+                    serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+                let counted: Vec<(&Value, &Value)> = summary["traces"]
+                    .as_array()
+                    .map(|t| t.iter().map(|t| (&t["steps"], &t["steps_marked_by"])).collect())
+                    .unwrap_or_default();
+                if counted.is_empty()
+                    || counted.iter().any(|c| *c != (&3.into(), &"Optimizer.step#".into()))
+                {
+                    return Err(format!("report summary counted (steps, marker): {counted:?}"));
+                }
+            }
             report(madengine, &traces, inv, "pytorch", &[("perf_report_pytorch", 1)], cpu)
         }
         "torchrun-2rank" => {
