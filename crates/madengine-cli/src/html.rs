@@ -109,8 +109,12 @@ fn capitalized(text: &str) -> String {
 }
 
 fn trace_section(page: &mut String, v: &SummaryView) {
-    let rank = v.rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
-    let _ = write!(page, "<section><h2>{}{}</h2>", esc(&v.trace.display().to_string()), rank);
+    let _ = write!(
+        page,
+        "<section><h2>{}{}</h2>",
+        esc(&v.trace.display().to_string()),
+        esc(&v.heading_tags())
+    );
     if let Some(error) = &v.error {
         let _ = write!(page, r#"<p class="error">Could not be read: {}</p></section>"#, esc(error));
         return;
@@ -349,9 +353,10 @@ fn diff_page(compared: &Compared, top: usize) -> String {
             Some(steps) => format!(", {steps} step(s){launches}"),
             None => launches,
         };
+        let gpus: String = side.gpus.iter().map(|g| format!(", {}", esc(g))).collect();
         let _ = write!(
             page,
-            r#"<tr><th>{}</th><td class="name">{} ({what}{launches})</td></tr>"#,
+            r#"<tr><th>{}</th><td class="name">{} ({what}{gpus}{launches})</td></tr>"#,
             side.role,
             esc(&side.path.display().to_string())
         );
@@ -360,7 +365,9 @@ fn diff_page(compared: &Compared, top: usize) -> String {
     if compared.per_step {
         page.push_str(r#"<p class="note">Times and counts per step: each side divided by its steps (ProfilerStep#, else Optimizer.step# annotations).</p>"#);
     }
-    for note in compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired) {
+    let gpus = compared.gpus_note();
+    let notes = compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired);
+    for note in gpus.iter().chain(notes) {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
     }
     // The bars add up to the total.

@@ -827,8 +827,7 @@ pub(crate) fn summaries(
     let mut text = String::new();
     let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
     for v in views {
-        let rank = v.rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
-        text.push_str(&format!("== {}{rank}\n", v.trace.display()));
+        text.push_str(&format!("== {}{}\n", v.trace.display(), v.heading_tags()));
         if let Some(error) = &v.error {
             text.push_str(&format!("   error: {error}\n\n"));
             continue;
@@ -948,6 +947,7 @@ pub(crate) fn diff(
         };
         let traces = if ranked { format!("{} traces, ", side.traces.len()) } else { String::new() };
         let kind = if side.report { format!("{kind} report") } else { kind.to_string() };
+        let kind = side.gpus.iter().fold(kind, |kind, gpu| format!("{kind}, {gpu}"));
         let launches = side
             .kernel_launches
             .map(|n| format!(", {} kernel launches", thousands(n)))
@@ -962,6 +962,9 @@ pub(crate) fn diff(
         for note in &side.notes {
             text.push_str(&format!("{:<8}  note: {note}\n", ""));
         }
+    }
+    if let Some(note) = compared.gpus_note() {
+        text.push_str(&format!("note: {note}\n"));
     }
     let steps = (sides[0].steps, sides[1].steps);
     if let (Some(b), Some(n)) = steps

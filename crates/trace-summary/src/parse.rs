@@ -135,6 +135,8 @@ pub(crate) struct Parsed {
     /// Entries of the top-level `deviceProperties` list (Kineto writes one
     /// per GPU its process saw); `None` without such a list.
     pub(crate) devices: Option<usize>,
+    /// The `name` of each `deviceProperties` entry that has one, in order.
+    pub(crate) device_names: Vec<String>,
     /// The trace's JSON ended early, after this many bytes, with events
     /// complete before the cut (those are read; the partial one is not).
     pub(crate) truncated_at: Option<u64>,
@@ -206,7 +208,7 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
     parsed.intern("");
     let scanned = scan(reader, chunk, Kineto::default(), |batch| read_events(batch, &mut parsed))?;
     if let Some(total) = scanned.truncated_at
-        && scanned.elements == 0
+        && parsed.read == 0
     {
         return Err(de::Error::custom(format!(
             "the trace ends after {total} bytes, before its JSON does (truncated?)"
@@ -220,7 +222,14 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
     Ok(parsed)
 }
 
-fn read_events(batch: &Batch<()>, parsed: &mut Parsed) -> Result<(), serde_json::Error> {
+/// A `deviceProperties` entry: only its name is read.
+#[derive(serde::Deserialize)]
+struct Device {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+fn read_events(batch: &Batch<List>, parsed: &mut Parsed) -> Result<(), serde_json::Error> {
     let (Some(&(lo, ..)), Some(&(_, hi, _))) = (batch.elements.first(), batch.elements.last())
     else {
         return Ok(());
@@ -228,7 +237,18 @@ fn read_events(batch: &Batch<()>, parsed: &mut Parsed) -> Result<(), serde_json:
     // Validate UTF-8 once (the sanitizer upstream makes it so): strings are
     // then read without checking each again.
     let text = simdutf8::basic::from_utf8(&batch.bytes[lo..hi]).ok();
-    for &(s, e, ()) in &batch.elements {
+    for &(s, e, list) in &batch.elements {
+        if list == List::Devices {
+            // A GPU: its name, if it reads as one (nothing else depends on it).
+            let device: Option<Device> = match text {
+                Some(text) => serde_json::from_str(&text[s - lo..e - lo]).ok(),
+                None => serde_json::from_slice(&batch.bytes[s..e]).ok(),
+            };
+            if let Some(name) = device.and_then(|d| d.name) {
+                parsed.device_names.push(name);
+            }
+            continue;
+        }
         let read = match text {
             Some(text) => EventSeed(parsed)
                 .deserialize(&mut serde_json::Deserializer::from_str(&text[s - lo..e - lo])),
@@ -248,7 +268,8 @@ fn read_events(batch: &Batch<()>, parsed: &mut Parsed) -> Result<(), serde_json:
     Ok(())
 }
 
-/// The top-level lists Kineto's shape looks into.
+/// The top-level lists Kineto's shape looks into; the tag of the elements
+/// it finds in them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum List {
     /// `traceEvents`: each object element is an event.
@@ -286,10 +307,10 @@ struct Kineto {
 const MAX_KEYS: usize = 32;
 
 impl Shape for Kineto {
-    type Tag = ();
+    type Tag = List;
 
     #[inline(always)]
-    fn open(&mut self, depth: usize, b: u8) -> Result<Option<()>, serde_json::Error> {
+    fn open(&mut self, depth: usize, b: u8) -> Result<Option<List>, serde_json::Error> {
         match (depth, b) {
             (2, b'[') => {
                 self.inside = self.pending.take();
@@ -299,8 +320,11 @@ impl Shape for Kineto {
             }
             (2, _) => self.pending = None,
             (3, b'{') => match self.inside {
-                Some(List::Events) => return Ok(Some(())),
-                Some(List::Devices) => self.devices = self.devices.map(|n| n + 1),
+                Some(List::Events) => return Ok(Some(List::Events)),
+                Some(List::Devices) => {
+                    self.devices = self.devices.map(|n| n + 1);
+                    return Ok(Some(List::Devices));
+                }
                 None => {}
             },
             _ => {}
@@ -309,7 +333,7 @@ impl Shape for Kineto {
     }
 
     #[inline(always)]
-    fn close(&mut self, depth: usize) -> Option<()> {
+    fn close(&mut self, depth: usize) -> Option<List> {
         if depth == 2 {
             self.inside = None;
             self.pending = None;

@@ -25,6 +25,17 @@ struct Metadata {
     fini_time: u64,
 }
 
+/// An element of a process's `agents`: type 2 is a GPU.
+#[derive(Deserialize)]
+struct Agent {
+    #[serde(rename = "type", default)]
+    kind: Option<u64>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    product_name: Option<String>,
+}
+
 #[derive(Deserialize)]
 struct Symbol<'a> {
     kernel_id: u64,
@@ -74,6 +85,8 @@ pub(crate) struct Tables {
     pub(crate) truncated_at: Option<u64>,
     /// The keys of the processes' `buffer_records` ([`Layout::lists`]).
     pub(crate) lists: Vec<String>,
+    /// The GPU agents' product names (else names), each once.
+    pub(crate) gpus: Vec<String>,
 }
 
 /// What the tables read of a rocprofv3 trace, as the scanner finds it.
@@ -81,6 +94,8 @@ pub(crate) struct Tables {
 enum Record {
     /// A process's `metadata` object.
     Metadata,
+    /// An element of a process's `agents`.
+    Agent,
     /// An element of a process's `kernel_symbols`.
     Symbol,
     /// An element of its `buffer_records.kernel_dispatch`.
@@ -96,6 +111,7 @@ impl Record {
     fn place(self, at: u64) -> String {
         let list = match self {
             Record::Metadata => "metadata",
+            Record::Agent => "agents",
             Record::Symbol => "kernel_symbols",
             Record::Dispatch => "kernel_dispatch",
             Record::Copy => "memory_copy",
@@ -112,6 +128,7 @@ enum Level {
     /// The `rocprofiler-sdk-tool` list: an object per process.
     Tool,
     Process,
+    Agents,
     Symbols,
     /// `buffer_records`.
     Buffers,
@@ -125,6 +142,7 @@ enum Level {
 enum Key {
     Tool,
     Metadata,
+    Agents,
     Symbols,
     Buffers,
     Dispatches,
@@ -171,10 +189,12 @@ impl Shape for Layout {
             (Some(Level::Process), Some(Key::Metadata), b'{') => {
                 (Level::Other, Some(Record::Metadata))
             }
+            (Some(Level::Process), Some(Key::Agents), b'[') => (Level::Agents, None),
             (Some(Level::Process), Some(Key::Symbols), b'[') => (Level::Symbols, None),
             (Some(Level::Process), Some(Key::Buffers), b'{') => (Level::Buffers, None),
             (Some(Level::Buffers), Some(Key::Dispatches), b'[') => (Level::Dispatches, None),
             (Some(Level::Buffers), Some(Key::Copies), b'[') => (Level::Copies, None),
+            (Some(Level::Agents), _, b'{') => (Level::Other, Some(Record::Agent)),
             (Some(Level::Symbols), _, b'{') => (Level::Other, Some(Record::Symbol)),
             (Some(Level::Dispatches), _, b'{') => (Level::Other, Some(Record::Dispatch)),
             (Some(Level::Copies), _, b'{') => (Level::Other, Some(Record::Copy)),
@@ -205,6 +225,7 @@ impl Shape for Layout {
         self.pending = match key {
             b"rocprofiler-sdk-tool" => Some(Key::Tool),
             b"metadata" => Some(Key::Metadata),
+            b"agents" => Some(Key::Agents),
             b"kernel_symbols" => Some(Key::Symbols),
             b"buffer_records" => Some(Key::Buffers),
             b"kernel_dispatch" => Some(Key::Dispatches),
@@ -237,6 +258,8 @@ struct Reading {
     copies: Vec<(f64, f64)>,
     /// Durations in ns in record order, grouped by kernel name.
     groups: FxHashMap<String, Vec<u64>>,
+    /// GPU agents' names, as read.
+    gpus: Vec<String>,
 }
 
 impl Reading {
@@ -275,6 +298,14 @@ impl Reading {
     ) -> Result<(), serde_json::Error> {
         match record {
             Record::Metadata => self.process.metadata = Some(Metadata::deserialize(json)?),
+            Record::Agent => {
+                let a = Agent::deserialize(json)?;
+                if a.kind == Some(2)
+                    && let Some(name) = a.product_name.filter(|n| !n.trim().is_empty()).or(a.name)
+                {
+                    self.gpus.push(name);
+                }
+            }
             Record::Symbol => {
                 let s = Symbol::deserialize(json)?;
                 let name = [s.truncated_kernel_name, s.formatted_kernel_name, s.kernel_name]
@@ -339,7 +370,7 @@ fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Resul
     if !scanned.shape.tool && scanned.truncated_at.is_none() {
         return Err(de::Error::missing_field("rocprofiler-sdk-tool"));
     }
-    let Reading { init, fini, mut kernels, copies, groups, .. } = read;
+    let Reading { init, fini, mut kernels, copies, groups, gpus, .. } = read;
     let init = init.unwrap_or(u64::MAX);
     let records = kernels.len() + copies.len();
     // TraceLens converts ns to µs floats first; doing the same keeps every digit.
@@ -370,6 +401,7 @@ fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Resul
         data_after_end: scanned.after_end,
         truncated_at: scanned.truncated_at,
         lists: scanned.shape.lists,
+        gpus: crate::summary::distinct(gpus),
     })
 }
 

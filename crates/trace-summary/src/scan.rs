@@ -48,8 +48,6 @@ pub(crate) const CHUNK: usize = 1 << 20;
 /// What the scanner saw of the whole trace.
 pub(crate) struct Scanned<S> {
     pub(crate) shape: S,
-    /// Elements handed over, marks included.
-    pub(crate) elements: usize,
     /// The JSON ended early, after this many bytes.
     pub(crate) truncated_at: Option<u64>,
     /// Where something other than whitespace follows the end of the
@@ -191,7 +189,6 @@ fn scan_on<R: Read, S: Shape>(
     tx: std::sync::mpsc::SyncSender<Batch<S::Tag>>,
     spare: std::sync::mpsc::Receiver<Vec<u8>>,
 ) -> Result<Scanned<S>, serde_json::Error> {
-    let mut sent = 0usize; // elements handed over
     let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
     let mut st = Nesting {
         shape,
@@ -358,16 +355,10 @@ fn scan_on<R: Read, S: Shape>(
             next.clear();
             next.extend_from_slice(&buf[keep_from..]);
             let full = std::mem::replace(&mut buf, next);
-            sent += st.elements.len();
             let elements = std::mem::take(&mut st.elements);
             if tx.send(Batch { bytes: full, base: batch_base, elements }).is_err() {
                 // The reader failed; its error is the one reported.
-                return Ok(Scanned {
-                    shape: st.shape,
-                    elements: sent,
-                    truncated_at: None,
-                    after_end: None,
-                });
+                return Ok(Scanned { shape: st.shape, truncated_at: None, after_end: None });
             }
         }
         if let Some((start, ..)) = st.start.as_mut() {
@@ -389,12 +380,7 @@ fn scan_on<R: Read, S: Shape>(
         return Err(de::Error::custom(format!("no JSON object in the trace's {total} bytes")));
     }
     let truncated = st.depth() != 0 || in_string;
-    Ok(Scanned {
-        shape: st.shape,
-        elements: sent,
-        truncated_at: truncated.then_some(total),
-        after_end,
-    })
+    Ok(Scanned { shape: st.shape, truncated_at: truncated.then_some(total), after_end })
 }
 
 /// Before the top-level object only whitespace (and a UTF-8 byte order

@@ -183,6 +183,11 @@ pub struct Summary {
     /// container). `None` when the trace has no such list (rocprofv3, the
     /// oldest Kineto traces).
     pub gpu_devices: Option<usize>,
+    /// The GPU models the trace names, each once, in the order first named:
+    /// Kineto's `deviceProperties` names (`NVIDIA H100 80GB HBM3`, `AMD
+    /// Instinct MI300X`), rocprofv3's GPU agents' product names. Empty where
+    /// it names none (older traces; a vLLM trace's empty names).
+    pub gpus: Vec<String>,
     /// What was repaired on the way in ([`summarize_file`] reads through
     /// `trace_sanitize`): a trace strict JSON parsers, TraceLens among them,
     /// refuse as it is. All zero for a clean trace, and for [`summarize`],
@@ -211,6 +216,18 @@ pub struct Summary {
     /// demand by iteration); see [`StepMarker`]. `None` without either (a
     /// trace captured outside a training loop; rocprofv3).
     pub steps: Option<Steps>,
+}
+
+/// Each name once, in order, without empty ones.
+pub(crate) fn distinct(names: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let name = name.trim();
+        if !name.is_empty() && !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
 }
 
 /// Summarize a trace read from `reader` (already decompressed and sanitized).
@@ -254,6 +271,7 @@ pub fn summarize_with<R: Read + Send>(
             data_after_end,
             truncated_at,
             lists,
+            gpus,
         } = crate::rocprof::tables(reader).map_err(|e| Error::Parse {
             path: label.to_path_buf(),
             format: Some(Format::Rocprofv3),
@@ -277,6 +295,7 @@ pub fn summarize_with<R: Read + Send>(
             truncated_at: None,
             data_after_end: None,
             gpu_devices: None,
+            gpus,
             repaired: Default::default(),
             not_json: None,
             malformed: None,
@@ -294,6 +313,7 @@ pub fn summarize_with<R: Read + Send>(
     let steps = parsed.steps();
     let truncated_at = parsed.truncated_at;
     let gpu_devices = parsed.devices;
+    let gpus = distinct(std::mem::take(&mut parsed.device_names));
     if let Some(offset) = parsed.after_end {
         return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
     }
@@ -315,6 +335,7 @@ pub fn summarize_with<R: Read + Send>(
             truncated_at,
             data_after_end: None,
             gpu_devices,
+            gpus: gpus.clone(),
             repaired: Default::default(),
             not_json: None,
             malformed: None,
@@ -361,6 +382,7 @@ pub fn summarize_with<R: Read + Send>(
         truncated_at,
         data_after_end: None,
         gpu_devices,
+        gpus,
         repaired: Default::default(),
         not_json: None,
         malformed: None,

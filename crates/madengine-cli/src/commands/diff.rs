@@ -30,6 +30,8 @@ pub(crate) struct Side {
     /// steps: [`trace_summary::Steps`]), when every trace of the side has
     /// the same known number.
     pub(crate) steps: Option<usize>,
+    /// The GPU models its traces name, each once.
+    pub(crate) gpus: Vec<String>,
     /// What the reader should know about how its traces were read, each
     /// once, with the trace it is about.
     pub(crate) notes: Vec<String>,
@@ -94,6 +96,22 @@ impl Compared {
         };
         let ((br, base), (nr, new)) = (slowest(|r| r.base)?, slowest(|r| r.new)?);
         Some(Headline { base, new, ranks: Some((br, nr)) })
+    }
+
+    /// When both sides name their GPUs and the models differ: what that
+    /// means for the comparison.
+    pub(crate) fn gpus_note(&self) -> Option<String> {
+        let [b, n] = &self.sides;
+        if b.gpus.is_empty() || n.gpus.is_empty() || b.gpus == n.gpus {
+            return None;
+        }
+        let what = if self.ranks.is_empty() { "trace" } else { "run" };
+        Some(format!(
+            "the baseline ran on {} and the new {what} on {}: kernels are named per GPU, so \
+             compare the timeline and ops",
+            b.gpus.join(", "),
+            n.gpus.join(", ")
+        ))
     }
 
     /// With `--max-regression PCT`: whether the headline grew by more.
@@ -378,7 +396,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         let mut view = TraceView::new(input.trace.clone(), input.rank);
         if reports[i] {
             let read = Tables::read_dir(&input.trace).map_err(Error::from).and_then(|mut t| {
-                t.steps = Recorded::of(&input.trace)?.and_then(|r| r.steps);
+                if let Some(recorded) = Recorded::of(&input.trace)? {
+                    t.steps = recorded.steps;
+                    view.gpus = recorded.gpus;
+                }
                 Ok(t)
             });
             match read {
@@ -503,6 +524,12 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                         tables[k * n..(k + 1) * n].iter().map(|t| t.steps).collect();
                     steps.iter().all(|s| *s == steps[0]).then_some(steps[0]).flatten()
                 },
+                gpus: mine.iter().flat_map(|v| &v.gpus).fold(Vec::new(), |mut all, gpu| {
+                    if !all.contains(gpu) {
+                        all.push(gpu.clone());
+                    }
+                    all
+                }),
                 notes,
             }
         };

@@ -37,6 +37,9 @@ pub(crate) struct TraceView {
     /// the trace lists them; 0: it ran on the CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_devices: Option<usize>,
+    /// The GPU models the trace names ([`trace_summary::Summary::gpus`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) gpus: Vec<String>,
     /// Why the trace could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
@@ -122,6 +125,7 @@ impl TraceView {
             outcome: None,
             events: None,
             gpu_devices: None,
+            gpus: vec![],
             error: None,
             truncated: None,
             data_after_end: None,
@@ -144,6 +148,7 @@ impl TraceView {
         self.outcome = Some(summary.outcome);
         self.events = Some(summary.events);
         self.gpu_devices = summary.gpu_devices;
+        self.gpus = summary.gpus.clone();
         self.truncated = summary.truncated_at.map(|bytes| Truncated {
             bytes,
             events: summary.events,
@@ -276,6 +281,14 @@ impl TraceView {
     /// The timeline rows worth showing, `(row, label)`.
     pub(crate) fn parts(&self) -> &'static [(&'static str, &'static str)] {
         if self.outcome == Some(Outcome::Rocprofv3) { ROCPROF_PARTS } else { KINETO_PARTS }
+    }
+
+    /// What a trace's heading says after its path: ` (rank 0, AMD Instinct
+    /// MI300X)`, or nothing.
+    pub(crate) fn heading_tags(&self) -> String {
+        let tags: Vec<String> =
+            self.rank.map(|r| format!("rank {r}")).into_iter().chain(self.gpus.clone()).collect();
+        if tags.is_empty() { String::new() } else { format!(" ({})", tags.join(", ")) }
     }
 
     /// The steps the totals cover, as said: `5 profiler steps`,
@@ -492,6 +505,8 @@ pub(crate) const RECORD: &str = "summary.json";
 pub(crate) struct Recorded {
     pub(crate) rank: Option<u32>,
     pub(crate) steps: Option<usize>,
+    #[serde(default)]
+    pub(crate) gpus: Vec<String>,
 }
 
 impl Recorded {

@@ -49,8 +49,8 @@ fn two_traces_side_by_side() {
     cli_snapshot!(dir.path(), ["report", "diff", "base/rank1_trace.json", "new/rank1_trace.json", "-o", "out"], @r"
     exit code: 0
     ----- stdout -----
-    baseline  base/rank1_trace.json (PyTorch, 2 kernel launches)
-    new       new/rank1_trace.json (PyTorch, 2 kernel launches)
+    baseline  base/rank1_trace.json (PyTorch, AMD Instinct MI300X, 2 kernel launches)
+    new       new/rank1_trace.json (PyTorch, AMD Instinct MI300X, 2 kernel launches)
 
     GPU time 0.009 -> 0.004 ms (-50.0%)
 
@@ -86,8 +86,8 @@ fn two_runs_rank_by_rank() {
     cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--top", "1"], @r"
     exit code: 0
     ----- stdout -----
-    baseline  base (2 traces, PyTorch, 4 kernel launches)
-    new       new (2 traces, PyTorch, 4 kernel launches)
+    baseline  base (2 traces, PyTorch, AMD Instinct MI300X, 4 kernel launches)
+    new       new (2 traces, PyTorch, AMD Instinct MI300X, 4 kernel launches)
 
     GPU time of the slowest rank: 0.009 ms (rank 1) -> 0.004 ms (rank 1) (-50.0%)
 
@@ -170,8 +170,8 @@ fn a_report_directory_stands_for_its_trace() {
     cli_snapshot!(dir.path(), ["report", "diff", &report, "base/rank1_trace.json", "--top", "1"], @r"
     exit code: 0
     ----- stdout -----
-    baseline  summary/base_rank1_trace (PyTorch report, 2 kernel launches)
-    new       base/rank1_trace.json (PyTorch, 2 kernel launches)
+    baseline  summary/base_rank1_trace (PyTorch report, AMD Instinct MI300X, 2 kernel launches)
+    new       base/rank1_trace.json (PyTorch, AMD Instinct MI300X, 2 kernel launches)
 
     GPU time 0.009 -> 0.009 ms (+0.0%)
 
@@ -291,8 +291,8 @@ fn a_kept_report_remembers_its_rank_and_steps() {
     assert_eq!((&recorded["rank"], &recorded["steps"]), (&1.into(), &1.into()), "{recorded}");
     let text = run(&["report", "diff", "kept", "new", "--per-step", "--top", "0"]);
     for said in [
-        "baseline  kept (2 traces, PyTorch report, 1 step, 4 kernel launches)\n",
-        "new       new (2 traces, PyTorch, 1 step, 4 kernel launches)\n",
+        "baseline  kept (2 traces, PyTorch report, AMD Instinct MI300X, 1 step, 4 kernel launches)\n",
+        "new       new (2 traces, PyTorch, AMD Instinct MI300X, 1 step, 4 kernel launches)\n",
         "GPU time of the slowest rank: 0.009 ms per step (rank 1) -> 0.004 ms per step (rank 1)",
     ] {
         assert!(text.contains(said), "{said:?} not in {text}");
@@ -312,6 +312,32 @@ fn a_kept_report_remembers_its_rank_and_steps() {
         text.contains("error: cannot read kept/worker_a/summary.json: not the record"),
         "{text}"
     );
+}
+
+/// Traces of two GPU models: each side names its GPUs, and a note says
+/// what that means for the kernels.
+#[test]
+fn the_gpus_of_each_side_are_named() {
+    let dir = runs();
+    let h100 = [(r#""name": "AMD Instinct MI300X""#, r#""name": "NVIDIA H100 80GB HBM3""#)];
+    trace(dir.path(), "h100.json", "libkineto_trace_rank1_2.json", &h100);
+    let args = ["report", "diff", "base/rank1_trace.json", "h100.json", "--top", "0"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    for said in [
+        "baseline  base/rank1_trace.json (PyTorch, AMD Instinct MI300X, 2 kernel launches)\n",
+        "new       h100.json (PyTorch, NVIDIA H100 80GB HBM3, 2 kernel launches)\n",
+        "note: the baseline ran on AMD Instinct MI300X and the new trace on NVIDIA H100 80GB HBM3: \
+         kernels are named per GPU, so compare the timeline and ops\n",
+    ] {
+        assert!(text.contains(said), "{said:?} not in {text}");
+    }
+    let args = ["report", "diff", "base/rank1_trace.json", "h100.json", "--json"];
+    let json =
+        crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
+    assert_eq!(json["new"]["gpus"], serde_json::json!(["NVIDIA H100 80GB HBM3"]), "{json}");
+    let args = ["report", "summary", "h100.json", "--json"].map(std::ffi::OsStr::new);
+    let json = crate::stdout_json(&crate::run_cli(dir.path(), &args, &[]).0);
+    assert_eq!(json["traces"][0]["gpus"], serde_json::json!(["NVIDIA H100 80GB HBM3"]), "{json}");
 }
 
 /// `--max-regression PCT`: exit 1 when the slowest rank's GPU time grew by
@@ -406,8 +432,8 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     let args = ["report", "diff", "one.json", "two.json"].map(std::ffi::OsStr::new);
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     for said in [
-        "baseline  one.json (PyTorch, 1 step, 2 kernel launches)\n",
-        "new       two.json (PyTorch, 2 steps, 2 kernel launches)\n",
+        "baseline  one.json (PyTorch, AMD Instinct MI300X, 1 step, 2 kernel launches)\n",
+        "new       two.json (PyTorch, AMD Instinct MI300X, 2 steps, 2 kernel launches)\n",
         "note: the baseline holds 1 step(s) per trace and the new trace 2: totals add up \
          every step; --per-step compares per step\n",
         "\nGPU time 0.009 -> 0.009 ms (+0.0%)\n",
@@ -418,14 +444,21 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     let args = ["report", "summary", "two.json", "one.json", "base/rank1_trace.json", "--top", "0"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     assert!(
-        text.contains("== two.json (rank 1)\n   GPU time 0.009 ms over 2 profiler steps: "),
+        text.contains("== two.json (rank 1, AMD Instinct MI300X)\n   GPU time 0.009 ms over 2 profiler steps: "),
         "{text}"
     );
     assert!(
-        text.contains("== one.json (rank 1)\n   GPU time 0.009 ms over 1 profiler step: "),
+        text.contains(
+            "== one.json (rank 1, AMD Instinct MI300X)\n   GPU time 0.009 ms over 1 profiler step: "
+        ),
         "{text}"
     );
-    assert!(text.contains("== base/rank1_trace.json (rank 1)\n   GPU time 0.009 ms: "), "{text}");
+    assert!(
+        text.contains(
+            "== base/rank1_trace.json (rank 1, AMD Instinct MI300X)\n   GPU time 0.009 ms: "
+        ),
+        "{text}"
+    );
     let args = ["report", "summary", "three.json", "--json"].map(std::ffi::OsStr::new);
     let json = crate::stdout_json(&crate::run_cli(dir.path(), &args, &[]).0);
     assert_eq!(json["traces"][0]["steps"], 3, "{json}");
@@ -439,7 +472,7 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     let args = ["report", "diff", "two.json", "three.json", "--per-step", "--top", "0"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     for said in [
-        "new       three.json (PyTorch, 3 steps, 2 kernel launches)\n",
+        "new       three.json (PyTorch, AMD Instinct MI300X, 3 steps, 2 kernel launches)\n",
         "\nGPU time 0.004 -> 0.003 ms per step (-33.3%)\n",
     ] {
         assert!(text.contains(said), "{said:?} not in {text}");
@@ -447,8 +480,8 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     cli_snapshot!(dir.path(), ["report", "diff", "one.json", "two.json", "--top", "1", "--per-step"], @r"
     exit code: 0
     ----- stdout -----
-    baseline  one.json (PyTorch, 1 step, 2 kernel launches)
-    new       two.json (PyTorch, 2 steps, 2 kernel launches)
+    baseline  one.json (PyTorch, AMD Instinct MI300X, 1 step, 2 kernel launches)
+    new       two.json (PyTorch, AMD Instinct MI300X, 2 steps, 2 kernel launches)
 
     GPU time 0.009 -> 0.004 ms per step (-50.0%)
 

@@ -220,7 +220,7 @@ fn data_after_the_document_is_found_and_dropped_on_request() {
     cli_snapshot!(dir.path(), ["report", "summary", "--salvage", "tail.json", "--output-dir", "out"], @r"
     exit code: 0
     ----- stdout -----
-    == tail.json (rank 1)
+    == tail.json (rank 1, AMD Instinct MI300X)
        warning: 37 bytes of data after the end of its JSON document were not read (TraceLens refuses the file as it is)
        no GPU activity (a CPU-only trace): nothing to summarize
 
@@ -299,7 +299,7 @@ fn bare_words_are_quoted_or_named() {
     == none.json (rank 1)
        error: none.json is not JSON at byte 495: `None` (the value of "stream") is a bare word where a value goes (a value printed the way Python writes it, such as None or True, where JSON was meant? or the rest of a string that a quote inside it ended early?), and no repair applies
 
-    == meta.json (rank 1)
+    == meta.json (rank 1, AMD Instinct MI300X)
        warning: `True` at byte 19 is a bare word that is not JSON (in a part these tables do not read): TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
 
@@ -352,7 +352,7 @@ fn strings_a_quote_or_backslash_broke_are_named() {
     cli_snapshot!(dir.path(), ["report", "summary", "meta.json", "-o", "out"], @r"
     exit code: 0
     ----- stdout -----
-    == meta.json (rank 1)
+    == meta.json (rank 1, AMD Instinct MI300X)
        warning: its JSON breaks at byte 1286: `:` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
 
@@ -387,7 +387,7 @@ fn strings_a_quote_or_backslash_broke_are_named() {
     cli_snapshot!(dir.path(), ["report", "summary", "--salvage", "open.json", "-o", "out", "--top", "0"], @r"
     exit code: 0
     ----- stdout -----
-    == open.json (rank 1)
+    == open.json (rank 1, AMD Instinct MI300X)
        warning: its last string never ends, so the rest of the file reads as one string (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?): the tables cover the 3 records complete before it (the end of the GPU timeline is missing; TraceLens refuses the file as it is)
        note: repaired while reading (0 invalid UTF-8, 1 control byte, 0 lone surrogates); TraceLens refuses it as it is: `madengine trace sanitize --salvage open.json` writes a repaired, closed copy
        no GPU activity before the cut: nothing to summarize
@@ -431,15 +431,15 @@ fn numbers_json_does_not_have_and_orjsons_limits_are_named() {
     == args.json (rank 1)
        error: args.json is not JSON at byte 494: `0x7f00` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?), and no repair applies
 
-    == meta.json (rank 1)
+    == meta.json (rank 1, AMD Instinct MI300X)
        warning: its JSON breaks at byte 1287: `6.2.41134` (not a JSON number) where a value goes (a version, an address or a number in a notation JSON does not have, written where a quoted string was meant?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
 
-    == big.json (rank 1)
+    == big.json (rank 1, AMD Instinct MI300X)
        warning: its JSON breaks at byte 494: `-1.8e308` (too large for a double) where a value goes (orjson, which TraceLens loads traces with, reads no number beyond a double's range (±1.7976931348623157e308): an overflowed or uninitialized value, or one printed from a wider type?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
 
-    == deep.json (rank 1)
+    == deep.json (rank 1, AMD Instinct MI300X)
        warning: its JSON breaks at byte 4858: `{` 1,025 levels deep where a value goes (orjson, which TraceLens loads traces with, reads at most 1,024 levels of `{` and `[`: a recursive structure written out whole?), in a part these tables do not read: TraceLens refuses the trace, repaired or not
        no GPU activity (a CPU-only trace): nothing to summarize
 
@@ -643,7 +643,7 @@ fn report_summary_html_is_self_contained_and_renders_in_chromium() {
         // each table names its run, and its traces by their names in it
         "<p>Run <code>run/torch_profiler_output</code></p>",
         r#"<td class="name">libkineto_trace_rank1_2.json</td>"#,
-        "node_0/rank0.json.gz (rank 0)",
+        "node_0/rank0.json.gz (rank 0, AMD Instinct MI300X)",
         "No GPU activity",
         "ncclDevKernel_Generic(ncclDevKernelArgsStorage&lt;4096ul&gt;)",
         "<svg",

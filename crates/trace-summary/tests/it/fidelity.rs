@@ -221,3 +221,29 @@ fn a_truncated_gzip_trace_is_a_read_error() {
     assert!(matches!(err, trace_summary::Error::Read { gzip: true, .. }), "{err:?}");
     assert!(err.to_string().ends_with("as gzip (truncated or corrupt?)"), "{err}");
 }
+
+/// The GPU models a trace names: Kineto's deviceProperties, rocprofv3's GPU
+/// agents (its CPU agents are not GPUs), each once.
+#[test]
+fn gpu_models_are_named() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    for (trace, gpus) in [
+        (
+            "kineto/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+            &["NVIDIA H100 80GB HBM3"][..],
+        ),
+        ("kineto/tracelens/mi300/resnet_act_checkpoint.json.gz", &["AMD Instinct MI300X"]),
+        (
+            "kineto-multirank/param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json",
+            &["Tesla V100-SXM2-32GB"],
+        ),
+        // Eight entries with empty names: none said.
+        ("kineto/tracelens/inference/vllm_decode_full/graph_execution.json.gz", &[]),
+        // No deviceProperties.
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz", &[]),
+        ("rocprofv3/tracelens/908_results.json.gz", &["AMD Instinct MI350X"]),
+    ] {
+        let summary = trace_summary::summarize_file(&root.join(trace)).unwrap();
+        assert_eq!(summary.gpus, gpus, "{trace}");
+    }
+}
