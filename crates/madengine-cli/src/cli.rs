@@ -242,20 +242,27 @@ pub(crate) struct SlurmSubmitArgs {
     pub(crate) json: bool,
 }
 
-/// `gather --report`: TraceLens over what was gathered.
+/// `gather --report` / `--summary`: TraceLens, or the native summary, over
+/// what was gathered.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("analysis").multiple(true)))]
 pub(crate) struct GatherReportArgs {
     /// Then run `report tracelens` over the gathered results (reports in
     /// <results>/tracelens_report).
-    #[arg(long)]
+    #[arg(long, group = "analysis")]
     pub(crate) report: bool,
+    /// Then run `report summary` over the gathered results: TraceLens' core
+    /// tables natively, no Python needed (CSVs in <results>/summary_output,
+    /// the page in <results>/summary.html).
+    #[arg(long, group = "analysis")]
+    pub(crate) summary: bool,
     /// With --report: the interpreter that has TraceLens.
     #[arg(long, value_name = "PATH", requires = "report")]
     pub(crate) python: Option<std::path::PathBuf>,
-    /// With --report: analyze traces cut short (a job killed at its time
-    /// limit while writing them) through closed copies, as `report tracelens
-    /// --salvage`.
-    #[arg(long, requires = "report")]
+    /// With --report or --summary: read traces cut short (a job killed at
+    /// its time limit while writing them) up to the cut, as `report
+    /// tracelens --salvage` and `report summary --salvage` do.
+    #[arg(long, requires = "analysis")]
     pub(crate) salvage: bool,
 }
 

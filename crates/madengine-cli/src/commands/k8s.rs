@@ -82,9 +82,7 @@ pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
     } else {
         collect_k8s::gather(&k, &args.job, &args.results_dir, &args.collector_image)?
     };
-    if args.json {
-        render::json(&gathered)?;
-    } else {
+    if !args.json {
         for p in &gathered.pods {
             let traces =
                 p.traces.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
@@ -103,8 +101,16 @@ pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
             args.results_dir.join("results_summary.json").display()
         ));
     }
-    if args.report.report && super::report::report_gathered(&args.results_dir, &args.report)? {
-        return Ok(Status::Findings);
+    let analyzed = super::report::analyze_gathered(&args.results_dir, &args.report, args.json)?;
+    if args.json {
+        let mut value = serde_json::to_value(&gathered).expect("report types serialize");
+        if let Some(object) = value.as_object_mut() {
+            object.extend(analyzed.json);
+        }
+        render::json(&value)?;
+    }
+    if analyzed.status != Status::Success {
+        return Ok(analyzed.status);
     }
     Ok(if gathered.problems.is_empty() { Status::Success } else { Status::Findings })
 }

@@ -119,10 +119,69 @@ fn fewer_jobs(jobs: usize, wanted: usize, largest: u64, available: u64, choose: 
 /// `slurm gather --report` / `k8s gather --report`: TraceLens over a gathered
 /// tree, reports in `<root>/tracelens_report`; true when a job failed.
 /// Ctrl-C stops it as it stops `report tracelens`.
-pub(crate) fn report_gathered(
+/// What `gather --report` / `--summary` made of the gathered results.
+pub(crate) struct Analyzed {
+    /// What `--json` adds to the gather's object: `summary` (`report
+    /// summary --json`'s object), `tracelens` (`report tracelens --json`'s).
+    pub(crate) json: serde_json::Map<String, serde_json::Value>,
+    /// Findings when a TraceLens job failed or a trace could not be read;
+    /// Interrupted on Ctrl-C.
+    pub(crate) status: Status,
+}
+
+/// `gather --summary` (the native tables, in <root>/summary_output and
+/// <root>/summary.html) and `gather --report` (TraceLens, in
+/// <root>/tracelens_report) over the gathered `root`, each printed as it
+/// ends unless `json` (the caller prints [`Analyzed::json`] with its own).
+pub(crate) fn analyze_gathered(
     root: &std::path::Path,
     args: &crate::cli::GatherReportArgs,
-) -> Result<bool, Error> {
+    json: bool,
+) -> Result<Analyzed, Error> {
+    let mut analyzed = Analyzed { json: serde_json::Map::new(), status: Status::Success };
+    if args.summary {
+        let summary_args = crate::cli::SummaryArgs {
+            paths: vec![root.to_path_buf()],
+            root: None,
+            output_dir: root.join("summary_output"),
+            top: 10,
+            jobs: None,
+            json,
+            html: Some(root.join("summary.html")),
+            salvage: args.salvage,
+        };
+        let Some(summarized) = super::summary::summarize(&summary_args)? else {
+            analyzed.status = Status::Interrupted;
+            return Ok(analyzed);
+        };
+        if json {
+            analyzed.json.insert("summary".into(), summarized.json());
+        } else {
+            summarized.print()?;
+        }
+        if summarized.status() != Status::Success {
+            analyzed.status = Status::Findings;
+        }
+    }
+    if args.report {
+        let report = report_gathered(root, args)?;
+        if json {
+            let value = serde_json::to_value(&report).expect("report types serialize");
+            analyzed.json.insert("tracelens".into(), value);
+        } else {
+            render::tracelens_summary(&report)?;
+        }
+        if report.any_failed() {
+            analyzed.status = Status::Findings;
+        }
+    }
+    Ok(analyzed)
+}
+
+fn report_gathered(
+    root: &std::path::Path,
+    args: &crate::cli::GatherReportArgs,
+) -> Result<tracelens_driver::Summary, Error> {
     let mut config = tracelens_driver::Config::new(
         root,
         std::env::temp_dir(),
@@ -147,6 +206,5 @@ pub(crate) fn report_gathered(
         )),
         _ => {}
     })?;
-    render::tracelens_summary(&report)?;
-    Ok(report.any_failed())
+    Ok(report)
 }

@@ -78,13 +78,19 @@ pub(crate) fn gather(args: &SlurmGatherArgs) -> Result<Status, Error> {
     // The job's state when SLURM still knows it (scontrol forgets after MinJobAge).
     let state = Slurm::default().show(&job_id).ok();
     let summary = collect_slurm::gather(&args.dir, state)?;
-    if args.json {
-        render::json(&summary)?;
-    } else {
+    if !args.json {
         render::slurm_summary(&summary)?;
     }
-    if args.report.report && super::report::report_gathered(&args.dir, &args.report)? {
-        return Ok(Status::Findings);
+    let analyzed = super::report::analyze_gathered(&args.dir, &args.report, args.json)?;
+    if args.json {
+        let mut value = serde_json::to_value(&summary).expect("report types serialize");
+        if let Some(object) = value.as_object_mut() {
+            object.extend(analyzed.json);
+        }
+        render::json(&value)?;
+    }
+    if analyzed.status != Status::Success {
+        return Ok(analyzed.status);
     }
     Ok(if summary.complete() { Status::Success } else { Status::Findings })
 }

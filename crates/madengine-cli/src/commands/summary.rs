@@ -787,10 +787,58 @@ pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
+    let Some(summarized) = summarize(args)? else { return Ok(Status::Interrupted) };
+    if args.json {
+        render::json(&summarized.json())?;
+    } else {
+        summarized.print()?;
+    }
+    Ok(summarized.status())
+}
+
+/// What `report summary` found and wrote (CSVs, the page), before it is
+/// printed.
+pub(crate) struct Summarized {
+    views: Vec<TraceView>,
+    ranks: Vec<RankRow>,
+    unreadable: usize,
+    left_out: Vec<PathBuf>,
+}
+
+impl Summarized {
+    /// As `--json` prints it.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "traces": self.views,
+            "cross_rank": self.ranks,
+            "unreadable": self.unreadable,
+            "left_out_perfetto": self.left_out,
+        })
+    }
+
+    /// As the terminal shows it.
+    pub(crate) fn print(&self) -> Result<(), Error> {
+        render::summaries(&self.views, &self.ranks)
+    }
+
+    /// Io when a trace could not be read, said.
+    pub(crate) fn status(&self) -> Status {
+        if self.unreadable == 0 {
+            return Status::Success;
+        }
+        let n = self.views.len();
+        render::error_line(&format!("{} of {n} traces could not be read", self.unreadable));
+        Status::Io
+    }
+}
+
+/// `report summary` up to what it prints: the traces read, their CSVs (and
+/// the page) written. `None` when interrupted (nothing written).
+pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let (inputs, left_out) = inputs(args)?;
     let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
-        return Ok(Status::Interrupted);
+        return Ok(None);
     };
     let mut stems = tracelens_driver::Stems::default();
     let mut views = Vec::new();
@@ -856,21 +904,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks)?;
     }
-    if args.json {
-        render::json(&serde_json::json!({
-            "traces": views,
-            "cross_rank": ranks,
-            "unreadable": unreadable,
-            "left_out_perfetto": left_out,
-        }))?;
-    } else {
-        render::summaries(&views, &ranks)?;
-    }
-    if unreadable > 0 {
-        render::error_line(&format!("{unreadable} of {} traces could not be read", views.len()));
-        return Ok(Status::Io);
-    }
-    Ok(Status::Success)
+    Ok(Some(Summarized { views, ranks, unreadable, left_out }))
 }
 
 #[cfg(test)]

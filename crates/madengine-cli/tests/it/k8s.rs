@@ -150,3 +150,52 @@ fn gather_report_runs_tracelens_over_the_gathered_tree() {
     ");
     assert!(dir.path().join("k8s_results/tracelens_report/tracelens_summary.csv").is_file());
 }
+
+/// `gather --summary` (natively, no Python) and `--report` with `--json`:
+/// one JSON object on stdout, the gather's with what each analysis made.
+#[test]
+fn gather_summary_and_report_print_one_json_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("pvc/bert-0-xyz/torch_profiler_output");
+    fs::create_dir_all(&tree).unwrap();
+    fs::copy(
+        crate::synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+        tree.join("rank0_trace.json"),
+    )
+    .unwrap();
+    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_TREE", "pvc");
+    let python = crate::standin::Standin::python(&crate::standin::standin().scripts);
+    let gather = ["k8s", "gather", "bert", "--namespace", "perf", "--results-dir", "k8s_results"];
+    let args: Vec<&std::ffi::OsStr> = gather
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .chain(["--kubectl".as_ref(), wrapper.as_os_str()])
+        .chain(["--summary", "--report", "--json", "--python"].map(std::ffi::OsStr::new))
+        .chain([python.as_os_str()])
+        .collect();
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["pods"][0]["name"], "bert-0-xyz", "{json}");
+    let traces = json["summary"]["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 1, "{json}");
+    assert_eq!(traces[0]["gpus"], serde_json::json!(["AMD Instinct MI300X"]), "{json}");
+    assert_eq!(json["tracelens"]["results"][0]["status"], "SUCCESS", "{json}");
+    let results = dir.path().join("k8s_results");
+    assert!(results.join("summary.html").is_file());
+    let csvs = fs::read_dir(results.join("summary_output")).unwrap().count();
+    assert_eq!(csvs, 1, "one report directory per trace");
+    // Without --json, each says its own: the summary's heading, then TraceLens' table.
+    let again = ["k8s", "gather", "bert", "--namespace", "perf", "--results-dir", "again"];
+    let args: Vec<&std::ffi::OsStr> = again
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .chain(["--kubectl".as_ref(), wrapper.as_os_str(), "--summary".as_ref()])
+        .collect();
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(
+        text.contains("== again/bert-0-xyz/torch_profiler_output/rank0_trace.json (rank 0, AMD Instinct MI300X)\n"),
+        "{text}"
+    );
+}

@@ -44,16 +44,16 @@ fn script_from_flags_and_a_job_file() {
 }
 
 #[test]
-fn gather_salvage_goes_with_report() {
+fn gather_salvage_goes_with_an_analysis() {
     let dir = tempfile::tempdir().unwrap();
     cli_snapshot!(dir.path(), ["slurm", "gather", "results/1", "--salvage"], @r"
     exit code: 2
     ----- stdout -----
     ----- stderr -----
     error: the following required arguments were not provided:
-      --report
+      <--report|--summary>
 
-    Usage: madengine slurm gather --report --salvage <DIR>
+    Usage: madengine slurm gather --salvage <--report|--summary> <DIR>
 
     For more information, try '--help'.
     ");
@@ -144,6 +144,26 @@ fn submit_wait_gather_and_the_collective_plan() {
     assert_eq!(text.matches("none is linked to the CPU launch").count(), 4, "{text}");
     assert!(text.contains("0 succeeded, 0 failed, 5 skipped"), "{text}");
     assert!(results.join("tracelens_report/tracelens_summary.csv").is_file());
+
+    // and natively, with --json: one object, the gather's with the summary's
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "gather".as_ref(),
+            results.as_os_str(),
+            "--summary".as_ref(),
+            "--json".as_ref(),
+        ],
+        &env,
+    );
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 4, "{json}");
+    let ranks: Vec<&serde_json::Value> =
+        json["summary"]["cross_rank"].as_array().unwrap().iter().map(|r| &r["rank"]).collect();
+    assert_eq!(ranks, [0, 1, 2, 3], "{json}");
+    assert!(results.join("summary.html").is_file());
 }
 
 #[test]
