@@ -102,15 +102,6 @@ pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
         ));
     }
     let analyzed = super::report::analyze_gathered(&args.results_dir, &args.report, args.json)?;
-    if args.json {
-        let mut value = serde_json::to_value(&gathered).expect("report types serialize");
-        if let Some(object) = value.as_object_mut() {
-            object.extend(analyzed.json);
-        }
-        render::json(&value)?;
-    }
-    if analyzed.status != Status::Success {
-        return Ok(analyzed.status);
-    }
-    Ok(if gathered.problems.is_empty() { Status::Success } else { Status::Findings })
+    let status = if gathered.problems.is_empty() { Status::Success } else { Status::Findings };
+    analyzed.finish(&gathered, args.json, status)
 }

@@ -129,6 +129,27 @@ pub(crate) struct Analyzed {
     pub(crate) status: Status,
 }
 
+impl Analyzed {
+    /// Print, with `json`, the gather's own object (`gathered`) with what
+    /// the analyses add, as one; then the status to exit with: the
+    /// analyses' where they found problems, else the gather's (`status`).
+    pub(crate) fn finish<T: serde::Serialize>(
+        self,
+        gathered: &T,
+        json: bool,
+        status: Status,
+    ) -> Result<Status, Error> {
+        if json {
+            let mut value = serde_json::to_value(gathered).expect("report types serialize");
+            if let Some(object) = value.as_object_mut() {
+                object.extend(self.json);
+            }
+            render::json(&value)?;
+        }
+        Ok(if self.status == Status::Success { status } else { self.status })
+    }
+}
+
 /// `gather --summary` (the native tables, in <root>/summary_output and
 /// <root>/summary.html) and `gather --report` (TraceLens, in
 /// <root>/tracelens_report) over the gathered `root`, each printed as it

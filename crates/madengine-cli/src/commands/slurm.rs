@@ -82,15 +82,6 @@ pub(crate) fn gather(args: &SlurmGatherArgs) -> Result<Status, Error> {
         render::slurm_summary(&summary)?;
     }
     let analyzed = super::report::analyze_gathered(&args.dir, &args.report, args.json)?;
-    if args.json {
-        let mut value = serde_json::to_value(&summary).expect("report types serialize");
-        if let Some(object) = value.as_object_mut() {
-            object.extend(analyzed.json);
-        }
-        render::json(&value)?;
-    }
-    if analyzed.status != Status::Success {
-        return Ok(analyzed.status);
-    }
-    Ok(if summary.complete() { Status::Success } else { Status::Findings })
+    let status = if summary.complete() { Status::Success } else { Status::Findings };
+    analyzed.finish(&summary, args.json, status)
 }

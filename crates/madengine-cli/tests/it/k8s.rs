@@ -1,6 +1,9 @@
 //! `madengine k8s render|gather` (no API server in CI: gather uses the kubectl test double).
 
-use std::{fs, path::Path};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
 
 use crate::cli_snapshot;
 
@@ -126,8 +129,9 @@ fn apply_sends_the_rendered_list_to_kubectl() {
     );
 }
 
-#[test]
-fn gather_report_runs_tracelens_over_the_gathered_tree() {
+/// A results volume holding one pod's trace, the fake kubectl that serves
+/// it, and the TraceLens stand-in's interpreter.
+fn gathered_tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("pvc/bert-0-xyz/torch_profiler_output");
     fs::create_dir_all(&tree).unwrap();
@@ -138,6 +142,12 @@ fn gather_report_runs_tracelens_over_the_gathered_tree() {
     .unwrap();
     let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_TREE", "pvc");
     let python = crate::standin::Standin::python(&crate::standin::standin().scripts);
+    (dir, wrapper, python)
+}
+
+#[test]
+fn gather_report_runs_tracelens_over_the_gathered_tree() {
+    let (dir, wrapper, python) = gathered_tree();
     cli_snapshot!(dir.path(), ["k8s", "gather", "bert", "--namespace", "perf", "--results-dir", "k8s_results", "--kubectl", &wrapper, "--report", "--python", &python], @r"
     exit code: 0
     ----- stdout -----
@@ -155,16 +165,7 @@ fn gather_report_runs_tracelens_over_the_gathered_tree() {
 /// one JSON object on stdout, the gather's with what each analysis made.
 #[test]
 fn gather_summary_and_report_print_one_json_object() {
-    let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("pvc/bert-0-xyz/torch_profiler_output");
-    fs::create_dir_all(&tree).unwrap();
-    fs::copy(
-        crate::synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"),
-        tree.join("rank0_trace.json"),
-    )
-    .unwrap();
-    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_TREE", "pvc");
-    let python = crate::standin::Standin::python(&crate::standin::standin().scripts);
+    let (dir, wrapper, python) = gathered_tree();
     let gather = ["k8s", "gather", "bert", "--namespace", "perf", "--results-dir", "k8s_results"];
     let args: Vec<&std::ffi::OsStr> = gather
         .iter()
