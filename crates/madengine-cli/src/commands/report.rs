@@ -116,9 +116,6 @@ fn fewer_jobs(jobs: usize, wanted: usize, largest: u64, available: u64, choose: 
     )
 }
 
-/// `slurm gather --report` / `k8s gather --report`: TraceLens over a gathered
-/// tree, reports in `<root>/tracelens_report`; true when a job failed.
-/// Ctrl-C stops it as it stops `report tracelens`.
 /// What `gather --report` / `--summary` made of the gathered results.
 pub(crate) struct Analyzed {
     /// What `--json` adds to the gather's object: `summary` (`report
@@ -199,6 +196,9 @@ pub(crate) fn analyze_gathered(
     Ok(analyzed)
 }
 
+/// `gather --report`: TraceLens over a gathered tree, reports in
+/// `<root>/tracelens_report`. Ctrl-C stops it as it stops `report
+/// tracelens`.
 fn report_gathered(
     root: &std::path::Path,
     args: &crate::cli::GatherReportArgs,
