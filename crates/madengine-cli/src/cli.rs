@@ -8,7 +8,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  the command found problems (with --check a trace needs repair; a TraceLens job failed;
-     no process matched a trace request)
+     no process matched a trace request; GPU time grew more than --max-regression allows)
   2  usage error (bad arguments)
   3  input or I/O error (a missing, unreadable or corrupt file; a failed write)
   4  TraceLens is missing for the chosen interpreter (or the interpreter cannot run)
