@@ -139,8 +139,7 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         Some(trace_summary::Outcome::Rocprofv3) => "Profiled time",
         _ => "GPU time",
     };
-    let steps = v.steps_text().map(|s| format!(" over {s}")).unwrap_or_default();
-    let _ = write!(page, "<p>{what} {total:.3} ms{steps}</p>");
+    let _ = write!(page, "<p>{what} {total:.3} ms{}</p>", v.steps_text(total));
     stacked_bar(page, &bar, total, 800.0);
     page.push_str(r#"<p class="legend">"#);
     for (row, label) in v.parts() {

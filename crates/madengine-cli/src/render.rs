@@ -856,10 +856,10 @@ pub(crate) fn summaries(
                 Some(trace_summary::Outcome::Rocprofv3) => "profiled",
                 _ => "GPU time",
             };
-            let steps = v.steps_text().map(|s| format!(" over {s}")).unwrap_or_default();
+            let total = v.ms("total_time");
             text.push_str(&format!(
-                "   {what} {:.3} ms{steps}: {}\n",
-                v.ms("total_time"),
+                "   {what} {total:.3} ms{}: {}\n",
+                v.steps_text(total),
                 parts.join(", ")
             ));
         }

@@ -291,11 +291,18 @@ impl TraceView {
         if tags.is_empty() { String::new() } else { format!(" ({})", tags.join(", ")) }
     }
 
-    /// The steps the totals cover, as said: `5 profiler steps`,
-    /// `3 optimizer steps`.
-    pub(crate) fn steps_text(&self) -> Option<String> {
-        let marker = self.steps_marked_by?;
-        Some(render::plural(self.steps?, marker.noun()))
+    /// What follows a total of `ms` over the steps it covers: ` over 5
+    /// profiler steps (245.814 ms each)`, ` over 1 optimizer step`; empty
+    /// without steps.
+    pub(crate) fn steps_text(&self, ms: f64) -> String {
+        let (Some(steps), Some(marker)) = (self.steps, self.steps_marked_by) else {
+            return String::new();
+        };
+        let each = match steps {
+            0 | 1 => String::new(),
+            n => format!(" ({:.3} ms each)", ms / n as f64),
+        };
+        format!(" over {}{each}", render::plural(steps, marker.noun()))
     }
 
     /// What the reader should know about how this trace was read, if anything.

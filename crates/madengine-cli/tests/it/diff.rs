@@ -444,7 +444,7 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     let args = ["report", "summary", "two.json", "one.json", "base/rank1_trace.json", "--top", "0"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     assert!(
-        text.contains("== two.json (rank 1, AMD Instinct MI300X)\n   GPU time 0.009 ms over 2 profiler steps: "),
+        text.contains("== two.json (rank 1, AMD Instinct MI300X)\n   GPU time 0.009 ms over 2 profiler steps (0.004 ms each): "),
         "{text}"
     );
     assert!(
@@ -465,9 +465,15 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     assert_eq!(json["traces"][0]["steps_marked_by"], "Optimizer.step#", "{json}");
     let args = ["report", "summary", "three.json", "--html", "three.html"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
-    assert!(text.contains("   GPU time 0.009 ms over 3 optimizer steps: "), "{text}");
+    assert!(
+        text.contains("   GPU time 0.009 ms over 3 optimizer steps (0.003 ms each): "),
+        "{text}"
+    );
     let page = std::fs::read_to_string(dir.path().join("three.html")).unwrap();
-    assert!(page.contains("<p>GPU time 0.009 ms over 3 optimizer steps</p>"), "{page}");
+    assert!(
+        page.contains("<p>GPU time 0.009 ms over 3 optimizer steps (0.003 ms each)</p>"),
+        "{page}"
+    );
     // Optimizer steps divide as profiler steps do.
     let args = ["report", "diff", "two.json", "three.json", "--per-step", "--top", "0"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
