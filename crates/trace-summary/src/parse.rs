@@ -978,6 +978,18 @@ mod tests {
     }
 
     #[test]
+    fn device_names_are_read_and_odd_ones_skipped() {
+        let text = r#"{"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "x": {"name": "no"}},
+            {"id": 1, "name": 5}, {"id": 2}, {"name": "NVIDIA H100 80GB HBM3"}],
+            "traceEvents": [{"name": "not a device"}]}"#;
+        for chunk in [1, 7, 1 << 20] {
+            let parsed = parse_in_chunks(text.as_bytes(), chunk).unwrap();
+            assert_eq!(parsed.device_names, ["NVIDIA H100 80GB HBM3"; 2], "{chunk}");
+            assert_eq!((parsed.devices, parsed.read), (Some(4), 1));
+        }
+    }
+
+    #[test]
     fn what_is_not_a_trace_is_named() {
         let message = |bytes: &[u8], chunk| parse_in_chunks(bytes, chunk).unwrap_err().to_string();
         for chunk in [1, 64] {

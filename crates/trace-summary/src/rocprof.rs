@@ -299,7 +299,9 @@ impl Reading {
         match record {
             Record::Metadata => self.process.metadata = Some(Metadata::deserialize(json)?),
             Record::Agent => {
-                let a = Agent::deserialize(json)?;
+                // Only its name is taken; an agent that does not read as one
+                // (another rocprofv3's fields) is no reason to refuse the trace.
+                let Ok(a) = Agent::deserialize(json) else { return Ok(()) };
                 if a.kind == Some(2)
                     && let Some(name) = a.product_name.filter(|n| !n.trim().is_empty()).or(a.name)
                 {
@@ -531,6 +533,18 @@ mod tests {
         assert_eq!(category("__amd_rocclr_fillBufferAligned.kd"), "Other");
         assert_eq!(category("ncclDevKernel_Generic_1"), "COMM");
         assert_eq!(category("attn_fwd.kd"), "Attention");
+    }
+
+    #[test]
+    fn gpu_agents_are_named_and_odd_ones_skipped() {
+        let trace = br#"{"rocprofiler-sdk-tool":[{"metadata":{"init_time":1,"fini_time":2},
+          "agents":[{"type":1,"name":"AMD EPYC 9575F","product_name":"AMD EPYC 9575F"},
+                    {"type":"GPU","name":7},
+                    {"type":2,"name":"gfx942","product_name":" "},
+                    {"type":2,"name":"gfx942","product_name":"AMD Instinct MI300X"},
+                    {"type":2,"name":"gfx942","product_name":"AMD Instinct MI300X"}]}]}"#;
+        let read = tables(&trace[..]).unwrap();
+        assert_eq!(read.gpus, ["gfx942", "AMD Instinct MI300X"]);
     }
 
     #[test]
