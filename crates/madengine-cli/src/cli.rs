@@ -136,7 +136,8 @@ pub(crate) struct K8sGatherArgs {
     pub(crate) kubectl: KubectlArgs,
     #[command(flatten)]
     pub(crate) report: GatherReportArgs,
-    /// Print the summary as JSON.
+    /// Print the summary as JSON: one object, with `summary` and `tracelens`
+    /// holding what --summary and --report made.
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -272,7 +273,8 @@ pub(crate) struct SlurmGatherArgs {
     pub(crate) dir: std::path::PathBuf,
     #[command(flatten)]
     pub(crate) report: GatherReportArgs,
-    /// Print the summary as JSON.
+    /// Print the summary as JSON: one object, with `summary` and `tracelens`
+    /// holding what --summary and --report made.
     #[arg(long)]
     pub(crate) json: bool,
 }
