@@ -8,8 +8,8 @@ use trace_summary::{DiffRow, Measure};
 
 use crate::{
     commands::{
-        Compared, KINETO_PARTS, ROCPROF_BAR, RankRow, SummaryView, TopRow, by_run, counts_text,
-        ratio_text,
+        Compared, KINETO_PARTS, ROCPROF_BAR, RankRow, Regression, SummaryView, TopRow, by_run,
+        counts_text, ratio_text,
     },
     error::Error,
 };
@@ -327,7 +327,7 @@ fn changes_table(page: &mut String, title: &str, unit: &str, rows: &[DiffRow], t
 
 /// `report diff --html`: both sides, their timelines as bars on one scale
 /// (rank by rank for two runs), and the kernels and ops that moved most.
-fn diff_page(compared: &Compared, top: usize) -> String {
+fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -> String {
     let mut page =
         String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -337,9 +337,16 @@ fn diff_page(compared: &Compared, top: usize) -> String {
     let rocprof = compared.rocprof();
     let _ = write!(
         page,
-        "<h1>Where GPU time moved</h1><p>Tables with TraceLens' definitions, computed by madengine {}; ratios are new over baseline.</p><table>",
+        "<h1>Where GPU time moved</h1><p>Tables with TraceLens' definitions, computed by madengine {}; ratios are new over baseline.</p>",
         env!("CARGO_PKG_VERSION")
     );
+    if let Some(r) = regression {
+        // The gate's verdict first: what a nightly mail is opened for.
+        let class = if r.exceeded { "error" } else { "note" };
+        let said = r.said(compared.headline().1);
+        let _ = write!(page, r#"<p class="{class}"><b>{}.</b></p>"#, esc(&capitalized(&said)));
+    }
+    page.push_str("<table>");
     for side in &compared.sides {
         let what = match (side.report, rocprof) {
             (true, _) => "report (CSVs read back)",
@@ -426,8 +433,13 @@ fn diff_page(compared: &Compared, top: usize) -> String {
 }
 
 /// Write `report diff`'s page to `path` atomically.
-pub(crate) fn write_diff(path: &Path, compared: &Compared, top: usize) -> Result<(), Error> {
-    crate::commands::write_atomic(path, diff_page(compared, top).as_bytes())
+pub(crate) fn write_diff(
+    path: &Path,
+    compared: &Compared,
+    top: usize,
+    regression: Option<&Regression>,
+) -> Result<(), Error> {
+    crate::commands::write_atomic(path, diff_page(compared, top, regression).as_bytes())
 }
 
 #[cfg(test)]

@@ -147,6 +147,18 @@ pub(crate) struct Regression {
     pub(crate) exceeded: bool,
 }
 
+impl Regression {
+    /// What the check found, of the headline `what`: `GPU time changed
+    /// +7.2%, more than --max-regression 5%`.
+    pub(crate) fn said(&self, what: &str) -> String {
+        let within = if self.exceeded { "more than" } else { "within" };
+        format!(
+            "{what} changed {:+.1}%, {within} --max-regression {}%",
+            self.change_percent, self.limit_percent
+        )
+    }
+}
+
 /// A row's ratio as shown: `1.06x`; `new` or `gone` for a name one side
 /// lacks; `-` over a baseline of 0.
 pub(crate) fn ratio_text(r: &DiffRow) -> String {
@@ -548,7 +560,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         None => vec![],
     };
     if let Some(html) = &args.html {
-        crate::html::write_diff(html, &compared, args.top)?;
+        crate::html::write_diff(html, &compared, args.top, regression.as_ref())?;
     }
     if args.json {
         let rocprof = compared.rocprof();
@@ -571,13 +583,12 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         render::diff(&compared, args.top, &written, args.html.as_deref())?;
     }
     let Some(r) = regression else { return Ok(Status::Success) };
-    let (_, what) = compared.headline();
-    let said = format!("{what} changed {:+.1}%", r.change_percent);
+    let said = r.said(compared.headline().1);
     if r.exceeded {
-        render::error_line(&format!("{said}, more than --max-regression {}%", r.limit_percent));
+        render::error_line(&said);
         return Ok(Status::Findings);
     }
-    render::note(&format!("{said}, within --max-regression {}%", r.limit_percent));
+    render::note(&said);
     Ok(Status::Success)
 }
 

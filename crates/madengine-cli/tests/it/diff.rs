@@ -357,8 +357,13 @@ fn max_regression_gates_on_the_headline() {
         "{text}"
     );
     // The other way round it is slower.
-    let text = run(&["report", "diff", "new", "base", "--top", "0", "--max-regression", "5%"]);
+    let args = ["report", "diff", "new", "base", "--top", "0", "--max-regression", "5%"];
+    let text = run(&[&args[..], &["--html", "gate.html"]].concat());
     assert!(text.starts_with("exit code: 1\n"), "{text}");
+    // The page says the verdict first.
+    let page = fs::read_to_string(dir.path().join("gate.html")).unwrap();
+    let verdict = r#"<p class="error"><b>GPU time changed +100.0%, more than --max-regression 5%.</b></p><table>"#;
+    assert!(page.contains(verdict), "{page}");
     assert!(text.contains("GPU time of the slowest rank: 0.004 ms (rank 1) -> 0.009 ms"), "{text}");
     assert!(
         text.ends_with("error: GPU time changed +100.0%, more than --max-regression 5%\n"),
