@@ -218,9 +218,25 @@ fn list(paths: &[&Path]) -> String {
     names.join(", ")
 }
 
+/// The records (`summary.json`) of the report directories found, read once
+/// while looking for the traces (they give a report's rank) and looked up
+/// when the reports are read (their steps and GPUs).
+#[derive(Default)]
+struct Records(std::collections::HashMap<PathBuf, Recorded>);
+
+impl Records {
+    /// Read the record of the report in `dir`, if it has one: its rank.
+    fn read(&mut self, dir: &Path) -> Result<Option<u32>, Error> {
+        let Some(recorded) = Recorded::of(dir)? else { return Ok(None) };
+        let rank = recorded.rank;
+        self.0.insert(dir.to_path_buf(), recorded);
+        Ok(rank)
+    }
+}
+
 /// The traces `path` stands for: itself, or a directory's JSON traces; or
 /// a report directory (its CSVs), which stands for one trace.
-fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
+fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("xlsx")) {
         return Err(Error::Usage(format!(
             "{} is an Excel workbook: give the report's CSV directory instead (`report \
@@ -230,7 +246,7 @@ fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
         )));
     }
     if Tables::is_report_dir(path) {
-        let rank = Recorded::of(path)?.and_then(|r| r.rank);
+        let rank = recorded.read(path)?;
         return Ok(vec![Input { trace: path.to_path_buf(), rel: path.to_path_buf(), rank }]);
     }
     if !path.is_dir() {
@@ -264,7 +280,7 @@ fn traces_of(path: &Path) -> Result<Vec<Input>, Error> {
         return reports
             .into_iter()
             .map(|r| {
-                let rank = Recorded::of(&r)?.and_then(|m| m.rank).or_else(|| named(&r));
+                let rank = recorded.read(&r)?.or_else(|| named(&r));
                 Ok(Input { rank, rel: r.clone(), trace: r })
             })
             .collect();
@@ -376,7 +392,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     // Set up first: looking for the traces opens them.
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let paths = [args.baseline.as_path(), args.new.as_path()];
-    let found = [traces_of(paths[0])?, traces_of(paths[1])?];
+    let mut recorded = Records::default();
+    let found = [traces_of(paths[0], &mut recorded)?, traces_of(paths[1], &mut recorded)?];
     let (pairs, unpaired) = pair(paths, [&found[0], &found[1]])?;
     for note in &unpaired {
         render::note(&format!("{note}: left out"));
@@ -407,12 +424,13 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     for (i, input) in inputs.iter().enumerate() {
         let mut view = TraceView::new(input.trace.clone(), input.rank);
         if reports[i] {
-            let read = Tables::read_dir(&input.trace).map_err(Error::from).and_then(|mut t| {
-                if let Some(recorded) = Recorded::of(&input.trace)? {
+            let read = Tables::read_dir(&input.trace).map(|mut t| {
+                // (A directory given as both sides is looked up twice.)
+                if let Some(recorded) = recorded.0.get(&input.trace) {
                     t.steps = recorded.steps;
-                    view.gpus = recorded.gpus;
+                    view.gpus.clone_from(&recorded.gpus);
                 }
-                Ok(t)
+                t
             });
             match read {
                 Ok(read) => {

@@ -177,7 +177,7 @@ pub(crate) fn analyze_gathered(
         } else {
             summarized.print()?;
         }
-        if summarized.status() != Status::Success {
+        if summarized.finish() != Status::Success {
             analyzed.status = Status::Findings;
         }
     }

@@ -800,7 +800,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
     } else {
         summarized.print()?;
     }
-    Ok(summarized.status())
+    Ok(summarized.finish())
 }
 
 /// What `report summary` found and wrote (CSVs, the page), before it is
@@ -828,8 +828,9 @@ impl Summarized {
         render::summaries(&self.views, &self.ranks)
     }
 
-    /// Io when a trace could not be read, said.
-    pub(crate) fn status(&self) -> Status {
+    /// The status to exit with: Io when a trace could not be read, which
+    /// it says on stderr.
+    pub(crate) fn finish(&self) -> Status {
         if self.unreadable == 0 {
             return Status::Success;
         }
