@@ -575,7 +575,9 @@ in one trace only counts as 0 in the other. Ratios are new over baseline.
 Two run directories are compared rank by rank (ranks from file names or
 distributedInfo, as `trace discover` shows them): each rank's GPU time side
 by side, the slowest rank of each run, then the kernels and ops added up
-over the ranks both runs have. A directory holding one trace stands for it.
+over the ranks both runs have. Two rocprofv3 runs, which write no rank,
+are compared GPU by GPU: by the GPU each process ran its kernels on. A
+directory holding one trace stands for it.
 
 Either side can also be a report already written: a directory of
 gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`
@@ -670,7 +672,10 @@ ops_summary with TraceLens' exact definitions, written as CSVs to
 the top kernels and ops, and a cross-rank table per run when the traces
 carry ranks (runs are told apart by directory wherever a rank appears twice).
 rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
-total/kernel/memory/busy/idle, and kernel_summary). Broken traces are read
+total/kernel/memory/busy/idle, and kernel_summary). rocprofv3 writes no rank
+but a file per process, and a multi-GPU job runs a process per GPU: each
+trace says the GPU its kernels ran on (`on GPU 3`), and a directory's
+processes get a cross-GPU table. Broken traces are read
 through the sanitizer. Traces TraceLens rejects still get an answer, and each
 trace says which rule applied (`outcome` in --json).
 

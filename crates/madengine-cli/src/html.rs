@@ -8,8 +8,8 @@ use trace_summary::{DiffRow, Measure};
 
 use crate::{
     commands::{
-        Compared, KINETO_PARTS, ROCPROF_BAR, RankRow, Regression, SummaryView, TopRow, by_run,
-        counts_text, ratio_text,
+        Compared, GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, Regression, SummaryView, TopRow,
+        by_dir, by_run, counts_text, ratio_text,
     },
     error::Error,
 };
@@ -200,8 +200,39 @@ fn cross_rank_table(page: &mut String, ranks: &[RankRow]) {
     page.push_str("</table></section>");
 }
 
+/// A cross-GPU table: the rocprofv3 processes of a directory, GPU by GPU,
+/// each bar its profiling session (busy, then idle).
+fn cross_gpu_table(page: &mut String, gpus: &[GpuRow]) {
+    let longest = gpus.iter().map(|r| r.profiled).fold(0.0, f64::max);
+    page.push_str("<section><h2>Across GPUs</h2>");
+    let _ = write!(
+        page,
+        "<p>rocprofv3 processes in <code>{}</code>, by the GPU each ran its kernels on</p>",
+        esc(&gpus[0].run.display().to_string())
+    );
+    page.push_str(
+        r#"<table><tr><th>GPU</th><th>profiled (ms)</th><th class="name"></th><th>busy</th><th>kernel</th><th>memory</th><th>idle</th><th class="name">trace</th></tr>"#,
+    );
+    for r in gpus {
+        let _ =
+            write!(page, r#"<tr><td>{}</td><td>{:.3}</td><td class="name">"#, r.gpu, r.profiled);
+        let parts = [("busy", r.busy, colour("busy")), ("idle", r.idle, colour("idle"))];
+        stacked_bar(page, &parts, longest, 400.0);
+        let _ = write!(
+            page,
+            "</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td class=\"name\">{}</td></tr>",
+            r.busy,
+            r.kernel,
+            r.memory,
+            r.idle,
+            esc(&r.trace_in_run().display().to_string())
+        );
+    }
+    page.push_str("</table></section>");
+}
+
 /// The page, as a string.
-pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow]) -> String {
+pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow], gpus: &[GpuRow]) -> String {
     let mut page =
         String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -215,6 +246,9 @@ pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow]) -> String {
         env!("CARGO_PKG_VERSION")
     );
     cross_rank_section(&mut page, ranks);
+    for dir in by_dir(gpus) {
+        cross_gpu_table(&mut page, dir);
+    }
     for v in views {
         trace_section(&mut page, v);
     }
@@ -226,8 +260,13 @@ pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow]) -> String {
 }
 
 /// Write the page to `path` atomically (a temp file beside it, then a rename).
-pub(crate) fn write(path: &Path, views: &[SummaryView], ranks: &[RankRow]) -> Result<(), Error> {
-    crate::commands::write_atomic(path, page(views, ranks).as_bytes())
+pub(crate) fn write(
+    path: &Path,
+    views: &[SummaryView],
+    ranks: &[RankRow],
+    gpus: &[GpuRow],
+) -> Result<(), Error> {
+    crate::commands::write_atomic(path, page(views, ranks, gpus).as_bytes())
 }
 
 /// Timeline rows that add up to the total, for a stacked bar: `(row, label)`,
@@ -389,7 +428,8 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
     } else {
         let _ = write!(
             page,
-            r#"<h2>{what} per rank</h2><table><tr><th>rank</th><th>baseline ms</th><th>new ms</th><th>delta</th><th class="name"></th></tr>"#
+            r#"<h2>{what} per {by}</h2><table><tr><th>{by}</th><th>baseline ms</th><th>new ms</th><th>delta</th><th class="name"></th></tr>"#,
+            by = compared.by.word()
         );
         let scale = compared
             .ranks
@@ -402,7 +442,7 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
             let _ = write!(
                 page,
                 r#"<tr><td>{}</td><td>{b:.3}</td><td>{n:.3}</td><td>{:+.3}</td><td class="name">"#,
-                r.rank,
+                r.key,
                 n - b
             );
             timeline_bars(&mut page, &r.timeline, rocprof, scale, 500.0);
@@ -411,7 +451,10 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         page.push_str("</table>");
         legend(&mut page, rocprof);
     }
-    let over = if compared.ranks.is_empty() { "" } else { ", all ranks" };
+    let over = match compared.ranks.is_empty() {
+        true => String::new(),
+        false => format!(", all {}", compared.by.plural()),
+    };
     changes_table(
         &mut page,
         &format!("Kernels{over}, largest changes first"),

@@ -823,6 +823,7 @@ pub(crate) fn slurm_summary(summary: &collect_slurm::Summary) -> Result<(), Erro
 pub(crate) fn summaries(
     views: &[crate::commands::SummaryView],
     ranks: &[crate::commands::RankRow],
+    gpus: &[crate::commands::GpuRow],
 ) -> Result<(), Error> {
     let mut text = String::new();
     let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
@@ -910,6 +911,31 @@ pub(crate) fn summaries(
             text.push('\n');
         }
     }
+    let dirs = crate::commands::by_dir(gpus);
+    for run in &dirs {
+        if !text.is_empty() && !text.ends_with("\n\n") {
+            text.push('\n');
+        }
+        let rows: Vec<[String; 7]> = run
+            .iter()
+            .map(|r| {
+                [
+                    r.gpu.to_string(),
+                    format!("{:.3}", r.busy),
+                    format!("{:.3}", r.kernel),
+                    format!("{:.3}", r.memory),
+                    format!("{:.3}", r.idle),
+                    format!("{:.3}", r.profiled),
+                    r.trace_in_run().display().to_string(),
+                ]
+            })
+            .collect();
+        text.push_str(&format!(
+            "cross-GPU (ms), rocprofv3 processes in {}:\n",
+            run[0].run.display()
+        ));
+        table(&mut text, ["GPU", "BUSY", "KERNEL", "MEMORY", "IDLE", "PROFILED", "TRACE"], &rows);
+    }
     if views.is_empty() {
         text.push_str("no PyTorch or rocprofv3 JSON traces found\n");
     }
@@ -940,6 +966,7 @@ pub(crate) fn diff(
     let mut text = String::new();
     let (sides, diff) = (&compared.sides, &compared.diff);
     let ranked = !compared.ranks.is_empty();
+    let by = compared.by.word();
     for side in sides {
         let kind = match side.format {
             trace_summary::Format::Rocprofv3 => "rocprofv3",
@@ -1012,7 +1039,8 @@ pub(crate) fn diff(
             && let Some((br, nr)) = h.ranks
         {
             text.push_str(&format!(
-                "\n{what} of the slowest rank: {:.3} {unit} (rank {br}) -> {:.3} {unit} (rank {nr}){}\n",
+                "\n{what} of the {}: {:.3} {unit} ({by} {br}) -> {:.3} {unit} ({by} {nr}){}\n",
+                compared.by.headline_one(),
                 h.base,
                 h.new,
                 change(h.ratio()).unwrap_or_default()
@@ -1035,7 +1063,7 @@ pub(crate) fn diff(
                     row_of(&r.timeline, name).map_or("-".into(), |p| signed(p.delta(), &ms))
                 };
                 [
-                    r.rank.to_string(),
+                    r.key.to_string(),
                     time(total.as_ref().and_then(|t| t.base), &ms),
                     time(total.as_ref().and_then(|t| t.new), &ms),
                     total.as_ref().map_or("-".into(), |t| signed(t.delta(), &ms)),
@@ -1046,10 +1074,19 @@ pub(crate) fn diff(
                 ]
             })
             .collect();
-        text.push_str(&format!("\n{what} per rank ({unit}; the last three: change by part):\n"));
+        text.push_str(&format!("\n{what} per {by} ({unit}; the last three: change by part):\n"));
         aligned(
             &mut text,
-            ["RANK", "BASELINE", "NEW", "DELTA", "RATIO", parts[0].1, parts[1].1, parts[2].1],
+            [
+                compared.by.column(),
+                "BASELINE",
+                "NEW",
+                "DELTA",
+                "RATIO",
+                parts[0].1,
+                parts[1].1,
+                parts[2].1,
+            ],
             &rows,
             [false, true, true, true, true, true, true, true],
         );
@@ -1081,7 +1118,10 @@ pub(crate) fn diff(
         aligned(&mut text, [&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, numbers);
     }
     let count = |r: &DiffRow| crate::commands::counts_text(r, " -> ");
-    let over = if ranked { format!(", all {} ranks", compared.ranks.len()) } else { String::new() };
+    let over = match ranked {
+        true => format!(", all {} {}", compared.ranks.len(), compared.by.plural()),
+        false => String::new(),
+    };
     for (rows, title, what, unit, f) in [
         (&diff.kernels, "kernels", "KERNEL", "µs", &py as &dyn Fn(f64) -> String),
         (&diff.ops, "ops (GPU time of the kernels each launched directly)", "OP", "ms", &ms),

@@ -28,8 +28,13 @@ struct Metadata {
 /// An element of a process's `agents`: type 2 is a GPU.
 #[derive(Deserialize)]
 struct Agent {
+    #[serde(default)]
+    id: Option<Handle>,
     #[serde(rename = "type", default)]
     kind: Option<u64>,
+    /// Its index among the node's agents of its type: GPU 0, 1, ...
+    #[serde(default)]
+    logical_node_type_id: Option<u32>,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
@@ -57,6 +62,14 @@ struct Dispatch {
 #[derive(Deserialize)]
 struct DispatchInfo {
     kernel_id: u64,
+    #[serde(default)]
+    agent_id: Option<Handle>,
+}
+
+/// An agent's id (`{"handle": 37946}`).
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Hash)]
+struct Handle {
+    handle: u64,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +100,9 @@ pub(crate) struct Tables {
     pub(crate) lists: Vec<String>,
     /// The GPU agents' product names (else names), each once.
     pub(crate) gpus: Vec<String>,
+    /// The GPU every kernel was dispatched on, by its index among the
+    /// node's GPUs, when they all ran on one ([`crate::Summary::gpu_index`]).
+    pub(crate) gpu_index: Option<u32>,
 }
 
 /// What the tables read of a rocprofv3 trace, as the scanner finds it.
@@ -246,6 +262,11 @@ struct Process {
     names: FxHashMap<u64, String>,
     /// `(start, end, kernel id)` of its kernel dispatches, in record order.
     dispatches: Vec<(u64, u64, u64)>,
+    /// Its GPU agents' indices among the node's GPUs, by agent handle.
+    gpu_agents: FxHashMap<u64, u32>,
+    /// The agents its kernels were dispatched on (`None`: a dispatch that
+    /// names none).
+    used: rustc_hash::FxHashSet<Option<u64>>,
 }
 
 /// What is read of the whole trace.
@@ -260,6 +281,9 @@ struct Reading {
     groups: FxHashMap<String, Vec<u64>>,
     /// GPU agents' names, as read.
     gpus: Vec<String>,
+    /// The GPUs kernels were dispatched on, by index (`None`: an agent that
+    /// is not a GPU of its process, or none named).
+    devices: std::collections::BTreeSet<Option<u32>>,
 }
 
 impl Reading {
@@ -302,9 +326,13 @@ impl Reading {
                 // Only its name is taken; an agent that does not read as one
                 // (another rocprofv3's fields) is no reason to refuse the trace.
                 let Ok(a) = Agent::deserialize(json) else { return Ok(()) };
-                if a.kind == Some(2)
-                    && let Some(name) = a.product_name.filter(|n| !n.trim().is_empty()).or(a.name)
-                {
+                if a.kind != Some(2) {
+                    return Ok(());
+                }
+                if let (Some(id), Some(index)) = (a.id, a.logical_node_type_id) {
+                    self.process.gpu_agents.insert(id.handle, index);
+                }
+                if let Some(name) = a.product_name.filter(|n| !n.trim().is_empty()).or(a.name) {
                     self.gpus.push(name);
                 }
             }
@@ -318,6 +346,7 @@ impl Reading {
             }
             Record::Dispatch => {
                 let d = Dispatch::deserialize(json)?;
+                self.process.used.insert(d.dispatch_info.agent_id.map(|a| a.handle));
                 self.process.dispatches.push((
                     d.start_timestamp,
                     d.end_timestamp,
@@ -336,7 +365,9 @@ impl Reading {
     /// A process's object ended: its kernels are named by its symbols
     /// (wherever they stood in it).
     fn end_process(&mut self) -> Result<(), serde_json::Error> {
-        let Process { metadata, names, dispatches } = std::mem::take(&mut self.process);
+        let Process { metadata, names, dispatches, gpu_agents, used } =
+            std::mem::take(&mut self.process);
+        self.devices.extend(used.into_iter().map(|a| gpu_agents.get(&a?).copied()));
         let Some(metadata) = metadata else {
             return Err(de::Error::missing_field("metadata"));
         };
@@ -372,7 +403,11 @@ fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Resul
     if !scanned.shape.tool && scanned.truncated_at.is_none() {
         return Err(de::Error::missing_field("rocprofiler-sdk-tool"));
     }
-    let Reading { init, fini, mut kernels, copies, groups, gpus, .. } = read;
+    let Reading { init, fini, mut kernels, copies, groups, gpus, devices, .. } = read;
+    let gpu_index = match devices.len() {
+        1 => devices.into_iter().next().flatten(),
+        _ => None,
+    };
     let init = init.unwrap_or(u64::MAX);
     let records = kernels.len() + copies.len();
     // TraceLens converts ns to µs floats first; doing the same keeps every digit.
@@ -404,6 +439,7 @@ fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Resul
         truncated_at: scanned.truncated_at,
         lists: scanned.shape.lists,
         gpus: crate::summary::distinct(gpus),
+        gpu_index,
     })
 }
 
@@ -545,6 +581,39 @@ mod tests {
                     {"type":2,"name":"gfx942","product_name":"AMD Instinct MI300X"}]}]}"#;
         let read = tables(&trace[..]).unwrap();
         assert_eq!(read.gpus, ["gfx942", "AMD Instinct MI300X"]);
+    }
+
+    /// A process's file stands for the GPU its kernels ran on, by index
+    /// among the node's GPUs (the CPU agents are numbered apart), only when
+    /// they all ran on one it names as a GPU.
+    #[test]
+    fn the_gpu_kernels_ran_on_is_found() {
+        let trace = |process: &str| {
+            format!(
+                r#"{{"rocprofiler-sdk-tool":[{{"metadata":{{"init_time":1,"fini_time":9}},
+                  "agents":[{{"id":{{"handle":10}},"type":1,"logical_node_type_id":0}},
+                            {{"id":{{"handle":11}},"type":2,"logical_node_type_id":0}},
+                            {{"id":{{"handle":12}},"type":2,"logical_node_type_id":1}}],
+                  "kernel_symbols":[{{"kernel_id":1,"kernel_name":"k"}}],
+                  "buffer_records":{{"kernel_dispatch":[{process}]}}}}]}}"#
+            )
+        };
+        let on = |agent: &str| {
+            format!(
+                r#"{{"start_timestamp":2,"end_timestamp":3,"dispatch_info":{{"kernel_id":1{agent}}}}}"#
+            )
+        };
+        let index = |dispatches: &[String]| {
+            tables(trace(&dispatches.join(",")).as_bytes()).unwrap().gpu_index
+        };
+        let gpu = |h: u64| on(&format!(r#","agent_id":{{"handle":{h}}}"#));
+        assert_eq!(index(&[gpu(12), gpu(12)]), Some(1));
+        assert_eq!(index(&[gpu(11)]), Some(0));
+        assert_eq!(index(&[gpu(11), gpu(12)]), None, "two GPUs");
+        assert_eq!(index(&[gpu(10)]), None, "a CPU agent");
+        assert_eq!(index(&[gpu(99)]), None, "an agent not listed");
+        assert_eq!(index(&[gpu(12), on("")]), None, "a dispatch naming none");
+        assert_eq!(index(&[]), None, "no kernels");
     }
 
     #[test]

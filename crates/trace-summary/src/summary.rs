@@ -78,7 +78,7 @@ impl StepMarker {
 }
 
 /// What a trace was read as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
     /// A Kineto (PyTorch profiler) Chrome trace.
@@ -188,6 +188,13 @@ pub struct Summary {
     /// Instinct MI300X`), rocprofv3's GPU agents' product names. Empty where
     /// it names none (older traces; a vLLM trace's empty names).
     pub gpus: Vec<String>,
+    /// The GPU the trace's kernels all ran on, by its index among the node's
+    /// GPUs (rocprofv3's agent `logical_node_type_id`): in a multi-GPU job
+    /// profiled with rocprofv3, each process's file stands for one GPU, and
+    /// this tells which, as no rank is written. `None` when they ran on
+    /// several GPUs (or the trace says not which), and for Kineto traces,
+    /// which carry their rank instead.
+    pub gpu_index: Option<u32>,
     /// What was repaired on the way in ([`summarize_file`] reads through
     /// `trace_sanitize`): a trace strict JSON parsers, TraceLens among them,
     /// refuse as it is. All zero for a clean trace, and for [`summarize`],
@@ -272,6 +279,7 @@ pub fn summarize_with<R: Read + Send>(
             truncated_at,
             lists,
             gpus,
+            gpu_index,
         } = crate::rocprof::tables(reader).map_err(|e| Error::Parse {
             path: label.to_path_buf(),
             format: Some(Format::Rocprofv3),
@@ -296,6 +304,7 @@ pub fn summarize_with<R: Read + Send>(
             data_after_end: None,
             gpu_devices: None,
             gpus,
+            gpu_index,
             repaired: Default::default(),
             not_json: None,
             malformed: None,
@@ -336,6 +345,7 @@ pub fn summarize_with<R: Read + Send>(
             data_after_end: None,
             gpu_devices,
             gpus: gpus.clone(),
+            gpu_index: None,
             repaired: Default::default(),
             not_json: None,
             malformed: None,
@@ -383,6 +393,7 @@ pub fn summarize_with<R: Read + Send>(
         data_after_end: None,
         gpu_devices,
         gpus,
+        gpu_index: None,
         repaired: Default::default(),
         not_json: None,
         malformed: None,

@@ -37,10 +37,16 @@ pub(crate) struct Side {
     pub(crate) notes: Vec<String>,
 }
 
-/// One rank of two runs compared rank by rank.
+/// One rank (or GPU, [`By`]) of two runs compared rank by rank.
 #[derive(Serialize)]
 pub(crate) struct RankDiff {
-    pub(crate) rank: u32,
+    /// Its rank or GPU, as [`Compared::by`] says.
+    #[serde(skip)]
+    pub(crate) key: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpu: Option<u32>,
     pub(crate) baseline: PathBuf,
     pub(crate) new: PathBuf,
     /// Its gpu_timeline rows side by side (ms).
@@ -53,12 +59,75 @@ pub(crate) struct Compared {
     pub(crate) sides: [Side; 2],
     /// Rank by rank, when two runs were compared; else empty.
     pub(crate) ranks: Vec<RankDiff>,
+    /// What paired the traces of two runs.
+    pub(crate) by: By,
     /// Rows added up over every pair (one pair: just its rows).
     pub(crate) diff: Diff,
     /// Ranks of one run only, left out.
     pub(crate) unpaired: Vec<String>,
     /// Times and counts are per profiler step (`--per-step`).
     pub(crate) per_step: bool,
+}
+
+/// What pairs the traces of two runs: their ranks; or, for rocprofv3 runs
+/// (a file per process, no rank written), the GPU each process ran its
+/// kernels on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum By {
+    Rank,
+    Gpu,
+}
+
+impl By {
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            By::Rank => "rank",
+            By::Gpu => "GPU",
+        }
+    }
+
+    pub(crate) fn plural(self) -> &'static str {
+        match self {
+            By::Rank => "ranks",
+            By::Gpu => "GPUs",
+        }
+    }
+
+    /// The one of a run the headline shows: the slowest rank (a job that
+    /// synchronizes waits for it); the busiest GPU (GPUs that wait for
+    /// another spend it in collective kernels, which count as busy).
+    pub(crate) fn headline_one(self) -> &'static str {
+        match self {
+            By::Rank => "slowest rank",
+            By::Gpu => "busiest GPU",
+        }
+    }
+
+    /// A table's column for it.
+    pub(crate) fn column(self) -> &'static str {
+        match self {
+            By::Rank => "RANK",
+            By::Gpu => "GPU",
+        }
+    }
+
+    fn key(self, input: &Input) -> Option<u32> {
+        match self {
+            By::Rank => input.rank,
+            By::Gpu => input.gpu,
+        }
+    }
+
+    /// Why a trace has no key, in a note.
+    fn without(self) -> &'static str {
+        match self {
+            By::Rank => {
+                "without a rank (from its name, a trace's distributedInfo, or a report's \
+                 summary.json)"
+            }
+            By::Gpu => "whose kernels ran on no single GPU",
+        }
+    }
 }
 
 impl Compared {
@@ -74,7 +143,8 @@ impl Compared {
 
     /// The [`Compared::headline`] row of each side: of the one pair, or of
     /// each run's slowest rank (in a run that synchronizes, it sets the
-    /// pace). `None` where a side lacks the row.
+    /// pace; for rocprofv3 runs, the busiest GPU: [`By::headline_one`]).
+    /// `None` where a side lacks the row.
     pub(crate) fn headline_times(&self) -> Option<Headline> {
         let (row, _) = self.headline();
         let time = |rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
@@ -91,7 +161,7 @@ impl Compared {
         let slowest = |side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
             self.ranks
                 .iter()
-                .filter_map(|r| Some((r.rank, time(&r.timeline, side)?)))
+                .filter_map(|r| Some((r.key, time(&r.timeline, side)?)))
                 .max_by(|a, b| a.1.total_cmp(&b.1))
         };
         let ((br, base), (nr, new)) = (slowest(|r| r.base)?, slowest(|r| r.new)?);
@@ -128,7 +198,7 @@ impl Compared {
 pub(crate) struct Headline {
     pub(crate) base: f64,
     pub(crate) new: f64,
-    /// The slowest rank of each run, when runs were compared.
+    /// The slowest rank (busiest GPU) of each run, when runs were compared.
     pub(crate) ranks: Option<(u32, u32)>,
 }
 
@@ -225,12 +295,16 @@ fn list(paths: &[&Path]) -> String {
 struct Records(std::collections::HashMap<PathBuf, Recorded>);
 
 impl Records {
-    /// Read the record of the report in `dir`, if it has one: its rank.
-    fn read(&mut self, dir: &Path) -> Result<Option<u32>, Error> {
-        let Some(recorded) = Recorded::of(dir)? else { return Ok(None) };
-        let rank = recorded.rank;
+    /// Read the record of the report in `dir`, if it has one: the report
+    /// as an input, with its rank (else `rank`), GPU and kind.
+    fn read(&mut self, dir: &Path, rank: Option<u32>) -> Result<Input, Error> {
+        let mut input = Input::new(dir.to_path_buf(), dir.to_path_buf(), rank);
+        let Some(recorded) = Recorded::of(dir)? else { return Ok(input) };
+        input.rank = recorded.rank.or(rank);
+        input.gpu = recorded.gpu_index;
+        input.rocprof = recorded.format == Some(Format::Rocprofv3);
         self.0.insert(dir.to_path_buf(), recorded);
-        Ok(rank)
+        Ok(input)
     }
 }
 
@@ -246,12 +320,11 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
         )));
     }
     if Tables::is_report_dir(path) {
-        let rank = recorded.read(path)?;
-        return Ok(vec![Input { trace: path.to_path_buf(), rel: path.to_path_buf(), rank }]);
+        return Ok(vec![recorded.read(path, None)?]);
     }
     if !path.is_dir() {
         let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
-        return Ok(vec![Input { trace: path.to_path_buf(), rel: path.to_path_buf(), rank }]);
+        return Ok(vec![Input::new(path.to_path_buf(), path.to_path_buf(), rank)]);
     }
     let then = "`madengine report tracelens` makes their TraceLens reports";
     let (traces, _) = super::json_traces(path, vec![], then)?;
@@ -277,30 +350,29 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
         // directory names: TraceLens' `rank3_trace_csv`).
         let named =
             |p: &Path| trace_discover::rank_from_file_name(p.file_name()?.as_encoded_bytes());
-        return reports
-            .into_iter()
-            .map(|r| {
-                let rank = recorded.read(&r)?.or_else(|| named(&r));
-                Ok(Input { rank, rel: r.clone(), trace: r })
-            })
-            .collect();
+        return reports.into_iter().map(|r| recorded.read(&r, named(&r))).collect();
     }
     Ok(traces
         .into_iter()
-        .map(|t| Input { rel: t.path.clone(), trace: t.path, rank: t.rank.map(|r| r.rank) })
+        .map(|t| Input {
+            rocprof: t.kind == trace_discover::TraceKind::RocprofJson,
+            ..Input::new(t.path.clone(), t.path, t.rank.map(|r| r.rank))
+        })
         .collect())
 }
 
-/// The pairs to compare, `(rank, baseline index, new index)`, and the
-/// ranks only one run has: one trace each, or two runs rank by rank.
+/// The pairs to compare, `(rank or GPU, baseline index, new index)`, and
+/// the ranks (GPUs) only one run has: one trace each, or two runs rank by
+/// rank (GPU by GPU, [`By`]).
 type Pairs = (Vec<(Option<u32>, usize, usize)>, Vec<String>);
 
-fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
+fn pair(paths: [&Path; 2], sides: [&[Input]; 2], by: By) -> Result<Pairs, Error> {
     // What a side holds, in words: traces, or reports (read back).
     let what = |i: usize| match sides[i].iter().all(|input| Tables::is_report_dir(&input.trace)) {
         true => ("reports", "report"),
         false => ("traces", "trace"),
     };
+    let word = by.word();
     match sides.map(<[Input]>::len) {
         [1, 1] => return Ok((vec![(None, 0, 0)], vec![])),
         [1, _] | [_, 1] => {
@@ -318,30 +390,36 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
         }
         _ => {}
     }
-    let mut by_rank = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
-    let mut rankless: Vec<&Path> = Vec::new();
+    let mut by_key = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
+    let mut keyless: Vec<&Path> = Vec::new();
     for (i, inputs) in sides.iter().enumerate() {
         let (these, _) = what(i);
-        if inputs.iter().all(|input| input.rank.is_none()) {
+        if inputs.iter().all(|input| by.key(input).is_none()) {
+            let why = match by {
+                By::Rank => {
+                    "none has a rank (from its name, a trace's distributedInfo, or a report's \
+                     summary.json)"
+                }
+                By::Gpu => "none has a rank, nor ran its kernels on one GPU alone",
+            };
             return Err(Error::Usage(format!(
-                "{} holds {} {these} and none has a rank (from its name, a trace's \
-                 distributedInfo, or a report's summary.json): runs are compared rank by \
-                 rank; name the two to compare",
+                "{} holds {} {these} and {why}: runs are compared rank by rank (rocprofv3 runs \
+                 GPU by GPU); name the two to compare",
                 paths[i].display(),
                 inputs.len()
             )));
         }
         for (at, input) in inputs.iter().enumerate() {
             // A trace without a rank beside ranked ones: a launcher's, say.
-            let Some(rank) = input.rank else {
-                rankless.push(&input.trace);
+            let Some(key) = by.key(input) else {
+                keyless.push(&input.trace);
                 continue;
             };
-            let clash = by_rank[i].insert(rank, at).map(|before| (rank, before));
-            if let Some((rank, before)) = clash {
+            let clash = by_key[i].insert(key, at).map(|before| (key, before));
+            if let Some((key, before)) = clash {
                 return Err(Error::Usage(format!(
-                    "{} holds two {these} of rank {rank} ({} and {}): runs are compared rank by \
-                     rank; give the directory of one run, or name the two to compare",
+                    "{} holds two {these} of {word} {key} ({} and {}): runs are compared \
+                     {word} by {word}; give the directory of one run, or name the two to compare",
                     paths[i].display(),
                     inputs[before].trace.display(),
                     input.trace.display()
@@ -349,38 +427,48 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2]) -> Result<Pairs, Error> {
             }
         }
     }
-    let [base, new] = by_rank;
+    let [base, new] = by_key;
     let pairs: Vec<_> =
-        base.iter().filter_map(|(rank, b)| Some((Some(*rank), *b, *new.get(rank)?))).collect();
+        base.iter().filter_map(|(key, b)| Some((Some(*key), *b, *new.get(key)?))).collect();
     let only = |mine: &std::collections::BTreeMap<u32, usize>,
                 other: &std::collections::BTreeMap<u32, usize>,
                 role: &str| {
-        let ranks: Vec<String> =
+        let keys: Vec<String> =
             mine.keys().filter(|r| !other.contains_key(r)).map(u32::to_string).collect();
-        (!ranks.is_empty()).then(|| format!("rank {} only in the {role} run", ranks.join(", ")))
+        (!keys.is_empty()).then(|| format!("{word} {} only in the {role} run", keys.join(", ")))
     };
     let mut unpaired: Vec<String> =
         [only(&base, &new, "baseline"), only(&new, &base, "new")].into_iter().flatten().collect();
     if pairs.is_empty() {
         return Err(Error::Usage(format!(
-            "{} and {} share no rank ({}): nothing to compare rank by rank",
+            "{} and {} share no {word} ({}): nothing to compare {word} by {word}",
             paths[0].display(),
             paths[1].display(),
             unpaired.join("; ")
         )));
     }
-    if !rankless.is_empty() {
+    if !keyless.is_empty() {
         unpaired.push(format!(
-            "{} without a rank (from its name, a trace's distributedInfo, or a report's \
-             summary.json): {}",
-            match rankless.len() {
+            "{} {}: {}",
+            match keyless.len() {
                 1 => "1 trace".to_string(),
                 n => format!("{n} traces"),
             },
-            list(&rankless)
+            by.without(),
+            list(&keyless)
         ));
     }
     Ok((pairs, unpaired))
+}
+
+/// How two runs are paired: GPU by GPU when neither has a rank and each
+/// holds several rocprofv3 traces (or kept reports of them); else rank by
+/// rank.
+fn paired_by(sides: &[Vec<Input>; 2]) -> By {
+    let rocprof_run = |side: &[Input]| {
+        side.len() > 1 && side.iter().all(|i| i.rank.is_none() && (i.rocprof || i.gpu.is_some()))
+    };
+    if sides.iter().all(|side| rocprof_run(side)) { By::Gpu } else { By::Rank }
 }
 
 /// Kernel launches in all, from the kernel rows (of a diff not per step).
@@ -393,8 +481,44 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let paths = [args.baseline.as_path(), args.new.as_path()];
     let mut recorded = Records::default();
-    let found = [traces_of(paths[0], &mut recorded)?, traces_of(paths[1], &mut recorded)?];
-    let (pairs, unpaired) = pair(paths, [&found[0], &found[1]])?;
+    let mut found = [traces_of(paths[0], &mut recorded)?, traces_of(paths[1], &mut recorded)?];
+    let by = paired_by(&found);
+    let mut interrupt = Some(interrupt);
+    // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
+    // only reading them tells: every trace is read first (once).
+    let mut read_first: std::collections::HashMap<PathBuf, super::summary::Read> =
+        Default::default();
+    if by == By::Gpu {
+        let mut seen = std::collections::HashSet::new();
+        let traces: Vec<Input> = found
+            .iter()
+            .flatten()
+            .filter(|i| !Tables::is_report_dir(&i.trace) && seen.insert(i.trace.clone()))
+            .cloned()
+            .collect();
+        let interrupt = interrupt.take().expect("the guard is set up once");
+        let Some(results) = read_all(interrupt, &traces, args.jobs, args.salvage, !args.json)
+        else {
+            return Ok(Status::Interrupted);
+        };
+        let mut failed = false;
+        for (input, result) in traces.iter().zip(results) {
+            if let Err(err) = &result {
+                render::error_line(&format!("cannot read {}: {err}", input.trace.display()));
+                failed = true;
+            }
+            read_first.insert(input.trace.clone(), result);
+        }
+        if failed {
+            return Ok(Status::Io);
+        }
+        for input in found.iter_mut().flatten() {
+            if let Some(Ok(summary)) = read_first.get(&input.trace) {
+                input.gpu = summary.gpu_index;
+            }
+        }
+    }
+    let (pairs, unpaired) = pair(paths, [&found[0], &found[1]], by)?;
     for note in &unpaired {
         render::note(&format!("{note}: left out"));
     }
@@ -410,10 +534,19 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         .iter()
         .zip(&reports)
         .filter(|(_, report)| !**report)
-        .map(|(i, _)| Input { trace: i.trace.clone(), rel: i.rel.clone(), rank: i.rank })
+        .map(|(i, _)| i.clone())
         .collect();
-    let Some(results) = read_all(interrupt, &traces, args.jobs, args.salvage, !args.json) else {
-        return Ok(Status::Interrupted);
+    let results = match interrupt {
+        Some(interrupt) => {
+            match read_all(interrupt, &traces, args.jobs, args.salvage, !args.json) {
+                Some(results) => results,
+                None => return Ok(Status::Interrupted),
+            }
+        }
+        None => traces
+            .iter()
+            .map(|i| read_first.get(&i.trace).cloned().expect("every trace was read first"))
+            .collect(),
     };
     let mut results = results.into_iter();
     let n = pairs.len();
@@ -429,6 +562,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                 if let Some(recorded) = recorded.0.get(&input.trace) {
                     t.steps = recorded.steps;
                     view.gpus.clone_from(&recorded.gpus);
+                    view.gpu_index = recorded.gpu_index;
                 }
                 t
             });
@@ -519,7 +653,9 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .iter()
             .enumerate()
             .map(|(i, p)| RankDiff {
-                rank: p.0.unwrap_or_default(),
+                key: p.0.unwrap_or_default(),
+                rank: p.0.filter(|_| by == By::Rank),
+                gpu: p.0.filter(|_| by == By::Gpu),
                 baseline: inputs[i].trace.clone(),
                 new: inputs[n + i].trace.clone(),
                 timeline: between(&pairs_of[i..=i]).map(|d| d.timeline).unwrap_or_default(),
@@ -564,7 +700,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             }
         };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
-    let compared = Compared { sides, ranks, diff, unpaired, per_step: args.per_step };
+    let compared = Compared { sides, ranks, by, diff, unpaired, per_step: args.per_step };
     let regression = compared.regression(args.max_regression);
     if args.max_regression.is_some() && regression.is_none() {
         let (_, what) = compared.headline();
@@ -590,6 +726,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "per_step": compared.per_step,
             "timeline": Rows(&d.timeline),
             "ranks": compared.ranks,
+            // What paired the runs' traces: "rank", or "gpu" (rocprofv3).
+            "paired_by": compared.by.word().to_ascii_lowercase(),
             "unpaired": compared.unpaired,
             "kernels": Rows(&d.kernels),
             "ops": Rows(&d.ops),
@@ -624,12 +762,12 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
                 let mut t = Diff { timeline: r.timeline.clone(), kernels: vec![], ops: vec![] }
                     .timeline_table();
                 for row in &mut t.rows {
-                    row.insert(0, trace_summary::Cell::Int(i64::from(r.rank)));
+                    row.insert(0, trace_summary::Cell::Int(i64::from(r.key)));
                 }
                 match &mut table {
                     Some(all) => all.rows.extend(t.rows),
                     None => {
-                        t.header.insert(0, "rank".into());
+                        t.header.insert(0, compared.by.word().to_ascii_lowercase());
                         table = Some(t);
                     }
                 }
@@ -659,7 +797,7 @@ mod tests {
     use super::*;
 
     fn input(trace: &str, rank: Option<u32>) -> Input {
-        Input { trace: trace.into(), rel: trace.into(), rank }
+        Input::new(trace.into(), trace.into(), rank)
     }
 
     #[test]
@@ -668,12 +806,12 @@ mod tests {
         let base =
             [input("base/r1", Some(1)), input("base/r0", Some(0)), input("base/r2", Some(2))];
         let new = [input("new/r0", Some(0)), input("new/r1", Some(1)), input("new/r3", Some(3))];
-        let (pairs, unpaired) = pair(paths, [&base, &new]).unwrap();
+        let (pairs, unpaired) = pair(paths, [&base, &new], By::Rank).unwrap();
         assert_eq!(pairs, [(Some(0), 1, 0), (Some(1), 0, 1)]);
         assert_eq!(unpaired, ["rank 2 only in the baseline run", "rank 3 only in the new run"]);
         // A trace without a rank beside ranked ones (a launcher's) is left out, and named.
         let new = [input("new/r0", Some(0)), input("new/launcher", None), input("new/r2", Some(2))];
-        let (pairs, unpaired) = pair(paths, [&base, &new]).unwrap();
+        let (pairs, unpaired) = pair(paths, [&base, &new], By::Rank).unwrap();
         assert_eq!(pairs, [(Some(0), 1, 0), (Some(2), 2, 2)]);
         assert_eq!(
             unpaired,
@@ -684,14 +822,14 @@ mod tests {
             ]
         );
         // One trace each: compared whatever their ranks.
-        let (pairs, _) = pair(paths, [&base[..1], &new[..1]]).unwrap();
+        let (pairs, _) = pair(paths, [&base[..1], &new[..1]], By::Rank).unwrap();
         assert_eq!(pairs, [(None, 0, 0)]);
     }
 
     #[test]
     fn what_cannot_pair_is_a_usage_error_naming_the_traces() {
         let paths = [Path::new("base"), Path::new("new")];
-        let err = |base: &[Input], new: &[Input]| match pair(paths, [base, new]) {
+        let err = |base: &[Input], new: &[Input]| match pair(paths, [base, new], By::Rank) {
             Err(Error::Usage(text)) => text,
             other => panic!("not a usage error: {:?}", other.map(|p| p.0)),
         };
@@ -707,5 +845,40 @@ mod tests {
         assert!(text.contains("two traces of rank 0 (new/x and new/y)"), "{text}");
         let text = err(&two, &[input("new/x", Some(5)), input("new/y", Some(6))]);
         assert!(text.contains("share no rank"), "{text}");
+    }
+
+    #[test]
+    fn rocprofv3_runs_pair_gpu_by_gpu() {
+        let on = |trace: &str, gpu: Option<u32>| Input {
+            gpu,
+            rocprof: true,
+            ..Input::new(trace.into(), trace.into(), None)
+        };
+        let base = vec![on("base/7", Some(1)), on("base/8", Some(0)), on("base/9", None)];
+        let new = vec![on("new/3", Some(0)), on("new/4", Some(2)), on("new/5", Some(1))];
+        // Decided before the traces are read (it is what reading them is for).
+        let unread = |side: &[Input]| -> Vec<Input> {
+            side.iter().map(|i| Input { gpu: None, ..i.clone() }).collect()
+        };
+        let sides = [unread(&base), unread(&new)];
+        assert_eq!(paired_by(&sides), By::Gpu);
+        let paths = [Path::new("base"), Path::new("new")];
+        let (pairs, unpaired) = pair(paths, [&base, &new], By::Gpu).unwrap();
+        assert_eq!(pairs, [(Some(0), 1, 0), (Some(1), 0, 2)]);
+        assert_eq!(
+            unpaired,
+            ["GPU 2 only in the new run", "1 trace whose kernels ran on no single GPU: base/9"]
+        );
+        // A ranked trace, or a PyTorch one, on either side: rank by rank.
+        let kineto = vec![input("new/a", None), input("new/b", None)];
+        assert_eq!(paired_by(&[base.clone(), kineto]), By::Rank);
+        let ranked = vec![on("new/a", None), Input { rank: Some(1), ..on("new/b", None) }];
+        assert_eq!(paired_by(&[base.clone(), ranked]), By::Rank);
+        // One trace each needs no pairing.
+        assert_eq!(paired_by(&[base[..1].to_vec(), new[..1].to_vec()]), By::Rank);
+        let twice = [on("new/x", Some(1)), on("new/y", Some(1))];
+        let Err(Error::Usage(text)) = pair(paths, [&base, &twice], By::Gpu) else { panic!() };
+        assert!(text.contains("two traces of GPU 1 (new/x and new/y)"), "{text}");
+        assert!(text.contains("compared GPU by GPU"), "{text}");
     }
 }

@@ -10,7 +10,8 @@ mod summary;
 
 pub(crate) use diff::{Compared, Regression, counts_text, ratio_text};
 pub(crate) use summary::{
-    KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_run, write_atomic,
+    GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_dir, by_run,
+    write_atomic,
 };
 mod trace;
 

@@ -40,6 +40,10 @@ pub(crate) struct TraceView {
     /// The GPU models the trace names ([`trace_summary::Summary::gpus`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) gpus: Vec<String>,
+    /// The GPU its kernels all ran on, by index among the node's GPUs
+    /// ([`trace_summary::Summary::gpu_index`]: rocprofv3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpu_index: Option<u32>,
     /// Why the trace could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
@@ -126,6 +130,7 @@ impl TraceView {
             events: None,
             gpu_devices: None,
             gpus: vec![],
+            gpu_index: None,
             error: None,
             truncated: None,
             data_after_end: None,
@@ -149,6 +154,7 @@ impl TraceView {
         self.events = Some(summary.events);
         self.gpu_devices = summary.gpu_devices;
         self.gpus = summary.gpus.clone();
+        self.gpu_index = summary.gpu_index;
         self.truncated = summary.truncated_at.map(|bytes| Truncated {
             bytes,
             events: summary.events,
@@ -284,10 +290,12 @@ impl TraceView {
     }
 
     /// What a trace's heading says after its path: ` (rank 0, AMD Instinct
-    /// MI300X)`, or nothing.
+    /// MI300X)`, ` (on GPU 3, AMD Instinct MI350X)`, or nothing.
     pub(crate) fn heading_tags(&self) -> String {
+        let rank = self.rank.map(|r| format!("rank {r}"));
+        let gpu = self.gpu_index.map(|i| format!("on GPU {i}"));
         let tags: Vec<String> =
-            self.rank.map(|r| format!("rank {r}")).into_iter().chain(self.gpus.clone()).collect();
+            rank.into_iter().chain(gpu).chain(self.gpus.iter().cloned()).collect();
         if tags.is_empty() { String::new() } else { format!(" ({})", tags.join(", ")) }
     }
 
@@ -458,6 +466,75 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
     (rows, notes)
 }
 
+/// One GPU of a cross-GPU table (ms). rocprofv3 writes no rank: it writes
+/// a file per process, and a multi-GPU job runs a process per GPU, all in
+/// one directory (`<hostname>/<pid>_results.json`), so a directory's
+/// processes are told apart by the GPU each ran its kernels on.
+#[derive(Debug, Serialize)]
+pub(crate) struct GpuRow {
+    /// The directory its run's traces are in.
+    pub(crate) run: PathBuf,
+    /// Its index among the node's GPUs.
+    pub(crate) gpu: u32,
+    pub(crate) trace: PathBuf,
+    pub(crate) busy: f64,
+    pub(crate) kernel: f64,
+    pub(crate) memory: f64,
+    pub(crate) idle: f64,
+    /// The profiling session (rocprofv3's total_time).
+    pub(crate) profiled: f64,
+}
+
+impl GpuRow {
+    /// The trace by its file name (tables name the run above it).
+    pub(crate) fn trace_in_run(&self) -> &Path {
+        self.trace.strip_prefix(&self.run).unwrap_or(&self.trace)
+    }
+}
+
+/// The cross-GPU tables of the rocprofv3 traces without a rank, directory
+/// by directory, in GPU order; and a note for each directory whose traces
+/// claim a GPU twice (two runs written into one directory). A table needs
+/// two GPUs or more; a trace whose kernels ran on several GPUs is in none.
+pub(crate) fn cross_gpu(views: &[TraceView]) -> (Vec<GpuRow>, Vec<String>) {
+    let mut dirs: std::collections::BTreeMap<&Path, Vec<(u32, &TraceView)>> = Default::default();
+    for v in views.iter().filter(|v| v.rank.is_none() && v.outcome == Some(Outcome::Rocprofv3)) {
+        if let Some(gpu) = v.gpu_index {
+            dirs.entry(v.trace.parent().unwrap_or(Path::new(""))).or_default().push((gpu, v));
+        }
+    }
+    let (mut rows, mut notes) = (Vec::new(), Vec::new());
+    for (dir, mut members) in dirs {
+        if members.len() < 2 {
+            continue;
+        }
+        members.sort_by_key(|(gpu, v)| (*gpu, &v.trace));
+        if let Some(pair) = members.windows(2).find(|w| w[0].0 == w[1].0) {
+            notes.push(format!(
+                "no cross-GPU table for the {} rocprofv3 traces in {}: GPU {} ran the kernels of \
+                 two ({} and {}), so they are not one run's",
+                members.len(),
+                if dir.as_os_str().is_empty() { Path::new(".") } else { dir }.display(),
+                pair[0].0,
+                pair[0].1.trace.display(),
+                pair[1].1.trace.display()
+            ));
+            continue;
+        }
+        rows.extend(members.iter().map(|(gpu, v)| GpuRow {
+            run: dir.to_path_buf(),
+            gpu: *gpu,
+            trace: v.trace.clone(),
+            busy: v.ms("busy_time"),
+            kernel: v.ms("kernel"),
+            memory: v.ms("memory"),
+            idle: v.ms("idle"),
+            profiled: v.ms("total_time"),
+        }));
+    }
+    (rows, notes)
+}
+
 /// The deepest directory all `traces` are in ("." when none).
 fn shared_dir<'a>(mut traces: impl Iterator<Item = &'a Path>) -> PathBuf {
     let parent = |p: &'a Path| p.parent().unwrap_or(Path::new(""));
@@ -472,6 +549,11 @@ fn shared_dir<'a>(mut traces: impl Iterator<Item = &'a Path>) -> PathBuf {
 
 /// Rows of one run each, in order.
 pub(crate) fn by_run(rows: &[RankRow]) -> Vec<&[RankRow]> {
+    rows.chunk_by(|a, b| a.run == b.run).collect()
+}
+
+/// The rows of each directory's cross-GPU table.
+pub(crate) fn by_dir(rows: &[GpuRow]) -> Vec<&[GpuRow]> {
     rows.chunk_by(|a, b| a.run == b.run).collect()
 }
 
@@ -510,7 +592,11 @@ pub(crate) const RECORD: &str = "summary.json";
 /// What [`RECORD`] holds that `report diff` reads back.
 #[derive(Debug, serde::Deserialize)]
 pub(crate) struct Recorded {
+    /// What the trace was read as.
+    pub(crate) format: Option<trace_summary::Format>,
     pub(crate) rank: Option<u32>,
+    #[serde(default)]
+    pub(crate) gpu_index: Option<u32>,
     pub(crate) steps: Option<usize>,
     #[serde(default)]
     pub(crate) gpus: Vec<String>,
@@ -544,11 +630,23 @@ fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {
 }
 
 /// One trace to read, and what names its CSV directory.
+#[derive(Clone)]
 pub(crate) struct Input {
     pub(crate) trace: PathBuf,
     /// The path the report stem comes from.
     pub(crate) rel: PathBuf,
     pub(crate) rank: Option<u32>,
+    /// For `report diff`, which pairs rocprofv3 runs by it: the GPU its
+    /// kernels ran on, once known ([`trace_summary::Summary::gpu_index`]).
+    pub(crate) gpu: Option<u32>,
+    /// For `report diff`: a rocprofv3 JSON trace, or a report of one.
+    pub(crate) rocprof: bool,
+}
+
+impl Input {
+    pub(crate) fn new(trace: PathBuf, rel: PathBuf, rank: Option<u32>) -> Input {
+        Input { trace, rel, rank, gpu: None, rocprof: false }
+    }
 }
 
 /// The traces behind the PATHs: directories are searched, files taken as
@@ -573,7 +671,8 @@ fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
     for path in paths {
         if !path.is_dir() {
             let rank = trace_discover::find_rank(&path).ok().flatten().map(|r| r.rank);
-            inputs.push(Input { rel: short_name(&path), trace: path, rank });
+            let rel = short_name(&path);
+            inputs.push(Input::new(path, rel, rank));
             continue;
         }
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
@@ -589,7 +688,7 @@ fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
                 Ok(inside) if defaulted => inside.to_path_buf(),
                 _ => t.path,
             };
-            inputs.push(Input { rank: t.rank.map(|r| r.rank), trace, rel });
+            inputs.push(Input::new(trace, rel, t.rank.map(|r| r.rank)));
         }
     }
     // A trace named twice (a file inside a directory also given) is read once.
@@ -808,6 +907,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
 pub(crate) struct Summarized {
     views: Vec<TraceView>,
     ranks: Vec<RankRow>,
+    gpus: Vec<GpuRow>,
     unreadable: usize,
     left_out: Vec<PathBuf>,
 }
@@ -818,6 +918,7 @@ impl Summarized {
         serde_json::json!({
             "traces": self.views,
             "cross_rank": self.ranks,
+            "cross_gpu": self.gpus,
             "unreadable": self.unreadable,
             "left_out_perfetto": self.left_out,
         })
@@ -825,7 +926,7 @@ impl Summarized {
 
     /// As the terminal shows it.
     pub(crate) fn print(&self) -> Result<(), Error> {
-        render::summaries(&self.views, &self.ranks)
+        render::summaries(&self.views, &self.ranks, &self.gpus)
     }
 
     /// The status to exit with: Io when a trace could not be read, which
@@ -905,14 +1006,16 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         }
         views.push(view);
     }
-    let (ranks, notes) = cross_rank(&views);
+    let (ranks, mut notes) = cross_rank(&views);
+    let (gpus, gpu_notes) = cross_gpu(&views);
+    notes.extend(gpu_notes);
     for note in &notes {
         render::note(note);
     }
     if let Some(html) = &args.html {
-        crate::html::write(html, &views, &ranks)?;
+        crate::html::write(html, &views, &ranks, &gpus)?;
     }
-    Ok(Some(Summarized { views, ranks, unreadable, left_out }))
+    Ok(Some(Summarized { views, ranks, gpus, unreadable, left_out }))
 }
 
 #[cfg(test)]

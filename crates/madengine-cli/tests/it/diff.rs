@@ -116,6 +116,7 @@ fn two_runs_rank_by_rank() {
     let json: serde_json::Value = crate::stdout_json(&text);
     let ranks = json["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 2);
+    assert_eq!((&json["paired_by"], &ranks[1]["rank"]), (&"rank".into(), &1.into()));
     assert_eq!(json["baseline"]["kernel_launches"], 4);
     assert_eq!(json["kernels"][0]["delta"], 20.0, "{json}");
 }
@@ -524,4 +525,89 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     ----- stderr -----
     error: --per-step: the steps of base/rank1_trace.json are not known (a trace without ProfilerStep# or Optimizer.step# annotations, or a TraceLens report: it does not record them)
     ");
+}
+
+/// rocprofv3 runs have no ranks: a file per process, a process per GPU.
+/// Two of them compare GPU by GPU, as traces and as kept reports.
+#[test]
+fn rocprofv3_runs_compare_gpu_by_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, pid, gpu, gemm_us) in [
+        ("base/host/100_results.json", 100, 0, 200),
+        ("base/host/101_results.json", 101, 1, 300),
+        ("base/host/102_results.json", 102, 2, 200),
+        ("new/host/201_results.json", 201, 1, 450),
+        ("new/host/200_results.json", 200, 0, 200),
+    ] {
+        let path = dir.path().join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, crate::rocprof_process(pid, gpu, gemm_us)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--top", "1", "-o", "out"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  base (2 traces, rocprofv3, AMD Instinct MI300X, 4 kernel launches)
+              note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)
+    new       new (2 traces, rocprofv3, AMD Instinct MI300X, 4 kernel launches)
+              note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)
+
+    GPU busy of the busiest GPU: 0.400 ms (GPU 1) -> 0.550 ms (GPU 1) (+37.5%)
+
+    GPU busy per GPU (ms; the last three: change by part):
+    GPU  BASELINE    NEW   DELTA  RATIO  KERNEL  MEMORY    IDLE
+    0       0.300  0.300       0  1.00x       0       0       0
+    1       0.400  0.550  +0.150  1.38x  +0.150       0  -0.150
+
+    kernels, all 2 GPUs, largest changes first (µs):
+    BASELINE  NEW  DELTA  RATIO  LAUNCHES  KERNEL
+         500  650   +150  1.30x         2  Cijk_Alik_Bljk_gemm
+
+    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv
+    ----- stderr -----
+    [madengine] GPU 2 only in the baseline run: left out
+    ");
+    let csv = fs::read_to_string(dir.path().join("out/gpu_timeline_diff.csv")).unwrap();
+    assert!(csv.starts_with("gpu,type,baseline ms,new ms,delta ms,ratio\n0,total_time,"), "{csv}");
+
+    let text = run(&["report", "diff", "base", "new", "--json", "--html", "gpus.html"]);
+    let page = fs::read_to_string(dir.path().join("gpus.html")).unwrap();
+    assert!(page.contains("<h2>GPU busy per GPU</h2><table><tr><th>GPU</th>"), "{page}");
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["paired_by"], "gpu");
+    let gpus: Vec<u64> =
+        json["ranks"].as_array().unwrap().iter().map(|r| r["gpu"].as_u64().unwrap()).collect();
+    assert_eq!(gpus, [0, 1]);
+    assert!(json["ranks"][0].get("rank").is_none(), "{json}");
+
+    // A baseline kept as reports (`report summary -o`) pairs the same way.
+    let text = run(&["report", "summary", "base", "-o", "kept", "--top", "0"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let text = run(&["report", "diff", "kept", "new", "--top", "0", "--max-regression", "5"]);
+    assert!(text.starts_with("exit code: 1\n"), "{text}");
+    assert!(
+        text.contains("GPU busy of the busiest GPU: 0.400 ms (GPU 1) -> 0.550 ms (GPU 1) (+37.5%)"),
+        "{text}"
+    );
+    assert!(text.contains("GPU 2 only in the baseline run: left out"), "{text}");
+    assert!(
+        text.ends_with("error: GPU busy changed +37.5%, more than --max-regression 5%\n"),
+        "{text}"
+    );
+
+    // Two processes of one run on one GPU: not a run to pair.
+    fs::write(dir.path().join("new/host/202_results.json"), crate::rocprof_process(202, 1, 10))
+        .unwrap();
+    let text = run(&["report", "diff", "base", "new"]);
+    assert!(text.starts_with("exit code: 2\n"), "{text}");
+    assert!(
+        text.contains(
+            "new holds two traces of GPU 1 (new/host/201_results.json and \
+             new/host/202_results.json): runs are compared GPU by GPU"
+        ),
+        "{text}"
+    );
 }

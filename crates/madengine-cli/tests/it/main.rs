@@ -135,6 +135,33 @@ pub(crate) fn madengine(dir: &Path, args: &[&str]) -> (i32, String, String) {
     run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args)
 }
 
+/// A small rocprofv3 trace of process `pid` on a node of four GPUs (a
+/// MI300X each) and a CPU: a GEMM of `gemm_us` and a collective of 100 µs,
+/// dispatched on GPU `gpu`.
+pub(crate) fn rocprof_process(pid: u32, gpu: u32, gemm_us: u64) -> String {
+    let agents: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"id":{{"handle":{}}},"type":2,"node_id":{},"logical_node_type_id":{i},"name":"gfx942","product_name":"AMD Instinct MI300X"}}"#,
+                10 + i,
+                i + 1
+            )
+        })
+        .collect();
+    let dispatch = |id: u32, start: u64, end: u64| {
+        format!(
+            r#"{{"kind":11,"start_timestamp":{start},"end_timestamp":{end},"dispatch_info":{{"agent_id":{{"handle":{}}},"queue_id":{{"handle":1}},"kernel_id":{id}}}}}"#,
+            10 + gpu
+        )
+    };
+    format!(
+        r#"{{"rocprofiler-sdk-tool":[{{"metadata":{{"pid":{pid},"init_time":0,"fini_time":1000000,"command":["python3","-u","train.py"]}},"agents":[{{"id":{{"handle":1}},"type":1,"node_id":0,"logical_node_type_id":0,"name":"AMD EPYC 9575F","product_name":"AMD EPYC 9575F"}},{}],"kernel_symbols":[{{"kernel_id":1,"kernel_name":"Cijk_Alik_Bljk_gemm.kd","truncated_kernel_name":"Cijk_Alik_Bljk_gemm"}},{{"kernel_id":2,"kernel_name":"ncclDevKernel_Generic_1"}}],"buffer_records":{{"kernel_dispatch":[{},{}],"memory_copy":[]}}}}]}}"#,
+        agents.join(","),
+        dispatch(1, 1000, 1000 + gemm_us * 1000),
+        dispatch(2, 600_000, 700_000)
+    )
+}
+
 pub(crate) fn synthetic() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic")
 }

@@ -1038,3 +1038,59 @@ fn dir_with(name: &str, bytes: impl AsRef<[u8]>) -> tempfile::TempDir {
     fs::write(dir.path().join(name), bytes).unwrap();
     dir
 }
+
+/// rocprofv3 writes no rank, but a file per process, and a multi-GPU job
+/// runs a process per GPU: `report summary` tells a directory's processes
+/// apart by the GPU each ran its kernels on.
+#[test]
+fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, pid, gpu, gemm_us) in [
+        ("node_a/101_results.json", 101, 1, 300),
+        ("node_a/100_results.json", 100, 0, 200),
+        ("node_a/102_results.json", 102, 2, 200),
+        ("node_b/7_results.json", 7, 0, 200),
+        // Two runs written into one directory: not one run's processes.
+        ("retried/1_results.json", 1, 0, 200),
+        ("retried/2_results.json", 2, 0, 250),
+    ] {
+        let path = dir.path().join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, crate::rocprof_process(pid, gpu, gemm_us)).unwrap();
+    }
+    let args = ["report", "summary", "--top", "1", "-o", "out", "--html", "page.html"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    assert!(
+        text.contains("== node_a/100_results.json (on GPU 0, AMD Instinct MI300X)\n"),
+        "{text}"
+    );
+    let tables = &text[text.find("cross-GPU").unwrap()..];
+    insta::assert_snapshot!(tables, @r"
+    cross-GPU (ms), rocprofv3 processes in node_a:
+    GPU  BUSY   KERNEL  MEMORY  IDLE   PROFILED  TRACE
+    0    0.300  0.300   0.000   0.700  1.000     100_results.json
+    1    0.400  0.400   0.000   0.600  1.000     101_results.json
+    2    0.300  0.300   0.000   0.700  1.000     102_results.json
+    ----- stderr -----
+    [madengine] no cross-GPU table for the 2 rocprofv3 traces in retried: GPU 0 ran the kernels of two (retried/1_results.json and retried/2_results.json), so they are not one run's
+    ");
+    let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
+    assert!(page.contains("<h2>Across GPUs</h2>"), "{page}");
+    let record =
+        fs::read_to_string(dir.path().join("out/node_a_101_results/summary.json")).unwrap();
+    assert!(record.contains("\"gpu_index\": 1"), "{record}");
+
+    let args = ["report", "summary", "--json", "-o", "out"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let json = crate::stdout_json(&text);
+    let gpus: Vec<(&str, u64, f64)> = json["cross_gpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (r["run"].as_str().unwrap(), r["gpu"].as_u64().unwrap(), r["busy"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(gpus, [("node_a", 0, 0.3), ("node_a", 1, 0.4), ("node_a", 2, 0.3)]);
+    assert_eq!(json["cross_rank"], serde_json::json!([]));
+}
