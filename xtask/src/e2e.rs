@@ -190,7 +190,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
     vec![
         Scenario {
             name: "rocprof-json",
-            what: "rocprofv3 --kernel-trace --hip-trace --output-format json, then report tracelens --mode rocprof",
+            what: "rocprofv3 --kernel-trace --hip-trace --output-format json, then report tracelens --mode rocprof and report summary (with 2+ GPUs, also a 2-rank job under rocprofv3: its processes told apart by GPU)",
             runnable: need(&[
                 (amd, "an AMD GPU"),
                 (inv.rocprofv3, "rocprofv3"),
@@ -476,7 +476,26 @@ fn run_scenario(
                 ],
             )?;
             if name == "rocprof-json" {
-                report(madengine, dir, inv, "rocprof", &[("rocprof", 1)], cpu)
+                let said = report(madengine, dir, inv, "rocprof", &[("rocprof", 1)], cpu)?;
+                if cpu {
+                    return Ok(said);
+                }
+                // The native summary tells which GPU the process ran on and,
+                // with two GPUs, a 2-rank job's processes apart by their GPUs.
+                gpus_of(madengine, dir, "rocprof_output", 1)?;
+                if !gpus_for_nccl(inv) {
+                    return Ok(said);
+                }
+                let argv = two_ranks(&torchrun());
+                let rocprof = ["--kernel-trace", "--output-format", "json", "-d", "rocprof_2rank"];
+                let args: Vec<&str> = rocprof
+                    .into_iter()
+                    .chain(["--"])
+                    .chain(argv.iter().map(String::as_str))
+                    .collect();
+                step(dir, Path::new("rocprofv3"), &args)?;
+                let gpus = gpus_of(madengine, dir, "rocprof_2rank", 2)?;
+                Ok(format!("{said}; report summary: the 2-rank job's processes on GPUs {gpus:?}"))
             } else {
                 let tools = [("hip_activity", 1), ("hip_api", 1), ("memory_copy", 1)];
                 report(madengine, dir, inv, "pftrace", &tools, cpu)
@@ -583,6 +602,46 @@ fn run_scenario(
 /// Each trace in `dir` with the optimizer steps it holds (Kineto's
 /// `Optimizer.step#...` annotations): an iteration window must hold exactly
 /// its count, not Kineto's silent 500 ms fallback.
+/// `report summary` of the rocprofv3 traces under `dir/traces`: each
+/// process that ran kernels must say the GPU it ran them on, and `n`
+/// processes must have; with two or more, on distinct GPUs, in one
+/// cross-GPU table. The GPUs, in order.
+fn gpus_of(madengine: &Path, dir: &Path, traces: &str, n: usize) -> Result<Vec<u64>, String> {
+    let out = dir.join(format!("{traces}_summary"));
+    let out = out.display().to_string();
+    let json = step(dir, madengine, &["report", "summary", traces, "-o", &out, "--json"])?;
+    let summary: Value =
+        serde_json::from_str(&json).map_err(|e| format!("summary JSON: {e}: {json}"))?;
+    let ran: Vec<&Value> = summary["traces"]
+        .as_array()
+        .map(|t| t.iter().filter(|t| t["outcome"] == "rocprofv3").collect())
+        .unwrap_or_default();
+    let gpus: Vec<u64> = ran.iter().filter_map(|t| t["gpu_index"].as_u64()).collect();
+    if ran.len() != n || gpus.len() != n {
+        return Err(format!(
+            "report summary of {traces}: {} trace(s) with kernels, {} saying their GPU (gpu_index), \
+             not {n}: {json}",
+            ran.len(),
+            gpus.len()
+        ));
+    }
+    if n > 1 {
+        let table: Vec<u64> = summary["cross_gpu"]
+            .as_array()
+            .map(|rows| rows.iter().filter_map(|r| r["gpu"].as_u64()).collect())
+            .unwrap_or_default();
+        let mut distinct = gpus.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() != n || table != distinct {
+            return Err(format!(
+                "report summary of {traces}: GPUs {gpus:?}, cross-GPU table {table:?}: {json}"
+            ));
+        }
+    }
+    Ok(gpus)
+}
+
 fn optimizer_steps(dir: &Path) -> Result<Vec<(String, usize)>, String> {
     let mut out = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
