@@ -154,6 +154,23 @@ fn trace_section(page: &mut String, v: &SummaryView) {
     page.push_str("</p>");
     top_table(page, "Top kernels", "total µs", &v.top_kernels);
     top_table(page, "Top ops (GPU time launched directly)", "ms", &v.top_ops);
+    if !v.top_collectives.is_empty() {
+        page.push_str(
+            r#"<h3>Collectives (NCCL/RCCL kernels by call)</h3><table><tr><th>total µs</th><th>calls</th><th>mean µs</th><th>bus bandwidth</th><th class="name">call</th></tr>"#,
+        );
+        for c in &v.top_collectives {
+            let busbw = c.busbw_gbps.map_or("-".into(), |b| format!("{b:.1} GB/s"));
+            let _ = write!(
+                page,
+                r#"<tr><td>{:.3}</td><td>{}</td><td>{:.1}</td><td>{busbw}</td><td class="name">{}</td></tr>"#,
+                c.total_us,
+                c.count,
+                c.mean_us,
+                esc(&c.call())
+            );
+        }
+        page.push_str("</table>");
+    }
     if let Some(dir) = &v.csv_dir {
         let _ = write!(page, "<p>CSVs: <code>{}</code></p>", esc(&dir.display().to_string()));
     }

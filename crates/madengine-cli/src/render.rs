@@ -880,6 +880,20 @@ pub(crate) fn summaries(
                 ));
             }
         }
+        if !v.top_collectives.is_empty() {
+            text.push_str("   collectives (total µs, calls, mean µs, bus bandwidth):\n");
+        }
+        for c in &v.top_collectives {
+            let busbw = c.busbw_gbps.map_or("-".into(), |b| format!("{b:.1} GB/s"));
+            text.push_str(&format!(
+                "     {:>12}  {:>5}x  {:>10}  {:>11}  {}\n",
+                py(c.total_us),
+                c.count,
+                format!("{:.1}", c.mean_us),
+                busbw,
+                c.call()
+            ));
+        }
         if let Some(dir) = &v.csv_dir {
             text.push_str(&format!("   CSVs: {}\n", dir.display()));
         }

@@ -8,6 +8,9 @@
 //! communication and memcpy by kernel name, linking through `ac2g` flows and
 //! graph-launch correlation, parent ops by time nesting, the op category
 //! registry, Kahan and pairwise sums, and Python's float formatting.
+//! Beside them, `collective_summary` ([`Summary::collective_summary`]) is
+//! madengine's own: the NCCL/RCCL calls a trace's collective kernels
+//! describe, with nccl-tests' bandwidths.
 //! rocprofv3 JSON traces get TraceLens' rocprof variant of `gpu_timeline` and
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
 //! [`Diff`] sets two traces' tables side by side, where GPU time moved; a
@@ -27,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod chan;
+mod collective;
 mod compute;
 mod csv;
 mod diff;

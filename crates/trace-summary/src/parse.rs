@@ -106,6 +106,22 @@ pub(crate) struct Event {
     pub(crate) stream: Option<Key>,
 }
 
+/// What a collective kernel's `args` say of its call (PyTorch 2.x writes
+/// them on NCCL/RCCL kernels, and on the CPU's `record_param_comms`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CollectiveArgs {
+    /// `Collective name` (`allreduce`, `_allgather_base`, ...), interned.
+    pub(crate) name: Option<u32>,
+    /// `dtype` (`Float`, `BFloat16`, ...), interned.
+    pub(crate) dtype: Option<u32>,
+    /// `In msg nelems`.
+    pub(crate) in_nelems: Option<u64>,
+    /// `Out msg nelems`.
+    pub(crate) out_nelems: Option<u64>,
+    /// `Group size`: the ranks taking part.
+    pub(crate) group_size: Option<u64>,
+}
+
 /// A flow event (`ph` `s` or `f` of a flow category), kept apart from the
 /// others: they are a third of a trace and only link launches to kernels.
 #[derive(Debug, Clone)]
@@ -143,6 +159,12 @@ pub(crate) struct Parsed {
     /// Where something other than whitespace follows the end of the
     /// trace's JSON document (what follows is not read).
     pub(crate) after_end: Option<u64>,
+    /// The kernels whose args name a collective: `(index in events, what
+    /// they say)`, in event order.
+    pub(crate) collectives: Vec<(usize, CollectiveArgs)>,
+    /// What the args of the event being read say of a collective, until
+    /// it is kept (a kernel) or dropped.
+    collective: Option<CollectiveArgs>,
 }
 
 impl Parsed {
@@ -255,8 +277,15 @@ fn read_events(batch: &Batch<List>, parsed: &mut Parsed) -> Result<(), serde_jso
             None => EventSeed(parsed)
                 .deserialize(&mut serde_json::Deserializer::from_slice(&batch.bytes[s..e])),
         };
-        if let Some(ev) = read? {
+        let read = read?;
+        let collective = parsed.collective.take();
+        if let Some(ev) = read {
             parsed.read += 1;
+            if let Some(args) = collective
+                && ev.cat == Cat::Kernel
+            {
+                parsed.collectives.push((parsed.events.len(), args));
+            }
             if matches!(ev.cat, Cat::Ac2g | Cat::LegacyFlow) && (ev.ph == b's' || ev.ph == b'f') {
                 let Event { cat, ph, id, pid, tid, .. } = ev;
                 parsed.flows.push(Flow { cat, ph, id, pid, tid });
@@ -376,6 +405,11 @@ enum Field {
     Correlation,
     ExternalId,
     Stream,
+    CollectiveName,
+    Dtype,
+    InNelems,
+    OutNelems,
+    GroupSize,
     Other,
 }
 
@@ -407,6 +441,11 @@ impl Visitor<'_> for KeyName {
             "correlation" => Field::Correlation,
             "External id" => Field::ExternalId,
             "stream" => Field::Stream,
+            "Collective name" => Field::CollectiveName,
+            "dtype" => Field::Dtype,
+            "In msg nelems" => Field::InNelems,
+            "Out msg nelems" => Field::OutNelems,
+            "Group size" => Field::GroupSize,
             _ => Field::Other,
         })
     }
@@ -515,6 +554,26 @@ impl<'de> Visitor<'de> for ArgsSeed<'_, '_> {
                 Field::Correlation => self.e.correlation = map.next_value_seed(KeySeed(self.p))?,
                 Field::ExternalId => self.e.external_id = map.next_value_seed(KeySeed(self.p))?,
                 Field::Stream => self.e.stream = map.next_value_seed(KeySeed(self.p))?,
+                Field::CollectiveName | Field::Dtype => {
+                    let text = map.next_value_seed(StrSeed(self.p))?;
+                    let args = self.p.collective.get_or_insert_default();
+                    match key {
+                        Field::CollectiveName => args.name = text,
+                        _ => args.dtype = text,
+                    }
+                }
+                Field::InNelems | Field::OutNelems | Field::GroupSize => {
+                    let n = match map.next_value_seed(NumSeed)? {
+                        Some(Num::Int(n)) => u64::try_from(n).ok(),
+                        _ => None,
+                    };
+                    let args = self.p.collective.get_or_insert_default();
+                    match key {
+                        Field::InNelems => args.in_nelems = n,
+                        Field::OutNelems => args.out_nelems = n,
+                        _ => args.group_size = n,
+                    }
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -158,6 +158,12 @@ pub struct Summary {
     pub kernel_summary: Option<Table>,
     /// `ops_summary` (traces with `cpu_op` events).
     pub ops_summary: Option<Table>,
+    /// `collective_summary`: madengine's own table (not TraceLens') of the
+    /// NCCL/RCCL collective calls whose kernels carry PyTorch's collective
+    /// args (`Collective name`, message sizes, `Group size`): count,
+    /// durations and nccl-tests' algorithm and bus bandwidths per distinct
+    /// call. `None` without such kernels (rocprofv3; PyTorch before 2.x).
+    pub collective_summary: Option<Table>,
     /// Events read.
     pub events: usize,
     /// GPU events (kernel, memcpy, memset), linked or not.
@@ -298,6 +304,7 @@ pub fn summarize_with<R: Read + Send>(
             gpu_timeline: (outcome == Outcome::Rocprofv3).then_some(timeline),
             kernel_summary: kernels,
             ops_summary: None,
+            collective_summary: None,
             events: records,
             gpu_events: records,
             truncated_at: None,
@@ -323,6 +330,7 @@ pub fn summarize_with<R: Read + Send>(
     let truncated_at = parsed.truncated_at;
     let gpu_devices = parsed.devices;
     let gpus = distinct(std::mem::take(&mut parsed.device_names));
+    let collectives = crate::collective::collective_summary(&parsed);
     if let Some(offset) = parsed.after_end {
         return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
     }
@@ -339,6 +347,7 @@ pub fn summarize_with<R: Read + Send>(
             kernel_summary: analysis.kernel_summary(total),
             ops_summary: if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() },
             gpu_timeline: Some(timeline),
+            collective_summary: collectives.clone(),
             events,
             gpu_events,
             truncated_at,
@@ -387,6 +396,7 @@ pub fn summarize_with<R: Read + Send>(
         gpu_timeline: None,
         kernel_summary: None,
         ops_summary: None,
+        collective_summary: collectives,
         events,
         gpu_events,
         truncated_at,

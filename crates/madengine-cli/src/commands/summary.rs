@@ -83,6 +83,64 @@ pub(crate) struct TraceView {
     pub(crate) top_kernels: Vec<TopRow>,
     /// Ops by GPU ms launched directly, largest first.
     pub(crate) top_ops: Vec<TopRow>,
+    /// Collective calls by total kernel time, largest first
+    /// ([`trace_summary::Summary::collective_summary`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) top_collectives: Vec<CollectiveRow>,
+}
+
+/// A row of `collective_summary`: one distinct collective call.
+#[derive(Debug, Serialize)]
+pub(crate) struct CollectiveRow {
+    pub(crate) name: String,
+    pub(crate) dtype: String,
+    pub(crate) group_size: i64,
+    /// The larger of its input and output, as nccl-tests sizes it; `None`
+    /// for a dtype madengine does not know.
+    pub(crate) bytes: Option<i64>,
+    pub(crate) count: i64,
+    pub(crate) total_us: f64,
+    pub(crate) mean_us: f64,
+    pub(crate) busbw_gbps: Option<f64>,
+}
+
+impl CollectiveRow {
+    /// The first `n` rows of a `collective_summary` table.
+    fn top(t: &Table, n: usize) -> Vec<CollectiveRow> {
+        let at = |name: &str| t.column(name).expect("collective_summary's own header");
+        let int = |r: &[trace_summary::Cell], name: &str| r[at(name)].number().map(|v| v as i64);
+        t.rows
+            .iter()
+            .take(n)
+            .map(|r| CollectiveRow {
+                name: r[at("Collective name")].text(),
+                dtype: r[at("dtype")].text(),
+                group_size: int(r, "Group size").unwrap_or(0),
+                bytes: int(r, "Message bytes"),
+                count: int(r, "Count").unwrap_or(0),
+                total_us: r[at("Total duration (µs)")].number().unwrap_or(0.0),
+                mean_us: r[at("Mean duration (µs)")].number().unwrap_or(0.0),
+                busbw_gbps: r[at("busbw (GB/s)")].number(),
+            })
+            .collect()
+    }
+
+    /// `allreduce Float, 26.6 MB, 2 ranks`.
+    pub(crate) fn call(&self) -> String {
+        let size = self.bytes.map(|b| format!(", {}", bytes_text(b))).unwrap_or_default();
+        format!("{} {}{size}, {} ranks", self.name, self.dtype, self.group_size)
+    }
+}
+
+/// Bytes in decimal units, as bandwidths are: `26.6 MB`.
+fn bytes_text(bytes: i64) -> String {
+    let b = bytes as f64;
+    match bytes {
+        ..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{:.1} kB", b / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", b / 1e6),
+        _ => format!("{:.2} GB", b / 1e9),
+    }
 }
 
 /// A truncated trace, summarized from the events before the cut.
@@ -144,6 +202,7 @@ impl TraceView {
             timeline: vec![],
             top_kernels: vec![],
             top_ops: vec![],
+            top_collectives: vec![],
         }
     }
 
@@ -986,6 +1045,10 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                     let (value, pct) = ("Kernel duration (µs)_sum", "Percent of kernels time (%)");
                     top(k, "Kernel name", value, pct, grouped, args.top)
                 };
+            }
+            if let Some(c) = &summary.collective_summary {
+                write_csv(&dir, "collective_summary", c)?;
+                view.top_collectives = CollectiveRow::top(c, args.top);
             }
             if let Some(o) = &summary.ops_summary {
                 write_csv(&dir, "ops_summary", o)?;

@@ -1094,3 +1094,36 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     assert_eq!(gpus, [("node_a", 0, 0.3), ("node_a", 1, 0.4), ("node_a", 2, 0.3)]);
     assert_eq!(json["cross_rank"], serde_json::json!([]));
 }
+
+/// Collective kernels that carry PyTorch's collective args get a table of
+/// their calls: `collective_summary.csv`, and the largest in the view.
+#[test]
+fn report_summary_shows_the_collective_calls() {
+    let Some(public) = crate::public_dir::public_fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let trace = public.join("kineto/hta/nccl_parser_config/nccl_data.json.gz");
+    let trace = trace.to_str().unwrap();
+    let args = ["report", "summary", trace, "--top", "2", "-o", "out", "--html", "page.html"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let shown = &text[text.find("   collectives").unwrap()..text.find("   CSVs").unwrap()];
+    insta::assert_snapshot!(shown, @r"
+    collectives (total µs, calls, mean µs, bus bandwidth):
+         11820.962      3x      3940.3     2.1 GB/s  allreduce Float, 8.2 MB, 2 ranks
+         11081.355      3x      3693.8     8.5 GB/s  allreduce Float, 31.5 MB, 2 ranks
+    ");
+    let csv = fs::read_to_string(
+        dir.path().join("out/nccl_parser_config_nccl_data/collective_summary.csv"),
+    )
+    .unwrap();
+    assert!(csv.starts_with("Collective name,dtype,Group size,In msg nelems,"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 7, "{csv}");
+    let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
+    assert!(page.contains("<h3>Collectives (NCCL/RCCL kernels by call)</h3>"), "{page}");
+
+    let args = ["report", "summary", trace, "--top", "1", "-o", "out", "--json"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let json = crate::stdout_json(&text);
+    let top = &json["traces"][0]["top_collectives"];
+    assert_eq!(top.as_array().unwrap().len(), 1, "{top}");
+    assert_eq!((&top[0]["name"], &top[0]["group_size"]), (&"allreduce".into(), &2.into()));
+}

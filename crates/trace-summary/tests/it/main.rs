@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
 mod breaks;
+mod collectives;
 mod diff;
 mod fidelity;
 mod mangled;

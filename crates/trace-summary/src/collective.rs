@@ -1,0 +1,159 @@
+//! `collective_summary`: madengine's own table of the NCCL/RCCL collectives
+//! a Kineto trace holds (not one of TraceLens'), from the args PyTorch 2.x
+//! writes on each collective kernel: `Collective name`, `dtype`, `In msg
+//! nelems`, `Out msg nelems`, `Group size`.
+//!
+//! One row per distinct call (collective, dtype, group size, message
+//! sizes): its kernels' count and durations, and the bandwidths
+//! nccl-tests reports for such a call: `algbw` = message bytes / mean
+//! duration, `busbw` = algbw × the collective's bus factor. The message is
+//! the larger of the input and output (the whole gathered buffer of an
+//! all-gather, the whole input of a reduce-scatter), as nccl-tests sizes
+//! it. A kernel's duration includes the time it waits for the other ranks
+//! to arrive, so a rank that waits shows a lower bandwidth than its links
+//! carry: compare ranks, or take the fastest.
+
+use rustc_hash::FxHashMap;
+
+use crate::{
+    compute::{Cell, Table},
+    parse::{CollectiveArgs, Parsed},
+};
+
+/// Bytes per element of a PyTorch dtype as Kineto names it (`c10`'s
+/// ScalarType names), `None` when unknown.
+fn dtype_bytes(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "Double" | "Long" | "ComplexFloat" | "UInt64" => 8,
+        "Float" | "Int" | "ComplexHalf" | "UInt32" => 4,
+        "Half" | "BFloat16" | "Short" | "UInt16" => 2,
+        "Byte" | "Char" | "Bool" | "QInt8" | "QUInt8" => 1,
+        "ComplexDouble" => 16,
+        d if d.starts_with("Float8") => 1,
+        _ => return None,
+    })
+}
+
+/// nccl-tests' bus bandwidth factor of a collective in a group of `n`:
+/// what each rank's links carry relative to the message.
+fn bus_factor(name: &str, n: u64) -> f64 {
+    let n = n.max(1) as f64;
+    let name: String =
+        name.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_lowercase();
+    if name.contains("allreduce") {
+        2.0 * (n - 1.0) / n
+    } else if name.contains("allgather")
+        || name.contains("reducescatter")
+        || name.contains("alltoall")
+    {
+        (n - 1.0) / n
+    } else {
+        // broadcast, reduce, send/recv: the message crosses once.
+        1.0
+    }
+}
+
+/// The header of `collective_summary.csv`.
+pub(crate) const HEADER: [&str; 11] = [
+    "Collective name",
+    "dtype",
+    "Group size",
+    "In msg nelems",
+    "Out msg nelems",
+    "Message bytes",
+    "Count",
+    "Total duration (µs)",
+    "Mean duration (µs)",
+    "algbw (GB/s)",
+    "busbw (GB/s)",
+];
+
+/// The table, largest total duration first (`None` without collective
+/// kernels).
+pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
+    type Call = (u32, u32, u64, u64, u64);
+    let mut calls: FxHashMap<Call, Vec<f64>> = FxHashMap::default();
+    let mut order: Vec<Call> = Vec::new();
+    for (index, args) in &p.collectives {
+        let CollectiveArgs { name: Some(name), dtype, in_nelems, out_nelems, group_size } = *args
+        else {
+            continue;
+        };
+        let Some(dur) = p.events[*index].dur else { continue };
+        let call = (
+            name,
+            dtype.unwrap_or(0),
+            group_size.unwrap_or(0),
+            in_nelems.unwrap_or(0),
+            out_nelems.unwrap_or(0),
+        );
+        calls
+            .entry(call)
+            .or_insert_with(|| {
+                order.push(call);
+                Vec::new()
+            })
+            .push(dur.f());
+    }
+    if order.is_empty() {
+        return None;
+    }
+    let mut rows: Vec<(f64, Vec<Cell>)> = order
+        .into_iter()
+        .map(|call| {
+            let (name, dtype, group, inn, out) = call;
+            let durations = &calls[&call];
+            let total: f64 = durations.iter().sum();
+            let mean = total / durations.len() as f64;
+            let (name, dtype) = (p.str(name), p.str(dtype));
+            let bytes = dtype_bytes(dtype).map(|b| b * inn.max(out));
+            // bytes / µs = MB/s; / 1000 = GB/s.
+            let algbw = bytes.filter(|_| mean > 0.0).map(|b| b as f64 / mean / 1000.0);
+            let cell = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Float);
+            let int = |v: u64| Cell::Int(i64::try_from(v).unwrap_or(i64::MAX));
+            (
+                total,
+                vec![
+                    Cell::Str(name.to_string()),
+                    Cell::Str(dtype.to_string()),
+                    int(group),
+                    int(inn),
+                    int(out),
+                    bytes.map_or(Cell::Empty, int),
+                    int(durations.len() as u64),
+                    Cell::Float(total),
+                    Cell::Float(mean),
+                    cell(algbw),
+                    cell(algbw.map(|a| a * bus_factor(name, group))),
+                ],
+            )
+        })
+        .collect();
+    // Largest total first; ties keep the order first seen.
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    Some(Table {
+        header: HEADER.iter().map(|h| h.to_string()).collect(),
+        rows: rows.into_iter().map(|(_, r)| r).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_factors_follow_nccl_tests() {
+        assert_eq!(bus_factor("allreduce", 8), 1.75);
+        assert_eq!(bus_factor("all_reduce", 2), 1.0);
+        assert_eq!(bus_factor("_allgather_base", 8), 0.875);
+        assert_eq!(bus_factor("reduce_scatter_tensor_coalesced", 4), 0.75);
+        assert_eq!(bus_factor("all_to_all", 4), 0.75);
+        assert_eq!(bus_factor("broadcast", 8), 1.0);
+        assert_eq!(bus_factor("reduce", 8), 1.0);
+        assert_eq!(bus_factor("send", 2), 1.0);
+        assert_eq!(dtype_bytes("BFloat16"), Some(2));
+        assert_eq!(dtype_bytes("Float8_e4m3fn"), Some(1));
+        assert_eq!(dtype_bytes("Float"), Some(4));
+        assert_eq!(dtype_bytes("Mystery"), None);
+    }
+}

@@ -1,0 +1,100 @@
+//! `collective_summary` against a plain reading of the public traces'
+//! collective kernels.
+
+use std::collections::BTreeMap;
+
+/// The collective kernels of a trace, grouped by call as a whole-document
+/// parse finds them: `(name, dtype, group, in, out) -> durations`.
+fn calls(path: &std::path::Path) -> BTreeMap<(String, String, i64, i64, i64), Vec<f64>> {
+    let file = std::fs::File::open(path).unwrap();
+    let doc: serde_json::Value = if path.extension().is_some_and(|e| e == "gz") {
+        serde_json::from_reader(flate2::read::GzDecoder::new(file)).unwrap()
+    } else {
+        serde_json::from_reader(std::io::BufReader::new(file)).unwrap()
+    };
+    let mut calls: BTreeMap<_, Vec<f64>> = BTreeMap::new();
+    for e in doc["traceEvents"].as_array().unwrap() {
+        let args = &e["args"];
+        if e["cat"] != "kernel" || !args["Collective name"].is_string() {
+            continue;
+        }
+        let key = (
+            args["Collective name"].as_str().unwrap().to_string(),
+            args["dtype"].as_str().unwrap_or("").to_string(),
+            args["Group size"].as_i64().unwrap_or(0),
+            args["In msg nelems"].as_i64().unwrap_or(0),
+            args["Out msg nelems"].as_i64().unwrap_or(0),
+        );
+        calls.entry(key).or_default().push(e["dur"].as_f64().unwrap());
+    }
+    calls
+}
+
+#[test]
+fn collective_calls_are_counted_and_their_bandwidths_taken() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    for (trace, rows) in [
+        // All-reduces and broadcasts of floats between 2 ranks, in several sizes.
+        ("kineto/hta/nccl_parser_config/nccl_data.json.gz", 0),
+        // One all-gather of bf16 among 8.
+        ("kineto/tracelens/b200/eager_trace.json.gz", 1),
+    ] {
+        let path = root.join(trace);
+        let expected = calls(&path);
+        assert!(!expected.is_empty(), "{trace}");
+        assert!(rows == 0 || expected.len() == rows, "{trace}: {expected:?}");
+        let summary = trace_summary::summarize_file(&path).unwrap();
+        let table = summary.collective_summary.expect("a collective table");
+        assert_eq!(table.rows.len(), expected.len(), "{trace}");
+        let col = |name: &str| table.column(name).unwrap();
+        let mut totals = Vec::new();
+        for row in &table.rows {
+            let int = |name: &str| match row[col(name)] {
+                trace_summary::Cell::Int(i) => i,
+                ref other => panic!("{name}: {other:?}"),
+            };
+            let key = (
+                row[col("Collective name")].text(),
+                row[col("dtype")].text(),
+                int("Group size"),
+                int("In msg nelems"),
+                int("Out msg nelems"),
+            );
+            let durations = &expected[&key];
+            let total: f64 = durations.iter().sum();
+            let mean = total / durations.len() as f64;
+            assert_eq!(int("Count"), durations.len() as i64, "{key:?}");
+            let number = |name: &str| row[col(name)].number().unwrap();
+            assert!((number("Total duration (µs)") - total).abs() < 1e-6, "{key:?}");
+            // nccl-tests: the larger buffer, algbw in GB/s = bytes / µs / 1000.
+            let bytes = match key.1.as_str() {
+                "Float" => 4,
+                "Long" => 8,
+                "BFloat16" => 2,
+                other => panic!("dtype {other}"),
+            } * key.3.max(key.4);
+            assert_eq!(int("Message bytes"), bytes, "{key:?}");
+            let algbw = bytes as f64 / mean / 1000.0;
+            assert!((number("algbw (GB/s)") - algbw).abs() < 1e-9, "{key:?}");
+            let n = key.2 as f64;
+            let factor = match key.0.as_str() {
+                "allreduce" => 2.0 * (n - 1.0) / n,
+                "_allgather_base" => (n - 1.0) / n,
+                "broadcast" => 1.0,
+                other => panic!("collective {other}"),
+            };
+            assert!((number("busbw (GB/s)") - algbw * factor).abs() < 1e-9, "{key:?}");
+            totals.push(total);
+        }
+        assert!(totals.windows(2).all(|w| w[0] >= w[1]), "largest first: {totals:?}");
+    }
+    // Traces whose collective kernels carry no such args (PyTorch 1.x), and
+    // rocprofv3 traces, have no table.
+    for trace in [
+        "kineto-multirank/param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json",
+        "rocprofv3/tracelens/908_results.json.gz",
+    ] {
+        let summary = trace_summary::summarize_file(&root.join(trace)).unwrap();
+        assert!(summary.collective_summary.is_none(), "{trace}");
+    }
+}
