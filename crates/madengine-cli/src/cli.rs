@@ -569,8 +569,10 @@ kernel_summary and ops_summary, in seconds, through the sanitizer) and
 matches their rows by name: the timeline by row, kernels by kernel name (all
 launches added up, whatever op or stream launched them), ops by name (GPU
 time of the kernels they launched directly). Shown: the timeline side by
-side, then the kernels and ops whose time changed most, either way; a name
-in one trace only counts as 0 in the other. Ratios are new over baseline.
+side, then the kernels and ops whose time changed most, either way, and the
+collective calls (NCCL/RCCL kernels with PyTorch's collective args, by
+collective, dtype, sizes and group); a name in one trace only counts as 0 in
+the other. Ratios are new over baseline.
 
 Two run directories are compared rank by rank (ranks from file names or
 distributedInfo, as `trace discover` shows them): each rank's GPU time side
@@ -630,7 +632,7 @@ pub(crate) struct DiffArgs {
     #[arg(value_name = "NEW")]
     pub(crate) new: PathBuf,
     /// Also write every row as CSVs (gpu_timeline_diff.csv, kernel_diff.csv,
-    /// ops_diff.csv) to DIR.
+    /// ops_diff.csv, collective_diff.csv) to DIR.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
     /// How many kernels and ops to show, largest change first (0: the

@@ -488,6 +488,13 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         &compared.diff.ops,
         top,
     );
+    changes_table(
+        &mut page,
+        &format!("Collectives{over} (NCCL/RCCL kernels by call), largest changes first"),
+        "µs",
+        &compared.diff.collectives,
+        top,
+    );
     page.push_str("</body></html>\n");
     page
 }

@@ -1139,6 +1139,7 @@ pub(crate) fn diff(
     for (rows, title, what, unit, f) in [
         (&diff.kernels, "kernels", "KERNEL", "µs", &py as &dyn Fn(f64) -> String),
         (&diff.ops, "ops (GPU time of the kernels each launched directly)", "OP", "ms", &ms),
+        (&diff.collectives, "collectives (NCCL/RCCL kernels by call)", "CALL", "µs", &py),
     ] {
         if rows.is_empty() || top == 0 {
             continue;
@@ -1164,7 +1165,7 @@ pub(crate) fn diff(
             text.push_str("no change\n");
             continue;
         }
-        let calls = if what == "OP" { "CALLS" } else { "LAUNCHES" };
+        let calls = if what == "KERNEL" { "LAUNCHES" } else { "CALLS" };
         let numbers = [true, true, true, true, true, false];
         aligned(&mut text, ["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, numbers);
         let only = |side: fn(&DiffRow) -> bool| rows.iter().filter(|r| side(r)).count();
@@ -1186,7 +1187,7 @@ pub(crate) fn diff(
         }
     }
     if written.is_empty() {
-        if diff.kernels.len() > top || diff.ops.len() > top {
+        if [&diff.kernels, &diff.ops, &diff.collectives].iter().any(|rows| rows.len() > top) {
             text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
         }
     } else {

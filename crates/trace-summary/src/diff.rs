@@ -31,6 +31,8 @@ pub struct Tables {
     pub kernel_summary: Option<Table>,
     /// `ops_summary`.
     pub ops_summary: Option<Table>,
+    /// `collective_summary` ([`Summary::collective_summary`]).
+    pub collective_summary: Option<Table>,
     /// The steps the tables cover ([`Summary::steps`], its count); `None`
     /// when not known (a report read back).
     pub steps: Option<usize>,
@@ -43,6 +45,7 @@ impl From<&Summary> for Tables {
             gpu_timeline: s.gpu_timeline.clone(),
             kernel_summary: s.kernel_summary.clone(),
             ops_summary: s.ops_summary.clone(),
+            collective_summary: s.collective_summary.clone(),
             steps: s.steps.map(|s| s.count),
         }
     }
@@ -65,7 +68,8 @@ impl Tables {
 
     /// Read a report directory as `report summary` writes it (and TraceLens'
     /// perf and rocprof reports with `--output_csvs_dir`): `gpu_timeline.csv`,
-    /// and `kernel_summary.csv` and `ops_summary.csv` where present. The
+    /// and `kernel_summary.csv`, `ops_summary.csv` and
+    /// `collective_summary.csv` where present. The
     /// rocprof tables are told by their timeline's `kernel` row.
     pub fn read_dir(dir: &Path) -> Result<Tables> {
         let path = dir.join("gpu_timeline.csv");
@@ -94,6 +98,11 @@ impl Tables {
             gpu_timeline: Some(timeline),
             kernel_summary: optional("kernel_summary.csv", "kernel_summary", kernels)?,
             ops_summary: optional("ops_summary.csv", "ops_summary", &OPS)?,
+            collective_summary: optional(
+                "collective_summary.csv",
+                "collective_summary",
+                &crate::collective::HEADER,
+            )?,
             steps: None,
         })
     }
@@ -171,7 +180,7 @@ impl DiffRow {
 }
 
 /// Where GPU time moved between two traces' tables.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Diff {
     /// `gpu_timeline` rows (ms), in the baseline's order, then rows only the
     /// new trace has.
@@ -183,6 +192,11 @@ pub struct Diff {
     /// `ops_summary`'s `total_direct_kernel_time_ms`), the largest change
     /// first. Empty unless both traces have an `ops_summary`.
     pub ops: Vec<DiffRow>,
+    /// Collective calls by call ([`Summary::collective_summary`]: µs of
+    /// their kernels, calls), named `allreduce Float[2049000], 2 ranks`
+    /// (elements in, `->` out where they differ), the largest change
+    /// first. Empty unless both traces have collective tables.
+    pub collectives: Vec<DiffRow>,
 }
 
 impl Diff {
@@ -239,7 +253,7 @@ impl Diff {
             (Some(b), Some(n)) => merge(b, n, true),
             _ => vec![],
         };
-        Diff { timeline, kernels: both(kernels), ops: both(ops_of) }
+        Diff { timeline, kernels: both(kernels), ops: both(ops_of), collectives: both(collectives) }
     }
 
     /// The timeline rows as a table: `type`, `baseline ms`, `new ms`,
@@ -258,6 +272,12 @@ impl Diff {
     /// `baseline ms`, `new ms`, `delta ms`, `ratio`.
     pub fn ops_table(&self) -> Table {
         table(&self.ops, "name", "ms", true)
+    }
+
+    /// The collective rows as a table: `call`, `baseline count`, `new
+    /// count`, `baseline µs`, `new µs`, `delta µs`, `ratio`.
+    pub fn collectives_table(&self) -> Table {
+        table(&self.collectives, "call", "µs", true)
     }
 }
 
@@ -371,6 +391,37 @@ fn timeline(s: &Tables) -> Named {
 fn kernels(s: &Tables) -> Option<Named> {
     let [name, time, count] = if s.rocprof { ROCPROF_KERNELS } else { KINETO_KERNELS };
     named(s.kernel_summary.as_ref()?, name, time, Some(count))
+}
+
+/// A collective table's calls, named by what tells them apart.
+fn collectives(s: &Tables) -> Option<Named> {
+    let t = s.collective_summary.as_ref()?;
+    let at = |name: &str| t.column(name);
+    let [name, dtype, group, inn, out, count, total] = [
+        "Collective name",
+        "dtype",
+        "Group size",
+        "In msg nelems",
+        "Out msg nelems",
+        "Count",
+        "Total duration (µs)",
+    ]
+    .map(at);
+    let (name, dtype, group, inn, out) = (name?, dtype?, group?, inn?, out?);
+    let (count, total) = (count?, total?);
+    let rows = t.rows.iter().map(|row| {
+        let (i, o) = (row[inn].text(), row[out].text());
+        let elements = if i == o { i } else { format!("{i}->{o}") };
+        let call = format!(
+            "{} {}[{elements}], {} ranks",
+            row[name].text(),
+            row[dtype].text(),
+            row[group].text()
+        );
+        let m = Measure { time: num(&row[total]).unwrap_or(0.0), count: num(&row[count]) };
+        (call, m)
+    });
+    Some(add_up(std::iter::once(rows.collect())))
 }
 
 fn ops_of(s: &Tables) -> Option<Named> {

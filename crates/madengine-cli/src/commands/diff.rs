@@ -731,6 +731,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "unpaired": compared.unpaired,
             "kernels": Rows(&d.kernels),
             "ops": Rows(&d.ops),
+            "collectives": Rows(&d.collectives),
             "csvs": written,
             "html": args.html,
             "regression": regression,
@@ -759,8 +760,8 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         ranks => {
             let mut table: Option<trace_summary::Table> = None;
             for r in ranks {
-                let mut t = Diff { timeline: r.timeline.clone(), kernels: vec![], ops: vec![] }
-                    .timeline_table();
+                let mut t =
+                    Diff { timeline: r.timeline.clone(), ..Default::default() }.timeline_table();
                 for row in &mut t.rows {
                     row.insert(0, trace_summary::Cell::Int(i64::from(r.key)));
                 }
@@ -781,6 +782,7 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         ("gpu_timeline_diff", timeline),
         ("kernel_diff", d.kernels_table()),
         ("ops_diff", d.ops_table()),
+        ("collective_diff", d.collectives_table()),
     ] {
         if table.rows.is_empty() {
             continue;

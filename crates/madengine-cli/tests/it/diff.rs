@@ -73,7 +73,11 @@ fn two_traces_side_by_side() {
     BASELINE    NEW   DELTA  RATIO  CALLS  OP
        0.009  0.004  -0.004  0.50x      1  aten::mm
 
-    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/ops_diff.csv
+    collectives (NCCL/RCCL kernels by call), largest changes first (µs):
+    BASELINE  NEW  DELTA  RATIO  CALLS  CALL
+          20   40    +20  2.00x      1  allreduce Float[1048576], 2 ranks
+
+    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/ops_diff.csv, out/collective_diff.csv
     ----- stderr -----
     ");
     let csv = fs::read_to_string(dir.path().join("out/kernel_diff.csv")).unwrap();
@@ -104,6 +108,10 @@ fn two_runs_rank_by_rank() {
     ops (GPU time of the kernels each launched directly), all 2 ranks, largest changes first (ms):
     BASELINE    NEW   DELTA  RATIO  CALLS  OP
        0.017  0.009  -0.009  0.50x      2  aten::mm
+
+    collectives (NCCL/RCCL kernels by call), all 2 ranks, largest changes first (µs):
+    BASELINE  NEW  DELTA  RATIO  CALLS  CALL
+          40   60    +20  1.50x      2  allreduce Float[1048576], 2 ranks
 
     every row: --output-dir DIR (CSVs) or --json
     ----- stderr -----
@@ -190,6 +198,9 @@ fn a_report_directory_stands_for_its_trace() {
     no change
 
     ops (GPU time of the kernels each launched directly), largest changes first (ms):
+    no change
+
+    collectives (NCCL/RCCL kernels by call), largest changes first (µs):
     no change
 
     every row: --output-dir DIR (CSVs) or --json
@@ -515,6 +526,10 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     ops (GPU time of the kernels each launched directly), largest changes first (ms per step):
     BASELINE    NEW   DELTA  RATIO     CALLS  OP
        0.009  0.004  -0.004  0.50x  1 -> 0.5  aten::mm
+
+    collectives (NCCL/RCCL kernels by call), largest changes first (µs per step):
+    BASELINE  NEW  DELTA  RATIO     CALLS  CALL
+          20   10    -10  0.50x  1 -> 0.5  allreduce Float[1048576], 2 ranks
 
     every row: --output-dir DIR (CSVs) or --json
     ----- stderr -----

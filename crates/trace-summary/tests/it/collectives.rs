@@ -98,3 +98,31 @@ fn collective_calls_are_counted_and_their_bandwidths_taken() {
         assert!(summary.collective_summary.is_none(), "{trace}");
     }
 }
+
+/// A report's `collective_summary.csv`, read back, compares as its trace:
+/// every call paired, nothing moved.
+#[test]
+fn a_collective_table_read_back_matches_its_trace() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let trace = root.join("kineto/hta/nccl_parser_config/nccl_data.json.gz");
+    let summary = trace_summary::summarize_file(&trace).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, table) in [
+        ("gpu_timeline", summary.gpu_timeline.as_ref()),
+        ("collective_summary", summary.collective_summary.as_ref()),
+    ] {
+        std::fs::write(dir.path().join(format!("{name}.csv")), table.unwrap().to_csv()).unwrap();
+    }
+    let read = trace_summary::Tables::read_dir(dir.path()).unwrap();
+    let native = trace_summary::Tables::from(&summary);
+    let diff = trace_summary::Diff::between(&read, &native);
+    assert_eq!(diff.collectives.len(), summary.collective_summary.unwrap().rows.len());
+    for row in &diff.collectives {
+        assert_eq!(row.base, row.new, "{row:?}");
+        assert!(
+            row.name.starts_with("allreduce Float[") || row.name.starts_with("broadcast"),
+            "{row:?}"
+        );
+        assert!(row.name.ends_with("], 2 ranks"), "{row:?}");
+    }
+}
