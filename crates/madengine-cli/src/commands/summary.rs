@@ -557,15 +557,25 @@ impl GpuRow {
 /// two GPUs or more; a trace whose kernels ran on several GPUs is in none.
 pub(crate) fn cross_gpu(views: &[TraceView]) -> (Vec<GpuRow>, Vec<String>) {
     let mut dirs: std::collections::BTreeMap<&Path, Vec<(u32, &TraceView)>> = Default::default();
+    // Traces whose kernels ran on several GPUs, by directory.
+    let mut spread: std::collections::BTreeMap<&Path, Vec<&Path>> = Default::default();
     for v in views.iter().filter(|v| v.rank.is_none() && v.outcome == Some(Outcome::Rocprofv3)) {
-        if let Some(gpu) = v.gpu_index {
-            dirs.entry(v.trace.parent().unwrap_or(Path::new(""))).or_default().push((gpu, v));
+        let dir = v.trace.parent().unwrap_or(Path::new(""));
+        match v.gpu_index {
+            Some(gpu) => dirs.entry(dir).or_default().push((gpu, v)),
+            None => spread.entry(dir).or_default().push(&v.trace),
         }
     }
     let (mut rows, mut notes) = (Vec::new(), Vec::new());
     for (dir, mut members) in dirs {
         if members.len() < 2 {
             continue;
+        }
+        for trace in spread.get(dir).into_iter().flatten() {
+            notes.push(format!(
+                "{} ran its kernels on several GPUs: left out of the cross-GPU table",
+                trace.display()
+            ));
         }
         members.sort_by_key(|(gpu, v)| (*gpu, &v.trace));
         if let Some(pair) = members.windows(2).find(|w| w[0].0 == w[1].0) {

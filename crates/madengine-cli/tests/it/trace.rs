@@ -1058,6 +1058,13 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, crate::rocprof_process(pid, gpu, gemm_us)).unwrap();
     }
+    // A process that ran kernels on GPUs 0 and 3 stands for no one GPU.
+    let one = crate::rocprof_process(103, 3, 100);
+    let at = one.find("kernel_dispatch").unwrap();
+    let dispatches = one[at..].replacen(r#"{"handle":13}"#, r#"{"handle":10}"#, 1);
+    assert!(dispatches.contains(r#"{"handle":13}"#), "{dispatches}");
+    let spread = format!("{}{dispatches}", &one[..at]);
+    fs::write(dir.path().join("node_a/103_results.json"), spread).unwrap();
     let args = ["report", "summary", "--top", "1", "-o", "out", "--html", "page.html"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     assert!(
@@ -1072,6 +1079,7 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     1    0.400  0.400   0.000   0.600  1.000     101_results.json
     2    0.300  0.300   0.000   0.700  1.000     102_results.json
     ----- stderr -----
+    [madengine] node_a/103_results.json ran its kernels on several GPUs: left out of the cross-GPU table
     [madengine] no cross-GPU table for the 2 rocprofv3 traces in retried: GPU 0 ran the kernels of two (retried/1_results.json and retried/2_results.json), so they are not one run's
     ");
     let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
