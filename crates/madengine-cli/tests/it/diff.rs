@@ -554,9 +554,7 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
         ("new/host/201_results.json", 201, 1, 450),
         ("new/host/200_results.json", 200, 0, 200),
     ] {
-        let path = dir.path().join(file);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, crate::rocprof_process(pid, gpu, gemm_us)).unwrap();
+        crate::write_rocprof_process(&dir.path().join(file), pid, gpu, gemm_us);
     }
     let run = |args: &[&str]| {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();

@@ -162,6 +162,12 @@ pub(crate) fn rocprof_process(pid: u32, gpu: u32, gemm_us: u64) -> String {
     )
 }
 
+/// [`rocprof_process`] written to `path` (its directories made).
+pub(crate) fn write_rocprof_process(path: &Path, pid: u32, gpu: u32, gemm_us: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, rocprof_process(pid, gpu, gemm_us)).unwrap();
+}
+
 pub(crate) fn synthetic() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic")
 }

@@ -1054,9 +1054,7 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
         ("retried/1_results.json", 1, 0, 200),
         ("retried/2_results.json", 2, 0, 250),
     ] {
-        let path = dir.path().join(file);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, crate::rocprof_process(pid, gpu, gemm_us)).unwrap();
+        crate::write_rocprof_process(&dir.path().join(file), pid, gpu, gemm_us);
     }
     // A process that ran kernels on GPUs 0 and 3 stands for no one GPU.
     let one = crate::rocprof_process(103, 3, 100);
