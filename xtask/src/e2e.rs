@@ -552,7 +552,36 @@ fn run_scenario(
             let argv = two_ranks(&torchrun());
             let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
             step(dir, Path::new(&argv[0]), &args)?;
-            if gpus_for_nccl(inv) || cpu {
+            if gpus_for_nccl(inv) && !cpu {
+                let tools = [("perf_report_pytorch", 2), ("collective", 1)];
+                let said = report(madengine, dir, inv, "auto", &tools, cpu)?;
+                // The native summary's collective calls (NCCL/RCCL kernels
+                // with PyTorch's collective args): said, not required, as
+                // only the PyTorch version decides whether it writes them.
+                let out = dir.join("summary_2rank").display().to_string();
+                let args = [
+                    "report",
+                    "summary",
+                    "torch_profiler_output",
+                    "-o",
+                    &out,
+                    "--top",
+                    "1000",
+                    "--json",
+                ];
+                let json = step(dir, madengine, &args)?;
+                let summary: Value = serde_json::from_str(&json)
+                    .map_err(|e| format!("summary JSON: {e}: {json}"))?;
+                let calls: Vec<usize> = summary["traces"]
+                    .as_array()
+                    .map(|t| {
+                        t.iter()
+                            .map(|t| t["top_collectives"].as_array().map_or(0, Vec::len))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Ok(format!("{said}; report summary: collective calls per rank {calls:?}"))
+            } else if cpu {
                 let tools = [("perf_report_pytorch", 2), ("collective", 1)];
                 report(madengine, dir, inv, "auto", &tools, cpu)
             } else {
