@@ -34,8 +34,8 @@ fn dtype_bytes(dtype: &str) -> Option<u64> {
     })
 }
 
-/// nccl-tests' bus bandwidth factor of a collective in a group of `n`:
-/// what each rank's links carry relative to the message.
+/// nccl-tests' bus bandwidth factor of a collective in a group of `n`
+/// (1 or more): what each rank's links carry relative to the message.
 fn bus_factor(name: &str, n: u64) -> f64 {
     let n = n.max(1) as f64;
     let name: String =
@@ -124,7 +124,8 @@ pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
                     Cell::Float(total),
                     Cell::Float(mean),
                     cell(algbw),
-                    cell(algbw.map(|a| a * bus_factor(name, group))),
+                    // Without the group's size the factor is unknown.
+                    cell(algbw.filter(|_| group > 0).map(|a| a * bus_factor(name, group))),
                 ],
             )
         })
@@ -155,5 +156,31 @@ mod tests {
         assert_eq!(dtype_bytes("Float8_e4m3fn"), Some(1));
         assert_eq!(dtype_bytes("Float"), Some(4));
         assert_eq!(dtype_bytes("Mystery"), None);
+    }
+
+    /// A kernel's collective args as a trace has them, with what it lacks
+    /// left out: the table says what it can, and leaves empty what it cannot.
+    #[test]
+    fn what_a_call_does_not_say_is_left_empty() {
+        let trace = |args: &str| {
+            format!(
+                r#"{{"traceEvents":[{{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":7,"ts":10,"dur":8,"args":{{{args}}}}}]}}"#
+            )
+        };
+        let table = |args: &str| {
+            let parsed = crate::parse::parse(trace(args).as_bytes()).unwrap();
+            collective_summary(&parsed).map(|t| t.to_csv())
+        };
+        let full = r#""Collective name":"allreduce","dtype":"Float","In msg nelems":1000,"Out msg nelems":1000,"Group size":4"#;
+        let csv = table(full).unwrap();
+        // 4000 bytes in 8 µs: 0.5 GB/s, times 2 * 3 / 4.
+        assert!(csv.ends_with("\nallreduce,Float,4,1000,1000,4000,1,8.0,8.0,0.5,0.75\n"), "{csv}");
+        let csv = table(r#""Collective name":"allreduce","dtype":"Float","In msg nelems":1000,"Out msg nelems":1000"#).unwrap();
+        assert!(csv.ends_with("\nallreduce,Float,0,1000,1000,4000,1,8.0,8.0,0.5,\n"), "{csv}");
+        let csv = table(r#""Collective name":"allreduce","dtype":"Mystery","In msg nelems":1000,"Out msg nelems":1000,"Group size":4"#).unwrap();
+        assert!(csv.ends_with("\nallreduce,Mystery,4,1000,1000,,1,8.0,8.0,,\n"), "{csv}");
+        // Without a collective's name, no call; without args, no table.
+        assert_eq!(table(r#""dtype":"Float","Group size":4"#), None);
+        assert_eq!(table(""), None);
     }
 }
