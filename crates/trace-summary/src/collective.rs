@@ -108,7 +108,8 @@ pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
             let (name, dtype) = (p.str(name), p.str(dtype));
             let bytes = dtype_bytes(dtype).map(|b| b * inn.max(out));
             // bytes / µs = MB/s; / 1000 = GB/s.
-            let algbw = bytes.filter(|_| mean > 0.0).map(|b| b as f64 / mean / 1000.0);
+            // (No bandwidth for a call of no bytes, or whose sizes are not said.)
+            let algbw = bytes.filter(|b| *b > 0 && mean > 0.0).map(|b| b as f64 / mean / 1000.0);
             let cell = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Float);
             let int = |v: u64| Cell::Int(i64::try_from(v).unwrap_or(i64::MAX));
             (
@@ -179,6 +180,8 @@ mod tests {
         assert!(csv.ends_with("\nallreduce,Float,0,1000,1000,4000,1,8.0,8.0,0.5,\n"), "{csv}");
         let csv = table(r#""Collective name":"allreduce","dtype":"Mystery","In msg nelems":1000,"Out msg nelems":1000,"Group size":4"#).unwrap();
         assert!(csv.ends_with("\nallreduce,Mystery,4,1000,1000,,1,8.0,8.0,,\n"), "{csv}");
+        let csv = table(r#""Collective name":"barrier","dtype":"Float","Group size":4"#).unwrap();
+        assert!(csv.ends_with("\nbarrier,Float,4,0,0,0,1,8.0,8.0,,\n"), "{csv}");
         // Without a collective's name, no call; without args, no table.
         assert_eq!(table(r#""dtype":"Float","Group size":4"#), None);
         assert_eq!(table(""), None);
