@@ -635,8 +635,8 @@ pub(crate) struct DiffArgs {
     /// ops_diff.csv, collective_diff.csv) to DIR.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
-    /// How many kernels and ops to show, largest change first (0: the
-    /// timeline only).
+    /// How many kernels, ops and collective calls to show, largest change
+    /// first (0: the timeline only).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
     /// Compare per step: each trace's times and counts divided by its steps
@@ -651,7 +651,8 @@ pub(crate) struct DiffArgs {
     pub(crate) html: Option<PathBuf>,
     /// Exit 1 when the new GPU time is more than PCT percent above the
     /// baseline's (the slowest rank's, for two runs; GPU busy time for
-    /// rocprofv3; per step with --per-step): a gate for nightly runs. The
+    /// rocprofv3, the busiest GPU's for two rocprofv3 runs; per step with
+    /// --per-step): a gate for nightly runs. The
     /// comparison is printed and written all the same.
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub(crate) max_regression: Option<f64>,
@@ -713,7 +714,7 @@ pub(crate) struct SummaryArgs {
     /// (never searched for traces).
     #[arg(short, long, default_value = "summary_output", value_name = "DIR")]
     pub(crate) output_dir: PathBuf,
-    /// How many kernels and ops to show per trace.
+    /// How many kernels, ops and collective calls to show per trace.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
     /// Traces read at the same time [default: number of CPUs, at most 8, fewer
@@ -726,7 +727,7 @@ pub(crate) struct SummaryArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// Also write one self-contained HTML page (inline SVG, no scripts, no
-    /// network): GPU time per trace, top kernels and ops, the cross-rank view.
+    /// network): GPU time per trace, top kernels and ops, the cross-rank and cross-GPU views.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
     /// Summarize a truncated trace (its writer killed part way, a .json.gz
