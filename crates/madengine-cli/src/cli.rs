@@ -727,7 +727,8 @@ pub(crate) struct SummaryArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// Also write one self-contained HTML page (inline SVG, no scripts, no
-    /// network): GPU time per trace, top kernels and ops, the cross-rank and cross-GPU views.
+    /// network): GPU time per trace, top kernels, ops and collective calls,
+    /// the cross-rank and cross-GPU views.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
     /// Summarize a truncated trace (its writer killed part way, a .json.gz
