@@ -623,4 +623,14 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
         ),
         "{text}"
     );
+
+    // Every trace is read before the pairing: one that cannot be read is
+    // named, and nothing is compared.
+    let cut = crate::rocprof_process(202, 2, 10);
+    fs::write(dir.path().join("new/host/202_results.json"), &cut[..cut.len() / 2]).unwrap();
+    let text = run(&["report", "diff", "base", "new", "-o", "cut"]);
+    assert!(text.starts_with("exit code: 3\n"), "{text}");
+    assert!(text.contains("error: cannot read new/host/202_results.json: "), "{text}");
+    assert!(text.contains("truncated"), "{text}");
+    assert!(!dir.path().join("cut").exists(), "{text}");
 }
