@@ -459,7 +459,7 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
             let _ = write!(
                 page,
                 r#"<tr><td>{}</td><td>{b:.3}</td><td>{n:.3}</td><td>{:+.3}</td><td class="name">"#,
-                r.key,
+                compared.by.value(r.key),
                 n - b
             );
             timeline_bars(&mut page, &r.timeline, rocprof, scale, 500.0);

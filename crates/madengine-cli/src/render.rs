@@ -1053,10 +1053,12 @@ pub(crate) fn diff(
             && let Some((br, nr)) = h.ranks
         {
             text.push_str(&format!(
-                "\n{what} of the {}: {:.3} {unit} ({by} {br}) -> {:.3} {unit} ({by} {nr}){}\n",
+                "\n{what} of the {}: {:.3} {unit} ({}) -> {:.3} {unit} ({}){}\n",
                 compared.by.headline_one(),
                 h.base,
+                compared.by.label(br),
                 h.new,
+                compared.by.label(nr),
                 change(h.ratio()).unwrap_or_default()
             ));
         }
@@ -1077,7 +1079,7 @@ pub(crate) fn diff(
                     row_of(&r.timeline, name).map_or("-".into(), |p| signed(p.delta(), &ms))
                 };
                 [
-                    r.key.to_string(),
+                    compared.by.value(r.key),
                     time(total.as_ref().and_then(|t| t.base), &ms),
                     time(total.as_ref().and_then(|t| t.new), &ms),
                     total.as_ref().map_or("-".into(), |t| signed(t.delta(), &ms)),

@@ -47,6 +47,9 @@ pub(crate) struct RankDiff {
     pub(crate) rank: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu: Option<u32>,
+    /// Which node's GPU, for multi-node rocprofv3 runs ([`By::NodeGpu`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) node: Option<u32>,
     pub(crate) baseline: PathBuf,
     pub(crate) new: PathBuf,
     /// Its gpu_timeline rows side by side (ms).
@@ -76,20 +79,41 @@ pub(crate) struct Compared {
 pub(crate) enum By {
     Rank,
     Gpu,
+    /// GPU by GPU, node by node: rocprofv3 runs whose processes are in
+    /// several directories (one per node, `<hostname>/`), the directories
+    /// paired in order. Keys are `node << 16 | gpu` ([`By::label`]).
+    NodeGpu,
 }
 
 impl By {
     pub(crate) fn word(self) -> &'static str {
         match self {
             By::Rank => "rank",
-            By::Gpu => "GPU",
+            By::Gpu | By::NodeGpu => "GPU",
+        }
+    }
+
+    /// A key as a sentence names it: `rank 3`, `GPU 3`, `node 1 GPU 3`.
+    pub(crate) fn label(self, key: u32) -> String {
+        match self {
+            By::Rank => format!("rank {key}"),
+            By::Gpu => format!("GPU {key}"),
+            By::NodeGpu => format!("node {} GPU {}", key >> 16, key & 0xffff),
+        }
+    }
+
+    /// A key as a table shows it: `3`, or `1:3` (node 1, GPU 3).
+    pub(crate) fn value(self, key: u32) -> String {
+        match self {
+            By::NodeGpu => format!("{}:{}", key >> 16, key & 0xffff),
+            _ => key.to_string(),
         }
     }
 
     pub(crate) fn plural(self) -> &'static str {
         match self {
             By::Rank => "ranks",
-            By::Gpu => "GPUs",
+            By::Gpu | By::NodeGpu => "GPUs",
         }
     }
 
@@ -99,7 +123,7 @@ impl By {
     pub(crate) fn headline_one(self) -> &'static str {
         match self {
             By::Rank => "slowest rank",
-            By::Gpu => "busiest GPU",
+            By::Gpu | By::NodeGpu => "busiest GPU",
         }
     }
 
@@ -108,13 +132,14 @@ impl By {
         match self {
             By::Rank => "RANK",
             By::Gpu => "GPU",
+            By::NodeGpu => "NODE:GPU",
         }
     }
 
     fn key(self, input: &Input) -> Option<u32> {
         match self {
             By::Rank => input.rank,
-            By::Gpu => input.gpu,
+            By::Gpu | By::NodeGpu => input.gpu,
         }
     }
 
@@ -125,7 +150,7 @@ impl By {
                 "without a rank (from its name, a trace's distributedInfo, or a report's \
                  summary.json)"
             }
-            By::Gpu => "whose kernels ran on no single GPU",
+            By::Gpu | By::NodeGpu => "whose kernels ran on no single GPU",
         }
     }
 }
@@ -400,7 +425,7 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2], by: By) -> Result<Pairs, Error>
                     "none has a rank (from its name, a trace's distributedInfo, or a report's \
                      summary.json)"
                 }
-                By::Gpu => "none has a rank, nor ran its kernels on one GPU alone",
+                By::Gpu | By::NodeGpu => "none has a rank, nor ran its kernels on one GPU alone",
             };
             return Err(Error::Usage(format!(
                 "{} holds {} {these} and {why}: runs are compared rank by rank (rocprofv3 runs \
@@ -418,9 +443,10 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2], by: By) -> Result<Pairs, Error>
             let clash = by_key[i].insert(key, at).map(|before| (key, before));
             if let Some((key, before)) = clash {
                 return Err(Error::Usage(format!(
-                    "{} holds two {these} of {word} {key} ({} and {}): runs are compared \
-                     {word} by {word}; give the directory of one run, or name the two to compare",
+                    "{} holds two {these} of {} ({} and {}): runs are compared {word} by \
+                     {word}; give the directory of one run, or name the two to compare",
                     paths[i].display(),
+                    by.label(key),
                     inputs[before].trace.display(),
                     input.trace.display()
                 )));
@@ -433,9 +459,16 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2], by: By) -> Result<Pairs, Error>
     let only = |mine: &std::collections::BTreeMap<u32, usize>,
                 other: &std::collections::BTreeMap<u32, usize>,
                 role: &str| {
-        let keys: Vec<String> =
-            mine.keys().filter(|r| !other.contains_key(r)).map(u32::to_string).collect();
-        (!keys.is_empty()).then(|| format!("{word} {} only in the {role} run", keys.join(", ")))
+        let keys: Vec<u32> = mine.keys().filter(|r| !other.contains_key(r)).copied().collect();
+        let said = match by {
+            By::NodeGpu => keys.iter().map(|k| by.label(*k)).collect::<Vec<_>>(),
+            _ => keys.iter().map(u32::to_string).collect(),
+        };
+        let said = match by {
+            By::NodeGpu => said.join(", "),
+            _ => format!("{word} {}", said.join(", ")),
+        };
+        (!keys.is_empty()).then(|| format!("{said} only in the {role} run"))
     };
     let mut unpaired: Vec<String> =
         [only(&base, &new, "baseline"), only(&new, &base, "new")].into_iter().flatten().collect();
@@ -471,6 +504,73 @@ fn paired_by(sides: &[Vec<Input>; 2]) -> By {
     if sides.iter().all(|side| rocprof_run(side)) { By::Gpu } else { By::Rank }
 }
 
+/// For rocprofv3 runs whose GPU-keyed traces are in several directories
+/// (a node each, `<hostname>/`) on either side: key each by its node too
+/// (`node << 16 | gpu`), the directories of a side numbered in natural
+/// order (`node_2` before `node_10`), and say which pair. A kept report's
+/// node is its trace's directory, as `report summary` recorded it.
+fn by_node(found: &mut [Vec<Input>; 2], recorded: &Records) -> Option<String> {
+    let dir_of = |input: &Input| -> PathBuf {
+        let trace = recorded.0.get(&input.trace).and_then(|r| r.trace.clone());
+        let trace = trace.unwrap_or_else(|| input.trace.clone());
+        trace.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    let dirs: Vec<Vec<PathBuf>> = found
+        .iter()
+        .map(|side| {
+            let mut dirs: Vec<PathBuf> =
+                side.iter().filter(|i| i.gpu.is_some()).map(dir_of).collect();
+            dirs.sort_by_key(|d| natural(d));
+            dirs.dedup();
+            dirs
+        })
+        .collect();
+    if dirs.iter().all(|d| d.len() < 2) {
+        return None;
+    }
+    for (side, dirs) in found.iter_mut().zip(&dirs) {
+        for input in side.iter_mut() {
+            let dir = dir_of(input);
+            if let (Some(gpu), Some(node)) = (input.gpu, dirs.iter().position(|d| *d == dir)) {
+                input.gpu = Some((node as u32) << 16 | gpu.min(0xffff));
+            }
+        }
+    }
+    let pairs: Vec<String> = (0..dirs[0].len().max(dirs[1].len()))
+        .map(|n| {
+            let at = |side: &Vec<PathBuf>| {
+                side.get(n).map_or("-".to_string(), |d| d.display().to_string())
+            };
+            format!("node {n}: {} and {}", at(&dirs[0]), at(&dirs[1]))
+        })
+        .collect();
+    Some(format!(
+        "the traces are in a directory per node: compared GPU by GPU within each node, the \
+         nodes in order of their directories ({})",
+        pairs.join("; ")
+    ))
+}
+
+/// A path's text with its runs of digits compared as numbers (`node_2`
+/// before `node_10`).
+fn natural(path: &Path) -> Vec<(String, u128)> {
+    let text = path.to_string_lossy();
+    let mut parts = Vec::new();
+    let mut rest = text.as_ref();
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if digits > 0 {
+            parts.push((String::new(), rest[..digits].parse().unwrap_or(u128::MAX)));
+            rest = &rest[digits..];
+        } else {
+            let text = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+            parts.push((rest[..text].to_string(), 0));
+            rest = &rest[text..];
+        }
+    }
+    parts
+}
+
 /// Kernel launches in all, from the kernel rows (of a diff not per step).
 fn launches(rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measure>) -> Option<u64> {
     (!rows.is_empty()).then(|| rows.iter().filter_map(|r| side(r)?.count).sum::<f64>() as u64)
@@ -488,6 +588,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     // only reading them tells: every trace is read first (once).
     let mut read_first: std::collections::HashMap<PathBuf, super::summary::Read> =
         Default::default();
+    let mut by = by;
     if by == By::Gpu {
         let mut seen = std::collections::HashSet::new();
         let traces: Vec<Input> = found
@@ -516,6 +617,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             if let Some(Ok(summary)) = read_first.get(&input.trace) {
                 input.gpu = summary.gpu_index;
             }
+        }
+        if let Some(note) = by_node(&mut found, &recorded) {
+            by = By::NodeGpu;
+            render::note(&note);
         }
     }
     let (pairs, unpaired) = pair(paths, [&found[0], &found[1]], by)?;
@@ -655,7 +760,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .map(|(i, p)| RankDiff {
                 key: p.0.unwrap_or_default(),
                 rank: p.0.filter(|_| by == By::Rank),
-                gpu: p.0.filter(|_| by == By::Gpu),
+                gpu: p.0.filter(|_| by != By::Rank).map(|k| k & 0xffff),
+                node: p.0.filter(|_| by == By::NodeGpu).map(|k| k >> 16),
                 baseline: inputs[i].trace.clone(),
                 new: inputs[n + i].trace.clone(),
                 timeline: between(&pairs_of[i..=i]).map(|d| d.timeline).unwrap_or_default(),
@@ -763,12 +869,18 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
                 let mut t =
                     Diff { timeline: r.timeline.clone(), ..Default::default() }.timeline_table();
                 for row in &mut t.rows {
-                    row.insert(0, trace_summary::Cell::Int(i64::from(r.key)));
+                    row.insert(
+                        0,
+                        match compared.by {
+                            By::NodeGpu => trace_summary::Cell::Str(compared.by.value(r.key)),
+                            _ => trace_summary::Cell::Int(i64::from(r.key)),
+                        },
+                    );
                 }
                 match &mut table {
                     Some(all) => all.rows.extend(t.rows),
                     None => {
-                        t.header.insert(0, compared.by.word().to_ascii_lowercase());
+                        t.header.insert(0, compared.by.column().to_ascii_lowercase());
                         table = Some(t);
                     }
                 }

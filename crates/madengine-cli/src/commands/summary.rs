@@ -661,6 +661,9 @@ pub(crate) const RECORD: &str = "summary.json";
 /// What [`RECORD`] holds that `report diff` reads back.
 #[derive(Debug, serde::Deserialize)]
 pub(crate) struct Recorded {
+    /// The trace the report was made of, as `report summary` named it.
+    #[serde(default)]
+    pub(crate) trace: Option<PathBuf>,
     /// What the trace was read as.
     pub(crate) format: Option<trace_summary::Format>,
     pub(crate) rank: Option<u32>,

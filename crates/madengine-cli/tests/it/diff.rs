@@ -634,3 +634,79 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
     assert!(text.contains("truncated"), "{text}");
     assert!(!dir.path().join("cut").exists(), "{text}");
 }
+
+/// A multi-node rocprofv3 run has a directory per node (`<hostname>/`),
+/// each with its GPUs 0, 1, ...: two runs compare GPU by GPU within each
+/// node, the nodes in the order of their directories (`node_2` before
+/// `node_10`), whatever the hosts were called.
+#[test]
+fn multi_node_rocprofv3_runs_compare_node_by_node() {
+    let dir = tempfile::tempdir().unwrap();
+    for (run, hosts, slow) in [("base", ["h1", "h2"], 300), ("new", ["h7", "h3"], 400)] {
+        for (node, host) in [2, 10].into_iter().zip(hosts) {
+            for gpu in 0..2 {
+                // Node 10's GPU 1 is the busiest; in the new run, slower.
+                let gemm = if node == 10 && gpu == 1 { slow } else { 200 };
+                let file = format!("{run}/node_{node}/{host}/{}_results.json", 100 + gpu);
+                crate::write_rocprof_process(&dir.path().join(file), 100 + gpu, gpu, gemm);
+            }
+        }
+    }
+    let run = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    let text = run(&["report", "diff", "base", "new", "--top", "0", "-o", "out"]);
+    let table = &text[text.find("GPU busy of").unwrap()..text.find("\nCSVs").unwrap()];
+    insta::assert_snapshot!(table, @r"
+    GPU busy of the busiest GPU: 0.400 ms (node 1 GPU 1) -> 0.500 ms (node 1 GPU 1) (+25.0%)
+
+    GPU busy per GPU (ms; the last three: change by part):
+    NODE:GPU  BASELINE    NEW   DELTA  RATIO  KERNEL  MEMORY    IDLE
+    0:0          0.300  0.300       0  1.00x       0       0       0
+    0:1          0.300  0.300       0  1.00x       0       0       0
+    1:0          0.300  0.300       0  1.00x       0       0       0
+    1:1          0.400  0.500  +0.100  1.25x  +0.100       0  -0.100
+    ");
+    assert!(
+        text.contains(
+            "compared GPU by GPU within each node, the nodes in order of their directories (node \
+             0: base/node_2/h1 and new/node_2/h7; node 1: base/node_10/h2 and new/node_10/h3)"
+        ),
+        "{text}"
+    );
+    let csv = fs::read_to_string(dir.path().join("out/gpu_timeline_diff.csv")).unwrap();
+    assert!(csv.starts_with("node:gpu,type,"), "{csv}");
+    assert!(csv.contains("\n1:1,busy_time,"), "{csv}");
+
+    let json = crate::stdout_json(&run(&["report", "diff", "base", "new", "--json"]));
+    let keys: Vec<(u64, u64)> = json["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["node"].as_u64().unwrap(), r["gpu"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(keys, [(0, 0), (0, 1), (1, 0), (1, 1)]);
+
+    // Kept as reports (all in one directory), each pairs by its trace's node.
+    let text = run(&["report", "summary", "base", "-o", "kept", "--top", "0"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let json = crate::stdout_json(&run(&["report", "diff", "kept", "new", "--json"]));
+    let kept: Vec<(u64, u64)> = json["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["node"].as_u64().unwrap(), r["gpu"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(kept, keys);
+    assert_eq!(json["ranks"][3]["baseline"], "kept/node_10_h2_101_results", "{json}");
+
+    // A node only one run has is named and left out.
+    fs::remove_dir_all(dir.path().join("new/node_10")).unwrap();
+    let text = run(&["report", "diff", "base", "new", "--top", "0"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(
+        text.contains("node 1 GPU 0, node 1 GPU 1 only in the baseline run: left out"),
+        "{text}"
+    );
+}
