@@ -578,8 +578,9 @@ Two run directories are compared rank by rank (ranks from file names or
 distributedInfo, as `trace discover` shows them): each rank's GPU time side
 by side, the slowest rank of each run, then the kernels and ops added up
 over the ranks both runs have. Two rocprofv3 runs, which write no rank,
-are compared GPU by GPU: by the GPU each process ran its kernels on. A
-directory holding one trace stands for it.
+are compared GPU by GPU: by the GPU each process ran its kernels on (with a
+directory per node, within each node, the nodes in order). A directory
+holding one trace stands for it.
 
 Either side can also be a report already written: a directory of
 gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`
