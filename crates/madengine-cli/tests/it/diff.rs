@@ -679,26 +679,19 @@ fn multi_node_rocprofv3_runs_compare_node_by_node() {
     assert!(csv.starts_with("node:gpu,type,"), "{csv}");
     assert!(csv.contains("\n1:1,busy_time,"), "{csv}");
 
+    // The `(node, gpu)` of each pair `--json` lists.
+    let pairs = |json: &serde_json::Value| -> Vec<(u64, u64)> {
+        let keys = json["ranks"].as_array().unwrap().iter();
+        keys.map(|r| (r["node"].as_u64().unwrap(), r["gpu"].as_u64().unwrap())).collect()
+    };
     let json = crate::stdout_json(&run(&["report", "diff", "base", "new", "--json"]));
-    let keys: Vec<(u64, u64)> = json["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["node"].as_u64().unwrap(), r["gpu"].as_u64().unwrap()))
-        .collect();
-    assert_eq!(keys, [(0, 0), (0, 1), (1, 0), (1, 1)]);
+    assert_eq!(pairs(&json), [(0, 0), (0, 1), (1, 0), (1, 1)]);
 
     // Kept as reports (all in one directory), each pairs by its trace's node.
     let text = run(&["report", "summary", "base", "-o", "kept", "--top", "0"]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     let json = crate::stdout_json(&run(&["report", "diff", "kept", "new", "--json"]));
-    let kept: Vec<(u64, u64)> = json["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["node"].as_u64().unwrap(), r["gpu"].as_u64().unwrap()))
-        .collect();
-    assert_eq!(kept, keys);
+    assert_eq!(pairs(&json), [(0, 0), (0, 1), (1, 0), (1, 1)]);
     assert_eq!(json["ranks"][3]["baseline"], "kept/node_10_h2_101_results", "{json}");
 
     // A node only one run has is named and left out.
