@@ -228,20 +228,26 @@ fn cross_gpu_table(page: &mut String, gpus: &[GpuRow]) {
         esc(&gpus[0].run.display().to_string())
     );
     page.push_str(
-        r#"<table><tr><th>GPU</th><th>profiled (ms)</th><th class="name"></th><th>busy</th><th>kernel</th><th>memory</th><th>idle</th><th class="name">trace</th></tr>"#,
+        r#"<table><tr><th>GPU</th><th>profiled (ms)</th><th class="name"></th><th>busy</th><th>kernel</th><th>comm</th><th>memory</th><th>idle</th><th></th><th class="name">trace</th></tr>"#,
     );
     for r in gpus {
-        let _ =
-            write!(page, r#"<tr><td>{}</td><td>{:.3}</td><td class="name">"#, r.gpu, r.profiled);
+        let class = if r.least_comm { r#" class="slowest""# } else { "" };
+        let _ = write!(
+            page,
+            r#"<tr{class}><td>{}</td><td>{:.3}</td><td class="name">"#,
+            r.gpu, r.profiled
+        );
         let parts = [("busy", r.busy, colour("busy")), ("idle", r.idle, colour("idle"))];
         stacked_bar(page, &parts, longest, 400.0);
         let _ = write!(
             page,
-            "</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td class=\"name\">{}</td></tr>",
+            "</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td class=\"name\">{}</td></tr>",
             r.busy,
             r.kernel,
+            r.comm,
             r.memory,
             r.idle,
+            if r.least_comm { "least comm" } else { "" },
             esc(&r.trace_in_run().display().to_string())
         );
     }

@@ -930,16 +930,18 @@ pub(crate) fn summaries(
         if !text.is_empty() && !text.ends_with("\n\n") {
             text.push('\n');
         }
-        let rows: Vec<[String; 7]> = run
+        let rows: Vec<[String; 9]> = run
             .iter()
             .map(|r| {
                 [
                     r.gpu.to_string(),
                     format!("{:.3}", r.busy),
                     format!("{:.3}", r.kernel),
+                    format!("{:.3}", r.comm),
                     format!("{:.3}", r.memory),
                     format!("{:.3}", r.idle),
                     format!("{:.3}", r.profiled),
+                    if r.least_comm { "<- least COMM".into() } else { String::new() },
                     r.trace_in_run().display().to_string(),
                 ]
             })
@@ -948,7 +950,8 @@ pub(crate) fn summaries(
             "cross-GPU (ms), rocprofv3 processes in {}:\n",
             run[0].run.display()
         ));
-        table(&mut text, ["GPU", "BUSY", "KERNEL", "MEMORY", "IDLE", "PROFILED", "TRACE"], &rows);
+        let header = ["GPU", "BUSY", "KERNEL", "COMM", "MEMORY", "IDLE", "PROFILED", "", "TRACE"];
+        table(&mut text, header, &rows);
     }
     if views.is_empty() {
         text.push_str("no PyTorch or rocprofv3 JSON traces found\n");

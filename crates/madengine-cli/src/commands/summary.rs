@@ -44,6 +44,10 @@ pub(crate) struct TraceView {
     /// ([`trace_summary::Summary::gpu_index`]: rocprofv3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_index: Option<u32>,
+    /// For rocprofv3: the time of its collective (RCCL/NCCL) kernels, the
+    /// kernel table's `COMM` rows added up (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) comm_ms: Option<f64>,
     /// Why the trace could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
@@ -189,6 +193,7 @@ impl TraceView {
             gpu_devices: None,
             gpus: vec![],
             gpu_index: None,
+            comm_ms: None,
             error: None,
             truncated: None,
             data_after_end: None,
@@ -538,10 +543,17 @@ pub(crate) struct GpuRow {
     pub(crate) trace: PathBuf,
     pub(crate) busy: f64,
     pub(crate) kernel: f64,
+    /// Its collective kernels' time ([`TraceView::comm_ms`]): in a job that
+    /// synchronizes, the GPU the others waited for has the least.
+    pub(crate) comm: f64,
     pub(crate) memory: f64,
     pub(crate) idle: f64,
     /// The profiling session (rocprofv3's total_time).
     pub(crate) profiled: f64,
+    /// The directory's first GPU with the least collective time, flagged
+    /// only when another spent more: the one the others waited for, in a
+    /// job that synchronizes.
+    pub(crate) least_comm: bool,
 }
 
 impl GpuRow {
@@ -590,15 +602,21 @@ pub(crate) fn cross_gpu(views: &[TraceView]) -> (Vec<GpuRow>, Vec<String>) {
             ));
             continue;
         }
-        rows.extend(members.iter().map(|(gpu, v)| GpuRow {
+        let comms: Vec<f64> = members.iter().map(|(_, v)| v.comm_ms.unwrap_or(0.0)).collect();
+        let least = comms.iter().copied().fold(f64::INFINITY, f64::min);
+        let most = comms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let flagged = if least < most { comms.iter().position(|c| *c == least) } else { None };
+        rows.extend(members.iter().enumerate().map(|(i, (gpu, v))| GpuRow {
             run: dir.to_path_buf(),
             gpu: *gpu,
             trace: v.trace.clone(),
             busy: v.ms("busy_time"),
             kernel: v.ms("kernel"),
+            comm: v.comm_ms.unwrap_or(0.0),
             memory: v.ms("memory"),
             idle: v.ms("idle"),
             profiled: v.ms("total_time"),
+            least_comm: Some(i) == flagged,
         }));
     }
     (rows, notes)
@@ -645,6 +663,14 @@ fn top(t: &Table, label: &str, value: &str, pct: &str, grouped: Grouped, n: usiz
             parent_op: o.map(|o| r[o].text()),
         })
         .collect()
+}
+
+/// The time of a rocprofv3 kernel table's `COMM` rows (collective kernels,
+/// by TraceLens' name keywords), in ms from the table's µs `value` column.
+fn comm_ms(t: &Table, value: &str) -> Option<f64> {
+    let (category, value) = (t.column("Category")?, t.column(value)?);
+    let rows = t.rows.iter().filter(|r| r[category].text() == "COMM");
+    Some(rows.filter_map(|r| r[value].number()).sum::<f64>() / 1000.0)
 }
 
 /// The columns besides the name a table groups its rows by.
@@ -1051,6 +1077,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                 view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
                     // TraceLens' rocprof table: its "(ms)" total is really µs.
                     let value = "Total Kernel Time (ms)";
+                    view.comm_ms = comm_ms(k, value);
                     top(k, "name", value, "Percentage (%)", Grouped::default(), args.top)
                 } else {
                     let grouped =

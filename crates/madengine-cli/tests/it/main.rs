@@ -139,6 +139,11 @@ pub(crate) fn madengine(dir: &Path, args: &[&str]) -> (i32, String, String) {
 /// MI300X each) and a CPU: a GEMM of `gemm_us` and a collective of 100 µs,
 /// dispatched on GPU `gpu`.
 pub(crate) fn rocprof_process(pid: u32, gpu: u32, gemm_us: u64) -> String {
+    rocprof_process_with(pid, gpu, gemm_us, 100)
+}
+
+/// [`rocprof_process`] with a collective of `comm_us` (from 600 µs in).
+pub(crate) fn rocprof_process_with(pid: u32, gpu: u32, gemm_us: u64, comm_us: u64) -> String {
     let agents: Vec<String> = (0..4)
         .map(|i| {
             format!(
@@ -158,14 +163,19 @@ pub(crate) fn rocprof_process(pid: u32, gpu: u32, gemm_us: u64) -> String {
         r#"{{"rocprofiler-sdk-tool":[{{"metadata":{{"pid":{pid},"init_time":0,"fini_time":1000000,"command":["python3","-u","train.py"]}},"agents":[{{"id":{{"handle":1}},"type":1,"node_id":0,"logical_node_type_id":0,"name":"AMD EPYC 9575F","product_name":"AMD EPYC 9575F"}},{}],"kernel_symbols":[{{"kernel_id":1,"kernel_name":"Cijk_Alik_Bljk_gemm.kd","truncated_kernel_name":"Cijk_Alik_Bljk_gemm"}},{{"kernel_id":2,"kernel_name":"ncclDevKernel_Generic_1"}}],"buffer_records":{{"kernel_dispatch":[{},{}],"memory_copy":[]}}}}]}}"#,
         agents.join(","),
         dispatch(1, 1000, 1000 + gemm_us * 1000),
-        dispatch(2, 600_000, 700_000)
+        dispatch(2, 600_000, 600_000 + comm_us * 1000)
     )
 }
 
 /// [`rocprof_process`] written to `path` (its directories made).
 pub(crate) fn write_rocprof_process(path: &Path, pid: u32, gpu: u32, gemm_us: u64) {
+    write_rocprof(path, &rocprof_process(pid, gpu, gemm_us));
+}
+
+/// A trace written to `path` (its directories made).
+pub(crate) fn write_rocprof(path: &Path, trace: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, rocprof_process(pid, gpu, gemm_us)).unwrap();
+    std::fs::write(path, trace).unwrap();
 }
 
 pub(crate) fn synthetic() -> PathBuf {

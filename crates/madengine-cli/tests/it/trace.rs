@@ -1045,16 +1045,20 @@ fn dir_with(name: &str, bytes: impl AsRef<[u8]>) -> tempfile::TempDir {
 #[test]
 fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     let dir = tempfile::tempdir().unwrap();
-    for (file, pid, gpu, gemm_us) in [
-        ("node_a/101_results.json", 101, 1, 300),
-        ("node_a/100_results.json", 100, 0, 200),
-        ("node_a/102_results.json", 102, 2, 200),
-        ("node_b/7_results.json", 7, 0, 200),
+    // GPU 1's GEMM takes 100 µs longer, and the others wait as long in the
+    // collective: all are as busy, and GPU 1 spends the least in the
+    // collective (COMM).
+    for (file, pid, gpu, gemm_us, comm_us) in [
+        ("node_a/101_results.json", 101, 1, 300, 100),
+        ("node_a/100_results.json", 100, 0, 200, 200),
+        ("node_a/102_results.json", 102, 2, 200, 200),
+        ("node_b/7_results.json", 7, 0, 200, 100),
         // Two runs written into one directory: not one run's processes.
-        ("retried/1_results.json", 1, 0, 200),
-        ("retried/2_results.json", 2, 0, 250),
+        ("retried/1_results.json", 1, 0, 200, 100),
+        ("retried/2_results.json", 2, 0, 250, 100),
     ] {
-        crate::write_rocprof_process(&dir.path().join(file), pid, gpu, gemm_us);
+        let trace = crate::rocprof_process_with(pid, gpu, gemm_us, comm_us);
+        crate::write_rocprof(&dir.path().join(file), &trace);
     }
     // A process that ran kernels on GPUs 0 and 3 stands for no one GPU.
     let one = crate::rocprof_process(103, 3, 100);
@@ -1072,10 +1076,10 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     let tables = &text[text.find("cross-GPU").unwrap()..];
     insta::assert_snapshot!(tables, @r"
     cross-GPU (ms), rocprofv3 processes in node_a:
-    GPU  BUSY   KERNEL  MEMORY  IDLE   PROFILED  TRACE
-    0    0.300  0.300   0.000   0.700  1.000     100_results.json
-    1    0.400  0.400   0.000   0.600  1.000     101_results.json
-    2    0.300  0.300   0.000   0.700  1.000     102_results.json
+    GPU  BUSY   KERNEL  COMM   MEMORY  IDLE   PROFILED                 TRACE
+    0    0.400  0.400   0.200  0.000   0.600  1.000                    100_results.json
+    1    0.400  0.400   0.100  0.000   0.600  1.000     <- least COMM  101_results.json
+    2    0.400  0.400   0.200  0.000   0.600  1.000                    102_results.json
     ----- stderr -----
     [madengine] node_a/103_results.json ran its kernels on several GPUs: left out of the cross-GPU table
     [madengine] no cross-GPU table for the 2 rocprofv3 traces in retried: GPU 0 ran the kernels of two (retried/1_results.json and retried/2_results.json), so they are not one run's
@@ -1089,15 +1093,19 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     let args = ["report", "summary", "--json", "-o", "out"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     let json = crate::stdout_json(&text);
-    let gpus: Vec<(&str, u64, f64)> = json["cross_gpu"]
+    let gpus: Vec<(&str, u64, f64, bool)> = json["cross_gpu"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| {
-            (r["run"].as_str().unwrap(), r["gpu"].as_u64().unwrap(), r["busy"].as_f64().unwrap())
+            let gpu = r["gpu"].as_u64().unwrap();
+            let comm = r["comm"].as_f64().unwrap();
+            (r["run"].as_str().unwrap(), gpu, comm, r["least_comm"].as_bool().unwrap())
         })
         .collect();
-    assert_eq!(gpus, [("node_a", 0, 0.3), ("node_a", 1, 0.4), ("node_a", 2, 0.3)]);
+    let expected = [("node_a", 0, 0.2, false), ("node_a", 1, 0.1, true), ("node_a", 2, 0.2, false)];
+    assert_eq!(gpus, expected);
+    assert_eq!(json["traces"][0]["comm_ms"], 0.2, "{json}");
     assert_eq!(json["cross_rank"], serde_json::json!([]));
 }
 
