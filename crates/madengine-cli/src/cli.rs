@@ -679,7 +679,8 @@ rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
 total/kernel/memory/busy/idle, and kernel_summary). rocprofv3 writes no rank
 but a file per process, and a multi-GPU job runs a process per GPU: each
 trace says the GPU its kernels ran on (`on GPU 3`), and a directory's
-processes get a cross-GPU table. Traces whose NCCL/RCCL kernels carry
+processes get a cross-GPU table (the GPU with the least time in collective
+kernels flagged: the one the others waited for). Traces whose NCCL/RCCL kernels carry
 PyTorch's collective args also get collective_summary.csv (madengine's own:
 calls by collective and message size, with nccl-tests' algbw and busbw).
 Broken traces are read
