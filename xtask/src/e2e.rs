@@ -552,9 +552,13 @@ fn run_scenario(
             let argv = two_ranks(&torchrun());
             let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
             step(dir, Path::new(&argv[0]), &args)?;
-            if gpus_for_nccl(inv) && !cpu {
-                let tools = [("perf_report_pytorch", 2), ("collective", 1)];
-                let said = report(madengine, dir, inv, "auto", &tools, cpu)?;
+            if !gpus_for_nccl(inv) && !cpu {
+                return report(madengine, dir, inv, "pytorch", &[("perf_report_pytorch", 2)], cpu)
+                    .map(|r| format!("{r}; no collective report (gloo: one GPU)"));
+            }
+            let tools = [("perf_report_pytorch", 2), ("collective", 1)];
+            let said = report(madengine, dir, inv, "auto", &tools, cpu)?;
+            if !cpu {
                 // The native summary's collective calls (NCCL/RCCL kernels
                 // with PyTorch's collective args): said, not required, as
                 // only the PyTorch version decides whether it writes them.
@@ -580,14 +584,9 @@ fn run_scenario(
                             .collect()
                     })
                     .unwrap_or_default();
-                Ok(format!("{said}; report summary: collective calls per rank {calls:?}"))
-            } else if cpu {
-                let tools = [("perf_report_pytorch", 2), ("collective", 1)];
-                report(madengine, dir, inv, "auto", &tools, cpu)
-            } else {
-                report(madengine, dir, inv, "pytorch", &[("perf_report_pytorch", 2)], cpu)
-                    .map(|r| format!("{r}; no collective report (gloo: one GPU)"))
+                return Ok(format!("{said}; report summary: collective calls per rank {calls:?}"));
             }
+            Ok(said)
         }
         "slurm" => {
             let python = inv

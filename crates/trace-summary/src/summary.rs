@@ -330,7 +330,6 @@ pub fn summarize_with<R: Read + Send>(
     let truncated_at = parsed.truncated_at;
     let gpu_devices = parsed.devices;
     let gpus = distinct(std::mem::take(&mut parsed.device_names));
-    let collectives = crate::collective::collective_summary(&parsed);
     if let Some(offset) = parsed.after_end {
         return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
     }
@@ -339,6 +338,7 @@ pub fn summarize_with<R: Read + Send>(
     {
         return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: Some(events) });
     }
+    let collectives = crate::collective::collective_summary(&parsed);
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         Some(Summary {

@@ -40,16 +40,10 @@ pub(crate) struct Side {
 /// One rank (or GPU, [`By`]) of two runs compared rank by rank.
 #[derive(Serialize)]
 pub(crate) struct RankDiff {
-    /// Its rank or GPU, as [`Compared::by`] says.
+    /// Its rank or GPU, as [`Compared::by`] says (in `--json`:
+    /// [`RankDiff::json`]).
     #[serde(skip)]
     pub(crate) key: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) rank: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) gpu: Option<u32>,
-    /// Which node's GPU, for multi-node rocprofv3 runs ([`By::NodeGpu`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) node: Option<u32>,
     pub(crate) baseline: PathBuf,
     pub(crate) new: PathBuf,
     /// Its gpu_timeline rows side by side (ms).
@@ -136,6 +130,16 @@ impl By {
         }
     }
 
+    /// A key as `--json` gives it: `{"rank": 3}`, `{"gpu": 3}`, `{"node":
+    /// 1, "gpu": 3}`.
+    fn fields(self, key: u32) -> Vec<(&'static str, u32)> {
+        match self {
+            By::Rank => vec![("rank", key)],
+            By::Gpu => vec![("gpu", key)],
+            By::NodeGpu => vec![("node", key >> 16), ("gpu", key & 0xffff)],
+        }
+    }
+
     fn key(self, input: &Input) -> Option<u32> {
         match self {
             By::Rank => input.rank,
@@ -152,6 +156,22 @@ impl By {
             }
             By::Gpu | By::NodeGpu => "whose kernels ran on no single GPU",
         }
+    }
+}
+
+impl RankDiff {
+    /// As `--json` lists it: its key's fields ([`By::fields`]), then the rest.
+    fn json(&self, by: By) -> serde_json::Value {
+        let mut object = serde_json::Map::new();
+        for (name, value) in by.fields(self.key) {
+            object.insert(name.into(), value.into());
+        }
+        if let serde_json::Value::Object(rest) =
+            serde_json::to_value(self).expect("a pair serializes")
+        {
+            object.extend(rest);
+        }
+        serde_json::Value::Object(object)
     }
 }
 
@@ -582,13 +602,12 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let paths = [args.baseline.as_path(), args.new.as_path()];
     let mut recorded = Records::default();
     let mut found = [traces_of(paths[0], &mut recorded)?, traces_of(paths[1], &mut recorded)?];
-    let by = paired_by(&found);
+    let mut by = paired_by(&found);
     let mut interrupt = Some(interrupt);
     // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
     // only reading them tells: every trace is read first (once).
     let mut read_first: std::collections::HashMap<PathBuf, super::summary::Read> =
         Default::default();
-    let mut by = by;
     if by == By::Gpu {
         let mut seen = std::collections::HashSet::new();
         let traces: Vec<Input> = found
@@ -759,9 +778,6 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .enumerate()
             .map(|(i, p)| RankDiff {
                 key: p.0.unwrap_or_default(),
-                rank: p.0.filter(|_| by == By::Rank),
-                gpu: p.0.filter(|_| by != By::Rank).map(|k| k & 0xffff),
-                node: p.0.filter(|_| by == By::NodeGpu).map(|k| k >> 16),
                 baseline: inputs[i].trace.clone(),
                 new: inputs[n + i].trace.clone(),
                 timeline: between(&pairs_of[i..=i]).map(|d| d.timeline).unwrap_or_default(),
@@ -831,7 +847,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "rocprof": rocprof,
             "per_step": compared.per_step,
             "timeline": Rows(&d.timeline),
-            "ranks": compared.ranks,
+            "ranks": compared.ranks.iter().map(|r| r.json(compared.by)).collect::<Vec<_>>(),
             // What paired the runs' traces: "rank", or "gpu" (rocprofv3).
             "paired_by": compared.by.word().to_ascii_lowercase(),
             "unpaired": compared.unpaired,

@@ -507,10 +507,7 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
             .filter_map(|(_, path)| views.iter().find(|v| v.trace == *path))
             .collect();
         let totals: Vec<f64> = members.iter().map(|v| v.ms("total_time")).collect();
-        let slowest = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let fastest = totals.iter().copied().fold(f64::INFINITY, f64::min);
-        let flagged =
-            if slowest > fastest { totals.iter().position(|t| *t == slowest) } else { None };
+        let flagged = first_extreme(&totals, f64::max);
         let dir = shared_dir(members.iter().map(|v| v.trace.as_path()));
         rows.extend(members.iter().enumerate().map(|(i, v)| RankRow {
             run: dir.clone(),
@@ -603,9 +600,7 @@ pub(crate) fn cross_gpu(views: &[TraceView]) -> (Vec<GpuRow>, Vec<String>) {
             continue;
         }
         let comms: Vec<f64> = members.iter().map(|(_, v)| v.comm_ms.unwrap_or(0.0)).collect();
-        let least = comms.iter().copied().fold(f64::INFINITY, f64::min);
-        let most = comms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let flagged = if least < most { comms.iter().position(|c| *c == least) } else { None };
+        let flagged = first_extreme(&comms, f64::min);
         rows.extend(members.iter().enumerate().map(|(i, (gpu, v))| GpuRow {
             run: dir.to_path_buf(),
             gpu: *gpu,
@@ -620,6 +615,14 @@ pub(crate) fn cross_gpu(views: &[TraceView]) -> (Vec<GpuRow>, Vec<String>) {
         }));
     }
     (rows, notes)
+}
+
+/// The first of `values` that `pick` (`f64::max`, `f64::min`) picks out of
+/// all, when they are not all equal: the row a table flags.
+fn first_extreme(values: &[f64], pick: fn(f64, f64) -> f64) -> Option<usize> {
+    let picked = values.iter().copied().reduce(pick)?;
+    let varies = values.iter().any(|v| *v != picked);
+    varies.then(|| values.iter().position(|v| *v == picked)).flatten()
 }
 
 /// The deepest directory all `traces` are in ("." when none).
