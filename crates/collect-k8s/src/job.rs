@@ -273,14 +273,14 @@ pub fn bundle(scripts_dir: &Path, tools: &[String]) -> Result<Bundle> {
     Ok(bundle)
 }
 
-/// Single-quote for bash.
-fn q(value: &str) -> String {
-    if !value.is_empty()
-        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./=:,@%+".contains(&b))
-    {
-        return value.to_string();
-    }
-    format!("'{}'", value.replace('\'', r"'\''"))
+/// `value` as one shell word. A NUL byte is the one thing a shell word
+/// cannot hold: `check` refuses a job file with one, and a command line shown
+/// in an error keeps it as is.
+pub(crate) fn q(value: &str) -> String {
+    shlex::Quoter::new()
+        .allow_nul(true)
+        .quote(value)
+        .map_or_else(|_| value.to_string(), |q| q.into_owned())
 }
 
 impl JobFile {
@@ -301,6 +301,16 @@ impl JobFile {
         }
         if self.command.is_empty() {
             return Err(Error::Invalid("command is empty".into()));
+        }
+        let scripted = [("workdir", std::slice::from_ref(&self.workdir))]
+            .into_iter()
+            .chain([("command", &self.command[..]), ("collect", &self.collect[..])]);
+        for (field, values) in scripted {
+            if let Some(v) = values.iter().find(|v| v.contains('\0')) {
+                return Err(Error::Invalid(format!(
+                    "{field} {v:?} has a NUL byte, which the pod's shell script cannot hold"
+                )));
+            }
         }
         if self.image.trim().is_empty() {
             return Err(Error::Invalid("image is empty".into()));

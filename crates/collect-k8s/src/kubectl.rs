@@ -78,7 +78,8 @@ impl Kubectl {
     #[allow(clippy::disallowed_methods, reason = "this is the crate's process helper")]
     fn run_with(&self, args: &[&str], stdin: Option<&[u8]>, cancellable: bool) -> Result<String> {
         let argv = self.argv(args);
-        let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+        let command =
+            argv.iter().map(|a| crate::job::q(&a.to_string_lossy())).collect::<Vec<_>>().join(" ");
         let mut e = duct::cmd(&argv[0], &argv[1..]).stdout_capture().stderr_capture().unchecked();
         e = match stdin {
             Some(bytes) => e.stdin_bytes(bytes.to_vec()),

@@ -41,6 +41,6 @@ pub use crate::{
     error::{Error, Result},
     gather::{Collected, JOB_FILE, JobRecord, NodeStatus, NodeSummary, SUMMARY, Summary, gather},
     slurm::{JobState, MAX_POLL, Slurm},
-    spec::{DEFAULT_COLLECT, JobSpec, shell_quote},
+    spec::{DEFAULT_COLLECT, JobSpec},
     submit::{Submitted, follow, follow_with, submit},
 };

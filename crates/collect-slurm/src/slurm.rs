@@ -8,7 +8,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::{Error, Result, spec::shell_quote};
 
 /// The longest pause between two `squeue` calls while following a job.
 pub const MAX_POLL: Duration = Duration::from_secs(10);
@@ -45,7 +45,7 @@ impl Slurm {
     /// failure quotes the command and its stderr.
     #[allow(clippy::disallowed_methods, reason = "this is the crate's process helper")]
     fn run(&self, argv: &[&str]) -> Result<String> {
-        let command = argv.join(" ");
+        let command = argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
         let args: Vec<OsString> = argv[1..].iter().map(OsString::from).collect();
         let mut e =
             duct::cmd(argv[0], args).stdout_capture().stderr_capture().stdin_null().unchecked();

@@ -71,14 +71,14 @@ impl Default for JobSpec {
     }
 }
 
-/// `value` as one shell word: single-quoted, `'` written as `'\''`.
-pub fn shell_quote(value: &str) -> String {
-    if !value.is_empty()
-        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./=:,@%+".contains(&b))
-    {
-        return value.to_string();
-    }
-    format!("'{}'", value.replace('\'', r"'\''"))
+/// `value` as one shell word (sbatch reads `#SBATCH` lines the same way).
+/// A NUL byte is the one thing a shell word cannot hold: `validate` refuses
+/// a spec with one, and a command line shown in an error keeps it as is.
+pub(crate) fn shell_quote(value: &str) -> String {
+    shlex::Quoter::new()
+        .allow_nul(true)
+        .quote(value)
+        .map_or_else(|_| value.to_string(), |q| q.into_owned())
 }
 
 fn is_env_name(name: &str) -> bool {
@@ -88,6 +88,34 @@ fn is_env_name(name: &str) -> bool {
 }
 
 impl JobSpec {
+    /// The first field whose text holds a NUL byte (a JSON job file can say `\u0000`).
+    fn nul_field(&self) -> Option<String> {
+        let has_nul = |s: &str| s.contains('\0');
+        let optional = [("name", Some(&self.name)), ("partition", self.partition.as_ref())]
+            .into_iter()
+            .chain([("time", self.time.as_ref()), ("account", self.account.as_ref())]);
+        for (field, value) in optional {
+            if value.is_some_and(|v| has_nul(v)) {
+                return Some(format!("`{field}`"));
+            }
+        }
+        let lists = [
+            ("sbatch", &self.sbatch),
+            ("setup", &self.setup),
+            ("command", &self.command),
+            ("collect", &self.collect),
+        ];
+        for (field, values) in lists {
+            if let Some(v) = values.iter().find(|v| has_nul(v)) {
+                return Some(format!("`{field}` entry {v:?}"));
+            }
+        }
+        if let Some((k, _)) = self.env.iter().find(|(k, v)| has_nul(k) || has_nul(v)) {
+            return Some(format!("`env` entry {k:?}"));
+        }
+        has_nul(&self.results_dir.to_string_lossy()).then(|| "`results_dir`".to_string())
+    }
+
     /// Check what SLURM or the shell would trip over.
     pub fn validate(&self) -> Result<()> {
         let bad = |what: String| Err(Error::Spec(what));
@@ -96,6 +124,9 @@ impl JobSpec {
         }
         if self.nodes == 0 || self.ntasks_per_node == 0 {
             return bad("--nodes and --ntasks-per-node must be at least 1".into());
+        }
+        if let Some(field) = self.nul_field() {
+            return bad(format!("{field} has a NUL byte, which a shell script cannot hold"));
         }
         if self.name.is_empty() || self.name.contains(['\n', '\r']) {
             return bad(format!("job name {:?} is empty or has a line break", self.name));
@@ -210,11 +241,19 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::disallowed_methods, reason = "bash reads the quoted words back")]
     fn quoting() {
         assert_eq!(shell_quote("python3"), "python3");
         assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's $HOME"), r"'it'\''s $HOME'");
         assert_eq!(shell_quote(""), "''");
+        // Whatever the style, bash reads the word back as it was.
+        for value in ["it's $HOME", "a\nb", "`id` $(id) \\ \"q\"", "%j,x=y", "ünï côdé"] {
+            let echoed = std::process::Command::new("bash")
+                .args(["-c", &format!("printf %s {}", shell_quote(value))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(echoed.stdout).unwrap(), value);
+        }
     }
 
     #[test]
@@ -224,6 +263,10 @@ mod tests {
         spec.env.push(("BAD-NAME".into(), "x".into()));
         assert!(spec.validate().unwrap_err().to_string().contains("BAD-NAME"));
         spec.env.clear();
+        spec.command.push("a\0b".into());
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(err.contains("`command` entry \"a\\0b\" has a NUL byte"), "{err}");
+        spec.command.pop();
         spec.collect.push("../etc".into());
         assert!(spec.validate().is_err());
         spec.collect.pop();

@@ -10,14 +10,11 @@ pub(crate) fn cmd(argv: &[OsString]) -> duct::Expression {
 
 /// The command line as a user would type it (for logs and errors).
 pub(crate) fn display(argv: &[OsString]) -> String {
+    let quoter = shlex::Quoter::new().allow_nul(true);
     argv.iter()
         .map(|a| {
             let s = a.to_string_lossy();
-            if s.is_empty() || s.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c)) {
-                format!("'{}'", s.replace('\'', r"'\''"))
-            } else {
-                s.into_owned()
-            }
+            quoter.quote(&s).map_or_else(|_| s.to_string(), |q| q.into_owned())
         })
         .collect::<Vec<_>>()
         .join(" ")

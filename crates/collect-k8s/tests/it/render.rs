@@ -84,6 +84,9 @@ fn limits_are_enforced_at_render_time() {
     let mut j = job("");
     j.env.insert("1BAD".into(), "x".into());
     refused(&j, &Bundle::default(), "`1BAD` is not a valid environment variable name");
+    let mut j = job("");
+    j.command.push("a\0b".into());
+    refused(&j, &Bundle::default(), "command \"a\\0b\" has a NUL byte");
 
     // unknown keys name themselves
     let err =
