@@ -579,8 +579,9 @@ distributedInfo, as `trace discover` shows them): each rank's GPU time side
 by side, the slowest rank of each run, then the kernels and ops added up
 over the ranks both runs have. Two rocprofv3 runs, which write no rank,
 are compared GPU by GPU: by the GPU each process ran its kernels on (with a
-directory per node, within each node, the nodes in order). A directory
-holding one trace stands for it.
+directory per node, within each node, the nodes paired by directory name,
+node_N as gathered, or else in order). A directory holding one trace
+stands for it.
 
 Either side can also be a report already written: a directory of
 gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`

@@ -526,49 +526,113 @@ fn paired_by(sides: &[Vec<Input>; 2]) -> By {
 
 /// For rocprofv3 runs whose GPU-keyed traces are in several directories
 /// (a node each, `<hostname>/`) on either side: key each by its node too
-/// (`node << 16 | gpu`), the directories of a side numbered in natural
-/// order (`node_2` before `node_10`), and say which pair. A kept report's
-/// node is its trace's directory, as `report summary` recorded it.
+/// (`node << 16 | gpu`), and say which pair. Nodes pair by directory name
+/// (`node_N` as gathered, or the same hosts) when every node of one run has
+/// its name in the other; else the directories of a side are numbered in
+/// natural order (`node_2` before `node_10`). A kept report's node is its
+/// trace's directory, as `report summary` recorded it.
 fn by_node(found: &mut [Vec<Input>; 2], recorded: &Records) -> Option<String> {
     let dir_of = |input: &Input| -> PathBuf {
         let trace = recorded.0.get(&input.trace).and_then(|r| r.trace.clone());
         let trace = trace.unwrap_or_else(|| input.trace.clone());
         trace.parent().map(Path::to_path_buf).unwrap_or_default()
     };
-    let dirs: Vec<Vec<PathBuf>> = found
-        .iter()
-        .map(|side| {
-            let mut dirs: Vec<PathBuf> =
-                side.iter().filter(|i| i.gpu.is_some()).map(dir_of).collect();
-            dirs.sort_by_key(|d| natural(d));
-            dirs.dedup();
-            dirs
-        })
-        .collect();
+    let dirs: [Vec<PathBuf>; 2] = [0, 1].map(|side| {
+        let mut dirs: Vec<PathBuf> =
+            found[side].iter().filter(|i| i.gpu.is_some()).map(dir_of).collect();
+        dirs.sort_by_key(|d| natural(d));
+        dirs.dedup();
+        dirs
+    });
     if dirs.iter().all(|d| d.len() < 2) {
         return None;
     }
-    for (side, dirs) in found.iter_mut().zip(&dirs) {
-        for input in side.iter_mut() {
-            let dir = dir_of(input);
-            if let (Some(gpu), Some(node)) = (input.gpu, dirs.iter().position(|d| *d == dir)) {
+    // Each run's nodes by name, when one run's names are all in the other:
+    // the same node of both runs then pairs, wherever a node is missing.
+    let names = node_names(&dirs);
+    let shared = names.as_ref().filter(|[a, b]| {
+        let unique = |names: &Vec<String>| {
+            names.iter().collect::<std::collections::HashSet<_>>().len() == names.len()
+        };
+        let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+        unique(a) && unique(b) && small.iter().all(|n| large.contains(n))
+    });
+    let keys: Vec<String> = match shared {
+        Some([a, b]) => {
+            let mut all: Vec<String> = a.iter().chain(b).cloned().collect();
+            all.sort_by_key(|n| natural(Path::new(n)));
+            all.dedup();
+            all
+        }
+        None => Vec::new(),
+    };
+    // The node number of each directory, per side.
+    let node_of = |side: usize, dir: &Path| -> Option<usize> {
+        let at = dirs[side].iter().position(|d| d == dir)?;
+        match shared {
+            Some(names) => keys.iter().position(|k| *k == names[side][at]),
+            None => Some(at),
+        }
+    };
+    for (side, inputs) in found.iter_mut().enumerate() {
+        for input in inputs.iter_mut() {
+            if let (Some(gpu), Some(node)) = (input.gpu, node_of(side, &dir_of(input))) {
                 input.gpu = Some((node as u32) << 16 | gpu.min(0xffff));
             }
         }
     }
-    let pairs: Vec<String> = (0..dirs[0].len().max(dirs[1].len()))
+    let nodes = if shared.is_some() { keys.len() } else { dirs[0].len().max(dirs[1].len()) };
+    let pairs: Vec<String> = (0..nodes)
         .map(|n| {
-            let at = |side: &Vec<PathBuf>| {
-                side.get(n).map_or("-".to_string(), |d| d.display().to_string())
+            let at = |side: usize| {
+                let dir = dirs[side].iter().find(|d| node_of(side, d) == Some(n));
+                dir.map_or("-".to_string(), |d| d.display().to_string())
             };
-            format!("node {n}: {} and {}", at(&dirs[0]), at(&dirs[1]))
+            format!("node {n}: {} and {}", at(0), at(1))
         })
         .collect();
+    let how = if shared.is_some() {
+        "the nodes paired by the name of their directories"
+    } else {
+        "the nodes in order of their directories"
+    };
     Some(format!(
-        "the traces are in a directory per node: compared GPU by GPU within each node, the \
-         nodes in order of their directories ({})",
+        "the traces are in a directory per node: compared GPU by GPU within each node, {how} ({})",
         pairs.join("; ")
     ))
+}
+
+/// Each node directory's name: the first part of its path below what all of
+/// its run's node directories share (`node_3` of `run/node_3/host`). A run
+/// with one node directory takes as many parts from its end as the other
+/// run's names are deep. `None` when that cannot be told.
+fn node_names(dirs: &[Vec<PathBuf>; 2]) -> Option<[Vec<String>; 2]> {
+    let below = |dirs: &[PathBuf]| -> Option<Vec<Vec<String>>> {
+        let parts: Vec<Vec<String>> = dirs
+            .iter()
+            .map(|d| d.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect())
+            .collect();
+        let first = parts.first()?;
+        let common = (0..first.len())
+            .take_while(|&i| parts.iter().all(|p| p.get(i) == Some(&first[i])))
+            .count();
+        Some(parts.into_iter().map(|p| p[common..].to_vec()).collect())
+    };
+    let mut rel = [below(&dirs[0])?, below(&dirs[1])?];
+    let depth = |rel: &Vec<Vec<String>>| rel.iter().map(Vec::len).max().unwrap_or(0);
+    for side in 0..2 {
+        if dirs[side].len() == 1 && dirs[1 - side].len() > 1 {
+            let depth = depth(&rel[1 - side]);
+            let parts: Vec<String> = dirs[side][0]
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            rel[side] = vec![parts[parts.len().saturating_sub(depth)..].to_vec()];
+        }
+    }
+    let names = rel.map(|side| side.into_iter().map(|p| p.first().cloned()).collect());
+    let [Some(a), Some(b)]: [Option<Vec<String>>; 2] = names else { return None };
+    Some([a, b])
 }
 
 /// A path's text with its runs of digits compared as numbers (`node_2`

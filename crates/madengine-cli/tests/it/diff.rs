@@ -635,10 +635,12 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
     assert!(!dir.path().join("cut").exists(), "{text}");
 }
 
-/// A multi-node rocprofv3 run has a directory per node (`<hostname>/`),
-/// each with its GPUs 0, 1, ...: two runs compare GPU by GPU within each
-/// node, the nodes in the order of their directories (`node_2` before
-/// `node_10`), whatever the hosts were called.
+/// A multi-node rocprofv3 run has a directory per node (`<hostname>/`,
+/// under `node_N/` when gathered), each with its GPUs 0, 1, ...: two runs
+/// compare GPU by GPU within each node, the nodes paired by directory name
+/// when one run's names are all in the other (a node missing from one run
+/// then shifts nothing), else in the order of their directories (`node_2`
+/// before `node_10`).
 #[test]
 fn multi_node_rocprofv3_runs_compare_node_by_node() {
     let dir = tempfile::tempdir().unwrap();
@@ -670,8 +672,9 @@ fn multi_node_rocprofv3_runs_compare_node_by_node() {
     ");
     assert!(
         text.contains(
-            "compared GPU by GPU within each node, the nodes in order of their directories (node \
-             0: base/node_2/h1 and new/node_2/h7; node 1: base/node_10/h2 and new/node_10/h3)"
+            "compared GPU by GPU within each node, the nodes paired by the name of their \
+             directories (node 0: base/node_2/h1 and new/node_2/h7; node 1: base/node_10/h2 and \
+             new/node_10/h3)"
         ),
         "{text}"
     );
@@ -700,6 +703,41 @@ fn multi_node_rocprofv3_runs_compare_node_by_node() {
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     assert!(
         text.contains("node 1 GPU 0, node 1 GPU 1 only in the baseline run: left out"),
+        "{text}"
+    );
+
+    // The first node missing instead: the second still pairs with its namesake.
+    fs::remove_dir_all(dir.path().join("new")).unwrap();
+    for gpu in 0..2 {
+        let file = format!("new/node_10/h3/{}_results.json", 100 + gpu);
+        crate::write_rocprof_process(&dir.path().join(file), 100 + gpu, gpu, 200);
+    }
+    let text = run(&["report", "diff", "base", "new", "--top", "0"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(
+        text.contains("(node 0: base/node_2/h1 and -; node 1: base/node_10/h2 and new/node_10/h3)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("node 0 GPU 0, node 0 GPU 1 only in the baseline run: left out"),
+        "{text}"
+    );
+    assert!(text.contains("\n1:1          0.400  0.300"), "{text}");
+
+    // Hosts of other names, not gathered: the nodes pair in order.
+    for (run, hosts) in [("raw_base", ["h1", "h2"]), ("raw_new", ["h7", "h3"])] {
+        for host in hosts {
+            let file = format!("{run}/{host}/100_results.json");
+            crate::write_rocprof_process(&dir.path().join(file), 100, 0, 200);
+        }
+    }
+    let text = run(&["report", "diff", "raw_base", "raw_new", "--top", "0"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(
+        text.contains(
+            "the nodes in order of their directories (node 0: raw_base/h1 and raw_new/h3; node \
+             1: raw_base/h2 and raw_new/h7)"
+        ),
         "{text}"
     );
 }
