@@ -55,6 +55,24 @@ pub(crate) enum Command {
     /// Profiled runs as Kubernetes Jobs: render, apply, gather.
     #[command(subcommand)]
     K8s(K8sCommand),
+    /// Print a shell completion script for madengine.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+}
+
+const COMPLETIONS_HELP: &str = "\
+Examples:
+  madengine completions bash > ~/.local/share/bash-completion/completions/madengine
+  madengine completions zsh > ~/.zfunc/_madengine    # with fpath+=(~/.zfunc) before compinit
+  madengine completions fish > ~/.config/fish/completions/madengine.fish
+
+Subcommands, options and their values complete; paths complete as files.";
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to write the script for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Subcommand)]

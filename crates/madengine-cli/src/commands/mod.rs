@@ -79,5 +79,19 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
         Command::K8s(K8sCommand::Render(args)) => k8s::render(&args),
         Command::K8s(K8sCommand::Apply(args)) => k8s::apply(&args),
         Command::K8s(K8sCommand::Gather(args)) => k8s::gather(&args),
+        Command::Completions(args) => completions(&args),
     }
+}
+
+/// The completion script clap_complete writes from the CLI's own definition.
+fn completions(args: &crate::cli::CompletionsArgs) -> Result<Status, Error> {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        args.shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "madengine",
+        &mut script,
+    );
+    crate::render::raw(&String::from_utf8_lossy(&script))?;
+    Ok(Status::Success)
 }

@@ -13,6 +13,42 @@ fn help() {
     cli_snapshot!(&synthetic(), ["--help"]);
 }
 
+/// The bash completion script, sourced by a real bash, completes
+/// subcommands and an option's values; the other shells get theirs.
+#[test]
+fn completions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, script, err) = crate::madengine(dir.path(), &["completions", "bash"]);
+    assert_eq!(code, 0, "{err}");
+    fs::write(dir.path().join("madengine.bash"), &script).unwrap();
+    let complete = |words: &[&str]| -> String {
+        let line = words.join(" ");
+        let (cur, prev) = (words[words.len() - 1], words[words.len() - 2]);
+        let shell = format!(
+            "source madengine.bash; COMP_WORDS=({line} ''); COMP_CWORD={}; \
+             _madengine madengine '{cur}' '{prev}'; echo \"${{COMPREPLY[@]}}\"",
+            words.len() - 1
+        );
+        let args = ["-c".into(), shell.into()];
+        let (code, out, err) = crate::run(dir.path(), Path::new("bash"), &args);
+        assert_eq!(code, 0, "{err}");
+        out.trim().to_string()
+    };
+    assert_eq!(complete(&["madengine", "report", "su"]), "summary");
+    assert_eq!(
+        complete(&["madengine", "report", "tracelens", "--mode", ""]),
+        "auto pytorch rocprof pftrace collective"
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let (code, script, err) = crate::madengine(dir.path(), &["completions", shell]);
+        assert_eq!(code, 0, "{err}");
+        assert!(script.contains("tracelens-compare"), "{shell}: {script}");
+    }
+    let (code, _, err) = crate::madengine(dir.path(), &["completions", "tcsh"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("[possible values: bash, elvish, fish, powershell, zsh]"), "{err}");
+}
+
 #[test]
 fn sanitize_help() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--help"]);
