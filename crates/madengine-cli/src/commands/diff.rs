@@ -665,6 +665,12 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let paths = [args.baseline.as_path(), args.new.as_path()];
     let mut recorded = Records::default();
+    // A side that is not there is named before either is looked into.
+    for path in paths {
+        if let Err(err) = std::fs::metadata(path) {
+            return Err(Error::Read { path: path.to_path_buf(), detail: err.to_string() });
+        }
+    }
     let mut found = [traces_of(paths[0], &mut recorded)?, traces_of(paths[1], &mut recorded)?];
     let mut by = paired_by(&found);
     let mut interrupt = Some(interrupt);

@@ -158,7 +158,14 @@ fn what_cannot_be_compared_says_why() {
     exit code: 3
     ----- stdout -----
     ----- stderr -----
-    error: cannot read the baseline trace: cannot open missing.json: No such file or directory (os error 2)
+    error: cannot read missing.json: No such file or directory (os error 2)
+    ");
+    // A side that is not there is named first, not taken for a one-trace run.
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "mising"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot read mising: No such file or directory (os error 2)
     ");
 }
 
