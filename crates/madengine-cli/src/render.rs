@@ -850,7 +850,14 @@ pub(crate) fn summaries(
             .parts()
             .iter()
             .filter(|(row, _)| v.timeline.iter().any(|r| r.0 == *row))
-            .map(|(row, label)| format!("{label} {:.3} ms ({})", v.ms(row), pct(v.percent(row))))
+            .map(|(row, label)| {
+                let part = format!("{label} {:.3} ms ({}", v.ms(row), pct(v.percent(row)));
+                // rocprofv3's kernel time holds the collectives' (COMM rows).
+                match v.comm_ms.filter(|c| *row == "kernel" && *c > 0.0) {
+                    Some(comm) => format!("{part}; collectives {comm:.3} ms)"),
+                    None => format!("{part})"),
+                }
+            })
             .collect();
         if v.timeline.iter().any(|r| r.0 == "total_time") {
             let what = match v.outcome {

@@ -1109,6 +1109,8 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
         text.contains("== node_a/100_results.json (on GPU 0, AMD Instinct MI300X)\n"),
         "{text}"
     );
+    // The kernel time says what of it the collectives took.
+    assert!(text.contains(": kernel 0.400 ms (40.0%; collectives 0.200 ms), memory"), "{text}");
     let tables = &text[text.find("cross-GPU").unwrap()..];
     insta::assert_snapshot!(tables, @r"
     cross-GPU (ms), rocprofv3 processes in node_a:
