@@ -177,13 +177,18 @@ logs and (when it succeeded) its tool output directories into
 <results-dir>/<job_id>/node_<SLURM_NODEID>/. The results directory must be on
 a filesystem every node sees.
 
+With --wait, --summary and --report go on as `slurm gather` does once the
+job ends: the native tables (no Python) or TraceLens over what the nodes left.
+
 Examples:
-  madengine slurm submit --nodes 2 --gpus-per-node 8 --results-dir /shared/results --wait \\
-      -- madengine profile -- torchrun --nproc-per-node 8 /shared/train.py
+  madengine slurm submit --nodes 2 --gpus-per-node 8 --results-dir /shared/results \\
+      --wait --summary -- madengine profile -- torchrun --nproc-per-node 8 /shared/train.py
+  madengine slurm submit --nodes 2 --results-dir /shared/results -- ./train.sh
   madengine slurm gather /shared/results/12345 --report
 
 Exit codes: 0 submitted (with --wait: the job completed), 1 the job failed,
-was cancelled or timed out, 2 usage error, 3 SLURM refused the job or a
+was cancelled or timed out (or, with --summary/--report, a trace could not be
+read or a TraceLens job failed), 2 usage error, 3 SLURM refused the job or a
 command failed.";
 
 /// The job, from flags and/or a JSON job file (flags win).
@@ -256,7 +261,11 @@ pub(crate) struct SlurmSubmitArgs {
     /// With --wait: cancel the job if it runs longer than this.
     #[arg(long, value_name = "SECS", requires = "wait")]
     pub(crate) timeout: Option<f64>,
-    /// Print the outcome as JSON (id, state, exit code, results path).
+    /// With --wait, what `slurm gather` makes of the results once the job ends.
+    #[command(flatten)]
+    pub(crate) report: GatherReportArgs,
+    /// Print the outcome as JSON (id, state, exit code, results path; with
+    /// --wait, `summary`: what `slurm gather --json` prints).
     #[arg(long)]
     pub(crate) json: bool,
 }

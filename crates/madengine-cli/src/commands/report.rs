@@ -128,8 +128,7 @@ pub(crate) struct Analyzed {
 
 impl Analyzed {
     /// Print, with `json`, the gather's own object (`gathered`) with what
-    /// the analyses add, as one; then the status to exit with: the
-    /// analyses' where they found problems, else the gather's (`status`).
+    /// the analyses add, as one; then the status to exit with.
     pub(crate) fn finish<T: serde::Serialize>(
         self,
         gathered: &T,
@@ -137,13 +136,24 @@ impl Analyzed {
         status: Status,
     ) -> Result<Status, Error> {
         if json {
-            let mut value = serde_json::to_value(gathered).expect("report types serialize");
-            if let Some(object) = value.as_object_mut() {
-                object.extend(self.json);
-            }
-            render::json(&value)?;
+            render::json(&self.merged(gathered))?;
         }
-        Ok(if self.status == Status::Success { status } else { self.status })
+        Ok(self.status(status))
+    }
+
+    /// The gather's own object (`gathered`) with what the analyses add.
+    pub(crate) fn merged<T: serde::Serialize>(&self, gathered: &T) -> serde_json::Value {
+        let mut value = serde_json::to_value(gathered).expect("report types serialize");
+        if let Some(object) = value.as_object_mut() {
+            object.extend(self.json.clone());
+        }
+        value
+    }
+
+    /// The analyses' status where they found problems (or were
+    /// interrupted), else the gather's (`status`).
+    pub(crate) fn status(&self, status: Status) -> Status {
+        if self.status == Status::Success { status } else { self.status }
     }
 }
 

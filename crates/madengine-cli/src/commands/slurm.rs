@@ -24,6 +24,13 @@ pub(crate) fn script(args: &SlurmScriptArgs) -> Result<Status, Error> {
 }
 
 pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
+    if (args.report.report || args.report.summary) && !args.wait {
+        return Err(Error::Usage(
+            "--report and --summary need --wait (they read the results once the job ends); \
+             without it, run `madengine slurm gather <results-dir>/<job_id> --summary` then"
+                .into(),
+        ));
+    }
     let spec = settings::job_spec(&args.job, args.results_dir.as_ref())?;
     let slurm = Slurm::default();
     let submitted = collect_slurm::submit(&spec, &slurm)?;
@@ -55,18 +62,21 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
         render::warning(&format!("job {} ran past --timeout and was cancelled", submitted.job_id));
     }
     let summary = collect_slurm::gather(&submitted.results, Some(state.clone()))?;
+    if !args.json {
+        render::slurm_summary(&summary)?;
+    }
+    let analyzed = super::report::analyze_gathered(&submitted.results, &args.report, args.json)?;
     if args.json {
+        // `summary` is what `slurm gather --json` prints.
         render::json(&serde_json::json!({
             "job_id": submitted.job_id,
             "state": state.state,
             "exit_code": state.exit_code,
             "results": submitted.results,
-            "summary": summary,
+            "summary": analyzed.merged(&summary),
         }))?;
-    } else {
-        render::slurm_summary(&summary)?;
     }
-    Ok(job_status(&state))
+    Ok(analyzed.status(job_status(&state)))
 }
 
 fn job_status(state: &JobState) -> Status {

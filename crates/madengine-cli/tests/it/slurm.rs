@@ -57,6 +57,12 @@ fn gather_salvage_goes_with_an_analysis() {
 
     For more information, try '--help'.
     ");
+    cli_snapshot!(dir.path(), ["slurm", "submit", "--summary", "--", "true"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: --report and --summary need --wait (they read the results once the job ends); without it, run `madengine slurm gather <results-dir>/<job_id> --summary` then
+    ");
 }
 
 const WORKLOAD: &str = r#"mkdir -p torch_profiler_output
@@ -81,6 +87,7 @@ fn submit_wait_gather_and_the_collective_plan() {
             "--wait".as_ref(),
             "--timeout".as_ref(),
             "120".as_ref(),
+            "--summary".as_ref(),
             "--json".as_ref(),
             "--".as_ref(),
             "bash".as_ref(),
@@ -94,6 +101,16 @@ fn submit_wait_gather_and_the_collective_plan() {
     assert_eq!(json["state"], "COMPLETED");
     let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
     assert_eq!(json["summary"]["nodes"].as_array().unwrap().len(), 4);
+    // --summary: the native tables over what the nodes left, as `gather --summary` makes them
+    let ranks: Vec<&serde_json::Value> = json["summary"]["summary"]["cross_rank"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{json}"))
+        .iter()
+        .map(|r| &r["rank"])
+        .collect();
+    assert_eq!(ranks, [0, 1, 2, 3], "{json}");
+    assert!(results.join("summary.html").is_file());
+    std::fs::remove_file(results.join("summary.html")).unwrap();
 
     // pid-named traces from four nodes: their distributedInfo ranks make one collective
     let (plan, _) = crate::run_cli(
