@@ -37,6 +37,14 @@ pub enum Error {
         /// Its stderr, trimmed.
         stderr: String,
     },
+    /// kubectl printed something that does not read as what was asked for.
+    #[error("`{command}` printed what madengine cannot read: {detail}")]
+    Unexpected {
+        /// The command line.
+        command: String,
+        /// What was wrong with it.
+        detail: String,
+    },
     /// The caller raised [`crate::Kubectl::cancel`] while kubectl ran; it
     /// was killed.
     #[error("`{command}` was stopped, as asked")]

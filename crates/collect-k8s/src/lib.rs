@@ -7,7 +7,8 @@
 //! when pods must find each other, a results PersistentVolumeClaim, and an
 //! Indexed Job whose init container copies `madengine` from a tools image.
 //! Kubernetes' limits (ConfigMap size and key characters, DNS-1123 names,
-//! label values) are checked at render time. [`gather`] copies each pod's
+//! label values) are checked at render time. [`Kubectl::follow`] watches the
+//! Job until it completes or fails. [`gather`] copies each pod's
 //! results through a short-lived collector pod, every kubectl call going
 //! through [`Kubectl::run`] (timeout, argv quoted in errors).
 //!
@@ -31,11 +32,13 @@
 #![deny(missing_docs)]
 
 mod error;
+mod follow;
 mod job;
 mod kubectl;
 
 pub use crate::{
     error::{Error, Result},
+    follow::{JobStatus, MAX_POLL},
     job::{
         Bundle, CONFIGMAP_LIMIT, DEFAULT_COLLECT, GpuVendor, JobFile, RENDEZVOUS_PORT, Toleration,
         bundle, check_dns_name, configmap_key,

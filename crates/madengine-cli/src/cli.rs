@@ -126,6 +126,14 @@ pub(crate) struct K8sApplyArgs {
     /// The job file.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: std::path::PathBuf,
+    /// Follow the Job until it completes or fails, showing each change, and
+    /// exit with its outcome (0 complete, 1 failed).
+    #[arg(long)]
+    pub(crate) wait: bool,
+    /// With --wait: delete the Job (and its pods; the results volume stays)
+    /// if it runs longer than this.
+    #[arg(long, value_name = "SECS", requires = "wait")]
+    pub(crate) timeout: Option<f64>,
     #[command(flatten)]
     pub(crate) kubectl: KubectlArgs,
 }

@@ -66,9 +66,40 @@ fn kubectl(args: &KubectlArgs, namespace: &str) -> Kubectl {
 pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     let objects = manifests(&args.config)?;
     let namespace = objects[0]["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
-    let out = kubectl(&args.kubectl, &namespace).apply(&objects)?;
+    let k = kubectl(&args.kubectl, &namespace);
+    let out = k.apply(&objects)?;
     render::raw(&out)?;
-    Ok(Status::Success)
+    if !args.wait {
+        return Ok(Status::Success);
+    }
+    let job = objects
+        .iter()
+        .find(|o| o["kind"] == "Job")
+        .and_then(|o| o["metadata"]["name"].as_str())
+        .expect("the rendered objects hold a named Job")
+        .to_string();
+    let context = args.kubectl.context.as_ref().map(|c| format!(" --context {c}"));
+    let target = format!("{job} --namespace {namespace}{}", context.unwrap_or_default());
+    let gather = format!("`madengine k8s gather {target} --results-dir <dir>`");
+    let interrupt = crate::interrupt::Guard::saying(format!(
+        "stopped waiting; Job {job} goes on: `kubectl delete job {target}` stops it, {gather} \
+         collects its results once it ends"
+    ));
+    let deadline = args.timeout.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64);
+    let (status, deleted) =
+        k.follow(&job, deadline, Duration::from_millis(200), &mut |s: &collect_k8s::JobStatus| {
+            render::note(&format!("job {job}: {}", s.describe()));
+        })?;
+    drop(interrupt);
+    if deleted {
+        render::warning(&format!(
+            "Job {job} ran past --timeout and was deleted, its pods with it; what they wrote to \
+             the results volume stays: {gather} collects it"
+        ));
+    } else {
+        render::note(&format!("{gather} collects its results"));
+    }
+    Ok(if status.complete() { Status::Success } else { Status::Findings })
 }
 
 pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {

@@ -129,6 +129,88 @@ fn apply_sends_the_rendered_list_to_kubectl() {
     );
 }
 
+/// `apply --wait` follows the Job through its statuses as Kubernetes writes
+/// them, to its end: 0 when it completed, 1 when it failed or ran past
+/// --timeout (then it is deleted).
+#[test]
+fn apply_wait_follows_the_job_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    job_file(dir.path(), "");
+    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_LOG", "calls.jsonl");
+    let job = dir.path().join("job_statuses.json");
+    let apply = |statuses: serde_json::Value, extra: &[&str]| {
+        let file =
+            serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": statuses});
+        fs::write(&job, file.to_string()).unwrap();
+        let mut args = vec!["k8s", "apply", "--config", "job.json", "--wait"];
+        args.extend(extra);
+        args.extend(["--kubectl", wrapper.to_str().unwrap()]);
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        crate::run_cli(dir.path(), &args, &[("FAKE_KUBECTL_JOB", job.clone().into())]).0
+    };
+    let complete = serde_json::json!([
+        {},
+        {"active": 2, "ready": 0},
+        {"active": 2, "ready": 2},
+        {"active": 1, "succeeded": 1},
+        {"succeeded": 2, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True"}]},
+        {"succeeded": 2, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True"},
+            {"type": "Complete", "status": "True"}]}
+    ]);
+    insta::assert_snapshot!(apply(complete, &[]), @r"
+    exit code: 0
+    ----- stdout -----
+    configmap/bert-scripts created
+    service/bert created
+    persistentvolumeclaim/bert-results created
+    job/bert created
+    ----- stderr -----
+    [madengine] job bert: 0 active, 0 succeeded, 0 failed (of 2)
+    [madengine] job bert: 2 active, 0 succeeded, 0 failed (of 2)
+    [madengine] job bert: 1 active, 1 succeeded, 0 failed (of 2)
+    [madengine] job bert: 0 active, 2 succeeded, 0 failed (of 2)
+    [madengine] job bert: Complete: 2 succeeded, 0 failed (of 2)
+    [madengine] `madengine k8s gather bert --namespace perf --results-dir <dir>` collects its results
+    ");
+
+    let failed = serde_json::json!([
+        {"active": 2},
+        {"active": 1, "failed": 1, "conditions": [
+            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+             "message": "Job has reached the specified backoff limit"}]}
+    ]);
+    let text = apply(failed, &[]);
+    assert!(text.starts_with("exit code: 1\n"), "{text}");
+    assert!(
+        text.contains(
+            "job bert: Failed (BackoffLimitExceeded: Job has reached the specified backoff \
+             limit): 0 succeeded, 1 failed (of 2)"
+        ),
+        "{text}"
+    );
+
+    // Still running at --timeout: deleted, and said so.
+    let text = apply(serde_json::json!([{"active": 2}]), &["--timeout", "1"]);
+    assert!(text.starts_with("exit code: 1\n"), "{text}");
+    assert!(text.contains("Job bert ran past --timeout and was deleted"), "{text}");
+    let log = fs::read_to_string(dir.path().join("calls.jsonl")).unwrap();
+    assert!(
+        log.contains(r#""argv": ["--namespace=perf", "delete", "job", "bert", "--wait=false", "--ignore-not-found"]"#),
+        "{log}"
+    );
+    assert_eq!(log.matches(r#""delete""#).count(), 1, "{log}");
+
+    // A Job that is gone (deleted by hand) is an error naming the command.
+    fs::remove_file(&job).unwrap();
+    let args =
+        ["k8s", "apply", "--config", "job.json", "--wait", "--kubectl", wrapper.to_str().unwrap()];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    assert!(text.starts_with("exit code: 3\n"), "{text}");
+    assert!(text.contains("get job bert -o json` failed (exit 1): Error from server (NotFound): jobs.batch \"bert\" not found"), "{text}");
+}
+
 /// A results volume holding one pod's trace, the fake kubectl that serves
 /// it, and the TraceLens stand-in's interpreter.
 fn gathered_tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
