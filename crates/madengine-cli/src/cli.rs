@@ -134,6 +134,11 @@ pub(crate) struct K8sApplyArgs {
     /// if it runs longer than this.
     #[arg(long, value_name = "SECS", requires = "wait")]
     pub(crate) timeout: Option<f64>,
+    /// Print the outcome as JSON: the Job, its namespace, the objects
+    /// applied and, with --wait, its last status and whether --timeout
+    /// deleted it.
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) kubectl: KubectlArgs,
 }

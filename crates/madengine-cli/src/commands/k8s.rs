@@ -68,16 +68,27 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     let namespace = objects[0]["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
     let k = kubectl(&args.kubectl, &namespace);
     let out = k.apply(&objects)?;
-    render::raw(&out)?;
-    if !args.wait {
-        return Ok(Status::Success);
-    }
     let job = objects
         .iter()
         .find(|o| o["kind"] == "Job")
         .and_then(|o| o["metadata"]["name"].as_str())
         .expect("the rendered objects hold a named Job")
         .to_string();
+    let mut outcome = serde_json::json!({
+        "job": job,
+        "namespace": namespace,
+        "applied": out.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>(),
+    });
+    if args.json {
+        if !args.wait {
+            render::json(&outcome)?;
+        }
+    } else {
+        render::raw(&out)?;
+    }
+    if !args.wait {
+        return Ok(Status::Success);
+    }
     let context = args.kubectl.context.as_ref().map(|c| format!(" --context {c}"));
     let target = format!("{job} --namespace {namespace}{}", context.unwrap_or_default());
     let gather = format!("`madengine k8s gather {target} --results-dir <dir>`");
@@ -98,6 +109,11 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
         ));
     } else {
         render::note(&format!("{gather} collects its results"));
+    }
+    if args.json {
+        outcome["status"] = serde_json::to_value(&status).expect("a status serializes");
+        outcome["timed_out"] = deleted.into();
+        render::json(&outcome)?;
     }
     Ok(if status.complete() { Status::Success } else { Status::Findings })
 }

@@ -192,8 +192,14 @@ fn apply_wait_follows_the_job_to_its_end() {
     );
 
     // Still running at --timeout: deleted, and said so.
-    let text = apply(serde_json::json!([{"active": 2}]), &["--timeout", "1"]);
+    let text = apply(serde_json::json!([{"active": 2}]), &["--timeout", "1", "--json"]);
     assert!(text.starts_with("exit code: 1\n"), "{text}");
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["job"], "bert", "{json}");
+    assert_eq!(json["applied"][3], "job/bert created", "{json}");
+    assert_eq!(json["status"]["active"], 2, "{json}");
+    assert_eq!(json["status"]["ended"], serde_json::Value::Null, "{json}");
+    assert_eq!(json["timed_out"], true, "{json}");
     assert!(text.contains("Job bert ran past --timeout and was deleted"), "{text}");
     let log = fs::read_to_string(dir.path().join("calls.jsonl")).unwrap();
     assert!(
