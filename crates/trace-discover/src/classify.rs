@@ -51,12 +51,18 @@ pub enum Claim {
     Content,
 }
 
-/// Formats TraceLens cannot read, with what to do instead (text as the original's).
-pub(crate) const UNSUPPORTED: [(&str, &str); 7] = [
+/// Formats TraceLens cannot read, with what to do instead (text as the
+/// original's; the rocprofv3 CSV one is ours).
+pub(crate) const UNSUPPORTED: [(&str, &str); 8] = [
     (
         "_results.db",
         "rocprofv3 SQLite output is not readable by TraceLens; re-run with a preset that sets an \
          explicit --output-format, e.g. rocprofv3_lightweight (JSON) or rocprofv3_perfetto (pftrace)",
+    ),
+    (
+        ROCPROF_CSV,
+        "rocprofv3 CSV output is not readable by TraceLens; re-run rocprofv3 with \
+         --output-format json (or pftrace), which madengine and TraceLens read",
     ),
     (
         ".rpd",
@@ -85,6 +91,11 @@ pub(crate) const UNSUPPORTED: [(&str, &str); 7] = [
     ),
     (".json.zip", "a zip archive: madengine and TraceLens read .json and .json.gz; unzip it"),
 ];
+
+/// The kernel table of rocprofv3's CSV output, one per process
+/// (`<pid>_kernel_trace.csv`): named only where no rocprofv3 trace of
+/// another format lies beside it (`--output-format csv json` writes both).
+pub(crate) const ROCPROF_CSV: &str = "_kernel_trace.csv";
 
 /// Directories whose files are never sniffed (the original's skip list).
 pub(crate) const SKIP_DIRS: [&str; 6] =

@@ -12,8 +12,9 @@ use walkdir::WalkDir;
 use crate::{
     Error, Result,
     classify::{
-        CONTENT_HEAD, Claim, ORIGINAL_SNIFF_HEAD, SKIP_DIRS, TraceKind, is_ambiguous_name,
-        is_json_name, kind_by_content, kind_by_name, read_head, unsupported_reason,
+        CONTENT_HEAD, Claim, ORIGINAL_SNIFF_HEAD, ROCPROF_CSV, SKIP_DIRS, TraceKind,
+        is_ambiguous_name, is_json_name, kind_by_content, kind_by_name, read_head,
+        unsupported_reason,
     },
     rank::{Rank, find_rank_with},
 };
@@ -162,6 +163,22 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
         classify_file(&entry, rel, options, &mut found);
     }
 
+    // A rocprofv3 CSV beside a rocprofv3 trace TraceLens reads is no news.
+    let rocprof_dirs: std::collections::HashSet<&Path> = found
+        .traces
+        .iter()
+        .filter(|t| matches!(t.kind, TraceKind::RocprofJson | TraceKind::Pftrace))
+        .filter_map(|t| t.path.parent())
+        .collect();
+    let csv_beside_trace = |u: &Unsupported| {
+        u.path.as_os_str().as_encoded_bytes().ends_with(ROCPROF_CSV.as_bytes())
+            && u.path.parent().is_some_and(|d| rocprof_dirs.contains(d))
+    };
+    let kept: Vec<Unsupported> = std::mem::take(&mut found.unsupported)
+        .into_iter()
+        .filter(|u| !csv_beside_trace(u))
+        .collect();
+    found.unsupported = kept;
     found.traces.sort_by(|a, b| (a.kind, a.path.as_os_str()).cmp(&(b.kind, b.path.as_os_str())));
     found
         .unsupported

@@ -40,8 +40,21 @@ fn json_traces(
             trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
         )
     });
+    const NAMED: usize = 3;
+    if json.is_empty() && perfetto.is_empty() {
+        // Nothing to read: say what was there instead, and what to do.
+        for u in found.unsupported.iter().take(NAMED) {
+            crate::render::note(&format!("{}: {}", u.path.display(), u.reason));
+        }
+        if found.unsupported.len() > NAMED {
+            crate::render::note(&format!(
+                "{} more files TraceLens cannot read: `madengine trace discover {}` lists them",
+                found.unsupported.len() - NAMED,
+                dir.display()
+            ));
+        }
+    }
     if !perfetto.is_empty() {
-        const NAMED: usize = 3;
         let mut names: Vec<String> =
             perfetto.iter().take(NAMED).map(|t| t.path.display().to_string()).collect();
         if perfetto.len() > NAMED {

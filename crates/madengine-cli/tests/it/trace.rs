@@ -13,6 +13,21 @@ fn help() {
     cli_snapshot!(&synthetic(), ["--help"]);
 }
 
+/// A run with no trace to read says what it found instead, and what to do.
+#[test]
+fn a_run_of_rocprofv3_csv_output_says_to_ask_for_json() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("run/host")).unwrap();
+    fs::write(dir.path().join("run/host/42_kernel_trace.csv"), "\"Kind\",\"Agent_Id\"\n").unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "run"], @r"
+    exit code: 0
+    ----- stdout -----
+    no PyTorch or rocprofv3 JSON traces found
+    ----- stderr -----
+    [madengine] run/host/42_kernel_trace.csv: rocprofv3 CSV output is not readable by TraceLens; re-run rocprofv3 with --output-format json (or pftrace), which madengine and TraceLens read
+    ");
+}
+
 /// The bash completion script, sourced by a real bash, completes
 /// subcommands and an option's values; the other shells get theirs.
 #[test]

@@ -214,3 +214,28 @@ fn json_compressed_otherwise_than_gzip_is_unsupported_with_what_to_do() {
     d.json.zip: a zip archive: madengine and TraceLens read .json and .json.gz; unzip it
     ");
 }
+
+/// rocprofv3's CSV output (its kernel table, a file per process) is named
+/// with what to do instead, unless a trace of another format it wrote lies
+/// beside it.
+#[test]
+fn rocprofv3_csv_output_is_named_unless_a_readable_trace_lies_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "csv_only/host/4242_kernel_trace.csv", b"\"Kind\",\"Agent_Id\"\n");
+    write(root, "csv_only/host/4242_agent_info.csv", b"\"Node_Id\"\n");
+    write(root, "both/host/4243_kernel_trace.csv", b"\"Kind\",\"Agent_Id\"\n");
+    write(root, "both/host/4243_results.json", br#"{"rocprofiler-sdk-tool": []}"#);
+    let found = discover(root, &Options::default()).unwrap();
+    let said: Vec<String> =
+        found.unsupported.iter().map(|u| format!("{}: {}", u.path.display(), u.reason)).collect();
+    assert_eq!(
+        said,
+        [format!(
+            "{}: rocprofv3 CSV output is not readable by TraceLens; re-run rocprofv3 with \
+             --output-format json (or pftrace), which madengine and TraceLens read",
+            root.join("csv_only/host/4242_kernel_trace.csv").display()
+        )]
+    );
+    assert_eq!(found.count(TraceKind::RocprofJson), 1);
+}
