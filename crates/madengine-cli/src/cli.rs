@@ -134,9 +134,20 @@ pub(crate) struct K8sApplyArgs {
     /// if it runs longer than this.
     #[arg(long, value_name = "SECS", requires = "wait")]
     pub(crate) timeout: Option<f64>,
+    /// With --wait: then gather each pod's results here (<dir>/<pod>/), as
+    /// `k8s gather` does, through a collector pod; --summary and --report
+    /// then go on as there.
+    #[arg(long, value_name = "DIR", requires = "wait")]
+    pub(crate) results_dir: Option<std::path::PathBuf>,
+    /// The image of the short-lived collector pod.
+    #[arg(long, default_value = "busybox:1.36", value_name = "IMAGE")]
+    pub(crate) collector_image: String,
+    #[command(flatten)]
+    pub(crate) report: GatherReportArgs,
     /// Print the outcome as JSON: the Job, its namespace, the objects
     /// applied and, with --wait, its last status and whether --timeout
-    /// deleted it.
+    /// deleted it; with --results-dir, `gathered`: what `k8s gather
+    /// --json` prints.
     #[arg(long)]
     pub(crate) json: bool,
     #[command(flatten)]

@@ -64,6 +64,13 @@ fn kubectl(args: &KubectlArgs, namespace: &str) -> Kubectl {
 }
 
 pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
+    if (args.report.report || args.report.summary) && args.results_dir.is_none() {
+        return Err(Error::Usage(
+            "--report and --summary need --wait and --results-dir (they read the results \
+             gathered once the Job ends)"
+                .into(),
+        ));
+    }
     let objects = manifests(&args.config)?;
     let namespace = objects[0]["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
     let k = kubectl(&args.kubectl, &namespace);
@@ -105,29 +112,68 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     if deleted {
         render::warning(&format!(
             "Job {job} ran past --timeout and was deleted, its pods with it; what they wrote to \
-             the results volume stays: {gather} collects it"
+             the results volume stays"
         ));
-    } else {
-        render::note(&format!("{gather} collects its results"));
     }
+    let job_status = if status.complete() { Status::Success } else { Status::Findings };
+    outcome["status"] = serde_json::to_value(&status).expect("a status serializes");
+    outcome["timed_out"] = deleted.into();
+    let Some(results_dir) = &args.results_dir else {
+        render::note(&format!("{gather} collects its results"));
+        if args.json {
+            render::json(&outcome)?;
+        }
+        return Ok(job_status);
+    };
+    // Gathered as `k8s gather` would, from the results volume.
+    let gather = GatherArgs {
+        job: &job,
+        results_dir,
+        namespace: &namespace,
+        collector_image: &args.collector_image,
+        live: None,
+        kubectl: &args.kubectl,
+        report: &args.report,
+        json: args.json,
+    };
+    let (gathered, analyzed) = gather_and_analyze(&gather)?;
+    let ended = if job_status == Status::Success { gathered_status(&gathered) } else { job_status };
+    let status = analyzed.status(ended);
     if args.json {
-        outcome["status"] = serde_json::to_value(&status).expect("a status serializes");
-        outcome["timed_out"] = deleted.into();
+        outcome["gathered"] = analyzed.merged(&gathered);
         render::json(&outcome)?;
     }
-    Ok(if status.complete() { Status::Success } else { Status::Findings })
+    Ok(status)
 }
 
-pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
+/// What `k8s gather` needs, from its own flags or `apply --wait`'s.
+struct GatherArgs<'a> {
+    job: &'a str,
+    results_dir: &'a std::path::Path,
+    namespace: &'a str,
+    collector_image: &'a str,
+    /// `--live`: the pods' workspace.
+    live: Option<&'a str>,
+    kubectl: &'a KubectlArgs,
+    report: &'a crate::cli::GatherReportArgs,
+    json: bool,
+}
+
+/// Gather the Job's results (printing each pod's unless `json`), then the
+/// analyses asked for.
+fn gather_and_analyze(
+    args: &GatherArgs,
+) -> Result<(collect_k8s::Gathered, super::report::Analyzed), Error> {
     // Ctrl-C stops the copies and still deletes the collector pod.
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
-    let k = Kubectl { cancel: Some(interrupt.flag()), ..kubectl(&args.kubectl, &args.namespace) };
-    let gathered = if args.live {
-        let dirs: Vec<String> =
-            collect_k8s::DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect();
-        collect_k8s::gather_live(&k, &args.job, &args.results_dir, &args.workdir, &dirs)?
-    } else {
-        collect_k8s::gather(&k, &args.job, &args.results_dir, &args.collector_image)?
+    let k = Kubectl { cancel: Some(interrupt.flag()), ..kubectl(args.kubectl, args.namespace) };
+    let gathered = match args.live {
+        Some(workdir) => {
+            let dirs: Vec<String> =
+                collect_k8s::DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect();
+            collect_k8s::gather_live(&k, args.job, args.results_dir, workdir, &dirs)?
+        }
+        None => collect_k8s::gather(&k, args.job, args.results_dir, args.collector_image)?,
     };
     if !args.json {
         for p in &gathered.pods {
@@ -148,7 +194,27 @@ pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
             args.results_dir.join("results_summary.json").display()
         ));
     }
-    let analyzed = super::report::analyze_gathered(&args.results_dir, &args.report, args.json)?;
-    let status = if gathered.problems.is_empty() { Status::Success } else { Status::Findings };
+    let analyzed = super::report::analyze_gathered(args.results_dir, args.report, args.json)?;
+    drop(interrupt);
+    Ok((gathered, analyzed))
+}
+
+fn gathered_status(gathered: &collect_k8s::Gathered) -> Status {
+    if gathered.problems.is_empty() { Status::Success } else { Status::Findings }
+}
+
+pub(crate) fn gather(args: &K8sGatherArgs) -> Result<Status, Error> {
+    let gather = GatherArgs {
+        job: &args.job,
+        results_dir: &args.results_dir,
+        namespace: &args.namespace,
+        collector_image: &args.collector_image,
+        live: args.live.then_some(args.workdir.as_str()),
+        kubectl: &args.kubectl,
+        report: &args.report,
+        json: args.json,
+    };
+    let (gathered, analyzed) = gather_and_analyze(&gather)?;
+    let status = gathered_status(&gathered);
     analyzed.finish(&gathered, args.json, status)
 }

@@ -208,6 +208,47 @@ fn apply_wait_follows_the_job_to_its_end() {
     );
     assert_eq!(log.matches(r#""delete""#).count(), 1, "{log}");
 
+    // With --results-dir: then gathered and summarized, as `k8s gather --summary` does.
+    let tree = dir.path().join("pvc/bert-0-xyz/torch_profiler_output");
+    fs::create_dir_all(&tree).unwrap();
+    fs::copy(
+        crate::synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+        tree.join("rank0_trace.json"),
+    )
+    .unwrap();
+    let file = serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": [
+        {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}]});
+    fs::write(&job, file.to_string()).unwrap();
+    let args = [
+        "k8s",
+        "apply",
+        "--config",
+        "job.json",
+        "--wait",
+        "--results-dir",
+        "got",
+        "--summary",
+        "--json",
+        "--kubectl",
+        wrapper.to_str().unwrap(),
+    ];
+    let env = [
+        ("FAKE_KUBECTL_JOB", job.clone().into()),
+        ("FAKE_KUBECTL_TREE", dir.path().join("pvc").into()),
+    ];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &env);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["status"]["ended"], "Complete", "{json}");
+    assert_eq!(json["gathered"]["pods"][0]["name"], "bert-0-xyz", "{json}");
+    assert_eq!(json["gathered"]["summary"]["traces"].as_array().map(Vec::len), Some(1), "{json}");
+    assert!(dir.path().join("got/bert-0-xyz/torch_profiler_output/rank0_trace.json").is_file());
+    assert!(dir.path().join("got/summary.html").is_file());
+    let args = ["k8s", "apply", "--config", "job.json", "--summary", "--kubectl", "kubectl"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    assert!(text.starts_with("exit code: 2\n"), "{text}");
+    assert!(text.contains("--report and --summary need --wait and --results-dir"), "{text}");
+
     // A Job that is gone (deleted by hand) is an error naming the command.
     fs::remove_file(&job).unwrap();
     let args =
