@@ -329,3 +329,49 @@ fn gather_summary_and_report_print_one_json_object() {
         "{text}"
     );
 }
+
+/// Ctrl-C while `apply --wait` follows the Job stops the waiting only: the
+/// Job goes on (nothing deletes it), and madengine says how to stop or
+/// gather it.
+#[test]
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
+fn ctrl_c_while_following_says_the_job_goes_on() {
+    use std::{
+        io::{BufRead, BufReader},
+        process::{Command, Stdio},
+    };
+    let dir = tempfile::tempdir().unwrap();
+    job_file(dir.path(), "");
+    let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_LOG", "calls.jsonl");
+    let job = dir.path().join("job_statuses.json");
+    let statuses = serde_json::json!({"name": "bert", "spec": {}, "statuses": [{"active": 2}]});
+    fs::write(&job, statuses.to_string()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .args(["k8s", "apply", "--config", "job.json", "--wait", "--context", "lab", "--kubectl"])
+        .arg(&wrapper)
+        .current_dir(dir.path())
+        .env("FAKE_KUBECTL_JOB", &job)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("job bert: 2 active"), "{line}");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(
+        rest.contains(
+            "stopped waiting; Job bert goes on: `kubectl delete job bert --namespace perf \
+             --context lab` stops it, `madengine k8s gather bert --namespace perf --context lab \
+             --results-dir <dir>` collects its results once it ends"
+        ),
+        "{rest}"
+    );
+    let log = fs::read_to_string(dir.path().join("calls.jsonl")).unwrap();
+    assert!(!log.contains("\"delete\""), "{log}");
+}
