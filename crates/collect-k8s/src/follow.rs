@@ -28,6 +28,9 @@ pub struct JobStatus {
     /// Why it failed: the `Failed` condition's reason and message
     /// (`BackoffLimitExceeded: Job has reached the specified backoff limit`).
     pub reason: Option<String>,
+    /// Its pods that are stuck, each with why ([`stuck_pods`]); filled by
+    /// [`Kubectl::follow`] while the Job runs.
+    pub stuck: Vec<String>,
 }
 
 impl JobStatus {
@@ -55,6 +58,7 @@ impl JobStatus {
             completions: job["spec"]["completions"].as_u64(),
             ended: ended.and_then(|c| c["type"].as_str()).map(str::to_string),
             reason,
+            stuck: vec![],
         }
     }
 
@@ -76,6 +80,39 @@ impl JobStatus {
     }
 }
 
+/// Container waiting reasons that are a pod on its way, not stuck.
+const ON_ITS_WAY: [&str; 2] = ["ContainerCreating", "PodInitializing"];
+
+/// The pods of a pod list (`kubectl get pods -o json`) that are stuck, each
+/// as `POD: REASON (MESSAGE)`: one the scheduler cannot place
+/// (`Unschedulable`), or with a container, init container included, waiting
+/// for a reason other than being created (`ImagePullBackOff`,
+/// `CrashLoopBackOff`, `CreateContainerConfigError`, ...).
+pub fn stuck_pods(pods: &Value) -> Vec<String> {
+    let text = |v: &Value, key: &str| v[key].as_str().filter(|s| !s.is_empty()).map(str::to_string);
+    let why = |v: &Value| match (text(v, "reason"), text(v, "message")) {
+        (Some(r), Some(m)) => Some(format!("{r} ({m})")),
+        (r, m) => r.or(m),
+    };
+    let mut stuck = Vec::new();
+    for pod in pods["items"].as_array().into_iter().flatten() {
+        let name = text(&pod["metadata"], "name").unwrap_or_else(|| "a pod".into());
+        let status = &pod["status"];
+        let unschedulable = status["conditions"].as_array().into_iter().flatten().find(|c| {
+            c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable"
+        });
+        let waiting = ["initContainerStatuses", "containerStatuses"]
+            .iter()
+            .flat_map(|key| status[*key].as_array().into_iter().flatten())
+            .map(|c| &c["state"]["waiting"])
+            .find(|w| text(w, "reason").is_some_and(|r| !ON_ITS_WAY.contains(&r.as_str())));
+        if let Some(why) = unschedulable.or(waiting).and_then(why) {
+            stuck.push(format!("{name}: {why}"));
+        }
+    }
+    stuck
+}
+
 impl Kubectl {
     /// `kubectl get job JOB -o json`: where the Job stands.
     pub fn job_status(&self, job: &str) -> Result<JobStatus> {
@@ -88,10 +125,20 @@ impl Kubectl {
         Ok(JobStatus::of(&value))
     }
 
+    /// The Job's pods that are stuck ([`stuck_pods`]). Pods that cannot be
+    /// listed (no permission to) tell nothing: none is stuck then.
+    fn pods_stuck(&self, job: &str) -> Vec<String> {
+        let selector = format!("batch.kubernetes.io/job-name={job}");
+        let out = self.run(&["get", "pods", "-l", &selector, "-o", "json"], None);
+        out.ok()
+            .and_then(|o| serde_json::from_str(&o).ok())
+            .map_or_else(Vec::new, |p| stuck_pods(&p))
+    }
+
     /// Look at the Job until it ends (its `Complete` or `Failed` condition),
     /// then its last status. Looks start `poll` apart and back off to
     /// [`MAX_POLL`]; `on_change` hears each status that differs from the
-    /// one before. Past `deadline` the Job is deleted (its pods with it; the
+    /// one before (pods stuck included). Past `deadline` the Job is deleted (its pods with it; the
     /// results volume stays) and its last status returned with `true`.
     pub fn follow(
         &self,
@@ -104,7 +151,10 @@ impl Kubectl {
         let mut interval = poll;
         let mut last: Option<JobStatus> = None;
         loop {
-            let status = self.job_status(job)?;
+            let mut status = self.job_status(job)?;
+            if status.ended.is_none() {
+                status.stuck = self.pods_stuck(job);
+            }
             if last.as_ref() != Some(&status) {
                 on_change(&status);
             }
@@ -163,5 +213,36 @@ mod tests {
         let status = JobStatus::of(&json!({"status": {
             "active": 2, "conditions": [{"type": "Failed", "status": "False"}]}}));
         assert_eq!(status.describe(), "2 active, 0 succeeded, 0 failed");
+    }
+
+    #[test]
+    fn stuck_pods_say_why() {
+        let pods = json!({"kind": "List", "items": [
+            {"metadata": {"name": "bert-0-a"}, "status": {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/4 nodes are available: 4 Insufficient amd.com/gpu."}]}},
+            {"metadata": {"name": "bert-1-b"}, "status": {"phase": "Pending",
+                "initContainerStatuses": [{"name": "madengine", "state": {"waiting": {
+                    "reason": "ImagePullBackOff",
+                    "message": "Back-off pulling image \"madengine/tools:bad\""}}}]}},
+            {"metadata": {"name": "bert-2-c"}, "status": {"phase": "Running",
+                "containerStatuses": [{"name": "model", "state": {"waiting": {
+                    "reason": "CrashLoopBackOff"}}}]}},
+            // On its way: not stuck.
+            {"metadata": {"name": "bert-3-d"}, "status": {"phase": "Pending",
+                "containerStatuses": [{"name": "model", "state": {"waiting": {
+                    "reason": "ContainerCreating"}}}]}},
+            {"metadata": {"name": "bert-4-e"}, "status": {"phase": "Running",
+                "containerStatuses": [{"name": "model", "state": {"running": {}}}]}}
+        ]});
+        assert_eq!(
+            stuck_pods(&pods),
+            [
+                "bert-0-a: Unschedulable (0/4 nodes are available: 4 Insufficient amd.com/gpu.)",
+                "bert-1-b: ImagePullBackOff (Back-off pulling image \"madengine/tools:bad\")",
+                "bert-2-c: CrashLoopBackOff",
+            ]
+        );
+        assert!(stuck_pods(&json!({"items": []})).is_empty());
     }
 }

@@ -38,7 +38,7 @@ mod kubectl;
 
 pub use crate::{
     error::{Error, Result},
-    follow::{JobStatus, MAX_POLL},
+    follow::{JobStatus, MAX_POLL, stuck_pods},
     job::{
         Bundle, CONFIGMAP_LIMIT, DEFAULT_COLLECT, GpuVendor, JobFile, RENDEZVOUS_PORT, Toleration,
         bundle, check_dns_name, configmap_key,

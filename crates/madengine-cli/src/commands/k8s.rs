@@ -107,6 +107,9 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     let (status, deleted) =
         k.follow(&job, deadline, Duration::from_millis(200), &mut |s: &collect_k8s::JobStatus| {
             render::note(&format!("job {job}: {}", s.describe()));
+            for pod in &s.stuck {
+                render::warning(&format!("job {job}: pod {pod}"));
+            }
         })?;
     drop(interrupt);
     if deleted {

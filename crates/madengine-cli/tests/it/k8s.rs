@@ -191,6 +191,33 @@ fn apply_wait_follows_the_job_to_its_end() {
         "{text}"
     );
 
+    // A pod that cannot start is named, with why, once, and again when that changes.
+    let pods = dir.path().join("pods.json");
+    let stuck = serde_json::json!({"kind": "List", "items": [
+        {"metadata": {"name": "bert-1-b"}, "status": {"phase": "Pending",
+            "initContainerStatuses": [{"name": "madengine", "state": {"waiting": {
+                "reason": "ImagePullBackOff",
+                "message": "Back-off pulling image \"madengine/tools:bad\""}}}]}}]});
+    fs::write(&pods, stuck.to_string()).unwrap();
+    let file = serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": [
+        {"active": 2}, {"active": 2}, {"active": 2},
+        {"failed": 2, "conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}]});
+    fs::write(&job, file.to_string()).unwrap();
+    let args =
+        ["k8s", "apply", "--config", "job.json", "--wait", "--kubectl", wrapper.to_str().unwrap()];
+    let env =
+        [("FAKE_KUBECTL_JOB", job.clone().into()), ("FAKE_KUBECTL_PODS_JSON", pods.clone().into())];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &env);
+    assert!(text.starts_with("exit code: 1\n"), "{text}");
+    let stderr = &text[text.find("----- stderr -----\n").unwrap()..];
+    insta::assert_snapshot!(stderr, @r#"
+    ----- stderr -----
+    [madengine] job bert: 2 active, 0 succeeded, 0 failed (of 2)
+    warning: job bert: pod bert-1-b: ImagePullBackOff (Back-off pulling image "madengine/tools:bad")
+    [madengine] job bert: Failed (DeadlineExceeded): 0 succeeded, 2 failed (of 2)
+    [madengine] `madengine k8s gather bert --namespace perf --results-dir <dir>` collects its results
+    "#);
+
     // Still running at --timeout: deleted, and said so.
     let text = apply(serde_json::json!([{"active": 2}]), &["--timeout", "1", "--json"]);
     assert!(text.starts_with("exit code: 1\n"), "{text}");
