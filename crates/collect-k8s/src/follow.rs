@@ -138,8 +138,9 @@ impl Kubectl {
     /// Look at the Job until it ends (its `Complete` or `Failed` condition),
     /// then its last status. Looks start `poll` apart and back off to
     /// [`MAX_POLL`]; `on_change` hears each status that differs from the
-    /// one before (pods stuck included). Past `deadline` the Job is deleted (its pods with it; the
-    /// results volume stays) and its last status returned with `true`.
+    /// one before (pods stuck included). Past `deadline` the Job is deleted
+    /// (its pods with it; the results volume stays) and its last status
+    /// returned with `true`.
     pub fn follow(
         &self,
         job: &str,
