@@ -121,6 +121,9 @@ pub(crate) struct KubectlArgs {
     pub(crate) kubectl_timeout: f64,
 }
 
+/// The collector pod's image unless `--collector-image` says otherwise.
+const COLLECTOR_IMAGE: &str = "busybox:1.36";
+
 #[derive(Debug, Args)]
 pub(crate) struct K8sApplyArgs {
     /// The job file.
@@ -140,7 +143,7 @@ pub(crate) struct K8sApplyArgs {
     #[arg(long, value_name = "DIR", requires = "wait")]
     pub(crate) results_dir: Option<std::path::PathBuf>,
     /// The image of the short-lived collector pod.
-    #[arg(long, default_value = "busybox:1.36", value_name = "IMAGE")]
+    #[arg(long, default_value = COLLECTOR_IMAGE, value_name = "IMAGE")]
     pub(crate) collector_image: String,
     #[command(flatten)]
     pub(crate) report: GatherReportArgs,
@@ -165,7 +168,7 @@ pub(crate) struct K8sGatherArgs {
     #[arg(long, default_value = "default")]
     pub(crate) namespace: String,
     /// The image of the short-lived collector pod.
-    #[arg(long, default_value = "busybox:1.36", value_name = "IMAGE")]
+    #[arg(long, default_value = COLLECTOR_IMAGE, value_name = "IMAGE")]
     pub(crate) collector_image: String,
     /// Copy from the job's pods directly (still running or kept), from their workspace,
     /// instead of from the results volume.

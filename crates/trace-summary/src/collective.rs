@@ -71,7 +71,8 @@ pub(crate) const HEADER: [&str; 11] = [
 /// The table, largest total duration first (`None` without collective
 /// kernels).
 pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
-    type Call = (u32, u32, u64, u64, u64);
+    // A dtype is an interned string, or not said.
+    type Call = (u32, Option<u32>, u64, u64, u64);
     let mut calls: FxHashMap<Call, Vec<f64>> = FxHashMap::default();
     let mut order: Vec<Call> = Vec::new();
     for (index, args) in &p.collectives {
@@ -80,13 +81,8 @@ pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
             continue;
         };
         let Some(dur) = p.events[*index].dur else { continue };
-        let call = (
-            name,
-            dtype.unwrap_or(0),
-            group_size.unwrap_or(0),
-            in_nelems.unwrap_or(0),
-            out_nelems.unwrap_or(0),
-        );
+        let call =
+            (name, dtype, group_size.unwrap_or(0), in_nelems.unwrap_or(0), out_nelems.unwrap_or(0));
         calls
             .entry(call)
             .or_insert_with(|| {
@@ -105,7 +101,7 @@ pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
             let durations = &calls[&call];
             let total: f64 = durations.iter().sum();
             let mean = total / durations.len() as f64;
-            let (name, dtype) = (p.str(name), p.str(dtype));
+            let (name, dtype) = (p.str(name), dtype.map_or("", |d| p.str(d)));
             let bytes = dtype_bytes(dtype).map(|b| b * inn.max(out));
             // bytes / µs = MB/s; / 1000 = GB/s.
             // (No bandwidth for a call of no bytes, or whose sizes are not said.)
@@ -133,10 +129,7 @@ pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
         .collect();
     // Largest total first; ties keep the order first seen.
     rows.sort_by(|a, b| b.0.total_cmp(&a.0));
-    Some(Table {
-        header: HEADER.iter().map(|h| h.to_string()).collect(),
-        rows: rows.into_iter().map(|(_, r)| r).collect(),
-    })
+    Some(Table::new(&HEADER, rows.into_iter().map(|(_, r)| r).collect()))
 }
 
 #[cfg(test)]

@@ -57,6 +57,11 @@ impl Cell {
 }
 
 impl Table {
+    /// A table of `rows` under the column names `header`.
+    pub fn new(header: &[&str], rows: Vec<Vec<Cell>>) -> Table {
+        Table { header: header.iter().map(|h| h.to_string()).collect(), rows }
+    }
+
     /// The index of the column named `name`.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.header.iter().position(|h| h == name)

@@ -542,10 +542,7 @@ fn kernel_summary(groups: FxHashMap<String, Vec<u64>>) -> Option<Table> {
         "Total Kernel Time (ms)",
         "Category",
     ];
-    Some(Table {
-        header: header.iter().map(|h| h.to_string()).collect(),
-        rows: rows.into_iter().map(|(_, r)| r).collect(),
-    })
+    Some(Table::new(&header, rows.into_iter().map(|(_, r)| r).collect()))
 }
 
 #[cfg(test)]

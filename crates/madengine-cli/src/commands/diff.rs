@@ -75,7 +75,7 @@ pub(crate) enum By {
     Gpu,
     /// GPU by GPU, node by node: rocprofv3 runs whose processes are in
     /// several directories (one per node, `<hostname>/`), the directories
-    /// paired in order. Keys are `node << 16 | gpu` ([`By::label`]).
+    /// paired as [`by_node`] says. Keys are `node << 16 | gpu` ([`By::label`]).
     NodeGpu,
 }
 

@@ -361,36 +361,23 @@ fn gather_summary_and_report_print_one_json_object() {
 /// Job goes on (nothing deletes it), and madengine says how to stop or
 /// gather it.
 #[test]
-#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
 fn ctrl_c_while_following_says_the_job_goes_on() {
-    use std::{
-        io::{BufRead, BufReader},
-        process::{Command, Stdio},
-    };
     let dir = tempfile::tempdir().unwrap();
     job_file(dir.path(), "");
     let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_LOG", "calls.jsonl");
     let job = dir.path().join("job_statuses.json");
     let statuses = serde_json::json!({"name": "bert", "spec": {}, "statuses": [{"active": 2}]});
     fs::write(&job, statuses.to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
-        .args(["k8s", "apply", "--config", "job.json", "--wait", "--context", "lab", "--kubectl"])
-        .arg(&wrapper)
-        .current_dir(dir.path())
-        .env("FAKE_KUBECTL_JOB", &job)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    let args = ["k8s", "apply", "--config", "job.json", "--wait", "--context", "lab", "--kubectl"];
+    let args: Vec<&std::ffi::OsStr> =
+        args.iter().map(std::ffi::OsStr::new).chain([wrapper.as_os_str()]).collect();
+    let (code, line, rest) = crate::interrupt_after_first_line(
+        dir.path(),
+        &args,
+        &[("FAKE_KUBECTL_JOB", job.as_os_str())],
+    );
     assert!(line.contains("job bert: 2 active"), "{line}");
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    let status = child.wait().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    assert_eq!(status.code(), Some(130), "{rest}");
+    assert_eq!(code, Some(130), "{rest}");
     assert!(
         rest.contains(
             "stopped waiting; Job bert goes on: `kubectl delete job bert --namespace perf \

@@ -129,6 +129,34 @@ pub(crate) fn run(
     )
 }
 
+/// Start `madengine args` in `dir` with `env`, wait for the first line it
+/// writes to stderr, press Ctrl-C (SIGINT), and wait for it to end: its exit
+/// code, that first line, and the rest of its stderr.
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
+pub(crate) fn interrupt_after_first_line(
+    dir: &Path,
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (Option<i32>, String, String) {
+    use std::io::{BufRead, Read};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    (status.code(), first, rest)
+}
+
 /// Run `madengine` in `dir`: its exit code, stdout and stderr.
 pub(crate) fn madengine(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let args: Vec<std::ffi::OsString> = args.iter().map(std::ffi::OsString::from).collect();

@@ -184,37 +184,23 @@ fn submit_wait_gather_and_the_collective_plan() {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods, reason = "tests run the real binary, kill(1) and scancel")]
+#[allow(clippy::disallowed_methods, reason = "tests run scancel")]
 fn ctrl_c_while_waiting_says_the_job_goes_on() {
-    use std::{
-        io::{BufRead, BufReader},
-        process::{Command, Stdio},
-    };
     let Some(conf) = cluster() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
-        .args(["slurm", "submit", "--nodes", "1", "--results-dir", "results", "--wait"])
-        .args(["--", "sleep", "300"])
-        .current_dir(dir.path())
-        .env("SLURM_CONF", &conf)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    let args = ["slurm", "submit", "--nodes", "1", "--results-dir", "results", "--wait", "--"];
+    let args: Vec<&std::ffi::OsStr> =
+        args.iter().chain(&["sleep", "300"]).map(std::ffi::OsStr::new).collect();
+    let (code, line, rest) =
+        crate::interrupt_after_first_line(dir.path(), &args, &[("SLURM_CONF", &conf)]);
     let job = line
         .split("submitted job ")
         .nth(1)
         .and_then(|rest| rest.split(';').next())
         .unwrap_or_else(|| panic!("no job id in {line:?}"))
         .to_string();
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    let status = child.wait().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let _ = Command::new("scancel").arg(&job).env("SLURM_CONF", &conf).status();
-    assert_eq!(status.code(), Some(130), "{rest}");
+    let _ = std::process::Command::new("scancel").arg(&job).env("SLURM_CONF", &conf).status();
+    assert_eq!(code, Some(130), "{rest}");
     assert!(
         rest.contains(&format!("job {job} goes on: `scancel {job}` stops it"))
             && rest.contains("madengine slurm gather "),

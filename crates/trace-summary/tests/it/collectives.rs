@@ -126,3 +126,30 @@ fn a_collective_table_read_back_matches_its_trace() {
         assert!(row.name.ends_with("], 2 ranks"), "{row:?}");
     }
 }
+
+/// A collective kernel whose args name no dtype still counts, under an
+/// empty dtype and without bandwidths (its bytes are not known), never
+/// under some other string of the trace.
+#[test]
+fn a_collective_without_a_dtype_has_an_empty_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    std::fs::write(
+        &trace,
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "args": {}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 0, "tid": 7, "ts": 10, "dur": 4,
+   "args": {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "Group size": 2}}
+]}"#,
+    )
+    .unwrap();
+    let summary = trace_summary::summarize_file(&trace).unwrap();
+    let table = summary.collective_summary.expect("a collective table");
+    let row = &table.rows[0];
+    let cell = |name: &str| row[table.column(name).unwrap()].text();
+    assert_eq!(cell("Collective name"), "allreduce");
+    assert_eq!(cell("dtype"), "");
+    assert_eq!(cell("Count"), "1");
+    assert_eq!(cell("Message bytes"), "");
+    assert_eq!(cell("busbw (GB/s)"), "");
+}
