@@ -634,8 +634,10 @@ by side, the slowest rank of each run, then the kernels and ops added up
 over the ranks both runs have. Two rocprofv3 runs, which write no rank,
 are compared GPU by GPU: by the GPU each process ran its kernels on (with a
 directory per node, within each node, the nodes paired by directory name,
-node_N as gathered, or else in order). A directory holding one trace
-stands for it.
+node_N as gathered, or else in order). rocprofv3 kernel time holds the
+collective kernels' (TraceLens' COMM category): their change is shown
+beside it, per GPU and in all (`collective_kernels` in --json). A
+directory holding one trace stands for it.
 
 Either side can also be a report already written: a directory of
 gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`

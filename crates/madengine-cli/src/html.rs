@@ -449,9 +449,13 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         timeline_bars(&mut page, rows, rocprof, scale, 800.0);
         legend(&mut page, rocprof);
     } else {
+        // rocprofv3: the change in its collective kernels' time (within
+        // the kernel time), when the run has any.
+        let comm_column = compared.ranks.iter().any(|r| r.collectives().is_some());
         let _ = write!(
             page,
-            r#"<h2>{what} per {by}</h2><table><tr><th>{by}</th><th>baseline ms</th><th>new ms</th><th>delta</th><th class="name"></th></tr>"#,
+            r#"<h2>{what} per {by}</h2><table><tr><th>{by}</th><th>baseline ms</th><th>new ms</th><th>delta</th>{}<th class="name"></th></tr>"#,
+            if comm_column { "<th>collectives</th>" } else { "" },
             by = compared.by.word()
         );
         let scale = compared
@@ -464,10 +468,15 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
             let (b, n) = (side_ms(rows, headline, true), side_ms(rows, headline, false));
             let _ = write!(
                 page,
-                r#"<tr><td>{}</td><td>{b:.3}</td><td>{n:.3}</td><td>{:+.3}</td><td class="name">"#,
+                r#"<tr><td>{}</td><td>{b:.3}</td><td>{n:.3}</td><td>{:+.3}</td>"#,
                 compared.by.value(r.key),
                 n - b
             );
+            if comm_column {
+                let delta = r.collectives().map_or("-".into(), |c| format!("{:+.3}", c.delta()));
+                let _ = write!(page, "<td>{delta}</td>");
+            }
+            page.push_str(r#"<td class="name">"#);
             timeline_bars(&mut page, &r.timeline, rocprof, scale, 500.0);
             page.push_str("</td></tr>");
         }

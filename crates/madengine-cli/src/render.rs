@@ -431,19 +431,15 @@ pub(crate) fn plural(n: usize, word: &str) -> String {
 }
 
 fn table<const N: usize>(text: &mut String, header: [&str; N], rows: &[[String; N]]) {
-    aligned(text, header, rows, [false; N]);
+    aligned(text, &header, rows, &[false; N]);
 }
 
 /// [`table`] with the columns `right` names aligned right (numbers).
-fn aligned<const N: usize>(
-    text: &mut String,
-    header: [&str; N],
-    rows: &[[String; N]],
-    right: [bool; N],
-) {
-    let mut widths = header.map(|h| h.chars().count());
+fn aligned<R: AsRef<[String]>>(text: &mut String, header: &[&str], rows: &[R], right: &[bool]) {
+    let n = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
+        for (w, cell) in widths.iter_mut().zip(row.as_ref()) {
             *w = (*w).max(cell.chars().count());
         }
     }
@@ -451,7 +447,7 @@ fn aligned<const N: usize>(
         let mut l = String::new();
         for (i, cell) in cells.iter().enumerate() {
             let w = widths[i];
-            match (i + 1 == N, right[i]) {
+            match (i + 1 == n, right[i]) {
                 (true, false) => l.push_str(cell),
                 (_, true) => l.push_str(&format!("{cell:>w$}  ")),
                 (false, false) => l.push_str(&format!("{cell:<w$}  ")),
@@ -462,7 +458,7 @@ fn aligned<const N: usize>(
     };
     line(header.to_vec());
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.as_ref().iter().map(String::as_str).collect());
     }
 }
 
@@ -1056,6 +1052,8 @@ pub(crate) fn diff(
     };
     let (headline, what) = compared.headline();
     let row_of = |rows: &[DiffRow], name: &str| rows.iter().find(|r| r.name == name).cloned();
+    // rocprofv3's collective kernels ([`trace_summary::Diff::collective_kernels`]).
+    const COLLECTIVES: &str = "collectives";
     let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
     let said = compared.headline_times();
     if ranked {
@@ -1072,54 +1070,72 @@ pub(crate) fn diff(
                 change(h.ratio()).unwrap_or_default()
             ));
         }
-        let parts: &[(&str, &str)] = match compared.rocprof() {
-            true => &[("kernel", "KERNEL"), ("memory", "MEMORY"), ("idle", "IDLE")],
-            false => &[
+        // rocprofv3's kernel time holds its collective kernels' (when the
+        // run has any), shown after it.
+        let comm = compared.ranks.iter().any(|r| r.collectives().is_some());
+        let parts: &[(&str, &str)] = match (compared.rocprof(), comm) {
+            (true, true) => &[
+                ("kernel", "KERNEL"),
+                (COLLECTIVES, "COLLECTIVES"),
+                ("memory", "MEMORY"),
+                ("idle", "IDLE"),
+            ],
+            (true, false) => &[("kernel", "KERNEL"), ("memory", "MEMORY"), ("idle", "IDLE")],
+            (false, _) => &[
                 ("computation_time", "COMPUTATION"),
                 ("exposed_comm_time", "EXPOSED COMM"),
                 ("idle_time", "IDLE"),
             ],
         };
-        let rows: Vec<[String; 8]> = compared
+        let rows: Vec<Vec<String>> = compared
             .ranks
             .iter()
             .map(|r| {
                 let total = row_of(&r.timeline, headline);
                 let part = |name: &str| {
-                    row_of(&r.timeline, name).map_or("-".into(), |p| signed(p.delta(), &ms))
+                    let row = match name {
+                        COLLECTIVES => r.collectives().cloned(),
+                        _ => row_of(&r.timeline, name),
+                    };
+                    row.map_or("-".into(), |p| signed(p.delta(), &ms))
                 };
-                [
+                let mut row = vec![
                     compared.by.value(r.key),
                     time(total.as_ref().and_then(|t| t.base), &ms),
                     time(total.as_ref().and_then(|t| t.new), &ms),
                     total.as_ref().map_or("-".into(), |t| signed(t.delta(), &ms)),
                     total.as_ref().map_or("-".into(), ratio),
-                    part(parts[0].0),
-                    part(parts[1].0),
-                    part(parts[2].0),
-                ]
+                ];
+                row.extend(parts.iter().map(|(name, _)| part(name)));
+                row
             })
             .collect();
-        text.push_str(&format!("\n{what} per {by} ({unit}; the last three: change by part):\n"));
-        aligned(
-            &mut text,
-            [
-                compared.by.column(),
-                "BASELINE",
-                "NEW",
-                "DELTA",
-                "RATIO",
-                parts[0].1,
-                parts[1].1,
-                parts[2].1,
-            ],
-            &rows,
-            [false, true, true, true, true, true, true, true],
-        );
+        let last = match parts.len() {
+            3 => "the last three",
+            _ => "the last four",
+        };
+        let within = if comm { ", COLLECTIVES within KERNEL" } else { "" };
+        text.push_str(&format!("\n{what} per {by} ({unit}; {last}: change by part{within}):\n"));
+        let mut header = vec![compared.by.column(), "BASELINE", "NEW", "DELTA", "RATIO"];
+        header.extend(parts.iter().map(|(_, column)| *column));
+        let mut numbers = vec![true; header.len()];
+        numbers[0] = false;
+        aligned(&mut text, &header, &rows, &numbers);
     } else {
         if let Some(h) = &said {
+            // rocprofv3's busy time holds its collective kernels'.
+            let comm = match diff.collective_kernels.as_ref().filter(|r| crate::commands::timed(r))
+            {
+                Some(c) => format!(
+                    ", of which collective kernels {} -> {} {unit}{}",
+                    time(c.base, &ms),
+                    time(c.new, &ms),
+                    change(c.ratio()).unwrap_or_default()
+                ),
+                None => String::new(),
+            };
             text.push_str(&format!(
-                "\n{what} {:.3} -> {:.3} {unit}{}\n",
+                "\n{what} {:.3} -> {:.3} {unit}{}{comm}\n",
                 h.base,
                 h.new,
                 change(h.ratio()).unwrap_or_default()
@@ -1141,7 +1157,7 @@ pub(crate) fn diff(
             .collect();
         let numbers = [false, true, true, true, true];
         let title = format!("TIMELINE ({unit})");
-        aligned(&mut text, [&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, numbers);
+        aligned(&mut text, &[&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, &numbers);
     }
     let count = |r: &DiffRow| crate::commands::counts_text(r, " -> ");
     let over = match ranked {
@@ -1179,7 +1195,7 @@ pub(crate) fn diff(
         }
         let calls = if what == "KERNEL" { "LAUNCHES" } else { "CALLS" };
         let numbers = [true, true, true, true, true, false];
-        aligned(&mut text, ["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, numbers);
+        aligned(&mut text, &["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, &numbers);
         let only = |side: fn(&DiffRow) -> bool| rows.iter().filter(|r| side(r)).count();
         let mut tail = Vec::new();
         if changed.len() > shown.len() {

@@ -197,6 +197,13 @@ pub struct Diff {
     /// (elements in, `->` out where they differ), the largest change
     /// first. Empty unless both traces have collective tables.
     pub collectives: Vec<DiffRow>,
+    /// rocprofv3 tables: the kernels TraceLens' `kernel_summary`
+    /// categorizes `COMM` (NCCL/RCCL collectives), added up into one row
+    /// named `collectives` (ms, launches). Their time is part of the
+    /// timeline's `kernel` row, which does not tell it apart. `None` for
+    /// Kineto tables (their timeline has `exposed_comm_time`), or unless
+    /// both sides have a `kernel_summary` with its `Category` column.
+    pub collective_kernels: Option<DiffRow>,
 }
 
 impl Diff {
@@ -253,7 +260,13 @@ impl Diff {
             (Some(b), Some(n)) => merge(b, n, true),
             _ => vec![],
         };
-        Diff { timeline, kernels: both(kernels), ops: both(ops_of), collectives: both(collectives) }
+        Diff {
+            timeline,
+            kernels: both(kernels),
+            ops: both(ops_of),
+            collectives: both(collectives),
+            collective_kernels: both(collective_kernels).pop(),
+        }
     }
 
     /// The timeline rows as a table: `type`, `baseline ms`, `new ms`,
@@ -422,6 +435,19 @@ fn collectives(s: &Tables) -> Option<Named> {
         (call, m)
     });
     Some(add_up(std::iter::once(rows.collect())))
+}
+
+/// A rocprof kernel table's `COMM` rows as one row, `collectives` (ms).
+fn collective_kernels(s: &Tables) -> Option<Named> {
+    let t = s.kernel_summary.as_ref().filter(|_| s.rocprof)?;
+    let [_, time, count] = ROCPROF_KERNELS;
+    let (category, time, count) = (t.column("Category")?, t.column(time)?, t.column(count)?);
+    let mut m = Measure { time: 0.0, count: Some(0.0) };
+    for row in t.rows.iter().filter(|r| r[category].text() == "COMM") {
+        m.time += num(&row[time]).unwrap_or(0.0) / 1000.0;
+        m.count = m.count.map(|c| c + num(&row[count]).unwrap_or(0.0));
+    }
+    Some(vec![("collectives".to_string(), m)])
 }
 
 fn ops_of(s: &Tables) -> Option<Named> {

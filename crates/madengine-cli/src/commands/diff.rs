@@ -49,6 +49,10 @@ pub(crate) struct RankDiff {
     /// Its gpu_timeline rows side by side (ms).
     #[serde(serialize_with = "rows")]
     pub(crate) timeline: Vec<DiffRow>,
+    /// rocprofv3: its collective kernels' time, side by side (ms,
+    /// [`Diff::collective_kernels`]).
+    #[serde(serialize_with = "one_row", skip_serializing_if = "Option::is_none")]
+    pub(crate) collective_kernels: Option<DiffRow>,
 }
 
 /// What `report diff` found.
@@ -161,6 +165,11 @@ impl By {
 
 impl RankDiff {
     /// As `--json` lists it: its key's fields ([`By::fields`]), then the rest.
+    /// Its collective kernels' times, when either side has any.
+    pub(crate) fn collectives(&self) -> Option<&DiffRow> {
+        self.collective_kernels.as_ref().filter(|c| timed(c))
+    }
+
     fn json(&self, by: By) -> serde_json::Value {
         let mut object = serde_json::Map::new();
         for (name, value) in by.fields(self.key) {
@@ -297,6 +306,11 @@ pub(crate) fn counts_text(r: &DiffRow, arrow: &str) -> String {
     if b == n { b } else { format!("{b}{arrow}{n}") }
 }
 
+/// Whether either side of `row` has a time other than 0.
+pub(crate) fn timed(row: &DiffRow) -> bool {
+    [row.base, row.new].iter().any(|m| m.is_some_and(|m| m.time != 0.0))
+}
+
 /// A row as `--json` prints it: with its delta and ratio.
 #[derive(Serialize)]
 struct JsonRow<'a> {
@@ -306,21 +320,28 @@ struct JsonRow<'a> {
     ratio: Option<f64>,
 }
 
+impl<'a> JsonRow<'a> {
+    fn of(row: &'a DiffRow) -> JsonRow<'a> {
+        JsonRow { row, delta: row.delta(), ratio: row.ratio() }
+    }
+}
+
 /// Rows as `--json` prints them.
 struct Rows<'a>(&'a [DiffRow]);
 
 impl Serialize for Rows<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|row| JsonRow {
-            row,
-            delta: row.delta(),
-            ratio: row.ratio(),
-        }))
+        s.collect_seq(self.0.iter().map(JsonRow::of))
     }
 }
 
 fn rows<S: serde::Serializer>(rows: &[DiffRow], s: S) -> Result<S::Ok, S::Error> {
     Rows(rows).serialize(s)
+}
+
+/// An optional row as [`Rows`] writes one (with its delta and ratio).
+fn one_row<S: serde::Serializer>(row: &Option<DiffRow>, s: S) -> Result<S::Ok, S::Error> {
+    row.as_ref().map(JsonRow::of).serialize(s)
 }
 
 fn list(paths: &[&Path]) -> String {
@@ -846,11 +867,15 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         _ => pairs
             .iter()
             .enumerate()
-            .map(|(i, p)| RankDiff {
-                key: p.0.unwrap_or_default(),
-                baseline: inputs[i].trace.clone(),
-                new: inputs[n + i].trace.clone(),
-                timeline: between(&pairs_of[i..=i]).map(|d| d.timeline).unwrap_or_default(),
+            .map(|(i, p)| {
+                let d = between(&pairs_of[i..=i]).unwrap_or_default();
+                RankDiff {
+                    key: p.0.unwrap_or_default(),
+                    baseline: inputs[i].trace.clone(),
+                    new: inputs[n + i].trace.clone(),
+                    timeline: d.timeline,
+                    collective_kernels: d.collective_kernels,
+                }
             })
             .collect(),
     };
@@ -924,6 +949,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "kernels": Rows(&d.kernels),
             "ops": Rows(&d.ops),
             "collectives": Rows(&d.collectives),
+            // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
+            "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
             "csvs": written,
             "html": args.html,
             "regression": regression,

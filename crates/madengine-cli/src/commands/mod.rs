@@ -8,7 +8,7 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use diff::{Compared, Regression, counts_text, ratio_text};
+pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, timed};
 pub(crate) use summary::{
     GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_dir, by_run,
     write_atomic,

@@ -550,18 +550,20 @@ fn steps_are_counted_and_per_step_divides_by_them() {
 }
 
 /// rocprofv3 runs have no ranks: a file per process, a process per GPU.
-/// Two of them compare GPU by GPU, as traces and as kept reports.
+/// Two of them compare GPU by GPU, as traces and as kept reports; the
+/// collective kernels' share of each GPU's kernel time is told apart.
 #[test]
 fn rocprofv3_runs_compare_gpu_by_gpu() {
     let dir = tempfile::tempdir().unwrap();
-    for (file, pid, gpu, gemm_us) in [
-        ("base/host/100_results.json", 100, 0, 200),
-        ("base/host/101_results.json", 101, 1, 300),
-        ("base/host/102_results.json", 102, 2, 200),
-        ("new/host/201_results.json", 201, 1, 450),
-        ("new/host/200_results.json", 200, 0, 200),
+    for (file, pid, gpu, gemm_us, comm_us) in [
+        ("base/host/100_results.json", 100, 0, 200, 100),
+        ("base/host/101_results.json", 101, 1, 300, 100),
+        ("base/host/102_results.json", 102, 2, 200, 100),
+        ("new/host/201_results.json", 201, 1, 450, 150),
+        ("new/host/200_results.json", 200, 0, 200, 100),
     ] {
-        crate::write_rocprof_process(&dir.path().join(file), pid, gpu, gemm_us);
+        let trace = crate::rocprof_process_with(pid, gpu, gemm_us, comm_us);
+        crate::write_rocprof(&dir.path().join(file), &trace);
     }
     let run = |args: &[&str]| {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
@@ -575,16 +577,17 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
     new       new (2 traces, rocprofv3, AMD Instinct MI300X, 4 kernel launches)
               note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)
 
-    GPU busy of the busiest GPU: 0.400 ms (GPU 1) -> 0.550 ms (GPU 1) (+37.5%)
+    GPU busy of the busiest GPU: 0.400 ms (GPU 1) -> 0.600 ms (GPU 1) (+50.0%)
 
-    GPU busy per GPU (ms; the last three: change by part):
-    GPU  BASELINE    NEW   DELTA  RATIO  KERNEL  MEMORY    IDLE
-    0       0.300  0.300       0  1.00x       0       0       0
-    1       0.400  0.550  +0.150  1.38x  +0.150       0  -0.150
+    GPU busy per GPU (ms; the last four: change by part, COLLECTIVES within KERNEL):
+    GPU  BASELINE    NEW   DELTA  RATIO  KERNEL  COLLECTIVES  MEMORY    IDLE
+    0       0.300  0.300       0  1.00x       0            0       0       0
+    1       0.400  0.600  +0.200  1.50x  +0.200       +0.050       0  -0.200
 
     kernels, all 2 GPUs, largest changes first (µs):
     BASELINE  NEW  DELTA  RATIO  LAUNCHES  KERNEL
          500  650   +150  1.30x         2  Cijk_Alik_Bljk_gemm
+    (1 more changed)
 
     CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv
     ----- stderr -----
@@ -593,15 +596,43 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
     let csv = fs::read_to_string(dir.path().join("out/gpu_timeline_diff.csv")).unwrap();
     assert!(csv.starts_with("gpu,type,baseline ms,new ms,delta ms,ratio\n0,total_time,"), "{csv}");
 
+    // One process against another: the busy time's collective share.
+    let text = run(&["report", "diff", "base/host/101_results.json", "new/host/201_results.json"]);
+    assert!(
+        text.contains(
+            "\nGPU busy 0.400 -> 0.600 ms (+50.0%), of which collective kernels 0.100 -> 0.150 ms \
+             (+50.0%)\n"
+        ),
+        "{text}"
+    );
+
     let text = run(&["report", "diff", "base", "new", "--json", "--html", "gpus.html"]);
     let page = fs::read_to_string(dir.path().join("gpus.html")).unwrap();
     assert!(page.contains("<h2>GPU busy per GPU</h2><table><tr><th>GPU</th>"), "{page}");
+    assert!(page.contains("<th>delta</th><th>collectives</th>"), "{page}");
+    assert!(page.contains("<td>+0.200</td><td>+0.050</td>"), "{page}");
     let json = crate::stdout_json(&text);
     assert_eq!(json["paired_by"], "gpu");
     let gpus: Vec<u64> =
         json["ranks"].as_array().unwrap().iter().map(|r| r["gpu"].as_u64().unwrap()).collect();
     assert_eq!(gpus, [0, 1]);
     assert!(json["ranks"][0].get("rank").is_none(), "{json}");
+    // The collective kernels (TraceLens' COMM category), GPU by GPU and
+    // in all, in ms with their launches.
+    let comm = &json["ranks"][1]["collective_kernels"];
+    assert_eq!(
+        (comm["baseline"]["time"].as_f64(), comm["new"]["time"].as_f64()),
+        (Some(0.1), Some(0.15)),
+        "{json}"
+    );
+    assert_eq!(comm["new"]["count"], 1.0, "{json}");
+    let all = &json["collective_kernels"];
+    assert_eq!(
+        (all["name"].as_str(), all["new"]["time"].as_f64()),
+        (Some("collectives"), Some(0.25)),
+        "{json}"
+    );
+    assert!((all["delta"].as_f64().unwrap() - 0.05).abs() < 1e-9, "{json}");
 
     // A baseline kept as reports (`report summary -o`) pairs the same way.
     let text = run(&["report", "summary", "base", "-o", "kept", "--top", "0"]);
@@ -609,12 +640,14 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
     let text = run(&["report", "diff", "kept", "new", "--top", "0", "--max-regression", "5"]);
     assert!(text.starts_with("exit code: 1\n"), "{text}");
     assert!(
-        text.contains("GPU busy of the busiest GPU: 0.400 ms (GPU 1) -> 0.550 ms (GPU 1) (+37.5%)"),
+        text.contains("GPU busy of the busiest GPU: 0.400 ms (GPU 1) -> 0.600 ms (GPU 1) (+50.0%)"),
         "{text}"
     );
     assert!(text.contains("GPU 2 only in the baseline run: left out"), "{text}");
+    // The kept kernel tables still tell the collective kernels apart.
+    assert!(text.contains("\n1       0.400  0.600  +0.200  1.50x  +0.200       +0.050"), "{text}");
     assert!(
-        text.ends_with("error: GPU busy changed +37.5%, more than --max-regression 5%\n"),
+        text.ends_with("error: GPU busy changed +50.0%, more than --max-regression 5%\n"),
         "{text}"
     );
 
@@ -670,12 +703,12 @@ fn multi_node_rocprofv3_runs_compare_node_by_node() {
     insta::assert_snapshot!(table, @r"
     GPU busy of the busiest GPU: 0.400 ms (node 1 GPU 1) -> 0.500 ms (node 1 GPU 1) (+25.0%)
 
-    GPU busy per GPU (ms; the last three: change by part):
-    NODE:GPU  BASELINE    NEW   DELTA  RATIO  KERNEL  MEMORY    IDLE
-    0:0          0.300  0.300       0  1.00x       0       0       0
-    0:1          0.300  0.300       0  1.00x       0       0       0
-    1:0          0.300  0.300       0  1.00x       0       0       0
-    1:1          0.400  0.500  +0.100  1.25x  +0.100       0  -0.100
+    GPU busy per GPU (ms; the last four: change by part, COLLECTIVES within KERNEL):
+    NODE:GPU  BASELINE    NEW   DELTA  RATIO  KERNEL  COLLECTIVES  MEMORY    IDLE
+    0:0          0.300  0.300       0  1.00x       0            0       0       0
+    0:1          0.300  0.300       0  1.00x       0            0       0       0
+    1:0          0.300  0.300       0  1.00x       0            0       0       0
+    1:1          0.400  0.500  +0.100  1.25x  +0.100            0       0  -0.100
     ");
     assert!(
         text.contains(

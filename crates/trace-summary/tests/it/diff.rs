@@ -103,6 +103,12 @@ fn a_rocprofv3_trace_against_itself_changes_nothing() {
     let names: Vec<&str> = diff.timeline.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["total_time", "kernel", "memory", "busy_time", "idle"]);
     assert_eq!(side_total(&diff.kernels, true).1, 43_915.0);
+    // Its one COMM kernel (TraceLens' kernel_summary says 4158756.678 "ms",
+    // really µs, over 1,310 launches), as one row in ms.
+    let comm = diff.collective_kernels.expect("a rocprof kernel table has Category");
+    let side = comm.new.unwrap();
+    assert!(close(side.time, 4158.756678), "{comm:?}");
+    assert_eq!((comm.name.as_str(), side.count, comm.delta()), ("collectives", Some(1310.0), 0.0));
 }
 
 /// TraceLens' own CSVs of every public trace, read back, against this
@@ -125,7 +131,8 @@ fn tracelens_reports_read_back_match_the_traces() {
         assert_eq!(read.rocprof, native.rocprof, "{}", report.display());
         let diff = Diff::between(&read, &native);
         let rows = diff.timeline.iter().chain(&diff.kernels).chain(&diff.ops);
-        for row in rows {
+        assert_eq!(read.rocprof, diff.collective_kernels.is_some(), "{}", report.display());
+        for row in rows.chain(&diff.collective_kernels) {
             let scale = row.base.map_or(0.0, |m| m.time.abs()).max(1.0);
             assert!(row.delta().abs() <= 1e-9 * scale, "{}: {row:?}", report.display());
             assert!(row.base.is_some() && row.new.is_some(), "{}: {row:?}", report.display());
