@@ -31,6 +31,11 @@ pub struct JobStatus {
     /// Its pods that are stuck, each with why ([`stuck_pods`]); filled by
     /// [`Kubectl::follow`] while the Job runs.
     pub stuck: Vec<String>,
+    /// Why its pods could not be listed (kubectl's error: most often no
+    /// permission to list pods); `stuck` then tells nothing. Filled by
+    /// [`Kubectl::follow`], which asks once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods_unlisted: Option<String>,
 }
 
 impl JobStatus {
@@ -59,6 +64,7 @@ impl JobStatus {
             ended: ended.and_then(|c| c["type"].as_str()).map(str::to_string),
             reason,
             stuck: vec![],
+            pods_unlisted: None,
         }
     }
 
@@ -125,20 +131,25 @@ impl Kubectl {
         Ok(JobStatus::of(&value))
     }
 
-    /// The Job's pods that are stuck ([`stuck_pods`]). Pods that cannot be
-    /// listed (no permission to) tell nothing: none is stuck then.
-    fn pods_stuck(&self, job: &str) -> Vec<String> {
+    /// The Job's pods that are stuck ([`stuck_pods`]); the error when they
+    /// cannot be listed (no permission to, ...).
+    fn pods_stuck(&self, job: &str) -> Result<Vec<String>> {
         let selector = format!("batch.kubernetes.io/job-name={job}");
-        let out = self.run(&["get", "pods", "-l", &selector, "-o", "json"], None);
-        out.ok()
-            .and_then(|o| serde_json::from_str(&o).ok())
-            .map_or_else(Vec::new, |p| stuck_pods(&p))
+        let args = ["get", "pods", "-l", &selector, "-o", "json"];
+        let out = self.run(&args, None)?;
+        let pods: Value = serde_json::from_str(&out).map_err(|e| Error::Unexpected {
+            command: format!("kubectl {}", args.join(" ")),
+            detail: format!("its output is not a JSON object ({e})"),
+        })?;
+        Ok(stuck_pods(&pods))
     }
 
     /// Look at the Job until it ends (its `Complete` or `Failed` condition),
     /// then its last status. Looks start `poll` apart and back off to
     /// [`MAX_POLL`]; `on_change` hears each status that differs from the
-    /// one before (pods stuck included). Past `deadline` the Job is deleted
+    /// one before (pods stuck included). Pods that cannot be listed are not
+    /// asked for again ([`JobStatus::pods_unlisted`] says why, from then
+    /// on): the Job is still followed. Past `deadline` the Job is deleted
     /// (its pods with it; the results volume stays) and its last status
     /// returned with `true`.
     pub fn follow(
@@ -151,11 +162,17 @@ impl Kubectl {
         let started = Instant::now();
         let mut interval = poll;
         let mut last: Option<JobStatus> = None;
+        let mut unlisted: Option<String> = None;
         loop {
             let mut status = self.job_status(job)?;
-            if status.ended.is_none() {
-                status.stuck = self.pods_stuck(job);
+            if status.ended.is_none() && unlisted.is_none() {
+                match self.pods_stuck(job) {
+                    Ok(stuck) => status.stuck = stuck,
+                    Err(e @ Error::Cancelled { .. }) => return Err(e),
+                    Err(e) => unlisted = Some(e.to_string()),
+                }
             }
+            status.pods_unlisted.clone_from(&unlisted);
             if last.as_ref() != Some(&status) {
                 on_change(&status);
             }

@@ -104,11 +104,19 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
          collects its results once it ends"
     ));
     let deadline = args.timeout.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64);
+    let mut unlisted_said = false;
     let (status, deleted) =
         k.follow(&job, deadline, Duration::from_millis(200), &mut |s: &collect_k8s::JobStatus| {
             render::note(&format!("job {job}: {}", s.describe()));
             for pod in &s.stuck {
                 render::warning(&format!("job {job}: pod {pod}"));
+            }
+            if let Some(why) = s.pods_unlisted.as_ref().filter(|_| !unlisted_said) {
+                unlisted_said = true;
+                render::warning(&format!(
+                    "job {job}: its pods cannot be listed, so a pod that cannot start (unschedulable, \
+                     an image that cannot be pulled) is not named; waiting on the Job alone: {why}"
+                ));
             }
         })?;
     drop(interrupt);

@@ -218,6 +218,32 @@ fn apply_wait_follows_the_job_to_its_end() {
     [madengine] `madengine k8s gather bert --namespace perf --results-dir <dir>` collects its results
     "#);
 
+    // Pods it may not list (RBAC): said once, asked once, and the Job is
+    // still followed to its end.
+    let file = serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": [
+        {"active": 2}, {"active": 1, "succeeded": 1},
+        {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}]});
+    fs::write(&job, file.to_string()).unwrap();
+    fs::remove_file(dir.path().join("calls.jsonl")).unwrap();
+    let env = [("FAKE_KUBECTL_JOB", job.clone().into()), ("FAKE_KUBECTL_FAIL", "list-pods".into())];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &env);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let stderr = &text[text.find("----- stderr -----\n").unwrap()..];
+    assert_eq!(stderr.matches("warning: ").count(), 1, "{stderr}");
+    for said in [
+        "\n[madengine] job bert: 2 active, 0 succeeded, 0 failed (of 2)\nwarning: job bert: its \
+         pods cannot be listed, so a pod that cannot start (unschedulable, an image that cannot be \
+         pulled) is not named; waiting on the Job alone: `",
+        " get pods -l 'batch.kubernetes.io/job-name=bert' -o json` failed (exit 1): Error from \
+         server (Forbidden): pods is forbidden: User \"system:serviceaccount:perf:runner\" cannot \
+         list resource \"pods\" in API group \"\" in the namespace \"perf\"\n",
+        "\n[madengine] job bert: Complete: 2 succeeded, 0 failed (of 2)\n",
+    ] {
+        assert!(stderr.contains(said), "{said:?} not in {stderr}");
+    }
+    let log = fs::read_to_string(dir.path().join("calls.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""get", "pods""#).count(), 1, "{log}");
+
     // Still running at --timeout: deleted, and said so.
     let text = apply(serde_json::json!([{"active": 2}]), &["--timeout", "1", "--json"]);
     assert!(text.starts_with("exit code: 1\n"), "{text}");
