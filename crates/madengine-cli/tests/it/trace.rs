@@ -552,13 +552,22 @@ fn a_utf16_trace_is_refused_with_how_to_convert_it() {
 fn a_perfetto_trace_is_refused_as_one_not_mangled_into_json() {
     let run = synthetic();
     let pftrace = "run/rocprof_output/model_trace.pftrace";
-    cli_snapshot!(&run, ["trace", "sanitize", pftrace], @r"
+    // Sanitizing writes beside the trace: a copy, not the fixture's directory.
+    let copy = tempfile::tempdir().unwrap();
+    fs::create_dir_all(copy.path().join("run/rocprof_output")).unwrap();
+    fs::copy(run.join(pftrace), copy.path().join(pftrace)).unwrap();
+    cli_snapshot!(copy.path(), ["trace", "sanitize", pftrace], @r"
     exit code: 3
     ----- stdout -----
     ----- stderr -----
     error: run/rocprof_output/model_trace.pftrace is a Perfetto protobuf trace (as rocprofv3 --output-format pftrace writes), not JSON: there is nothing to repair (TraceLens reads it through traceconv)
     ");
-    assert!(!run.join("run/rocprof_output/model_trace.pftrace.sanitized").exists());
+    // Nothing left beside it: no output, no partial one.
+    let beside: Vec<_> = fs::read_dir(copy.path().join("run/rocprof_output"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, ["model_trace.pftrace"]);
     cli_snapshot!(&run, ["report", "summary", pftrace, "--output-dir", "out"], @r"
     exit code: 3
     ----- stdout -----
