@@ -6,16 +6,17 @@ use clap::{Args, Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  success
-  1  the command found problems (with --check a trace needs repair; a TraceLens job failed;
-     no process matched a trace request; GPU time grew more than --max-regression allows)
-  2  usage error (bad arguments)
-  3  input or I/O error (a missing, unreadable or corrupt file; a failed write)
-  4  TraceLens is missing for the chosen interpreter (or the interpreter cannot run)
-  5  the dynolog daemon cannot be reached, rejected a request, or died at start
+  0    success
+  1    the command found problems (with --check a trace needs repair; a TraceLens job
+       failed; no process matched a trace request; GPU time grew more than
+       --max-regression allows)
+  2    usage error (bad arguments)
+  3    input or I/O error (a missing, unreadable or corrupt file; a failed write)
+  4    TraceLens is missing for the chosen interpreter (or the interpreter cannot run)
+  5    the dynolog daemon cannot be reached, rejected a request, or died at start
   130  interrupted (Ctrl-C); `report tracelens` first stops its jobs and removes its
-     scratch files, keeping the reports already written; `trace sanitize` leaves no
-     partial output
+       scratch files, keeping the reports already written; `trace sanitize` leaves no
+       partial output
 `madengine profile` exits with the workload's own code (127: not found, 126: cannot run,
 as a shell): on Ctrl-C the workload decides, and madengine still stops the daemon,
 removes its hook and keeps the traces captured.";
