@@ -691,7 +691,8 @@ pub(crate) struct DiffArgs {
     #[arg(value_name = "NEW")]
     pub(crate) new: PathBuf,
     /// Also write every row as CSVs (gpu_timeline_diff.csv, kernel_diff.csv,
-    /// ops_diff.csv, collective_diff.csv) to DIR.
+    /// ops_diff.csv, collective_diff.csv; rocprofv3:
+    /// collective_kernels_diff.csv) to DIR.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
     /// How many kernels, ops and collective calls to show, largest change

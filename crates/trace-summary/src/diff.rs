@@ -292,6 +292,13 @@ impl Diff {
     pub fn collectives_table(&self) -> Table {
         table(&self.collectives, "call", "µs", true)
     }
+
+    /// The [`Diff::collective_kernels`] row as a table: `name`, `baseline
+    /// count`, `new count`, `baseline ms`, `new ms`, `delta ms`, `ratio`
+    /// (no row for Kineto tables).
+    pub fn collective_kernels_table(&self) -> Table {
+        table(self.collective_kernels.as_slice(), "name", "ms", true)
+    }
 }
 
 /// Rows by name, in first-seen order, with what is added up per name.

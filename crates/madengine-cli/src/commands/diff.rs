@@ -969,37 +969,46 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
 }
 
 /// Every row as CSVs in `dir`: `gpu_timeline_diff.csv` (per rank, with a
-/// `rank` column, when runs were compared), `kernel_diff.csv` and
-/// `ops_diff.csv` (added up over the ranks). Tables without rows are not
-/// written.
+/// `rank` column, when runs were compared), `kernel_diff.csv`,
+/// `ops_diff.csv` and `collective_diff.csv` (added up over the ranks), and
+/// for rocprofv3 traces with collective kernels
+/// `collective_kernels_diff.csv` (per GPU as the timeline). Tables without
+/// rows are not written.
 fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
     let d = &compared.diff;
-    let timeline = match compared.ranks.as_slice() {
-        [] => d.timeline_table(),
-        ranks => {
-            let mut table: Option<trace_summary::Table> = None;
-            for r in ranks {
-                let mut t =
-                    Diff { timeline: r.timeline.clone(), ..Default::default() }.timeline_table();
-                for row in &mut t.rows {
-                    row.insert(
-                        0,
-                        match compared.by {
-                            By::NodeGpu => trace_summary::Cell::Str(compared.by.value(r.key)),
-                            _ => trace_summary::Cell::Int(i64::from(r.key)),
-                        },
-                    );
-                }
-                match &mut table {
-                    Some(all) => all.rows.extend(t.rows),
-                    None => {
-                        t.header.insert(0, compared.by.column().to_ascii_lowercase());
-                        table = Some(t);
-                    }
-                }
-            }
-            table.expect("runs compared share a rank")
+    // Of two runs, a table per rank (or GPU), one after the other, with a
+    // first column saying whose rows they are.
+    let per_rank = |whole: trace_summary::Table, of: &dyn Fn(&RankDiff) -> trace_summary::Table| {
+        if compared.ranks.is_empty() {
+            return whole;
         }
+        let mut table = trace_summary::Table::new(&[], vec![]);
+        for r in &compared.ranks {
+            let key = match compared.by {
+                By::NodeGpu => trace_summary::Cell::Str(compared.by.value(r.key)),
+                _ => trace_summary::Cell::Int(i64::from(r.key)),
+            };
+            let mut t = of(r);
+            for row in &mut t.rows {
+                row.insert(0, key.clone());
+            }
+            table.rows.extend(t.rows);
+        }
+        table.header = std::iter::once(compared.by.column().to_ascii_lowercase())
+            .chain(whole.header)
+            .collect();
+        table
+    };
+    let timeline = per_rank(d.timeline_table(), &|r| {
+        Diff { timeline: r.timeline.clone(), ..Default::default() }.timeline_table()
+    });
+    // rocprofv3 runs with collective kernels: their time, GPU by GPU.
+    let comm = match d.collective_kernels.as_ref().is_some_and(timed) {
+        true => per_rank(d.collective_kernels_table(), &|r| {
+            Diff { collective_kernels: r.collective_kernels.clone(), ..Default::default() }
+                .collective_kernels_table()
+        }),
+        false => trace_summary::Table::new(&[], vec![]),
     };
     std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
     let mut written = Vec::new();
@@ -1008,6 +1017,7 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         ("kernel_diff", d.kernels_table()),
         ("ops_diff", d.ops_table()),
         ("collective_diff", d.collectives_table()),
+        ("collective_kernels_diff", comm),
     ] {
         if table.rows.is_empty() {
             continue;

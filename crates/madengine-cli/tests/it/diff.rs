@@ -589,12 +589,18 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
          500  650   +150  1.30x         2  Cijk_Alik_Bljk_gemm
     (1 more changed)
 
-    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv
+    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/collective_kernels_diff.csv
     ----- stderr -----
     [madengine] GPU 2 only in the baseline run: left out
     ");
     let csv = fs::read_to_string(dir.path().join("out/gpu_timeline_diff.csv")).unwrap();
     assert!(csv.starts_with("gpu,type,baseline ms,new ms,delta ms,ratio\n0,total_time,"), "{csv}");
+    let csv = fs::read_to_string(dir.path().join("out/collective_kernels_diff.csv")).unwrap();
+    insta::assert_snapshot!(csv, @r"
+    gpu,name,baseline count,new count,baseline ms,new ms,delta ms,ratio
+    0,collectives,1,1,0.1,0.1,0.0,1.0
+    1,collectives,1,1,0.1,0.15,0.04999999999999999,1.4999999999999998
+    ");
 
     // One process against another: the busy time's collective share.
     let text = run(&["report", "diff", "base/host/101_results.json", "new/host/201_results.json"]);
@@ -721,6 +727,9 @@ fn multi_node_rocprofv3_runs_compare_node_by_node() {
     let csv = fs::read_to_string(dir.path().join("out/gpu_timeline_diff.csv")).unwrap();
     assert!(csv.starts_with("node:gpu,type,"), "{csv}");
     assert!(csv.contains("\n1:1,busy_time,"), "{csv}");
+    let csv = fs::read_to_string(dir.path().join("out/collective_kernels_diff.csv")).unwrap();
+    assert!(csv.starts_with("node:gpu,name,baseline count,"), "{csv}");
+    assert!(csv.contains("\n1:1,collectives,1,1,0.1,0.1,0.0,1.0\n"), "{csv}");
 
     // The `(node, gpu)` of each pair `--json` lists.
     let pairs = |json: &serde_json::Value| -> Vec<(u64, u64)> {
