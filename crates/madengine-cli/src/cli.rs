@@ -624,8 +624,9 @@ kernel_summary and ops_summary, in seconds, through the sanitizer) and
 matches their rows by name: the timeline by row, kernels by kernel name (all
 launches added up, whatever op or stream launched them), ops by name (GPU
 time of the kernels they launched directly). Shown: the timeline side by
-side, then the kernels and ops whose time changed most, either way, and the
-collective calls (NCCL/RCCL kernels with PyTorch's collective args, by
+side, then the kernels, ops and op categories (GEMM, SDPA_fwd, elementwise,
+...: what traces of different GPUs share) whose time changed most, either
+way, and the collective calls (NCCL/RCCL kernels with PyTorch's collective args, by
 collective, dtype, sizes and group); a name in one trace only counts as 0 in
 the other. Ratios are new over baseline.
 
@@ -657,7 +658,8 @@ schedule), else its Optimizer.step# ones (a trace captured on demand by
 iteration, as `madengine profile` does): a note says when the two sides hold
 different numbers (else when their kernel launches differ by more than 10%),
 and --per-step divides each side by its steps. Traces of
-different GPUs compare by timeline and ops; their kernels have other names.
+different GPUs compare by timeline, ops and op categories; their kernels
+have other names.
 
 Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
 2 usage error (traces of different kinds, traces that cannot be paired);
@@ -691,7 +693,7 @@ pub(crate) struct DiffArgs {
     #[arg(value_name = "NEW")]
     pub(crate) new: PathBuf,
     /// Also write every row as CSVs (gpu_timeline_diff.csv, kernel_diff.csv,
-    /// ops_diff.csv, collective_diff.csv; rocprofv3:
+    /// ops_diff.csv, op_category_diff.csv, collective_diff.csv; rocprofv3:
     /// collective_kernels_diff.csv) to DIR.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
@@ -706,7 +708,7 @@ pub(crate) struct DiffArgs {
     pub(crate) per_step: bool,
     /// Also write one self-contained HTML page (inline SVG, no scripts, no
     /// network): the timelines as bars on one scale, rank by rank for runs,
-    /// and the --top kernels and ops that moved most.
+    /// and the --top kernels, ops and op categories that moved most.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
     /// Exit 1 when the new GPU time is more than PCT percent above the
@@ -732,7 +734,8 @@ const SUMMARY_HELP: &str = "\
 For every PyTorch (Kineto) trace: gpu_timeline, kernel_summary and
 ops_summary with TraceLens' exact definitions, written as CSVs to
 <output-dir>/<trace stem>/, and a compact view here: where GPU time went,
-the top kernels and ops, and a cross-rank table per run when the traces
+the top kernels, ops and op categories (GEMM, SDPA_fwd, elementwise, ...,
+as TraceLens assigns them), and a cross-rank table per run when the traces
 carry ranks (runs are told apart by directory wherever a rank appears twice).
 rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
 total/kernel/memory/busy/idle, and kernel_summary). rocprofv3 writes no rank

@@ -154,6 +154,12 @@ fn trace_section(page: &mut String, v: &SummaryView) {
     page.push_str("</p>");
     top_table(page, "Top kernels", "total µs", &v.top_kernels);
     top_table(page, "Top ops (GPU time launched directly)", "ms", &v.top_ops);
+    top_table(
+        page,
+        "Op categories (GPU time their ops launched directly)",
+        "ms",
+        &v.top_op_categories,
+    );
     if !v.top_collectives.is_empty() {
         page.push_str(
             r#"<h3>Collectives (NCCL/RCCL kernels by call)</h3><table><tr><th>total µs</th><th>calls</th><th>mean µs</th><th>bus bandwidth</th><th class="name">call</th></tr>"#,
@@ -501,6 +507,15 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         ),
         "ms",
         &compared.diff.ops,
+        top,
+    );
+    changes_table(
+        &mut page,
+        &format!(
+            "Op categories{over} (GPU time their ops launched directly), largest changes first"
+        ),
+        "ms",
+        &compared.diff.op_categories,
         top,
     );
     changes_table(

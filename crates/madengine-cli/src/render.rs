@@ -870,6 +870,7 @@ pub(crate) fn summaries(
         for (title, rows) in [
             ("top kernels (total µs, share of kernel time)", &v.top_kernels),
             ("top ops (GPU ms launched directly, share)", &v.top_ops),
+            ("op categories (GPU ms their ops launched directly, share)", &v.top_op_categories),
         ] {
             if !rows.is_empty() {
                 text.push_str(&format!("   {title}:\n"));
@@ -1167,6 +1168,13 @@ pub(crate) fn diff(
     for (rows, title, what, unit, f) in [
         (&diff.kernels, "kernels", "KERNEL", "µs", &py as &dyn Fn(f64) -> String),
         (&diff.ops, "ops (GPU time of the kernels each launched directly)", "OP", "ms", &ms),
+        (
+            &diff.op_categories,
+            "op categories (GPU time their ops launched directly)",
+            "CATEGORY",
+            "ms",
+            &ms,
+        ),
         (&diff.collectives, "collectives (NCCL/RCCL kernels by call)", "CALL", "µs", &py),
     ] {
         if rows.is_empty() || top == 0 {

@@ -192,6 +192,11 @@ pub struct Diff {
     /// `ops_summary`'s `total_direct_kernel_time_ms`), the largest change
     /// first. Empty unless both traces have an `ops_summary`.
     pub ops: Vec<DiffRow>,
+    /// Op categories ([`crate::op_categories`]: ms of the kernels their ops
+    /// launched directly, op calls), the largest change first: what traces
+    /// of different GPUs, whose kernels have other names, share. Empty
+    /// unless both traces have an `ops_summary` with `Categories`.
+    pub op_categories: Vec<DiffRow>,
     /// Collective calls by call ([`Summary::collective_summary`]: µs of
     /// their kernels, calls), named `allreduce Float[2049000], 2 ranks`
     /// (elements in, `->` out where they differ), the largest change
@@ -264,6 +269,7 @@ impl Diff {
             timeline,
             kernels: both(kernels),
             ops: both(ops_of),
+            op_categories: both(categories_of),
             collectives: both(collectives),
             collective_kernels: both(collective_kernels).pop(),
         }
@@ -285,6 +291,12 @@ impl Diff {
     /// `baseline ms`, `new ms`, `delta ms`, `ratio`.
     pub fn ops_table(&self) -> Table {
         table(&self.ops, "name", "ms", true)
+    }
+
+    /// The op category rows as a table: `category`, `baseline count`, `new
+    /// count`, `baseline ms`, `new ms`, `delta ms`, `ratio`.
+    pub fn op_categories_table(&self) -> Table {
+        table(&self.op_categories, "category", "ms", true)
     }
 
     /// The collective rows as a table: `call`, `baseline count`, `new
@@ -455,6 +467,14 @@ fn collective_kernels(s: &Tables) -> Option<Named> {
         m.count = m.count.map(|c| c + num(&row[count]).unwrap_or(0.0));
     }
     Some(vec![("collectives".to_string(), m)])
+}
+
+fn categories_of(s: &Tables) -> Option<Named> {
+    let categories = crate::op_categories(s.ops_summary.as_ref()?)?;
+    let named = categories
+        .into_iter()
+        .map(|c| (c.name, Measure { time: c.ms, count: Some(c.calls as f64) }));
+    Some(named.collect())
 }
 
 fn ops_of(s: &Tables) -> Option<Named> {

@@ -13,6 +13,8 @@
 //! describe, with nccl-tests' bandwidths.
 //! rocprofv3 JSON traces get TraceLens' rocprof variant of `gpu_timeline` and
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
+//! [`op_categories`] adds `ops_summary` up by op category (`GEMM`,
+//! `SDPA_fwd`, ...), which traces of different GPUs share.
 //! [`Diff`] sets two traces' tables side by side, where GPU time moved; a
 //! side can also be a report's CSVs read back ([`Tables::read_dir`]).
 //!
@@ -29,6 +31,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod category;
 mod chan;
 mod collective;
 mod compute;
@@ -42,6 +45,7 @@ mod scan;
 mod summary;
 
 pub use crate::{
+    category::{OpCategory, op_categories},
     compute::{Cell, Table},
     csv::py_float,
     diff::{Diff, DiffRow, Measure, Tables},

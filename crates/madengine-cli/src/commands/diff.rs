@@ -232,7 +232,7 @@ impl Compared {
         let what = if self.ranks.is_empty() { "trace" } else { "run" };
         Some(format!(
             "the baseline ran on {} and the new {what} on {}: kernels are named per GPU, so \
-             compare the timeline and ops",
+             compare the timeline, ops and op categories",
             b.gpus.join(", "),
             n.gpus.join(", ")
         ))
@@ -948,6 +948,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "unpaired": compared.unpaired,
             "kernels": Rows(&d.kernels),
             "ops": Rows(&d.ops),
+            "op_categories": Rows(&d.op_categories),
             "collectives": Rows(&d.collectives),
             // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
             "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
@@ -970,7 +971,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
 
 /// Every row as CSVs in `dir`: `gpu_timeline_diff.csv` (per rank, with a
 /// `rank` column, when runs were compared), `kernel_diff.csv`,
-/// `ops_diff.csv` and `collective_diff.csv` (added up over the ranks), and
+/// `ops_diff.csv`, `op_category_diff.csv` and `collective_diff.csv` (added
+/// up over the ranks), and
 /// for rocprofv3 traces with collective kernels
 /// `collective_kernels_diff.csv` (per GPU as the timeline). Tables without
 /// rows are not written.
@@ -1016,6 +1018,7 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         ("gpu_timeline_diff", timeline),
         ("kernel_diff", d.kernels_table()),
         ("ops_diff", d.ops_table()),
+        ("op_category_diff", d.op_categories_table()),
         ("collective_diff", d.collectives_table()),
         ("collective_kernels_diff", comm),
     ] {

@@ -87,6 +87,10 @@ pub(crate) struct TraceView {
     pub(crate) top_kernels: Vec<TopRow>,
     /// Ops by GPU ms launched directly, largest first.
     pub(crate) top_ops: Vec<TopRow>,
+    /// Op categories (`GEMM`, `SDPA_fwd`, ...) by the GPU ms their ops
+    /// launched directly, largest first ([`trace_summary::op_categories`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) top_op_categories: Vec<TopRow>,
     /// Collective calls by total kernel time, largest first
     /// ([`trace_summary::Summary::collective_summary`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -207,6 +211,7 @@ impl TraceView {
             timeline: vec![],
             top_kernels: vec![],
             top_ops: vec![],
+            top_op_categories: vec![],
             top_collectives: vec![],
         }
     }
@@ -1103,6 +1108,18 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                     Grouped::default(),
                     args.top,
                 );
+                let categories = trace_summary::op_categories(o).unwrap_or_default();
+                view.top_op_categories = categories
+                    .into_iter()
+                    .take(args.top)
+                    .map(|c| TopRow {
+                        name: c.name,
+                        value: c.ms,
+                        percent: c.percent,
+                        stream: None,
+                        parent_op: None,
+                    })
+                    .collect();
             }
             view.csv_dir = Some(dir.clone());
             // What the CSVs do not hold (the rank, the steps), for `report

@@ -73,11 +73,15 @@ fn two_traces_side_by_side() {
     BASELINE    NEW   DELTA  RATIO  CALLS  OP
        0.009  0.004  -0.004  0.50x      1  aten::mm
 
+    op categories (GPU time their ops launched directly), largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  CATEGORY
+       0.009  0.004  -0.004  0.50x      1  GEMM
+
     collectives (NCCL/RCCL kernels by call), largest changes first (µs):
     BASELINE  NEW  DELTA  RATIO  CALLS  CALL
           20   40    +20  2.00x      1  allreduce Float[1048576], 2 ranks
 
-    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/ops_diff.csv, out/collective_diff.csv
+    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/ops_diff.csv, out/op_category_diff.csv, out/collective_diff.csv
     ----- stderr -----
     ");
     let csv = fs::read_to_string(dir.path().join("out/kernel_diff.csv")).unwrap();
@@ -108,6 +112,10 @@ fn two_runs_rank_by_rank() {
     ops (GPU time of the kernels each launched directly), all 2 ranks, largest changes first (ms):
     BASELINE    NEW   DELTA  RATIO  CALLS  OP
        0.017  0.009  -0.009  0.50x      2  aten::mm
+
+    op categories (GPU time their ops launched directly), all 2 ranks, largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  CATEGORY
+       0.017  0.009  -0.009  0.50x      2  GEMM
 
     collectives (NCCL/RCCL kernels by call), all 2 ranks, largest changes first (µs):
     BASELINE  NEW  DELTA  RATIO  CALLS  CALL
@@ -205,6 +213,9 @@ fn a_report_directory_stands_for_its_trace() {
     no change
 
     ops (GPU time of the kernels each launched directly), largest changes first (ms):
+    no change
+
+    op categories (GPU time their ops launched directly), largest changes first (ms):
     no change
 
     collectives (NCCL/RCCL kernels by call), largest changes first (µs):
@@ -346,7 +357,7 @@ fn the_gpus_of_each_side_are_named() {
         "baseline  base/rank1_trace.json (PyTorch, AMD Instinct MI300X, 2 kernel launches)\n",
         "new       h100.json (PyTorch, NVIDIA H100 80GB HBM3, 2 kernel launches)\n",
         "note: the baseline ran on AMD Instinct MI300X and the new trace on NVIDIA H100 80GB HBM3: \
-         kernels are named per GPU, so compare the timeline and ops\n",
+         kernels are named per GPU, so compare the timeline, ops and op categories\n",
     ] {
         assert!(text.contains(said), "{said:?} not in {text}");
     }
@@ -357,6 +368,37 @@ fn the_gpus_of_each_side_are_named() {
     let args = ["report", "summary", "h100.json", "--json"].map(std::ffi::OsStr::new);
     let json = crate::stdout_json(&crate::run_cli(dir.path(), &args, &[]).0);
     assert_eq!(json["traces"][0]["gpus"], serde_json::json!(["NVIDIA H100 80GB HBM3"]), "{json}");
+}
+
+/// The same model on an AMD and an NVIDIA GPU (public traces): their
+/// kernels share no name, their op categories do.
+#[test]
+fn traces_of_different_gpus_compare_by_op_category() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let trace = |gpu: &str| {
+        root.join(format!("kineto/tracelens/{gpu}/gaunernst_bert-small-uncased__1016001.json.gz"))
+    };
+    let (mi300, h100) = (trace("mi300"), trace("h100"));
+    let args = [mi300.as_os_str(), h100.as_os_str(), "--top".as_ref(), "4".as_ref()];
+    let args: Vec<&std::ffi::OsStr> =
+        ["report".as_ref(), "diff".as_ref()].into_iter().chain(args).collect();
+    let (text, _) = crate::run_cli(&root, &args, &[]);
+    let at = text.find("\nop categories (").unwrap() + 1;
+    let section = &text[at..at + text[at..].find("\n\n").unwrap()];
+    insta::assert_snapshot!(section, @r"
+    op categories (GPU time their ops launched directly), largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  CATEGORY
+       0.125  0.049  -0.076  0.40x      8  other
+       0.174  0.198  +0.023  1.13x     26  GEMM
+       0.048  0.028  -0.020  0.58x     16  elementwise
+       0.040  0.031  -0.009  0.78x     10  NORM_fwd
+    (1 more changed)
+    ");
+    let mut args = args;
+    args.push("--json".as_ref());
+    let json = crate::stdout_json(&crate::run_cli(&root, &args, &[]).0);
+    let gemm = json["op_categories"].as_array().unwrap().iter().find(|r| r["name"] == "GEMM");
+    assert_eq!(gemm.unwrap()["new"]["count"], 26.0, "{json}");
 }
 
 /// `--max-regression PCT`: exit 1 when the slowest rank's GPU time grew by
@@ -533,6 +575,10 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     ops (GPU time of the kernels each launched directly), largest changes first (ms per step):
     BASELINE    NEW   DELTA  RATIO     CALLS  OP
        0.009  0.004  -0.004  0.50x  1 -> 0.5  aten::mm
+
+    op categories (GPU time their ops launched directly), largest changes first (ms per step):
+    BASELINE    NEW   DELTA  RATIO     CALLS  CATEGORY
+       0.009  0.004  -0.004  0.50x  1 -> 0.5  GEMM
 
     collectives (NCCL/RCCL kernels by call), largest changes first (µs per step):
     BASELINE  NEW  DELTA  RATIO     CALLS  CALL

@@ -132,7 +132,10 @@ fn tracelens_reports_read_back_match_the_traces() {
         let diff = Diff::between(&read, &native);
         let rows = diff.timeline.iter().chain(&diff.kernels).chain(&diff.ops);
         assert_eq!(read.rocprof, diff.collective_kernels.is_some(), "{}", report.display());
-        for row in rows.chain(&diff.collective_kernels) {
+        // TraceLens' Categories column reads back as this crate's.
+        let has_ops = read.ops_summary.as_ref().is_some_and(|t| !t.rows.is_empty());
+        assert_eq!(has_ops, !diff.op_categories.is_empty(), "{}", report.display());
+        for row in rows.chain(&diff.collective_kernels).chain(&diff.op_categories) {
             let scale = row.base.map_or(0.0, |m| m.time.abs()).max(1.0);
             assert!(row.delta().abs() <= 1e-9 * scale, "{}: {row:?}", report.display());
             assert!(row.base.is_some() && row.new.is_some(), "{}: {row:?}", report.display());
@@ -238,7 +241,9 @@ fn per_step_divides_each_side_by_its_steps() {
     as_one.steps = Some(1);
     // The same tables, counted as 5 steps against 1: a fifth of each row.
     let diff = Diff::per_step(&[(&as_one, &t)]).unwrap();
-    for row in diff.timeline.iter().chain(&diff.kernels).chain(&diff.ops) {
+    assert!(!diff.op_categories.is_empty());
+    for row in diff.timeline.iter().chain(&diff.kernels).chain(&diff.ops).chain(&diff.op_categories)
+    {
         let (b, n) = (row.base.unwrap(), row.new.unwrap());
         assert!(close(n.time * 5.0, b.time), "{row:?}");
         assert_eq!(n.count.is_some(), b.count.is_some());
