@@ -625,8 +625,8 @@ matches their rows by name: the timeline by row, kernels by kernel name (all
 launches added up, whatever op or stream launched them), ops by name (GPU
 time of the kernels they launched directly). Shown: the timeline side by
 side, then the kernels, ops and op categories (GEMM, SDPA_fwd, elementwise,
-...: what traces of different GPUs share) whose time changed most, either
-way, and the collective calls (NCCL/RCCL kernels with PyTorch's collective args, by
+...: what traces of different GPUs share; rocprofv3: kernel categories)
+whose time changed most, either way, and the collective calls (NCCL/RCCL kernels with PyTorch's collective args, by
 collective, dtype, sizes and group); a name in one trace only counts as 0 in
 the other. Ratios are new over baseline.
 
@@ -694,7 +694,7 @@ pub(crate) struct DiffArgs {
     pub(crate) new: PathBuf,
     /// Also write every row as CSVs (gpu_timeline_diff.csv, kernel_diff.csv,
     /// ops_diff.csv, op_category_diff.csv, collective_diff.csv; rocprofv3:
-    /// collective_kernels_diff.csv) to DIR.
+    /// kernel_category_diff.csv, collective_kernels_diff.csv) to DIR.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
     /// How many kernels, ops and collective calls to show, largest change
@@ -738,7 +738,8 @@ the top kernels, ops and op categories (GEMM, SDPA_fwd, elementwise, ...,
 as TraceLens assigns them), and a cross-rank table per run when the traces
 carry ranks (runs are told apart by directory wherever a rank appears twice).
 rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
-total/kernel/memory/busy/idle, and kernel_summary). rocprofv3 writes no rank
+total/kernel/memory/busy/idle, and kernel_summary), and their kernels by
+category (GEMM, Elementwise, COMM, ...). rocprofv3 writes no rank
 but a file per process, and a multi-GPU job runs a process per GPU: each
 trace says the GPU its kernels ran on (`on GPU 3`), and a directory's
 processes get a cross-GPU table (the GPU with the least time in collective

@@ -160,6 +160,7 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         "ms",
         &v.top_op_categories,
     );
+    top_table(page, "Kernel categories", "ms", &v.top_kernel_categories);
     if !v.top_collectives.is_empty() {
         page.push_str(
             r#"<h3>Collectives (NCCL/RCCL kernels by call)</h3><table><tr><th>total µs</th><th>calls</th><th>mean µs</th><th>bus bandwidth</th><th class="name">call</th></tr>"#,
@@ -516,6 +517,13 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         ),
         "ms",
         &compared.diff.op_categories,
+        top,
+    );
+    changes_table(
+        &mut page,
+        &format!("Kernel categories{over}, largest changes first"),
+        "ms",
+        &compared.diff.kernel_categories,
         top,
     );
     changes_table(

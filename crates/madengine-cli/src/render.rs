@@ -871,6 +871,7 @@ pub(crate) fn summaries(
             ("top kernels (total µs, share of kernel time)", &v.top_kernels),
             ("top ops (GPU ms launched directly, share)", &v.top_ops),
             ("op categories (GPU ms their ops launched directly, share)", &v.top_op_categories),
+            ("kernel categories (GPU ms, share of kernel time)", &v.top_kernel_categories),
         ] {
             if !rows.is_empty() {
                 text.push_str(&format!("   {title}:\n"));
@@ -1165,17 +1166,31 @@ pub(crate) fn diff(
         true => format!(", all {} {}", compared.ranks.len(), compared.by.plural()),
         false => String::new(),
     };
-    for (rows, title, what, unit, f) in [
-        (&diff.kernels, "kernels", "KERNEL", "µs", &py as &dyn Fn(f64) -> String),
-        (&diff.ops, "ops (GPU time of the kernels each launched directly)", "OP", "ms", &ms),
+    let ms: &dyn Fn(f64) -> String = &ms;
+    for (rows, title, [what, calls], unit, f) in [
+        (&diff.kernels, "kernels", ["KERNEL", "LAUNCHES"], "µs", &py as &dyn Fn(f64) -> String),
+        (
+            &diff.ops,
+            "ops (GPU time of the kernels each launched directly)",
+            ["OP", "CALLS"],
+            "ms",
+            ms,
+        ),
         (
             &diff.op_categories,
             "op categories (GPU time their ops launched directly)",
-            "CATEGORY",
+            ["CATEGORY", "CALLS"],
             "ms",
-            &ms,
+            ms,
         ),
-        (&diff.collectives, "collectives (NCCL/RCCL kernels by call)", "CALL", "µs", &py),
+        (&diff.kernel_categories, "kernel categories", ["CATEGORY", "LAUNCHES"], "ms", ms),
+        (
+            &diff.collectives,
+            "collectives (NCCL/RCCL kernels by call)",
+            ["CALL", "CALLS"],
+            "µs",
+            &py,
+        ),
     ] {
         if rows.is_empty() || top == 0 {
             continue;
@@ -1201,7 +1216,6 @@ pub(crate) fn diff(
             text.push_str("no change\n");
             continue;
         }
-        let calls = if what == "KERNEL" { "LAUNCHES" } else { "CALLS" };
         let numbers = [true, true, true, true, true, false];
         aligned(&mut text, &["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, &numbers);
         let only = |side: fn(&DiffRow) -> bool| rows.iter().filter(|r| side(r)).count();

@@ -1,7 +1,9 @@
-//! GPU time by op category: `ops_summary`'s rows added up by their
-//! `Categories` (TraceLens' op category rules, reference/tracelens-metrics.md
-//! section 6.1: the op-name registry, then kernel-name fallbacks). Kernel
-//! names differ from one GPU vendor to another; categories (`GEMM`,
+//! GPU time by category. A Kineto trace's `ops_summary` rows add up by
+//! their `Categories` (TraceLens' op category rules,
+//! reference/tracelens-metrics.md section 6.1: the op-name registry, then
+//! kernel-name fallbacks); a rocprofv3 trace's `kernel_summary` rows by their
+//! `Category` (TraceLens' rocprof report: kernel-name keywords, section 10).
+//! Kernel names differ from one GPU vendor to another; categories (`GEMM`,
 //! `SDPA_fwd`, `elementwise`, ...) do not, so traces of different GPUs
 //! compare by them.
 
@@ -9,19 +11,21 @@ use serde::Serialize;
 
 use crate::compute::Table;
 
-/// One op category: the GPU time of the kernels its ops launched directly.
+/// One category's GPU time: of the kernels its ops launched directly
+/// ([`op_categories`]), or of its kernels ([`kernel_categories`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct OpCategory {
-    /// The category (`GEMM`, `CONV_fwd`, `elementwise`, `other`, ...). Ops of
-    /// one name whose launches fell in several categories (TraceLens lists
-    /// them all) count under the categories joined: `elementwise+other`.
+pub struct Category {
+    /// The category: an op category (`GEMM`, `CONV_fwd`, `elementwise`,
+    /// `other`, ...; ops of one name whose launches fell in several, as
+    /// TraceLens lists them all, count under the categories joined:
+    /// `elementwise+other`), or a rocprof kernel category (`GEMM`,
+    /// `Elementwise`, `COMM`, `Other`, ...).
     pub name: String,
-    /// GPU ms of the kernels its ops launched directly
-    /// (`total_direct_kernel_time_ms`, added up).
+    /// GPU ms, added up.
     pub ms: f64,
-    /// Op calls (`Count`, added up).
-    pub calls: u64,
-    /// Its share of all ops' direct GPU time (%); `None` when that is 0.
+    /// Op calls, or kernel launches (`Count`, added up).
+    pub count: u64,
+    /// Its share of the whole table's time (%); `None` when that is 0.
     pub percent: Option<f64>,
 }
 
@@ -29,21 +33,42 @@ pub struct OpCategory {
 /// back) added up by category, the most time first (ties by name). `None`
 /// when the table lacks the `Categories`, `total_direct_kernel_time_ms` or
 /// `Count` column.
-pub fn op_categories(ops_summary: &Table) -> Option<Vec<OpCategory>> {
-    let column = |name: &str| ops_summary.column(name);
-    let (cats, ms, count) =
-        (column("Categories")?, column("total_direct_kernel_time_ms")?, column("Count")?);
-    let mut out: Vec<OpCategory> = Vec::new();
-    for row in &ops_summary.rows {
-        let name = label(&row[cats].text());
-        let ms = row[ms].number().filter(|v| !v.is_nan()).unwrap_or(0.0);
-        let calls = row[count].number().filter(|v| v.is_finite()).unwrap_or(0.0) as u64;
+pub fn op_categories(ops_summary: &Table) -> Option<Vec<Category>> {
+    add_up(ops_summary, "Categories", "total_direct_kernel_time_ms", 1.0, label)
+}
+
+/// The rows of a rocprof `kernel_summary` table (TraceLens' rocprof
+/// report's, this crate's for a rocprofv3 trace, or read back) added up by
+/// their `Category`, the most time first (ties by name). `None` when the
+/// table lacks the `Category`, `Total Kernel Time (ms)` or `Count` column
+/// (a Kineto `kernel_summary` has none of its own: its kernels fall under
+/// their parent op's category, [`op_categories`]).
+pub fn kernel_categories(kernel_summary: &Table) -> Option<Vec<Category>> {
+    // "(ms)" is really µs (reference/tracelens-metrics.md, section 10).
+    add_up(kernel_summary, "Category", "Total Kernel Time (ms)", 1e-3, str::to_string)
+}
+
+/// `t`'s `time` (times `scale`, to ms) and `Count` added up by the
+/// category `name_of` reads from the `category` column.
+fn add_up(
+    t: &Table,
+    category: &str,
+    time: &str,
+    scale: f64,
+    name_of: fn(&str) -> String,
+) -> Option<Vec<Category>> {
+    let (category, time, count) = (t.column(category)?, t.column(time)?, t.column("Count")?);
+    let mut out: Vec<Category> = Vec::new();
+    for row in &t.rows {
+        let name = name_of(&row[category].text());
+        let ms = row[time].number().filter(|v| !v.is_nan()).unwrap_or(0.0) * scale;
+        let n = row[count].number().filter(|v| v.is_finite()).unwrap_or(0.0) as u64;
         match out.iter_mut().find(|c| c.name == name) {
             Some(c) => {
                 c.ms += ms;
-                c.calls += calls;
+                c.count += n;
             }
-            None => out.push(OpCategory { name, ms, calls, percent: None }),
+            None => out.push(Category { name, ms, count: n, percent: None }),
         }
     }
     let total: f64 = out.iter().map(|c| c.ms).sum();
@@ -88,7 +113,7 @@ mod tests {
         );
         let cats = op_categories(&t).unwrap();
         let rows: Vec<(&str, f64, u64)> =
-            cats.iter().map(|c| (c.name.as_str(), c.ms, c.calls)).collect();
+            cats.iter().map(|c| (c.name.as_str(), c.ms, c.count)).collect();
         assert_eq!(
             rows,
             [

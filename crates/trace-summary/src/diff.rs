@@ -197,6 +197,10 @@ pub struct Diff {
     /// of different GPUs, whose kernels have other names, share. Empty
     /// unless both traces have an `ops_summary` with `Categories`.
     pub op_categories: Vec<DiffRow>,
+    /// rocprofv3 tables: kernel categories ([`crate::kernel_categories`]:
+    /// ms, launches), the largest change first. Empty unless both traces
+    /// have a rocprof `kernel_summary` with `Category`.
+    pub kernel_categories: Vec<DiffRow>,
     /// Collective calls by call ([`Summary::collective_summary`]: µs of
     /// their kernels, calls), named `allreduce Float[2049000], 2 ranks`
     /// (elements in, `->` out where they differ), the largest change
@@ -270,6 +274,7 @@ impl Diff {
             kernels: both(kernels),
             ops: both(ops_of),
             op_categories: both(categories_of),
+            kernel_categories: both(kernel_categories_of),
             collectives: both(collectives),
             collective_kernels: both(collective_kernels).pop(),
         }
@@ -297,6 +302,12 @@ impl Diff {
     /// count`, `baseline ms`, `new ms`, `delta ms`, `ratio`.
     pub fn op_categories_table(&self) -> Table {
         table(&self.op_categories, "category", "ms", true)
+    }
+
+    /// The kernel category rows as a table: `category`, `baseline count`,
+    /// `new count`, `baseline ms`, `new ms`, `delta ms`, `ratio`.
+    pub fn kernel_categories_table(&self) -> Table {
+        table(&self.kernel_categories, "category", "ms", true)
     }
 
     /// The collective rows as a table: `call`, `baseline count`, `new
@@ -457,23 +468,27 @@ fn collectives(s: &Tables) -> Option<Named> {
 }
 
 /// A rocprof kernel table's `COMM` rows as one row, `collectives` (ms).
+/// A rocprof kernel table's `COMM` category as one row, `collectives`
+/// (0 ms when it has none).
 fn collective_kernels(s: &Tables) -> Option<Named> {
-    let t = s.kernel_summary.as_ref().filter(|_| s.rocprof)?;
-    let [_, time, count] = ROCPROF_KERNELS;
-    let (category, time, count) = (t.column("Category")?, t.column(time)?, t.column(count)?);
-    let mut m = Measure { time: 0.0, count: Some(0.0) };
-    for row in t.rows.iter().filter(|r| r[category].text() == "COMM") {
-        m.time += num(&row[time]).unwrap_or(0.0) / 1000.0;
-        m.count = m.count.map(|c| c + num(&row[count]).unwrap_or(0.0));
-    }
+    let comm = kernel_categories_of(s)?.into_iter().find(|(name, _)| name == "COMM");
+    let m = comm.map_or(Measure { time: 0.0, count: Some(0.0) }, |(_, m)| m);
     Some(vec![("collectives".to_string(), m)])
 }
 
 fn categories_of(s: &Tables) -> Option<Named> {
-    let categories = crate::op_categories(s.ops_summary.as_ref()?)?;
+    named_categories(crate::op_categories(s.ops_summary.as_ref()?)?)
+}
+
+fn kernel_categories_of(s: &Tables) -> Option<Named> {
+    let t = s.kernel_summary.as_ref().filter(|_| s.rocprof)?;
+    named_categories(crate::kernel_categories(t)?)
+}
+
+fn named_categories(categories: Vec<crate::Category>) -> Option<Named> {
     let named = categories
         .into_iter()
-        .map(|c| (c.name, Measure { time: c.ms, count: Some(c.calls as f64) }));
+        .map(|c| (c.name, Measure { time: c.ms, count: Some(c.count as f64) }));
     Some(named.collect())
 }
 

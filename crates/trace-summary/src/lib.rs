@@ -14,7 +14,8 @@
 //! rocprofv3 JSON traces get TraceLens' rocprof variant of `gpu_timeline` and
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
 //! [`op_categories`] adds `ops_summary` up by op category (`GEMM`,
-//! `SDPA_fwd`, ...), which traces of different GPUs share.
+//! `SDPA_fwd`, ...), which traces of different GPUs share;
+//! [`kernel_categories`] a rocprof `kernel_summary` by its kernel category.
 //! [`Diff`] sets two traces' tables side by side, where GPU time moved; a
 //! side can also be a report's CSVs read back ([`Tables::read_dir`]).
 //!
@@ -45,7 +46,7 @@ mod scan;
 mod summary;
 
 pub use crate::{
-    category::{OpCategory, op_categories},
+    category::{Category, kernel_categories, op_categories},
     compute::{Cell, Table},
     csv::py_float,
     diff::{Diff, DiffRow, Measure, Tables},

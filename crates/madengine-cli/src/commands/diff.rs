@@ -949,6 +949,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "kernels": Rows(&d.kernels),
             "ops": Rows(&d.ops),
             "op_categories": Rows(&d.op_categories),
+            "kernel_categories": Rows(&d.kernel_categories),
             "collectives": Rows(&d.collectives),
             // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
             "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
@@ -971,8 +972,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
 
 /// Every row as CSVs in `dir`: `gpu_timeline_diff.csv` (per rank, with a
 /// `rank` column, when runs were compared), `kernel_diff.csv`,
-/// `ops_diff.csv`, `op_category_diff.csv` and `collective_diff.csv` (added
-/// up over the ranks), and
+/// `ops_diff.csv`, `op_category_diff.csv`, `kernel_category_diff.csv` and
+/// `collective_diff.csv` (added up over the ranks), and
 /// for rocprofv3 traces with collective kernels
 /// `collective_kernels_diff.csv` (per GPU as the timeline). Tables without
 /// rows are not written.
@@ -1019,6 +1020,7 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         ("kernel_diff", d.kernels_table()),
         ("ops_diff", d.ops_table()),
         ("op_category_diff", d.op_categories_table()),
+        ("kernel_category_diff", d.kernel_categories_table()),
         ("collective_diff", d.collectives_table()),
         ("collective_kernels_diff", comm),
     ] {

@@ -91,6 +91,10 @@ pub(crate) struct TraceView {
     /// launched directly, largest first ([`trace_summary::op_categories`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) top_op_categories: Vec<TopRow>,
+    /// For rocprofv3: kernel categories (`GEMM`, `Elementwise`, `COMM`, ...)
+    /// by GPU ms, largest first ([`trace_summary::kernel_categories`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) top_kernel_categories: Vec<TopRow>,
     /// Collective calls by total kernel time, largest first
     /// ([`trace_summary::Summary::collective_summary`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -212,6 +216,7 @@ impl TraceView {
             top_kernels: vec![],
             top_ops: vec![],
             top_op_categories: vec![],
+            top_kernel_categories: vec![],
             top_collectives: vec![],
         }
     }
@@ -673,12 +678,17 @@ fn top(t: &Table, label: &str, value: &str, pct: &str, grouped: Grouped, n: usiz
         .collect()
 }
 
-/// The time of a rocprofv3 kernel table's `COMM` rows (collective kernels,
-/// by TraceLens' name keywords), in ms from the table's µs `value` column.
-fn comm_ms(t: &Table, value: &str) -> Option<f64> {
-    let (category, value) = (t.column("Category")?, t.column(value)?);
-    let rows = t.rows.iter().filter(|r| r[category].text() == "COMM");
-    Some(rows.filter_map(|r| r[value].number()).sum::<f64>() / 1000.0)
+/// The first `n` categories as top rows (ms).
+fn top_categories(categories: Option<Vec<trace_summary::Category>>, n: usize) -> Vec<TopRow> {
+    let rows = categories.unwrap_or_default().into_iter().take(n);
+    rows.map(|c| TopRow {
+        name: c.name,
+        value: c.ms,
+        percent: c.percent,
+        stream: None,
+        parent_op: None,
+    })
+    .collect()
 }
 
 /// The columns besides the name a table groups its rows by.
@@ -1085,7 +1095,12 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                 view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
                     // TraceLens' rocprof table: its "(ms)" total is really µs.
                     let value = "Total Kernel Time (ms)";
-                    view.comm_ms = comm_ms(k, value);
+                    let categories = trace_summary::kernel_categories(k);
+                    // Its collective kernels: TraceLens' COMM category.
+                    view.comm_ms = categories
+                        .as_ref()
+                        .map(|all| all.iter().find(|c| c.name == "COMM").map_or(0.0, |c| c.ms));
+                    view.top_kernel_categories = top_categories(categories, args.top);
                     top(k, "name", value, "Percentage (%)", Grouped::default(), args.top)
                 } else {
                     let grouped =
@@ -1108,18 +1123,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                     Grouped::default(),
                     args.top,
                 );
-                let categories = trace_summary::op_categories(o).unwrap_or_default();
-                view.top_op_categories = categories
-                    .into_iter()
-                    .take(args.top)
-                    .map(|c| TopRow {
-                        name: c.name,
-                        value: c.ms,
-                        percent: c.percent,
-                        stream: None,
-                        parent_op: None,
-                    })
-                    .collect();
+                view.top_op_categories = top_categories(trace_summary::op_categories(o), args.top);
             }
             view.csv_dir = Some(dir.clone());
             // What the CSVs do not hold (the rank, the steps), for `report

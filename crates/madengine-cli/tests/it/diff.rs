@@ -635,7 +635,12 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
          500  650   +150  1.30x         2  Cijk_Alik_Bljk_gemm
     (1 more changed)
 
-    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/collective_kernels_diff.csv
+    kernel categories, all 2 GPUs, largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  LAUNCHES  CATEGORY
+       0.500  0.650  +0.150  1.30x         2  GEMM
+    (1 more changed)
+
+    CSVs: out/gpu_timeline_diff.csv, out/kernel_diff.csv, out/kernel_category_diff.csv, out/collective_kernels_diff.csv
     ----- stderr -----
     [madengine] GPU 2 only in the baseline run: left out
     ");
@@ -685,6 +690,9 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
         "{json}"
     );
     assert!((all["delta"].as_f64().unwrap() - 0.05).abs() < 1e-9, "{json}");
+    // All kernels by TraceLens' rocprof categories: the collectives are COMM.
+    let comm = json["kernel_categories"].as_array().unwrap().iter().find(|r| r["name"] == "COMM");
+    assert_eq!(comm.unwrap()["new"]["time"].as_f64(), Some(0.25), "{json}");
 
     // A baseline kept as reports (`report summary -o`) pairs the same way.
     let text = run(&["report", "summary", "base", "-o", "kept", "--top", "0"]);

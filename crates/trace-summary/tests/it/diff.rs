@@ -109,6 +109,15 @@ fn a_rocprofv3_trace_against_itself_changes_nothing() {
     let side = comm.new.unwrap();
     assert!(close(side.time, 4158.756678), "{comm:?}");
     assert_eq!((comm.name.as_str(), side.count, comm.delta()), ("collectives", Some(1310.0), 0.0));
+    // Its kernels by TraceLens' rocprof categories, in ms: every launch in one.
+    let mut names: Vec<&str> = diff.kernel_categories.iter().map(|r| r.name.as_str()).collect();
+    names.sort_unstable();
+    let expected = ["Attention", "COMM", "Elementwise", "GEMM", "Memory", "Normalization"];
+    assert_eq!(names, [&expected[..], &["Other", "Reduction"]].concat());
+    let gemm = diff.kernel_categories.iter().find(|r| r.name == "GEMM").unwrap().new.unwrap();
+    assert!(close(gemm.time, 65.5905), "{gemm:?}");
+    assert_eq!(side_total(&diff.kernel_categories, true).1, 43_915.0);
+    assert!(diff.op_categories.is_empty(), "rocprofv3 has no ops");
 }
 
 /// TraceLens' own CSVs of every public trace, read back, against this
@@ -135,7 +144,9 @@ fn tracelens_reports_read_back_match_the_traces() {
         // TraceLens' Categories column reads back as this crate's.
         let has_ops = read.ops_summary.as_ref().is_some_and(|t| !t.rows.is_empty());
         assert_eq!(has_ops, !diff.op_categories.is_empty(), "{}", report.display());
-        for row in rows.chain(&diff.collective_kernels).chain(&diff.op_categories) {
+        assert_eq!(read.rocprof, !diff.kernel_categories.is_empty(), "{}", report.display());
+        let categories = diff.op_categories.iter().chain(&diff.kernel_categories);
+        for row in rows.chain(&diff.collective_kernels).chain(categories) {
             let scale = row.base.map_or(0.0, |m| m.time.abs()).max(1.0);
             assert!(row.delta().abs() <= 1e-9 * scale, "{}: {row:?}", report.display());
             assert!(row.base.is_some() && row.new.is_some(), "{}: {row:?}", report.display());
