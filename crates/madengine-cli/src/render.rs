@@ -921,10 +921,11 @@ pub(crate) fn summaries(
             })
             .collect();
         text.push_str(&format!("cross-rank (ms), run {}:\n", run[0].run.display()));
-        table(
+        aligned(
             &mut text,
-            ["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", "", "TRACE"],
+            &["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", "", "TRACE"],
             &rows,
+            &[false, true, true, true, true, false, false],
         );
         if runs.len() > 1 {
             text.push('\n');
@@ -956,7 +957,8 @@ pub(crate) fn summaries(
             run[0].run.display()
         ));
         let header = ["GPU", "BUSY", "KERNEL", "COMM", "MEMORY", "IDLE", "PROFILED", "", "TRACE"];
-        table(&mut text, header, &rows);
+        let numbers = [false, true, true, true, true, true, true, false, false];
+        aligned(&mut text, &header, &rows, &numbers);
     }
     if views.is_empty() {
         text.push_str("no PyTorch or rocprofv3 JSON traces found\n");

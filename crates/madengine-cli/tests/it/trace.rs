@@ -848,15 +848,15 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     // it needs to be compared; job_c cannot be split and gets a note.
     insta::assert_snapshot!(tables, @r"
     cross-rank (ms), run job_a:
-    RANK  COMPUTATION  EXPOSED COMM  IDLE   TOTAL    TRACE
-    0     0.009        0.000         0.000  0.009    rank0.json
-    1     0.009        0.000         0.000  0.009    rank1.json
+    RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL    TRACE
+    0           0.009         0.000  0.000  0.009    rank0.json
+    1           0.009         0.000  0.000  0.009    rank1.json
 
     cross-rank (ms), run job_b:
-    RANK  COMPUTATION  EXPOSED COMM  IDLE   TOTAL    TRACE
-    0     0.009        0.000         0.000  0.009    node_0/rank0.json
-    1     0.009        0.000         0.000  0.009    node_1/rank1.json
-    2     0.009        0.000         0.000  0.009    node_1/rank2.json
+    RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL    TRACE
+    0           0.009         0.000  0.000  0.009    node_0/rank0.json
+    1           0.009         0.000  0.000  0.009    node_1/rank1.json
+    2           0.009         0.000  0.000  0.009    node_1/rank2.json
 
     ----- stderr -----
     [madengine] no cross-rank table for 2 ranked PyTorch traces in job_c: rank 0 is claimed by 2 traces (job_c/rank0.json, job_c/retry_rank0.json)
@@ -1138,10 +1138,10 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     let tables = &text[text.find("cross-GPU").unwrap()..];
     insta::assert_snapshot!(tables, @r"
     cross-GPU (ms), rocprofv3 processes in node_a:
-    GPU  BUSY   KERNEL  COMM   MEMORY  IDLE   PROFILED                 TRACE
-    0    0.400  0.400   0.200  0.000   0.600  1.000                    100_results.json
-    1    0.400  0.400   0.100  0.000   0.600  1.000     <- least COMM  101_results.json
-    2    0.400  0.400   0.200  0.000   0.600  1.000                    102_results.json
+    GPU   BUSY  KERNEL   COMM  MEMORY   IDLE  PROFILED                 TRACE
+    0    0.400   0.400  0.200   0.000  0.600     1.000                 100_results.json
+    1    0.400   0.400  0.100   0.000  0.600     1.000  <- least COMM  101_results.json
+    2    0.400   0.400  0.200   0.000  0.600     1.000                 102_results.json
     ----- stderr -----
     [madengine] node_a/103_results.json ran its kernels on several GPUs: left out of the cross-GPU table
     [madengine] no cross-GPU table for the 2 rocprofv3 traces in retried: GPU 0 ran the kernels of two (retried/1_results.json and retried/2_results.json), so they are not one run's
