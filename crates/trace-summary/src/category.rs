@@ -127,4 +127,27 @@ mod tests {
         let without = Table::new(&["name", "total_direct_kernel_time_ms", "Count"], vec![]);
         assert_eq!(op_categories(&without), None);
     }
+
+    #[test]
+    fn rocprof_kernels_add_up_by_category_in_ms() {
+        // TraceLens' rocprof table: its "(ms)" total is really µs.
+        let row = |name: &str, us: f64, count: i64, cat: &str| {
+            vec![Cell::Str(name.into()), Cell::Int(count), Cell::Float(us), Cell::Str(cat.into())]
+        };
+        let t = Table::new(
+            &["name", "Count", "Total Kernel Time (ms)", "Category"],
+            vec![
+                row("ncclDevKernel_Generic_1", 3000.0, 2, "COMM"),
+                row("Cijk_gemm", 500.0, 4, "GEMM"),
+                row("Cijk_gemm_2", 500.0, 1, "GEMM"),
+            ],
+        );
+        let cats = kernel_categories(&t).unwrap();
+        let rows: Vec<(&str, f64, u64, Option<f64>)> =
+            cats.iter().map(|c| (c.name.as_str(), c.ms, c.count, c.percent)).collect();
+        assert_eq!(rows, [("COMM", 3.0, 2, Some(75.0)), ("GEMM", 1.0, 5, Some(25.0))]);
+        // A Kineto kernel_summary has no Category of its own.
+        let kineto = Table::new(&["Parent op category", "Kernel name", "Count"], vec![]);
+        assert_eq!(kernel_categories(&kineto), None);
+    }
 }

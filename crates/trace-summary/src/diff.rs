@@ -467,7 +467,6 @@ fn collectives(s: &Tables) -> Option<Named> {
     Some(add_up(std::iter::once(rows.collect())))
 }
 
-/// A rocprof kernel table's `COMM` rows as one row, `collectives` (ms).
 /// A rocprof kernel table's `COMM` category as one row, `collectives`
 /// (0 ms when it has none).
 fn collective_kernels(s: &Tables) -> Option<Named> {
