@@ -626,9 +626,9 @@ launches added up, whatever op or stream launched them), ops by name (GPU
 time of the kernels they launched directly). Shown: the timeline side by
 side, then the kernels, ops and op categories (GEMM, SDPA_fwd, elementwise,
 ...: what traces of different GPUs share; rocprofv3: kernel categories)
-whose time changed most, either way, and the collective calls (NCCL/RCCL kernels with PyTorch's collective args, by
-collective, dtype, sizes and group); a name in one trace only counts as 0 in
-the other. Ratios are new over baseline.
+whose time changed most, either way, and the collective calls (NCCL/RCCL
+kernels with PyTorch's collective args, by collective, dtype, sizes and
+group); a name in one trace only counts as 0 in the other. Ratios are new over baseline.
 
 Two run directories are compared rank by rank (ranks from file names or
 distributedInfo, as `trace discover` shows them): each rank's GPU time side
@@ -697,8 +697,8 @@ pub(crate) struct DiffArgs {
     /// kernel_category_diff.csv, collective_kernels_diff.csv) to DIR.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
-    /// How many kernels, ops and collective calls to show, largest change
-    /// first (0: the timeline only).
+    /// How many kernels, ops, categories and collective calls to show,
+    /// largest change first (0: the timeline only).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
     /// Compare per step: each trace's times and counts divided by its steps
@@ -779,7 +779,8 @@ pub(crate) struct SummaryArgs {
     /// (never searched for traces).
     #[arg(short, long, default_value = "summary_output", value_name = "DIR")]
     pub(crate) output_dir: PathBuf,
-    /// How many kernels, ops and collective calls to show per trace.
+    /// How many kernels, ops, categories and collective calls to show per
+    /// trace.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
     /// Traces read at the same time [default: number of CPUs, at most 8, fewer

@@ -164,12 +164,12 @@ impl By {
 }
 
 impl RankDiff {
-    /// As `--json` lists it: its key's fields ([`By::fields`]), then the rest.
     /// Its collective kernels' times, when either side has any.
     pub(crate) fn collectives(&self) -> Option<&DiffRow> {
         self.collective_kernels.as_ref().filter(|c| timed(c))
     }
 
+    /// As `--json` lists it: its key's fields ([`By::fields`]), then the rest.
     fn json(&self, by: By) -> serde_json::Value {
         let mut object = serde_json::Map::new();
         for (name, value) in by.fields(self.key) {
