@@ -138,7 +138,9 @@ fn apply_wait_follows_the_job_to_its_end() {
     job_file(dir.path(), "");
     let wrapper = fake_kubectl(dir.path(), "FAKE_KUBECTL_LOG", "calls.jsonl");
     let job = dir.path().join("job_statuses.json");
-    let apply = |statuses: serde_json::Value, extra: &[&str]| {
+    // `k8s apply --wait EXTRA`, the Job going through `statuses`, with the
+    // kubectl double's `env` besides.
+    let apply_with = |statuses: serde_json::Value, extra: &[&str], env: &[(&str, &str)]| {
         let file =
             serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": statuses});
         fs::write(&job, file.to_string()).unwrap();
@@ -146,8 +148,12 @@ fn apply_wait_follows_the_job_to_its_end() {
         args.extend(extra);
         args.extend(["--kubectl", wrapper.to_str().unwrap()]);
         let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-        crate::run_cli(dir.path(), &args, &[("FAKE_KUBECTL_JOB", job.clone().into())]).0
+        let mut envs: Vec<(&str, std::ffi::OsString)> =
+            vec![("FAKE_KUBECTL_JOB", job.clone().into())];
+        envs.extend(env.iter().map(|(k, v)| (*k, (*v).into())));
+        crate::run_cli(dir.path(), &args, &envs).0
     };
+    let apply = |statuses: serde_json::Value, extra: &[&str]| apply_with(statuses, extra, &[]);
     let complete = serde_json::json!([
         {},
         {"active": 2, "ready": 0},
@@ -199,15 +205,10 @@ fn apply_wait_follows_the_job_to_its_end() {
                 "reason": "ImagePullBackOff",
                 "message": "Back-off pulling image \"madengine/tools:bad\""}}}]}}]});
     fs::write(&pods, stuck.to_string()).unwrap();
-    let file = serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": [
+    let statuses = serde_json::json!([
         {"active": 2}, {"active": 2}, {"active": 2},
-        {"failed": 2, "conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}]});
-    fs::write(&job, file.to_string()).unwrap();
-    let args =
-        ["k8s", "apply", "--config", "job.json", "--wait", "--kubectl", wrapper.to_str().unwrap()];
-    let env =
-        [("FAKE_KUBECTL_JOB", job.clone().into()), ("FAKE_KUBECTL_PODS_JSON", pods.clone().into())];
-    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &env);
+        {"failed": 2, "conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}]);
+    let text = apply_with(statuses, &[], &[("FAKE_KUBECTL_PODS_JSON", pods.to_str().unwrap())]);
     assert!(text.starts_with("exit code: 1\n"), "{text}");
     let stderr = &text[text.find("----- stderr -----\n").unwrap()..];
     insta::assert_snapshot!(stderr, @r#"
@@ -220,13 +221,11 @@ fn apply_wait_follows_the_job_to_its_end() {
 
     // Pods it may not list (RBAC): said once, asked once, and the Job is
     // still followed to its end.
-    let file = serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": [
+    let statuses = serde_json::json!([
         {"active": 2}, {"active": 1, "succeeded": 1},
-        {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}]});
-    fs::write(&job, file.to_string()).unwrap();
+        {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}]);
     fs::remove_file(dir.path().join("calls.jsonl")).unwrap();
-    let env = [("FAKE_KUBECTL_JOB", job.clone().into()), ("FAKE_KUBECTL_FAIL", "list-pods".into())];
-    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &env);
+    let text = apply_with(statuses, &[], &[("FAKE_KUBECTL_FAIL", "list-pods")]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     let stderr = &text[text.find("----- stderr -----\n").unwrap()..];
     assert_eq!(stderr.matches("warning: ").count(), 1, "{stderr}");
@@ -269,27 +268,11 @@ fn apply_wait_follows_the_job_to_its_end() {
         tree.join("rank0_trace.json"),
     )
     .unwrap();
-    let file = serde_json::json!({"name": "bert", "spec": {"completions": 2}, "statuses": [
-        {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}]});
-    fs::write(&job, file.to_string()).unwrap();
-    let args = [
-        "k8s",
-        "apply",
-        "--config",
-        "job.json",
-        "--wait",
-        "--results-dir",
-        "got",
-        "--summary",
-        "--json",
-        "--kubectl",
-        wrapper.to_str().unwrap(),
-    ];
-    let env = [
-        ("FAKE_KUBECTL_JOB", job.clone().into()),
-        ("FAKE_KUBECTL_TREE", dir.path().join("pvc").into()),
-    ];
-    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &env);
+    let statuses = serde_json::json!([
+        {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}]);
+    let pvc = dir.path().join("pvc");
+    let extra = ["--results-dir", "got", "--summary", "--json"];
+    let text = apply_with(statuses, &extra, &[("FAKE_KUBECTL_TREE", pvc.to_str().unwrap())]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     let json = crate::stdout_json(&text);
     assert_eq!(json["status"]["ended"], "Complete", "{json}");
