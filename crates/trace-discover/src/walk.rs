@@ -174,11 +174,7 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
         u.path.as_os_str().as_encoded_bytes().ends_with(ROCPROF_CSV.as_bytes())
             && u.path.parent().is_some_and(|d| rocprof_dirs.contains(d))
     };
-    let kept: Vec<Unsupported> = std::mem::take(&mut found.unsupported)
-        .into_iter()
-        .filter(|u| !csv_beside_trace(u))
-        .collect();
-    found.unsupported = kept;
+    found.unsupported.retain(|u| !csv_beside_trace(u));
     found.traces.sort_by(|a, b| (a.kind, a.path.as_os_str()).cmp(&(b.kind, b.path.as_os_str())));
     found
         .unsupported
