@@ -821,23 +821,18 @@ impl<'p> Analysis<'p> {
                 ]
             })
             .collect();
-        Some(Table {
-            header: [
-                "name",
-                "total_direct_kernel_time_sum",
-                "total_subtree_kernel_time_sum",
-                "total_direct_kernel_time_ms",
-                "total_subtree_kernel_time_ms",
-                "Count",
-                "Categories",
-                "Percentage (%)",
-                "Cumulative Percentage (%)",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows,
-        })
+        let header = [
+            "name",
+            "total_direct_kernel_time_sum",
+            "total_subtree_kernel_time_sum",
+            "total_direct_kernel_time_ms",
+            "total_subtree_kernel_time_ms",
+            "Count",
+            "Categories",
+            "Percentage (%)",
+            "Cumulative Percentage (%)",
+        ];
+        Some(Table::new(&header, rows))
     }
 }
 

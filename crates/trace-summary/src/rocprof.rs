@@ -421,16 +421,16 @@ fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Resul
         let pct = if total == 0.0 { 0.0 } else { value / total * 100.0 };
         vec![Cell::Str(name.into()), Cell::Float(value / 1000.0), Cell::Float(pct)]
     };
-    let timeline = Table {
-        header: vec!["type".into(), "time ms".into(), "percent".into()],
-        rows: vec![
+    let timeline = Table::new(
+        &["type", "time ms", "percent"],
+        vec![
             row("total_time", total),
             row("kernel", kernel),
             row("memory", memory),
             row("busy_time", busy),
             row("idle", idle),
         ],
-    };
+    );
     Ok(Tables {
         timeline,
         kernels: kernel_summary(groups),
