@@ -98,9 +98,9 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     }
     let context = args.kubectl.context.as_ref().map(|c| format!(" --context {c}"));
     let target = format!("{job} --namespace {namespace}{}", context.unwrap_or_default());
-    let gather = format!("`madengine k8s gather {target} --results-dir <dir>`");
+    let gather_later = format!("`madengine k8s gather {target} --results-dir <dir>`");
     let interrupt = crate::interrupt::Guard::saying(format!(
-        "stopped waiting; Job {job} goes on: `kubectl delete job {target}` stops it, {gather} \
+        "stopped waiting; Job {job} goes on: `kubectl delete job {target}` stops it, {gather_later} \
          collects its results once it ends"
     ));
     let deadline = args.timeout.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64);
@@ -130,7 +130,7 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     outcome["status"] = serde_json::to_value(&status).expect("a status serializes");
     outcome["timed_out"] = deleted.into();
     let Some(results_dir) = &args.results_dir else {
-        render::note(&format!("{gather} collects its results"));
+        render::note(&format!("{gather_later} collects its results"));
         if args.json {
             render::json(&outcome)?;
         }
