@@ -628,11 +628,11 @@ fn by_node(found: &mut [Vec<Input>; 2], recorded: &Records) -> Option<String> {
 /// with one node directory takes as many parts from its end as the other
 /// run's names are deep. `None` when that cannot be told.
 fn node_names(dirs: &[Vec<PathBuf>; 2]) -> Option<[Vec<String>; 2]> {
+    let parts_of = |d: &Path| -> Vec<String> {
+        d.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect()
+    };
     let below = |dirs: &[PathBuf]| -> Option<Vec<Vec<String>>> {
-        let parts: Vec<Vec<String>> = dirs
-            .iter()
-            .map(|d| d.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect())
-            .collect();
+        let parts: Vec<Vec<String>> = dirs.iter().map(|d| parts_of(d)).collect();
         let first = parts.first()?;
         let common = (0..first.len())
             .take_while(|&i| parts.iter().all(|p| p.get(i) == Some(&first[i])))
@@ -644,10 +644,7 @@ fn node_names(dirs: &[Vec<PathBuf>; 2]) -> Option<[Vec<String>; 2]> {
     for side in 0..2 {
         if dirs[side].len() == 1 && dirs[1 - side].len() > 1 {
             let depth = depth(&rel[1 - side]);
-            let parts: Vec<String> = dirs[side][0]
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
+            let parts = parts_of(&dirs[side][0]);
             rel[side] = vec![parts[parts.len().saturating_sub(depth)..].to_vec()];
         }
     }
