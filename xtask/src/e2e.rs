@@ -190,7 +190,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
     vec![
         Scenario {
             name: "rocprof-json",
-            what: "rocprofv3 --kernel-trace --hip-trace --output-format json, then report tracelens --mode rocprof and report summary (with 2+ GPUs, also a 2-rank job under rocprofv3: its processes told apart by GPU)",
+            what: "rocprofv3 --kernel-trace --hip-trace --output-format json, then report tracelens --mode rocprof and report summary; a run written as JSON and rocpd database, whose summaries must agree (with 2+ GPUs, also a 2-rank job under rocprofv3: its processes told apart by GPU)",
             runnable: need(&[
                 (amd, "an AMD GPU"),
                 (inv.rocprofv3, "rocprofv3"),
@@ -483,6 +483,8 @@ fn run_scenario(
                 // The native summary tells which GPU the process ran on and,
                 // with two GPUs, a 2-rank job's processes apart by their GPUs.
                 gpus_of(madengine, dir, "rocprof_output", 1)?;
+                // rocprofv3's default output, its rocpd database, read as its JSON.
+                let said = format!("{said}; {}", rocpd_as_json(madengine, dir, &w)?);
                 if !gpus_for_nccl(inv) {
                     return Ok(said);
                 }
@@ -630,6 +632,67 @@ fn run_scenario(
 /// Each trace in `dir` with the optimizer steps it holds (Kineto's
 /// `Optimizer.step#...` annotations): an iteration window must hold exactly
 /// its count, not Kineto's silent 500 ms fallback.
+/// One rocprofv3 run written both as JSON and as its rocpd database (its
+/// default output since ROCm 7): `report summary` must read the database as
+/// the JSON, the same GPU records and the same `gpu_timeline.csv`, so the
+/// views it reads are checked against the schema of the ROCm on this node.
+fn rocpd_as_json(madengine: &Path, dir: &Path, workload: &str) -> Result<String, String> {
+    let args = ["--kernel-trace", "--memory-copy-trace", "--output-format", "json", "rocpd"];
+    let args: Vec<&str> = args
+        .into_iter()
+        .chain(["-d", "rocprof_rocpd", "--", "python3", workload, "--steps", "5"])
+        .collect();
+    step(dir, Path::new("rocprofv3"), &args)?;
+    let found = files_under(&dir.join("rocprof_rocpd"));
+    let one = |suffix: &str| -> Result<PathBuf, String> {
+        match found.iter().filter(|p| p.to_string_lossy().ends_with(suffix)).collect::<Vec<_>>()[..]
+        {
+            [p] => Ok(p.clone()),
+            ref all => {
+                Err(format!("rocprofv3 wrote {} *{suffix} file(s), not 1: {all:?}", all.len()))
+            }
+        }
+    };
+    let (db, json) = (one("_results.db")?, one("_results.json")?);
+    let mut read = Vec::new();
+    for (trace, out) in [(&db, "rocpd_summary"), (&json, "rocpd_json_summary")] {
+        let trace = trace.display().to_string();
+        let said = step(dir, madengine, &["report", "summary", &trace, "-o", out, "--json"])?;
+        let summary: Value =
+            serde_json::from_str(&said).map_err(|e| format!("summary JSON: {e}: {said}"))?;
+        let timeline = files_under(&dir.join(out))
+            .into_iter()
+            .find(|p| p.ends_with("gpu_timeline.csv"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .ok_or_else(|| format!("report summary {trace} wrote no gpu_timeline.csv: {said}"))?;
+        read.push((summary["traces"][0]["events"].clone(), timeline));
+    }
+    if read[0] != read[1] {
+        return Err(format!(
+            "report summary of {} (records, gpu_timeline.csv): {:?}; of its JSON: {:?}",
+            db.display(),
+            read[0],
+            read[1]
+        ));
+    }
+    Ok(format!("its rocpd database read as its JSON ({} GPU records)", read[0].0))
+}
+
+/// Every file under `dir`, depth first.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
 /// `report summary` of the rocprofv3 traces under `dir/traces`: each
 /// process that ran kernels must say the GPU it ran them on, and `n`
 /// processes must have; with two or more, on distinct GPUs, in one

@@ -65,6 +65,74 @@ fn rocprofv3(kname: &[u8]) -> Vec<u8> {
     s
 }
 
+/// The tables and views of a rocpd database (rocprofv3's SQLite output),
+/// cut down to what madengine reads: the views keep the column names of
+/// rocprofiler-sdk's published `kernels` and `memory_copies` views (`name`,
+/// `start`, `end`, `agent_type_index`), which is what is read; the tables
+/// under them are simpler than rocprofv3's own, whose layout changes between
+/// schema versions.
+const ROCPD_SCHEMA: &str = r#"
+PRAGMA page_size = 1024;
+CREATE TABLE rocpd_metadata (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, value TEXT NOT NULL);
+CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
+CREATE TABLE rocpd_info_process (
+    id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, init BIGINT, fini BIGINT,
+    start BIGINT, "end" BIGINT, command TEXT);
+CREATE TABLE rocpd_info_agent (
+    id INTEGER PRIMARY KEY, type TEXT, type_index INTEGER, name TEXT, model_name TEXT,
+    product_name TEXT);
+CREATE TABLE rocpd_info_kernel_symbol (
+    id INTEGER PRIMARY KEY, kernel_name TEXT, display_name TEXT);
+CREATE TABLE rocpd_kernel_dispatch (
+    id INTEGER PRIMARY KEY, agent_id INTEGER, kernel_id INTEGER, start BIGINT, "end" BIGINT);
+CREATE TABLE rocpd_memory_copy (
+    id INTEGER PRIMARY KEY, src_agent_id INTEGER, dst_agent_id INTEGER, size INTEGER,
+    start BIGINT, "end" BIGINT);
+CREATE TABLE rocpd_region (
+    id INTEGER PRIMARY KEY, name_id INTEGER, start BIGINT, "end" BIGINT);
+CREATE VIEW kernels AS
+    SELECT K.id, S.display_name AS name, A.type_index AS agent_type_index,
+        K.start, K."end", K."end" - K.start AS duration
+    FROM rocpd_kernel_dispatch K
+    JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id
+    JOIN rocpd_info_agent A ON A.id = K.agent_id;
+CREATE VIEW memory_copies AS
+    SELECT M.id, M.start, M."end", M."end" - M.start AS duration, M.size
+    FROM rocpd_memory_copy M;
+INSERT INTO rocpd_metadata (tag, value) VALUES ('schema_version', '3');
+INSERT INTO rocpd_info_agent VALUES
+    (1, 'CPU', 0, 'AMD EPYC 9654', 'AMD EPYC 9654', 'AMD EPYC 9654'),
+    (2, 'GPU', 0, 'gfx942', 'aqua_vanjaram', 'AMD Instinct MI300X');
+INSERT INTO rocpd_string VALUES (1, 'hipLaunchKernel'), (2, 'hipMemcpyAsync');
+INSERT INTO rocpd_region VALUES (1, 1, 1200, 1290), (2, 1, 2900, 2990), (3, 2, 4900, 4950);
+"#;
+
+/// A rocpd database of one process (pid 1234, 1000..9000 ns) on an MI300X:
+/// two GEMM kernels, an RCCL all-reduce and a host-to-device copy; with
+/// `api_only`, only its HIP API calls (rocprofv3 run without
+/// `--kernel-trace`).
+fn rocpd(api_only: bool) -> Vec<u8> {
+    let db = rusqlite::Connection::open_in_memory().expect("an in-memory database");
+    db.execute_batch(ROCPD_SCHEMA).expect("the rocpd schema");
+    db.execute_batch(
+        "INSERT INTO rocpd_info_process VALUES \
+         (1, 1234, 1000, 9000, 1000, 9000, 'python3 train.py');",
+    )
+    .expect("the process");
+    if !api_only {
+        db.execute_batch(
+            r#"INSERT INTO rocpd_info_kernel_symbol VALUES
+                (1, 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd', 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32'),
+                (2, 'ncclDevKernel_Generic.kd', 'ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)');
+            INSERT INTO rocpd_kernel_dispatch VALUES
+                (1, 2, 1, 1300, 1800), (2, 2, 1, 3000, 3400), (3, 2, 2, 3200, 4200);
+            INSERT INTO rocpd_memory_copy VALUES (1, 1, 2, 1048576, 5000, 5600);"#,
+        )
+        .expect("the GPU records");
+    }
+    db.serialize(rusqlite::MAIN_DB).expect("the database's bytes").to_vec()
+}
+
 fn gz(bytes: &[u8]) -> Vec<u8> {
     // mtime 0 and no file name: the same bytes on every run.
     let mut e = GzBuilder::new().mtime(0).write(Vec::new(), Compression::best());
@@ -141,8 +209,13 @@ pub(crate) fn all() -> Vec<Fixture> {
         },
         Fixture {
             path: run("run/rocprof_output/1e4d92661463/1234_results.db"),
-            bytes: b"SQLite format 3\0".to_vec(),
-            how: "the header of a rocpd SQLite file: unsupported",
+            bytes: rocpd(false),
+            how: "a rocpd database (rocprofv3's default SQLite output) of one MI300X process: two GEMM kernels, an RCCL all-reduce, a copy; TraceLens cannot read it, `report summary` can",
+        },
+        Fixture {
+            path: run("rocpd/api_only/4321_results.db"),
+            bytes: rocpd(true),
+            how: "a rocpd database holding only HIP API calls (rocprofv3 run without --kernel-trace)",
         },
         Fixture {
             path: run("run/rpd_output/trace.rpd"),

@@ -650,8 +650,8 @@ directory of several reports is a run's: compared rank by rank, by the ranks
 `report summary` recorded in each one's summary.json, else by the ranks in
 their names (TraceLens' rank3_trace_csv/).
 
-Compare traces of one kind (PyTorch with PyTorch, rocprofv3 JSON with
-rocprofv3 JSON) that cover the same work: totals add up every step a trace
+Compare traces of one kind (PyTorch with PyTorch, rocprofv3 with rocprofv3,
+JSON or rocpd database) that cover the same work: totals add up every step a trace
 holds, so a trace of twice the steps shows twice the time. Each trace's
 steps are counted from its ProfilerStep# annotations (torch.profiler's
 schedule), else its Optimizer.step# ones (a trace captured on demand by
@@ -739,7 +739,9 @@ as TraceLens assigns them), and a cross-rank table per run when the traces
 carry ranks (runs are told apart by directory wherever a rank appears twice).
 rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
 total/kernel/memory/busy/idle, and kernel_summary), and their kernels by
-category (GEMM, Elementwise, COMM, ...). rocprofv3 writes no rank
+category (GEMM, Elementwise, COMM, ...); so do rocprofv3's SQLite databases
+(rocpd, <pid>_results.db, its default output since ROCm 7, which TraceLens
+cannot read), opened read-only. rocprofv3 writes no rank
 but a file per process, and a multi-GPU job runs a process per GPU: each
 trace says the GPU its kernels ran on (`on GPU 3`), and a directory's
 processes get a cross-GPU table (the GPU with the least time in collective
@@ -750,8 +752,8 @@ Broken traces are read
 through the sanitizer. Traces TraceLens rejects still get an answer, and each
 trace says which rule applied (`outcome` in --json).
 
-A directory is searched for PyTorch and rocprofv3 JSON traces (the output
-directory excepted; the Perfetto traces found are named in a note: `report
+A directory is searched for PyTorch and rocprofv3 JSON traces and rocpd
+databases (the output directory excepted; the Perfetto traces found are named in a note: `report
 tracelens` makes their reports); a file is read whatever its name. Traces are read in
 parallel (--jobs). A trace that cannot be read (truncated, not JSON) is
 reported with its error and does not stop the others; the exit code is then 3.

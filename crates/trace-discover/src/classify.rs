@@ -57,7 +57,8 @@ pub(crate) const UNSUPPORTED: [(&str, &str); 8] = [
     (
         "_results.db",
         "rocprofv3 SQLite output is not readable by TraceLens; re-run with a preset that sets an \
-         explicit --output-format, e.g. rocprofv3_lightweight (JSON) or rocprofv3_perfetto (pftrace)",
+         explicit --output-format, e.g. rocprofv3_lightweight (JSON) or rocprofv3_perfetto \
+         (pftrace); `madengine report summary` and `report diff` read it as it is",
     ),
     (
         ROCPROF_CSV,

@@ -184,6 +184,15 @@ pub enum Error {
         /// The parser's message, with line and column.
         detail: String,
     },
+    /// A SQLite file that could not be read as rocprofv3's rocpd output
+    /// (`<pid>_results.db`): SQLite's own message, or what it lacks.
+    #[error("{path} is not a readable rocpd database: {detail}")]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said, or what the database lacks.
+        detail: String,
+    },
     /// A report's CSV (`gpu_timeline.csv`, ...) could not be read as one.
     #[error("cannot read {path} as a report table")]
     Csv {

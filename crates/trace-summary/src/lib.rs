@@ -13,6 +13,9 @@
 //! describe, with nccl-tests' bandwidths.
 //! rocprofv3 JSON traces get TraceLens' rocprof variant of `gpu_timeline` and
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
+//! So do rocprofv3's SQLite databases (rocpd, `<pid>_results.db`, its
+//! default output since ROCm 7), read through the views rocprofv3 writes
+//! into them; [`summarize_file`] tells them by their first bytes.
 //! [`op_categories`] adds `ops_summary` up by op category (`GEMM`,
 //! `SDPA_fwd`, ...), which traces of different GPUs share;
 //! [`kernel_categories`] a rocprof `kernel_summary` by its kernel category.
@@ -41,6 +44,7 @@ mod diff;
 mod error;
 mod parse;
 mod registry;
+mod rocpd;
 mod rocprof;
 mod scan;
 mod summary;

@@ -273,17 +273,91 @@ struct Process {
 #[derive(Default)]
 struct Reading {
     process: Process,
-    init: Option<u64>,
-    fini: u64,
-    kernels: Vec<(f64, f64)>,
-    copies: Vec<(f64, f64)>,
+    records: Records,
+}
+
+/// The GPU records of a rocprofv3 run, whatever it was written as (JSON
+/// here, a rocpd database in `rocpd.rs`): what its tables are made of.
+#[derive(Default)]
+pub(crate) struct Records {
+    /// The earliest process start (ns).
+    pub(crate) init: Option<u64>,
+    /// The latest process end (ns).
+    pub(crate) fini: u64,
+    /// Kernel dispatches (start, end), µs.
+    pub(crate) kernels: Vec<(f64, f64)>,
+    /// Memory copies (start, end), µs.
+    pub(crate) copies: Vec<(f64, f64)>,
     /// Durations in ns in record order, grouped by kernel name.
-    groups: FxHashMap<String, Vec<u64>>,
+    pub(crate) groups: FxHashMap<String, Vec<u64>>,
     /// GPU agents' names, as read.
-    gpus: Vec<String>,
+    pub(crate) gpus: Vec<String>,
     /// The GPUs kernels were dispatched on, by index (`None`: an agent that
     /// is not a GPU of its process, or none named).
-    devices: std::collections::BTreeSet<Option<u32>>,
+    pub(crate) devices: std::collections::BTreeSet<Option<u32>>,
+}
+
+impl Records {
+    /// A kernel dispatch named `name`, from `start` to `end` (ns).
+    pub(crate) fn kernel(&mut self, name: &str, start: u64, end: u64) {
+        self.kernels.push(us(start, end));
+        let duration = end.saturating_sub(start);
+        match self.groups.get_mut(name) {
+            Some(durations) => durations.push(duration),
+            None => {
+                self.groups.insert(name.to_string(), vec![duration]);
+            }
+        }
+    }
+
+    /// A process that ran from `init` to `fini` (ns).
+    pub(crate) fn process(&mut self, init: u64, fini: u64) {
+        self.init = Some(self.init.map_or(init, |i| i.min(init)));
+        self.fini = self.fini.max(fini);
+    }
+
+    /// TraceLens' rocprof `gpu_timeline` and `kernel_summary` of these
+    /// records; `lists`: what the run's record lists were.
+    pub(crate) fn tables(self, lists: Vec<String>) -> Tables {
+        let Records { init, fini, mut kernels, copies, groups, gpus, devices } = self;
+        let gpu_index = match devices.len() {
+            1 => devices.into_iter().next().flatten(),
+            _ => None,
+        };
+        let init = init.unwrap_or(u64::MAX);
+        let records = kernels.len() + copies.len();
+        // TraceLens converts ns to µs floats first; doing the same keeps every digit.
+        let total = if fini > init { fini as f64 / 1000.0 - init as f64 / 1000.0 } else { 0.0 };
+        let kernel = length(&union(kernels.clone()));
+        let memory = length(&union(copies.clone()));
+        kernels.extend(copies);
+        let busy = length(&union(kernels));
+        let idle = (total - busy).max(0.0);
+        let row = |name: &str, value: f64| {
+            let pct = if total == 0.0 { 0.0 } else { value / total * 100.0 };
+            vec![Cell::Str(name.into()), Cell::Float(value / 1000.0), Cell::Float(pct)]
+        };
+        let timeline = Table::new(
+            &["type", "time ms", "percent"],
+            vec![
+                row("total_time", total),
+                row("kernel", kernel),
+                row("memory", memory),
+                row("busy_time", busy),
+                row("idle", idle),
+            ],
+        );
+        Tables {
+            timeline,
+            kernels: kernel_summary(groups),
+            records,
+            data_after_end: None,
+            truncated_at: None,
+            lists,
+            gpus: crate::summary::distinct(gpus),
+            gpu_index,
+        }
+    }
 }
 
 impl Reading {
@@ -333,7 +407,7 @@ impl Reading {
                     self.process.gpu_agents.insert(id.handle, index);
                 }
                 if let Some(name) = a.product_name.filter(|n| !n.trim().is_empty()).or(a.name) {
-                    self.gpus.push(name);
+                    self.records.gpus.push(name);
                 }
             }
             Record::Symbol => {
@@ -355,7 +429,7 @@ impl Reading {
             }
             Record::Copy => {
                 let c = Span::deserialize(json)?;
-                self.copies.push(us(c.start_timestamp, c.end_timestamp));
+                self.records.copies.push(us(c.start_timestamp, c.end_timestamp));
             }
             Record::ProcessEnd => self.end_process()?,
         }
@@ -367,22 +441,14 @@ impl Reading {
     fn end_process(&mut self) -> Result<(), serde_json::Error> {
         let Process { metadata, names, dispatches, gpu_agents, used } =
             std::mem::take(&mut self.process);
-        self.devices.extend(used.into_iter().map(|a| gpu_agents.get(&a?).copied()));
+        let records = &mut self.records;
+        records.devices.extend(used.into_iter().map(|a| gpu_agents.get(&a?).copied()));
         let Some(metadata) = metadata else {
             return Err(de::Error::missing_field("metadata"));
         };
-        self.init = Some(self.init.map_or(metadata.init_time, |i| i.min(metadata.init_time)));
-        self.fini = self.fini.max(metadata.fini_time);
+        records.process(metadata.init_time, metadata.fini_time);
         for (start, end, kernel) in dispatches {
-            self.kernels.push(us(start, end));
-            let name = names.get(&kernel).map_or("", String::as_str);
-            let duration = end.saturating_sub(start);
-            match self.groups.get_mut(name) {
-                Some(durations) => durations.push(duration),
-                None => {
-                    self.groups.insert(name.to_string(), vec![duration]);
-                }
-            }
+            records.kernel(names.get(&kernel).map_or("", String::as_str), start, end);
         }
         Ok(())
     }
@@ -403,43 +469,10 @@ fn tables_in_chunks(reader: impl Read + Send, chunk: usize) -> serde_json::Resul
     if !scanned.shape.tool && scanned.truncated_at.is_none() {
         return Err(de::Error::missing_field("rocprofiler-sdk-tool"));
     }
-    let Reading { init, fini, mut kernels, copies, groups, gpus, devices, .. } = read;
-    let gpu_index = match devices.len() {
-        1 => devices.into_iter().next().flatten(),
-        _ => None,
-    };
-    let init = init.unwrap_or(u64::MAX);
-    let records = kernels.len() + copies.len();
-    // TraceLens converts ns to µs floats first; doing the same keeps every digit.
-    let total = if fini > init { fini as f64 / 1000.0 - init as f64 / 1000.0 } else { 0.0 };
-    let kernel = length(&union(kernels.clone()));
-    let memory = length(&union(copies.clone()));
-    kernels.extend(copies);
-    let busy = length(&union(kernels));
-    let idle = (total - busy).max(0.0);
-    let row = |name: &str, value: f64| {
-        let pct = if total == 0.0 { 0.0 } else { value / total * 100.0 };
-        vec![Cell::Str(name.into()), Cell::Float(value / 1000.0), Cell::Float(pct)]
-    };
-    let timeline = Table::new(
-        &["type", "time ms", "percent"],
-        vec![
-            row("total_time", total),
-            row("kernel", kernel),
-            row("memory", memory),
-            row("busy_time", busy),
-            row("idle", idle),
-        ],
-    );
     Ok(Tables {
-        timeline,
-        kernels: kernel_summary(groups),
-        records,
         data_after_end: scanned.after_end,
         truncated_at: scanned.truncated_at,
-        lists: scanned.shape.lists,
-        gpus: crate::summary::distinct(gpus),
-        gpu_index,
+        ..read.records.tables(scanned.shape.lists)
     })
 }
 

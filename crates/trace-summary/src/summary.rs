@@ -83,19 +83,23 @@ impl StepMarker {
 pub enum Format {
     /// A Kineto (PyTorch profiler) Chrome trace.
     Kineto,
-    /// A rocprofv3 JSON trace (`rocprofiler-sdk-tool`).
+    /// rocprofv3 output: a JSON trace (`rocprofiler-sdk-tool`), or its rocpd
+    /// SQLite database (`<pid>_results.db`), which hold the same records.
     Rocprofv3,
 }
 
 impl Format {
     /// What [`summarize_file`] reads the trace at `path` as, from its first
-    /// bytes (decompressed when gzip): rocprofv3 JSON by its first key,
-    /// anything else as Kineto (also when they cannot be read).
+    /// bytes (decompressed when gzip): rocprofv3 JSON by its first key, a
+    /// rocpd database by SQLite's header, anything else as Kineto (also when
+    /// they cannot be read).
     pub fn of_file(path: &Path) -> Format {
         let mut head = Vec::with_capacity(256);
         let read = decompressed(path).and_then(|(input, _)| input.take(256).read_to_end(&mut head));
         match read {
-            Ok(_) if crate::rocprof::sniff(&head) => Format::Rocprofv3,
+            Ok(_) if crate::rocprof::sniff(&head) || crate::rocpd::sniff(&head) => {
+                Format::Rocprofv3
+            }
             _ => Format::Kineto,
         }
     }
@@ -267,6 +271,12 @@ pub fn summarize_with<R: Read + Send>(
     if trace_sanitize::is_perfetto(head) {
         return Err(Error::Perfetto { path: label.to_path_buf() });
     }
+    if crate::rocpd::sniff(head) {
+        return Err(Error::Database {
+            path: label.to_path_buf(),
+            detail: "a SQLite database is read from its file (summarize_file), not a stream".into(),
+        });
+    }
     if let Some(format) = trace_sanitize::compressed_format(head) {
         return Err(Error::Compressed { path: label.to_path_buf(), format, twice: false });
     }
@@ -277,48 +287,18 @@ pub fn summarize_with<R: Read + Send>(
         return Err(Error::NotADocument { path: label.to_path_buf(), first });
     }
     if crate::rocprof::sniff(head) {
-        let crate::rocprof::Tables {
-            timeline,
-            kernels,
-            records,
-            data_after_end,
-            truncated_at,
-            lists,
-            gpus,
-            gpu_index,
-        } = crate::rocprof::tables(reader).map_err(|e| Error::Parse {
+        let tables = crate::rocprof::tables(reader).map_err(|e| Error::Parse {
             path: label.to_path_buf(),
             format: Some(Format::Rocprofv3),
             detail: e.to_string(),
         })?;
-        if let Some(bytes) = truncated_at {
+        if let Some(bytes) = tables.truncated_at {
             return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: None });
         }
-        if let Some(offset) = data_after_end {
+        if let Some(offset) = tables.data_after_end {
             return Err(Error::DataAfterEnd { path: label.to_path_buf(), offset: Some(offset) });
         }
-        let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
-        return Ok(Summary {
-            format: Format::Rocprofv3,
-            outcome,
-            gpu_timeline: (outcome == Outcome::Rocprofv3).then_some(timeline),
-            kernel_summary: kernels,
-            ops_summary: None,
-            collective_summary: None,
-            events: records,
-            gpu_events: records,
-            truncated_at: None,
-            data_after_end: None,
-            gpu_devices: None,
-            gpus,
-            gpu_index,
-            repaired: Default::default(),
-            not_json: None,
-            malformed: None,
-            unclosed_string: false,
-            record_lists: lists,
-            steps: None,
-        });
+        return Ok(rocprof_summary(tables));
     }
     let mut parsed = parse(reader).map_err(|e| Error::Parse {
         path: label.to_path_buf(),
@@ -414,8 +394,36 @@ pub fn summarize_with<R: Read + Send>(
     })
 }
 
+/// The summary of rocprofv3 records' tables (its JSON or its database).
+fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
+    let crate::rocprof::Tables { timeline, kernels, records, lists, gpus, gpu_index, .. } = tables;
+    let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
+    Summary {
+        format: Format::Rocprofv3,
+        outcome,
+        gpu_timeline: (outcome == Outcome::Rocprofv3).then_some(timeline),
+        kernel_summary: kernels,
+        ops_summary: None,
+        collective_summary: None,
+        events: records,
+        gpu_events: records,
+        truncated_at: None,
+        data_after_end: None,
+        gpu_devices: None,
+        gpus,
+        gpu_index,
+        repaired: Default::default(),
+        not_json: None,
+        malformed: None,
+        unclosed_string: false,
+        record_lists: lists,
+        steps: None,
+    }
+}
+
 /// Summarize a `.json` or `.json.gz` trace file, sanitizing on the fly on a
-/// second thread (decompression and repair there, parsing here).
+/// second thread (decompression and repair there, parsing here); or a
+/// rocprofv3 rocpd database (SQLite, by its first bytes), through its views.
 pub fn summarize_file(path: &Path) -> Result<Summary> {
     summarize_file_with(path, &Options::default())
 }
@@ -423,6 +431,16 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 /// [`summarize_file`] with [`Options`]. With [`Options::salvage`] a gzip
 /// stream cut short is salvaged too, up to where it could be read.
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
+    if is_database(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })? {
+        return crate::rocpd::tables(path, options.cancel.as_deref()).map(rocprof_summary).map_err(
+            |failure| match failure {
+                crate::rocpd::Failure::Cancelled => Error::Cancelled { path: path.to_path_buf() },
+                crate::rocpd::Failure::Said(detail) => {
+                    Error::Database { path: path.to_path_buf(), detail }
+                }
+            },
+        );
+    }
     let (summary, repaired) =
         match with_sanitized(path, options, |reader| summarize_with(reader, path, options)) {
             Ok(read) => read,
@@ -504,6 +522,13 @@ pub fn parse_file(path: &Path) -> Result<usize> {
         })
     })
     .map(|(read, _)| read)
+}
+
+/// Whether the file is a SQLite database, by its first bytes.
+fn is_database(path: &Path) -> std::io::Result<bool> {
+    let mut head = Vec::with_capacity(16);
+    File::open(path)?.take(16).read_to_end(&mut head)?;
+    Ok(crate::rocpd::sniff(&head))
 }
 
 /// The file's bytes, gunzipped when it is gzip (by its magic bytes), and

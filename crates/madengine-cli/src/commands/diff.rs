@@ -393,7 +393,7 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
         return Ok(vec![Input::new(path.to_path_buf(), path.to_path_buf(), rank)]);
     }
     let then = "`madengine report tracelens` makes their TraceLens reports";
-    let (traces, _) = super::json_traces(path, vec![], then)?;
+    let (traces, _) = super::json_traces(path, vec![], then, true)?;
     if traces.is_empty() {
         // A directory of reports (`report summary`'s output, TraceLens'):
         // each is one side; name them.

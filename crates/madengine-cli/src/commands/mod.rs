@@ -24,22 +24,48 @@ use crate::{
 };
 
 /// The JSON traces under `dir` that trace-summary and the sanitizer read
-/// (PyTorch and rocprofv3 JSON), excluding `exclude`. The Perfetto traces
-/// found there are left out (the second list) and named in a note, with
-/// `then`: what to do with them instead.
+/// (PyTorch and rocprofv3 JSON), excluding `exclude`; with `databases`, also
+/// rocprofv3's rocpd databases (`<pid>_results.db`, which TraceLens cannot
+/// read but trace-summary can), as rocprofv3 traces, each where no JSON of
+/// the same process lies beside it. The Perfetto traces found there are left
+/// out (the second list) and named in a note, with `then`: what to do with
+/// them instead.
 fn json_traces(
     dir: &std::path::Path,
     exclude: Vec<std::path::PathBuf>,
     then: &str,
+    databases: bool,
 ) -> Result<(Vec<trace_discover::Trace>, Vec<std::path::PathBuf>), Error> {
     let options = trace_discover::Options { exclude, ..Default::default() };
-    let found = trace_discover::discover(dir, &options)?;
-    let (json, perfetto): (Vec<_>, Vec<_>) = found.traces.into_iter().partition(|t| {
+    let mut found = trace_discover::discover(dir, &options)?;
+    let (mut json, perfetto): (Vec<_>, Vec<_>) = found.traces.into_iter().partition(|t| {
         matches!(
             t.kind,
             trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
         )
     });
+    if databases {
+        let (rocpd, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut found.unsupported)
+            .into_iter()
+            .partition(|u| u.path.as_os_str().as_encoded_bytes().ends_with(b"_results.db"));
+        found.unsupported = rest;
+        for u in rocpd {
+            let twin = u.path.with_extension("json");
+            if json.iter().any(|t| t.path == twin) {
+                continue;
+            }
+            let size = std::fs::metadata(&u.path).map_or(0, |m| m.len());
+            json.push(trace_discover::Trace {
+                path: u.path,
+                // Read by trace-summary as rocprofv3 output, which it is.
+                kind: trace_discover::TraceKind::RocprofJson,
+                claim: trace_discover::Claim::Name,
+                size,
+                rank: None,
+            });
+        }
+        json.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));
+    }
     const NAMED: usize = 3;
     if json.is_empty() && perfetto.is_empty() {
         // Nothing to read: say what was there instead, and what to do.

@@ -402,7 +402,16 @@ impl TraceView {
     /// in rocprofv3's buffer_records, Kineto's `traceEvents`): the list
     /// under a key a stray byte changed, else what it holds instead.
     fn missing_list(&self, format: trace_summary::Format) -> Option<String> {
+        let database = self.trace.extension().is_some_and(|e| e == "db");
         let (list, within, place, records, guess) = match format {
+            // A rocpd database: its record tables, named as the JSON's lists.
+            trace_summary::Format::Rocprofv3 if database => (
+                "kernel_dispatch",
+                "",
+                "its database holds records of",
+                "records",
+                "rocprofv3 run without --kernel-trace?",
+            ),
             trace_summary::Format::Rocprofv3 => (
                 "kernel_dispatch",
                 " in its buffer_records",
@@ -427,7 +436,11 @@ impl TraceView {
             ));
         }
         let held: Vec<String> = lists.iter().map(|l| format!("`{l}`")).collect();
-        Some(format!("no {list} list: {place} {} ({guess}): nothing to summarize", held.join(", ")))
+        let kind = if database { "records" } else { "list" };
+        Some(format!(
+            "no {list} {kind}: {place} {} ({guess}): nothing to summarize",
+            held.join(", ")
+        ))
     }
 
     fn static_note(&self) -> Option<&'static str> {
@@ -796,6 +809,7 @@ fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
             &path,
             vec![args.output_dir.clone()],
             "`madengine report tracelens` makes their TraceLens reports",
+            true,
         )?;
         left_out.extend(perfetto);
         for t in traces {

@@ -844,3 +844,63 @@ fn multi_node_rocprofv3_runs_compare_node_by_node() {
         "{text}"
     );
 }
+
+/// rocprofv3's SQLite output (rocpd), which TraceLens cannot read, compares
+/// as its JSON would: here two runs of one process, the new one's first GEMM
+/// 500 ns longer.
+#[test]
+fn rocpd_databases_compare_as_rocprofv3_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic().join("run/rocprof_output/1e4d92661463/1234_results.db");
+    for run in ["base", "new"] {
+        let to = dir.path().join(run).join("host/1234_results.db");
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(&db, &to).unwrap();
+    }
+    rusqlite::Connection::open(dir.path().join("new/host/1234_results.db"))
+        .unwrap()
+        .execute_batch(r#"UPDATE rocpd_kernel_dispatch SET "end" = "end" + 500 WHERE id = 1;"#)
+        .unwrap();
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  base/host/1234_results.db (rocprofv3, AMD Instinct MI300X, 3 kernel launches)
+              note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)
+    new       new/host/1234_results.db (rocprofv3, AMD Instinct MI300X, 3 kernel launches)
+              note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)
+
+    GPU busy 0.002 -> 0.003 ms (+21.7%), of which collective kernels 0.001 -> 0.001 ms (+0.0%)
+
+    TIMELINE (ms)  BASELINE    NEW   DELTA  RATIO
+    total_time        0.008  0.008       0  1.00x
+    kernel            0.002  0.002  +0.001  1.29x
+    memory            0.001  0.001       0  1.00x
+    busy_time         0.002  0.003  +0.001  1.22x
+    idle              0.006  0.005  -0.001  0.91x
+
+    kernels, largest changes first (µs):
+    BASELINE    NEW   DELTA  RATIO  LAUNCHES  KERNEL
+       0.900  1.400  +0.500  1.56x         2  Cijk_Alik_Bljk_HHS_BH_MT64x64x32
+
+    kernel categories, largest changes first (ms):
+    BASELINE    NEW    DELTA  RATIO  LAUNCHES  CATEGORY
+       0.001  0.001  +<0.001  1.56x         2  GEMM
+    ----- stderr -----
+    ");
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["report", "summary", "new", "--json", "-o", "out"].map(std::ffi::OsStr::new),
+        &[],
+    );
+    let json = crate::stdout_json(&text);
+    let trace = &json["traces"][0];
+    assert_eq!(trace["trace"], "new/host/1234_results.db", "{json}");
+    assert_eq!((&trace["format"], &trace["outcome"]), (&"rocprofv3".into(), &"rocprofv3".into()));
+    assert_eq!(trace["gpu_index"], 0);
+    assert_eq!(trace["gpus"][0], "AMD Instinct MI300X");
+    // The database is read, never written.
+    assert_eq!(
+        fs::read(dir.path().join("base/host/1234_results.db")).unwrap(),
+        fs::read(&db).unwrap()
+    );
+}

@@ -9,4 +9,5 @@ mod fidelity;
 mod mangled;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
 mod public_dir;
+mod rocpd;
 mod truncated;

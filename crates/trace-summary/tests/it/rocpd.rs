@@ -1,0 +1,126 @@
+//! rocprofv3's rocpd output (SQLite): the same tables as its JSON.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, atomic::AtomicBool},
+};
+
+use trace_summary::{Error, Format, Options, Outcome};
+
+fn synthetic(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic").join(path)
+}
+
+const DB: &str = "run/rocprof_output/1e4d92661463/1234_results.db";
+
+/// The records of the synthetic database, written as rocprofv3 JSON.
+const SAME_AS_JSON: &str = r#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":1234,"init_time":1000,"fini_time":9000},
+"agents":[{"id":{"handle":1},"type":1,"logical_node_type_id":0,"name":"AMD EPYC 9654","product_name":"AMD EPYC 9654"},
+{"id":{"handle":2},"type":2,"logical_node_type_id":0,"name":"gfx942","product_name":"AMD Instinct MI300X"}],
+"kernel_symbols":[{"kernel_id":0,"kernel_name":""},
+{"kernel_id":1,"kernel_name":"Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd","truncated_kernel_name":"Cijk_Alik_Bljk_HHS_BH_MT64x64x32"},
+{"kernel_id":2,"kernel_name":"ncclDevKernel_Generic.kd","truncated_kernel_name":"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"}],
+"buffer_records":{"kernel_dispatch":[
+{"start_timestamp":1300,"end_timestamp":1800,"dispatch_info":{"agent_id":{"handle":2},"kernel_id":1}},
+{"start_timestamp":3000,"end_timestamp":3400,"dispatch_info":{"agent_id":{"handle":2},"kernel_id":1}},
+{"start_timestamp":3200,"end_timestamp":4200,"dispatch_info":{"agent_id":{"handle":2},"kernel_id":2}}],
+"memory_copy":[{"start_timestamp":5000,"end_timestamp":5600}]}}]}"#;
+
+#[test]
+fn a_rocpd_database_gives_the_tables_its_json_would() {
+    let db = synthetic(DB);
+    let before = std::fs::read(&db).unwrap();
+    let from_db = trace_summary::summarize_file(&db).unwrap();
+    let from_json =
+        trace_summary::summarize(SAME_AS_JSON.as_bytes(), Path::new("same.json")).unwrap();
+
+    assert_eq!(from_db.format, Format::Rocprofv3);
+    assert_eq!(from_db.outcome, Outcome::Rocprofv3);
+    assert_eq!((from_db.events, from_db.gpu_events), (4, 4));
+    assert_eq!(from_db.gpus, ["AMD Instinct MI300X"]);
+    assert_eq!(from_db.gpu_index, Some(0));
+    let csv = |t: Option<&trace_summary::Table>| t.map(|t| t.to_csv());
+    assert_eq!(csv(from_db.gpu_timeline.as_ref()), csv(from_json.gpu_timeline.as_ref()));
+    assert_eq!(csv(from_db.kernel_summary.as_ref()), csv(from_json.kernel_summary.as_ref()));
+    assert_eq!((from_db.gpus, from_db.gpu_index), (from_json.gpus, from_json.gpu_index));
+    insta::assert_snapshot!(from_db.gpu_timeline.unwrap().to_csv(), @r"
+    type,time ms,percent
+    total_time,0.008,100.0
+    kernel,0.0017000000000000001,21.250000000000004
+    memory,0.0005999999999999996,7.499999999999996
+    busy_time,0.0023,28.749999999999996
+    idle,0.0057,71.25
+    ");
+    let kernels = trace_summary::kernel_categories(from_db.kernel_summary.as_ref().unwrap());
+    let by: Vec<(&str, u64)> =
+        kernels.iter().flatten().map(|c| (c.name.as_str(), c.count)).collect();
+    assert_eq!(by, [("COMM", 1), ("GEMM", 2)]);
+    // Read-only: the database is as it was.
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+#[test]
+fn a_rocpd_database_without_kernel_records_says_what_it_holds() {
+    let s = trace_summary::summarize_file(&synthetic("rocpd/api_only/4321_results.db")).unwrap();
+    assert_eq!(s.outcome, Outcome::NoGpuActivity);
+    assert_eq!(s.record_lists, ["region"]);
+    assert!(s.gpu_timeline.is_none() && s.kernel_summary.is_none());
+}
+
+#[test]
+fn format_of_file_knows_a_database() {
+    assert_eq!(Format::of_file(&synthetic(DB)), Format::Rocprofv3);
+}
+
+/// A copy of the synthetic database in a temp dir, changed by `sql`.
+fn changed(sql: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("5678_results.db");
+    std::fs::copy(synthetic(DB), &path).unwrap();
+    rusqlite::Connection::open(&path).unwrap().execute_batch(sql).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn dispatches_the_kernels_view_does_not_join_are_an_error_not_an_idle_gpu() {
+    let (_dir, path) = changed("DELETE FROM rocpd_info_kernel_symbol;");
+    let err = trace_summary::summarize_file(&path).unwrap_err();
+    assert!(matches!(err, Error::Database { .. }), "{err:?}");
+    insta::assert_snapshot!(err.to_string().replace(&path.display().to_string(), "DB"), @"DB is not a readable rocpd database: its rocpd_kernel_dispatch table holds rows, but its `kernels` view joins none of them (a schema other than rocprofiler-sdk's published one?)");
+}
+
+#[test]
+fn a_database_without_the_kernels_view_is_named() {
+    let (_dir, path) = changed("DROP VIEW kernels;");
+    let err = trace_summary::summarize_file(&path).unwrap_err().to_string();
+    assert!(err.contains("a rocpd database without the `kernels` view"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("app_results.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);")
+        .unwrap();
+    let err = trace_summary::summarize_file(&other).unwrap_err().to_string();
+    assert!(
+        err.ends_with(
+            "a SQLite database, but not rocprofv3's rocpd output (it has no rocpd_ tables)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_database_read_from_a_stream_is_refused_by_name() {
+    let bytes = std::fs::read(synthetic(DB)).unwrap();
+    let err = trace_summary::summarize(&bytes[..], Path::new("x_results.db")).unwrap_err();
+    assert!(matches!(err, Error::Database { .. }), "{err:?}");
+}
+
+#[test]
+fn reading_a_database_stops_when_cancelled() {
+    let cancel = Arc::new(AtomicBool::new(true));
+    let options = Options::default().cancelled_by(cancel);
+    let err = trace_summary::summarize_file_with(&synthetic(DB), &options).unwrap_err();
+    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
+}
