@@ -398,9 +398,110 @@ fn summary_rocprof(
         peak_kib,
         baseline: Some(first),
     });
+    // The same records as rocprofv3's rocpd database: read as fast, to the
+    // same tables.
+    let db = scratch.join("big_results.db");
+    eprintln!("writing the same records as a rocpd database...");
+    rocpd_of(&source, 13, &db)?;
+    let (db_seconds, db_kib) = measure(&summary(&db), runs, &out)?;
+    let db_size = fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
+    rows.push(Row {
+        bench: "summary-rocprof",
+        subject: format!(
+            "report summary, the same as a rocpd database ({:.0} MB SQLite)",
+            db_size as f64 / 1e6
+        ),
+        seconds: db_seconds,
+        peak_kib: db_kib,
+        baseline: Some(rows.len() - 1),
+    });
+    let csvs = |trace: &Path| -> Result<Vec<String>, String> {
+        let _ = fs::remove_dir_all(&out);
+        cmd(madengine, summary(trace).into_iter().skip(1).collect::<Vec<_>>())
+            .stdout_null()
+            .run()
+            .map_err(|e| format!("report summary {}: {e}", trace.display()))?;
+        let dir = fs::read_dir(&out)
+            .map_err(|e| format!("{}: {e}", out.display()))?
+            .flatten()
+            .next()
+            .ok_or("report summary wrote no CSV directory")?
+            .path();
+        ["gpu_timeline.csv", "kernel_summary.csv"]
+            .iter()
+            .map(|f| fs::read_to_string(dir.join(f)).map_err(|e| format!("{f}: {e}")))
+            .collect()
+    };
+    if csvs(&db)? != csvs(&tiled)? {
+        return Err("the rocpd database's tables differ from its JSON's".into());
+    }
     let _ = fs::remove_file(&tiled);
+    let _ = fs::remove_file(&db);
     let _ = fs::remove_dir_all(&out);
     Ok(())
+}
+
+/// The public rocprofv3 trace's kernel dispatches, tiled `copies` times as
+/// [`PYTHON_ROCPROF_TILER`] tiles them, written as a rocpd database (the
+/// synthetic fixture's schema) at `db`, with its memory copies (not tiled).
+fn rocpd_of(source: &Path, copies: u64, db: &Path) -> Result<(), String> {
+    use serde_json::Value;
+    let file = fs::File::open(source).map_err(|e| format!("{}: {e}", source.display()))?;
+    let doc: Value =
+        serde_json::from_reader(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+            .map_err(|e| format!("{}: {e}", source.display()))?;
+    let tool = &doc["rocprofiler-sdk-tool"][0];
+    let records = tool["buffer_records"]["kernel_dispatch"].as_array().ok_or("no dispatches")?;
+    let time = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
+    let first = records.iter().map(|r| time(r, "start_timestamp")).min().unwrap_or(0);
+    let last = records.iter().map(|r| time(r, "end_timestamp")).max().unwrap_or(0);
+    let span = last - first + 1000;
+    let meta = &tool["metadata"];
+    let fini = time(meta, "fini_time").max(first + copies * span);
+    let sql = |e: rusqlite::Error| format!("{}: {e}", db.display());
+    let _ = fs::remove_file(db);
+    let mut conn = rusqlite::Connection::open(db).map_err(sql)?;
+    conn.execute_batch(crate::fixtures::ROCPD_SCHEMA).map_err(sql)?;
+    let tx = conn.transaction().map_err(sql)?;
+    tx.execute(
+        "INSERT INTO rocpd_info_process VALUES (1, 1, ?1, ?2, ?1, ?2, '')",
+        (time(meta, "init_time") as i64, fini as i64),
+    )
+    .map_err(sql)?;
+    for s in tool["kernel_symbols"].as_array().into_iter().flatten() {
+        let name = ["truncated_kernel_name", "formatted_kernel_name", "kernel_name"]
+            .iter()
+            .filter_map(|k| s[*k].as_str())
+            .find(|n| !n.is_empty())
+            .unwrap_or("");
+        tx.execute(
+            "INSERT INTO rocpd_info_kernel_symbol VALUES (?1, ?2, ?3)",
+            (time(s, "kernel_id") as i64, s["kernel_name"].as_str(), name),
+        )
+        .map_err(sql)?;
+    }
+    {
+        let mut insert = tx
+            .prepare("INSERT INTO rocpd_kernel_dispatch (agent_id, kernel_id, start, \"end\") VALUES (2, ?1, ?2, ?3)")
+            .map_err(sql)?;
+        for k in 0..copies {
+            for r in records {
+                let kernel = r["dispatch_info"]["kernel_id"].as_u64().unwrap_or(0) as i64;
+                let start = (time(r, "start_timestamp") + k * span) as i64;
+                let end = (time(r, "end_timestamp") + k * span) as i64;
+                insert.execute((kernel, start, end)).map_err(sql)?;
+            }
+        }
+    }
+    for c in tool["buffer_records"]["memory_copy"].as_array().into_iter().flatten() {
+        tx.execute(
+            "INSERT INTO rocpd_memory_copy (src_agent_id, dst_agent_id, size, start, \"end\") \
+             VALUES (1, 2, 0, ?1, ?2)",
+            (time(c, "start_timestamp") as i64, time(c, "end_timestamp") as i64),
+        )
+        .map_err(sql)?;
+    }
+    tx.commit().map_err(sql)
 }
 
 /// `report summary` over 4 rank traces of ~90 MB: one trace at a time

@@ -71,7 +71,7 @@ fn rocprofv3(kname: &[u8]) -> Vec<u8> {
 /// `start`, `end`, `agent_type_index`), which is what is read; the tables
 /// under them are simpler than rocprofv3's own, whose layout changes between
 /// schema versions.
-const ROCPD_SCHEMA: &str = r#"
+pub(crate) const ROCPD_SCHEMA: &str = r#"
 PRAGMA page_size = 1024;
 CREATE TABLE rocpd_metadata (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, value TEXT NOT NULL);
 CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
