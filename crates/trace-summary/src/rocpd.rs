@@ -41,7 +41,13 @@ pub(crate) enum Failure {
 
 impl From<rusqlite::Error> for Failure {
     fn from(e: rusqlite::Error) -> Failure {
-        Failure::Said(e.to_string())
+        let why = match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+                " (cut short or damaged: a job killed while rocprofv3 wrote it? a copy cut short?)"
+            }
+            _ => "",
+        };
+        Failure::Said(format!("{e}{why}"))
     }
 }
 

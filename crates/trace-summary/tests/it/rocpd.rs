@@ -124,3 +124,16 @@ fn reading_a_database_stops_when_cancelled() {
     let err = trace_summary::summarize_file_with(&synthetic(DB), &options).unwrap_err();
     assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
 }
+
+#[test]
+fn a_database_cut_short_is_a_database_error_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("1234_results.db");
+    let bytes = std::fs::read(synthetic(DB)).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = trace_summary::summarize_file(&path).unwrap_err();
+    assert!(matches!(err, Error::Database { .. }), "{err:?}");
+    let said = err.to_string();
+    let said = said.replace(&path.display().to_string(), "DB");
+    insta::assert_snapshot!(said, @"DB is not a readable rocpd database: database disk image is malformed (cut short or damaged: a job killed while rocprofv3 wrote it? a copy cut short?)");
+}
