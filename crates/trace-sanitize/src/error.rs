@@ -144,6 +144,20 @@ pub enum Error {
         /// The input file.
         path: PathBuf,
     },
+    /// The input is a SQLite database ([`crate::is_sqlite`]: rocprofv3's
+    /// rocpd output, `<pid>_results.db`, or an RPD file), not JSON: there is
+    /// nothing to repair, and a repair byte by byte would only mangle it.
+    #[error("the input is a SQLite database, not JSON")]
+    Sqlite,
+    /// [`Error::Sqlite`] of a file.
+    #[error(
+        "{path} is a SQLite database (rocprofv3's rocpd output, or RPD), not JSON: there is \
+         nothing to repair (rocprofv3's rocpd databases are read as they are)"
+    )]
+    SqliteFile {
+        /// The input file.
+        path: PathBuf,
+    },
     /// The input is compressed data ([`crate::compressed_format`]): a gzip stream
     /// inside a gzip file (compressed twice), or zstd, xz, bzip2 or zip.
     /// Repaired byte by byte it would only be mangled: decompress it first.

@@ -412,6 +412,7 @@ fn scan_file(
         Error::Cancelled { offset } => Error::CancelledFile { path: path.to_path_buf(), offset },
         Error::NotUtf8 { encoding } => Error::NotUtf8File { path: path.to_path_buf(), encoding },
         Error::Perfetto => Error::PerfettoFile { path: path.to_path_buf() },
+        Error::Sqlite => Error::SqliteFile { path: path.to_path_buf() },
         Error::Compressed { format } => Error::CompressedFile {
             path: path.to_path_buf(),
             format,

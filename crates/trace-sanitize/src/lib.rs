@@ -49,7 +49,8 @@
 //! bytes around its first character) is refused as [`Error::NotUtf8`]:
 //! repaired byte by byte it would only be mangled. So is a Perfetto trace
 //! (protobuf, rocprofv3's `pftrace`; [`is_perfetto`]) as [`Error::Perfetto`]:
-//! it is not JSON, and TraceLens reads it as it is. And so is compressed
+//! it is not JSON, and TraceLens reads it as it is; and a SQLite database
+//! (rocprofv3's rocpd output; [`is_sqlite`]) as [`Error::Sqlite`]. And so is compressed
 //! data where JSON text goes (a `.json.gz` compressed twice, a `.zst`) as
 //! [`Error::Compressed`] ([`compressed_format`]): decompress it first.
 //!
@@ -115,7 +116,7 @@ pub use crate::{
         salvage_file, sanitize_file, write_atomic,
     },
     report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},
-    stream::{Options, check, compressed_format, is_perfetto, salvage, sanitize},
+    stream::{Options, check, compressed_format, is_perfetto, is_sqlite, salvage, sanitize},
 };
 
 /// The bit trick under this crate's 64-byte blocks, shared with

@@ -349,6 +349,9 @@ pub(crate) fn scan<R: Read>(
         if base == 0 && is_perfetto(&buf[..len]) {
             return Err(Error::Perfetto);
         }
+        if base == 0 && is_sqlite(&buf[..len]) {
+            return Err(Error::Sqlite);
+        }
         if base == 0
             && let Some(format) = compressed_format(&buf[..len])
         {
@@ -463,6 +466,12 @@ pub fn compressed_format(head: &[u8]) -> Option<&'static str> {
         [b'P', b'K', 3, 4, ..] => Some("zip"),
         _ => None,
     }
+}
+
+/// Whether a file's first bytes are a SQLite 3 database's header (rocprofv3's
+/// rocpd output, `<pid>_results.db`; RPD files).
+pub fn is_sqlite(head: &[u8]) -> bool {
+    head.starts_with(b"SQLite format 3\0")
 }
 
 /// How many of a file's first bytes [`is_perfetto`] looks at: fewer than the

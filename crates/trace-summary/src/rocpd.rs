@@ -21,14 +21,6 @@ use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
 use crate::rocprof::{Records, Tables};
 
-/// The first bytes of every SQLite 3 database file.
-const MAGIC: &[u8] = b"SQLite format 3\0";
-
-/// Whether a file's first bytes are a SQLite database's.
-pub(crate) fn sniff(head: &[u8]) -> bool {
-    head.starts_with(MAGIC)
-}
-
 /// Why a database could not be read: a message that names what was missing
 /// or what SQLite said.
 #[derive(Debug)]

@@ -97,7 +97,7 @@ impl Format {
         let mut head = Vec::with_capacity(256);
         let read = decompressed(path).and_then(|(input, _)| input.take(256).read_to_end(&mut head));
         match read {
-            Ok(_) if crate::rocprof::sniff(&head) || crate::rocpd::sniff(&head) => {
+            Ok(_) if crate::rocprof::sniff(&head) || trace_sanitize::is_sqlite(&head) => {
                 Format::Rocprofv3
             }
             _ => Format::Kineto,
@@ -271,7 +271,7 @@ pub fn summarize_with<R: Read + Send>(
     if trace_sanitize::is_perfetto(head) {
         return Err(Error::Perfetto { path: label.to_path_buf() });
     }
-    if crate::rocpd::sniff(head) {
+    if trace_sanitize::is_sqlite(head) {
         return Err(Error::Database {
             path: label.to_path_buf(),
             detail: "a SQLite database is read from its file (summarize_file), not a stream".into(),
@@ -528,7 +528,7 @@ pub fn parse_file(path: &Path) -> Result<usize> {
 fn is_database(path: &Path) -> std::io::Result<bool> {
     let mut head = Vec::with_capacity(16);
     File::open(path)?.take(16).read_to_end(&mut head)?;
-    Ok(crate::rocpd::sniff(&head))
+    Ok(trace_sanitize::is_sqlite(&head))
 }
 
 /// The file's bytes, gunzipped when it is gzip (by its magic bytes), and
@@ -580,6 +580,10 @@ fn with_sanitized<T>(
             (_, Err(trace_sanitize::Error::Perfetto)) => {
                 Err(Error::Perfetto { path: path.to_path_buf() })
             }
+            (_, Err(trace_sanitize::Error::Sqlite)) => Err(Error::Database {
+                path: path.to_path_buf(),
+                detail: "a SQLite database, read as JSON (it became one while being read?)".into(),
+            }),
             (_, Err(trace_sanitize::Error::Compressed { format })) => {
                 Err(Error::Compressed { path: path.to_path_buf(), format, twice: gz })
             }

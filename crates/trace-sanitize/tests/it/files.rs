@@ -819,6 +819,28 @@ fn a_perfetto_trace_is_refused_as_one() {
     }
 }
 
+/// A SQLite database (rocprofv3's rocpd output, RPD) is refused as one, by
+/// every pass, and nothing is written: repaired byte by byte it would only
+/// be mangled into a "copy" no one can read.
+#[test]
+fn a_sqlite_database_is_refused_as_one() {
+    let db = fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/synthetic/run/rocprof_output/1e4d92661463/1234_results.db"),
+    )
+    .unwrap();
+    assert!(trace_sanitize::is_sqlite(&db));
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("1234_results.db");
+    let output = dir.path().join("out.json");
+    fs::write(&input, &db).unwrap();
+    for err in every_pass_refuses(&input, &output) {
+        assert!(matches!(&err, Error::SqliteFile { path } if *path == input), "{err:?}");
+    }
+    assert!(!output.exists());
+    assert!(!trace_sanitize::is_sqlite(b"SQLite format 3 is a database; {\"traceEvents\": []}"));
+}
+
 /// Compressed data where the JSON text goes (a `.json.gz` compressed twice,
 /// a zstd, xz, bzip2 or zip file) is refused with its format and how to
 /// decompress it, by every pass, and nothing is written.
