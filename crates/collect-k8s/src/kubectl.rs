@@ -142,7 +142,8 @@ pub struct PodResults {
     pub exit_code: Option<i32>,
     /// Collected directories: name, files, bytes.
     pub collected: Vec<(String, u64, u64)>,
-    /// Traces found, by kind.
+    /// Traces found, by kind (`pytorch`, `rocprof_json`, `pftrace`, and
+    /// `rocpd` for rocprofv3's SQLite databases).
     pub traces: BTreeMap<String, usize>,
 }
 
@@ -338,6 +339,11 @@ fn describe(name: &str, dir: &Path, copied: bool) -> PodResults {
     if let Ok(found) = trace_discover::discover(dir, &Default::default()) {
         for t in found.traces {
             *traces.entry(t.kind.as_str().to_string()).or_insert(0) += 1;
+        }
+        // rocprofv3's databases (TraceLens cannot read them, `report
+        // summary` can).
+        for _ in found.unsupported.iter().filter(|u| trace_discover::is_rocpd(&u.path)) {
+            *traces.entry("rocpd".to_string()).or_insert(0) += 1;
         }
     }
     PodResults { name: name.to_string(), copied, exit_code, collected, traces }

@@ -63,7 +63,8 @@ pub struct NodeSummary {
     pub exit_code: Option<i32>,
     /// The tool output directories collected.
     pub collected: Vec<Collected>,
-    /// Traces found in them, by kind.
+    /// Traces found in them, by kind (`pytorch`, `rocprof_json`, `pftrace`,
+    /// and `rocpd` for rocprofv3's SQLite databases).
     pub traces: BTreeMap<String, usize>,
 }
 
@@ -172,6 +173,12 @@ pub fn gather(job_dir: &Path, state: Option<JobState>) -> Result<Summary> {
         {
             for t in &found.traces {
                 *traces.entry(t.kind.as_str().to_string()).or_insert(0) += 1;
+            }
+            // rocprofv3's databases, which TraceLens cannot read but `report
+            // summary` can: counted, so a node that wrote only them is not
+            // taken for one that wrote nothing.
+            for _ in found.unsupported.iter().filter(|u| trace_discover::is_rocpd(&u.path)) {
+                *traces.entry("rocpd".to_string()).or_insert(0) += 1;
             }
         }
         nodes.insert(

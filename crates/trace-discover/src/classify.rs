@@ -128,6 +128,14 @@ pub(crate) fn kind_by_name(name: &[u8], parent: Option<&OsStr>) -> Option<TraceK
     None
 }
 
+/// Whether a file is, by its name, a rocprofv3 rocpd database
+/// (`<pid>_results.db`, rocprofv3's default output since ROCm 7): listed
+/// among [`crate::Discovery::unsupported`], as TraceLens cannot read it,
+/// though trace-summary can.
+pub fn is_rocpd(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n.as_encoded_bytes().ends_with(UNSUPPORTED[0].0.as_bytes()))
+}
+
 pub(crate) fn unsupported_reason(name: &[u8]) -> Option<&'static str> {
     UNSUPPORTED
         .iter()
@@ -215,6 +223,15 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rocpd_databases_by_name() {
+        assert!(is_rocpd(Path::new("host/1234_results.db")));
+        assert!(is_rocpd(Path::new("a_results.db")));
+        assert!(!is_rocpd(Path::new("rpd_output/trace.rpd")));
+        assert!(!is_rocpd(Path::new("results.db")));
+        assert!(!is_rocpd(Path::new("x_results.db/kernel_summary.csv")));
+    }
 
     #[test]
     fn names() {

@@ -3,6 +3,7 @@
 //! `CI=true` and no cluster (`MADENGINE_TEST_SLURM` unset) they fail.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+mod gathered;
 mod jobs;
 mod render;
 

@@ -47,7 +47,7 @@ fn json_traces(
     if databases {
         let (rocpd, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut found.unsupported)
             .into_iter()
-            .partition(|u| u.path.as_os_str().as_encoded_bytes().ends_with(b"_results.db"));
+            .partition(|u| trace_discover::is_rocpd(&u.path));
         found.unsupported = rest;
         for u in rocpd {
             let twin = u.path.with_extension("json");
