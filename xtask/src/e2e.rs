@@ -643,7 +643,7 @@ fn rocpd_as_json(madengine: &Path, dir: &Path, workload: &str) -> Result<String,
         .chain(["-d", "rocprof_rocpd", "--", "python3", workload, "--steps", "5"])
         .collect();
     step(dir, Path::new("rocprofv3"), &args)?;
-    let found = files_under(&dir.join("rocprof_rocpd"));
+    let found = crate::fixtures::files_under(&dir.join("rocprof_rocpd"));
     let one = |suffix: &str| -> Result<PathBuf, String> {
         match found.iter().filter(|p| p.to_string_lossy().ends_with(suffix)).collect::<Vec<_>>()[..]
         {
@@ -660,7 +660,7 @@ fn rocpd_as_json(madengine: &Path, dir: &Path, workload: &str) -> Result<String,
         let said = step(dir, madengine, &["report", "summary", &trace, "-o", out, "--json"])?;
         let summary: Value =
             serde_json::from_str(&said).map_err(|e| format!("summary JSON: {e}: {said}"))?;
-        let timeline = files_under(&dir.join(out))
+        let timeline = crate::fixtures::files_under(&dir.join(out))
             .into_iter()
             .find(|p| p.ends_with("gpu_timeline.csv"))
             .and_then(|p| std::fs::read_to_string(p).ok())
@@ -676,21 +676,6 @@ fn rocpd_as_json(madengine: &Path, dir: &Path, workload: &str) -> Result<String,
         ));
     }
     Ok(format!("its rocpd database read as its JSON ({} GPU records)", read[0].0))
-}
-
-/// Every file under `dir`, depth first.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files.sort();
-    files
 }
 
 /// `report summary` of the rocprofv3 traces under `dir/traces`: each

@@ -315,7 +315,8 @@ pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
     }
 }
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
+/// Every file under `dir`, recursively, sorted.
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(entries) = fs::read_dir(dir) {
         for e in entries.flatten() {

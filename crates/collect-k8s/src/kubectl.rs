@@ -335,17 +335,10 @@ fn describe(name: &str, dir: &Path, copied: bool) -> PodResults {
             ));
         }
     }
-    let mut traces = BTreeMap::new();
-    if let Ok(found) = trace_discover::discover(dir, &Default::default()) {
-        for t in found.traces {
-            *traces.entry(t.kind.as_str().to_string()).or_insert(0) += 1;
-        }
-        // rocprofv3's databases (TraceLens cannot read them, `report
-        // summary` can).
-        for _ in found.unsupported.iter().filter(|u| trace_discover::is_rocpd(&u.path)) {
-            *traces.entry("rocpd".to_string()).or_insert(0) += 1;
-        }
-    }
+    // rocprofv3's databases counted too (`rocpd`).
+    let traces = trace_discover::discover(dir, &Default::default())
+        .map(|found| found.kind_counts())
+        .unwrap_or_default();
     PodResults { name: name.to_string(), copied, exit_code, collected, traces }
 }
 

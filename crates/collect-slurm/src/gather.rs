@@ -171,15 +171,9 @@ pub fn gather(job_dir: &Path, state: Option<JobState>) -> Result<Summary> {
         if !collected.is_empty()
             && let Ok(found) = trace_discover::discover(&dir, &Default::default())
         {
-            for t in &found.traces {
-                *traces.entry(t.kind.as_str().to_string()).or_insert(0) += 1;
-            }
-            // rocprofv3's databases, which TraceLens cannot read but `report
-            // summary` can: counted, so a node that wrote only them is not
-            // taken for one that wrote nothing.
-            for _ in found.unsupported.iter().filter(|u| trace_discover::is_rocpd(&u.path)) {
-                *traces.entry("rocpd".to_string()).or_insert(0) += 1;
-            }
+            // rocprofv3's databases counted too (`rocpd`), so a node that
+            // wrote only them is not taken for one that wrote nothing.
+            traces = found.kind_counts();
         }
         nodes.insert(
             id,

@@ -94,6 +94,20 @@ impl Discovery {
     pub fn count(&self, kind: TraceKind) -> usize {
         self.of_kind(kind).count()
     }
+
+    /// How many traces of each kind were found, by [`TraceKind::as_str`],
+    /// and how many rocprofv3 rocpd databases ([`crate::is_rocpd`]) as
+    /// `rocpd`: listed as unsupported, as TraceLens cannot read them, though
+    /// they hold a run's records (trace-summary reads them).
+    pub fn kind_counts(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        let kinds = self.traces.iter().map(|t| t.kind.as_str());
+        let rocpd = self.unsupported.iter().filter(|u| crate::is_rocpd(&u.path)).map(|_| "rocpd");
+        for kind in kinds.chain(rocpd) {
+            *counts.entry(kind.to_string()).or_insert(0) += 1;
+        }
+        counts
+    }
 }
 
 fn lossy<S: Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {

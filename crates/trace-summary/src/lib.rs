@@ -56,7 +56,7 @@ pub use crate::{
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
     summary::{
-        Format, Options, Outcome, StepMarker, Steps, Summary, parse_file, summarize,
+        Format, Options, Outcome, StepMarker, Steps, Summary, memory_needed, parse_file, summarize,
         summarize_file, summarize_file_with, summarize_with,
     },
 };

@@ -119,7 +119,7 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         while let Some(row) = rows.next()? {
             tick()?;
             if let (Some(start), Some(end)) = (int(row.get_ref(0)?), int(row.get_ref(1)?)) {
-                records.copies.push((start as f64 / 1000.0, end as f64 / 1000.0));
+                records.copy(start, end);
             }
         }
     }

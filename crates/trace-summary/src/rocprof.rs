@@ -310,6 +310,11 @@ impl Records {
         }
     }
 
+    /// A memory copy from `start` to `end` (ns).
+    pub(crate) fn copy(&mut self, start: u64, end: u64) {
+        self.copies.push(us(start, end));
+    }
+
     /// A process that ran from `init` to `fini` (ns).
     pub(crate) fn process(&mut self, init: u64, fini: u64) {
         self.init = Some(self.init.map_or(init, |i| i.min(init)));
@@ -429,7 +434,7 @@ impl Reading {
             }
             Record::Copy => {
                 let c = Span::deserialize(json)?;
-                self.records.copies.push(us(c.start_timestamp, c.end_timestamp));
+                self.records.copy(c.start_timestamp, c.end_timestamp);
             }
             Record::ProcessEnd => self.end_process()?,
         }

@@ -874,13 +874,7 @@ fn jobs(chosen: Option<u32>, inputs: &[Input]) -> usize {
 
 /// Memory to read a trace, by its format and JSON size.
 fn memory_estimate(path: &Path) -> u64 {
-    if path.extension().is_some_and(|e| e == "db") {
-        // A rocpd database: its records, once read, take about 2.5 times
-        // its size (68 MiB for a 27 MB database of a million kernels).
-        let size = std::fs::metadata(path).map_or(0, |m| m.len());
-        return size * 3 + (16 << 20);
-    }
-    trace_summary::Format::of_file(path).memory_needed(trace_discover::json_size(path))
+    trace_summary::memory_needed(path, trace_discover::json_size(path))
 }
 
 /// A trace's summary, or why there is none (the error and its causes).

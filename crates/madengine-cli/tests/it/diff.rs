@@ -601,16 +601,16 @@ fn steps_are_counted_and_per_step_divides_by_them() {
 #[test]
 fn rocprofv3_runs_compare_gpu_by_gpu() {
     let dir = tempfile::tempdir().unwrap();
-    for (file, pid, gpu, gemm_us, comm_us) in [
-        ("base/host/100_results.json", 100, 0, 200, 100),
-        ("base/host/101_results.json", 101, 1, 300, 100),
-        ("base/host/102_results.json", 102, 2, 200, 100),
-        ("new/host/201_results.json", 201, 1, 450, 150),
-        ("new/host/200_results.json", 200, 0, 200, 100),
-    ] {
-        let trace = crate::rocprof_process_with(pid, gpu, gemm_us, comm_us);
-        crate::write_rocprof(&dir.path().join(file), &trace);
-    }
+    crate::write_rocprof_processes(
+        dir.path(),
+        &[
+            ("base/host/100_results.json", 100, 0, 200, 100),
+            ("base/host/101_results.json", 101, 1, 300, 100),
+            ("base/host/102_results.json", 102, 2, 200, 100),
+            ("new/host/201_results.json", 201, 1, 450, 150),
+            ("new/host/200_results.json", 200, 0, 200, 100),
+        ],
+    );
     let run = |args: &[&str]| {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
         crate::run_cli(dir.path(), &args, &[]).0

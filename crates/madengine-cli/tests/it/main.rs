@@ -206,6 +206,14 @@ pub(crate) fn write_rocprof(path: &Path, trace: &str) {
     std::fs::write(path, trace).unwrap();
 }
 
+/// Under `dir`, each `(file, pid, gpu, gemm_us, comm_us)`: a
+/// [`rocprof_process_with`] trace.
+pub(crate) fn write_rocprof_processes(dir: &Path, processes: &[(&str, u32, u32, u64, u64)]) {
+    for &(file, pid, gpu, gemm_us, comm_us) in processes {
+        write_rocprof(&dir.join(file), &rocprof_process_with(pid, gpu, gemm_us, comm_us));
+    }
+}
+
 pub(crate) fn synthetic() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic")
 }

@@ -1108,18 +1108,18 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     // GPU 1's GEMM takes 100 µs longer, and the others wait as long in the
     // collective: all are as busy, and GPU 1 spends the least in the
     // collective (COMM).
-    for (file, pid, gpu, gemm_us, comm_us) in [
-        ("node_a/101_results.json", 101, 1, 300, 100),
-        ("node_a/100_results.json", 100, 0, 200, 200),
-        ("node_a/102_results.json", 102, 2, 200, 200),
-        ("node_b/7_results.json", 7, 0, 200, 100),
-        // Two runs written into one directory: not one run's processes.
-        ("retried/1_results.json", 1, 0, 200, 100),
-        ("retried/2_results.json", 2, 0, 250, 100),
-    ] {
-        let trace = crate::rocprof_process_with(pid, gpu, gemm_us, comm_us);
-        crate::write_rocprof(&dir.path().join(file), &trace);
-    }
+    crate::write_rocprof_processes(
+        dir.path(),
+        &[
+            ("node_a/101_results.json", 101, 1, 300, 100),
+            ("node_a/100_results.json", 100, 0, 200, 200),
+            ("node_a/102_results.json", 102, 2, 200, 200),
+            ("node_b/7_results.json", 7, 0, 200, 100),
+            // Two runs written into one directory: not one run's processes.
+            ("retried/1_results.json", 1, 0, 200, 100),
+            ("retried/2_results.json", 2, 0, 250, 100),
+        ],
+    );
     // A process that ran kernels on GPUs 0 and 3 stands for no one GPU.
     let one = crate::rocprof_process(103, 3, 100);
     let at = one.find("kernel_dispatch").unwrap();
