@@ -401,8 +401,12 @@ fn summary_rocprof(
     // The same records as rocprofv3's rocpd database: read as fast, to the
     // same tables.
     let db = scratch.join("big_results.db");
-    eprintln!("writing the same records as a rocpd database...");
-    rocpd_of(&source, 13, &db)?;
+    eprintln!("writing the same records as a rocpd database and a Perfetto trace...");
+    let records = Tiled::read(&source, 13)?;
+    records.rocpd(&db)?;
+    let pftrace = scratch.join("big_results.pftrace");
+    records.pftrace(&pftrace)?;
+    drop(records);
     let (db_seconds, db_kib) = measure(&summary(&db), runs, &out)?;
     let db_size = fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
     rows.push(Row {
@@ -414,6 +418,18 @@ fn summary_rocprof(
         seconds: db_seconds,
         peak_kib: db_kib,
         baseline: Some(rows.len() - 1),
+    });
+    let (pf_seconds, pf_kib) = measure(&summary(&pftrace), runs, &out)?;
+    let pf_size = fs::metadata(&pftrace).map(|m| m.len()).unwrap_or(0);
+    rows.push(Row {
+        bench: "summary-rocprof",
+        subject: format!(
+            "report summary, the same as a Perfetto trace ({:.0} MB pftrace)",
+            pf_size as f64 / 1e6
+        ),
+        seconds: pf_seconds,
+        peak_kib: pf_kib,
+        baseline: Some(rows.len() - 2),
     });
     let csvs = |trace: &Path| -> Result<Vec<String>, String> {
         let _ = fs::remove_dir_all(&out);
@@ -432,76 +448,172 @@ fn summary_rocprof(
             .map(|f| fs::read_to_string(dir.join(f)).map_err(|e| format!("{f}: {e}")))
             .collect()
     };
-    if csvs(&db)? != csvs(&tiled)? {
+    let of_json = csvs(&tiled)?;
+    if csvs(&db)? != of_json {
         return Err("the rocpd database's tables differ from its JSON's".into());
+    }
+    if csvs(&pftrace)? != of_json {
+        return Err("the Perfetto trace's tables differ from its JSON's".into());
     }
     let _ = fs::remove_file(&tiled);
     let _ = fs::remove_file(&db);
+    let _ = fs::remove_file(&pftrace);
     let _ = fs::remove_dir_all(&out);
     Ok(())
 }
 
 /// The public rocprofv3 trace's kernel dispatches, tiled `copies` times as
-/// [`PYTHON_ROCPROF_TILER`] tiles them, written as a rocpd database (the
-/// synthetic fixture's schema) at `db`, with its memory copies (not tiled).
-fn rocpd_of(source: &Path, copies: u64, db: &Path) -> Result<(), String> {
-    use serde_json::Value;
-    let file = fs::File::open(source).map_err(|e| format!("{}: {e}", source.display()))?;
-    let doc: Value =
-        serde_json::from_reader(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file)))
-            .map_err(|e| format!("{}: {e}", source.display()))?;
-    let tool = &doc["rocprofiler-sdk-tool"][0];
-    let records = tool["buffer_records"]["kernel_dispatch"].as_array().ok_or("no dispatches")?;
-    let time = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
-    let first = records.iter().map(|r| time(r, "start_timestamp")).min().unwrap_or(0);
-    let last = records.iter().map(|r| time(r, "end_timestamp")).max().unwrap_or(0);
-    let span = last - first + 1000;
-    let meta = &tool["metadata"];
-    let fini = time(meta, "fini_time").max(first + copies * span);
-    let sql = |e: rusqlite::Error| format!("{}: {e}", db.display());
-    let _ = fs::remove_file(db);
-    let mut conn = rusqlite::Connection::open(db).map_err(sql)?;
-    conn.execute_batch(crate::fixtures::ROCPD_SCHEMA).map_err(sql)?;
-    let tx = conn.transaction().map_err(sql)?;
-    tx.execute(
-        "INSERT INTO rocpd_info_process VALUES (1, 1, ?1, ?2, ?1, ?2, '')",
-        (time(meta, "init_time") as i64, fini as i64),
-    )
-    .map_err(sql)?;
-    for s in tool["kernel_symbols"].as_array().into_iter().flatten() {
-        let name = ["truncated_kernel_name", "formatted_kernel_name", "kernel_name"]
-            .iter()
-            .filter_map(|k| s[*k].as_str())
-            .find(|n| !n.is_empty())
-            .unwrap_or("");
+/// [`PYTHON_ROCPROF_TILER`] tiles them, with its memory copies (not tiled),
+/// to be written as rocprofv3's other outputs.
+struct Tiled {
+    init: u64,
+    fini: u64,
+    /// Kernel names by kernel id: (mangled, as read).
+    symbols: Vec<(u64, String, String)>,
+    /// (kernel id, start, end).
+    kernels: Vec<(u64, u64, u64)>,
+    copies: Vec<(u64, u64)>,
+}
+
+impl Tiled {
+    fn read(source: &Path, copies: u64) -> Result<Tiled, String> {
+        use serde_json::Value;
+        let file = fs::File::open(source).map_err(|e| format!("{}: {e}", source.display()))?;
+        let doc: Value = serde_json::from_reader(std::io::BufReader::new(
+            flate2::read::MultiGzDecoder::new(file),
+        ))
+        .map_err(|e| format!("{}: {e}", source.display()))?;
+        let tool = &doc["rocprofiler-sdk-tool"][0];
+        let records =
+            tool["buffer_records"]["kernel_dispatch"].as_array().ok_or("no dispatches")?;
+        let time = |r: &Value, k: &str| r[k].as_u64().unwrap_or(0);
+        let first = records.iter().map(|r| time(r, "start_timestamp")).min().unwrap_or(0);
+        let last = records.iter().map(|r| time(r, "end_timestamp")).max().unwrap_or(0);
+        let span = last - first + 1000;
+        let meta = &tool["metadata"];
+        let symbols = tool["kernel_symbols"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let name = ["truncated_kernel_name", "formatted_kernel_name", "kernel_name"]
+                    .iter()
+                    .filter_map(|k| s[*k].as_str())
+                    .find(|n| !n.is_empty())
+                    .unwrap_or("");
+                let mangled = s["kernel_name"].as_str().unwrap_or("");
+                (time(s, "kernel_id"), mangled.to_string(), name.to_string())
+            })
+            .collect();
+        let kernels = (0..copies)
+            .flat_map(|k| {
+                records.iter().map(move |r| {
+                    let kernel = r["dispatch_info"]["kernel_id"].as_u64().unwrap_or(0);
+                    (
+                        kernel,
+                        time(r, "start_timestamp") + k * span,
+                        time(r, "end_timestamp") + k * span,
+                    )
+                })
+            })
+            .collect();
+        let copies_read = tool["buffer_records"]["memory_copy"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| (time(c, "start_timestamp"), time(c, "end_timestamp")))
+            .collect();
+        Ok(Tiled {
+            init: time(meta, "init_time"),
+            fini: time(meta, "fini_time").max(first + copies * span),
+            symbols,
+            kernels,
+            copies: copies_read,
+        })
+    }
+
+    /// Written as a rocpd database (the synthetic fixture's schema) at `db`.
+    fn rocpd(&self, db: &Path) -> Result<(), String> {
+        let sql = |e: rusqlite::Error| format!("{}: {e}", db.display());
+        let _ = fs::remove_file(db);
+        let mut conn = rusqlite::Connection::open(db).map_err(sql)?;
+        conn.execute_batch(crate::fixtures::ROCPD_SCHEMA).map_err(sql)?;
+        let tx = conn.transaction().map_err(sql)?;
         tx.execute(
-            "INSERT INTO rocpd_info_kernel_symbol VALUES (?1, ?2, ?3)",
-            (time(s, "kernel_id") as i64, s["kernel_name"].as_str(), name),
+            "INSERT INTO rocpd_info_process VALUES (1, 1, ?1, ?2, ?1, ?2, '')",
+            (self.init as i64, self.fini as i64),
         )
         .map_err(sql)?;
-    }
-    {
-        let mut insert = tx
-            .prepare("INSERT INTO rocpd_kernel_dispatch (agent_id, kernel_id, start, \"end\") VALUES (2, ?1, ?2, ?3)")
+        for (id, mangled, name) in &self.symbols {
+            tx.execute(
+                "INSERT INTO rocpd_info_kernel_symbol VALUES (?1, ?2, ?3)",
+                (*id as i64, mangled, name),
+            )
             .map_err(sql)?;
-        for k in 0..copies {
-            for r in records {
-                let kernel = r["dispatch_info"]["kernel_id"].as_u64().unwrap_or(0) as i64;
-                let start = (time(r, "start_timestamp") + k * span) as i64;
-                let end = (time(r, "end_timestamp") + k * span) as i64;
-                insert.execute((kernel, start, end)).map_err(sql)?;
+        }
+        {
+            let mut insert = tx
+                .prepare("INSERT INTO rocpd_kernel_dispatch (agent_id, kernel_id, start, \"end\") VALUES (2, ?1, ?2, ?3)")
+                .map_err(sql)?;
+            for &(kernel, start, end) in &self.kernels {
+                insert.execute((kernel as i64, start as i64, end as i64)).map_err(sql)?;
             }
         }
+        for &(start, end) in &self.copies {
+            tx.execute(
+                "INSERT INTO rocpd_memory_copy (src_agent_id, dst_agent_id, size, start, \"end\") \
+                 VALUES (1, 2, 0, ?1, ?2)",
+                (start as i64, end as i64),
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
     }
-    for c in tool["buffer_records"]["memory_copy"].as_array().into_iter().flatten() {
-        tx.execute(
-            "INSERT INTO rocpd_memory_copy (src_agent_id, dst_agent_id, size, start, \"end\") \
-             VALUES (1, 2, 0, ?1, ?2)",
-            (time(c, "start_timestamp") as i64, time(c, "end_timestamp") as i64),
-        )
-        .map_err(sql)?;
+
+    /// Written as rocprofv3's Perfetto trace at `path`: one sequence, every
+    /// string interned up front, a slice (begin and end packets) per record
+    /// with its `begin_ns` / `end_ns`, and two HIP calls at the process's
+    /// start and end (a Perfetto trace's total is its slices' span).
+    fn pftrace(&self, path: &Path) -> Result<(), String> {
+        use crate::fixtures::Pb;
+        let io = |e: std::io::Error| format!("{}: {e}", path.display());
+        let mut out = std::io::BufWriter::new(fs::File::create(path).map_err(io)?);
+        let mut names: Vec<(u64, &str)> =
+            self.symbols.iter().map(|(id, _, name)| (id + 10, name.as_str())).collect();
+        names.extend([(1, "hipInit"), (2, "hipDeviceSynchronize"), (3, "MEMORY_COPY")]);
+        let interned = Pb::default()
+            .interned(1, &[(1, "hip_api"), (2, "kernel_dispatch"), (3, "memory_copy")])
+            .interned(2, &names)
+            .interned(3, &[(1, "begin_ns"), (2, "end_ns")]);
+        let head = Pb::default().uint(10, 1).uint(13, 3).msg(12, interned);
+        let write = |out: &mut std::io::BufWriter<fs::File>, packet: Pb| {
+            std::io::Write::write_all(out, &Pb::default().msg(1, packet).0)
+        };
+        write(&mut out, head).map_err(io)?;
+        let slice = |out: &mut std::io::BufWriter<fs::File>,
+                     [category, name, begin, end]: [u64; 4]| {
+            let annotation = |iid: u64, value: u64| Pb::default().uint(1, iid).uint(3, value);
+            let event = Pb::default()
+                .uint(9, 1)
+                .uint(11, category)
+                .uint(3, category)
+                .uint(10, name)
+                .msg(4, annotation(1, begin))
+                .msg(4, annotation(2, end));
+            write(out, Pb::default().uint(10, 1).uint(8, begin).msg(11, event))?;
+            let end_event = Pb::default().uint(9, 2).uint(11, category);
+            write(out, Pb::default().uint(10, 1).uint(8, end).msg(11, end_event))
+        };
+        slice(&mut out, [1, 1, self.init, self.init + 1]).map_err(io)?;
+        for &(kernel, start, end) in &self.kernels {
+            slice(&mut out, [2, kernel + 10, start, end]).map_err(io)?;
+        }
+        for &(start, end) in &self.copies {
+            slice(&mut out, [3, 3, start, end]).map_err(io)?;
+        }
+        slice(&mut out, [1, 2, self.fini - 1, self.fini]).map_err(io)?;
+        std::io::Write::flush(&mut out).map_err(io)
     }
-    tx.commit().map_err(sql)
 }
 
 /// `report summary` over 4 rank traces of ~90 MB: one trace at a time

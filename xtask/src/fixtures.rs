@@ -133,6 +133,159 @@ fn rocpd(api_only: bool) -> Vec<u8> {
     db.serialize(rusqlite::MAIN_DB).expect("the database's bytes").to_vec()
 }
 
+/// A protobuf message, written field by field with prost's encoding.
+#[derive(Default)]
+pub(crate) struct Pb(pub(crate) Vec<u8>);
+
+impl Pb {
+    pub(crate) fn uint(mut self, tag: u32, value: u64) -> Pb {
+        prost::encoding::uint64::encode(tag, &value, &mut self.0);
+        self
+    }
+
+    pub(crate) fn bytes(mut self, tag: u32, value: &[u8]) -> Pb {
+        prost::encoding::bytes::encode(tag, &value.to_vec(), &mut self.0);
+        self
+    }
+
+    pub(crate) fn msg(self, tag: u32, message: Pb) -> Pb {
+        self.bytes(tag, &message.0)
+    }
+
+    /// `Interned` entries (`EventCategory`, `EventName`,
+    /// `DebugAnnotationName`: `iid` = 1, `name` = 2) under `tag`.
+    pub(crate) fn interned(self, tag: u32, names: &[(u64, &str)]) -> Pb {
+        names.iter().fold(self, |pb, &(iid, name)| {
+            pb.msg(tag, Pb::default().uint(1, iid).bytes(2, name.as_bytes()))
+        })
+    }
+}
+
+/// A slice of the rocprofv3-like Perfetto trace: sequence, track,
+/// category, name, begin and end (ns).
+type Slice = (u64, u64, &'static str, &'static str, u64, u64);
+
+/// The records of the synthetic rocpd database (`rocpd`) as rocprofv3's
+/// Perfetto trace holds them, with the HIP API calls around them: one slice
+/// per record (a `SLICE_BEGIN` and a `SLICE_END` packet), the API calls on
+/// sequence 1 (track 100), the GPU's on sequence 2 (a queue each, tracks 200
+/// and 201; copies on 300), timestamps on the incremental clock 64 each
+/// sequence defines (TrackEvent = 11 of TracePacket: `type` = 9,
+/// `track_uuid` = 11, `category_iids` = 3, `categories` = 22, `name_iid` =
+/// 10, `name` = 23, `debug_annotations` = 4).
+/// `annotated`: as rocprofv3 writes it, every name interned, each slice with
+/// its `begin_ns` and `end_ns` debug annotations (kernels their `agent` too,
+/// as `--agent-index type-relative` writes it: `GPU-0`), and sequence 2's state
+/// cleared and interned anew before its copy. Without, names and categories
+/// are written out, times are the packets' only, and sequence 2's packets
+/// are zlib `compressed_packets`.
+fn pftrace(annotated: bool) -> Vec<u8> {
+    const SLICES: [Slice; 10] = [
+        (1, 100, "hip_api", "hipInit", 1000, 1100),
+        (1, 100, "hip_api", "hipLaunchKernel", 1200, 1250),
+        (1, 100, "hip_api", "hipLaunchKernel", 2900, 2950),
+        (1, 100, "hip_api", "hipLaunchKernel", 3100, 3150),
+        (1, 100, "hip_api", "hipMemcpyAsync", 4900, 4950),
+        (1, 100, "hip_api", "hipDeviceSynchronize", 8900, 9000),
+        (2, 200, "kernel_dispatch", "Cijk_Alik_Bljk_HHS_BH_MT64x64x32", 1300, 1800),
+        (2, 200, "kernel_dispatch", "Cijk_Alik_Bljk_HHS_BH_MT64x64x32", 3000, 3400),
+        (
+            2,
+            201,
+            "kernel_dispatch",
+            "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+            3200,
+            4200,
+        ),
+        (2, 300, "memory_copy", "MEMORY_COPY_DEVICE_TO_HOST", 5000, 5600),
+    ];
+    // Each sequence's events in time order: (time, begins, slice).
+    let mut trace = Vec::new();
+    for sequence in [1u64, 2] {
+        let mut events: Vec<(u64, bool, &Slice)> = SLICES
+            .iter()
+            .filter(|s| s.0 == sequence)
+            .flat_map(|s| [(s.4, true, s), (s.5, false, s)])
+            .collect();
+        events.sort_by_key(|&(time, begins, _)| (time, !begins));
+        let mut iids: Vec<&str> = Vec::new();
+        let mut packets = Vec::new();
+        let mut last = 0;
+        // A sequence's first packet (or one that clears its state): the
+        // strings its events name by iid, its default clock (64) and that
+        // clock's start.
+        let first = |packet: Pb, base: u64, iids: &[&'static str]| {
+            let categories = SLICES.map(|s| s.2);
+            let (mut cats, mut names) = (Vec::new(), Vec::new());
+            for (i, &n) in iids.iter().enumerate() {
+                let into = if categories.contains(&n) { &mut cats } else { &mut names };
+                into.push((i as u64 + 1, n));
+            }
+            let interned = Pb::default().interned(1, &cats).interned(2, &names);
+            let interned =
+                interned.interned(3, &[(1000, "begin_ns"), (1001, "end_ns"), (1002, "agent")]);
+            let clock = |id: u64| Pb::default().uint(1, id).uint(2, base);
+            packet
+                .uint(13, 1 | 2)
+                .msg(12, interned)
+                .msg(59, Pb::default().uint(58, 64))
+                .msg(6, Pb::default().msg(1, clock(6)).msg(1, clock(64).uint(3, 1)))
+        };
+        for (i, &(time, begins, slice)) in events.iter().enumerate() {
+            let &(_, track, category, name, begin, end) = slice;
+            // rocprofv3 clears sequence 2's state before its copies.
+            let clear = annotated && sequence == 2 && category == "memory_copy" && begins;
+            if i == 0 || clear {
+                iids = SLICES
+                    .iter()
+                    .filter(|s| s.0 == sequence && (!clear || s.2 == "memory_copy"))
+                    .flat_map(|s| [s.2, s.3])
+                    .fold(Vec::new(), |mut v, n| {
+                        if !v.contains(&n) {
+                            v.push(n);
+                        }
+                        v
+                    });
+                last = time;
+            }
+            let mut event = Pb::default().uint(9, if begins { 1 } else { 2 }).uint(11, track);
+            if begins {
+                let iid = |n: &str| iids.iter().position(|i| *i == n).unwrap() as u64 + 1;
+                event = if annotated {
+                    event.uint(3, iid(category)).uint(10, iid(name))
+                } else {
+                    event.bytes(22, category.as_bytes()).bytes(23, name.as_bytes())
+                };
+                if annotated {
+                    for (annotation, value) in [(1000, begin), (1001, end)] {
+                        event = event.msg(4, Pb::default().uint(1, annotation).uint(3, value));
+                    }
+                    if category == "kernel_dispatch" {
+                        let agent = Pb::default().uint(1, 1002).bytes(6, b"GPU-0");
+                        event = event.msg(4, agent);
+                    }
+                }
+            }
+            let mut packet = Pb::default().uint(10, sequence).uint(8, time - last);
+            if i == 0 || clear {
+                packet = first(packet, time, &iids);
+            }
+            last = time;
+            packets.push(packet.msg(11, event));
+        }
+        let packets = packets.into_iter().fold(Pb::default(), |pb, packet| pb.msg(1, packet));
+        if !annotated && sequence == 2 {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), Compression::best());
+            z.write_all(&packets.0).expect("in-memory write");
+            let compressed = z.finish().expect("in-memory zlib");
+            trace.extend(Pb::default().msg(1, Pb::default().bytes(50, &compressed)).0);
+        } else {
+            trace.extend(packets.0);
+        }
+    }
+    trace
+}
+
 fn gz(bytes: &[u8]) -> Vec<u8> {
     // mtime 0 and no file name: the same bytes on every run.
     let mut e = GzBuilder::new().mtime(0).write(Vec::new(), Compression::best());
@@ -211,6 +364,16 @@ pub(crate) fn all() -> Vec<Fixture> {
             path: run("run/rocprof_output/1e4d92661463/1234_results.db"),
             bytes: rocpd(false),
             how: "a rocpd database (rocprofv3's default SQLite output) of one MI300X process: two GEMM kernels, an RCCL all-reduce, a copy; TraceLens cannot read it, `report summary` can",
+        },
+        Fixture {
+            path: run("pftrace/rocprofv3/1234_results.pftrace"),
+            bytes: pftrace(true),
+            how: "the records of the rocpd database above as rocprofv3's Perfetto trace holds them (--output-format pftrace): one slice per record, names interned, begin_ns/end_ns annotations (and the kernels' agent, GPU-0, as --agent-index type-relative writes it), incremental timestamps, with HIP API calls spanning 1000..9000 ns",
+        },
+        Fixture {
+            path: run("pftrace/timestamps/1234_results.pftrace"),
+            bytes: pftrace(false),
+            how: "the same slices timed by their packets' incremental timestamps only, names written out, the GPU's packets zlib compressed_packets",
         },
         Fixture {
             path: run("rocpd/api_only/4321_results.db"),

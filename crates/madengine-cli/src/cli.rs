@@ -651,7 +651,7 @@ directory of several reports is a run's: compared rank by rank, by the ranks
 their names (TraceLens' rank3_trace_csv/).
 
 Compare traces of one kind (PyTorch with PyTorch, rocprofv3 with rocprofv3,
-JSON or rocpd database) that cover the same work: totals add up every step a trace
+JSON, rocpd database or pftrace) that cover the same work: totals add up every step a trace
 holds, so a trace of twice the steps shows twice the time. Each trace's
 steps are counted from its ProfilerStep# annotations (torch.profiler's
 schedule), else its Optimizer.step# ones (a trace captured on demand by
@@ -741,7 +741,12 @@ rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
 total/kernel/memory/busy/idle, and kernel_summary), and their kernels by
 category (GEMM, Elementwise, COMM, ...); so do rocprofv3's SQLite databases
 (rocpd, <pid>_results.db, its default output since ROCm 7, which TraceLens
-cannot read), opened read-only. rocprofv3 writes no rank
+cannot read), opened read-only, and its Perfetto traces (--output-format
+pftrace), read packet by packet without traceconv: their kernel_dispatch and
+memory_copy slices, the profiled time the span of all their slices (a
+Perfetto trace holds no process start and end, nor the GPU's name; the GPU
+index only with rocprofv3 --agent-index type-relative).
+rocprofv3 writes no rank
 but a file per process, and a multi-GPU job runs a process per GPU: each
 trace says the GPU its kernels ran on (`on GPU 3`), and a directory's
 processes get a cross-GPU table (the GPU with the least time in collective
@@ -752,9 +757,10 @@ Broken traces are read
 through the sanitizer. Traces TraceLens rejects still get an answer, and each
 trace says which rule applied (`outcome` in --json).
 
-A directory is searched for PyTorch and rocprofv3 JSON traces and rocpd
-databases (the output directory excepted; the Perfetto traces found are named in a note: `report
-tracelens` makes their reports); a file is read whatever its name. Traces are read in
+A directory is searched for PyTorch and rocprofv3 JSON traces, rocpd
+databases and Perfetto traces (the output directory excepted; of one
+rocprofv3 process's outputs side by side, <pid>_results.json, else .db, else
+.pftrace, is read); a file is read whatever its name. Traces are read in
 parallel (--jobs). A trace that cannot be read (truncated, not JSON) is
 reported with its error and does not stop the others; the exit code is then 3.
 With --salvage a truncated trace (its writer killed part way, a .json.gz cut
@@ -1039,7 +1045,7 @@ number beyond a double's range (1e400) and brackets nested 1,025 levels deep.
 A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by
 Windows PowerShell) is refused with its encoding: convert it with iconv. A
 Perfetto trace (protobuf, rocprofv3's pftrace) is refused as one: it is not
-JSON, and TraceLens reads it as it is. So is compressed data where the JSON
+JSON, and TraceLens (and `report summary`) read it as it is. So is compressed data where the JSON
 goes (a .json.gz compressed twice; zstd, xz, bzip2 or zip), with how to
 decompress it. The input is never modified; the output is written to a temporary file beside it
 and renamed when complete. The output's name says its

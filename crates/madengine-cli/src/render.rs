@@ -995,6 +995,7 @@ pub(crate) fn diff(
         let kind = match side.format {
             trace_summary::Format::Rocprofv3 => "rocprofv3",
             trace_summary::Format::Kineto => "PyTorch",
+            trace_summary::Format::Perfetto => "Perfetto",
         };
         let traces = if ranked { format!("{} traces, ", side.traces.len()) } else { String::new() };
         let kind = if side.report { format!("{kind} report") } else { kind.to_string() };

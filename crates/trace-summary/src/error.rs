@@ -71,16 +71,18 @@ pub enum Error {
         /// `UTF-16LE`, `UTF-16BE`, `UTF-32LE` or `UTF-32BE`.
         encoding: &'static str,
     },
-    /// The trace is a Perfetto protobuf trace (rocprofv3's `pftrace`), not
-    /// JSON: TraceLens' pftrace tools read it, these tables do not.
+    /// A Perfetto trace ends inside a packet (its writer was killed part
+    /// way, a copy was cut short); [`crate::Options::salvage`] reads the
+    /// packets before the cut.
     #[error(
-        "{path} is a Perfetto protobuf trace (as rocprofv3 --output-format pftrace writes), not \
-         JSON: these tables are made from Kineto and rocprofv3 JSON traces (TraceLens' pftrace \
-         reports read it)"
+        "{path} is truncated: it ends inside a Perfetto packet, after {bytes} bytes (its writer \
+         killed part way? a copy cut short?)"
     )]
-    Perfetto {
+    CutPacket {
         /// The trace.
         path: PathBuf,
+        /// Where its bytes (decompressed) end.
+        bytes: u64,
     },
     /// The trace is compressed data (a `.json.gz` compressed twice, a zstd
     /// file): it must be decompressed first. Said in trace-sanitize's words.
@@ -218,7 +220,10 @@ impl Error {
     /// Whether the trace was cut short (its JSON ends early, or its gzip
     /// stream does): what [`crate::Options::salvage`] reads anyway.
     pub fn is_cut_short(&self) -> bool {
-        matches!(self, Error::Truncated { .. } | Error::Read { gzip: true, .. })
+        matches!(
+            self,
+            Error::Truncated { .. } | Error::CutPacket { .. } | Error::Read { gzip: true, .. }
+        )
     }
 
     /// Whether [`crate::Options::salvage`] reads the trace anyway: it was
@@ -248,6 +253,7 @@ fn called(format: Option<crate::Format>) -> &'static str {
     match format {
         Some(crate::Format::Kineto) => "Chrome trace",
         Some(crate::Format::Rocprofv3) => "rocprofv3 trace",
+        Some(crate::Format::Perfetto) => "Perfetto trace",
         None => "trace",
     }
 }

@@ -15,7 +15,9 @@
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
 //! So do rocprofv3's SQLite databases (rocpd, `<pid>_results.db`, its
 //! default output since ROCm 7), read through the views rocprofv3 writes
-//! into them; [`summarize_file`] tells them by their first bytes.
+//! into them; [`summarize_file`] tells them by their first bytes. And so do
+//! Perfetto traces (`.pftrace`, rocprofv3 `--output-format pftrace`), read
+//! packet by packet: their `kernel_dispatch` and `memory_copy` slices.
 //! [`op_categories`] adds `ops_summary` up by op category (`GEMM`,
 //! `SDPA_fwd`, ...), which traces of different GPUs share;
 //! [`kernel_categories`] a rocprof `kernel_summary` by its kernel category.
@@ -43,6 +45,7 @@ mod csv;
 mod diff;
 mod error;
 mod parse;
+mod pftrace;
 mod registry;
 mod rocpd;
 mod rocprof;

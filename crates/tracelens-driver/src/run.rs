@@ -716,6 +716,14 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         false => trace_summary::Options::default(),
     };
     let options = options.cancelled_by(config.cancel.clone());
+    // trace-summary reads one, TraceLens' JSON tools do not (by its first
+    // bytes: no need to read it whole to say so).
+    if trace_summary::Format::of_file(input) == trace_summary::Format::Perfetto {
+        return unparseable(
+            "a Perfetto protobuf trace, not JSON".into(),
+            "name it `.pftrace`: TraceLens' pftrace reports read it",
+        );
+    }
     let summary = match trace_summary::summarize_file_with(input, &options) {
         Ok(summary) => summary,
         Err(trace_summary::Error::Truncated { bytes, events, .. }) => {
@@ -728,12 +736,6 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
             return unparseable(
                 format!("{encoding} text, not UTF-8 (re-saved on Windows?)"),
                 &format!("convert it first, e.g. with `iconv -f {encoding} -t UTF-8`"),
-            );
-        }
-        Err(trace_summary::Error::Perfetto { .. }) => {
-            return unparseable(
-                "a Perfetto protobuf trace, not JSON".into(),
-                "name it `.pftrace`: TraceLens' pftrace reports read it",
             );
         }
         Err(trace_summary::Error::Compressed { format, twice, .. }) => {

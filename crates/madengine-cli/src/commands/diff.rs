@@ -186,7 +186,7 @@ impl RankDiff {
 
 impl Compared {
     pub(crate) fn rocprof(&self) -> bool {
-        self.sides[0].format == Format::Rocprofv3
+        self.sides[0].format.rocprof_tables()
     }
 
     /// The timeline row a headline shows, and its name: GPU time; for
@@ -368,7 +368,7 @@ impl Records {
         let Some(recorded) = Recorded::of(dir)? else { return Ok(input) };
         input.rank = recorded.rank.or(rank);
         input.gpu = recorded.gpu_index;
-        input.rocprof = recorded.format == Some(Format::Rocprofv3);
+        input.rocprof = recorded.format.is_some_and(Format::rocprof_tables);
         self.0.insert(dir.to_path_buf(), recorded);
         Ok(input)
     }
@@ -392,8 +392,7 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
         let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
         return Ok(vec![Input::new(path.to_path_buf(), path.to_path_buf(), rank)]);
     }
-    let then = "`madengine report tracelens` makes their TraceLens reports";
-    let (traces, _) = super::json_traces(path, vec![], then, true)?;
+    let traces = super::summary_traces(path, vec![])?;
     if traces.is_empty() {
         // A directory of reports (`report summary`'s output, TraceLens'):
         // each is one side; name them.
@@ -421,7 +420,7 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
     Ok(traces
         .into_iter()
         .map(|t| Input {
-            rocprof: t.kind == trace_discover::TraceKind::RocprofJson,
+            rocprof: t.kind != trace_discover::TraceKind::Pytorch,
             ..Input::new(t.path.clone(), t.path, t.rank.map(|r| r.rank))
         })
         .collect())

@@ -23,47 +23,70 @@ use crate::{
     error::{Error, Status},
 };
 
-/// The JSON traces under `dir` that trace-summary and the sanitizer read
-/// (PyTorch and rocprofv3 JSON), excluding `exclude`; with `databases`, also
-/// rocprofv3's rocpd databases (`<pid>_results.db`, which TraceLens cannot
-/// read but trace-summary can), as rocprofv3 traces, each where no JSON of
-/// the same process lies beside it. The Perfetto traces found there are left
-/// out (the second list) and named in a note, with `then`: what to do with
-/// them instead.
+/// The JSON traces under `dir` that the sanitizer reads (PyTorch and
+/// rocprofv3 JSON), excluding `exclude`. The Perfetto traces found there are
+/// left out and named in a note, with `then`: what to do with them instead.
 fn json_traces(
     dir: &std::path::Path,
     exclude: Vec<std::path::PathBuf>,
     then: &str,
-    databases: bool,
-) -> Result<(Vec<trace_discover::Trace>, Vec<std::path::PathBuf>), Error> {
+) -> Result<Vec<trace_discover::Trace>, Error> {
+    traces_in(dir, exclude, then, false)
+}
+
+/// The traces under `dir` that trace-summary reads, excluding `exclude`:
+/// the JSON traces, and what TraceLens' JSON tools do not read: rocprofv3's
+/// rocpd databases (`<pid>_results.db`, as rocprofv3 traces) and Perfetto
+/// traces, each where no other output of the same process lies beside it
+/// (`<pid>_results.json`, else `.db`, else `.pftrace`: they hold the same
+/// records).
+fn summary_traces(
+    dir: &std::path::Path,
+    exclude: Vec<std::path::PathBuf>,
+) -> Result<Vec<trace_discover::Trace>, Error> {
+    traces_in(dir, exclude, "", true)
+}
+
+/// [`json_traces`], or with `native` [`summary_traces`].
+fn traces_in(
+    dir: &std::path::Path,
+    exclude: Vec<std::path::PathBuf>,
+    then: &str,
+    native: bool,
+) -> Result<Vec<trace_discover::Trace>, Error> {
+    use trace_discover::TraceKind;
     let options = trace_discover::Options { exclude, ..Default::default() };
     let mut found = trace_discover::discover(dir, &options)?;
-    let (mut json, perfetto): (Vec<_>, Vec<_>) = found.traces.into_iter().partition(|t| {
-        matches!(
-            t.kind,
-            trace_discover::TraceKind::Pytorch | trace_discover::TraceKind::RocprofJson
-        )
-    });
-    if databases {
+    let (mut json, mut perfetto): (Vec<_>, Vec<_>) = found
+        .traces
+        .into_iter()
+        .partition(|t| matches!(t.kind, TraceKind::Pytorch | TraceKind::RocprofJson));
+    if native {
         let (rocpd, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut found.unsupported)
             .into_iter()
             .partition(|u| trace_discover::is_rocpd(&u.path));
         found.unsupported = rest;
+        let mut databases = Vec::new();
         for u in rocpd {
-            let twin = u.path.with_extension("json");
-            if json.iter().any(|t| t.path == twin) {
-                continue;
-            }
             let size = std::fs::metadata(&u.path).map_or(0, |m| m.len());
-            json.push(trace_discover::Trace {
+            databases.push(trace_discover::Trace {
                 path: u.path,
                 // Read by trace-summary as rocprofv3 output, which it is.
-                kind: trace_discover::TraceKind::RocprofJson,
+                kind: TraceKind::RocprofJson,
                 claim: trace_discover::Claim::Name,
                 size,
                 rank: None,
             });
         }
+        // The same process's records, written out twice or three times.
+        let twin = |t: &trace_discover::Trace, of: &[trace_discover::Trace], ext: &str| {
+            let twin = t.path.with_extension(ext);
+            of.iter().any(|o| o.path == twin)
+        };
+        databases.retain(|d| !twin(d, &json, "json"));
+        perfetto.retain(|p| !twin(p, &json, "json") && !twin(p, &databases, "db"));
+        json.extend(databases);
+        json.append(&mut perfetto);
         json.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));
     }
     const NAMED: usize = 3;
@@ -92,7 +115,7 @@ fn json_traces(
             names.join(", ")
         ));
     }
-    Ok((json, perfetto.into_iter().map(|t| t.path).collect()))
+    Ok(json)
 }
 
 pub(crate) fn run(cli: Cli) -> Result<Status, Error> {

@@ -422,6 +422,19 @@ impl TraceView {
             trace_summary::Format::Kineto => {
                 ("traceEvents", "", "its top level holds", "events", "not a Chrome trace?")
             }
+            // Its slices' categories (never a key a stray byte changed).
+            trace_summary::Format::Perfetto => {
+                let lists = &self.record_lists;
+                if lists.is_empty() || lists.iter().any(|l| l == "kernel_dispatch") {
+                    return None;
+                }
+                let held: Vec<String> = lists.iter().map(|l| format!("`{l}`")).collect();
+                return Some(format!(
+                    "no kernel_dispatch slices: its slices are of {} (not rocprofv3's, or a \
+                     rocprofv3 run without --kernel-trace?): nothing to summarize",
+                    held.join(", ")
+                ));
+            }
         };
         let lists = &self.record_lists;
         if lists.is_empty() || lists.iter().any(|l| l == list) {
@@ -448,6 +461,10 @@ impl TraceView {
             Outcome::LegacyCategories => Some(
                 "legacy categories or older flows, read as today's (TraceLens rejects this trace)",
             ),
+            Outcome::Rocprofv3 if self.format == Some(trace_summary::Format::Perfetto) => Some(
+                "rocprofv3 records from Perfetto slices: TraceLens' rocprof tables (no \
+                 compute/communication split, no ops); profiled time is the span of its slices",
+            ),
             Outcome::Rocprofv3 => Some(
                 "rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)",
             ),
@@ -461,6 +478,11 @@ impl TraceView {
                      --kernel-trace or --memory-copy-trace?): nothing to summarize",
                 )
             }
+            Outcome::NoGpuActivity if self.format == Some(trace_summary::Format::Perfetto) => Some(
+                "no kernel_dispatch or memory_copy slices (not rocprofv3's pftrace, or a \
+                     rocprofv3 run without --kernel-trace or --memory-copy-trace?): nothing to \
+                     summarize",
+            ),
             Outcome::NoGpuActivity if self.truncated.is_some() => {
                 Some("no GPU activity before the cut: nothing to summarize")
             }
@@ -779,8 +801,8 @@ impl Input {
 }
 
 /// The traces behind the PATHs: directories are searched, files taken as
-/// given. Also the Perfetto traces found in the directories, left out.
-fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
+/// given.
+fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
     let mut paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
     // With no PATH, traces are shown as `a/rank0.json`, not `./a/rank0.json`
     // (as ripgrep does).
@@ -796,7 +818,6 @@ fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
     // did; with several PATHs each directory's own name comes first.
     let alone = paths.len() == 1;
     let mut inputs = Vec::new();
-    let mut left_out = Vec::new();
     for path in paths {
         if !path.is_dir() {
             let rank = trace_discover::find_rank(&path).ok().flatten().map(|r| r.rank);
@@ -805,13 +826,7 @@ fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
             continue;
         }
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
-        let (traces, perfetto) = super::json_traces(
-            &path,
-            vec![args.output_dir.clone()],
-            "`madengine report tracelens` makes their TraceLens reports",
-            true,
-        )?;
-        left_out.extend(perfetto);
+        let traces = super::summary_traces(&path, vec![args.output_dir.clone()])?;
         for t in traces {
             let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
             let trace = match t.path.strip_prefix(".") {
@@ -824,7 +839,7 @@ fn inputs(args: &SummaryArgs) -> Result<(Vec<Input>, Vec<PathBuf>), Error> {
     // A trace named twice (a file inside a directory also given) is read once.
     let mut seen = std::collections::HashSet::new();
     inputs.retain(|i| seen.insert(i.trace.canonicalize().unwrap_or_else(|_| i.trace.clone())));
-    Ok((inputs, left_out))
+    Ok(inputs)
 }
 
 /// What names a trace file's CSVs: the path as given, or for an absolute
@@ -1039,7 +1054,6 @@ pub(crate) struct Summarized {
     ranks: Vec<RankRow>,
     gpus: Vec<GpuRow>,
     unreadable: usize,
-    left_out: Vec<PathBuf>,
 }
 
 impl Summarized {
@@ -1050,7 +1064,6 @@ impl Summarized {
             "cross_rank": self.ranks,
             "cross_gpu": self.gpus,
             "unreadable": self.unreadable,
-            "left_out_perfetto": self.left_out,
         })
     }
 
@@ -1075,7 +1088,7 @@ impl Summarized {
 /// the page) written. `None` when interrupted (nothing written).
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
-    let (inputs, left_out) = inputs(args)?;
+    let inputs = inputs(args)?;
     let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
         return Ok(None);
     };
@@ -1156,7 +1169,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &gpus)?;
     }
-    Ok(Some(Summarized { views, ranks, gpus, unreadable, left_out }))
+    Ok(Some(Summarized { views, ranks, gpus, unreadable }))
 }
 
 #[cfg(test)]

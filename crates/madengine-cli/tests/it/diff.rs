@@ -904,3 +904,50 @@ fn rocpd_databases_compare_as_rocprofv3_traces() {
         fs::read(&db).unwrap()
     );
 }
+
+/// A Perfetto trace (rocprofv3 `--output-format pftrace`) compares with
+/// the same run's rocpd database; beside it, the database is read, not both.
+#[test]
+fn a_pftrace_compares_with_a_database_and_beside_one_is_left_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic().join("run/rocprof_output/1e4d92661463/1234_results.db");
+    let pftrace = synthetic().join("pftrace/rocprofv3/1234_results.pftrace");
+    for (run, from) in [("base", &db), ("new", &pftrace)] {
+        let to = dir.path().join(run).join("host").join(from.file_name().unwrap());
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(from, &to).unwrap();
+    }
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  base/host/1234_results.db (rocprofv3, AMD Instinct MI300X, 3 kernel launches)
+              note: rocprofv3 records: TraceLens' rocprof tables (no compute/communication split, no ops)
+    new       new/host/1234_results.pftrace (rocprofv3, 3 kernel launches)
+              note: rocprofv3 records from Perfetto slices: TraceLens' rocprof tables (no compute/communication split, no ops); profiled time is the span of its slices
+
+    GPU busy 0.002 -> 0.002 ms (+0.0%), of which collective kernels 0.001 -> 0.001 ms (+0.0%)
+
+    TIMELINE (ms)  BASELINE    NEW  DELTA  RATIO
+    total_time        0.008  0.008      0  1.00x
+    kernel            0.002  0.002      0  1.00x
+    memory            0.001  0.001      0  1.00x
+    busy_time         0.002  0.002      0  1.00x
+    idle              0.006  0.006      0  1.00x
+
+    kernels, largest changes first (µs):
+    no change
+
+    kernel categories, largest changes first (ms):
+    no change
+    ----- stderr -----
+    ");
+    fs::copy(&pftrace, dir.path().join("base/host/1234_results.pftrace")).unwrap();
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["report", "summary", "base", "--json", "-o", "out"].map(std::ffi::OsStr::new),
+        &[],
+    );
+    let json = crate::stdout_json(&text);
+    let traces: Vec<_> = json["traces"].as_array().unwrap().iter().map(|t| &t["trace"]).collect();
+    assert_eq!(traces, ["base/host/1234_results.db"], "{json}");
+}

@@ -549,7 +549,7 @@ fn a_utf16_trace_is_refused_with_how_to_convert_it() {
 }
 
 #[test]
-fn a_perfetto_trace_is_refused_as_one_not_mangled_into_json() {
+fn a_perfetto_trace_is_not_mangled_into_json_but_summarized() {
     let run = synthetic();
     let pftrace = "run/rocprof_output/model_trace.pftrace";
     // Sanitizing writes beside the trace: a copy, not the fixture's directory.
@@ -568,25 +568,25 @@ fn a_perfetto_trace_is_refused_as_one_not_mangled_into_json() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(beside, ["model_trace.pftrace"]);
-    cli_snapshot!(&run, ["report", "summary", pftrace, "--output-dir", "out"], @r"
-    exit code: 3
-    ----- stdout -----
-    == run/rocprof_output/model_trace.pftrace
-       error: run/rocprof_output/model_trace.pftrace is a Perfetto protobuf trace (as rocprofv3 --output-format pftrace writes), not JSON: these tables are made from Kineto and rocprofv3 JSON traces (TraceLens' pftrace reports read it)
-
-    ----- stderr -----
-    error: 1 of 1 traces could not be read
-    ");
-    // In a directory it is left out, and named (the note is in the snapshot
-    // of report_summary_on_the_synthetic_run).
+    // `report summary` reads it: this one holds no slices.
     let out = tempfile::tempdir().unwrap();
     let out = out.path().to_str().unwrap();
+    cli_snapshot!(&run, ["report", "summary", pftrace, "--output-dir", out], @r"
+    exit code: 0
+    ----- stdout -----
+    == run/rocprof_output/model_trace.pftrace
+       no kernel_dispatch or memory_copy slices (not rocprofv3's pftrace, or a rocprofv3 run without --kernel-trace or --memory-copy-trace?): nothing to summarize
+
+    ----- stderr -----
+    ");
+    // In a directory it is read with the rest.
     let (code, stdout, stderr) =
         crate::madengine(&run, &["report", "summary", "run", "--json", "--output-dir", out]);
     assert_eq!(code, 0, "{stderr}");
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(json["left_out_perfetto"], serde_json::json!([pftrace]));
-    assert!(stderr.contains("left out 1 Perfetto trace(s)"), "{stderr}");
+    let read = json["traces"].as_array().unwrap().iter().find(|t| t["trace"] == pftrace);
+    assert_eq!(read.map(|t| &t["format"]), Some(&serde_json::json!("perfetto")), "{stdout}");
+    assert!(!stderr.contains("Perfetto trace(s)"), "{stderr}");
 }
 
 #[test]

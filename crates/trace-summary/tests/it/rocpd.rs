@@ -7,14 +7,14 @@ use std::{
 
 use trace_summary::{Error, Format, Options, Outcome};
 
-fn synthetic(path: &str) -> PathBuf {
+pub(crate) fn synthetic(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/synthetic").join(path)
 }
 
 const DB: &str = "run/rocprof_output/1e4d92661463/1234_results.db";
 
 /// The records of the synthetic database, written as rocprofv3 JSON.
-const SAME_AS_JSON: &str = r#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":1234,"init_time":1000,"fini_time":9000},
+pub(crate) const SAME_AS_JSON: &str = r#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":1234,"init_time":1000,"fini_time":9000},
 "agents":[{"id":{"handle":1},"type":1,"logical_node_type_id":0,"name":"AMD EPYC 9654","product_name":"AMD EPYC 9654"},
 {"id":{"handle":2},"type":2,"logical_node_type_id":0,"name":"gfx942","product_name":"AMD Instinct MI300X"}],
 "kernel_symbols":[{"kernel_id":0,"kernel_name":""},

@@ -311,28 +311,6 @@ fn a_utf16_trace_is_named_with_its_encoding() {
     }
 }
 
-/// A Perfetto trace (rocprofv3's pftrace) is named as one, read from a file
-/// (salvaged or not) or from a reader, not "not a trace: it starts with".
-#[test]
-fn a_perfetto_trace_is_named_as_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.pftrace");
-    let packets = [0x0a, 4, 0x40, 1, 0x50, 1, 0x0a, 4, 0x40, 2, 0x50, 1];
-    std::fs::write(&path, packets).unwrap();
-    for read in [
-        summarize_file(&path),
-        summarize_file_with(&path, &Options::salvaging()),
-        trace_summary::summarize(&packets[..], &path),
-    ] {
-        match read {
-            Err(e @ Error::Perfetto { .. }) => {
-                assert!(e.to_string().contains("is a Perfetto protobuf trace"), "{e}")
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-}
-
 /// A `.json.gz` compressed twice, or a zstd trace, is named as such, with
 /// how to decompress it.
 #[test]
