@@ -467,6 +467,19 @@ fn pair(paths: [&Path; 2], sides: [&[Input]; 2], by: By) -> Result<Pairs, Error>
                 }
                 By::Gpu | By::NodeGpu => "none has a rank, nor ran its kernels on one GPU alone",
             };
+            // rocprofv3's Perfetto traces name their GPU only when asked to.
+            let perfetto = by != By::Rank
+                && inputs.iter().any(|i| {
+                    let name = i.trace.to_string_lossy();
+                    name.ends_with(".pftrace") || name.ends_with(".pftrace.gz")
+                });
+            let why = match perfetto {
+                true => format!(
+                    "{why} (rocprofv3's Perfetto traces name their GPU only when it ran with \
+                     --agent-index type-relative)"
+                ),
+                false => why.to_string(),
+            };
             return Err(Error::Usage(format!(
                 "{} holds {} {these} and {why}: runs are compared rank by rank (rocprofv3 runs \
                  GPU by GPU); name the two to compare",

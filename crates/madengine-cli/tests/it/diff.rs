@@ -951,3 +951,22 @@ fn a_pftrace_compares_with_a_database_and_beside_one_is_left_to_it() {
     let traces: Vec<_> = json["traces"].as_array().unwrap().iter().map(|t| &t["trace"]).collect();
     assert_eq!(traces, ["base/host/1234_results.db"], "{json}");
 }
+
+/// Runs of several Perfetto traces that name no GPU (rocprofv3's default
+/// `--agent-index`) cannot be paired GPU by GPU: the error says how to
+/// capture them so they can.
+#[test]
+fn pftrace_runs_without_gpu_indices_say_how_to_get_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let pftrace = synthetic().join("pftrace/timestamps/1234_results.pftrace");
+    for run in ["base", "new"] {
+        for pid in ["1234", "5678"] {
+            let to = dir.path().join(run).join(format!("host/{pid}_results.pftrace"));
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::copy(&pftrace, &to).unwrap();
+        }
+    }
+    let (code, _, stderr) = crate::madengine(dir.path(), &["report", "diff", "base", "new"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--agent-index type-relative"), "{stderr}");
+}
