@@ -572,8 +572,12 @@ impl Tiled {
 
     /// Written as rocprofv3's Perfetto trace at `path`: one sequence, every
     /// string interned up front, a slice (begin and end packets) per record
-    /// with its `begin_ns` / `end_ns`, and two HIP calls at the process's
-    /// start and end (a Perfetto trace's total is its slices' span).
+    /// with the debug annotations rocprofv3's writer gives its kind (a
+    /// kernel's 13: `begin_ns`, `end_ns`, `delta_ns`, `kind`, `agent` as a
+    /// string, `corr_id`, `queue`, `tid`, `kernel_id`, the segment sizes,
+    /// `workgroup_size`, `grid_size`) and its flow id, and two HIP calls at
+    /// the process's start and end (a Perfetto trace's total is its slices'
+    /// span).
     fn pftrace(&self, path: &Path) -> Result<(), String> {
         use crate::fixtures::Pb;
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
@@ -584,7 +588,7 @@ impl Tiled {
         let interned = Pb::default()
             .interned(1, &[(1, "hip_api"), (2, "kernel_dispatch"), (3, "memory_copy")])
             .interned(2, &names)
-            .interned(3, &[(1, "begin_ns"), (2, "end_ns")]);
+            .interned(3, &ANNOTATIONS.map(|(iid, name, _)| (iid, name)));
         let head = Pb::default().uint(10, 1).uint(13, 3).msg(12, interned);
         let write = |out: &mut std::io::BufWriter<fs::File>, packet: Pb| {
             std::io::Write::write_all(out, &Pb::default().msg(1, packet).0)
@@ -592,14 +596,23 @@ impl Tiled {
         write(&mut out, head).map_err(io)?;
         let slice = |out: &mut std::io::BufWriter<fs::File>,
                      [category, name, begin, end]: [u64; 4]| {
-            let annotation = |iid: u64, value: u64| Pb::default().uint(1, iid).uint(3, value);
-            let event = Pb::default()
-                .uint(9, 1)
-                .uint(11, category)
-                .uint(3, category)
-                .uint(10, name)
-                .msg(4, annotation(1, begin))
-                .msg(4, annotation(2, end));
+            let mut event =
+                Pb::default().uint(9, 1).uint(11, category).uint(3, category).uint(10, name);
+            for (iid, _, kernels_only) in ANNOTATIONS {
+                if kernels_only && category != 2 {
+                    continue;
+                }
+                let annotation = Pb::default().uint(1, iid);
+                let annotation = match iid {
+                    1 => annotation.uint(3, begin),
+                    2 => annotation.uint(3, end),
+                    3 => annotation.uint(3, end - begin),
+                    5 => annotation.bytes(6, b"Agent-2"),
+                    _ => annotation.uint(3, begin % 4096),
+                };
+                event = event.msg(4, annotation);
+            }
+            prost::encoding::fixed64::encode(47, &begin, &mut event.0);
             write(out, Pb::default().uint(10, 1).uint(8, begin).msg(11, event))?;
             let end_event = Pb::default().uint(9, 2).uint(11, category);
             write(out, Pb::default().uint(10, 1).uint(8, end).msg(11, end_event))
@@ -615,6 +628,24 @@ impl Tiled {
         std::io::Write::flush(&mut out).map_err(io)
     }
 }
+
+/// The debug annotations rocprofv3 writes on its slices: interned id,
+/// name, and whether only kernels carry it.
+const ANNOTATIONS: [(u64, &str, bool); 13] = [
+    (1, "begin_ns", false),
+    (2, "end_ns", false),
+    (3, "delta_ns", false),
+    (4, "kind", false),
+    (5, "agent", true),
+    (6, "corr_id", false),
+    (7, "queue", true),
+    (8, "tid", false),
+    (9, "kernel_id", true),
+    (10, "private_segment_size", true),
+    (11, "group_segment_size", true),
+    (12, "workgroup_size", true),
+    (13, "grid_size", true),
+];
 
 /// `report summary` over 4 rank traces of ~90 MB: one trace at a time
 /// (`--jobs 1`, the baseline) against the default, one per CPU.

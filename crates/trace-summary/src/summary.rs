@@ -123,14 +123,15 @@ impl Format {
     /// a 302.6 MB trace); of a rocprofv3 trace only its records' times and
     /// kernel names, about a sixth (50 MiB for a 298 MB trace, 21 MiB for
     /// 37 MB); the same of a Perfetto trace, whose slices take fewer bytes,
-    /// about two thirds of its size (41 MiB for a 39 MB trace of 571k
-    /// kernels).
+    /// at most about half its size (40 MiB for a 93 MB trace of 571k kernels
+    /// annotated as rocprofv3 annotates them, 41 MiB for 39 MB with their
+    /// times only).
     pub fn memory_needed(self, json: u64) -> u64 {
         const BUFFERS: u64 = 16 << 20;
         match self {
             Format::Kineto => json / 4 * 3 + BUFFERS,
             Format::Rocprofv3 => json / 6 + BUFFERS,
-            Format::Perfetto => json / 3 * 2 + BUFFERS,
+            Format::Perfetto => json / 2 + BUFFERS,
         }
     }
 }
