@@ -99,14 +99,20 @@ impl Format {
     /// [`trace_sanitize::is_perfetto`] tells one, anything else as Kineto
     /// (also when they cannot be read).
     pub fn of_file(path: &Path) -> Format {
-        let mut head = Vec::with_capacity(256);
-        let read = decompressed(path).and_then(|(input, _)| input.take(256).read_to_end(&mut head));
-        match read {
-            Ok(_) if crate::rocprof::sniff(&head) || trace_sanitize::is_sqlite(&head) => {
-                Format::Rocprofv3
-            }
-            Ok(_) if trace_sanitize::is_perfetto(&head) => Format::Perfetto,
+        match head(path) {
+            Ok(Some(head)) => Format::of_head(&head),
             _ => Format::Kineto,
+        }
+    }
+
+    /// [`Format::of_file`] of a trace whose first bytes are `head`.
+    fn of_head(head: &[u8]) -> Format {
+        if crate::rocprof::sniff(head) || trace_sanitize::is_sqlite(head) {
+            Format::Rocprofv3
+        } else if trace_sanitize::is_perfetto(head) {
+            Format::Perfetto
+        } else {
+            Format::Kineto
         }
     }
 
@@ -143,9 +149,12 @@ impl Format {
 /// 571k kernels, 68 MiB for 27 MB and a million).
 pub fn memory_needed(path: &Path, json: u64) -> u64 {
     const BUFFERS: u64 = 16 << 20;
-    match is_database(path) {
-        Ok(true) => std::fs::metadata(path).map_or(0, |m| m.len()) * 3 + BUFFERS,
-        _ => Format::of_file(path).memory_needed(json),
+    match head(path) {
+        Ok(Some(head)) if trace_sanitize::is_sqlite(&head) => {
+            std::fs::metadata(path).map_or(0, |m| m.len()) * 3 + BUFFERS
+        }
+        Ok(Some(head)) => Format::of_head(&head).memory_needed(json),
+        _ => Format::Kineto.memory_needed(json),
     }
 }
 
@@ -490,7 +499,11 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 /// [`summarize_file`] with [`Options`]. With [`Options::salvage`] a gzip
 /// stream cut short is salvaged too, up to where it could be read.
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
-    if is_database(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })? {
+    // What the file is, by its first bytes (a head that cannot be read is
+    // left to the JSON reader, which says why).
+    let head = head(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    let head = head.unwrap_or_default();
+    if trace_sanitize::is_sqlite(&head) {
         return crate::rocpd::tables(path, options.cancel.as_deref()).map(rocprof_summary).map_err(
             |failure| match failure {
                 crate::rocpd::Failure::Cancelled => Error::Cancelled { path: path.to_path_buf() },
@@ -500,9 +513,7 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
             },
         );
     }
-    // A Perfetto trace is read as one (a head that cannot be read is left
-    // to the JSON reader, which says why).
-    if Format::of_file(path) == Format::Perfetto {
+    if Format::of_head(&head) == Format::Perfetto {
         let (input, gz) = decompressed(path)
             .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         return perfetto_summary(input, path, options, gz);
@@ -590,11 +601,13 @@ pub fn parse_file(path: &Path) -> Result<usize> {
     .map(|(read, _)| read)
 }
 
-/// Whether the file is a SQLite database, by its first bytes.
-fn is_database(path: &Path) -> std::io::Result<bool> {
-    let mut head = Vec::with_capacity(16);
-    File::open(path)?.take(16).read_to_end(&mut head)?;
-    Ok(trace_sanitize::is_sqlite(&head))
+/// The first 256 bytes of the file, gunzipped when it is gzip: what tells
+/// its format. `None` where they cannot be read (a damaged gzip stream);
+/// an error where the file cannot be opened.
+fn head(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let (input, _) = decompressed(path)?;
+    let mut head = Vec::with_capacity(256);
+    Ok(input.take(256).read_to_end(&mut head).ok().map(|_| head))
 }
 
 /// The file's bytes, gunzipped when it is gzip (by its magic bytes), and

@@ -160,20 +160,13 @@ fn a_pftrace_without_gpu_slices_lists_its_categories() {
     let whole = std::fs::read(synthetic(TIMESTAMPS)).unwrap();
     // Sequence 1's packets only: the HIP calls (the last packet holds the
     // GPU's, compressed). Packets are `0x0a <varint length> <body>`.
-    let mut at = 0;
+    let mut rest = &whole[..];
     let mut last = 0;
-    while at < whole.len() {
-        last = at;
-        let (mut len, mut shift, mut i) = (0usize, 0, at + 1);
-        loop {
-            len |= usize::from(whole[i] & 0x7f) << shift;
-            shift += 7;
-            i += 1;
-            if whole[i - 1] & 0x80 == 0 {
-                break;
-            }
-        }
-        at = i + len;
+    while !rest.is_empty() {
+        last = whole.len() - rest.len();
+        rest = &rest[1..];
+        let len = prost::encoding::decode_varint(&mut rest).unwrap() as usize;
+        rest = &rest[len..];
     }
     let s = trace_summary::summarize(&whole[..last], Path::new("api.pftrace")).unwrap();
     assert_eq!(
