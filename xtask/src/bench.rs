@@ -546,7 +546,7 @@ impl Tiled {
         .map_err(sql)?;
         for (id, mangled, name) in &self.symbols {
             tx.execute(
-                "INSERT INTO rocpd_info_kernel_symbol VALUES (?1, ?2, ?3)",
+                "INSERT INTO rocpd_info_kernel_symbol VALUES (?1, ?2, ?3, NULL)",
                 (*id as i64, mangled, name),
             )
             .map_err(sql)?;

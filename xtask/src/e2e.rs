@@ -190,7 +190,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
     vec![
         Scenario {
             name: "rocprof-json",
-            what: "rocprofv3 --kernel-trace --hip-trace --output-format json, then report tracelens --mode rocprof and report summary; a run written as JSON and rocpd database, whose summaries must agree (with 2+ GPUs, also a 2-rank job under rocprofv3: its processes told apart by GPU)",
+            what: "rocprofv3 --kernel-trace --hip-trace --output-format json, then report tracelens --mode rocprof and report summary; a run written as JSON and rocpd database, whose summaries must agree, as must TraceLens' reports of each alone (with 2+ GPUs, also a 2-rank job under rocprofv3: its processes told apart by GPU)",
             runnable: need(&[
                 (amd, "an AMD GPU"),
                 (inv.rocprofv3, "rocprofv3"),
@@ -485,6 +485,7 @@ fn run_scenario(
                 gpus_of(madengine, dir, "rocprof_output", 1)?;
                 // rocprofv3's default output, its rocpd database, read as its JSON.
                 let said = format!("{said}; {}", read_as_json(madengine, dir, &w, "rocpd")?);
+                let said = format!("{said}; {}", tracelens_reads_rocpd(madengine, dir, inv)?);
                 if !gpus_for_nccl(inv) {
                     return Ok(said);
                 }
@@ -710,6 +711,68 @@ fn read_as_json(
         ));
     }
     Ok(format!("its {other} output read as its JSON ({} GPU records)", read[0].0))
+}
+
+/// `report tracelens --mode rocprof` on the rocpd database of
+/// [`read_as_json`] alone (TraceLens reads it through the rocprofv3 JSON
+/// madengine writes for it) and on its JSON twin alone: TraceLens' own
+/// `gpu_timeline` must be the same, and its `kernel_summary` count the same
+/// kernels.
+fn tracelens_reads_rocpd(madengine: &Path, dir: &Path, inv: &Inventory) -> Result<String, String> {
+    let python =
+        inv.tracelens_python.as_ref().expect("planned only with TraceLens").display().to_string();
+    let found = crate::fixtures::files_under(&dir.join("rocprof_rocpd"));
+    let mut tables = Vec::new();
+    for (suffix, kind) in [("_results.db", "rocpd"), ("_results.json", "rocprof_json")] {
+        let trace = found
+            .iter()
+            .find(|p| p.to_string_lossy().ends_with(suffix))
+            .ok_or_else(|| format!("no *{suffix} under rocprof_rocpd"))?;
+        let root = dir.join(format!("alone_{kind}"));
+        let copy = root.join(trace.file_name().unwrap_or_default());
+        std::fs::create_dir_all(&root)
+            .and_then(|()| std::fs::copy(trace, &copy))
+            .map_err(|e| format!("copying {} to {}: {e}", trace.display(), copy.display()))?;
+        let root = root.display().to_string();
+        let out = format!("{root}_tracelens");
+        let args =
+            ["report", "tracelens", "--root", &root, "-o", &out, "--mode", "rocprof", "--json"];
+        let said = step(dir, madengine, &[&args[..], &["--python", &python]].concat())?;
+        let summary: Value =
+            serde_json::from_str(&said).map_err(|e| format!("report JSON: {e}: {said}"))?;
+        let row = &summary["results"][0];
+        if summary["results"].as_array().map(Vec::len) != Some(1)
+            || row["status"] != "SUCCESS"
+            || row["kind"] != kind
+        {
+            return Err(format!("report tracelens on {} alone: {said}", copy.display()));
+        }
+        let report = PathBuf::from(row["output"].as_str().unwrap_or_default());
+        let report = if report.is_absolute() { report } else { dir.join(&root).join(report) };
+        let read = |name: &str| {
+            std::fs::read_to_string(report.join(name))
+                .map_err(|e| format!("{}: {e}", report.join(name).display()))
+        };
+        // Each kernel's name and count (the first two columns).
+        let text = read("kernel_summary.csv")?;
+        let mut kernels: Vec<String> = csv::Reader::from_reader(text.as_bytes())
+            .records()
+            .flatten()
+            .map(|r| format!("{} x{}", r.get(0).unwrap_or(""), r.get(1).unwrap_or("")))
+            .collect();
+        kernels.sort();
+        tables.push((read("gpu_timeline.csv")?, kernels));
+    }
+    if tables[0] != tables[1] {
+        return Err(format!(
+            "TraceLens' tables of the rocpd database and of its JSON differ: {:?} vs {:?}",
+            tables[0], tables[1]
+        ));
+    }
+    Ok(format!(
+        "report tracelens on the rocpd database alone: TraceLens' tables are its JSON's ({} kernels)",
+        tables[0].1.len()
+    ))
 }
 
 /// `report summary` of the rocprofv3 traces under `dir/traces`: each

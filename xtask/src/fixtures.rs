@@ -68,41 +68,52 @@ fn rocprofv3(kname: &[u8]) -> Vec<u8> {
 /// The tables and views of a rocpd database (rocprofv3's SQLite output),
 /// cut down to what madengine reads: the views keep the column names of
 /// rocprofiler-sdk's published `kernels` and `memory_copies` views (`name`,
-/// `start`, `end`, `agent_type_index`), which is what is read; the tables
-/// under them are simpler than rocprofv3's own, whose layout changes between
-/// schema versions.
+/// `start`, `end`, `agent_type_index`, `kernel_id`, `grid_x`, ...), which is
+/// what is read; the tables under them are simpler than rocprofv3's own,
+/// whose layout changes between schema versions (the real views join
+/// tracks, events and timestamps tables).
 pub(crate) const ROCPD_SCHEMA: &str = r#"
 PRAGMA page_size = 1024;
 CREATE TABLE rocpd_metadata (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, value TEXT NOT NULL);
 CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
+CREATE TABLE rocpd_info_node (id INTEGER PRIMARY KEY, hostname TEXT);
 CREATE TABLE rocpd_info_process (
     id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, init BIGINT, fini BIGINT,
     start BIGINT, "end" BIGINT, command TEXT);
 CREATE TABLE rocpd_info_agent (
-    id INTEGER PRIMARY KEY, type TEXT, type_index INTEGER, name TEXT, model_name TEXT,
-    product_name TEXT);
+    id INTEGER PRIMARY KEY, type TEXT, absolute_index INTEGER, logical_index INTEGER,
+    type_index INTEGER, name TEXT, model_name TEXT, product_name TEXT);
 CREATE TABLE rocpd_info_kernel_symbol (
-    id INTEGER PRIMARY KEY, kernel_name TEXT, display_name TEXT);
+    id INTEGER PRIMARY KEY, kernel_name TEXT, display_name TEXT, extdata JSONB);
 CREATE TABLE rocpd_kernel_dispatch (
-    id INTEGER PRIMARY KEY, agent_id INTEGER, kernel_id INTEGER, start BIGINT, "end" BIGINT);
+    id INTEGER PRIMARY KEY, agent_id INTEGER, kernel_id INTEGER, start BIGINT, "end" BIGINT,
+    tid INTEGER, queue_id INTEGER, stream_id INTEGER, correlation_id INTEGER,
+    workgroup_size_x INTEGER, workgroup_size_y INTEGER, workgroup_size_z INTEGER,
+    grid_size_x INTEGER, grid_size_y INTEGER, grid_size_z INTEGER);
 CREATE TABLE rocpd_memory_copy (
     id INTEGER PRIMARY KEY, src_agent_id INTEGER, dst_agent_id INTEGER, size INTEGER,
     start BIGINT, "end" BIGINT);
 CREATE TABLE rocpd_region (
     id INTEGER PRIMARY KEY, name_id INTEGER, start BIGINT, "end" BIGINT);
 CREATE VIEW kernels AS
-    SELECT K.id, S.display_name AS name, A.type_index AS agent_type_index,
-        K.start, K."end", K."end" - K.start AS duration
+    SELECT K.id, K.tid, S.display_name AS name, K.agent_id, A.absolute_index AS agent_absolute_index,
+        A.type_index AS agent_type_index, K.kernel_id, K.id AS dispatch_id, K.queue_id,
+        K.stream_id, K.start, K."end", K."end" - K.start AS duration,
+        K.grid_size_x AS grid_x, K.grid_size_y AS grid_y, K.grid_size_z AS grid_z,
+        K.workgroup_size_x AS workgroup_x, K.workgroup_size_y AS workgroup_y,
+        K.workgroup_size_z AS workgroup_z, K.correlation_id
     FROM rocpd_kernel_dispatch K
     JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id
     JOIN rocpd_info_agent A ON A.id = K.agent_id;
 CREATE VIEW memory_copies AS
-    SELECT M.id, M.start, M."end", M."end" - M.start AS duration, M.size
+    SELECT M.id, M.start, M."end", M."end" - M.start AS duration, M.size,
+        M.src_agent_id, M.dst_agent_id
     FROM rocpd_memory_copy M;
 INSERT INTO rocpd_metadata (tag, value) VALUES ('schema_version', '3');
+INSERT INTO rocpd_info_node VALUES (1, 'node-1');
 INSERT INTO rocpd_info_agent VALUES
-    (1, 'CPU', 0, 'AMD EPYC 9654', 'AMD EPYC 9654', 'AMD EPYC 9654'),
-    (2, 'GPU', 0, 'gfx942', 'aqua_vanjaram', 'AMD Instinct MI300X');
+    (1, 'CPU', 0, 0, 0, 'AMD EPYC 9654', 'AMD EPYC 9654', 'AMD EPYC 9654'),
+    (2, 'GPU', 1, 1, 0, 'gfx942', 'aqua_vanjaram', 'AMD Instinct MI300X');
 INSERT INTO rocpd_string VALUES (1, 'hipLaunchKernel'), (2, 'hipMemcpyAsync');
 INSERT INTO rocpd_region VALUES (1, 1, 1200, 1290), (2, 1, 2900, 2990), (3, 2, 4900, 4950);
 "#;
@@ -122,10 +133,13 @@ fn rocpd(api_only: bool) -> Vec<u8> {
     if !api_only {
         db.execute_batch(
             r#"INSERT INTO rocpd_info_kernel_symbol VALUES
-                (1, 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd', 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32'),
-                (2, 'ncclDevKernel_Generic.kd', 'ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)');
+                (1, 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd', 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32',
+                    '{"formatted_kernel_name": "Cijk_Alik_Bljk_HHS_BH_MT64x64x32", "truncated_kernel_name": "Cijk_Alik_Bljk_HHS_BH_MT64x64x32"}'),
+                (2, 'ncclDevKernel_Generic.kd', 'ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)', NULL);
             INSERT INTO rocpd_kernel_dispatch VALUES
-                (1, 2, 1, 1300, 1800), (2, 2, 1, 3000, 3400), (3, 2, 2, 3200, 4200);
+                (1, 2, 1, 1300, 1800, 1234, 1, 0, 2, 256, 1, 1, 65536, 1, 1),
+                (2, 2, 1, 3000, 3400, 1234, 1, 0, 3, 256, 1, 1, 65536, 1, 1),
+                (3, 2, 2, 3200, 4200, 1234, 2, 0, 4, 512, 1, 1, 512, 1, 1);
             INSERT INTO rocpd_memory_copy VALUES (1, 1, 2, 1048576, 5000, 5600);"#,
         )
         .expect("the GPU records");
@@ -363,7 +377,7 @@ pub(crate) fn all() -> Vec<Fixture> {
         Fixture {
             path: run("run/rocprof_output/1e4d92661463/1234_results.db"),
             bytes: rocpd(false),
-            how: "a rocpd database (rocprofv3's default SQLite output) of one MI300X process: two GEMM kernels, an RCCL all-reduce, a copy; TraceLens cannot read it, `report summary` can",
+            how: "a rocpd database (rocprofv3's default SQLite output) of one MI300X process: two GEMM kernels, an RCCL all-reduce, a copy; TraceLens cannot read it, `report summary` can, and `report tracelens` writes it as rocprofv3 JSON for TraceLens",
         },
         Fixture {
             path: run("pftrace/rocprofv3/1234_results.pftrace"),

@@ -547,8 +547,28 @@ pub(crate) fn plan(found: &Discovery, plan: &tracelens_driver::Plan) -> Result<(
     for t in &found.traces {
         text.push_str(&format!("{}\t{}\n", t.kind, t.path.display()));
     }
+    // rocpd databases: reported through the JSON written for them, or left
+    // to the JSON their run also wrote.
+    let databases: Vec<&std::path::Path> =
+        plan.jobs.iter().filter(|j| j.is_rocpd()).filter_map(|j| j.trace.as_deref()).collect();
+    for db in &databases {
+        text.push_str(&format!("{}\t{}\n", tracelens_driver::ROCPD, db.display()));
+    }
+    let collective = tracelens_driver::Tool::Collective.script();
+    let left: Vec<&tracelens_driver::Row> = plan
+        .skipped
+        .iter()
+        .filter(|r| r.kind == tracelens_driver::ROCPD && r.tracelens_tool != collective)
+        .collect();
     for u in &found.unsupported {
-        text.push_str(&format!("unsupported\t{}\t{}\n", u.path.display(), u.reason));
+        let rel = u.path.strip_prefix(&found.root).unwrap_or(&u.path);
+        if databases.contains(&u.path.as_path()) {
+            continue;
+        }
+        match left.iter().find(|r| std::path::Path::new(&r.trace_file) == rel) {
+            Some(row) => text.push_str(&format!("skipped\t{}\t{}\n", u.path.display(), row.detail)),
+            None => text.push_str(&format!("unsupported\t{}\t{}\n", u.path.display(), u.reason)),
+        }
     }
     for job in plan.jobs.iter().filter_map(|j| j.collective.as_ref().map(|c| (j, c))) {
         let (job, c) = job;
@@ -561,13 +581,13 @@ pub(crate) fn plan(found: &Discovery, plan: &tracelens_driver::Plan) -> Result<(
             ranks.join("; ")
         ));
     }
-    for row in plan.skipped.iter().filter(|r| r.kind != "unsupported") {
+    for row in plan.skipped.iter().filter(|r| r.tracelens_tool == collective) {
         text.push_str(&format!("no collective\t{}\t{}\n", row.trace_file, row.detail));
     }
     text.push_str(&format!(
         "{} TraceLens job(s) planned for {} under {}\n",
         plan.jobs.len(),
-        plural(found.traces.len(), "trace"),
+        plural(found.traces.len() + databases.len(), "trace"),
         found.root.display()
     ));
     out(&text)
@@ -961,7 +981,7 @@ pub(crate) fn summaries(
         aligned(&mut text, &header, &rows, &numbers);
     }
     if views.is_empty() {
-        text.push_str("no PyTorch or rocprofv3 JSON traces found\n");
+        text.push_str("no PyTorch or rocprofv3 traces found\n");
     }
     out(&text)
 }

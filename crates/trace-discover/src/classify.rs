@@ -56,9 +56,9 @@ pub enum Claim {
 pub(crate) const UNSUPPORTED: [(&str, &str); 8] = [
     (
         "_results.db",
-        "rocprofv3 SQLite output is not readable by TraceLens; re-run with a preset that sets an \
-         explicit --output-format, e.g. rocprofv3_lightweight (JSON) or rocprofv3_perfetto \
-         (pftrace); `madengine report summary` and `report diff` read it as it is",
+        "rocprofv3 SQLite output is not readable by TraceLens itself; `madengine report tracelens` \
+         (modes auto and rocprof) writes it as rocprofv3 JSON for TraceLens' rocprof report, and \
+         `report summary` and `report diff` read it as it is",
     ),
     (
         ROCPROF_CSV,
@@ -131,7 +131,7 @@ pub(crate) fn kind_by_name(name: &[u8], parent: Option<&OsStr>) -> Option<TraceK
 /// Whether a file is, by its name, a rocprofv3 rocpd database
 /// (`<pid>_results.db`, rocprofv3's default output since ROCm 7): listed
 /// among [`crate::Discovery::unsupported`], as TraceLens cannot read it,
-/// though trace-summary can.
+/// though trace-summary can (and can write it as the JSON TraceLens reads).
 pub fn is_rocpd(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.as_encoded_bytes().ends_with(UNSUPPORTED[0].0.as_bytes()))
 }

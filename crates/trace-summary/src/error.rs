@@ -195,6 +195,16 @@ pub enum Error {
         /// What SQLite said, or what the database lacks.
         detail: String,
     },
+    /// An output file could not be written (its directory missing or
+    /// read-only, the disk full): nothing is left at its path.
+    #[error("cannot write {path}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
     /// A report's CSV (`gpu_timeline.csv`, ...) could not be read as one.
     #[error("cannot read {path} as a report table")]
     Csv {

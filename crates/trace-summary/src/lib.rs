@@ -15,7 +15,8 @@
 //! `kernel_summary`, from their kernel dispatch and memory copy records.
 //! So do rocprofv3's SQLite databases (rocpd, `<pid>_results.db`, its
 //! default output since ROCm 7), read through the views rocprofv3 writes
-//! into them; [`summarize_file`] tells them by their first bytes. And so do
+//! into them; [`summarize_file`] tells them by their first bytes, and
+//! [`rocpd_to_json`] writes one as the rocprofv3 JSON TraceLens reads. And so do
 //! Perfetto traces (`.pftrace`, rocprofv3 `--output-format pftrace`), read
 //! packet by packet: their `kernel_dispatch` and `memory_copy` slices.
 //! [`op_categories`] adds `ops_summary` up by op category (`GEMM`,
@@ -58,8 +59,9 @@ pub use crate::{
     csv::py_float,
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
+    rocpd::Converted,
     summary::{
-        Format, Options, Outcome, StepMarker, Steps, Summary, memory_needed, parse_file, summarize,
-        summarize_file, summarize_file_with, summarize_with,
+        Format, Options, Outcome, StepMarker, Steps, Summary, memory_needed, parse_file,
+        rocpd_to_json, summarize, summarize_file, summarize_file_with, summarize_with,
     },
 };

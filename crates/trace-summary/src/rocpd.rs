@@ -193,3 +193,415 @@ fn int(value: ValueRef<'_>) -> Option<u64> {
         _ => None,
     }
 }
+
+/// What [`crate::rocpd_to_json`] wrote: how many of each record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Converted {
+    /// Processes of the database (their metadata merged into one).
+    pub processes: u64,
+    /// Kernel dispatches.
+    pub kernels: u64,
+    /// Memory copies.
+    pub copies: u64,
+}
+
+/// Why the JSON could not be written: reading the database, or writing.
+#[derive(Debug)]
+pub(crate) enum Written {
+    Read(Failure),
+    Write(std::io::Error),
+}
+
+impl From<rusqlite::Error> for Written {
+    fn from(e: rusqlite::Error) -> Written {
+        Written::Read(e.into())
+    }
+}
+
+impl From<std::io::Error> for Written {
+    fn from(e: std::io::Error) -> Written {
+        Written::Write(e)
+    }
+}
+
+impl From<Failure> for Written {
+    fn from(f: Failure) -> Written {
+        Written::Read(f)
+    }
+}
+
+/// `{"handle": n}`, as rocprofv3 writes an agent, queue or stream id.
+#[derive(serde::Serialize)]
+struct Handle {
+    handle: u64,
+}
+
+#[derive(serde::Serialize)]
+struct Xyz {
+    x: u64,
+    y: u64,
+    z: u64,
+}
+
+#[derive(serde::Serialize)]
+struct Correlation {
+    internal: u64,
+    external: u64,
+}
+
+/// An integer column, or none.
+fn opt(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<u64>> {
+    Ok(int(row.get_ref(i)?))
+}
+
+/// A text column, or none (bytes that are not UTF-8 replaced).
+fn text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+    Ok(match row.get_ref(i)? {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        _ => None,
+    })
+}
+
+/// Three integer columns from `i` as `{"x", "y", "z"}`, when all are there.
+fn xyz(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<Xyz>> {
+    Ok(match (opt(row, i)?, opt(row, i + 1)?, opt(row, i + 2)?) {
+        (Some(x), Some(y), Some(z)) => Some(Xyz { x, y, z }),
+        _ => None,
+    })
+}
+
+/// `SELECT` of `wanted` from `of`, a column it lacks read as NULL.
+fn select(db: &Connection, of: &str, wanted: &[&str], rest: &str) -> Result<String, Failure> {
+    let have = columns(db, of)?;
+    let list: Vec<String> = wanted
+        .iter()
+        .map(|c| if have.iter().any(|h| h == c) { format!("\"{c}\"") } else { "NULL".into() })
+        .collect();
+    Ok(format!("SELECT {} FROM {of} {rest}", list.join(", ")))
+}
+
+/// Writes the rocpd database at `path` to `out` as rocprofv3's JSON
+/// (`--output-format json`) holds the same records: one process object
+/// (the database's processes merged: pid of the first, the earliest init
+/// and latest fini), its agents, kernel symbols, kernel dispatches and
+/// memory copies, under the keys and in the shapes rocprofv3 writes them.
+/// Rows are streamed from the views to `out`, never all held.
+pub(crate) fn write_json(
+    path: &Path,
+    out: &mut dyn std::io::Write,
+    cancel: Option<&AtomicBool>,
+) -> Result<Converted, Written> {
+    let db = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    let objects = objects(&db)?;
+    let has = |name: &str| objects.iter().any(|o| o == name);
+    if !has("kernels") || !has("rocpd_info_process") {
+        // The reader says what it lacks, in the same words.
+        tables(path, cancel)?;
+    }
+    let stopped = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let mut converted = Converted::default();
+
+    // The processes, merged.
+    let (mut pid, mut init, mut fini, mut command) = (None, None::<u64>, 0u64, None);
+    let sql = select(
+        &db,
+        "rocpd_info_process",
+        &["pid", "init", "fini", "start", "end", "command"],
+        "ORDER BY rowid",
+    )?;
+    let mut statement = db.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        converted.processes += 1;
+        pid = pid.or(opt(row, 0)?);
+        command = command.or(text(row, 5)?);
+        let (i, f) = (opt(row, 1)?.or(opt(row, 3)?), opt(row, 2)?.or(opt(row, 4)?));
+        if let (Some(i), Some(f)) = (i, f) {
+            init = Some(init.map_or(i, |o| o.min(i)));
+            fini = fini.max(f);
+        }
+    }
+    drop(rows);
+    let hostname = if has("rocpd_info_node") {
+        let sql = select(&db, "rocpd_info_node", &["hostname"], "ORDER BY rowid LIMIT 1")?;
+        db.query_row(&sql, [], |row| text(row, 0)).ok().flatten()
+    } else {
+        None
+    };
+    // rocprofv3 writes argv as a list; a database's may be one string.
+    let command: Vec<String> =
+        command.map(|c| serde_json::from_str(&c).unwrap_or_else(|_| vec![c])).unwrap_or_default();
+    out.write_all(br#"{"rocprofiler-sdk-tool":[{"metadata":"#)?;
+    json(
+        out,
+        &serde_json::json!({
+            "pid": pid.unwrap_or(0),
+            "init_time": init.unwrap_or(0),
+            "fini_time": if init.is_some() { fini } else { 0 },
+            "node": { "hostname": hostname.unwrap_or_default() },
+            "command": command,
+        }),
+    )?;
+
+    // Agents, GPUs in their type-relative order.
+    out.write_all(br#","agents":["#)?;
+    if has("rocpd_info_agent") {
+        let sql = select(
+            &db,
+            "rocpd_info_agent",
+            &[
+                "id",
+                "type",
+                "absolute_index",
+                "logical_index",
+                "type_index",
+                "name",
+                "product_name",
+                "model_name",
+                "vendor_name",
+            ],
+            "ORDER BY type_index, id",
+        )?;
+        let mut statement = db.prepare(&sql)?;
+        let mut rows = statement.query([])?;
+        let mut first = true;
+        while let Some(row) = rows.next()? {
+            let kind = match text(row, 1)?.as_deref() {
+                Some("CPU") => 1,
+                Some("GPU") => 2,
+                _ => 0,
+            };
+            if !std::mem::take(&mut first) {
+                out.write_all(b",")?;
+            }
+            json(
+                out,
+                &serde_json::json!({
+                    "id": { "handle": opt(row, 0)?.unwrap_or(0) },
+                    "type": kind,
+                    "node_id": opt(row, 2)?,
+                    "logical_node_id": opt(row, 3)?,
+                    "logical_node_type_id": opt(row, 4)?,
+                    "name": text(row, 5)?,
+                    "product_name": text(row, 6)?,
+                    "model_name": text(row, 7)?,
+                    "vendor_name": text(row, 8)?,
+                }),
+            )?;
+        }
+    }
+
+    // Kernel dispatches, each naming its symbol by the database's id; the
+    // symbols follow them (a view without `kernel_id`: one per name).
+    let kernel_columns = columns(&db, "kernels")?;
+    let by_id = kernel_columns.iter().any(|c| c == "kernel_id") && has("rocpd_info_kernel_symbol");
+    out.write_all(br#"],"buffer_records":{"kernel_dispatch":["#)?;
+    let sql = select(
+        &db,
+        "kernels",
+        &[
+            "start",
+            "end",
+            "name",
+            "kernel_id",
+            "tid",
+            "correlation_id",
+            "agent_id",
+            "queue_id",
+            "stream_id",
+            "dispatch_id",
+            "lds_size",
+            "scratch_size",
+            "workgroup_x",
+            "workgroup_y",
+            "workgroup_z",
+            "grid_x",
+            "grid_y",
+            "grid_z",
+        ],
+        "",
+    )?;
+    let mut statement = db.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    let mut named: rustc_hash::FxHashMap<String, u64> = Default::default();
+    while let Some(row) = rows.next()? {
+        if converted.kernels.is_multiple_of(u64::from(CANCEL_EVERY)) && stopped() {
+            return Err(Failure::Cancelled.into());
+        }
+        let (Some(start), Some(end)) = (opt(row, 0)?, opt(row, 1)?) else { continue };
+        let kernel_id = if by_id {
+            opt(row, 3)?.unwrap_or(0)
+        } else {
+            let name = text(row, 2)?.unwrap_or_default();
+            let next = named.len() as u64 + 1;
+            *named.entry(name).or_insert(next)
+        };
+        #[derive(serde::Serialize)]
+        struct Info {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            agent_id: Option<Handle>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            queue_id: Option<Handle>,
+            kernel_id: u64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            dispatch_id: Option<u64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            private_segment_size: Option<u64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            group_segment_size: Option<u64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            workgroup_size: Option<Xyz>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            grid_size: Option<Xyz>,
+        }
+        #[derive(serde::Serialize)]
+        struct Dispatch {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            thread_id: Option<u64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            correlation_id: Option<Correlation>,
+            start_timestamp: u64,
+            end_timestamp: u64,
+            dispatch_info: Info,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            stream_id: Option<Handle>,
+        }
+        let handle = |i| -> rusqlite::Result<Option<Handle>> {
+            Ok(opt(row, i)?.map(|handle| Handle { handle }))
+        };
+        let dispatch = Dispatch {
+            thread_id: opt(row, 4)?,
+            correlation_id: opt(row, 5)?.map(|internal| Correlation { internal, external: 0 }),
+            start_timestamp: start,
+            end_timestamp: end,
+            dispatch_info: Info {
+                agent_id: handle(6)?,
+                queue_id: handle(7)?,
+                kernel_id,
+                dispatch_id: opt(row, 9)?,
+                group_segment_size: opt(row, 10)?,
+                private_segment_size: opt(row, 11)?,
+                workgroup_size: xyz(row, 12)?,
+                grid_size: xyz(row, 15)?,
+            },
+            stream_id: handle(8)?,
+        };
+        if converted.kernels > 0 {
+            out.write_all(b",")?;
+        }
+        json(out, &dispatch)?;
+        converted.kernels += 1;
+    }
+    drop(rows);
+
+    out.write_all(br#"],"memory_copy":["#)?;
+    if has("memory_copies") {
+        let sql = select(
+            &db,
+            "memory_copies",
+            &["start", "end", "tid", "correlation_id", "size", "src_agent_id", "dst_agent_id"],
+            "",
+        )?;
+        let mut statement = db.prepare(&sql)?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            if converted.copies.is_multiple_of(u64::from(CANCEL_EVERY)) && stopped() {
+                return Err(Failure::Cancelled.into());
+            }
+            let (Some(start), Some(end)) = (opt(row, 0)?, opt(row, 1)?) else { continue };
+            #[derive(serde::Serialize)]
+            struct Copy {
+                #[serde(skip_serializing_if = "Option::is_none")]
+                thread_id: Option<u64>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                correlation_id: Option<Correlation>,
+                start_timestamp: u64,
+                end_timestamp: u64,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                src_agent_id: Option<Handle>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                dst_agent_id: Option<Handle>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                bytes: Option<u64>,
+            }
+            let copy = Copy {
+                thread_id: opt(row, 2)?,
+                correlation_id: opt(row, 3)?.map(|internal| Correlation { internal, external: 0 }),
+                start_timestamp: start,
+                end_timestamp: end,
+                bytes: opt(row, 4)?,
+                src_agent_id: opt(row, 5)?.map(|handle| Handle { handle }),
+                dst_agent_id: opt(row, 6)?.map(|handle| Handle { handle }),
+            };
+            if converted.copies > 0 {
+                out.write_all(b",")?;
+            }
+            json(out, &copy)?;
+            converted.copies += 1;
+        }
+    }
+
+    // The kernel symbols: rocprofv3's names for each (its mangled name, and
+    // the formatted, demangled and truncated ones it keeps in `extdata`),
+    // the display name where the database has no other.
+    out.write_all(br#"]},"kernel_symbols":["#)?;
+    let mut first = true;
+    let mut symbol = |out: &mut dyn std::io::Write, value: serde_json::Value| {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        json(out, &value)
+    };
+    if by_id {
+        let sql = select(
+            &db,
+            "rocpd_info_kernel_symbol",
+            &["id", "kernel_name", "display_name", "extdata"],
+            "ORDER BY id",
+        )?;
+        let mut statement = db.prepare(&sql)?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let display = text(row, 2)?;
+            let extdata: serde_json::Map<String, serde_json::Value> =
+                text(row, 3)?.and_then(|e| serde_json::from_str(&e).ok()).unwrap_or_default();
+            let name = |key: &str| {
+                extdata
+                    .get(key)
+                    .and_then(|v| v.as_str())
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+                    .or_else(|| display.clone())
+            };
+            symbol(
+                out,
+                serde_json::json!({
+                    "kernel_id": opt(row, 0)?.unwrap_or(0),
+                    "kernel_name": text(row, 1)?.or_else(|| display.clone()).unwrap_or_default(),
+                    "formatted_kernel_name": name("formatted_kernel_name"),
+                    "demangled_kernel_name": name("demangled_kernel_name"),
+                    "truncated_kernel_name": name("truncated_kernel_name"),
+                }),
+            )?;
+        }
+    } else {
+        let mut named: Vec<(String, u64)> = named.into_iter().collect();
+        named.sort_by_key(|(_, id)| *id);
+        for (name, id) in named {
+            symbol(out, serde_json::json!({ "kernel_id": id, "kernel_name": name }))?;
+        }
+    }
+    out.write_all(b"]}]}\n")?;
+    if stopped() {
+        return Err(Failure::Cancelled.into());
+    }
+    Ok(converted)
+}
+
+/// `value` as JSON, to `out`.
+fn json(out: &mut dyn std::io::Write, value: &impl serde::Serialize) -> std::io::Result<()> {
+    serde_json::to_writer(out, value).map_err(std::io::Error::from)
+}

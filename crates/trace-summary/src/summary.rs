@@ -496,6 +496,54 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
     summarize_file_with(path, &Options::default())
 }
 
+/// Writes the rocpd database `db` (rocprofv3's SQLite output,
+/// `<pid>_results.db`) to `output` as the rocprofv3 JSON trace
+/// (`--output-format json`) of the same records: what TraceLens' rocprof
+/// report reads (`TraceLens_generate_perf_report_rocprof`), which reads no
+/// database. The JSON holds the process's metadata (pid, init and fini
+/// times, host, command), its agents, kernel symbols, kernel dispatches
+/// (times, agent, queue, stream, grid and workgroup sizes) and memory
+/// copies; rocprofv3's API call records and counters are not carried over.
+/// The rows are streamed, and `output` is written through a temporary file
+/// beside it, renamed into place when complete: a failure or `cancel`
+/// leaves nothing there. The database is opened read-only.
+///
+/// # Errors
+///
+/// [`Error::Database`] when `db` is not a readable rocpd database (in the
+/// words [`summarize_file`] uses), [`Error::Write`] when `output` cannot be
+/// written, [`Error::Cancelled`] when `cancel` was raised.
+pub fn rocpd_to_json(
+    db: &Path,
+    output: &Path,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<crate::Converted> {
+    let mut failed = None;
+    let mut converted = crate::Converted::default();
+    let written = trace_sanitize::write_atomic(output, |file| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        match crate::rocpd::write_json(db, &mut out, cancel) {
+            Ok(c) => converted = c,
+            Err(crate::rocpd::Written::Write(e)) => return Err(e),
+            Err(crate::rocpd::Written::Read(failure)) => {
+                failed = Some(failure);
+                return Err(std::io::Error::other("the database could not be read"));
+            }
+        }
+        std::io::Write::flush(&mut out)
+    });
+    match (failed, written) {
+        (Some(crate::rocpd::Failure::Cancelled), _) => {
+            Err(Error::Cancelled { path: db.to_path_buf() })
+        }
+        (Some(crate::rocpd::Failure::Said(detail)), _) => {
+            Err(Error::Database { path: db.to_path_buf(), detail })
+        }
+        (None, Err(source)) => Err(Error::Write { path: output.to_path_buf(), source }),
+        (None, Ok(())) => Ok(converted),
+    }
+}
+
 /// [`summarize_file`] with [`Options`]. With [`Options::salvage`] a gzip
 /// stream cut short is salvaged too, up to where it could be read.
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {

@@ -236,6 +236,17 @@ impl Job {
         args
     }
 
+    /// Whether its trace is a rocpd database, which TraceLens reads through
+    /// the rocprofv3 JSON written for it.
+    pub fn is_rocpd(&self) -> bool {
+        self.trace.as_deref().is_some_and(trace_discover::is_rocpd)
+    }
+
+    /// What its row's `kind` says: the trace kind, or [`ROCPD`].
+    pub fn row_kind(&self) -> &'static str {
+        if self.is_rocpd() { ROCPD } else { self.kind.as_str() }
+    }
+
     /// The report a successful job leaves (what the summary's `output` names).
     pub fn main_output(&self) -> PathBuf {
         let suffix = match self.tool {
@@ -299,6 +310,21 @@ pub(crate) fn relative(root: &Path, path: &Path) -> PathBuf {
     path.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// The kind a rocpd database's rows name (its job's [`Job::kind`] is
+/// [`TraceKind::RocprofJson`]: the JSON TraceLens reads is rocprofv3's).
+pub const ROCPD: &str = "rocpd";
+
+/// Whether `json` is the rocprofv3 JSON the same run wrote beside the
+/// database `db` (`<pid>_results.db` and `<pid>_results.json[.gz]`).
+fn json_twin(db: &Path, json: &Path) -> bool {
+    let stem =
+        |p: &Path, suffix: &str| p.file_name()?.to_str()?.strip_suffix(suffix).map(str::to_string);
+    db.parent() == json.parent()
+        && stem(db, ".db").is_some_and(|d| {
+            stem(json, ".json").or_else(|| stem(json, ".json.gz")).is_some_and(|j| j == d)
+        })
+}
+
 /// Build the plan for `found` (already discovered with the output
 /// directory excluded).
 pub fn plan(config: &Config, found: &Discovery) -> Plan {
@@ -349,13 +375,46 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
         }
     }
 
-    let mut skipped: Vec<Row> = found
-        .unsupported
-        .iter()
-        .map(|u| {
-            Row::skipped(relative(root, &u.path).display().to_string(), "unsupported", "", u.reason)
-        })
-        .collect();
+    // rocpd databases: TraceLens reads none, but their rocprofv3 JSON
+    // (written by `trace-summary` when the job runs) its rocprof report does.
+    // One whose run also wrote that JSON is left to it.
+    let mut databases = 0;
+    let mut skipped = Vec::new();
+    let rocprof_json = by_kind.get(TraceKind::RocprofJson.as_str()).cloned().unwrap_or_default();
+    for u in &found.unsupported {
+        let rel = relative(root, &u.path);
+        let label = rel.display().to_string();
+        if !trace_discover::is_rocpd(&u.path) || !matches!(config.mode, Mode::Auto | Mode::Rocprof)
+        {
+            skipped.push(Row::skipped(label, "unsupported", "", u.reason));
+            continue;
+        }
+        if let Some(twin) = rocprof_json.iter().find(|t| json_twin(&u.path, &t.path)) {
+            let twin = relative(root, &twin.path);
+            let reason =
+                format!("the same run's rocprofv3 JSON, {}, is reported instead", twin.display());
+            skipped.push(Row::skipped(label, ROCPD, "", &reason));
+            continue;
+        }
+        if config.max_traces > 0 && databases >= config.max_traces {
+            continue;
+        }
+        databases += 1;
+        let stem = stems.unique(&rel);
+        jobs.push(Job {
+            tool: Tool::Rocprof,
+            kind: TraceKind::RocprofJson,
+            trace: Some(u.path.clone()),
+            label,
+            out_base: config.output_dir.join(&stem),
+            log_name: format!("{stem}.{}.log", Tool::Rocprof.short()),
+            collective: None,
+        });
+    }
+    let mut discovered: BTreeMap<String, usize> = discovered;
+    if databases > 0 {
+        discovered.insert(ROCPD.into(), databases);
+    }
 
     if matches!(config.mode, Mode::Auto | Mode::Collective) {
         let pytorch = by_kind.get("pytorch").cloned().unwrap_or_default();

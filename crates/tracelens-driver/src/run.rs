@@ -195,10 +195,10 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     note_salvaged(&mut results, &plan, config, &repairs);
     results.extend(plan.skipped.iter().cloned());
     for row in &plan.skipped {
-        if row.kind == "unsupported" {
-            events(Event::Note(format!("skipping {}: {}", row.trace_file, row.detail)));
-        } else {
+        if row.tracelens_tool == crate::Tool::Collective.script() {
             events(Event::Note(format!("skipping the collective report: {}", row.detail)));
+        } else {
+            events(Event::Note(format!("skipping {}: {}", row.trace_file, row.detail)));
         }
     }
     drop(scratch);
@@ -406,7 +406,10 @@ fn readable_inputs(
         if readable.contains_key(&trace) {
             continue;
         }
-        let input = if matches!(kind, TraceKind::Pytorch | TraceKind::RocprofJson) {
+        let input = if trace_discover::is_rocpd(&trace) {
+            // Written when its job runs (`converted`).
+            converted_path(&trace, scratch)
+        } else if matches!(kind, TraceKind::Pytorch | TraceKind::RocprofJson) {
             sanitized(config, &trace, scratch, events, &mut repairs)
         } else {
             trace.clone()
@@ -414,6 +417,65 @@ fn readable_inputs(
         readable.insert(trace, input);
     }
     (readable, repairs)
+}
+
+/// Where the rocprofv3 JSON of the rocpd database `db` is written:
+/// `<scratch>/<digest>/<pid>_results.json`.
+fn converted_path(db: &Path, scratch: &Path) -> PathBuf {
+    let name = db.file_name().unwrap_or_default().to_string_lossy();
+    let stem = name.strip_suffix(".db").unwrap_or(&name);
+    scratch.join(digest(db)).join(format!("{stem}.json"))
+}
+
+/// Write the rocprofv3 JSON of the rocpd database `db` at `json`, which
+/// TraceLens' rocprof report then reads: what was written, for the log; a
+/// row saying why when it cannot be.
+fn convert(
+    config: &Config,
+    job: &Job,
+    db: &Path,
+    json: &Path,
+    log: &Path,
+) -> Result<String, Box<Row>> {
+    let started = Instant::now();
+    let written = json
+        .parent()
+        .map_or(Ok(()), fs::create_dir_all)
+        .map_err(|source| trace_summary::Error::Write { path: json.to_path_buf(), source })
+        .and_then(|()| trace_summary::rocpd_to_json(db, json, config.cancel.as_deref()));
+    let error = match written {
+        Ok(converted) => {
+            return Ok(format!(
+                "madengine: wrote {} as rocprofv3 JSON ({} kernel dispatches, {} memory copies) \
+                 to {} in {:.3} s\n",
+                db.display(),
+                converted.kernels,
+                converted.copies,
+                json.display(),
+                started.elapsed().as_secs_f64()
+            ));
+        }
+        Err(e) => e,
+    };
+    let cancelled = matches!(error, trace_summary::Error::Cancelled { .. });
+    let detail = match &error {
+        trace_summary::Error::Database { detail, .. } => {
+            format!("not a readable rocpd database: {detail}; TraceLens was not run")
+        }
+        other => format!("{other}; TraceLens was not run"),
+    };
+    let _ = fs::write(log, format!("madengine: {detail}\n"));
+    Err(Box::new(Row {
+        trace_file: job.label.clone(),
+        kind: job.row_kind().into(),
+        tracelens_tool: job.tool.script().into(),
+        status: Status::Failure,
+        output: String::new(),
+        detail,
+        seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
+        log: Some(log.display().to_string()),
+        cause: if cancelled { Cause::Interrupted } else { Cause::Other },
+    }))
 }
 
 /// The file TraceLens should read for `trace`: a repaired copy when strict
@@ -546,8 +608,17 @@ fn job_need(job: &Job) -> u64 {
         Some(c) => c.members.iter().map(|(_, t)| t).collect(),
         None => job.trace.iter().collect(),
     };
-    job_memory(traces.iter().map(|t| trace_discover::json_size(t)).sum())
+    let json = |t: &&PathBuf| match trace_discover::is_rocpd(t) {
+        true => fs::metadata(t).map_or(0, |m| m.len()).saturating_mul(ROCPD_AS_JSON),
+        false => trace_discover::json_size(t),
+    };
+    job_memory(traces.iter().map(json).sum())
 }
+
+/// How many times its size a rocpd database's rocprofv3 JSON is, at most
+/// (14 measured on `cargo xtask bench`'s database of kernels and copies
+/// only; a real one also holds API calls, which its JSON leaves out).
+const ROCPD_AS_JSON: u64 = 14;
 
 /// How many of the jobs `which` run at once: [`Config::jobs`], or fewer
 /// when the largest would not fit in [`Config::memory_available`] together
@@ -632,13 +703,23 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     // closing, on the fly, as the copy was made): its offsets and paths are
     // the ones the user has.
     let original = job.trace.as_deref().unwrap_or(input);
+    // A database: its JSON is written here, in the job's thread (a
+    // database that cannot be read is this job's FAILURE row).
+    let note = match job.is_rocpd() {
+        true => match convert(config, job, original, input, &log) {
+            Ok(note) => note,
+            Err(row) => return *row,
+        },
+        false => String::new(),
+    };
     if config.precheck
+        && !job.is_rocpd()
         && matches!(job.tool, crate::Tool::Pytorch | crate::Tool::Rocprof)
         && let Some(row) = precheck(config, job, original, &log, started)
     {
         return row;
     }
-    let outcome = execute(config, &argv, &log);
+    let outcome = execute(config, &argv, &log, &note);
     let seconds = started.elapsed().as_secs_f64();
     let (status, detail) = classify(&outcome, &log, job_need(job));
     let output = match status {
@@ -647,7 +728,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     };
     Row {
         trace_file: job.label.clone(),
-        kind: job.kind.as_str().into(),
+        kind: job.row_kind().into(),
         tracelens_tool: job.tool.script().into(),
         status,
         output,
@@ -672,7 +753,7 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         let _ = fs::write(log, log_text);
         Some(Row {
             trace_file: job.label.clone(),
-            kind: job.kind.as_str().into(),
+            kind: job.row_kind().into(),
             tracelens_tool: job.tool.script().into(),
             status,
             output: String::new(),
@@ -926,13 +1007,14 @@ enum Outcome {
     NotStarted(String),
 }
 
-fn execute(config: &Config, argv: &[OsString], log: &Path) -> Outcome {
+fn execute(config: &Config, argv: &[OsString], log: &Path, note: &str) -> Outcome {
     let mut file = match fs::File::create(log) {
         Ok(f) => f,
         Err(e) => {
             return Outcome::NotStarted(format!("cannot create the log {}: {e}", log.display()));
         }
     };
+    let _ = file.write_all(note.as_bytes());
     let _ = writeln!(file, "$ {}", display(argv));
     let handle = match cmd(argv)
         .dir(&config.output_dir)

@@ -406,7 +406,8 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
         reports.sort();
         if reports.is_empty() {
             return Err(Error::Usage(format!(
-                "{} holds no PyTorch or rocprofv3 JSON trace, nor a report, to compare",
+                "{} holds no PyTorch or rocprofv3 trace (JSON, rocpd database or Perfetto trace), nor \
+                 a report, to compare",
                 path.display()
             )));
         }

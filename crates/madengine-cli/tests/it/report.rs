@@ -8,8 +8,8 @@ use crate::{
     synthetic,
 };
 
-/// A run directory with two ranks, a CPU-only launcher trace and a broken
-/// rocprofv3 trace, in a temp dir.
+/// A run directory with two ranks, a CPU-only launcher trace, a broken
+/// rocprofv3 trace and a rocpd database, in a temp dir.
 fn run_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
@@ -21,6 +21,7 @@ fn run_dir() -> tempfile::TempDir {
             "torch_profiler_output/libkineto_trace_4242.json",
         ),
         ("run/rocprof_output/9999_results.json", "rocprof_output/9999_results.json"),
+        ("run/host/1234_results.db", "rocprof_output/1e4d92661463/1234_results.db"),
     ] {
         let path = dir.path().join(to);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -320,7 +321,7 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     // The launcher's CPU-only trace was skipped without TraceLens: finished.
-    assert!(stderr.contains("error: interrupted: 1 of 5 TraceLens jobs had finished"), "{stderr}");
+    assert!(stderr.contains("error: interrupted: 1 of 6 TraceLens jobs had finished"), "{stderr}");
     for job in running {
         // Gone, or a zombie nobody reaps (a container's PID 1 may not).
         let stat = fs::read_to_string(format!("/proc/{job}/stat")).unwrap_or_default();

@@ -22,7 +22,7 @@ fn a_run_of_rocprofv3_csv_output_says_to_ask_for_json() {
     cli_snapshot!(dir.path(), ["report", "summary", "run"], @r"
     exit code: 0
     ----- stdout -----
-    no PyTorch or rocprofv3 JSON traces found
+    no PyTorch or rocprofv3 traces found
     ----- stderr -----
     [madengine] run/host/42_kernel_trace.csv: rocprofv3 CSV output is not readable by TraceLens; re-run rocprofv3 with --output-format json (or pftrace), which madengine and TraceLens read
     ");

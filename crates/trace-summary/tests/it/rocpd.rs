@@ -143,3 +143,129 @@ fn a_database_cut_short_is_a_database_error_that_names_it() {
     let said = said.replace(&path.display().to_string(), "DB");
     insta::assert_snapshot!(said, @"DB is not a readable rocpd database: database disk image is malformed (cut short or damaged: a job killed while rocprofv3 wrote it? a copy cut short?)");
 }
+
+/// The JSON a database is converted to: its tables are the database's, and
+/// it holds what TraceLens' rocprof report reads, where it reads it
+/// (`RocprofParser`: `rocprofiler-sdk-tool[0]`, its `metadata` times,
+/// `kernel_symbols` by `kernel_id`, `buffer_records.kernel_dispatch` with
+/// `dispatch_info` sizes, `memory_copy`).
+#[test]
+fn a_database_converts_to_the_rocprofv3_json_of_its_records() {
+    let db = synthetic(DB);
+    let before = std::fs::read(&db).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("1234_results.json");
+    let converted = trace_summary::rocpd_to_json(&db, &json, None).unwrap();
+    assert_eq!(converted, trace_summary::Converted { processes: 1, kernels: 3, copies: 1 });
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    // Nothing else is left in the directory (no temporary file).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    let from_db = trace_summary::summarize_file(&db).unwrap();
+    let from_json = trace_summary::summarize_file(&json).unwrap();
+    assert_eq!(from_json.format, Format::Rocprofv3);
+    let csv = |t: Option<&trace_summary::Table>| t.map(|t| t.to_csv());
+    assert_eq!(csv(from_json.gpu_timeline.as_ref()), csv(from_db.gpu_timeline.as_ref()));
+    assert_eq!(csv(from_json.kernel_summary.as_ref()), csv(from_db.kernel_summary.as_ref()));
+    assert_eq!((from_json.gpus, from_json.gpu_index), (from_db.gpus, from_db.gpu_index));
+
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let tool = &doc["rocprofiler-sdk-tool"][0];
+    let metadata = &tool["metadata"];
+    assert_eq!(
+        (&metadata["pid"], &metadata["init_time"], &metadata["fini_time"]),
+        (&1234.into(), &1000.into(), &9000.into())
+    );
+    assert_eq!(metadata["node"]["hostname"], "node-1");
+    assert_eq!(metadata["command"], serde_json::json!(["python3 train.py"]));
+    let names: std::collections::BTreeMap<u64, &str> = tool["kernel_symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let name = ["truncated_kernel_name", "formatted_kernel_name", "kernel_name"]
+                .iter()
+                .find_map(|k| s[k].as_str().filter(|n| !n.is_empty()))
+                .unwrap();
+            (s["kernel_id"].as_u64().unwrap(), name)
+        })
+        .collect();
+    let dispatches = tool["buffer_records"]["kernel_dispatch"].as_array().unwrap();
+    let seen: Vec<(&str, u64, u64)> = dispatches
+        .iter()
+        .map(|d| {
+            let id = d["dispatch_info"]["kernel_id"].as_u64().unwrap();
+            let times = (d["start_timestamp"].as_u64().unwrap(), d["end_timestamp"].as_u64());
+            (names[&id], times.0, times.1.unwrap())
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("Cijk_Alik_Bljk_HHS_BH_MT64x64x32", 1300, 1800),
+            ("Cijk_Alik_Bljk_HHS_BH_MT64x64x32", 3000, 3400),
+            ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 3200, 4200),
+        ]
+    );
+    let first = &dispatches[0];
+    assert_eq!(
+        first["dispatch_info"]["grid_size"],
+        serde_json::json!({"x": 65536, "y": 1, "z": 1})
+    );
+    assert_eq!(
+        first["dispatch_info"]["workgroup_size"],
+        serde_json::json!({"x": 256, "y": 1, "z": 1})
+    );
+    assert_eq!(first["dispatch_info"]["agent_id"]["handle"], 2);
+    assert_eq!(first["dispatch_info"]["queue_id"]["handle"], 1);
+    assert_eq!(first["stream_id"]["handle"], 0);
+    assert_eq!(first["thread_id"], 1234);
+    assert_eq!(first["correlation_id"]["internal"], 2);
+    let gpu = &tool["agents"].as_array().unwrap()[1];
+    assert_eq!((&gpu["type"], &gpu["product_name"]), (&2.into(), &"AMD Instinct MI300X".into()));
+    let copy = &tool["buffer_records"]["memory_copy"][0];
+    assert_eq!((&copy["start_timestamp"], &copy["end_timestamp"]), (&5000.into(), &5600.into()));
+    assert_eq!(copy["bytes"], 1048576);
+}
+
+/// A view without the columns that name a symbol: the kernels' names make
+/// the symbols, one per name, and the tables are still the database's.
+#[test]
+fn a_kernels_view_without_kernel_ids_converts_by_name() {
+    let (dir, db) = changed(
+        "DROP VIEW kernels; CREATE VIEW kernels AS SELECT S.display_name AS name, K.start, K.\"end\" \
+         FROM rocpd_kernel_dispatch K JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id;",
+    );
+    let json = dir.path().join("5678_results.json");
+    let converted = trace_summary::rocpd_to_json(&db, &json, None).unwrap();
+    assert_eq!(converted.kernels, 3);
+    let csv = |s: trace_summary::Summary| s.kernel_summary.map(|t| t.to_csv());
+    assert_eq!(
+        csv(trace_summary::summarize_file(&json).unwrap()),
+        csv(trace_summary::summarize_file(&db).unwrap())
+    );
+}
+
+/// No JSON is left behind when the database cannot be read, the output
+/// cannot be written, or the conversion is stopped.
+#[test]
+fn a_conversion_that_fails_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let other = dir.path().join("app_results.db");
+    rusqlite::Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (id);").unwrap();
+    let err = trace_summary::rocpd_to_json(&other, &json, None).unwrap_err();
+    assert!(matches!(err, Error::Database { .. }), "{err:?}");
+    assert!(err.to_string().ends_with("(it has no rocpd_ tables)"), "{err}");
+
+    let stop = AtomicBool::new(true);
+    let err = trace_summary::rocpd_to_json(&synthetic(DB), &json, Some(&stop)).unwrap_err();
+    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
+
+    let nowhere = dir.path().join("missing/out.json");
+    let err = trace_summary::rocpd_to_json(&synthetic(DB), &nowhere, None).unwrap_err();
+    assert!(matches!(&err, Error::Write { path, .. } if *path == nowhere), "{err:?}");
+    let files: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(files, ["app_results.db"]);
+}

@@ -891,3 +891,82 @@ fn setup_installs_the_spec_and_skips_when_ready() {
     assert!(!text.contains("s3cr3t") && text.contains("user:***@"), "{text}");
     assert!(!dir.path().join("bad").exists());
 }
+
+const ROCPD: &str = "rocprof_output/1e4d92661463/1234_results.db";
+
+/// A rocpd database, which TraceLens cannot read, is reported by its rocprof
+/// report through the rocprofv3 JSON written for it in the scratch
+/// directory: the stand-in's tables (computed as TraceLens' RocprofParser
+/// reads the JSON) are the database's own. One whose run also wrote the
+/// JSON is left to it; one that is not a database fails with why.
+#[test]
+fn a_rocpd_database_is_reported_through_its_rocprofv3_json() {
+    let case = Case::new();
+    let db = case.fixture("host/1234_results.db", ROCPD);
+    case.fixture("twin/1234_results.db", ROCPD);
+    case.fixture("twin/1234_results.json", ROCPROF);
+    case.write("bad/77_results.db", b"SQLite format 3\0 and then nothing a database holds");
+    let before = fs::read(&db).unwrap();
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    SUCCESS rocprof_json twin/1234_results.json TraceLens_generate_perf_report_rocprof | 
+    FAILURE rocpd bad/77_results.db TraceLens_generate_perf_report_rocprof | not a readable rocpd database: file is not a database; TraceLens was not run
+    SUCCESS rocpd host/1234_results.db TraceLens_generate_perf_report_rocprof | 
+    SKIPPED rocpd twin/1234_results.db  | the same run's rocprofv3 JSON, twin/1234_results.json, is reported instead
+    ");
+    assert_eq!(summary.discovered["rocpd"], 2);
+    assert_eq!(fs::read(&db).unwrap(), before);
+    // TraceLens read the JSON written in the scratch directory, now gone.
+    let calls = case.calls().join("\n");
+    assert!(calls.contains("[SCRATCH]/") && calls.contains("/1234_results.json\""), "{calls}");
+    assert!(!calls.contains("/1234_results.db\""), "{calls}");
+    let log =
+        fs::read_to_string(case.config.output_dir.join("logs/host_1234_results.db.rocprof.log"))
+            .unwrap();
+    assert!(
+        log.starts_with("madengine: wrote ")
+            && log.contains("(3 kernel dispatches, 1 memory copies)"),
+        "{log}"
+    );
+
+    let native = trace_summary::summarize_file(&db).unwrap();
+    let report = case.config.output_dir.join("host_1234_results.db_csv");
+    let read = |name: &str| fs::read_to_string(report.join(name)).unwrap();
+    let numbers = |csv: &str| -> Vec<(String, f64)> {
+        csv.lines()
+            .skip(1)
+            .map(|l| {
+                let cells: Vec<&str> = l.split(',').collect();
+                (cells[0].to_string(), cells[1].parse().unwrap())
+            })
+            .collect()
+    };
+    let (theirs, ours) =
+        (numbers(&read("gpu_timeline.csv")), numbers(&native.gpu_timeline.unwrap().to_csv()));
+    assert_eq!(theirs.len(), 5);
+    for ((a, x), (b, y)) in theirs.iter().zip(&ours) {
+        assert!(a == b && (x - y).abs() < 1e-12, "{theirs:?} {ours:?}");
+    }
+    let counts: Vec<(String, f64)> = numbers(&read("kernel_summary.csv"));
+    let ours: Vec<(String, f64)> = {
+        let mut rows = numbers(&native.kernel_summary.unwrap().to_csv());
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows
+    };
+    assert_eq!(counts, ours);
+}
+
+/// Only the modes that run TraceLens' rocprof report take a database.
+#[test]
+fn a_rocpd_database_is_left_out_where_the_mode_has_no_rocprof_report() {
+    let mut case = Case::new();
+    case.fixture("host/1234_results.db", ROCPD);
+    case.config.mode = tracelens_driver::Mode::Pftrace;
+    let summary = case.run();
+    assert_eq!(
+        rows(&summary),
+        [format!("SKIPPED unsupported host/1234_results.db  | {}", summary.results[0].detail)]
+    );
+    assert!(summary.results[0].detail.contains("modes auto and rocprof"));
+    assert!(!case.ran("rocprof"));
+}
