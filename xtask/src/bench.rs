@@ -419,6 +419,31 @@ fn summary_rocprof(
         peak_kib: db_kib,
         baseline: Some(rows.len() - 1),
     });
+    // The database written back out as rocprofv3 JSON (`trace convert`,
+    // what `report tracelens` does for TraceLens), against reading it.
+    let converted = scratch.join("converted_results.json");
+    let convert = vec![
+        madengine.display().to_string(),
+        "trace".into(),
+        "convert".into(),
+        db.display().to_string(),
+        "-o".into(),
+        converted.display().to_string(),
+        "--force".into(),
+    ];
+    let (conv_seconds, conv_kib) = measure(&convert, runs, &out)?;
+    let conv_size = fs::metadata(&converted).map(|m| m.len()).unwrap_or(0);
+    rows.push(Row {
+        bench: "summary-rocprof",
+        subject: format!(
+            "trace convert, the rocpd database to rocprofv3 JSON ({:.0} MB, {:.1}x the database)",
+            conv_size as f64 / 1e6,
+            conv_size as f64 / db_size.max(1) as f64
+        ),
+        seconds: conv_seconds,
+        peak_kib: conv_kib,
+        baseline: Some(rows.len() - 1),
+    });
     let (pf_seconds, pf_kib) = measure(&summary(&pftrace), runs, &out)?;
     let pf_size = fs::metadata(&pftrace).map(|m| m.len()).unwrap_or(0);
     rows.push(Row {
@@ -429,7 +454,7 @@ fn summary_rocprof(
         ),
         seconds: pf_seconds,
         peak_kib: pf_kib,
-        baseline: Some(rows.len() - 2),
+        baseline: Some(rows.len() - 3),
     });
     let csvs = |trace: &Path| -> Result<Vec<String>, String> {
         let _ = fs::remove_dir_all(&out);
@@ -455,6 +480,12 @@ fn summary_rocprof(
     if csvs(&pftrace)? != of_json {
         return Err("the Perfetto trace's tables differ from its JSON's".into());
     }
+    if csvs(&converted)? != of_json {
+        return Err(
+            "the rocpd database's JSON (trace convert) has tables other than its JSON's".into()
+        );
+    }
+    let _ = fs::remove_file(&converted);
     let _ = fs::remove_file(&tiled);
     let _ = fs::remove_file(&db);
     let _ = fs::remove_file(&pftrace);

@@ -1006,7 +1006,34 @@ pub(crate) enum TraceCommand {
     /// Repair a trace that strict JSON parsers (TraceLens' orjson) reject.
     #[command(after_help = SANITIZE_HELP)]
     Sanitize(SanitizeArgs),
+    /// Write a rocpd database (rocprofv3's SQLite output) as rocprofv3 JSON,
+    /// which TraceLens reads.
+    #[command(after_help = CONVERT_HELP)]
+    Convert(ConvertArgs),
 }
+
+const CONVERT_HELP: &str = "\
+rocprofv3 writes a SQLite database (<pid>_results.db, rocpd) by default since
+ROCm 7, and TraceLens reads no database. This writes the same records as the
+rocprofv3 JSON of --output-format json: the process's metadata (pid, init and
+fini times, host, command), its agents, kernel symbols, kernel dispatches
+(times, agent, queue, stream, grid and workgroup sizes) and memory copies;
+not its API calls or counters. TraceLens_generate_perf_report_rocprof reads
+it. `report tracelens` does this itself for the databases it finds; `report
+summary` and `report diff` read databases as they are.
+
+The rows are streamed, the database is opened read-only, and the JSON is
+written through a temporary file renamed into place: a failure or Ctrl-C
+leaves nothing. An existing file is not replaced without --force (beside the
+database, <pid>_results.json may be the run's own JSON).
+
+Examples:
+  madengine trace convert host/1234_results.db          # host/1234_results.json
+  madengine trace convert host/1234_results.db -o /tmp/run.json --json
+
+Exit codes: 0 written, 2 usage error (the output exists), 3 the database
+cannot be read (not SQLite, not rocprofv3's, cut short) or the JSON cannot be
+written, 130 interrupted.";
 
 const DISCOVER_HELP: &str = "\
 Kinds: pytorch (Kineto / torch.profiler JSON), rocprof_json (rocprofv3 JSON),
@@ -1096,6 +1123,23 @@ pub(crate) struct DiscoverArgs {
     #[arg(long)]
     pub(crate) names_only: bool,
     /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConvertArgs {
+    /// The rocpd database (<pid>_results.db).
+    #[arg(value_name = "DATABASE")]
+    pub(crate) input: PathBuf,
+    /// Where to write the JSON [default: beside the database, its name
+    /// ending in .json instead of .db].
+    #[arg(short, long, value_name = "PATH")]
+    pub(crate) output: Option<PathBuf>,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Print what was written as JSON on stdout.
     #[arg(long)]
     pub(crate) json: bool,
 }

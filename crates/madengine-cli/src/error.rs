@@ -104,6 +104,7 @@ impl Error {
                 collect_k8s::Error::Interrupted { .. } | collect_k8s::Error::Cancelled { .. },
             ) => Status::Interrupted,
             Error::K8s(_) => Status::Io,
+            Error::Summary(trace_summary::Error::Cancelled { .. }) => Status::Interrupted,
             Error::Summary(_) => Status::Io,
             Error::Sanitize(_)
             | Error::Discover(_)

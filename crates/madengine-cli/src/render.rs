@@ -511,6 +511,26 @@ impl Drop for Progress {
 }
 
 /// A progress note on stderr, as the original's `[tracelens] ...` lines.
+/// `trace convert`'s line: what was written, of what.
+pub(crate) fn converted(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    records: &trace_summary::Converted,
+) -> Result<(), Error> {
+    let n = |n: u64, one: &str, many: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    };
+    out(&format!(
+        "wrote {}: {}, {}, from {} ({})\n",
+        output.display(),
+        n(records.kernels, "kernel dispatch", "kernel dispatches"),
+        n(records.copies, "memory copy", "memory copies"),
+        input.display(),
+        n(records.processes, "process", "processes"),
+    ))
+}
+
 pub(crate) fn note(text: &str) {
     say(format_args!("[madengine] {text}"));
 }

@@ -510,14 +510,25 @@ pub fn summarize_file(path: &Path) -> Result<Summary> {
 ///
 /// # Errors
 ///
-/// [`Error::Database`] when `db` is not a readable rocpd database (in the
-/// words [`summarize_file`] uses), [`Error::Write`] when `output` cannot be
+/// [`Error::Open`] when `db` cannot be opened, [`Error::Database`] when it
+/// is not a readable rocpd database (in the words [`summarize_file`] uses),
+/// [`Error::Write`] when `output` cannot be
 /// written, [`Error::Cancelled`] when `cancel` was raised.
 pub fn rocpd_to_json(
     db: &Path,
     output: &Path,
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> Result<crate::Converted> {
+    // SQLite would say only "unable to open database file".
+    let opened = std::fs::File::open(db).and_then(|f| f.metadata());
+    match opened {
+        Err(source) => return Err(Error::Open { path: db.to_path_buf(), source }),
+        Ok(m) if m.is_dir() => {
+            let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory");
+            return Err(Error::Open { path: db.to_path_buf(), source });
+        }
+        Ok(_) => {}
+    }
     let mut failed = None;
     let mut converted = crate::Converted::default();
     let written = trace_sanitize::write_atomic(output, |file| {

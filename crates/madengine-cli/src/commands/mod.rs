@@ -122,6 +122,7 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
     match cli.command {
         Command::Trace(TraceCommand::Discover(args)) => trace::discover(&args),
         Command::Trace(TraceCommand::Sanitize(args)) => trace::sanitize(&args),
+        Command::Trace(TraceCommand::Convert(args)) => trace::convert(&args),
         Command::Report(ReportCommand::Tracelens(args)) => report::tracelens(&args),
         Command::Report(ReportCommand::TracelensCompare(args)) => report::compare(&args),
         Command::Report(ReportCommand::Summary(args)) => summary::summary(&args),

@@ -1,7 +1,7 @@
 //! `madengine trace discover|sanitize`.
 
 use crate::{
-    cli::{DiscoverArgs, SanitizeArgs},
+    cli::{ConvertArgs, DiscoverArgs, SanitizeArgs},
     error::{Error, Status},
     render, settings,
 };
@@ -12,6 +12,50 @@ pub(crate) fn discover(args: &DiscoverArgs) -> Result<Status, Error> {
         render::json(&found)?;
     } else {
         render::discovery(&found)?;
+    }
+    Ok(Status::Success)
+}
+
+/// What `trace convert` wrote.
+#[derive(serde::Serialize)]
+struct Converted<'a> {
+    input: &'a std::path::Path,
+    output: &'a std::path::Path,
+    #[serde(flatten)]
+    records: trace_summary::Converted,
+}
+
+pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
+    let output = match &args.output {
+        Some(output) => output.clone(),
+        None => {
+            let name = args.input.file_name().unwrap_or_default().to_string_lossy();
+            let stem = name.strip_suffix(".db").unwrap_or(&name);
+            args.input.with_file_name(format!("{stem}.json"))
+        }
+    };
+    if output == args.input {
+        return Err(Error::Usage(format!(
+            "{} is the database itself: name another output with -o",
+            output.display()
+        )));
+    }
+    if output.exists() && !args.force {
+        return Err(Error::Usage(format!(
+            "{} exists (the run's own rocprofv3 JSON, written beside its database?): name \
+             another output with -o, or --force to replace it",
+            output.display()
+        )));
+    }
+    // Ctrl-C stops at the next rows and leaves no file.
+    let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
+    let flag = interrupt.flag();
+    let records = trace_summary::rocpd_to_json(&args.input, &output, Some(&flag))?;
+    let converted = Converted { input: &args.input, output: &output, records };
+    if args.json {
+        render::json(&converted)?;
+    } else {
+        render::converted(converted.input, converted.output, &records)?;
     }
     Ok(Status::Success)
 }

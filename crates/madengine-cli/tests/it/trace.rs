@@ -1203,3 +1203,58 @@ fn report_summary_shows_the_collective_calls() {
     assert_eq!(top.as_array().unwrap().len(), 1, "{top}");
     assert_eq!((&top[0]["name"], &top[0]["group_size"]), (&"allreduce".into(), &2.into()));
 }
+
+/// `trace convert` writes a rocpd database as rocprofv3 JSON beside it:
+/// `report summary` of that JSON is the database's; an existing file is
+/// kept unless `--force`; a database it cannot read leaves no file.
+#[test]
+fn convert_writes_a_database_as_rocprofv3_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("host/1234_results.db");
+    fs::create_dir_all(db.parent().unwrap()).unwrap();
+    fs::copy(synthetic().join("run/rocprof_output/1e4d92661463/1234_results.db"), &db).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "convert", "host/1234_results.db"], @r"
+    exit code: 0
+    ----- stdout -----
+    wrote host/1234_results.json: 3 kernel dispatches, 1 memory copy, from host/1234_results.db (1 process)
+    ----- stderr -----
+    ");
+    let json = dir.path().join("host/1234_results.json");
+    let tables = |trace: &Path| {
+        let s = trace_summary::summarize_file(trace).unwrap();
+        (s.gpu_timeline.unwrap().to_csv(), s.kernel_summary.unwrap().to_csv())
+    };
+    assert_eq!(tables(&json), tables(&db));
+
+    let before = fs::read(&json).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "convert", "host/1234_results.db"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: host/1234_results.json exists (the run's own rocprofv3 JSON, written beside its database?): name another output with -o, or --force to replace it
+    ");
+    assert_eq!(fs::read(&json).unwrap(), before);
+    cli_snapshot!(dir.path(), ["trace", "convert", "host/1234_results.db", "--force", "--json"], @r#"
+    exit code: 0
+    ----- stdout -----
+    {
+      "input": "host/1234_results.db",
+      "output": "host/1234_results.json",
+      "processes": 1,
+      "kernels": 3,
+      "copies": 1
+    }
+    ----- stderr -----
+    "#);
+
+    fs::write(dir.path().join("host/9_results.db"), "SQLite format 3\0 and nothing else").unwrap();
+    cli_snapshot!(dir.path(), ["trace", "convert", "host/9_results.db", "-o", "out.json"], @r"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: host/9_results.db is not a readable rocpd database: file is not a database
+    ");
+    assert!(!dir.path().join("out.json").exists());
+    let left: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left, ["host"]);
+}
