@@ -11,6 +11,11 @@
 //! versions; the views are what rocprofiler-sdk's own `rocpd` tools query.
 //! The file is opened read-only: the database is never changed, and rows are
 //! stepped through one at a time, not loaded.
+//!
+//! [`write_json`] writes the same views back out as the rocprofv3 JSON of
+//! their records, for TraceLens, which reads no database: the columns of
+//! rocprofiler-sdk's views under rocprofv3's JSON keys, a column a view
+//! lacks left out (TraceLens' rocprof reader takes its defaults).
 
 use std::{
     path::Path,
