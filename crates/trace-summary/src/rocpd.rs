@@ -51,8 +51,9 @@ impl From<rusqlite::Error> for Failure {
 /// How many rows are read between looks at `cancel`.
 const CANCEL_EVERY: u32 = 1 << 16;
 
-/// The tables of the rocpd database at `path`.
-pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables, Failure> {
+/// The rocpd database at `path`, opened read-only, and its tables and
+/// views; an error that says what it lacks when it is not one.
+fn open(path: &Path) -> Result<(Connection, Vec<String>), Failure> {
     let db = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -68,6 +69,13 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         };
         return Err(Failure::Said(what.into()));
     }
+    Ok((db, objects))
+}
+
+/// The tables of the rocpd database at `path`.
+pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables, Failure> {
+    let (db, objects) = open(path)?;
+    let has = |name: &str| objects.iter().any(|o| o == name);
     let stopped = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     let mut records = Records::default();
     let mut processes = db.prepare("SELECT init, fini, start, \"end\" FROM rocpd_info_process")?;
@@ -296,16 +304,8 @@ pub(crate) fn write_json(
     out: &mut dyn std::io::Write,
     cancel: Option<&AtomicBool>,
 ) -> Result<Converted, Written> {
-    let db = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    let objects = objects(&db)?;
+    let (db, objects) = open(path)?;
     let has = |name: &str| objects.iter().any(|o| o == name);
-    if !has("kernels") || !has("rocpd_info_process") {
-        // The reader says what it lacks, in the same words.
-        tables(path, cancel)?;
-    }
     let stopped = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     let mut converted = Converted::default();
 

@@ -1104,6 +1104,10 @@ fn classify(outcome: &Outcome, log: &Path, need: u64) -> (Status, String) {
                 Some(last) if last.starts_with("MemoryError") => {
                     format!("{last} ({})", memory_hint(need))
                 }
+                // A pftrace tool that could not download traceconv.
+                Some(last) if last.contains("URLError") || last.contains("urlopen error") => {
+                    format!("{last} ({TRACECONV_HINT})")
+                }
                 Some(last) => last,
                 None => format!("exit code {code}"),
             },
@@ -1140,6 +1144,13 @@ fn classify(outcome: &Outcome, log: &Path, need: u64) -> (Status, String) {
         Outcome::Cancelled => (Status::Failure, INTERRUPTED.into()),
     }
 }
+
+/// What a failed download means, for the pftrace reports: TraceLens
+/// downloads Perfetto's `traceconv` when it is not on PATH.
+pub(crate) const TRACECONV_HINT: &str = "TraceLens' pftrace reports read a .pftrace through Perfetto's \
+    traceconv, which TraceLens downloads when it is not on PATH, and the download failed: an \
+    offline node? Put traceconv on PATH, or pass `-- --traceconv /path/to/traceconv`; `madengine \
+    report summary` reads the trace without it";
 
 /// Why there was nothing to report, if TraceLens said so in the log ("no
 /// GPU events", "no NCCL collective events"), and its last non-empty line

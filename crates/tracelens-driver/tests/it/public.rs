@@ -51,6 +51,14 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
         "{:#?}",
         summary.results
     );
+    // The download's failure is explained, with what to do.
+    for row in summary.results.iter().filter(|r| r.status == Status::Failure) {
+        assert!(
+            row.detail.starts_with("urllib.error.URLError: <urlopen error")
+                && row.detail.contains("Put traceconv on PATH, or pass `-- --traceconv"),
+            "{row:#?}"
+        );
+    }
     // Each says why TraceLens cannot use it; only the two without GPU
     // activity are told so, the CPU-only run's that it saw no GPU.
     let mut skipped: Vec<(String, &str)> = summary
