@@ -243,25 +243,6 @@ impl From<Failure> for Written {
     }
 }
 
-/// `{"handle": n}`, as rocprofv3 writes an agent, queue or stream id.
-#[derive(serde::Serialize)]
-struct Handle {
-    handle: u64,
-}
-
-#[derive(serde::Serialize)]
-struct Xyz {
-    x: u64,
-    y: u64,
-    z: u64,
-}
-
-#[derive(serde::Serialize)]
-struct Correlation {
-    internal: u64,
-    external: u64,
-}
-
 /// An integer column, or none.
 fn opt(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<u64>> {
     Ok(int(row.get_ref(i)?))
@@ -275,12 +256,77 @@ fn text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
     })
 }
 
-/// Three integer columns from `i` as `{"x", "y", "z"}`, when all are there.
-fn xyz(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<Xyz>> {
+/// Three integer columns from `i`, when all are there.
+fn xyz(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<[u64; 3]>> {
     Ok(match (opt(row, i)?, opt(row, i + 1)?, opt(row, i + 2)?) {
-        (Some(x), Some(y), Some(z)) => Some(Xyz { x, y, z }),
+        (Some(x), Some(y), Some(z)) => Some([x, y, z]),
         _ => None,
     })
+}
+
+/// A JSON object written field by field into a buffer: integers, and
+/// objects of them, under plain ASCII keys (what a dispatch or copy record
+/// holds: serde_json escapes every key, which took a seventh of a
+/// conversion's time). A field whose value is `None` is left out.
+struct Obj<'a> {
+    buf: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> Obj<'a> {
+    fn open(buf: &'a mut Vec<u8>) -> Obj<'a> {
+        buf.push(b'{');
+        Obj { buf, first: true }
+    }
+
+    fn key(&mut self, key: &str) {
+        if !std::mem::take(&mut self.first) {
+            self.buf.push(b',');
+        }
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+    }
+
+    fn int(&mut self, key: &str, value: Option<u64>) -> &mut Self {
+        if let Some(value) = value {
+            self.key(key);
+            self.buf.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+        }
+        self
+    }
+
+    /// `{"<inner>": value}`, as rocprofv3 writes an agent, queue or stream
+    /// id (`handle`).
+    fn wrapped(&mut self, key: &str, inner: &str, value: Option<u64>) -> &mut Self {
+        if value.is_some() {
+            self.key(key);
+            Obj::open(self.buf).int(inner, value).close();
+        }
+        self
+    }
+
+    /// `"correlation_id": {"internal": value, "external": 0}`.
+    fn correlation(&mut self, value: Option<u64>) -> &mut Self {
+        if value.is_some() {
+            self.key("correlation_id");
+            Obj::open(self.buf).int("internal", value).int("external", Some(0)).close();
+        }
+        self
+    }
+
+    /// `{"x", "y", "z"}`.
+    fn xyz(&mut self, key: &str, value: Option<[u64; 3]>) -> &mut Self {
+        if let Some([x, y, z]) = value {
+            self.key(key);
+            Obj::open(self.buf).int("x", Some(x)).int("y", Some(y)).int("z", Some(z)).close();
+        }
+        self
+    }
+
+    fn close(&mut self) {
+        self.buf.push(b'}');
+    }
 }
 
 /// `SELECT` of `wanted` from `of`, a column it lacks read as NULL.
@@ -301,7 +347,7 @@ fn select(db: &Connection, of: &str, wanted: &[&str], rest: &str) -> Result<Stri
 /// Rows are streamed from the views to `out`, never all held.
 pub(crate) fn write_json(
     path: &Path,
-    out: &mut dyn std::io::Write,
+    out: &mut impl std::io::Write,
     cancel: Option<&AtomicBool>,
 ) -> Result<Converted, Written> {
     let (db, objects) = open(path)?;
@@ -432,6 +478,7 @@ pub(crate) fn write_json(
     let mut statement = db.prepare(&sql)?;
     let mut rows = statement.query([])?;
     let mut named: rustc_hash::FxHashMap<String, u64> = Default::default();
+    let mut buf = Vec::with_capacity(512);
     while let Some(row) = rows.next()? {
         if converted.kernels.is_multiple_of(u64::from(CANCEL_EVERY)) && stopped() {
             return Err(Failure::Cancelled.into());
@@ -444,60 +491,29 @@ pub(crate) fn write_json(
             let next = named.len() as u64 + 1;
             *named.entry(name).or_insert(next)
         };
-        #[derive(serde::Serialize)]
-        struct Info {
-            #[serde(skip_serializing_if = "Option::is_none")]
-            agent_id: Option<Handle>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            queue_id: Option<Handle>,
-            kernel_id: u64,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            dispatch_id: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            private_segment_size: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            group_segment_size: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            workgroup_size: Option<Xyz>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            grid_size: Option<Xyz>,
-        }
-        #[derive(serde::Serialize)]
-        struct Dispatch {
-            #[serde(skip_serializing_if = "Option::is_none")]
-            thread_id: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            correlation_id: Option<Correlation>,
-            start_timestamp: u64,
-            end_timestamp: u64,
-            dispatch_info: Info,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            stream_id: Option<Handle>,
-        }
-        let handle = |i| -> rusqlite::Result<Option<Handle>> {
-            Ok(opt(row, i)?.map(|handle| Handle { handle }))
-        };
-        let dispatch = Dispatch {
-            thread_id: opt(row, 4)?,
-            correlation_id: opt(row, 5)?.map(|internal| Correlation { internal, external: 0 }),
-            start_timestamp: start,
-            end_timestamp: end,
-            dispatch_info: Info {
-                agent_id: handle(6)?,
-                queue_id: handle(7)?,
-                kernel_id,
-                dispatch_id: opt(row, 9)?,
-                group_segment_size: opt(row, 10)?,
-                private_segment_size: opt(row, 11)?,
-                workgroup_size: xyz(row, 12)?,
-                grid_size: xyz(row, 15)?,
-            },
-            stream_id: handle(8)?,
-        };
+        buf.clear();
         if converted.kernels > 0 {
-            out.write_all(b",")?;
+            buf.push(b',');
         }
-        json(out, &dispatch)?;
+        let mut dispatch = Obj::open(&mut buf);
+        dispatch
+            .int("thread_id", opt(row, 4)?)
+            .correlation(opt(row, 5)?)
+            .int("start_timestamp", Some(start))
+            .int("end_timestamp", Some(end));
+        dispatch.key("dispatch_info");
+        Obj::open(dispatch.buf)
+            .wrapped("agent_id", "handle", opt(row, 6)?)
+            .wrapped("queue_id", "handle", opt(row, 7)?)
+            .int("kernel_id", Some(kernel_id))
+            .int("dispatch_id", opt(row, 9)?)
+            .int("group_segment_size", opt(row, 10)?)
+            .int("private_segment_size", opt(row, 11)?)
+            .xyz("workgroup_size", xyz(row, 12)?)
+            .xyz("grid_size", xyz(row, 15)?)
+            .close();
+        dispatch.wrapped("stream_id", "handle", opt(row, 8)?).close();
+        out.write_all(&buf)?;
         converted.kernels += 1;
     }
     drop(rows);
@@ -517,34 +533,20 @@ pub(crate) fn write_json(
                 return Err(Failure::Cancelled.into());
             }
             let (Some(start), Some(end)) = (opt(row, 0)?, opt(row, 1)?) else { continue };
-            #[derive(serde::Serialize)]
-            struct Copy {
-                #[serde(skip_serializing_if = "Option::is_none")]
-                thread_id: Option<u64>,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                correlation_id: Option<Correlation>,
-                start_timestamp: u64,
-                end_timestamp: u64,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                src_agent_id: Option<Handle>,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                dst_agent_id: Option<Handle>,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                bytes: Option<u64>,
-            }
-            let copy = Copy {
-                thread_id: opt(row, 2)?,
-                correlation_id: opt(row, 3)?.map(|internal| Correlation { internal, external: 0 }),
-                start_timestamp: start,
-                end_timestamp: end,
-                bytes: opt(row, 4)?,
-                src_agent_id: opt(row, 5)?.map(|handle| Handle { handle }),
-                dst_agent_id: opt(row, 6)?.map(|handle| Handle { handle }),
-            };
+            buf.clear();
             if converted.copies > 0 {
-                out.write_all(b",")?;
+                buf.push(b',');
             }
-            json(out, &copy)?;
+            Obj::open(&mut buf)
+                .int("thread_id", opt(row, 2)?)
+                .correlation(opt(row, 3)?)
+                .int("start_timestamp", Some(start))
+                .int("end_timestamp", Some(end))
+                .wrapped("src_agent_id", "handle", opt(row, 5)?)
+                .wrapped("dst_agent_id", "handle", opt(row, 6)?)
+                .int("bytes", opt(row, 4)?)
+                .close();
+            out.write_all(&buf)?;
             converted.copies += 1;
         }
     }
@@ -554,9 +556,9 @@ pub(crate) fn write_json(
     // the display name where the database has no other.
     out.write_all(br#"]},"kernel_symbols":["#)?;
     let mut first = true;
-    let mut symbol = |out: &mut dyn std::io::Write, value: serde_json::Value| {
+    let mut symbol = |out: &mut _, value: serde_json::Value| {
         if !std::mem::take(&mut first) {
-            out.write_all(b",")?;
+            std::io::Write::write_all(out, b",")?;
         }
         json(out, &value)
     };
@@ -606,7 +608,8 @@ pub(crate) fn write_json(
     Ok(converted)
 }
 
-/// `value` as JSON, to `out`.
-fn json(out: &mut dyn std::io::Write, value: &impl serde::Serialize) -> std::io::Result<()> {
+/// `value` as JSON, to `out` (a writer of a type known here, so that the
+/// serializer's many small writes are inlined).
+fn json(out: &mut impl std::io::Write, value: &impl serde::Serialize) -> std::io::Result<()> {
     serde_json::to_writer(out, value).map_err(std::io::Error::from)
 }
