@@ -1027,13 +1027,17 @@ written through a temporary file renamed into place: a failure or Ctrl-C
 leaves nothing. An existing file is not replaced without --force (beside the
 database, <pid>_results.json may be the run's own JSON).
 
+Several databases (or a run directory) are converted one after the other; one
+that cannot be read is named and the others are still written.
+
 Examples:
   madengine trace convert host/1234_results.db          # host/1234_results.json
   madengine trace convert host/1234_results.db -o /tmp/run.json --json
+  madengine trace convert runs/llama/rocprof_output     # every <pid>_results.db under it
 
-Exit codes: 0 written, 2 usage error (the output exists), 3 the database
-cannot be read (not SQLite, not rocprofv3's, cut short) or the JSON cannot be
-written, 130 interrupted.";
+Exit codes: 0 written, 2 usage error (an output exists: nothing is written),
+3 a database cannot be read (not SQLite, not rocprofv3's, cut short) or a JSON
+cannot be written, 130 interrupted.";
 
 const DISCOVER_HELP: &str = "\
 Kinds: pytorch (Kineto / torch.profiler JSON), rocprof_json (rocprofv3 JSON),
@@ -1129,11 +1133,11 @@ pub(crate) struct DiscoverArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ConvertArgs {
-    /// The rocpd database (<pid>_results.db).
-    #[arg(value_name = "DATABASE")]
-    pub(crate) input: PathBuf,
-    /// Where to write the JSON [default: beside the database, its name
-    /// ending in .json instead of .db].
+    /// The rocpd databases (<pid>_results.db); a directory: every one under it.
+    #[arg(required = true, value_name = "DATABASE")]
+    pub(crate) inputs: Vec<PathBuf>,
+    /// Where to write the JSON, for a single database [default: beside the
+    /// database, its name ending in .json instead of .db].
     #[arg(short, long, value_name = "PATH")]
     pub(crate) output: Option<PathBuf>,
     /// Replace the output file if it exists.

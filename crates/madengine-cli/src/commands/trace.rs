@@ -26,38 +26,95 @@ struct Converted<'a> {
 }
 
 pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
-    let output = match &args.output {
-        Some(output) => output.clone(),
-        None => {
-            let name = args.input.file_name().unwrap_or_default().to_string_lossy();
-            let stem = name.strip_suffix(".db").unwrap_or(&name);
-            args.input.with_file_name(format!("{stem}.json"))
-        }
-    };
-    if output == args.input {
+    let inputs = convert_inputs(args)?;
+    if args.output.is_some() && inputs.len() != 1 {
         return Err(Error::Usage(format!(
-            "{} is the database itself: name another output with -o",
-            output.display()
+            "--output names one file, but there are {} databases; leave it out to write each \
+             one's JSON beside it",
+            inputs.len()
         )));
     }
-    if output.exists() && !args.force {
-        return Err(Error::Usage(format!(
-            "{} exists (the run's own rocprofv3 JSON, written beside its database?): name \
-             another output with -o, or --force to replace it",
-            output.display()
-        )));
+    if inputs.is_empty() && !args.json {
+        render::note("no rocpd databases (<pid>_results.db) found");
+    }
+    // Every output is checked before any is written.
+    let mut jobs = Vec::new();
+    for input in inputs {
+        let output = match &args.output {
+            Some(output) => output.clone(),
+            None => {
+                let name = input.file_name().unwrap_or_default().to_string_lossy();
+                let stem = name.strip_suffix(".db").unwrap_or(&name);
+                input.with_file_name(format!("{stem}.json"))
+            }
+        };
+        if output == input {
+            return Err(Error::Usage(format!(
+                "{} is the database itself: name another output with -o",
+                output.display()
+            )));
+        }
+        if output.exists() && !args.force {
+            return Err(Error::Usage(format!(
+                "{} exists (the run's own rocprofv3 JSON, written beside its database?): name \
+                 another output with -o, or --force to replace it",
+                output.display()
+            )));
+        }
+        jobs.push((input, output));
     }
     // Ctrl-C stops at the next rows and leaves no file.
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let flag = interrupt.flag();
-    let records = trace_summary::rocpd_to_json(&args.input, &output, Some(&flag))?;
-    let converted = Converted { input: &args.input, output: &output, records };
+    let (mut written, mut failed) = (Vec::new(), 0);
+    for (input, output) in &jobs {
+        let records = match trace_summary::rocpd_to_json(input, output, Some(&flag)) {
+            Ok(records) => records,
+            Err(err @ trace_summary::Error::Cancelled { .. }) => return Err(err.into()),
+            Err(err) => {
+                failed += 1;
+                render::error(&Error::from(err));
+                continue;
+            }
+        };
+        if !args.json {
+            render::converted(input, output, &records)?;
+        }
+        written.push(Converted { input, output, records });
+    }
     if args.json {
-        render::json(&converted)?;
-    } else {
-        render::converted(converted.input, converted.output, &records)?;
+        match (&args.inputs[..], &written[..]) {
+            ([one], [converted]) if !one.is_dir() => render::json(converted)?,
+            _ => render::json(&written)?,
+        }
+    }
+    if failed > 0 {
+        if jobs.len() > 1 {
+            render::error_line(&format!(
+                "{failed} of {} databases could not be converted",
+                jobs.len()
+            ));
+        }
+        return Ok(Status::Io);
     }
     Ok(Status::Success)
+}
+
+/// The databases to convert: files as given, and the rocpd databases
+/// (`<pid>_results.db`) under each directory.
+fn convert_inputs(args: &ConvertArgs) -> Result<Vec<std::path::PathBuf>, Error> {
+    let mut inputs = Vec::new();
+    for path in &args.inputs {
+        if !path.is_dir() {
+            inputs.push(path.clone());
+            continue;
+        }
+        let found = trace_discover::discover(path, &Default::default())?;
+        inputs.extend(
+            found.unsupported.into_iter().map(|u| u.path).filter(|p| trace_discover::is_rocpd(p)),
+        );
+    }
+    Ok(inputs)
 }
 
 pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {

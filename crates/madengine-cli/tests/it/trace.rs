@@ -1258,3 +1258,33 @@ fn convert_writes_a_database_as_rocprofv3_json() {
     let left: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(left, ["host"]);
 }
+
+/// A run directory: every database under it is converted, one it cannot
+/// read is named and the others are still written (exit 3); `-o` names one
+/// output only.
+#[test]
+fn convert_takes_a_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = synthetic().join("run/rocprof_output/1e4d92661463/1234_results.db");
+    for node in ["run/node1/1234_results.db", "run/node2/1234_results.db"] {
+        fs::create_dir_all(dir.path().join(node).parent().unwrap()).unwrap();
+        fs::copy(&db, dir.path().join(node)).unwrap();
+    }
+    fs::write(dir.path().join("run/node2/77_results.db"), "not a database at all").unwrap();
+    cli_snapshot!(dir.path(), ["trace", "convert", "run", "-o", "x.json"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: --output names one file, but there are 3 databases; leave it out to write each one's JSON beside it
+    ");
+    cli_snapshot!(dir.path(), ["trace", "convert", "run"], @r"
+    exit code: 3
+    ----- stdout -----
+    wrote run/node1/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node1/1234_results.db (1 process)
+    wrote run/node2/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node2/1234_results.db (1 process)
+    ----- stderr -----
+    error: run/node2/77_results.db is not a readable rocpd database: file is not a database
+    error: 1 of 3 databases could not be converted
+    ");
+    assert!(!dir.path().join("run/node2/77_results.json").exists());
+}
