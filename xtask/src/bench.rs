@@ -571,20 +571,20 @@ impl Tiled {
         conn.execute_batch(crate::fixtures::ROCPD_SCHEMA).map_err(sql)?;
         let tx = conn.transaction().map_err(sql)?;
         tx.execute(
-            "INSERT INTO rocpd_info_process VALUES (1, 1, ?1, ?2, ?1, ?2, '')",
+            "INSERT INTO rocpd_info_process_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (1, 1, ?1, ?2, ?1, ?2, '')",
             (self.init as i64, self.fini as i64),
         )
         .map_err(sql)?;
         for (id, mangled, name) in &self.symbols {
             tx.execute(
-                "INSERT INTO rocpd_info_kernel_symbol VALUES (?1, ?2, ?3, NULL)",
+                "INSERT INTO rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (?1, ?2, ?3, NULL)",
                 (*id as i64, mangled, name),
             )
             .map_err(sql)?;
         }
         {
             let mut insert = tx
-                .prepare("INSERT INTO rocpd_kernel_dispatch (agent_id, kernel_id, start, \"end\") VALUES (2, ?1, ?2, ?3)")
+                .prepare("INSERT INTO rocpd_kernel_dispatch_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (agent_id, kernel_id, start, \"end\") VALUES (2, ?1, ?2, ?3)")
                 .map_err(sql)?;
             for &(kernel, start, end) in &self.kernels {
                 insert.execute((kernel as i64, start as i64, end as i64)).map_err(sql)?;
@@ -592,7 +592,7 @@ impl Tiled {
         }
         for &(start, end) in &self.copies {
             tx.execute(
-                "INSERT INTO rocpd_memory_copy (src_agent_id, dst_agent_id, size, start, \"end\") \
+                "INSERT INTO rocpd_memory_copy_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (src_agent_id, dst_agent_id, size, start, \"end\") \
                  VALUES (1, 2, 0, ?1, ?2)",
                 (start as i64, end as i64),
             )

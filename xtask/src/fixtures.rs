@@ -72,29 +72,43 @@ fn rocprofv3(kname: &[u8]) -> Vec<u8> {
 /// what is read; the tables under them are simpler than rocprofv3's own,
 /// whose layout changes between schema versions (the real views join
 /// tracks, events and timestamps tables).
+///
+/// As rocprofv3 writes them, each table is named with its run's UUID
+/// (`rocpd_info_process_0198c0de_...`, the suffix tests use to change
+/// rows), under a view of the plain name, which the data views and the
+/// readers use.
 pub(crate) const ROCPD_SCHEMA: &str = r#"
 PRAGMA page_size = 1024;
-CREATE TABLE rocpd_metadata (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, value TEXT NOT NULL);
-CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
-CREATE TABLE rocpd_info_node (id INTEGER PRIMARY KEY, hostname TEXT);
-CREATE TABLE rocpd_info_process (
+CREATE TABLE rocpd_metadata_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, value TEXT NOT NULL);
+CREATE TABLE rocpd_string_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
+CREATE TABLE rocpd_info_node_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (id INTEGER PRIMARY KEY, hostname TEXT);
+CREATE TABLE rocpd_info_process_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (
     id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, init BIGINT, fini BIGINT,
     start BIGINT, "end" BIGINT, command TEXT);
-CREATE TABLE rocpd_info_agent (
+CREATE TABLE rocpd_info_agent_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (
     id INTEGER PRIMARY KEY, type TEXT, absolute_index INTEGER, logical_index INTEGER,
     type_index INTEGER, name TEXT, model_name TEXT, product_name TEXT);
-CREATE TABLE rocpd_info_kernel_symbol (
+CREATE TABLE rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (
     id INTEGER PRIMARY KEY, kernel_name TEXT, display_name TEXT, extdata JSONB);
-CREATE TABLE rocpd_kernel_dispatch (
+CREATE TABLE rocpd_kernel_dispatch_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (
     id INTEGER PRIMARY KEY, agent_id INTEGER, kernel_id INTEGER, start BIGINT, "end" BIGINT,
     tid INTEGER, queue_id INTEGER, stream_id INTEGER, correlation_id INTEGER,
     workgroup_size_x INTEGER, workgroup_size_y INTEGER, workgroup_size_z INTEGER,
     grid_size_x INTEGER, grid_size_y INTEGER, grid_size_z INTEGER);
-CREATE TABLE rocpd_memory_copy (
+CREATE TABLE rocpd_memory_copy_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (
     id INTEGER PRIMARY KEY, src_agent_id INTEGER, dst_agent_id INTEGER, size INTEGER,
     start BIGINT, "end" BIGINT);
-CREATE TABLE rocpd_region (
+CREATE TABLE rocpd_region_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (
     id INTEGER PRIMARY KEY, name_id INTEGER, start BIGINT, "end" BIGINT);
+CREATE VIEW rocpd_metadata AS SELECT * FROM rocpd_metadata_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_string AS SELECT * FROM rocpd_string_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_info_node AS SELECT * FROM rocpd_info_node_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_info_process AS SELECT * FROM rocpd_info_process_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_info_agent AS SELECT * FROM rocpd_info_agent_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_info_kernel_symbol AS SELECT * FROM rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_kernel_dispatch AS SELECT * FROM rocpd_kernel_dispatch_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_memory_copy AS SELECT * FROM rocpd_memory_copy_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
+CREATE VIEW rocpd_region AS SELECT * FROM rocpd_region_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;
 CREATE VIEW kernels AS
     SELECT K.id, K.tid, S.display_name AS name, K.agent_id, A.absolute_index AS agent_absolute_index,
         A.type_index AS agent_type_index, K.kernel_id, K.id AS dispatch_id, K.queue_id,
@@ -109,13 +123,13 @@ CREATE VIEW memory_copies AS
     SELECT M.id, M.start, M."end", M."end" - M.start AS duration, M.size,
         M.src_agent_id, M.dst_agent_id
     FROM rocpd_memory_copy M;
-INSERT INTO rocpd_metadata (tag, value) VALUES ('schema_version', '3');
-INSERT INTO rocpd_info_node VALUES (1, 'node-1');
-INSERT INTO rocpd_info_agent VALUES
+INSERT INTO rocpd_metadata_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 (tag, value) VALUES ('schema_version', '3');
+INSERT INTO rocpd_info_node_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (1, 'node-1');
+INSERT INTO rocpd_info_agent_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES
     (1, 'CPU', 0, 0, 0, 'AMD EPYC 9654', 'AMD EPYC 9654', 'AMD EPYC 9654'),
     (2, 'GPU', 1, 1, 0, 'gfx942', 'aqua_vanjaram', 'AMD Instinct MI300X');
-INSERT INTO rocpd_string VALUES (1, 'hipLaunchKernel'), (2, 'hipMemcpyAsync');
-INSERT INTO rocpd_region VALUES (1, 1, 1200, 1290), (2, 1, 2900, 2990), (3, 2, 4900, 4950);
+INSERT INTO rocpd_string_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (1, 'hipLaunchKernel'), (2, 'hipMemcpyAsync');
+INSERT INTO rocpd_region_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (1, 1, 1200, 1290), (2, 1, 2900, 2990), (3, 2, 4900, 4950);
 "#;
 
 /// A rocpd database of one process (pid 1234, 1000..9000 ns) on an MI300X:
@@ -126,21 +140,21 @@ fn rocpd(api_only: bool) -> Vec<u8> {
     let db = rusqlite::Connection::open_in_memory().expect("an in-memory database");
     db.execute_batch(ROCPD_SCHEMA).expect("the rocpd schema");
     db.execute_batch(
-        "INSERT INTO rocpd_info_process VALUES \
+        "INSERT INTO rocpd_info_process_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES \
          (1, 1234, 1000, 9000, 1000, 9000, 'python3 train.py');",
     )
     .expect("the process");
     if !api_only {
         db.execute_batch(
-            r#"INSERT INTO rocpd_info_kernel_symbol VALUES
+            r#"INSERT INTO rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES
                 (1, 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd', 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32',
                     '{"formatted_kernel_name": "Cijk_Alik_Bljk_HHS_BH_MT64x64x32", "truncated_kernel_name": "Cijk_Alik_Bljk_HHS_BH_MT64x64x32"}'),
                 (2, 'ncclDevKernel_Generic.kd', 'ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)', NULL);
-            INSERT INTO rocpd_kernel_dispatch VALUES
+            INSERT INTO rocpd_kernel_dispatch_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES
                 (1, 2, 1, 1300, 1800, 1234, 1, 0, 2, 256, 1, 1, 65536, 1, 1),
                 (2, 2, 1, 3000, 3400, 1234, 1, 0, 3, 256, 1, 1, 65536, 1, 1),
                 (3, 2, 2, 3200, 4200, 1234, 2, 0, 4, 512, 1, 1, 512, 1, 1);
-            INSERT INTO rocpd_memory_copy VALUES (1, 1, 2, 1048576, 5000, 5600);"#,
+            INSERT INTO rocpd_memory_copy_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (1, 1, 2, 1048576, 5000, 5600);"#,
         )
         .expect("the GPU records");
     }

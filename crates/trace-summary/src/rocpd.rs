@@ -357,12 +357,8 @@ pub(crate) fn write_json(
 
     // The processes, merged.
     let (mut pid, mut init, mut fini, mut command) = (None, None::<u64>, 0u64, None);
-    let sql = select(
-        &db,
-        "rocpd_info_process",
-        &["pid", "init", "fini", "start", "end", "command"],
-        "ORDER BY rowid",
-    )?;
+    let sql =
+        select(&db, "rocpd_info_process", &["pid", "init", "fini", "start", "end", "command"], "")?;
     let mut statement = db.prepare(&sql)?;
     let mut rows = statement.query([])?;
     while let Some(row) = rows.next()? {
@@ -377,7 +373,8 @@ pub(crate) fn write_json(
     }
     drop(rows);
     let hostname = if has("rocpd_info_node") {
-        let sql = select(&db, "rocpd_info_node", &["hostname"], "ORDER BY rowid LIMIT 1")?;
+        // A view over rocprofv3's table: no rowid to order by.
+        let sql = select(&db, "rocpd_info_node", &["hostname"], "LIMIT 1")?;
         db.query_row(&sql, [], |row| text(row, 0)).ok().flatten()
     } else {
         None

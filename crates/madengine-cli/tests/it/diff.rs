@@ -859,7 +859,7 @@ fn rocpd_databases_compare_as_rocprofv3_traces() {
     }
     rusqlite::Connection::open(dir.path().join("new/host/1234_results.db"))
         .unwrap()
-        .execute_batch(r#"UPDATE rocpd_kernel_dispatch SET "end" = "end" + 500 WHERE id = 1;"#)
+        .execute_batch(r#"UPDATE rocpd_kernel_dispatch_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 SET "end" = "end" + 500 WHERE id = 1;"#)
         .unwrap();
     cli_snapshot!(dir.path(), ["report", "diff", "base", "new"], @r"
     exit code: 0

@@ -89,7 +89,8 @@ fn changed(sql: &str) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn dispatches_the_kernels_view_does_not_join_are_an_error_not_an_idle_gpu() {
-    let (_dir, path) = changed("DELETE FROM rocpd_info_kernel_symbol;");
+    let (_dir, path) =
+        changed("DELETE FROM rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;");
     let err = trace_summary::summarize_file(&path).unwrap_err();
     assert!(matches!(err, Error::Database { .. }), "{err:?}");
     insta::assert_snapshot!(err.to_string().replace(&path.display().to_string(), "DB"), @"DB is not a readable rocpd database: its rocpd_kernel_dispatch table holds rows, but its `kernels` view joins none of them (a schema other than rocprofiler-sdk's published one?)");
