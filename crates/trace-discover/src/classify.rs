@@ -136,6 +136,34 @@ pub fn is_rocpd(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.as_encoded_bytes().ends_with(UNSUPPORTED[0].0.as_bytes()))
 }
 
+/// The extensions of the formats rocprofv3 writes one process's records in
+/// (`<pid>_results.json`, `.json.gz`, `.db`, `.pftrace`).
+const ROCPROF_FORMATS: [&str; 4] = [".json.gz", ".json", ".db", ".pftrace"];
+
+/// Whether `a` and `b` hold the same rocprofv3 process's records, written
+/// in two formats (`--output-format json rocpd pftrace`): two files of one
+/// directory whose names differ only in the format's extension.
+pub fn same_rocprof_output(a: &Path, b: &Path) -> bool {
+    a != b
+        && a.parent() == b.parent()
+        && rocprof_stem(a).is_some_and(|s| rocprof_stem(b) == Some(s))
+}
+
+/// The name rocprofv3 gives the JSON of the process whose records `path`
+/// holds in another format (`1234_results.json` for `1234_results.db` or
+/// `.pftrace`); any other name (a JSON's too) gets `.json` added.
+pub fn rocprof_json_name(path: &Path) -> String {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let stem = [".db", ".pftrace"].iter().find_map(|ext| name.strip_suffix(ext)).unwrap_or(&name);
+    format!("{stem}.json")
+}
+
+/// A rocprofv3 output's name without its format's extension.
+fn rocprof_stem(path: &Path) -> Option<&str> {
+    let name = path.file_name()?.to_str()?;
+    ROCPROF_FORMATS.iter().find_map(|ext| name.strip_suffix(ext))
+}
+
 pub(crate) fn unsupported_reason(name: &[u8]) -> Option<&'static str> {
     UNSUPPORTED
         .iter()
@@ -231,6 +259,21 @@ mod tests {
         assert!(!is_rocpd(Path::new("rpd_output/trace.rpd")));
         assert!(!is_rocpd(Path::new("results.db")));
         assert!(!is_rocpd(Path::new("x_results.db/kernel_summary.csv")));
+    }
+
+    #[test]
+    fn one_process_in_two_formats() {
+        let same = |a: &str, b: &str| same_rocprof_output(Path::new(a), Path::new(b));
+        assert!(same("h/1234_results.db", "h/1234_results.json"));
+        assert!(same("h/1234_results.db", "h/1234_results.json.gz"));
+        assert!(same("h/1234_results.pftrace", "h/1234_results.db"));
+        assert!(!same("h/1234_results.db", "h/1234_results.db"));
+        assert!(!same("h/1234_results.db", "g/1234_results.json"));
+        assert!(!same("h/1234_results.db", "h/4321_results.json"));
+        assert!(!same("h/1234_results.csv", "h/1234_results.json"));
+        assert_eq!(rocprof_json_name(Path::new("h/1234_results.db")), "1234_results.json");
+        assert_eq!(rocprof_json_name(Path::new("h/run.sqlite")), "run.sqlite.json");
+        assert_eq!(rocprof_json_name(Path::new("h/1_results.json")), "1_results.json.json");
     }
 
     #[test]

@@ -43,7 +43,7 @@ mod size;
 mod walk;
 
 pub use crate::{
-    classify::{Claim, TraceKind, is_rocpd},
+    classify::{Claim, TraceKind, is_rocpd, rocprof_json_name, same_rocprof_output},
     error::{Error, Result},
     rank::{RANK_REGEX, Rank, RankSource, find_rank, rank_from_file_name},
     size::{at_once, json_size},

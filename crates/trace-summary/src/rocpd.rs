@@ -48,8 +48,32 @@ impl From<rusqlite::Error> for Failure {
     }
 }
 
-/// How many rows are read between looks at `cancel`.
-const CANCEL_EVERY: u32 = 1 << 16;
+/// The rows read, and a look at `cancel` every 65,536 of them.
+struct Rows<'a> {
+    read: u32,
+    cancel: Option<&'a AtomicBool>,
+}
+
+impl<'a> Rows<'a> {
+    fn new(cancel: Option<&'a AtomicBool>) -> Rows<'a> {
+        Rows { read: 0, cancel }
+    }
+
+    /// One more row: `Cancelled` when it is time to look and `cancel` was
+    /// raised.
+    fn tick(&mut self) -> Result<(), Failure> {
+        self.read = self.read.wrapping_add(1);
+        if self.read.is_multiple_of(1 << 16) { self.stop() } else { Ok(()) }
+    }
+
+    /// `Cancelled` when `cancel` was raised.
+    fn stop(&self) -> Result<(), Failure> {
+        match self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            true => Err(Failure::Cancelled),
+            false => Ok(()),
+        }
+    }
+}
 
 /// The rocpd database at `path`, opened read-only, and its tables and
 /// views; an error that says what it lacks when it is not one.
@@ -76,7 +100,6 @@ fn open(path: &Path) -> Result<(Connection, Vec<String>), Failure> {
 pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables, Failure> {
     let (db, objects) = open(path)?;
     let has = |name: &str| objects.iter().any(|o| o == name);
-    let stopped = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     let mut records = Records::default();
     let mut processes = db.prepare("SELECT init, fini, start, \"end\" FROM rocpd_info_process")?;
     let mut rows = processes.query([])?;
@@ -100,22 +123,12 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
             records.gpus.extend(name);
         }
     }
-    let columns = columns(&db, "kernels")?;
-    let agent =
-        if columns.iter().any(|c| c == "agent_type_index") { "agent_type_index" } else { "NULL" };
-    let mut kernels = db.prepare(&format!("SELECT name, start, \"end\", {agent} FROM kernels"))?;
+    let sql = select(&db, "kernels", &["name", "start", "end", "agent_type_index"], "")?;
+    let mut kernels = db.prepare(&sql)?;
     let mut rows = kernels.query([])?;
-    let mut read = 0u32;
-    let mut tick = || {
-        read = read.wrapping_add(1);
-        if read.is_multiple_of(CANCEL_EVERY) && stopped() {
-            Err(Failure::Cancelled)
-        } else {
-            Ok(())
-        }
-    };
+    let mut read = Rows::new(cancel);
     while let Some(row) = rows.next()? {
-        tick()?;
+        read.tick()?;
         let (Some(start), Some(end)) = (int(row.get_ref(1)?), int(row.get_ref(2)?)) else {
             continue;
         };
@@ -130,15 +143,13 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         let mut copies = db.prepare("SELECT start, \"end\" FROM memory_copies")?;
         let mut rows = copies.query([])?;
         while let Some(row) = rows.next()? {
-            tick()?;
+            read.tick()?;
             if let (Some(start), Some(end)) = (int(row.get_ref(0)?), int(row.get_ref(1)?)) {
                 records.copy(start, end);
             }
         }
     }
-    if stopped() {
-        return Err(Failure::Cancelled);
-    }
+    read.stop()?;
     if records.kernels.is_empty()
         && has("rocpd_kernel_dispatch")
         && db.query_row("SELECT EXISTS (SELECT 1 FROM rocpd_kernel_dispatch)", [], |r| r.get(0))?
@@ -352,7 +363,7 @@ pub(crate) fn write_json(
 ) -> Result<Converted, Written> {
     let (db, objects) = open(path)?;
     let has = |name: &str| objects.iter().any(|o| o == name);
-    let stopped = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let mut read = Rows::new(cancel);
     let mut converted = Converted::default();
 
     // The processes, merged.
@@ -477,9 +488,7 @@ pub(crate) fn write_json(
     let mut named: rustc_hash::FxHashMap<String, u64> = Default::default();
     let mut buf = Vec::with_capacity(512);
     while let Some(row) = rows.next()? {
-        if converted.kernels.is_multiple_of(u64::from(CANCEL_EVERY)) && stopped() {
-            return Err(Failure::Cancelled.into());
-        }
+        read.tick()?;
         let (Some(start), Some(end)) = (opt(row, 0)?, opt(row, 1)?) else { continue };
         let kernel_id = if by_id {
             opt(row, 3)?.unwrap_or(0)
@@ -526,9 +535,7 @@ pub(crate) fn write_json(
         let mut statement = db.prepare(&sql)?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
-            if converted.copies.is_multiple_of(u64::from(CANCEL_EVERY)) && stopped() {
-                return Err(Failure::Cancelled.into());
-            }
+            read.tick()?;
             let (Some(start), Some(end)) = (opt(row, 0)?, opt(row, 1)?) else { continue };
             buf.clear();
             if converted.copies > 0 {
@@ -599,9 +606,7 @@ pub(crate) fn write_json(
         }
     }
     out.write_all(b"]}]}\n")?;
-    if stopped() {
-        return Err(Failure::Cancelled.into());
-    }
+    read.stop()?;
     Ok(converted)
 }
 

@@ -314,17 +314,6 @@ pub(crate) fn relative(root: &Path, path: &Path) -> PathBuf {
 /// [`TraceKind::RocprofJson`]: the JSON TraceLens reads is rocprofv3's).
 pub const ROCPD: &str = "rocpd";
 
-/// Whether `json` is the rocprofv3 JSON the same run wrote beside the
-/// database `db` (`<pid>_results.db` and `<pid>_results.json[.gz]`).
-fn json_twin(db: &Path, json: &Path) -> bool {
-    let stem =
-        |p: &Path, suffix: &str| p.file_name()?.to_str()?.strip_suffix(suffix).map(str::to_string);
-    db.parent() == json.parent()
-        && stem(db, ".db").is_some_and(|d| {
-            stem(json, ".json").or_else(|| stem(json, ".json.gz")).is_some_and(|j| j == d)
-        })
-}
-
 /// Build the plan for `found` (already discovered with the output
 /// directory excluded).
 pub fn plan(config: &Config, found: &Discovery) -> Plan {
@@ -389,7 +378,9 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
             skipped.push(Row::skipped(label, "unsupported", "", u.reason));
             continue;
         }
-        if let Some(twin) = rocprof_json.iter().find(|t| json_twin(&u.path, &t.path)) {
+        if let Some(twin) =
+            rocprof_json.iter().find(|t| trace_discover::same_rocprof_output(&u.path, &t.path))
+        {
             let twin = relative(root, &twin.path);
             let reason =
                 format!("the same run's rocprofv3 JSON, {}, is reported instead", twin.display());

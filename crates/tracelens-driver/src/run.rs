@@ -422,9 +422,7 @@ fn readable_inputs(
 /// Where the rocprofv3 JSON of the rocpd database `db` is written:
 /// `<scratch>/<digest>/<pid>_results.json`.
 fn converted_path(db: &Path, scratch: &Path) -> PathBuf {
-    let name = db.file_name().unwrap_or_default().to_string_lossy();
-    let stem = name.strip_suffix(".db").unwrap_or(&name);
-    scratch.join(digest(db)).join(format!("{stem}.json"))
+    scratch.join(digest(db)).join(trace_discover::rocprof_json_name(db))
 }
 
 /// Write the rocprofv3 JSON of the rocpd database `db` at `json`, which

@@ -79,12 +79,11 @@ fn traces_in(
             });
         }
         // The same process's records, written out twice or three times.
-        let twin = |t: &trace_discover::Trace, of: &[trace_discover::Trace], ext: &str| {
-            let twin = t.path.with_extension(ext);
-            of.iter().any(|o| o.path == twin)
+        let twin = |t: &trace_discover::Trace, of: &[trace_discover::Trace]| {
+            of.iter().any(|o| trace_discover::same_rocprof_output(&t.path, &o.path))
         };
-        databases.retain(|d| !twin(d, &json, "json"));
-        perfetto.retain(|p| !twin(p, &json, "json") && !twin(p, &databases, "db"));
+        databases.retain(|d| !twin(d, &json));
+        perfetto.retain(|p| !twin(p, &json) && !twin(p, &databases));
         json.extend(databases);
         json.append(&mut perfetto);
         json.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));

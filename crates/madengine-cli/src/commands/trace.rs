@@ -42,11 +42,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
     for input in inputs {
         let output = match &args.output {
             Some(output) => output.clone(),
-            None => {
-                let name = input.file_name().unwrap_or_default().to_string_lossy();
-                let stem = name.strip_suffix(".db").unwrap_or(&name);
-                input.with_file_name(format!("{stem}.json"))
-            }
+            None => input.with_file_name(trace_discover::rocprof_json_name(&input)),
         };
         if output == input {
             return Err(Error::Usage(format!(
