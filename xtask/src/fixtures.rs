@@ -133,7 +133,9 @@ INSERT INTO rocpd_region_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (1, 1, 1200
 "#;
 
 /// A rocpd database of one process (pid 1234, 1000..9000 ns) on an MI300X:
-/// two GEMM kernels, an RCCL all-reduce and a host-to-device copy; with
+/// two GEMM kernels, an RCCL all-reduce (its symbol's display name the
+/// formatted one, with its arguments, as rocprofv3 writes it; the truncated
+/// one in `extdata`) and a host-to-device copy; with
 /// `api_only`, only its HIP API calls (rocprofv3 run without
 /// `--kernel-trace`).
 fn rocpd(api_only: bool) -> Vec<u8> {
@@ -149,7 +151,8 @@ fn rocpd(api_only: bool) -> Vec<u8> {
             r#"INSERT INTO rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES
                 (1, 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd', 'Cijk_Alik_Bljk_HHS_BH_MT64x64x32',
                     '{"formatted_kernel_name": "Cijk_Alik_Bljk_HHS_BH_MT64x64x32", "truncated_kernel_name": "Cijk_Alik_Bljk_HHS_BH_MT64x64x32"}'),
-                (2, 'ncclDevKernel_Generic.kd', 'ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)', NULL);
+                (2, 'ncclDevKernel_Generic.kd', 'ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)',
+                    '{"formatted_kernel_name": "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "truncated_kernel_name": "ncclDevKernel_Generic"}');
             INSERT INTO rocpd_kernel_dispatch_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES
                 (1, 2, 1, 1300, 1800, 1234, 1, 0, 2, 256, 1, 1, 65536, 1, 1),
                 (2, 2, 1, 3000, 3400, 1234, 1, 0, 3, 256, 1, 1, 65536, 1, 1),

@@ -24,7 +24,7 @@ use std::{
 
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
-use crate::rocprof::{Records, Tables};
+use crate::rocprof::{Records, Tables, shown_name};
 
 /// Why a database could not be read: a message that names what was missing
 /// or what SQLite said.
@@ -123,7 +123,16 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
             records.gpus.extend(name);
         }
     }
-    let sql = select(&db, "kernels", &["name", "start", "end", "agent_type_index"], "")?;
+    // Kernels by their symbol's name, as TraceLens names them in the JSON
+    // of the same run (the view's `name` is the display name, which may be
+    // the formatted one with the arguments).
+    let names: rustc_hash::FxHashMap<u64, String> = symbols(&db, &objects)?
+        .into_iter()
+        .flatten()
+        .map(|s| (s.id, shown_name(s.truncated, s.formatted, s.kernel_name)))
+        .collect();
+    let sql =
+        select(&db, "kernels", &["name", "start", "end", "agent_type_index", "kernel_id"], "")?;
     let mut kernels = db.prepare(&sql)?;
     let mut rows = kernels.query([])?;
     let mut read = Rows::new(cancel);
@@ -132,9 +141,10 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         let (Some(start), Some(end)) = (int(row.get_ref(1)?), int(row.get_ref(2)?)) else {
             continue;
         };
-        let name = match row.get_ref(0)? {
-            ValueRef::Text(t) => String::from_utf8_lossy(t),
-            _ => "".into(),
+        let name = match (int(row.get_ref(4)?).and_then(|id| names.get(&id)), row.get_ref(0)?) {
+            (Some(name), _) => name.into(),
+            (None, ValueRef::Text(t)) => String::from_utf8_lossy(t),
+            (None, _) => "".into(),
         };
         records.kernel(&name, start, end);
         records.devices.insert(int(row.get_ref(3)?).and_then(|i| u32::try_from(i).ok()));
@@ -169,6 +179,56 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         Vec::new()
     };
     Ok(records.tables(lists))
+}
+
+/// A kernel symbol: its id, and rocprofv3's names for it (the formatted,
+/// demangled and truncated ones it keeps in `extdata`, else its display name).
+struct Symbol {
+    id: u64,
+    kernel_name: String,
+    formatted: String,
+    demangled: String,
+    truncated: String,
+}
+
+/// The kernel symbols, when the `kernels` view's `kernel_id`s name them:
+/// none when the view has no `kernel_id`, the database no symbol table, or
+/// its symbols are of more than one run (a merged database, whose runs'
+/// ids overlap; the view's names are then the ones to go by).
+fn symbols(db: &Connection, objects: &[String]) -> Result<Option<Vec<Symbol>>, Failure> {
+    const OF: &str = "rocpd_info_kernel_symbol";
+    if !objects.iter().any(|o| o == OF) || !columns(db, "kernels")?.iter().any(|c| c == "kernel_id")
+    {
+        return Ok(None);
+    }
+    if columns(db, OF)?.iter().any(|c| c == "guid") {
+        let runs: u64 =
+            db.query_row(&format!("SELECT COUNT(DISTINCT guid) FROM {OF}"), [], |r| r.get(0))?;
+        if runs > 1 {
+            return Ok(None);
+        }
+    }
+    let sql = select(db, OF, &["id", "kernel_name", "display_name", "extdata"], "ORDER BY id")?;
+    let mut statement = db.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    let mut symbols = Vec::new();
+    while let Some(row) = rows.next()? {
+        let display = text(row, 2)?.unwrap_or_default();
+        let extdata: serde_json::Map<String, serde_json::Value> =
+            text(row, 3)?.and_then(|e| serde_json::from_str(&e).ok()).unwrap_or_default();
+        let name = |key: &str| match extdata.get(key).and_then(|v| v.as_str()) {
+            Some(name) if !name.is_empty() => name.to_string(),
+            _ => display.clone(),
+        };
+        symbols.push(Symbol {
+            id: opt(row, 0)?.unwrap_or(0),
+            kernel_name: text(row, 1)?.unwrap_or_else(|| display.clone()),
+            formatted: name("formatted_kernel_name"),
+            demangled: name("demangled_kernel_name"),
+            truncated: name("truncated_kernel_name"),
+        });
+    }
+    Ok(Some(symbols))
 }
 
 /// The tables and views of the database.
@@ -340,12 +400,18 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// `SELECT` of `wanted` from `of`, a column it lacks read as NULL.
+/// `SELECT` of `wanted` from `of`, a column it lacks read as NULL, and
+/// `extdata` (rocprofv3's JSON, which SQLite may hold as text or as its
+/// binary JSONB) as JSON text, or NULL where it is not JSON.
 fn select(db: &Connection, of: &str, wanted: &[&str], rest: &str) -> Result<String, Failure> {
     let have = columns(db, of)?;
     let list: Vec<String> = wanted
         .iter()
-        .map(|c| if have.iter().any(|h| h == c) { format!("\"{c}\"") } else { "NULL".into() })
+        .map(|&c| match (have.iter().any(|h| h == c), c) {
+            (false, _) => "NULL".into(),
+            (true, "extdata") => "CASE WHEN json_valid(extdata, 5) THEN json(extdata) END".into(),
+            (true, _) => format!("\"{c}\""),
+        })
         .collect();
     Ok(format!("SELECT {} FROM {of} {rest}", list.join(", ")))
 }
@@ -455,8 +521,8 @@ pub(crate) fn write_json(
 
     // Kernel dispatches, each naming its symbol by the database's id; the
     // symbols follow them (a view without `kernel_id`: one per name).
-    let kernel_columns = columns(&db, "kernels")?;
-    let by_id = kernel_columns.iter().any(|c| c == "kernel_id") && has("rocpd_info_kernel_symbol");
+    let symbols = symbols(&db, &objects)?;
+    let by_id = symbols.is_some();
     out.write_all(br#"],"buffer_records":{"kernel_dispatch":["#)?;
     let sql = select(
         &db,
@@ -566,35 +632,16 @@ pub(crate) fn write_json(
         }
         json(out, &value)
     };
-    if by_id {
-        let sql = select(
-            &db,
-            "rocpd_info_kernel_symbol",
-            &["id", "kernel_name", "display_name", "extdata"],
-            "ORDER BY id",
-        )?;
-        let mut statement = db.prepare(&sql)?;
-        let mut rows = statement.query([])?;
-        while let Some(row) = rows.next()? {
-            let display = text(row, 2)?;
-            let extdata: serde_json::Map<String, serde_json::Value> =
-                text(row, 3)?.and_then(|e| serde_json::from_str(&e).ok()).unwrap_or_default();
-            let name = |key: &str| {
-                extdata
-                    .get(key)
-                    .and_then(|v| v.as_str())
-                    .filter(|n| !n.is_empty())
-                    .map(str::to_string)
-                    .or_else(|| display.clone())
-            };
+    if let Some(symbols) = symbols {
+        for s in symbols {
             symbol(
                 out,
                 serde_json::json!({
-                    "kernel_id": opt(row, 0)?.unwrap_or(0),
-                    "kernel_name": text(row, 1)?.or_else(|| display.clone()).unwrap_or_default(),
-                    "formatted_kernel_name": name("formatted_kernel_name"),
-                    "demangled_kernel_name": name("demangled_kernel_name"),
-                    "truncated_kernel_name": name("truncated_kernel_name"),
+                    "kernel_id": s.id,
+                    "kernel_name": s.kernel_name,
+                    "formatted_kernel_name": s.formatted,
+                    "demangled_kernel_name": s.demangled,
+                    "truncated_kernel_name": s.truncated,
                 }),
             )?;
         }

@@ -41,6 +41,12 @@ struct Agent {
     product_name: Option<String>,
 }
 
+/// The name a kernel symbol is reported by, as TraceLens' rocprof report
+/// names it: its truncated name, else its formatted one, else its own.
+pub(crate) fn shown_name<S: AsRef<str>>(truncated: S, formatted: S, kernel_name: S) -> S {
+    [truncated, formatted].into_iter().find(|n| !n.as_ref().is_empty()).unwrap_or(kernel_name)
+}
+
 #[derive(Deserialize)]
 struct Symbol<'a> {
     kernel_id: u64,
@@ -417,10 +423,8 @@ impl Reading {
             }
             Record::Symbol => {
                 let s = Symbol::deserialize(json)?;
-                let name = [s.truncated_kernel_name, s.formatted_kernel_name, s.kernel_name]
-                    .into_iter()
-                    .find(|n| !n.is_empty())
-                    .unwrap_or_default();
+                let name =
+                    shown_name(s.truncated_kernel_name, s.formatted_kernel_name, s.kernel_name);
                 self.process.names.insert(s.kernel_id, name.into_owned());
             }
             Record::Dispatch => {

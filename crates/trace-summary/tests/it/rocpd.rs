@@ -19,7 +19,7 @@ pub(crate) const SAME_AS_JSON: &str = r#"{"rocprofiler-sdk-tool":[{"metadata":{"
 {"id":{"handle":2},"type":2,"logical_node_type_id":0,"name":"gfx942","product_name":"AMD Instinct MI300X"}],
 "kernel_symbols":[{"kernel_id":0,"kernel_name":""},
 {"kernel_id":1,"kernel_name":"Cijk_Alik_Bljk_HHS_BH_MT64x64x32.kd","truncated_kernel_name":"Cijk_Alik_Bljk_HHS_BH_MT64x64x32"},
-{"kernel_id":2,"kernel_name":"ncclDevKernel_Generic.kd","truncated_kernel_name":"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"}],
+{"kernel_id":2,"kernel_name":"ncclDevKernel_Generic.kd","formatted_kernel_name":"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)","truncated_kernel_name":"ncclDevKernel_Generic"}],
 "buffer_records":{"kernel_dispatch":[
 {"start_timestamp":1300,"end_timestamp":1800,"dispatch_info":{"agent_id":{"handle":2},"kernel_id":1}},
 {"start_timestamp":3000,"end_timestamp":3400,"dispatch_info":{"agent_id":{"handle":2},"kernel_id":1}},
@@ -205,8 +205,17 @@ fn a_database_converts_to_the_rocprofv3_json_of_its_records() {
         [
             ("Cijk_Alik_Bljk_HHS_BH_MT64x64x32", 1300, 1800),
             ("Cijk_Alik_Bljk_HHS_BH_MT64x64x32", 3000, 3400),
-            ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 3200, 4200),
+            ("ncclDevKernel_Generic", 3200, 4200),
         ]
+    );
+    let symbols = tool["kernel_symbols"].as_array().unwrap();
+    let nccl = symbols.iter().find(|s| s["kernel_id"] == 2).unwrap();
+    assert_eq!(
+        (&nccl["kernel_name"], &nccl["formatted_kernel_name"]),
+        (
+            &"ncclDevKernel_Generic.kd".into(),
+            &"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)".into()
+        )
     );
     let first = &dispatches[0];
     assert_eq!(
@@ -240,6 +249,87 @@ fn a_kernels_view_without_kernel_ids_converts_by_name() {
     let json = dir.path().join("5678_results.json");
     let converted = trace_summary::rocpd_to_json(&db, &json, None).unwrap();
     assert_eq!(converted.kernels, 3);
+    let csv = |s: trace_summary::Summary| s.kernel_summary.map(|t| t.to_csv());
+    assert_eq!(
+        csv(trace_summary::summarize_file(&json).unwrap()),
+        csv(trace_summary::summarize_file(&db).unwrap())
+    );
+}
+
+/// The names of the kernels table: a kernel's truncated name, from its
+/// symbol's `extdata` (JSON text as rocprofv3 writes it, or SQLite's binary
+/// JSONB), not the display name the `kernels` view gives (the formatted
+/// one, with its arguments), as TraceLens names it in the JSON of the same
+/// run; the display name where `extdata` has none.
+#[test]
+fn kernels_are_named_by_their_truncated_name_as_in_the_json() {
+    let kernel_names = |db: &Path| {
+        let summary = trace_summary::summarize_file(db).unwrap();
+        let table = summary.kernel_summary.unwrap();
+        let mut names: Vec<String> = table.rows.iter().map(|r| r[0].text()).collect();
+        names.sort();
+        names
+    };
+    const SYMBOLS: &str = "rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5";
+    let text = synthetic(DB);
+    let (_jsonb_dir, jsonb) =
+        changed(&format!("UPDATE {SYMBOLS} SET extdata = jsonb(extdata) WHERE id = 2;"));
+    let kind = |db: &Path| -> String {
+        let sql = format!("SELECT typeof(extdata) FROM {SYMBOLS} WHERE id = 2");
+        rusqlite::Connection::open(db).unwrap().query_row(&sql, [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!((kind(&jsonb), kind(&text)), ("blob".into(), "text".into()));
+    let (_none_dir, none) = changed(&format!("UPDATE {SYMBOLS} SET extdata = '{{}}';"));
+    let (_bad_dir, bad) = changed(&format!("UPDATE {SYMBOLS} SET extdata = 'not json';"));
+    for db in [&jsonb, &text] {
+        assert_eq!(
+            kernel_names(db),
+            ["Cijk_Alik_Bljk_HHS_BH_MT64x64x32", "ncclDevKernel_Generic"],
+            "{}",
+            db.display()
+        );
+    }
+    for db in [&none, &bad] {
+        assert_eq!(
+            kernel_names(db),
+            [
+                "Cijk_Alik_Bljk_HHS_BH_MT64x64x32",
+                "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
+            ],
+            "{}",
+            db.display()
+        );
+    }
+    // The JSON written for each names them the same.
+    let out = tempfile::tempdir().unwrap();
+    for (i, db) in [&jsonb, &text, &none, &bad].into_iter().enumerate() {
+        let json = out.path().join(format!("{i}_results.json"));
+        trace_summary::rocpd_to_json(db, &json, None).unwrap();
+        assert_eq!(kernel_names(&json), kernel_names(db), "{}", db.display());
+    }
+}
+
+/// A database of several runs (`rocpd merge`'s), whose kernel symbol ids
+/// overlap: the `kernels` view's names are the ones to go by.
+#[test]
+fn a_merged_database_names_kernels_as_its_view_does() {
+    const SYMBOLS: &str = "rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5";
+    let (_dir, db) = changed(&format!(
+        "ALTER TABLE {SYMBOLS} ADD COLUMN guid TEXT; \
+         UPDATE {SYMBOLS} SET guid = CASE id WHEN 1 THEN 'run-a' ELSE 'run-b' END;"
+    ));
+    let summary = trace_summary::summarize_file(&db).unwrap();
+    let table = summary.kernel_summary.unwrap();
+    assert!(
+        table
+            .rows
+            .iter()
+            .any(|r| r[0].text() == "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"),
+        "{}",
+        table.to_csv()
+    );
+    let json = db.with_extension("json");
+    trace_summary::rocpd_to_json(&db, &json, None).unwrap();
     let csv = |s: trace_summary::Summary| s.kernel_summary.map(|t| t.to_csv());
     assert_eq!(
         csv(trace_summary::summarize_file(&json).unwrap()),
