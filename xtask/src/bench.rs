@@ -493,14 +493,25 @@ fn summary_rocprof(
     Ok(())
 }
 
+/// A kernel symbol of the public trace.
+struct Symbol {
+    id: u64,
+    mangled: String,
+    /// As TraceLens names it (its truncated name).
+    name: String,
+    /// As rocprofv3's rocpd database displays it (its formatted name).
+    display: String,
+    /// Its JSON record, which rocprofv3 keeps as the database's `extdata`.
+    extdata: String,
+}
+
 /// The public rocprofv3 trace's kernel dispatches, tiled `copies` times as
 /// [`PYTHON_ROCPROF_TILER`] tiles them, with its memory copies (not tiled),
 /// to be written as rocprofv3's other outputs.
 struct Tiled {
     init: u64,
     fini: u64,
-    /// Kernel names by kernel id: (mangled, as read).
-    symbols: Vec<(u64, String, String)>,
+    symbols: Vec<Symbol>,
     /// (kernel id, start, end).
     kernels: Vec<(u64, u64, u64)>,
     copies: Vec<(u64, u64)>,
@@ -533,7 +544,14 @@ impl Tiled {
                     .find(|n| !n.is_empty())
                     .unwrap_or("");
                 let mangled = s["kernel_name"].as_str().unwrap_or("");
-                (time(s, "kernel_id"), mangled.to_string(), name.to_string())
+                let formatted = s["formatted_kernel_name"].as_str().filter(|n| !n.is_empty());
+                Symbol {
+                    id: time(s, "kernel_id"),
+                    mangled: mangled.to_string(),
+                    name: name.to_string(),
+                    display: formatted.unwrap_or(name).to_string(),
+                    extdata: s.to_string(),
+                }
             })
             .collect();
         let kernels = (0..copies)
@@ -575,10 +593,10 @@ impl Tiled {
             (self.init as i64, self.fini as i64),
         )
         .map_err(sql)?;
-        for (id, mangled, name) in &self.symbols {
+        for s in &self.symbols {
             tx.execute(
-                "INSERT INTO rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (?1, ?2, ?3, NULL)",
-                (*id as i64, mangled, name),
+                "INSERT INTO rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5 VALUES (?1, ?2, ?3, ?4)",
+                (s.id as i64, &s.mangled, &s.display, &s.extdata),
             )
             .map_err(sql)?;
         }
@@ -614,7 +632,7 @@ impl Tiled {
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
         let mut out = std::io::BufWriter::new(fs::File::create(path).map_err(io)?);
         let mut names: Vec<(u64, &str)> =
-            self.symbols.iter().map(|(id, _, name)| (id + 10, name.as_str())).collect();
+            self.symbols.iter().map(|s| (s.id + 10, s.name.as_str())).collect();
         names.extend([(1, "hipInit"), (2, "hipDeviceSynchronize"), (3, "MEMORY_COPY")]);
         let interned = Pb::default()
             .interned(1, &[(1, "hip_api"), (2, "kernel_dispatch"), (3, "memory_copy")])

@@ -126,11 +126,13 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
     // Kernels by their symbol's name, as TraceLens names them in the JSON
     // of the same run (the view's `name` is the display name, which may be
     // the formatted one with the arguments).
-    let names: rustc_hash::FxHashMap<u64, String> = symbols(&db, &objects)?
-        .into_iter()
-        .flatten()
-        .map(|s| (s.id, shown_name(s.truncated, s.formatted, s.kernel_name)))
-        .collect();
+    let mut names: rustc_hash::FxHashMap<u64, String> = Default::default();
+    if by_id(&db, &objects)? {
+        each_symbol(&db, |s| {
+            names.insert(s.id, shown_name(s.truncated, s.formatted, s.kernel_name));
+            Ok::<_, Failure>(())
+        })?;
+    }
     let sql =
         select(&db, "kernels", &["name", "start", "end", "agent_type_index", "kernel_id"], "")?;
     let mut kernels = db.prepare(&sql)?;
@@ -191,27 +193,36 @@ struct Symbol {
     truncated: String,
 }
 
-/// The kernel symbols, when the `kernels` view's `kernel_id`s name them:
-/// none when the view has no `kernel_id`, the database no symbol table, or
-/// its symbols are of more than one run (a merged database, whose runs'
-/// ids overlap; the view's names are then the ones to go by).
-fn symbols(db: &Connection, objects: &[String]) -> Result<Option<Vec<Symbol>>, Failure> {
-    const OF: &str = "rocpd_info_kernel_symbol";
-    if !objects.iter().any(|o| o == OF) || !columns(db, "kernels")?.iter().any(|c| c == "kernel_id")
+const SYMBOLS: &str = "rocpd_info_kernel_symbol";
+
+/// Whether the `kernels` view's `kernel_id`s name the kernel symbols: not
+/// when the view has no `kernel_id`, the database no symbol table, or its
+/// symbols are of more than one run (a merged database, whose runs' ids
+/// overlap; the view's names are then the ones to go by).
+fn by_id(db: &Connection, objects: &[String]) -> Result<bool, Failure> {
+    if !objects.iter().any(|o| o == SYMBOLS)
+        || !columns(db, "kernels")?.iter().any(|c| c == "kernel_id")
     {
-        return Ok(None);
+        return Ok(false);
     }
-    if columns(db, OF)?.iter().any(|c| c == "guid") {
-        let runs: u64 =
-            db.query_row(&format!("SELECT COUNT(DISTINCT guid) FROM {OF}"), [], |r| r.get(0))?;
-        if runs > 1 {
-            return Ok(None);
-        }
+    if columns(db, SYMBOLS)?.iter().any(|c| c == "guid") {
+        let sql = format!("SELECT COUNT(DISTINCT guid) FROM {SYMBOLS}");
+        let runs: u64 = db.query_row(&sql, [], |r| r.get(0))?;
+        return Ok(runs <= 1);
     }
-    let sql = select(db, OF, &["id", "kernel_name", "display_name", "extdata"], "ORDER BY id")?;
+    Ok(true)
+}
+
+/// Each kernel symbol, in the order of their ids, to `each` (one at a
+/// time: a PyTorch run's formatted names run to kilobytes each).
+fn each_symbol<E: From<Failure> + From<rusqlite::Error>>(
+    db: &Connection,
+    mut each: impl FnMut(Symbol) -> Result<(), E>,
+) -> Result<(), E> {
+    let sql =
+        select(db, SYMBOLS, &["id", "kernel_name", "display_name", "extdata"], "ORDER BY id")?;
     let mut statement = db.prepare(&sql)?;
     let mut rows = statement.query([])?;
-    let mut symbols = Vec::new();
     while let Some(row) = rows.next()? {
         let display = text(row, 2)?.unwrap_or_default();
         let extdata: serde_json::Map<String, serde_json::Value> =
@@ -220,15 +231,15 @@ fn symbols(db: &Connection, objects: &[String]) -> Result<Option<Vec<Symbol>>, F
             Some(name) if !name.is_empty() => name.to_string(),
             _ => display.clone(),
         };
-        symbols.push(Symbol {
+        each(Symbol {
             id: opt(row, 0)?.unwrap_or(0),
             kernel_name: text(row, 1)?.unwrap_or_else(|| display.clone()),
             formatted: name("formatted_kernel_name"),
             demangled: name("demangled_kernel_name"),
             truncated: name("truncated_kernel_name"),
-        });
+        })?;
     }
-    Ok(Some(symbols))
+    Ok(())
 }
 
 /// The tables and views of the database.
@@ -521,8 +532,7 @@ pub(crate) fn write_json(
 
     // Kernel dispatches, each naming its symbol by the database's id; the
     // symbols follow them (a view without `kernel_id`: one per name).
-    let symbols = symbols(&db, &objects)?;
-    let by_id = symbols.is_some();
+    let by_id = by_id(&db, &objects)?;
     out.write_all(br#"],"buffer_records":{"kernel_dispatch":["#)?;
     let sql = select(
         &db,
@@ -632,19 +642,17 @@ pub(crate) fn write_json(
         }
         json(out, &value)
     };
-    if let Some(symbols) = symbols {
-        for s in symbols {
-            symbol(
-                out,
-                serde_json::json!({
-                    "kernel_id": s.id,
-                    "kernel_name": s.kernel_name,
-                    "formatted_kernel_name": s.formatted,
-                    "demangled_kernel_name": s.demangled,
-                    "truncated_kernel_name": s.truncated,
-                }),
-            )?;
-        }
+    if by_id {
+        each_symbol(&db, |s| {
+            let value = serde_json::json!({
+                "kernel_id": s.id,
+                "kernel_name": s.kernel_name,
+                "formatted_kernel_name": s.formatted,
+                "demangled_kernel_name": s.demangled,
+                "truncated_kernel_name": s.truncated,
+            });
+            Ok::<_, Written>(symbol(out, value)?)
+        })?;
     } else {
         let mut named: Vec<(String, u64)> = named.into_iter().collect();
         named.sort_by_key(|(_, id)| *id);
