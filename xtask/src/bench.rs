@@ -497,10 +497,10 @@ fn summary_rocprof(
 struct Symbol {
     id: u64,
     mangled: String,
-    /// As TraceLens names it (its truncated name).
-    name: String,
     /// As rocprofv3's rocpd database displays it (its formatted name).
     display: String,
+    /// As rocprofv3's Perfetto trace names its slices.
+    demangled: String,
     /// Its JSON record, which rocprofv3 keeps as the database's `extdata`.
     extdata: String,
 }
@@ -548,8 +548,8 @@ impl Tiled {
                 Symbol {
                     id: time(s, "kernel_id"),
                     mangled: mangled.to_string(),
-                    name: name.to_string(),
                     display: formatted.unwrap_or(name).to_string(),
+                    demangled: s["demangled_kernel_name"].as_str().unwrap_or(name).to_string(),
                     extdata: s.to_string(),
                 }
             })
@@ -632,7 +632,7 @@ impl Tiled {
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
         let mut out = std::io::BufWriter::new(fs::File::create(path).map_err(io)?);
         let mut names: Vec<(u64, &str)> =
-            self.symbols.iter().map(|s| (s.id + 10, s.name.as_str())).collect();
+            self.symbols.iter().map(|s| (s.id + 10, s.demangled.as_str())).collect();
         names.extend([(1, "hipInit"), (2, "hipDeviceSynchronize"), (3, "MEMORY_COPY")]);
         let interned = Pb::default()
             .interned(1, &[(1, "hip_api"), (2, "kernel_dispatch"), (3, "memory_copy")])

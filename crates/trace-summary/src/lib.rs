@@ -60,6 +60,7 @@ pub use crate::{
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
     rocpd::Converted,
+    rocprof::truncated_kernel_name,
     summary::{
         Format, Options, Outcome, StepMarker, Steps, Summary, memory_needed, parse_file,
         rocpd_to_json, summarize, summarize_file, summarize_file_with, summarize_with,

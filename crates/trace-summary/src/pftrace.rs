@@ -28,7 +28,7 @@ use std::{
 use prost::Message;
 use rustc_hash::FxHashMap;
 
-use crate::rocprof::{Records, Tables};
+use crate::rocprof::{Records, Tables, truncated_kernel_name};
 
 /// Why a Perfetto trace could not be read.
 #[derive(Debug)]
@@ -308,6 +308,8 @@ const INCREMENTAL_STATE_CLEARED: u32 = 1;
 struct Sequence {
     categories: FxHashMap<u64, String>,
     names: FxHashMap<u64, String>,
+    /// Interned names of kernels, truncated (each once).
+    kernel_names: FxHashMap<u64, String>,
     annotations: FxHashMap<u64, String>,
     clock: Option<u32>,
     track: Option<u64>,
@@ -465,8 +467,28 @@ impl Reading {
                         self.categories.push(category.into_owned());
                     }
                 }
+                // A kernel by the truncated name its JSON would give it (its
+                // slice carries the demangled one), as TraceLens' rocprof
+                // report names it.
+                let kernel = kind == Kind::Kernel;
                 let name = match (&event.name, event.name_iid) {
+                    (Some(name), _) if kernel => {
+                        Cow::Owned(truncated_kernel_name(&String::from_utf8_lossy(name)).into())
+                    }
                     (Some(name), _) => String::from_utf8_lossy(name),
+                    (None, Some(iid)) if kernel => {
+                        let names = &sequence.names;
+                        Cow::Borrowed(
+                            sequence
+                                .kernel_names
+                                .entry(iid)
+                                .or_insert_with(|| {
+                                    let name = names.get(&iid).map_or("", String::as_str);
+                                    truncated_kernel_name(name).to_string()
+                                })
+                                .as_str(),
+                        )
+                    }
                     (None, Some(iid)) => {
                         Cow::Borrowed(sequence.names.get(&iid).map_or("", String::as_str))
                     }

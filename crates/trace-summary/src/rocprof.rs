@@ -41,6 +41,46 @@ struct Agent {
     product_name: Option<String>,
 }
 
+/// rocprofv3's truncated name of a kernel (its JSON's
+/// `truncated_kernel_name`, the name TraceLens' rocprof report gives it),
+/// from its demangled name (the name of its slices in rocprofv3's Perfetto
+/// trace): the argument list and template arguments dropped from its end,
+/// then its scope and return type, so that
+/// `void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)` is
+/// `vectorized_elementwise_kernel`. A name that leaves nothing is kept.
+pub fn truncated_kernel_name(demangled: &str) -> &str {
+    let bytes = demangled.as_bytes();
+    let mut end = bytes.len();
+    loop {
+        while end > 0 && bytes[end - 1] == b' ' {
+            end -= 1;
+        }
+        let (open, close) = match bytes[..end].last() {
+            Some(b')') => (b'(', b')'),
+            Some(b'>') => (b'<', b'>'),
+            Some(b']') => (b'[', b']'),
+            _ => break,
+        };
+        // The bracket that opens the group the last one closes.
+        let mut depth = 0usize;
+        let opened = bytes[..end].iter().rposition(|&b| {
+            if b == close {
+                depth += 1;
+            } else if b == open {
+                depth -= 1;
+            }
+            depth == 0
+        });
+        match opened {
+            Some(at) => end = at,
+            None => break,
+        }
+    }
+    let start = bytes[..end].iter().rposition(|&b| b == b' ' || b == b':').map_or(0, |i| i + 1);
+    // Cut at ASCII bytes only, so both ends are char boundaries.
+    if start < end { &demangled[start..end] } else { demangled }
+}
+
 /// The name a kernel symbol is reported by, as TraceLens' rocprof report
 /// names it: its truncated name, else its formatted one, else its own.
 pub(crate) fn shown_name<S: AsRef<str>>(truncated: S, formatted: S, kernel_name: S) -> S {
@@ -597,6 +637,30 @@ mod tests {
         assert!(sniff(b"  {\n  \"rocprofiler-sdk-tool\": []}"));
         assert!(!sniff(br#"{"traceEvents":[]}"#));
         assert!(!sniff(b"[]"));
+    }
+
+    #[test]
+    fn truncated_names_are_rocprofv3s() {
+        for (demangled, truncated) in [
+            // rocprofiler-sdk's own example.
+            ("Foo<int, float>::foo(a[], int (int))", "foo"),
+            (
+                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, \
+                 std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+                "vectorized_elementwise_kernel",
+            ),
+            ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_Generic"),
+            ("void at::native::reduce_kernel<512, 1>(int) [clone .kd]", "reduce_kernel"),
+            ("__amd_rocclr_copyBufferRect.kd", "__amd_rocclr_copyBufferRect.kd"),
+            ("Cijk_Alik_Bljk_HHS_BH_MT64x64x32", "Cijk_Alik_Bljk_HHS_BH_MT64x64x32"),
+            ("ns::kernel_é<int>() ", "kernel_é"),
+            // Nothing left, or a bracket that opens nothing: kept.
+            ("(int)", "(int)"),
+            ("kernel)", "kernel)"),
+            ("", ""),
+        ] {
+            assert_eq!(truncated_kernel_name(demangled), truncated, "{demangled}");
+        }
     }
 
     #[test]

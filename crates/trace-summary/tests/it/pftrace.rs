@@ -21,11 +21,10 @@ fn csvs(s: &Summary) -> (Option<String>, Option<String>) {
 
 #[test]
 fn a_pftrace_gives_the_tables_its_json_would() {
-    // rocprofv3 names a Perfetto trace's kernels by their display name
-    // (the formatted one, with its arguments), not the truncated one.
-    let json = SAME_AS_JSON.replace(r#","truncated_kernel_name":"ncclDevKernel_Generic""#, "");
-    assert_ne!(json, SAME_AS_JSON);
-    let from_json = trace_summary::summarize(json.as_bytes(), Path::new("same.json")).unwrap();
+    // Kernels by their truncated names, as in the JSON, though their
+    // slices carry the demangled ones (`ncclDevKernel_Generic(...)`).
+    let from_json =
+        trace_summary::summarize(SAME_AS_JSON.as_bytes(), Path::new("same.json")).unwrap();
     for fixture in [ANNOTATED, TIMESTAMPS] {
         let path = synthetic(fixture);
         let before = std::fs::read(&path).unwrap();
@@ -176,4 +175,32 @@ fn a_pftrace_without_gpu_slices_lists_its_categories() {
         (s.outcome, s.record_lists.as_slice()),
         (Outcome::NoGpuActivity, &["hip_api".to_string()][..])
     );
+}
+
+/// rocprofv3's truncated name of each of the 9,889 kernel symbols of the
+/// public rocprofv3 trace (PyTorch's templated kernels with their lambdas,
+/// RCCL's, hipBLASLt's, the runtime's `.kd` ones), from its demangled name,
+/// the name its slice has in a Perfetto trace.
+#[test]
+fn truncated_names_are_rocprofv3s_for_every_public_symbol() {
+    use std::io::Read as _;
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap(),
+    )
+    .read_to_end(&mut json)
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let symbols = doc["rocprofiler-sdk-tool"][0]["kernel_symbols"].as_array().unwrap();
+    assert_eq!(symbols.len(), 9_889);
+    let mut changed = 0;
+    for s in symbols {
+        let demangled = s["demangled_kernel_name"].as_str().unwrap();
+        let truncated = s["truncated_kernel_name"].as_str().unwrap();
+        assert_eq!(trace_summary::truncated_kernel_name(demangled), truncated, "{demangled}");
+        changed += usize::from(demangled != truncated);
+    }
+    // Nearly half are names the truncation changes.
+    assert_eq!(changed, 4_439);
 }
