@@ -109,7 +109,8 @@ pub(crate) const ORIGINAL_SNIFF_HEAD: usize = 4096;
 
 /// The kind a file name claims under the original's glob patterns
 /// (`**/*.pt.trace.json`, `**/libkineto_trace*.json`, `**/torch_profiler_output/*.json`,
-/// each also `.gz`; `**/*_results.json`; `**/*.pftrace`), in that precedence.
+/// each also `.gz`; `**/*_results.json`; `**/*.pftrace`, also `.gz`), in
+/// that precedence.
 pub(crate) fn kind_by_name(name: &[u8], parent: Option<&OsStr>) -> Option<TraceKind> {
     let json = name.ends_with(b".json") || name.ends_with(b".json.gz");
     if name.ends_with(b".pt.trace.json")
@@ -122,7 +123,7 @@ pub(crate) fn kind_by_name(name: &[u8], parent: Option<&OsStr>) -> Option<TraceK
     if name.ends_with(b"_results.json") {
         return Some(TraceKind::RocprofJson);
     }
-    if name.ends_with(b".pftrace") {
+    if name.ends_with(b".pftrace") || name.ends_with(b".pftrace.gz") {
         return Some(TraceKind::Pftrace);
     }
     None
@@ -137,8 +138,8 @@ pub fn is_rocpd(path: &Path) -> bool {
 }
 
 /// The extensions of the formats rocprofv3 writes one process's records in
-/// (`<pid>_results.json`, `.json.gz`, `.db`, `.pftrace`).
-const ROCPROF_FORMATS: [&str; 4] = [".json.gz", ".json", ".db", ".pftrace"];
+/// (`<pid>_results.json`, `.json.gz`, `.db`, `.pftrace`, `.pftrace.gz`).
+const ROCPROF_FORMATS: [&str; 5] = [".json.gz", ".json", ".db", ".pftrace.gz", ".pftrace"];
 
 /// Whether `a` and `b` hold the same rocprofv3 process's records, written
 /// in two formats (`--output-format json rocpd pftrace`): two files of one
@@ -267,6 +268,7 @@ mod tests {
         assert!(same("h/1234_results.db", "h/1234_results.json"));
         assert!(same("h/1234_results.db", "h/1234_results.json.gz"));
         assert!(same("h/1234_results.pftrace", "h/1234_results.db"));
+        assert!(same("h/1234_results.pftrace.gz", "h/1234_results.json"));
         assert!(!same("h/1234_results.db", "h/1234_results.db"));
         assert!(!same("h/1234_results.db", "g/1234_results.json"));
         assert!(!same("h/1234_results.db", "h/4321_results.json"));
@@ -291,6 +293,7 @@ mod tests {
         check("x_results.json", Some("rocprof_output"), Some(RocprofJson));
         check("x_results.json.gz", None, None);
         check("model.pftrace", None, Some(Pftrace));
+        check("1234_results.pftrace.gz", None, Some(Pftrace));
         check("rank0.json.gz", None, None);
         check("sampled_rank-0.json.gz", None, None);
         check("trace.json", None, None);

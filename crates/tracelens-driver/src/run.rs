@@ -411,12 +411,44 @@ fn readable_inputs(
             converted_path(&trace, scratch)
         } else if matches!(kind, TraceKind::Pytorch | TraceKind::RocprofJson) {
             sanitized(config, &trace, scratch, events, &mut repairs)
+        } else if kind == TraceKind::Pftrace && trace.extension().is_some_and(|e| e == "gz") {
+            decompressed(config, &trace, scratch, events)
         } else {
             trace.clone()
         };
         readable.insert(trace, input);
     }
     (readable, repairs)
+}
+
+/// A gzipped Perfetto trace, decompressed into `<scratch>/<digest>/` under
+/// its name without `.gz`: TraceLens' pftrace reports convert only a
+/// `.pftrace` with `traceconv` (any other name they read as JSON). A trace
+/// that cannot be decompressed is left as it is, with a note that says why.
+fn decompressed(
+    config: &Config,
+    trace: &Path,
+    scratch: &Path,
+    events: &mut dyn FnMut(Event<'_>),
+) -> PathBuf {
+    let dir = scratch.join(digest(trace));
+    let name = trace.file_name().unwrap_or_default().to_string_lossy();
+    let copy = dir.join(name.strip_suffix(".gz").unwrap_or(&name));
+    let written = fs::create_dir_all(&dir).and_then(|()| {
+        let mut gz = flate2::read::MultiGzDecoder::new(BufReader::new(fs::File::open(trace)?));
+        trace_sanitize::write_atomic(&copy, |out| std::io::copy(&mut gz, out).map(drop))
+    });
+    match written {
+        Ok(()) => copy,
+        Err(e) => {
+            let rel = relative(&config.root, trace);
+            events(Event::Note(format!(
+                "cannot decompress {}: {e}; TraceLens' pftrace reports read it as it is",
+                rel.display()
+            )));
+            trace.to_path_buf()
+        }
+    }
 }
 
 /// Where the rocprofv3 JSON of the rocpd database `db` is written:

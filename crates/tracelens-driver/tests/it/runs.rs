@@ -970,3 +970,64 @@ fn a_rocpd_database_is_left_out_where_the_mode_has_no_rocprof_report() {
     assert!(summary.results[0].detail.contains("modes auto and rocprof"));
     assert!(!case.ran("rocprof"));
 }
+
+/// A gzipped Perfetto trace: TraceLens' pftrace reports convert only a
+/// `.pftrace` (any other name they read as JSON), so they read a
+/// decompressed copy; its rows name the trace as it is. One that cannot be
+/// decompressed is said so, and left to TraceLens.
+#[test]
+fn a_gzipped_pftrace_is_read_decompressed() {
+    use std::io::Write as _;
+    let mut case = Case::new();
+    let pftrace = fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/synthetic/pftrace/rocprofv3/1234_results.pftrace"),
+    )
+    .unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&pftrace).unwrap();
+    let gz = gz.finish().unwrap();
+    case.write("h1/1234_results.pftrace.gz", &gz);
+    case.write("h2/5678_results.pftrace.gz", &gz[..gz.len() / 2]);
+    case.config.extra_args = vec!["--traceconv".into(), "/bin/true".into()];
+    let mut notes = Vec::new();
+    let summary = tracelens_driver::run(&case.config, &mut |event| {
+        if let Event::Note(text) = event {
+            notes.push(text);
+        }
+    })
+    .unwrap();
+    let rows = rows(&summary);
+    let (ok, cut): (Vec<&String>, Vec<&String>) = rows.iter().partition(|r| r.contains("h1/"));
+    assert_eq!(ok.len(), 3, "{rows:#?}");
+    assert!(
+        ok.iter().all(|r| r.starts_with("SUCCESS pftrace h1/1234_results.pftrace.gz ")),
+        "{rows:#?}"
+    );
+    assert_eq!(cut.len(), 3, "{rows:#?}");
+    assert!(
+        cut.iter().all(|r| r.starts_with("FAILURE pftrace h2/5678_results.pftrace.gz ")),
+        "{rows:#?}"
+    );
+    let calls = case.calls();
+    let paths: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.contains("\"args\""))
+        .filter_map(|c| c.split("\"--trace_path\", \"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(paths.len(), 6, "{calls:#?}");
+    assert!(
+        paths
+            .iter()
+            .filter(|p| p.starts_with("[TMP]/[SCRATCH]/") && p.ends_with("/1234_results.pftrace"))
+            .count()
+            == 3,
+        "{paths:#?}"
+    );
+    assert!(
+        paths.iter().filter(|p| **p == "[TMP]/run/h2/5678_results.pftrace.gz").count() == 3,
+        "{paths:#?}"
+    );
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert!(notes[0].starts_with("cannot decompress h2/5678_results.pftrace.gz: "), "{notes:#?}");
+}
