@@ -634,12 +634,11 @@ pub(crate) fn write_json(
     // The kernel symbols: rocprofv3's names for each (its mangled name, and
     // the formatted, demangled and truncated ones it keeps in `extdata`),
     // the display name where the database has no other.
-    out.write_all(br#"]},"kernel_symbols":["#)?;
-    let mut first = true;
-    let mut symbol = |out: &mut _, value: serde_json::Value| {
-        if !std::mem::take(&mut first) {
-            std::io::Write::write_all(out, b",")?;
-        }
+    // Element 0 a placeholder, as rocprofv3 writes it (kernel ids count
+    // from 1, so a reader may index the list by id).
+    out.write_all(br#"]},"kernel_symbols":[{"kernel_id":0,"kernel_name":""}"#)?;
+    let symbol = |out: &mut _, value: serde_json::Value| {
+        std::io::Write::write_all(out, b",")?;
         json(out, &value)
     };
     if by_id {

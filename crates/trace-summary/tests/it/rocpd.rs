@@ -179,9 +179,12 @@ fn a_database_converts_to_the_rocprofv3_json_of_its_records() {
     );
     assert_eq!(metadata["node"]["hostname"], "node-1");
     assert_eq!(metadata["command"], serde_json::json!(["python3 train.py"]));
-    let names: std::collections::BTreeMap<u64, &str> = tool["kernel_symbols"]
-        .as_array()
-        .unwrap()
+    // Element 0 a placeholder, as rocprofv3 writes it: each symbol at its
+    // id's index.
+    let symbols = tool["kernel_symbols"].as_array().unwrap();
+    assert_eq!(symbols[0], serde_json::json!({"kernel_id": 0, "kernel_name": ""}));
+    assert!(symbols.iter().enumerate().all(|(i, s)| s["kernel_id"] == i), "{symbols:?}");
+    let names: std::collections::BTreeMap<u64, &str> = symbols[1..]
         .iter()
         .map(|s| {
             let name = ["truncated_kernel_name", "formatted_kernel_name", "kernel_name"]
@@ -208,8 +211,7 @@ fn a_database_converts_to_the_rocprofv3_json_of_its_records() {
             ("ncclDevKernel_Generic", 3200, 4200),
         ]
     );
-    let symbols = tool["kernel_symbols"].as_array().unwrap();
-    let nccl = symbols.iter().find(|s| s["kernel_id"] == 2).unwrap();
+    let nccl = &symbols[2];
     assert_eq!(
         (&nccl["kernel_name"], &nccl["formatted_kernel_name"]),
         (
