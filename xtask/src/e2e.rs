@@ -638,10 +638,12 @@ fn run_scenario(
 /// One rocprofv3 run written both as JSON and as `other`, its rocpd
 /// database (`rocpd`, its default output since ROCm 7) or its Perfetto
 /// trace (`pftrace`): `report summary` must read it as the JSON, the same
-/// GPU records and the same `gpu_timeline.csv`, so what it reads is checked
-/// against the rocprofv3 of this node. (A Perfetto trace's profiled time is
-/// the span of its slices, not the process's: of its timeline, the kernel,
-/// memory and busy rows must be the same.)
+/// GPU records, the same `gpu_timeline.csv` and the same kernels by name
+/// and launch count in `kernel_summary.csv` (the truncated names TraceLens
+/// gives them), so what it reads is checked against the rocprofv3 of this
+/// node. (A Perfetto trace's profiled time is the span of its slices, not
+/// the process's: of its timeline, the kernel, memory and busy rows must be
+/// the same.)
 fn read_as_json(
     madengine: &Path,
     dir: &Path,
@@ -671,12 +673,24 @@ fn read_as_json(
         let said = step(dir, madengine, &["report", "summary", &trace, "-o", &out, "--json"])?;
         let summary: Value =
             serde_json::from_str(&said).map_err(|e| format!("summary JSON: {e}: {said}"))?;
-        let timeline = crate::fixtures::files_under(&dir.join(out))
-            .into_iter()
-            .find(|p| p.ends_with("gpu_timeline.csv"))
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .ok_or_else(|| format!("report summary {trace} wrote no gpu_timeline.csv: {said}"))?;
-        read.push((summary["traces"][0]["events"].clone(), timeline));
+        let written = crate::fixtures::files_under(&dir.join(out));
+        let table = |name: &str| {
+            written
+                .iter()
+                .find(|p| p.ends_with(name))
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .ok_or_else(|| format!("report summary {trace} wrote no {name}: {said}"))
+        };
+        let timeline = table("gpu_timeline.csv")?;
+        // Kernels by name, with their launch counts.
+        let mut kernels: Vec<(String, String)> =
+            csv::Reader::from_reader(table("kernel_summary.csv")?.as_bytes())
+                .records()
+                .filter_map(Result::ok)
+                .map(|r| (r.get(0).unwrap_or("").to_string(), r.get(1).unwrap_or("").to_string()))
+                .collect();
+        kernels.sort();
+        read.push((summary["traces"][0]["events"].clone(), timeline, kernels));
     }
     // rocprofv3 moves the end of a kernel that overlaps the next on its
     // queue (a firmware timestamp bug) in its pftrace only: there, the
@@ -701,16 +715,22 @@ fn read_as_json(
     let (a, b) = (rows(&read[0].1), rows(&read[1].1));
     let same = read[0].0 == read[1].0
         && a.len() == b.len()
-        && a.iter().zip(&b).all(|(x, y)| x.0 == y.0 && agree(x.1, y.1));
+        && a.iter().zip(&b).all(|(x, y)| x.0 == y.0 && agree(x.1, y.1))
+        && read[0].2 == read[1].2;
     if !same {
         return Err(format!(
-            "report summary of {} (records, gpu_timeline.csv): {:?}; of its JSON: {:?}",
+            "report summary of {} (records, gpu_timeline.csv, kernels and launches): {:?}; \
+             of its JSON: {:?}",
             db.display(),
             read[0],
             read[1]
         ));
     }
-    Ok(format!("its {other} output read as its JSON ({} GPU records)", read[0].0))
+    Ok(format!(
+        "its {other} output read as its JSON ({} GPU records, {} kernels by name)",
+        read[0].0,
+        read[0].2.len()
+    ))
 }
 
 /// `report tracelens --mode rocprof` on the rocpd database of
