@@ -229,9 +229,13 @@ fn sanitize_inputs(args: &SanitizeArgs) -> Result<Vec<std::path::PathBuf>, Error
             )));
         }
         inputs.extend(
-            super::json_traces(path, vec![], "nothing to check, TraceLens reads them as they are")?
-                .into_iter()
-                .map(|t| t.path),
+            super::json_traces(
+                path,
+                vec![],
+                "nothing to check (TraceLens' pftrace reports read them through traceconv)",
+            )?
+            .into_iter()
+            .map(|t| t.path),
         );
     }
     Ok(inputs)

@@ -12,6 +12,9 @@ pub(crate) fn synthetic(path: &str) -> PathBuf {
 }
 
 const DB: &str = "run/rocprof_output/1e4d92661463/1234_results.db";
+/// The synthetic database's kernel symbol table (under its view's name, as
+/// rocprofv3 names its tables).
+const SYMBOLS: &str = "rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5";
 
 /// The records of the synthetic database, written as rocprofv3 JSON.
 pub(crate) const SAME_AS_JSON: &str = r#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":1234,"init_time":1000,"fini_time":9000},
@@ -89,8 +92,7 @@ fn changed(sql: &str) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn dispatches_the_kernels_view_does_not_join_are_an_error_not_an_idle_gpu() {
-    let (_dir, path) =
-        changed("DELETE FROM rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5;");
+    let (_dir, path) = changed(&format!("DELETE FROM {SYMBOLS};"));
     let err = trace_summary::summarize_file(&path).unwrap_err();
     assert!(matches!(err, Error::Database { .. }), "{err:?}");
     insta::assert_snapshot!(err.to_string().replace(&path.display().to_string(), "DB"), @"DB is not a readable rocpd database: its rocpd_kernel_dispatch table holds rows, but its `kernels` view joins none of them (a schema other than rocprofiler-sdk's published one?)");
@@ -272,7 +274,6 @@ fn kernels_are_named_by_their_truncated_name_as_in_the_json() {
         names.sort();
         names
     };
-    const SYMBOLS: &str = "rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5";
     let text = synthetic(DB);
     let (_jsonb_dir, jsonb) =
         changed(&format!("UPDATE {SYMBOLS} SET extdata = jsonb(extdata) WHERE id = 2;"));
@@ -311,11 +312,11 @@ fn kernels_are_named_by_their_truncated_name_as_in_the_json() {
     }
 }
 
-/// A database of several runs (`rocpd merge`'s), whose kernel symbol ids
-/// overlap: the `kernels` view's names are the ones to go by.
+/// A database of several runs (`rocpd merge`'s, symbols of more than one
+/// `guid`), whose kernel symbol ids may overlap: the `kernels` view's names
+/// are the ones to go by.
 #[test]
 fn a_merged_database_names_kernels_as_its_view_does() {
-    const SYMBOLS: &str = "rocpd_info_kernel_symbol_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5";
     let (_dir, db) = changed(&format!(
         "ALTER TABLE {SYMBOLS} ADD COLUMN guid TEXT; \
          UPDATE {SYMBOLS} SET guid = CASE id WHEN 1 THEN 'run-a' ELSE 'run-b' END;"
