@@ -7,6 +7,7 @@ mod collectives;
 mod diff;
 mod fidelity;
 mod mangled;
+mod mutations;
 mod pftrace;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
 mod public_dir;

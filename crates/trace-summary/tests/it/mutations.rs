@@ -1,0 +1,216 @@
+//! Damaged traces: whatever bytes a trace holds (a flipped bit, a cut, a
+//! block lost or written twice), reading it ends in a summary or an error,
+//! never a panic or an allocation its size does not justify. Each format's
+//! reader gets its fixtures with random damage; proptest shrinks a failure to
+//! the damage that causes it.
+
+use std::{
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    sync::OnceLock,
+};
+
+use proptest::{prelude::*, sample::Index};
+use trace_summary::{Options, Tables};
+
+use crate::rocpd::synthetic;
+
+/// One piece of damage, at a position taken as a fraction of the length.
+#[derive(Debug, Clone)]
+enum Damage {
+    /// Bits of one byte flipped.
+    Flip(Index, u8),
+    /// One byte set, to a value that means something to the format.
+    Set(Index, u8),
+    /// The rest cut off.
+    Cut(Index),
+    /// A block lost.
+    Lose(Index, usize),
+    /// A block written again right after itself.
+    Twice(Index, usize),
+    /// Bytes put in.
+    Insert(Index, Vec<u8>),
+}
+
+fn damage() -> impl Strategy<Value = Damage> {
+    // Bytes that mean something to JSON, varints and SQLite pages.
+    let telling = prop_oneof![
+        Just(b'"'),
+        Just(b'\\'),
+        Just(b'{'),
+        Just(b'}'),
+        Just(b'['),
+        Just(b']'),
+        Just(b','),
+        Just(b':'),
+        Just(b'-'),
+        Just(b'9'),
+        Just(0x00),
+        Just(0x7f),
+        Just(0x80),
+        Just(0xff),
+        any::<u8>(),
+    ];
+    prop_oneof![
+        4 => (any::<Index>(), 1..=255u8).prop_map(|(at, bits)| Damage::Flip(at, bits)),
+        4 => (any::<Index>(), telling.clone()).prop_map(|(at, b)| Damage::Set(at, b)),
+        1 => any::<Index>().prop_map(Damage::Cut),
+        2 => (any::<Index>(), 1..64usize).prop_map(|(at, n)| Damage::Lose(at, n)),
+        2 => (any::<Index>(), 1..64usize).prop_map(|(at, n)| Damage::Twice(at, n)),
+        2 => (any::<Index>(), proptest::collection::vec(telling, 1..12))
+            .prop_map(|(at, b)| Damage::Insert(at, b)),
+    ]
+}
+
+fn damaged(original: &[u8], damages: &[Damage]) -> Vec<u8> {
+    let mut bytes = original.to_vec();
+    for d in damages {
+        if bytes.is_empty() {
+            break;
+        }
+        let len = bytes.len();
+        match d {
+            Damage::Flip(at, bits) => bytes[at.index(len)] ^= bits,
+            Damage::Set(at, b) => bytes[at.index(len)] = *b,
+            Damage::Cut(at) => bytes.truncate(at.index(len)),
+            Damage::Lose(at, n) => {
+                let at = at.index(len);
+                bytes.drain(at..(at + n).min(len));
+            }
+            Damage::Twice(at, n) => {
+                let at = at.index(len);
+                let block = bytes[at..(at + n).min(len)].to_vec();
+                bytes.splice(at..at, block);
+            }
+            Damage::Insert(at, b) => {
+                let at = at.index(len + 1);
+                bytes.splice(at..at, b.iter().copied());
+            }
+        }
+    }
+    bytes
+}
+
+fn read(path: &str) -> Vec<u8> {
+    std::fs::read(synthetic(path)).unwrap()
+}
+
+fn gzipped(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// The streamed formats' fixtures: Kineto, rocprofv3 JSON, Perfetto (with
+/// interned names and annotations; with zlib-compressed packets), and a
+/// Kineto trace gzipped (the damage then hits the deflate stream; a file, as
+/// only a file is decompressed). And, where the public traces are, real
+/// ones small enough to damage often: two Kineto traces of Triton kernels
+/// (one with `torch.compile`'s graph), a Perfetto trace of metadata packets.
+fn streamed() -> &'static [(&'static str, Vec<u8>)] {
+    static SEEDS: OnceLock<Vec<(&'static str, Vec<u8>)>> = OnceLock::new();
+    SEEDS.get_or_init(|| {
+        let kineto = read("run/torch_profiler_output/libkineto_trace_rank0_1.json");
+        let mut seeds = vec![
+            ("kineto.json", kineto.clone()),
+            ("rocprofv3_results.json", read("run/rocprof_output/9999_results.json")),
+            ("annotated.pftrace", read("pftrace/rocprofv3/1234_results.pftrace")),
+            ("timestamps.pftrace", read("pftrace/timestamps/1234_results.pftrace")),
+            ("kineto.json.gz", gzipped(&kineto)),
+        ];
+        if let Some(public) = crate::public_dir::public_fixtures() {
+            let gunzipped = |path: &str| {
+                let file = std::fs::File::open(public.join(path)).unwrap();
+                let mut json = Vec::new();
+                flate2::read::GzDecoder::new(file).read_to_end(&mut json).unwrap();
+                json
+            };
+            seeds.extend([
+                ("triton.json", gunzipped("kineto/hta/triton_example/triton_example.json.gz")),
+                ("compiled.json", gunzipped("kineto/tracelens/torch_compile_triton/trace.json.gz")),
+                (
+                    "metadata.pftrace",
+                    std::fs::read(public.join("pftrace/qmljuliaexamples/trace.pftrace")).unwrap(),
+                ),
+            ]);
+        }
+        seeds
+    })
+}
+
+fn summarize(bytes: &[u8], label: &str, salvage: bool) {
+    let options = if salvage { Options::salvaging() } else { Options::default() };
+    // Any outcome will do; a panic fails the case.
+    if label.ends_with(".gz") {
+        let dir = tempfile::tempdir().unwrap();
+        let _ = trace_summary::summarize_file_with(&written(dir.path(), label, bytes), &options);
+    } else {
+        let _ = trace_summary::summarize_with(bytes, Path::new(label), &options);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+
+    #[test]
+    fn a_damaged_stream_is_summarized_or_refused(
+        which in any::<Index>(),
+        damages in proptest::collection::vec(damage(), 1..6),
+        salvage in any::<bool>(),
+    ) {
+        let fixtures = streamed();
+        let (label, original) = &fixtures[which.index(fixtures.len())];
+        summarize(&damaged(original, &damages), label, salvage);
+    }
+}
+
+fn written(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+proptest! {
+    // SQLite checks its pages itself; these cases check what madengine does
+    // with the rows a damaged database still gives (and they cost a file
+    // each, so fewer of them).
+    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+
+    #[test]
+    fn a_damaged_rocpd_database_is_summarized_or_refused(
+        which in any::<bool>(),
+        damages in proptest::collection::vec(damage(), 1..4),
+    ) {
+        let original = if which {
+            read("run/rocprof_output/1e4d92661463/1234_results.db")
+        } else {
+            read("rocpd/api_only/4321_results.db")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = written(dir.path(), "1234_results.db", &damaged(&original, &damages));
+        let _ = trace_summary::summarize_file(&path);
+        let _ = trace_summary::rocpd_to_json(&path, &dir.path().join("1234_results.json"), None);
+    }
+
+    #[test]
+    fn a_damaged_report_is_read_back_or_refused(
+        damages in proptest::collection::vec(damage(), 1..6),
+        table in 0..3usize,
+    ) {
+        // A report `report diff` takes as a side: the CSVs of a summary.
+        let trace = synthetic("run/torch_profiler_output/libkineto_trace_rank0_1.json");
+        let summary = trace_summary::summarize_file(&trace).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let tables = [
+            ("gpu_timeline.csv", &summary.gpu_timeline),
+            ("kernel_summary.csv", &summary.kernel_summary),
+            ("ops_summary.csv", &summary.ops_summary),
+        ];
+        for (i, (name, t)) in tables.iter().enumerate() {
+            let csv = t.as_ref().unwrap().to_csv();
+            let bytes = if i == table { damaged(csv.as_bytes(), &damages) } else { csv.into_bytes() };
+            written(dir.path(), name, &bytes);
+        }
+        let _ = Tables::read_dir(dir.path());
+    }
+}
