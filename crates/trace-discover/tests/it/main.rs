@@ -1,6 +1,9 @@
 //! Integration tests of trace-discover, at its public API.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+#[path = "../../../trace-sanitize/tests/it/damage.rs"]
+mod damage;
+mod damaged;
 mod public;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
 mod public_dir;

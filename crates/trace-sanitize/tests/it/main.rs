@@ -3,6 +3,8 @@
 
 mod cases;
 mod chunks;
+mod damage;
+mod damaged;
 mod files;
 mod public;
 mod public_dir;

@@ -4,10 +4,12 @@
 
 mod breaks;
 mod collectives;
+#[path = "../../../trace-sanitize/tests/it/damage.rs"]
+mod damage;
+mod damaged;
 mod diff;
 mod fidelity;
 mod mangled;
-mod mutations;
 mod pftrace;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
 mod public_dir;

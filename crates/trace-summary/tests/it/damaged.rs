@@ -1,6 +1,7 @@
 //! Damaged traces: whatever bytes a trace holds (a flipped bit, a cut, a
 //! block lost or written twice), reading it ends in a summary or an error,
-//! never a panic or an allocation its size does not justify. Each format's
+//! never a panic (nor the abort of an allocation a damaged length asks
+//! for). Each format's
 //! reader gets its fixtures with random damage; proptest shrinks a failure to
 //! the damage that causes it.
 
@@ -13,83 +14,10 @@ use std::{
 use proptest::{prelude::*, sample::Index};
 use trace_summary::{Options, Tables};
 
-use crate::rocpd::synthetic;
-
-/// One piece of damage, at a position taken as a fraction of the length.
-#[derive(Debug, Clone)]
-enum Damage {
-    /// Bits of one byte flipped.
-    Flip(Index, u8),
-    /// One byte set, to a value that means something to the format.
-    Set(Index, u8),
-    /// The rest cut off.
-    Cut(Index),
-    /// A block lost.
-    Lose(Index, usize),
-    /// A block written again right after itself.
-    Twice(Index, usize),
-    /// Bytes put in.
-    Insert(Index, Vec<u8>),
-}
-
-fn damage() -> impl Strategy<Value = Damage> {
-    // Bytes that mean something to JSON, varints and SQLite pages.
-    let telling = prop_oneof![
-        Just(b'"'),
-        Just(b'\\'),
-        Just(b'{'),
-        Just(b'}'),
-        Just(b'['),
-        Just(b']'),
-        Just(b','),
-        Just(b':'),
-        Just(b'-'),
-        Just(b'9'),
-        Just(0x00),
-        Just(0x7f),
-        Just(0x80),
-        Just(0xff),
-        any::<u8>(),
-    ];
-    prop_oneof![
-        4 => (any::<Index>(), 1..=255u8).prop_map(|(at, bits)| Damage::Flip(at, bits)),
-        4 => (any::<Index>(), telling.clone()).prop_map(|(at, b)| Damage::Set(at, b)),
-        1 => any::<Index>().prop_map(Damage::Cut),
-        2 => (any::<Index>(), 1..64usize).prop_map(|(at, n)| Damage::Lose(at, n)),
-        2 => (any::<Index>(), 1..64usize).prop_map(|(at, n)| Damage::Twice(at, n)),
-        2 => (any::<Index>(), proptest::collection::vec(telling, 1..12))
-            .prop_map(|(at, b)| Damage::Insert(at, b)),
-    ]
-}
-
-fn damaged(original: &[u8], damages: &[Damage]) -> Vec<u8> {
-    let mut bytes = original.to_vec();
-    for d in damages {
-        if bytes.is_empty() {
-            break;
-        }
-        let len = bytes.len();
-        match d {
-            Damage::Flip(at, bits) => bytes[at.index(len)] ^= bits,
-            Damage::Set(at, b) => bytes[at.index(len)] = *b,
-            Damage::Cut(at) => bytes.truncate(at.index(len)),
-            Damage::Lose(at, n) => {
-                let at = at.index(len);
-                bytes.drain(at..(at + n).min(len));
-            }
-            Damage::Twice(at, n) => {
-                let at = at.index(len);
-                let block = bytes[at..(at + n).min(len)].to_vec();
-                bytes.splice(at..at, block);
-            }
-            Damage::Insert(at, b) => {
-                let at = at.index(len + 1);
-                bytes.splice(at..at, b.iter().copied());
-            }
-        }
-    }
-    bytes
-}
+use crate::{
+    damage::{damage, damaged},
+    rocpd::synthetic,
+};
 
 fn read(path: &str) -> Vec<u8> {
     std::fs::read(synthetic(path)).unwrap()
