@@ -82,8 +82,10 @@ pub fn is_launcher_or_helper(cmdline: &str) -> bool {
 /// `spawn` DataLoader worker) does not hide the worker above it.
 pub fn runnable(registrations: &[Registration], processes: &dyn Processes) -> Vec<(u32, String)> {
     let mut live: Vec<(u32, String)> = Vec::new();
+    // A registration of no pid (built by hand; the log parser gives none)
+    // names no process.
     for r in registrations {
-        let pid = r.pids[0];
+        let Some(&pid) = r.pids.first() else { continue };
         if live.iter().any(|(p, _)| *p == pid) {
             continue;
         }
@@ -93,7 +95,7 @@ pub fn runnable(registrations: &[Registration], processes: &dyn Processes) -> Ve
     }
     let ancestors: std::collections::HashSet<u32> = registrations
         .iter()
-        .filter(|r| live.iter().any(|(p, _)| *p == r.pids[0]))
+        .filter(|r| live.iter().any(|(p, _)| r.pids.first() == Some(p)))
         .flat_map(|r| r.pids.iter().skip(1).copied())
         .collect();
     live.retain(|(pid, _)| !ancestors.contains(pid));
@@ -127,6 +129,11 @@ I20260701 10:00:06.000001 1 LibkinetoConfigManager.cpp:238] Registered process (
                 Some(format!("python3 worker_{pid}.py"))
             }
         }
+        let pids: Vec<u32> = runnable(&regs, &All).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(pids, [5194, 5195]);
+        // One built by hand with no pid names no process.
+        let mut regs = regs;
+        regs.push(Registration { pids: Vec::new(), job: "0".into() });
         let pids: Vec<u32> = runnable(&regs, &All).into_iter().map(|(p, _)| p).collect();
         assert_eq!(pids, [5194, 5195]);
     }
