@@ -79,6 +79,10 @@ def main():
             if a.sleep:
                 time.sleep(a.sleep)
     if a.distributed:
+        # Every rank done before any closes its connections: gloo aborts a
+        # rank whose peer hangs up while it still reads (a rare SIGABRT at
+        # exit, "Connection closed by peer").
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 

@@ -358,8 +358,14 @@ fn tempfile_dir(name: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// Lines that say why a program failed: a C++ exception that ended it
+/// (gloo's, say), a Python exception and its traceback.
+const FAILURE_LINES: [&str; 5] =
+    ["terminate called", "what():", "Traceback (most recent call last)", "Error: ", "Exception: "];
+
 /// Run `program args` in `dir`; Ok(stdout) or Err(the command and its
-/// output). Notes on stderr stay out of the stdout a caller parses.
+/// output: the first lines that say why, then its last lines). Notes on
+/// stderr stay out of the stdout a caller parses.
 fn step(dir: &Path, program: &Path, args: &[&str]) -> Result<String, String> {
     let out = cmd(program, args)
         .dir(dir)
@@ -373,13 +379,27 @@ fn step(dir: &Path, program: &Path, args: &[&str]) -> Result<String, String> {
         Ok(text)
     } else {
         let text = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
-        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(15)..];
+        // What went wrong is often above the tail (torchrun ends with its
+        // own summary of which rank died): the first lines that say why.
+        let causes: Vec<&str> = lines[..lines.len() - tail.len()]
+            .iter()
+            .filter(|l| FAILURE_LINES.iter().any(|f| l.contains(f)))
+            .take(5)
+            .copied()
+            .collect();
+        let causes = if causes.is_empty() {
+            String::new()
+        } else {
+            format!("{} / ... / ", causes.join(" / "))
+        };
         Err(format!(
-            "`{} {}` exited {:?}: {}",
+            "`{} {}` exited {:?}: {causes}{}",
             program.display(),
             args.join(" "),
             out.status.code(),
-            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            tail.join(" / ")
         ))
     }
 }
@@ -871,6 +891,31 @@ fn which(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_step_says_why_though_its_tail_does_not() {
+        // As a worker's abort then torchrun's summary of it look.
+        let script = "echo ERROR: gpuGetDeviceCount failed with code 35; \
+            echo \"terminate called after throwing an instance of 'gloo::IoException'\"; \
+            echo '  what():  Connection closed by peer'; \
+            for i in $(seq 1 20); do echo summary line $i; done; exit 1";
+        let dir = std::env::temp_dir();
+        let err = step(&dir, Path::new("sh"), &["-c", script]).unwrap_err();
+        assert!(
+            err.contains(
+                "exited Some(1): terminate called after throwing an instance of \
+                 'gloo::IoException' /   what():  Connection closed by peer / ... / \
+                 summary line 6 / "
+            ),
+            "{err}"
+        );
+        assert!(err.ends_with("summary line 20"), "{err}");
+        let said = err.split_once("exited").unwrap().1;
+        assert!(!said.contains("gpuGetDeviceCount"), "Kineto's noise is no cause: {err}");
+        // Nothing above the tail: the tail alone.
+        let err = step(&dir, Path::new("sh"), &["-c", "echo only; exit 2"]).unwrap_err();
+        assert!(err.ends_with("exited Some(2): only"), "{err}");
+    }
 
     #[test]
     fn the_plan_says_why_each_scenario_is_skipped() {
