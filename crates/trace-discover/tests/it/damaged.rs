@@ -3,30 +3,30 @@
 //! panic the walk that classifies them by what is left of them, nor the
 //! search for their rank.
 
-use std::io::Write;
+use std::sync::OnceLock;
 
-use flate2::{Compression, write::GzEncoder};
 use proptest::prelude::*;
 use trace_discover::{Options, discover, find_rank};
 
 use crate::{
-    damage::{damage, damaged},
+    damage::{damage, damaged, gzipped},
     synthetic_run,
 };
 
 /// Traces named so that only their content tells what they are (and their
 /// rank, from `distributedInfo`).
-fn seeds() -> Vec<(&'static str, Vec<u8>)> {
-    let read = |path: &str| std::fs::read(synthetic_run().join(path)).unwrap();
-    let kineto = read("node_0/host_4242.json");
-    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-    gz.write_all(&kineto).unwrap();
-    vec![
-        ("host_a.json", kineto),
-        ("host_b.json.gz", gz.finish().unwrap()),
-        ("results_c.json", read("rocprof_output/9999_results.json")),
-        ("d.db", read("rocprof_output/1e4d92661463/1234_results.db")),
-    ]
+fn seeds() -> &'static [(&'static str, Vec<u8>)] {
+    static SEEDS: OnceLock<Vec<(&'static str, Vec<u8>)>> = OnceLock::new();
+    SEEDS.get_or_init(|| {
+        let read = |path: &str| std::fs::read(synthetic_run().join(path)).unwrap();
+        let kineto = read("node_0/host_4242.json");
+        vec![
+            ("host_b.json.gz", gzipped(&kineto)),
+            ("host_a.json", kineto),
+            ("results_c.json", read("rocprof_output/9999_results.json")),
+            ("d.db", read("rocprof_output/1e4d92661463/1234_results.db")),
+        ]
+    })
 }
 
 proptest! {
@@ -38,7 +38,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         for (name, bytes) in seeds() {
-            std::fs::write(dir.path().join(name), damaged(&bytes, &damages)).unwrap();
+            std::fs::write(dir.path().join(name), damaged(bytes, &damages)).unwrap();
         }
         let found = discover(dir.path(), &Options::default());
         prop_assert!(found.is_ok(), "{:?}", found.err());

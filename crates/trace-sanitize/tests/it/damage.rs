@@ -2,6 +2,8 @@
 //! written twice, bytes put in), for the tests of every crate that reads
 //! traces (included by path from the others' test binaries).
 
+use std::io::Write;
+
 use proptest::{prelude::*, sample::Index};
 
 /// One piece of damage, at a position taken as a fraction of the length.
@@ -49,6 +51,13 @@ pub(crate) fn damage() -> impl Strategy<Value = Damage> {
         2 => (any::<Index>(), proptest::collection::vec(telling, 1..12))
             .prop_map(|(at, b)| Damage::Insert(at, b)),
     ]
+}
+
+/// `bytes` gzipped, for a seed whose damage is to hit the deflate stream.
+pub(crate) fn gzipped(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
 }
 
 pub(crate) fn damaged(original: &[u8], damages: &[Damage]) -> Vec<u8> {

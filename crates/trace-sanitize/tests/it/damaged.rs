@@ -3,19 +3,15 @@
 //! salvaging them never panics, never touches the input, and either writes
 //! a whole copy or nothing at all. A copy that names nothing wrong loads.
 
-use std::{
-    io::{Read, Write},
-    path::Path,
-    sync::OnceLock,
-};
+use std::{io::Read, path::Path, sync::OnceLock};
 
-use flate2::{Compression as Level, read::MultiGzDecoder, write::GzEncoder};
+use flate2::read::MultiGzDecoder;
 use proptest::{prelude::*, sample::Index};
 use serde_json::Value;
 use trace_sanitize::{Options, Report, check_file, salvage_file, sanitize_file};
 
 use crate::{
-    damage::{damage, damaged},
+    damage::{damage, damaged, gzipped},
     fixtures,
 };
 
@@ -27,12 +23,10 @@ fn seeds() -> &'static [(&'static str, Vec<u8>)] {
         let read = |path: &str| std::fs::read(fixtures().join("synthetic/run").join(path)).unwrap();
         let rocprof = read("rocprof_output/9999_results.json");
         let python = read("broken/python_names.pt.trace.json");
-        let mut gz = GzEncoder::new(Vec::new(), Level::fast());
-        gz.write_all(&rocprof).unwrap();
         vec![
+            ("trace.json.gz", gzipped(&rocprof)),
             ("trace.json", rocprof),
             ("trace.pt.trace.json", python),
-            ("trace.json.gz", gz.finish().unwrap()),
             ("rank0.json.gz", read("node_0/rank0.json.gz")),
         ]
     })

@@ -1,12 +1,11 @@
 //! Damaged traces: whatever bytes a trace holds (a flipped bit, a cut, a
 //! block lost or written twice), reading it ends in a summary or an error,
-//! never a panic (nor the abort of an allocation a damaged length asks
-//! for). Each format's
-//! reader gets its fixtures with random damage; proptest shrinks a failure to
-//! the damage that causes it.
+//! never a panic (nor the abort of an allocation a damaged length asks for).
+//! Each format's reader gets its fixtures with random damage; proptest
+//! shrinks a failure to the damage that causes it.
 
 use std::{
-    io::{Read, Write},
+    io::Read,
     path::{Path, PathBuf},
     sync::OnceLock,
 };
@@ -15,18 +14,12 @@ use proptest::{prelude::*, sample::Index};
 use trace_summary::{Options, Tables};
 
 use crate::{
-    damage::{damage, damaged},
+    damage::{damage, damaged, gzipped},
     rocpd::synthetic,
 };
 
 fn read(path: &str) -> Vec<u8> {
     std::fs::read(synthetic(path)).unwrap()
-}
-
-fn gzipped(bytes: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
 }
 
 /// The streamed formats' fixtures: Kineto, rocprofv3 JSON, Perfetto (with
@@ -109,13 +102,16 @@ proptest! {
         which in any::<bool>(),
         damages in proptest::collection::vec(damage(), 1..4),
     ) {
-        let original = if which {
-            read("run/rocprof_output/1e4d92661463/1234_results.db")
-        } else {
-            read("rocpd/api_only/4321_results.db")
-        };
+        static DATABASES: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
+        let databases = DATABASES.get_or_init(|| {
+            [
+                read("run/rocprof_output/1e4d92661463/1234_results.db"),
+                read("rocpd/api_only/4321_results.db"),
+            ]
+        });
+        let original = &databases[usize::from(which)];
         let dir = tempfile::tempdir().unwrap();
-        let path = written(dir.path(), "1234_results.db", &damaged(&original, &damages));
+        let path = written(dir.path(), "1234_results.db", &damaged(original, &damages));
         let _ = trace_summary::summarize_file(&path);
         let _ = trace_summary::rocpd_to_json(&path, &dir.path().join("1234_results.json"), None);
     }
@@ -125,18 +121,22 @@ proptest! {
         damages in proptest::collection::vec(damage(), 1..6),
         table in 0..3usize,
     ) {
-        // A report `report diff` takes as a side: the CSVs of a summary.
-        let trace = synthetic("run/torch_profiler_output/libkineto_trace_rank0_1.json");
-        let summary = trace_summary::summarize_file(&trace).unwrap();
+        // A report `report diff` takes as a side: the CSVs of a summary
+        // (summarized once for all cases).
+        static REPORT: OnceLock<[(&str, String); 3]> = OnceLock::new();
+        let report = REPORT.get_or_init(|| {
+            let trace = synthetic("run/torch_profiler_output/libkineto_trace_rank0_1.json");
+            let s = trace_summary::summarize_file(&trace).unwrap();
+            let csv = |t: &Option<trace_summary::Table>| t.as_ref().unwrap().to_csv();
+            [
+                ("gpu_timeline.csv", csv(&s.gpu_timeline)),
+                ("kernel_summary.csv", csv(&s.kernel_summary)),
+                ("ops_summary.csv", csv(&s.ops_summary)),
+            ]
+        });
         let dir = tempfile::tempdir().unwrap();
-        let tables = [
-            ("gpu_timeline.csv", &summary.gpu_timeline),
-            ("kernel_summary.csv", &summary.kernel_summary),
-            ("ops_summary.csv", &summary.ops_summary),
-        ];
-        for (i, (name, t)) in tables.iter().enumerate() {
-            let csv = t.as_ref().unwrap().to_csv();
-            let bytes = if i == table { damaged(csv.as_bytes(), &damages) } else { csv.into_bytes() };
+        for (i, (name, csv)) in report.iter().enumerate() {
+            let bytes = if i == table { damaged(csv.as_bytes(), &damages) } else { csv.clone().into_bytes() };
             written(dir.path(), name, &bytes);
         }
         let _ = Tables::read_dir(dir.path());
