@@ -21,9 +21,93 @@ pub(crate) enum Which {
 struct Row {
     bench: &'static str,
     subject: String,
+    timing: Timing,
+    baseline: Option<usize>,
+}
+
+/// A command's median wall time and largest peak RSS over the runs.
+#[derive(Clone, Copy)]
+struct Timing {
     seconds: f64,
     peak_kib: u64,
-    baseline: Option<usize>,
+}
+
+impl Timing {
+    /// Figures recorded elsewhere (TraceLens on this machine kind).
+    fn recorded(seconds: f64, peak_mib: f64) -> Timing {
+        Timing { seconds, peak_kib: (peak_mib * 1024.0) as u64 }
+    }
+}
+
+/// The table being filled, and how many times each command runs.
+struct Bench {
+    rows: Vec<Row>,
+    runs: usize,
+}
+
+impl Bench {
+    /// Adds a row; returns its index, for the rows that take it as baseline.
+    fn row(
+        &mut self,
+        bench: &'static str,
+        subject: impl Into<String>,
+        timing: Timing,
+        baseline: Option<usize>,
+    ) -> usize {
+        self.rows.push(Row { bench, subject: subject.into(), timing, baseline });
+        self.rows.len() - 1
+    }
+
+    /// Times `argv` ([`Bench::measure`]) into a row.
+    fn time(
+        &mut self,
+        bench: &'static str,
+        subject: impl Into<String>,
+        argv: &[String],
+        cleanup: &Path,
+        baseline: Option<usize>,
+    ) -> Result<usize, String> {
+        let timing = self.measure(argv, cleanup)?;
+        Ok(self.row(bench, subject, timing, baseline))
+    }
+
+    /// Median wall time and the largest peak RSS over the runs, `cleanup`
+    /// removed before each. `sync` runs before each so no run pays for
+    /// another's dirty pages.
+    fn measure(&self, argv: &[String], cleanup: &Path) -> Result<Timing, String> {
+        let mut times = Vec::new();
+        let mut peak = 0;
+        for _ in 0..self.runs.max(1) {
+            let _ = fs::remove_file(cleanup);
+            let _ = cmd("sync", Vec::<String>::new()).run();
+            let mut full = vec!["-f".to_string(), "%M".to_string(), "--".to_string()];
+            full.extend(argv.iter().cloned());
+            let start = Instant::now();
+            let out = cmd("/usr/bin/time", full)
+                .stdout_null()
+                .stderr_capture()
+                .unchecked()
+                .run()
+                .map_err(|e| format!("{}: {e}", argv[0]))?;
+            let elapsed = start.elapsed().as_secs_f64();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() {
+                return Err(format!("`{}` failed: {stderr}", argv.join(" ")));
+            }
+            let kib: u64 = stderr.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+            peak = peak.max(kib);
+            times.push(elapsed);
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(Timing { seconds: times[times.len() / 2], peak_kib: peak })
+    }
+}
+
+/// A command line of paths and words, as the strings [`Bench::measure`] runs.
+macro_rules! argv {
+    ($($part:expr),* $(,)?) => {
+        [$(Path::new(&$part).display().to_string()),*]
+    };
 }
 
 const PYTHON_DECODER_COPY: &str = r#"
@@ -81,20 +165,20 @@ pub(crate) fn run(
         .map_err(|e| format!("cargo build --release failed: {e}"))?;
     let madengine = root.join("target/release/madengine");
     let scratch = tempdir(root)?;
-    let mut rows = Vec::new();
+    let mut b = Bench { rows: Vec::new(), runs };
     if matches!(which, Which::Sanitize | Which::All) {
-        sanitize(root, &scratch, &madengine, size_mb, runs, &mut rows)?;
+        sanitize(&mut b, root, &scratch, &madengine, size_mb)?;
     }
     if matches!(which, Which::Discover | Which::All) {
-        discover(&scratch, &madengine, files, runs, &mut rows)?;
+        discover(&mut b, &scratch, &madengine, files)?;
     }
     if matches!(which, Which::Summary | Which::All) {
-        summary(root, &scratch, runs, &mut rows)?;
-        summary_ranks(root, &scratch, &madengine, runs, &mut rows)?;
-        summary_rocprof(root, &scratch, &madengine, runs, &mut rows)?;
+        summary(&mut b, root, &scratch)?;
+        summary_ranks(&mut b, root, &scratch, &madengine)?;
+        summary_rocprof(&mut b, root, &scratch, &madengine)?;
     }
     let _ = fs::remove_dir_all(&scratch);
-    print!("{}", table(&rows));
+    print!("{}", table(&b.rows));
     Ok(())
 }
 
@@ -121,12 +205,11 @@ fn tempdir(root: &Path) -> Result<PathBuf, String> {
 }
 
 fn sanitize(
+    b: &mut Bench,
     root: &Path,
     scratch: &Path,
     madengine: &Path,
     size_mb: u64,
-    runs: usize,
-    rows: &mut Vec<Row>,
 ) -> Result<(), String> {
     let generator = shared(root, "bench/gen_rocprof_trace.py")?;
     let input = scratch.join("big_results.json");
@@ -139,40 +222,15 @@ fn sanitize(
     .map_err(|e| format!("the trace generator failed: {e}"))?;
     let out = scratch.join("out.json");
     let (i, o) = (input.display().to_string(), out.display().to_string());
-    let subjects: Vec<(String, Vec<String>)> = vec![
-        (
-            "cat in > out (I/O floor)".into(),
-            vec!["sh".into(), "-c".into(), format!("cat '{i}' > '{o}'")],
-        ),
-        (
-            "madengine trace sanitize".into(),
-            vec![
-                madengine.display().to_string(),
-                "trace".into(),
-                "sanitize".into(),
-                i.clone(),
-                "-o".into(),
-                o.clone(),
-            ],
-        ),
-        (
-            "python incremental decoder copy".into(),
-            vec!["python3".into(), "-c".into(), PYTHON_DECODER_COPY.into(), i.clone(), o.clone()],
-        ),
-    ];
     // cat is madengine's baseline; madengine is Python's (so that row reads
     // "how many times madengine's time Python takes").
-    let first = rows.len();
-    for (k, (name, argv)) in subjects.into_iter().enumerate() {
-        let (seconds, peak_kib) = measure(&argv, runs, &out)?;
-        rows.push(Row {
-            bench: "sanitize",
-            subject: name,
-            seconds,
-            peak_kib,
-            baseline: k.checked_sub(1).map(|b| first + b),
-        });
-    }
+    let bench = "sanitize";
+    let cat = argv!["sh", "-c", format!("cat '{i}' > '{o}'")];
+    let cat = b.time(bench, "cat in > out (I/O floor)", &cat, &out, None)?;
+    let ours = argv![madengine, "trace", "sanitize", input, "-o", out];
+    let ours = b.time(bench, "madengine trace sanitize", &ours, &out, Some(cat))?;
+    let python = argv!["python3", "-c", PYTHON_DECODER_COPY, input, out];
+    b.time(bench, "python incremental decoder copy", &python, &out, Some(ours))?;
     // The same trace cut at 90% (a job killed while writing it): --salvage,
     // and --check (which finds the cut too), against a plain sanitize of the
     // same cut file.
@@ -185,19 +243,15 @@ fn sanitize(
         .and_then(|f| f.set_len(len / 10 * 9))
         .map_err(|e| format!("{}: {e}", cut.display()))?;
     let _ = fs::remove_file(&input);
-    let c = cut.display().to_string();
-    let first = rows.len();
-    for (k, (name, flag)) in [
+    let mut first = None;
+    for (name, flag) in [
         ("madengine trace sanitize, the trace cut at 90%", None),
         ("madengine trace sanitize --salvage, the same cut trace", Some("--salvage")),
         ("madengine trace sanitize --check, the same cut trace", Some("--check")),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut argv = vec![madengine.display().to_string(), "trace".into(), "sanitize".into()];
+    ] {
+        let mut argv = argv![madengine, "trace", "sanitize"].to_vec();
         argv.extend(flag.map(String::from));
-        argv.push(c.clone());
+        argv.push(cut.display().to_string());
         if flag != Some("--check") {
             argv.extend(["-o".into(), o.clone()]);
         }
@@ -208,14 +262,8 @@ fn sanitize(
             let line = format!("{}; test $? -eq 1", quoted.join(" "));
             argv = vec!["sh".into(), "-c".into(), line];
         }
-        let (seconds, peak_kib) = measure(&argv, runs, &out)?;
-        rows.push(Row {
-            bench: "sanitize",
-            subject: name.into(),
-            seconds,
-            peak_kib,
-            baseline: (k > 0).then_some(first),
-        });
+        let row = b.time(bench, name, &argv, &out, first)?;
+        first = first.or(Some(row));
     }
     let _ = fs::remove_file(&cut);
     Ok(())
@@ -227,7 +275,7 @@ fn sanitize(
 const TRACELENS_SECONDS: f64 = 73.7;
 const TRACELENS_PEAK_MIB: f64 = 4937.0;
 
-fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Result<(), String> {
+fn summary(b: &mut Bench, root: &Path, scratch: &Path) -> Result<(), String> {
     let generator = shared(root, "bench/make_big_kineto.py")?;
     let source = shared(root, KINETO_SOURCE)?;
     eprintln!("building the trace-summary example (release)...");
@@ -245,39 +293,22 @@ fn summary(root: &Path, scratch: &Path, runs: usize, rows: &mut Vec<Row>) -> Res
         .run()
         .map_err(|e| format!("make_big_kineto.py failed: {e}"))?;
     let size = fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
-    let example = root.join("target/release/examples/summarize").display().to_string();
-    let parse_argv = vec![example.clone(), "--parse-only".into(), trace.display().to_string()];
-    let (parse_seconds, parse_kib) = measure(&parse_argv, runs, &scratch.join("unused"))?;
-    let argv = vec![example, trace.display().to_string()];
-    let (seconds, peak_kib) = measure(&argv, runs, &scratch.join("unused"))?;
-    let first = rows.len();
-    rows.push(Row {
-        bench: "summary",
-        subject: "TraceLens perf report (recorded on this machine kind)".into(),
-        seconds: TRACELENS_SECONDS,
-        peak_kib: (TRACELENS_PEAK_MIB * 1024.0) as u64,
-        baseline: None,
-    });
-    rows.push(Row {
-        bench: "summary",
-        subject: format!(
-            "trace-summary, 3 tables ({:.0} MB/s end to end)",
-            size as f64 / seconds / 1e6
-        ),
-        seconds,
-        peak_kib,
-        baseline: Some(first),
-    });
-    rows.push(Row {
-        bench: "summary",
-        subject: format!(
-            "trace-summary, parse alone ({:.0} MB/s: gunzip/sanitize/scan/deserialize)",
-            size as f64 / parse_seconds / 1e6
-        ),
-        seconds: parse_seconds,
-        peak_kib: parse_kib,
-        baseline: Some(first),
-    });
+    let example = root.join("target/release/examples/summarize");
+    let unused = scratch.join("unused");
+    let parse = b.measure(&argv![example, "--parse-only", trace], &unused)?;
+    let full = b.measure(&argv![example, trace], &unused)?;
+    let mb_s = |t: Timing| size as f64 / t.seconds / 1e6;
+    let bench = "summary";
+    let recorded = Timing::recorded(TRACELENS_SECONDS, TRACELENS_PEAK_MIB);
+    let tracelens =
+        b.row(bench, "TraceLens perf report (recorded on this machine kind)", recorded, None);
+    let subject = format!("trace-summary, 3 tables ({:.0} MB/s end to end)", mb_s(full));
+    b.row(bench, subject, full, Some(tracelens));
+    let subject = format!(
+        "trace-summary, parse alone ({:.0} MB/s: gunzip/sanitize/scan/deserialize)",
+        mb_s(parse)
+    );
+    b.row(bench, subject, parse, Some(tracelens));
     let _ = fs::remove_file(&trace);
     Ok(())
 }
@@ -319,40 +350,21 @@ with open(out, "w") as f:
 /// recorded run on it, and the same tiled to ~300 MB (its baseline: a
 /// `trace sanitize --check` of that file, one pass through the JSON).
 fn summary_rocprof(
+    b: &mut Bench,
     root: &Path,
     scratch: &Path,
     madengine: &Path,
-    runs: usize,
-    rows: &mut Vec<Row>,
 ) -> Result<(), String> {
     let source = shared(root, "fixtures/public/rocprofv3/tracelens/908_results.json.gz")?;
     let out = scratch.join("rocprof-summary");
-    let summary = |trace: &Path| {
-        vec![
-            madengine.display().to_string(),
-            "report".into(),
-            "summary".into(),
-            trace.display().to_string(),
-            "--output-dir".into(),
-            out.display().to_string(),
-        ]
-    };
-    let (seconds, peak_kib) = measure(&summary(&source), runs, &out)?;
-    let first = rows.len();
-    rows.push(Row {
-        bench: "summary-rocprof",
-        subject: "TraceLens rocprof report, 908_results (recorded on this machine kind)".into(),
-        seconds: TRACELENS_ROCPROF_SECONDS,
-        peak_kib: (TRACELENS_ROCPROF_PEAK_MIB * 1024.0) as u64,
-        baseline: None,
-    });
-    rows.push(Row {
-        bench: "summary-rocprof",
-        subject: "report summary, 908_results (1.6 MB .json.gz, 37 MB JSON)".into(),
-        seconds,
-        peak_kib,
-        baseline: Some(first),
-    });
+    let summary = |trace: &Path| argv![madengine, "report", "summary", trace, "--output-dir", out];
+    let ours = b.measure(&summary(&source), &out)?;
+    let bench = "summary-rocprof";
+    let recorded = Timing::recorded(TRACELENS_ROCPROF_SECONDS, TRACELENS_ROCPROF_PEAK_MIB);
+    let subject = "TraceLens rocprof report, 908_results (recorded on this machine kind)";
+    let tracelens = b.row(bench, subject, recorded, None);
+    let subject = "report summary, 908_results (1.6 MB .json.gz, 37 MB JSON)";
+    b.row(bench, subject, ours, Some(tracelens));
     let tiled = scratch.join("big_results.json");
     eprintln!("generating a ~300 MB rocprofv3 trace from 908_results...");
     cmd(
@@ -368,36 +380,16 @@ fn summary_rocprof(
     .run()
     .map_err(|e| format!("tiling 908_results failed: {e}"))?;
     let size = fs::metadata(&tiled).map(|m| m.len()).unwrap_or(0);
-    let check = vec![
-        madengine.display().to_string(),
-        "trace".into(),
-        "sanitize".into(),
-        "--check".into(),
-        tiled.display().to_string(),
-    ];
-    let (check_seconds, check_kib) = measure(&check, runs, &out)?;
-    let (seconds, peak_kib) = measure(&summary(&tiled), runs, &out)?;
-    let first = rows.len();
-    rows.push(Row {
-        bench: "summary-rocprof",
-        subject: format!(
-            "trace sanitize --check, 908_results tiled to {:.0} MB",
-            size as f64 / 1e6
-        ),
-        seconds: check_seconds,
-        peak_kib: check_kib,
-        baseline: None,
-    });
-    rows.push(Row {
-        bench: "summary-rocprof",
-        subject: format!(
-            "report summary, the same ({:.0} MB/s end to end)",
-            size as f64 / seconds / 1e6
-        ),
-        seconds,
-        peak_kib,
-        baseline: Some(first),
-    });
+    let check = b.measure(&argv![madengine, "trace", "sanitize", "--check", tiled], &out)?;
+    let ours = b.measure(&summary(&tiled), &out)?;
+    let subject =
+        format!("trace sanitize --check, 908_results tiled to {:.0} MB", size as f64 / 1e6);
+    let check = b.row(bench, subject, check, None);
+    let subject = format!(
+        "report summary, the same ({:.0} MB/s end to end)",
+        size as f64 / ours.seconds / 1e6
+    );
+    let json = b.row(bench, subject, ours, Some(check));
     // The same records as rocprofv3's rocpd database: read as fast, to the
     // same tables.
     let db = scratch.join("big_results.db");
@@ -407,55 +399,30 @@ fn summary_rocprof(
     let pftrace = scratch.join("big_results.pftrace");
     records.pftrace(&pftrace)?;
     drop(records);
-    let (db_seconds, db_kib) = measure(&summary(&db), runs, &out)?;
     let db_size = fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
-    rows.push(Row {
-        bench: "summary-rocprof",
-        subject: format!(
-            "report summary, the same as a rocpd database ({:.0} MB SQLite)",
-            db_size as f64 / 1e6
-        ),
-        seconds: db_seconds,
-        peak_kib: db_kib,
-        baseline: Some(rows.len() - 1),
-    });
+    let subject = format!(
+        "report summary, the same as a rocpd database ({:.0} MB SQLite)",
+        db_size as f64 / 1e6
+    );
+    let of_db = b.time(bench, subject, &summary(&db), &out, Some(json))?;
     // The database written back out as rocprofv3 JSON (`trace convert`,
     // what `report tracelens` does for TraceLens), against reading it.
     let converted = scratch.join("converted_results.json");
-    let convert = vec![
-        madengine.display().to_string(),
-        "trace".into(),
-        "convert".into(),
-        db.display().to_string(),
-        "-o".into(),
-        converted.display().to_string(),
-        "--force".into(),
-    ];
-    let (conv_seconds, conv_kib) = measure(&convert, runs, &out)?;
+    let convert = argv![madengine, "trace", "convert", db, "-o", converted, "--force"];
+    let conv = b.measure(&convert, &out)?;
     let conv_size = fs::metadata(&converted).map(|m| m.len()).unwrap_or(0);
-    rows.push(Row {
-        bench: "summary-rocprof",
-        subject: format!(
-            "trace convert, the rocpd database to rocprofv3 JSON ({:.0} MB, {:.1}x the database)",
-            conv_size as f64 / 1e6,
-            conv_size as f64 / db_size.max(1) as f64
-        ),
-        seconds: conv_seconds,
-        peak_kib: conv_kib,
-        baseline: Some(rows.len() - 1),
-    });
-    let (pf_seconds, pf_kib) = measure(&summary(&pftrace), runs, &out)?;
+    let subject = format!(
+        "trace convert, the rocpd database to rocprofv3 JSON ({:.0} MB, {:.1}x the database)",
+        conv_size as f64 / 1e6,
+        conv_size as f64 / db_size.max(1) as f64
+    );
+    b.row(bench, subject, conv, Some(of_db));
     let pf_size = fs::metadata(&pftrace).map(|m| m.len()).unwrap_or(0);
-    rows.push(Row {
-        bench: "summary-rocprof",
-        subject: format!(
-            "report summary, the same as a Perfetto trace ({:.0} MB pftrace)",
-            pf_size as f64 / 1e6
-        ),
-        seconds: pf_seconds,
-        peak_kib: pf_kib,
-        baseline: Some(rows.len() - 3),
-    });
+    let subject = format!(
+        "report summary, the same as a Perfetto trace ({:.0} MB pftrace)",
+        pf_size as f64 / 1e6
+    );
+    b.time(bench, subject, &summary(&pftrace), &out, Some(json))?;
     let csvs = |trace: &Path| -> Result<Vec<String>, String> {
         let _ = fs::remove_dir_all(&out);
         cmd(madengine, summary(trace).into_iter().skip(1).collect::<Vec<_>>())
@@ -699,11 +666,10 @@ const ANNOTATIONS: [(u64, &str, bool); 13] = [
 /// `report summary` over 4 rank traces of ~90 MB: one trace at a time
 /// (`--jobs 1`, the baseline) against the default, one per CPU.
 fn summary_ranks(
+    b: &mut Bench,
     root: &Path,
     scratch: &Path,
     madengine: &Path,
-    runs: usize,
-    rows: &mut Vec<Row>,
 ) -> Result<(), String> {
     let generator = shared(root, "bench/make_big_kineto.py")?;
     let source = shared(root, KINETO_SOURCE)?;
@@ -727,39 +693,14 @@ fn summary_ranks(
         .map(|m| m.len())
         .sum();
     let out = scratch.join("ranks-summary");
-    let argv = |jobs: Option<&str>| {
-        let mut argv = vec![
-            madengine.display().to_string(),
-            "report".into(),
-            "summary".into(),
-            run.display().to_string(),
-            "--output-dir".into(),
-            out.display().to_string(),
-        ];
-        if let Some(jobs) = jobs {
-            argv.extend(["--jobs".into(), jobs.into()]);
-        }
-        argv
-    };
-    let (serial, serial_kib) = measure(&argv(Some("1")), runs, &out)?;
-    let (parallel, parallel_kib) = measure(&argv(None), runs, &out)?;
+    let summary = argv![madengine, "report", "summary", run, "--output-dir", out];
+    let serial = [&summary[..], &argv!["--jobs", "1"]].concat();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    let first = rows.len();
-    rows.push(Row {
-        bench: "summary",
-        subject: format!("report summary, 4 traces ({:.0} MB), --jobs 1", size as f64 / 1e6),
-        seconds: serial,
-        peak_kib: serial_kib,
-        baseline: None,
-    });
-    rows.push(Row {
-        bench: "summary",
-        subject: format!("report summary, 4 traces, default --jobs ({})", cores.min(4)),
-        seconds: parallel,
-        peak_kib: parallel_kib,
-        baseline: Some(first),
-    });
-    diff_runs(&run, scratch, madengine, runs, rows)?;
+    let subject = format!("report summary, 4 traces ({:.0} MB), --jobs 1", size as f64 / 1e6);
+    let serial = b.time("summary", subject, &serial, &out, None)?;
+    let subject = format!("report summary, 4 traces, default --jobs ({})", cores.min(4));
+    b.time("summary", subject, &summary, &out, Some(serial))?;
+    diff_runs(b, &run, scratch, madengine)?;
     let _ = fs::remove_dir_all(&run);
     let _ = fs::remove_dir_all(&out);
     Ok(())
@@ -769,13 +710,7 @@ fn summary_ranks(
 /// traces: `report summary` reads a file named twice once, and a symbolic
 /// link is that file) against `report summary` of both: what a user would
 /// run to compare them by hand. Both read the 8 traces.
-fn diff_runs(
-    run: &Path,
-    scratch: &Path,
-    madengine: &Path,
-    runs: usize,
-    rows: &mut Vec<Row>,
-) -> Result<(), String> {
+fn diff_runs(b: &mut Bench, run: &Path, scratch: &Path, madengine: &Path) -> Result<(), String> {
     let other = scratch.join("ranks-new");
     fs::create_dir_all(&other).map_err(|e| format!("{}: {e}", other.display()))?;
     for rank in 0..4 {
@@ -784,48 +719,17 @@ fn diff_runs(
         fs::hard_link(run.join(&name), &link).map_err(|e| format!("{}: {e}", link.display()))?;
     }
     let out = scratch.join("ranks-diff");
-    let m = madengine.display().to_string();
-    let (a, b, o) =
-        (run.display().to_string(), other.display().to_string(), out.display().to_string());
-    let both = [
-        m.clone(),
-        "report".into(),
-        "summary".into(),
-        a.clone(),
-        b.clone(),
-        "-o".into(),
-        o.clone(),
-    ];
-    let diff = [m, "report".into(), "diff".into(), a, b, "-o".into(), o];
-    let (summary, summary_kib) = measure(&both, runs, &out)?;
-    let (diffed, diff_kib) = measure(&diff, runs, &out)?;
-    let first = rows.len();
-    rows.push(Row {
-        bench: "diff",
-        subject: "report summary of two 4-rank runs (8 traces)".into(),
-        seconds: summary,
-        peak_kib: summary_kib,
-        baseline: None,
-    });
-    rows.push(Row {
-        bench: "diff",
-        subject: "report diff of the two runs, rank by rank".into(),
-        seconds: diffed,
-        peak_kib: diff_kib,
-        baseline: Some(first),
-    });
+    let both = argv![madengine, "report", "summary", run, other, "-o", out];
+    let diff = argv![madengine, "report", "diff", run, other, "-o", out];
+    let subject = "report summary of two 4-rank runs (8 traces)";
+    let both = b.time("diff", subject, &both, &out, None)?;
+    b.time("diff", "report diff of the two runs, rank by rank", &diff, &out, Some(both))?;
     let _ = fs::remove_dir_all(&other);
     let _ = fs::remove_dir_all(&out);
     Ok(())
 }
 
-fn discover(
-    scratch: &Path,
-    madengine: &Path,
-    files: usize,
-    runs: usize,
-    rows: &mut Vec<Row>,
-) -> Result<(), String> {
+fn discover(b: &mut Bench, scratch: &Path, madengine: &Path, files: usize) -> Result<(), String> {
     let tree = scratch.join("tree");
     eprintln!("generating a tree of {files} files...");
     let per_dir = 100;
@@ -850,72 +754,18 @@ fn discover(
         };
         fs::write(dir.join(name), body).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    let t = tree.display().to_string();
-    let m = madengine.display().to_string();
-    let first = rows.len();
-    let subjects: Vec<(&str, Vec<String>)> = vec![
-        (
-            "python recursive glob per pattern (original)",
-            vec!["python3".into(), "-c".into(), PYTHON_GLOB_DISCOVERY.into(), t.clone()],
-        ),
-        (
-            "madengine trace discover --names-only",
-            vec![
-                m.clone(),
-                "trace".into(),
-                "discover".into(),
-                t.clone(),
-                "--names-only".into(),
-                "--json".into(),
-            ],
-        ),
-        (
-            "madengine trace discover (content sniffing)",
-            vec![m, "trace".into(), "discover".into(), t, "--json".into()],
-        ),
-    ];
-    for (k, (name, argv)) in subjects.into_iter().enumerate() {
-        let (seconds, peak_kib) = measure(&argv, runs, &scratch.join("unused"))?;
-        rows.push(Row {
-            bench: "discover",
-            subject: name.into(),
-            seconds,
-            peak_kib,
-            baseline: (k > 0).then_some(first),
-        });
-    }
+    let unused = scratch.join("unused");
+    let python = argv!["python3", "-c", PYTHON_GLOB_DISCOVERY, tree];
+    let subject = "python recursive glob per pattern (original)";
+    let python = b.time("discover", subject, &python, &unused, None)?;
+    let names = argv![madengine, "trace", "discover", tree, "--names-only", "--json"];
+    let subject = "madengine trace discover --names-only";
+    b.time("discover", subject, &names, &unused, Some(python))?;
+    let sniff = argv![madengine, "trace", "discover", tree, "--json"];
+    let subject = "madengine trace discover (content sniffing)";
+    b.time("discover", subject, &sniff, &unused, Some(python))?;
     let _ = fs::remove_dir_all(&tree);
     Ok(())
-}
-
-/// Median wall time and the largest peak RSS over `runs` runs. `sync` runs
-/// before each so no run pays for another's dirty pages.
-fn measure(argv: &[String], runs: usize, cleanup: &Path) -> Result<(f64, u64), String> {
-    let mut times = Vec::new();
-    let mut peak = 0;
-    for _ in 0..runs.max(1) {
-        let _ = fs::remove_file(cleanup);
-        let _ = cmd("sync", Vec::<String>::new()).run();
-        let mut full = vec!["-f".to_string(), "%M".to_string(), "--".to_string()];
-        full.extend(argv.iter().cloned());
-        let start = Instant::now();
-        let out = cmd("/usr/bin/time", full)
-            .stdout_null()
-            .stderr_capture()
-            .unchecked()
-            .run()
-            .map_err(|e| format!("{}: {e}", argv[0]))?;
-        let elapsed = start.elapsed().as_secs_f64();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            return Err(format!("`{}` failed: {stderr}", argv.join(" ")));
-        }
-        let kib: u64 = stderr.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
-        peak = peak.max(kib);
-        times.push(elapsed);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok((times[times.len() / 2], peak))
 }
 
 fn table(rows: &[Row]) -> String {
@@ -934,7 +784,13 @@ fn table(rows: &[Row]) -> String {
     let _ = writeln!(s, "|---|---|---|---|---|");
     for r in rows {
         let ratio = match r.baseline {
-            Some(b) => format!("{:.2}x of `{}`", r.seconds / rows[b].seconds, rows[b].subject),
+            Some(b) => {
+                format!(
+                    "{:.2}x of `{}`",
+                    r.timing.seconds / rows[b].timing.seconds,
+                    rows[b].subject
+                )
+            }
             None => "baseline".into(),
         };
         let _ = writeln!(
@@ -942,8 +798,8 @@ fn table(rows: &[Row]) -> String {
             "| {} | {} | {:.3} s | {:.1} MiB | {ratio} |",
             r.bench,
             r.subject,
-            r.seconds,
-            r.peak_kib as f64 / 1024.0
+            r.timing.seconds,
+            r.timing.peak_kib as f64 / 1024.0
         );
     }
     s
