@@ -27,6 +27,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let mut problems = Vec::new();
     let metadata = metadata(root)?;
     check_layers(&metadata, &mut problems);
+    check_shipped_features(root, &metadata, &mut problems);
     check_files(root, &mut problems);
     if let Err(e) = crate::fixtures::run(root, true) {
         problems.push(e);
@@ -134,6 +135,112 @@ fn reaches(
         }
     }
     None
+}
+
+/// Features the tests build a dependency with that it lacks where a crate is
+/// built alone, as users build it (`cargo install` of `madengine`, or
+/// another tool depending on one library: no dev-dependencies, so no feature
+/// they add), with why each makes no difference. Anything else missing fails
+/// tidy: code can pass every test and still break for users (a `(?i)` regex
+/// needs regex's `unicode-case`, which insta turned on for the tests only;
+/// the shipped binary panicked).
+const TEST_ONLY_FEATURES: [(&str, &str, &str); 7] = [
+    ("getrandom", "std", "std::error::Error for its error type; tempfile only calls fill"),
+    ("getrandom", "sys_rng", "a rand_core RNG type (proptest's rand); tempfile does not use it"),
+    ("libc", "default", "turns on `std` alone"),
+    ("libc", "std", "link attributes only; a Rust program links the C library through std anyway"),
+    ("libc", "extra_traits", "Debug, Eq and Hash for libc's types: code that compiles without"),
+    ("rustix", "termios", "terminal calls, which a crate that compiles without them never makes"),
+    ("syn", "full", "syntax a derive parses at compile time: without it a build fails, loudly"),
+];
+
+fn check_shipped_features(root: &Path, metadata: &Value, problems: &mut Vec<String>) {
+    let tree = |args: &[&str]| -> Result<BTreeMap<String, Vec<String>>, String> {
+        let mut argv = vec!["tree", "--locked", "--prefix", "none", "-f", "{p}|{f}"];
+        argv.extend(args);
+        let out = cmd(cargo(), &argv)
+            .dir(root)
+            .read()
+            .map_err(|e| format!("`cargo {}` failed: {e}", argv.join(" ")))?;
+        let mut features = BTreeMap::<String, Vec<String>>::new();
+        for line in out.lines() {
+            // A package seen before ends ` (*)`.
+            let line = line.strip_suffix(" (*)").unwrap_or(line);
+            let Some((package, list)) = line.split_once('|') else { continue };
+            // `name vX.Y.Z`, then ` (path)` for a workspace crate.
+            let package = package.split(' ').take(2).collect::<Vec<_>>().join(" ");
+            let set = features.entry(package).or_default();
+            for f in list.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                if !set.iter().any(|s| s == f) {
+                    set.push(f.to_string());
+                }
+            }
+        }
+        Ok(features)
+    };
+    let tested = match tree(&["--workspace", "-e", "normal,dev"]) {
+        Ok(tested) => tested,
+        Err(e) => return problems.push(e),
+    };
+    // (package, feature) -> the crates that, built alone, lack it.
+    let mut lacking = BTreeMap::<(String, String), Vec<&str>>::new();
+    let mut used = Vec::new();
+    for krate in LAYERS {
+        let alone = match tree(&["-p", krate, "-e", "normal"]) {
+            Ok(alone) => alone,
+            Err(e) => return problems.push(e),
+        };
+        for (package, features) in &alone {
+            let Some(in_tests) = tested.get(package) else { continue };
+            let name = package.split(' ').next().unwrap_or_default();
+            for missing in in_tests.iter().filter(|f| !features.contains(f)) {
+                let alias = feature_alias(metadata, package, missing)
+                    .is_some_and(|implied| implied.iter().all(|f| features.contains(f)));
+                let allowed = TEST_ONLY_FEATURES
+                    .iter()
+                    .position(|&(n, f, _)| n == name && f == missing.as_str());
+                used.extend(allowed);
+                if !alias && allowed.is_none() {
+                    lacking.entry((package.clone(), missing.clone())).or_default().push(krate);
+                }
+            }
+        }
+    }
+    for ((package, feature), crates) in lacking {
+        problems.push(format!(
+            "{package}: the tests build it with feature `{feature}`, which {} built alone \
+             (no dev-dependencies, as users build it) lacks; turn it on in Cargo.toml's \
+             [workspace.dependencies] so users run what the tests ran",
+            crates.join(", ")
+        ));
+    }
+    for (k, (name, feature, _)) in TEST_ONLY_FEATURES.iter().enumerate() {
+        if !used.contains(&k) {
+            problems.push(format!(
+                "TEST_ONLY_FEATURES lists {name}'s `{feature}`, which no longer differs \
+                 between the tests and any crate built alone: remove it"
+            ));
+        }
+    }
+}
+
+/// The features `feature` of `package` (`name vX.Y.Z`) turns on when it
+/// only turns on other features of the same package (as most `default`s
+/// do); `None` when it does anything else (gates code itself, or turns on a
+/// dependency).
+fn feature_alias(metadata: &Value, package: &str, feature: &str) -> Option<Vec<String>> {
+    let (name, version) = package.split_once(" v")?;
+    let found = metadata["packages"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"].as_str() == Some(name) && p["version"].as_str() == Some(version))?;
+    let implied: Vec<String> = found["features"][feature]
+        .as_array()?
+        .iter()
+        .map(|f| f.as_str().map(String::from))
+        .collect::<Option<_>>()?;
+    let local = !implied.is_empty() && implied.iter().all(|f| !f.contains(':') && !f.contains('/'));
+    local.then_some(implied)
 }
 
 fn check_files(root: &Path, problems: &mut Vec<String>) {
