@@ -1181,10 +1181,101 @@ pub(crate) struct SanitizeArgs {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use std::{fs, path::Path};
+
+    use clap::{CommandFactory, Parser, error::ErrorKind};
 
     #[test]
     fn cli_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// Where each documented `madengine` command line stands, and the line.
+    fn documented() -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for doc in ["README.md", "docs/user-guide.md"] {
+            let text = fs::read_to_string(root.join(doc)).unwrap();
+            let mut code = false;
+            for (n, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("```") {
+                    code = !code;
+                } else if code {
+                    found.push((format!("{doc}:{}", n + 1), line.to_string()));
+                }
+            }
+        }
+        fn help(cmd: &clap::Command, path: &str, found: &mut Vec<(String, String)>) {
+            for text in [cmd.get_after_help(), cmd.get_after_long_help()].into_iter().flatten() {
+                for line in text.to_string().lines() {
+                    found.push((format!("`{path} --help`"), line.to_string()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                help(sub, &format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        help(&super::Cli::command(), "madengine", &mut found);
+        // A line ending in `\` goes on in the next.
+        let mut joined: Vec<(String, String)> = Vec::new();
+        let mut open = false;
+        for (place, line) in found {
+            match joined.last_mut() {
+                Some((_, last)) if open => last.push_str(line.trim()),
+                _ => joined.push((place, line.trim().to_string())),
+            }
+            let last = &mut joined.last_mut().unwrap().1;
+            open = last.ends_with('\\');
+            if open {
+                last.pop();
+                last.push(' ');
+            }
+        }
+        joined
+            .into_iter()
+            .filter_map(|(place, line)| {
+                let line = line.strip_prefix("$ ").unwrap_or(&line);
+                let at = line.find("madengine ")?;
+                // At the start, after `NAME=value` words, or after `eval
+                // "$(`, `| ` and the like (not in prose: "`madengine
+                // profile` exits ...").
+                let before = line[..at].trim_end();
+                let starts = before.split_whitespace().all(|w| w.contains('='))
+                    || before.ends_with(['(', '|', ';', '&']);
+                let mut command = &line[at..];
+                for end in [" | ", " > ", " >> ", " 2>", " # ", " && ", " || ", "; ", ")\""] {
+                    command = command.split(end).next().unwrap();
+                }
+                starts.then(|| (place, command.trim_end_matches(')').to_string()))
+            })
+            .collect()
+    }
+
+    /// Every `madengine ...` command line that README.md and the user guide
+    /// show in code blocks, and every example in `--help`, parses: a renamed
+    /// flag or subcommand fails here instead of in a user's shell.
+    #[test]
+    fn documented_command_lines_parse() {
+        let lines = documented();
+        assert!(lines.len() > 50, "too few command lines found: {lines:?}");
+        let mut bad = Vec::new();
+        for (place, line) in &lines {
+            let Some(words) = shlex::split(line) else {
+                bad.push(format!("{place}: unbalanced quotes: {line}"));
+                continue;
+            };
+            if let Err(e) = super::Cli::try_parse_from(&words)
+                && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+            {
+                bad.push(format!("{place}: {line}\n    {}", e.render().to_string().trim()));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} of {} documented command lines do not parse:\n{}",
+            bad.len(),
+            lines.len(),
+            bad.join("\n")
+        );
     }
 }
