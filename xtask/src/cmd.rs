@@ -52,18 +52,35 @@ pub(crate) fn ci(root: &Path) -> Result<(), String> {
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()
         .map_err(|e| format!("`cargo doc` failed (RUSTDOCFLAGS='-D warnings'): {e}"))?;
-    test(root, &cargo)
+    test(root, &cargo, &["test", "--workspace", "--locked"], None, "tests")?;
+    // The CLI's suite again, against `madengine` as `cargo install` builds
+    // it: release, and no dev-dependency turning a dependency's feature on
+    // (a regex the tests passed once panicked there).
+    run(root, &cargo, &["build", "--release", "--locked", "-p", "madengine-cli"])?;
+    let shipped = root.join("target/release/madengine");
+    let args = ["test", "--locked", "-p", "madengine-cli", "--test", "it"];
+    test(root, &cargo, &args, Some(&shipped), "tests of the shipped binary")
 }
 
-/// `cargo test --workspace --locked`, streamed, then one closing line with
-/// the totals over every test binary (cargo's own last line is that of the
-/// last binary only).
-fn test(root: &Path, cargo: &str) -> Result<(), String> {
+/// `cargo <args>`, streamed (with `MADENGINE_TEST_BINARY=binary` where
+/// given), then one closing line, `<what>: N passed, N failed, N skipped`,
+/// with the totals over every test binary (cargo's own last line is that of
+/// the last binary only).
+fn test(
+    root: &Path,
+    cargo: &str,
+    args: &[&str],
+    binary: Option<&Path>,
+    what: &str,
+) -> Result<(), String> {
     use std::io::{BufRead, BufReader};
-    let args = ["test", "--workspace", "--locked"];
-    eprintln!("$ {cargo} {}", args.join(" "));
-    let reader = cmd(cargo, args)
-        .dir(root)
+    let shown = binary.map(|b| format!("MADENGINE_TEST_BINARY={} ", b.display()));
+    eprintln!("$ {}{cargo} {}", shown.unwrap_or_default(), args.join(" "));
+    let mut expression = cmd(cargo, args).dir(root);
+    if let Some(binary) = binary {
+        expression = expression.env("MADENGINE_TEST_BINARY", binary);
+    }
+    let reader = expression
         .stderr_to_stdout()
         .unchecked()
         .reader()
@@ -89,9 +106,9 @@ fn test(root: &Path, cargo: &str) -> Result<(), String> {
         line.clear();
     }
     let status = reader.try_wait().map_err(|e| format!("cargo test: {e}"))?.map(|o| o.status);
-    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
+    println!("{what}: {passed} passed, {failed} failed, {ignored} skipped");
     match status {
         Some(s) if s.success() => Ok(()),
-        _ => Err("cargo test failed".into()),
+        _ => Err(format!("{what} failed")),
     }
 }

@@ -16,7 +16,7 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
 
 #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
 fn madengine(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_madengine")).args(args).current_dir(dir).output().unwrap()
+    Command::new(crate::binary()).args(args).current_dir(dir).output().unwrap()
 }
 
 fn fast_policy() -> Vec<OsString> {
@@ -414,7 +414,7 @@ fn interrupted_profile(
     use std::{os::unix::process::CommandExt, time::Duration};
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+    let child = Command::new(crate::binary())
         .arg("profile")
         .arg("--dynolog-bin")
         .arg(fixture("fake_dynolog.py"))
@@ -490,7 +490,7 @@ fn traces_that_cannot_be_collected_are_kept() {
     args.push(fixture("fake_workload.py").into());
     args.push("5".into());
     #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
-    let out = Command::new(env!("CARGO_BIN_EXE_madengine"))
+    let out = Command::new(crate::binary())
         .args(&args)
         .current_dir(dir.path())
         .env("TMPDIR", &tmp)
@@ -526,7 +526,7 @@ fn ctrl_c_before_the_workload_starts_runs_nothing_and_cleans_up() {
     )
     .unwrap();
     std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+    let child = Command::new(crate::binary())
         .arg("profile")
         .arg("--dynolog-bin")
         .arg(&slow)

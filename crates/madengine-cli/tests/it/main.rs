@@ -25,6 +25,17 @@ use std::{
     process::Command,
 };
 
+/// The binary under test: `$MADENGINE_TEST_BINARY` where set (`cargo xtask
+/// ci` points it at the release build of `madengine-cli` alone, what
+/// `cargo install` makes: no dev-dependency turns a feature on in it), else
+/// the one cargo built for these tests.
+pub(crate) fn binary() -> PathBuf {
+    match std::env::var_os("MADENGINE_TEST_BINARY") {
+        Some(binary) => PathBuf::from(binary),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_madengine")),
+    }
+}
+
 /// Run `madengine` in `dir` and snapshot its exit code, stdout and stderr
 /// together, with temp paths filtered.
 #[macro_export]
@@ -57,7 +68,7 @@ pub(crate) fn run_cli(
     env: &[(&str, std::ffi::OsString)],
 ) -> (String, Vec<(String, String)>) {
     #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
-    let output = Command::new(env!("CARGO_BIN_EXE_madengine"))
+    let output = Command::new(crate::binary())
         .args(args)
         .current_dir(dir)
         .env_remove("TRACELENS_VENV")
@@ -139,7 +150,7 @@ pub(crate) fn interrupt_after_first_line(
     env: &[(&str, &std::ffi::OsStr)],
 ) -> (Option<i32>, String, String) {
     use std::io::{BufRead, Read};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+    let mut child = Command::new(crate::binary())
         .args(args)
         .current_dir(dir)
         .envs(env.iter().copied())
@@ -160,7 +171,7 @@ pub(crate) fn interrupt_after_first_line(
 /// Run `madengine` in `dir`: its exit code, stdout and stderr.
 pub(crate) fn madengine(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let args: Vec<std::ffi::OsString> = args.iter().map(std::ffi::OsString::from).collect();
-    run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args)
+    run(dir, &crate::binary(), &args)
 }
 
 /// A small rocprofv3 trace of process `pid` on a node of four GPUs (a

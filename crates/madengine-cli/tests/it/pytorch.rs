@@ -84,7 +84,7 @@ fn profile_with(
     args.extend(options.iter().map(OsString::from));
     args.extend(["--".into(), python.into()]);
     args.extend(workload.iter().map(OsString::from));
-    let (code, _, stderr) = run(dir, Path::new(env!("CARGO_BIN_EXE_madengine")), &args);
+    let (code, _, stderr) = run(dir, &crate::binary(), &args);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("Registering daemon config loader"), "{stderr}");
     assert!(hook_files(&site).is_empty(), "the hook stays in {}", site.display());

@@ -978,7 +978,7 @@ fn ctrl_c_during_sanitize_leaves_no_partial_output() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("live.json");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_madengine"))
+    let mut child = Command::new(crate::binary())
         .args(["trace", "sanitize", "live.json", "-o", "repaired.json"])
         .current_dir(dir.path())
         .stdout(Stdio::null())
