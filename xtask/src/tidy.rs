@@ -27,7 +27,13 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let mut problems = Vec::new();
     let metadata = metadata(root)?;
     check_layers(&metadata, &mut problems);
-    check_shipped_features(root, &metadata, &mut problems);
+    match Builds::read(root) {
+        Ok(builds) => {
+            check_shipped_features(&builds, &metadata, &mut problems);
+            check_rust_version(&builds, &metadata, &mut problems);
+        }
+        Err(e) => problems.push(e),
+    }
     check_files(root, &mut problems);
     if let Err(e) = crate::fixtures::run(root, true) {
         problems.push(e);
@@ -154,43 +160,58 @@ const TEST_ONLY_FEATURES: [(&str, &str, &str); 7] = [
     ("syn", "full", "syntax a derive parses at compile time: without it a build fails, loudly"),
 ];
 
-fn check_shipped_features(root: &Path, metadata: &Value, problems: &mut Vec<String>) {
-    let tree = |args: &[&str]| -> Result<BTreeMap<String, Vec<String>>, String> {
-        let mut argv = vec!["tree", "--locked", "--prefix", "none", "-f", "{p}|{f}"];
-        argv.extend(args);
-        let out = cmd(cargo(), &argv)
-            .dir(root)
-            .read()
-            .map_err(|e| format!("`cargo {}` failed: {e}", argv.join(" ")))?;
-        let mut features = BTreeMap::<String, Vec<String>>::new();
-        for line in out.lines() {
-            // A package seen before ends ` (*)`.
-            let line = line.strip_suffix(" (*)").unwrap_or(line);
-            let Some((package, list)) = line.split_once('|') else { continue };
-            // `name vX.Y.Z`, then ` (path)` for a workspace crate.
-            let package = package.split(' ').take(2).collect::<Vec<_>>().join(" ");
-            let set = features.entry(package).or_default();
-            for f in list.split(',').map(str::trim).filter(|f| !f.is_empty()) {
-                if !set.iter().any(|s| s == f) {
-                    set.push(f.to_string());
-                }
+/// The packages each build holds (`name vX.Y.Z`), with their features.
+type Packages = BTreeMap<String, Vec<String>>;
+
+/// What `cargo tree` says each build holds: the tests' (the workspace with
+/// dev-dependencies) and each crate's built alone (normal dependencies).
+struct Builds {
+    tested: Packages,
+    alone: Vec<(&'static str, Packages)>,
+}
+
+impl Builds {
+    fn read(root: &Path) -> Result<Builds, String> {
+        let tested = tree(root, &["--workspace", "-e", "normal,dev"])?;
+        let alone = LAYERS
+            .iter()
+            .map(|krate| Ok((*krate, tree(root, &["-p", krate, "-e", "normal"])?)))
+            .collect::<Result<_, String>>()?;
+        Ok(Builds { tested, alone })
+    }
+}
+
+fn tree(root: &Path, args: &[&str]) -> Result<Packages, String> {
+    let mut argv = vec!["tree", "--locked", "--prefix", "none", "-f", "{p}|{f}"];
+    argv.extend(args);
+    let out = cmd(cargo(), &argv)
+        .dir(root)
+        .read()
+        .map_err(|e| format!("`cargo {}` failed: {e}", argv.join(" ")))?;
+    let mut features = Packages::new();
+    for line in out.lines() {
+        // A package seen before ends ` (*)`.
+        let line = line.strip_suffix(" (*)").unwrap_or(line);
+        let Some((package, list)) = line.split_once('|') else { continue };
+        // `name vX.Y.Z`, then ` (path)` for a workspace crate.
+        let package = package.split(' ').take(2).collect::<Vec<_>>().join(" ");
+        let set = features.entry(package).or_default();
+        for f in list.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+            if !set.iter().any(|s| s == f) {
+                set.push(f.to_string());
             }
         }
-        Ok(features)
-    };
-    let tested = match tree(&["--workspace", "-e", "normal,dev"]) {
-        Ok(tested) => tested,
-        Err(e) => return problems.push(e),
-    };
+    }
+    Ok(features)
+}
+
+fn check_shipped_features(builds: &Builds, metadata: &Value, problems: &mut Vec<String>) {
+    let tested = &builds.tested;
     // (package, feature) -> the crates that, built alone, lack it.
     let mut lacking = BTreeMap::<(String, String), Vec<&str>>::new();
     let mut used = Vec::new();
-    for krate in LAYERS {
-        let alone = match tree(&["-p", krate, "-e", "normal"]) {
-            Ok(alone) => alone,
-            Err(e) => return problems.push(e),
-        };
-        for (package, features) in &alone {
+    for (krate, alone) in &builds.alone {
+        for (package, features) in alone {
             let Some(in_tests) = tested.get(package) else { continue };
             let name = package.split(' ').next().unwrap_or_default();
             for missing in in_tests.iter().filter(|f| !features.contains(f)) {
@@ -201,7 +222,7 @@ fn check_shipped_features(root: &Path, metadata: &Value, problems: &mut Vec<Stri
                     .position(|&(n, f, _)| n == name && f == missing.as_str());
                 used.extend(allowed);
                 if !alias && allowed.is_none() {
-                    lacking.entry((package.clone(), missing.clone())).or_default().push(krate);
+                    lacking.entry((package.clone(), missing.clone())).or_default().push(*krate);
                 }
             }
         }
@@ -221,6 +242,45 @@ fn check_shipped_features(root: &Path, metadata: &Value, problems: &mut Vec<Stri
                  between the tests and any crate built alone: remove it"
             ));
         }
+    }
+}
+
+/// Every package a build holds (the tests', or a crate's alone) builds with
+/// the workspace's `rust-version`: the version a user is told is enough
+/// must be, for `cargo install --locked` too.
+fn check_rust_version(builds: &Builds, metadata: &Value, problems: &mut Vec<String>) {
+    // `1.88` is `1.88.0`.
+    let version = |v: &str| -> [u64; 3] {
+        let mut parts = v.split('.').map(|n| n.parse().unwrap_or(0));
+        [(); 3].map(|()| parts.next().unwrap_or(0))
+    };
+    let packages = metadata["packages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let ours = packages
+        .iter()
+        .find(|p| p["name"] == "madengine-cli")
+        .and_then(|p| p["rust_version"].as_str())
+        .unwrap_or("0");
+    let built = builds.alone.iter().flat_map(|(_, b)| b.keys()).chain(builds.tested.keys());
+    let mut needs = BTreeMap::new();
+    for package in built {
+        let Some((name, v)) = package.split_once(" v") else { continue };
+        let Some(found) = packages
+            .iter()
+            .find(|p| p["name"].as_str() == Some(name) && p["version"].as_str() == Some(v))
+        else {
+            continue;
+        };
+        if let Some(theirs) = found["rust_version"].as_str()
+            && version(theirs) > version(ours)
+        {
+            needs.insert(package.clone(), theirs.to_string());
+        }
+    }
+    for (package, theirs) in needs {
+        problems.push(format!(
+            "{package} needs Rust {theirs}, but the workspace's rust-version is {ours}: \
+             raise rust-version in Cargo.toml, or hold the package back in Cargo.lock"
+        ));
     }
 }
 
