@@ -57,7 +57,11 @@ pub(crate) fn ci(root: &Path) -> Result<(), String> {
     // it: release, and no dev-dependency turning a dependency's feature on
     // (a regex the tests passed once panicked there).
     run(root, &cargo, &["build", "--release", "--locked", "-p", "madengine-cli"])?;
-    let shipped = root.join("target/release/madengine");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), |t| root.join(t));
+    let shipped = target.join("release/madengine");
+    if !shipped.is_file() {
+        return Err(format!("cargo build --release made no {}", shipped.display()));
+    }
     let args = ["test", "--locked", "-p", "madengine-cli", "--test", "it"];
     test(root, &cargo, &args, Some(&shipped), "tests of the shipped binary")
 }

@@ -155,7 +155,7 @@ const TEST_ONLY_FEATURES: [(&str, &str, &str); 7] = [
     ("getrandom", "sys_rng", "a rand_core RNG type (proptest's rand); tempfile does not use it"),
     ("libc", "default", "turns on `std` alone"),
     ("libc", "std", "link attributes only; a Rust program links the C library through std anyway"),
-    ("libc", "extra_traits", "Debug, Eq and Hash for libc's types: code that compiles without"),
+    ("libc", "extra_traits", "Debug, Eq and Hash for libc's types, unused where they are off"),
     ("rustix", "termios", "terminal calls, which a crate that compiles without them never makes"),
     ("syn", "full", "syntax a derive parses at compile time: without it a build fails, loudly"),
 ];
@@ -245,8 +245,8 @@ fn check_shipped_features(builds: &Builds, metadata: &Value, problems: &mut Vec<
     }
 }
 
-/// Every package a build holds (the tests', or a crate's alone) builds with
-/// the workspace's `rust-version`: the version a user is told is enough
+/// That every package a build holds (the tests', or a crate's alone) builds
+/// with the workspace's `rust-version`: the Rust a user is told is enough
 /// must be, for `cargo install --locked` too.
 fn check_rust_version(builds: &Builds, metadata: &Value, problems: &mut Vec<String>) {
     // `1.88` is `1.88.0`.
