@@ -2,7 +2,7 @@
 //! written twice, bytes put in), for the tests of every crate that reads
 //! traces (included by path from the others' test binaries).
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use proptest::{prelude::*, sample::Index};
 
@@ -58,6 +58,14 @@ pub(crate) fn gzipped(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(bytes).unwrap();
     e.finish().unwrap()
+}
+
+/// `bytes` gunzipped (every member, as the readers take them).
+#[allow(dead_code, reason = "trace-discover's tests damage gzipped traces but read none back")]
+pub(crate) fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut out).unwrap();
+    out
 }
 
 pub(crate) fn damaged(original: &[u8], damages: &[Damage]) -> Vec<u8> {

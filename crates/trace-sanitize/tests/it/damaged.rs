@@ -3,15 +3,14 @@
 //! salvaging them never panics, never touches the input, and either writes
 //! a whole copy or nothing at all. A copy that names nothing wrong loads.
 
-use std::{io::Read, path::Path, sync::OnceLock};
+use std::{path::Path, sync::OnceLock};
 
-use flate2::read::MultiGzDecoder;
 use proptest::{prelude::*, sample::Index};
 use serde_json::Value;
 use trace_sanitize::{Options, Report, check_file, salvage_file, sanitize_file};
 
 use crate::{
-    damage::{damage, damaged, gzipped},
+    damage::{damage, damaged, gunzip, gzipped},
     fixtures,
 };
 
@@ -35,13 +34,7 @@ fn seeds() -> &'static [(&'static str, Vec<u8>)] {
 /// What a copy holds, decompressed as its name says.
 fn contents(path: &Path) -> Vec<u8> {
     let bytes = std::fs::read(path).unwrap();
-    if path.extension().is_some_and(|e| e == "gz") {
-        let mut out = Vec::new();
-        MultiGzDecoder::new(&bytes[..]).read_to_end(&mut out).unwrap();
-        out
-    } else {
-        bytes
-    }
+    if path.extension().is_some_and(|e| e == "gz") { gunzip(&bytes) } else { bytes }
 }
 
 /// Whether the report names something that keeps the copy from loading.

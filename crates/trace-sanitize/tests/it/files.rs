@@ -7,8 +7,10 @@ use std::{
     path::Path,
 };
 
-use flate2::{Compression as Level, read::MultiGzDecoder, write::GzEncoder};
+use flate2::{Compression as Level, write::GzEncoder};
 use trace_sanitize::{Compression, CutKind, Error, Options, check_file, sanitize_file};
+
+use crate::damage::gunzip;
 
 const DIRTY: &[u8] =
     b"{\"traceEvents\": [{\"name\": \"py\x01thon\xff\", \"args\": {\"s\": \"\\ud800\"}}]}";
@@ -20,12 +22,6 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Level::default());
     e.write_all(bytes).unwrap();
     e.finish().unwrap()
-}
-
-fn gunzip(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    MultiGzDecoder::new(bytes).read_to_end(&mut out).unwrap();
-    out
 }
 
 fn no_progress() -> impl FnMut(u64, u64) {
@@ -372,9 +368,7 @@ fn salvage_closes_a_cut_trace_after_its_last_complete_event() {
                 .unwrap();
         let mut bytes = fs::read(&output).unwrap();
         if gzip {
-            let mut plain = Vec::new();
-            MultiGzDecoder::new(&bytes[..]).read_to_end(&mut plain).unwrap();
-            bytes = plain;
+            bytes = gunzip(&bytes);
         }
         assert_eq!(event_count(&bytes), 30 + 1, "30 kernels and the repaired event");
         let c = report.report.cut.as_ref().expect("marked cut");

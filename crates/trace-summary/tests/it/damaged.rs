@@ -5,7 +5,6 @@
 //! shrinks a failure to the damage that causes it.
 
 use std::{
-    io::Read,
     path::{Path, PathBuf},
     sync::OnceLock,
 };
@@ -14,7 +13,7 @@ use proptest::{prelude::*, sample::Index};
 use trace_summary::{Options, Tables};
 
 use crate::{
-    damage::{damage, damaged, gzipped},
+    damage::{damage, damaged, gunzip, gzipped},
     rocpd::synthetic,
 };
 
@@ -40,12 +39,7 @@ fn streamed() -> &'static [(&'static str, Vec<u8>)] {
             ("kineto.json.gz", gzipped(&kineto)),
         ];
         if let Some(public) = crate::public_dir::public_fixtures() {
-            let gunzipped = |path: &str| {
-                let file = std::fs::File::open(public.join(path)).unwrap();
-                let mut json = Vec::new();
-                flate2::read::GzDecoder::new(file).read_to_end(&mut json).unwrap();
-                json
-            };
+            let gunzipped = |path: &str| gunzip(&std::fs::read(public.join(path)).unwrap());
             seeds.extend([
                 ("triton.json", gunzipped("kineto/hta/triton_example/triton_example.json.gz")),
                 ("compiled.json", gunzipped("kineto/tracelens/torch_compile_triton/trace.json.gz")),

@@ -1,6 +1,6 @@
 //! `Diff` on the public traces: rows add up to the tables they come from.
 
-use std::{io::Read, path::Path};
+use std::path::Path;
 
 use trace_summary::{
     Cell, Diff, DiffRow, StepMarker, Steps, Summary, Table, Tables, summarize, summarize_file,
@@ -185,10 +185,7 @@ fn a_report_directory_that_is_not_one_is_named() {
 /// A public trace with its `ProfilerStep#` annotations renamed, as a trace
 /// captured without a step schedule (on demand, by iteration) has none.
 fn without_profiler_steps(path: &Path) -> Summary {
-    let mut text = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_end(&mut text)
-        .unwrap();
+    let mut text = crate::damage::gunzip(&std::fs::read(path).unwrap());
     let needle = b"\"ProfilerStep#";
     let mut i = 0;
     while let Some(at) = memchr::memmem::find(&text[i..], needle) {

@@ -183,14 +183,7 @@ fn a_pftrace_without_gpu_slices_lists_its_categories() {
 /// the name its slice has in a Perfetto trace.
 #[test]
 fn truncated_names_are_rocprofv3s_for_every_public_symbol() {
-    use std::io::Read as _;
-    let Some(root) = crate::public_dir::public_fixtures() else { return };
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(
-        std::fs::File::open(root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap(),
-    )
-    .read_to_end(&mut json)
-    .unwrap();
+    let Some(json) = crate::truncated::public_rocprofv3() else { return };
     let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
     let symbols = doc["rocprofiler-sdk-tool"][0]["kernel_symbols"].as_array().unwrap();
     assert_eq!(symbols.len(), 9_889);

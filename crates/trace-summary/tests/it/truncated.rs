@@ -161,16 +161,10 @@ fn a_cut_gzip_stream_is_salvaged_up_to_where_it_could_be_read() {
 }
 
 /// The public rocprofv3 trace, gunzipped.
-fn public_rocprofv3() -> Option<Vec<u8>> {
-    use std::io::Read as _;
+pub(crate) fn public_rocprofv3() -> Option<Vec<u8>> {
     let root = crate::public_dir::public_fixtures()?;
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(
-        std::fs::File::open(root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap(),
-    )
-    .read_to_end(&mut json)
-    .unwrap();
-    Some(json)
+    let gz = std::fs::read(root.join("rocprofv3/tracelens/908_results.json.gz")).unwrap();
+    Some(crate::damage::gunzip(&gz))
 }
 
 #[test]
