@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use trace_summary::{Diff, DiffRow, Format, Tables};
 
-use super::summary::{Input, Recorded, TraceView, read_all, write_atomic};
+use super::summary::{Input, Recorded, TraceView, read_all, write_set};
 use crate::{
     cli::DiffArgs,
     error::{Error, Status},
@@ -986,7 +986,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
 /// `collective_diff.csv` (added up over the ranks), and
 /// for rocprofv3 traces with collective kernels
 /// `collective_kernels_diff.csv` (per GPU as the timeline). Tables without
-/// rows are not written.
+/// rows are not written, and their files from an earlier diff into `dir`
+/// are removed.
 fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
     let d = &compared.diff;
     // Of two runs, a table per rank (or GPU), one after the other, with a
@@ -1023,25 +1024,23 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         }),
         false => trace_summary::Table::new(&[], vec![]),
     };
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-    let mut written = Vec::new();
-    for (name, table) in [
-        ("gpu_timeline_diff", timeline),
-        ("kernel_diff", d.kernels_table()),
-        ("ops_diff", d.ops_table()),
-        ("op_category_diff", d.op_categories_table()),
-        ("kernel_category_diff", d.kernel_categories_table()),
-        ("collective_diff", d.collectives_table()),
-        ("collective_kernels_diff", comm),
-    ] {
-        if table.rows.is_empty() {
-            continue;
-        }
-        let path = dir.join(format!("{name}.csv"));
-        write_atomic(&path, table.to_csv().as_bytes())?;
-        written.push(path);
-    }
-    Ok(written)
+    let tables = [
+        ("gpu_timeline_diff.csv", timeline),
+        ("kernel_diff.csv", d.kernels_table()),
+        ("ops_diff.csv", d.ops_table()),
+        ("op_category_diff.csv", d.op_categories_table()),
+        ("kernel_category_diff.csv", d.kernel_categories_table()),
+        ("collective_diff.csv", d.collectives_table()),
+        ("collective_kernels_diff.csv", comm),
+    ];
+    let ours: Vec<&str> = tables.iter().map(|(name, _)| *name).collect();
+    let files: Vec<(String, Vec<u8>)> = tables
+        .iter()
+        .filter(|(_, table)| !table.rows.is_empty())
+        .map(|(name, table)| (name.to_string(), table.to_csv().into_bytes()))
+        .collect();
+    write_set(dir, &ours, &files)?;
+    Ok(files.iter().map(|(name, _)| dir.join(name)).collect())
 }
 
 #[cfg(test)]

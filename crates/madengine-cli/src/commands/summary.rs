@@ -776,9 +776,50 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
 
-fn write_csv(dir: &Path, name: &str, table: &Table) -> Result<(), Error> {
-    write_atomic(&dir.join(format!("{name}.csv")), table.to_csv().as_bytes())
+/// Write, as one set, the files a command keeps together in `dir` (a
+/// trace's CSVs and its record; a diff's CSVs), of those it may write
+/// (`ours`): each is written to a staging directory in `dir` first, so a
+/// failure part way (a full disk) leaves `dir` as it was; then each is
+/// renamed into place, and those of `ours` this run did not write are
+/// removed, so none is left from an earlier run to be read as this one's
+/// (a trace without collectives after one with them). Other files in `dir`
+/// are left alone.
+pub(crate) fn write_set(
+    dir: &Path,
+    ours: &[&str],
+    files: &[(String, Vec<u8>)],
+) -> Result<(), Error> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".madengine-")
+        .suffix(".partial")
+        .tempdir_in(dir)
+        .map_err(io(dir))?;
+    for (name, bytes) in files {
+        debug_assert!(ours.contains(&name.as_str()), "{name} is not one of {ours:?}");
+        write_atomic(&staging.path().join(name), bytes)?;
+    }
+    for name in ours {
+        let to = dir.join(name);
+        let done = match files.iter().any(|(n, _)| n == name) {
+            true => std::fs::rename(staging.path().join(name), &to),
+            false => match std::fs::remove_file(&to) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                done => done,
+            },
+        };
+        done.map_err(io(&to))?;
+    }
+    staging.close().map_err(io(dir))
 }
+
+/// The files `report summary` writes in a trace's directory.
+const TRACE_FILES: [&str; 5] =
+    ["gpu_timeline.csv", "kernel_summary.csv", "ops_summary.csv", "collective_summary.csv", RECORD];
 
 /// One trace to read, and what names its CSV directory.
 #[derive(Clone)]
@@ -1109,16 +1150,18 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         view.read(&summary);
         if let Some(t) = &summary.gpu_timeline {
             let dir = args.output_dir.join(stems.unique(&input.rel));
-            std::fs::create_dir_all(&dir)
-                .map_err(|source| Error::Io { path: dir.clone(), source })?;
-            write_csv(&dir, "gpu_timeline", t)?;
+            let mut files = Vec::new();
+            let mut csv = |name: &str, table: &Table| {
+                files.push((format!("{name}.csv"), table.to_csv().into_bytes()));
+            };
+            csv("gpu_timeline", t);
             view.timeline = t
                 .rows
                 .iter()
                 .map(|r| (r[0].text(), r[1].number().unwrap_or(0.0), r[2].number()))
                 .collect();
             if let Some(k) = &summary.kernel_summary {
-                write_csv(&dir, "kernel_summary", k)?;
+                csv("kernel_summary", k);
                 view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
                     // TraceLens' rocprof table: its "(ms)" total is really µs.
                     let value = "Total Kernel Time (ms)";
@@ -1137,11 +1180,11 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                 };
             }
             if let Some(c) = &summary.collective_summary {
-                write_csv(&dir, "collective_summary", c)?;
+                csv("collective_summary", c);
                 view.top_collectives = CollectiveRow::top(c, args.top);
             }
             if let Some(o) = &summary.ops_summary {
-                write_csv(&dir, "ops_summary", o)?;
+                csv("ops_summary", o);
                 view.top_ops = top(
                     o,
                     "name",
@@ -1156,7 +1199,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             // What the CSVs do not hold (the rank, the steps), for `report
             // diff` to read back: the trace's --json object.
             let recorded = serde_json::to_vec_pretty(&view).expect("a view serializes");
-            write_atomic(&dir.join(RECORD), &recorded)?;
+            files.push((RECORD.to_string(), recorded));
+            write_set(&dir, &TRACE_FILES, &files)?;
         }
         views.push(view);
     }
@@ -1175,6 +1219,34 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
 #[cfg(test)]
 mod tests {
     use super::TopRow;
+
+    #[test]
+    fn a_set_that_fails_part_way_leaves_the_one_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("a.csv"), "old a").unwrap();
+        std::fs::write(d.join("b.csv"), "old b").unwrap();
+        // The second file cannot be written (its directory does not exist).
+        let ours = ["a.csv", "b.csv", "no/c.csv"];
+        let files = [("a.csv".to_string(), b"new a".to_vec()), ("no/c.csv".into(), vec![])];
+        let err = super::write_set(d, &ours, &files).unwrap_err();
+        assert!(err.to_string().contains("no/c.csv"), "{err}");
+        let listed = || {
+            let mut names: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(listed(), ["a.csv", "b.csv"], "no staging directory is left");
+        assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "old a");
+        // Written whole: the new a, and no b.
+        let files = [("a.csv".to_string(), b"new a".to_vec())];
+        super::write_set(d, &ours, &files).unwrap();
+        assert_eq!(listed(), ["a.csv"]);
+        assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "new a");
+    }
 
     fn row(name: &str, stream: Option<&str>) -> TopRow {
         TopRow {

@@ -177,6 +177,55 @@ fn what_cannot_be_compared_says_why() {
     ");
 }
 
+/// Run again into the same output directory, `report summary` and `report
+/// diff` leave no table of the run before that this one did not write: a
+/// trace's collective_summary.csv once it has no collective kernels, a
+/// diff's collective_diff.csv. (`report diff` reads the first back.)
+#[test]
+fn a_second_run_into_the_same_directory_leaves_none_of_the_first_runs_tables() {
+    let dir = runs();
+    let run = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        assert!(text.starts_with("exit code: 0"), "{text}");
+    };
+    let summary = ["report", "summary", "base/rank1_trace.json", "-o", "summary"];
+    let diff = ["report", "diff", "base/rank1_trace.json", "new/rank1_trace.json", "-o", "out"];
+    let listed = |sub: &str| {
+        let mut names: Vec<String> = fs::read_dir(dir.path().join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names.join(" ")
+    };
+    run(&summary);
+    run(&diff);
+    let report = "summary/base_rank1_trace";
+    assert!(listed(report).contains("collective_summary.csv"), "{}", listed(report));
+    assert!(listed("out").contains("collective_diff.csv"), "{}", listed("out"));
+    // A file of the user's own there is kept.
+    fs::write(dir.path().join(report).join("notes.txt"), "mine").unwrap();
+    // The same traces, their NCCL kernel without PyTorch's collective args.
+    let args = r#""Collective name": "allreduce", "#;
+    for run in ["base", "new"] {
+        let path = dir.path().join(run).join("rank1_trace.json");
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains(args), "{}", path.display());
+        fs::write(&path, text.replace(args, "")).unwrap();
+    }
+    run(&summary);
+    run(&diff);
+    assert_eq!(
+        listed(report),
+        "gpu_timeline.csv kernel_summary.csv notes.txt ops_summary.csv summary.json"
+    );
+    assert_eq!(
+        listed("out"),
+        "gpu_timeline_diff.csv kernel_diff.csv op_category_diff.csv ops_diff.csv"
+    );
+}
+
 /// A report directory (`report summary`'s CSVs, or TraceLens') stands for
 /// its trace: read back, it compares as the trace would.
 #[test]
