@@ -154,86 +154,75 @@ impl Job {
     /// The arguments after the entry point, for a readable `input` (the trace
     /// or its sanitized copy; for a collective, the staging directory).
     pub fn args(&self, config: &Config, input: &Path) -> Vec<OsString> {
-        let b = &self.out_base;
-        let with = |suffix: &str| -> OsString {
-            let mut s = b.as_os_str().to_owned();
-            s.push(suffix);
-            s
-        };
-        // The CSV directory is the report the summary names.
-        let csv: OsString = self.main_output().into();
+        let outputs = self
+            .output_args()
+            .into_iter()
+            .flat_map(|(option, path)| [OsString::from(option), path.into_os_string()]);
         let mut args: Vec<OsString> = match self.tool {
             Tool::Pytorch => {
-                let mut a = vec![
-                    "--profile_json_path".into(),
-                    input.into(),
-                    "--output_xlsx_path".into(),
-                    with(".xlsx"),
-                    "--output_csvs_dir".into(),
-                    csv.clone(),
-                    "--enable_kernel_summary".into(),
-                ];
+                let mut a: Vec<OsString> = vec!["--profile_json_path".into(), input.into()];
+                a.extend(outputs);
+                a.push("--enable_kernel_summary".into());
                 if let Some(arch) = &config.gpu_arch {
                     a.extend(["--gpu_arch_platform".into(), arch.into()]);
                 }
                 a
             }
-            Tool::Rocprof => vec![
-                "--profile_json_path".into(),
-                input.into(),
-                "--output_xlsx_path".into(),
-                with(".xlsx"),
-                "--output_csvs_dir".into(),
-                csv.clone(),
-                "--kernel_details".into(),
-                "--short_kernel_study".into(),
-            ],
-            Tool::PftraceHipActivity => vec![
-                "--trace_path".into(),
-                input.into(),
-                "--output_csvs_dir".into(),
-                csv.clone(),
-                "--output_md_path".into(),
-                with("_activity.md"),
-            ],
-            Tool::PftraceHipApi => vec![
-                "--trace_path".into(),
-                input.into(),
-                "--output_xlsx_path".into(),
-                with("_hip_api.xlsx"),
-                "--output_csvs_dir".into(),
-                csv.clone(),
-            ],
-            Tool::PftraceMemoryCopy => vec![
-                "--trace_path".into(),
-                input.into(),
-                "--output_xlsx_path".into(),
-                with("_memory_copy.xlsx"),
-                "--output_csvs_dir".into(),
-                csv.clone(),
-            ],
+            Tool::Rocprof => ["--profile_json_path".into(), input.into()]
+                .into_iter()
+                .chain(outputs)
+                .chain(["--kernel_details".into(), "--short_kernel_study".into()])
+                .collect(),
+            Tool::PftraceHipActivity | Tool::PftraceHipApi | Tool::PftraceMemoryCopy => {
+                ["--trace_path".into(), input.into()].into_iter().chain(outputs).collect()
+            }
             Tool::Collective => {
                 let world = self.collective.as_ref().map_or(0, |c| c.world_size);
                 let mut glob = input.as_os_str().to_owned();
                 glob.push("/**/*.json*");
-                vec![
+                let mut a: Vec<OsString> = vec![
                     "--trace_glob".into(),
                     glob,
                     "--rank_regex".into(),
                     RANK_REGEX.into(),
                     "--world_size".into(),
                     world.to_string().into(),
-                    "--output_xlsx_path".into(),
-                    with(".xlsx"),
-                    "--output_csvs_dir".into(),
-                    csv.clone(),
-                    "--use_multiprocessing".into(),
-                ]
+                ];
+                a.extend(outputs);
+                a.push("--use_multiprocessing".into());
+                a
             }
             Tool::Compare => vec![],
         };
         args.extend(crate::extra::for_tool(&config.extra_args, self.tool));
         args
+    }
+
+    /// The files and directories its TraceLens command writes (the values of
+    /// its `--output_*` options), the report ([`Job::main_output`]) among
+    /// them.
+    pub fn outputs(&self) -> Vec<PathBuf> {
+        self.output_args().into_iter().map(|(_, path)| path).collect()
+    }
+
+    /// Each `--output_*` option of its command, with its path.
+    fn output_args(&self) -> Vec<(&'static str, PathBuf)> {
+        let with = |suffix: &str| -> PathBuf {
+            let mut s = self.out_base.as_os_str().to_owned();
+            s.push(suffix);
+            s.into()
+        };
+        // The CSV directory is the report the summary names.
+        let csv = ("--output_csvs_dir", self.main_output());
+        match self.tool {
+            Tool::Pytorch | Tool::Rocprof | Tool::Collective => {
+                vec![("--output_xlsx_path", with(".xlsx")), csv]
+            }
+            Tool::PftraceHipActivity => vec![csv, ("--output_md_path", with("_activity.md"))],
+            Tool::PftraceHipApi => vec![("--output_xlsx_path", with("_hip_api.xlsx")), csv],
+            Tool::PftraceMemoryCopy => vec![("--output_xlsx_path", with("_memory_copy.xlsx")), csv],
+            Tool::Compare => vec![],
+        }
     }
 
     /// Whether its trace is a rocpd database, which TraceLens reads through

@@ -93,8 +93,11 @@ pub enum Event<'a> {
 /// Fails before anything runs when the root is missing, the interpreter
 /// cannot run, TraceLens is missing or `gpu_arch` is unknown. Job failures
 /// are rows, not errors. Summaries left by an earlier run are removed first;
-/// the new ones are written atomically at the end. The scratch directory is
-/// removed on every path out.
+/// the new ones are written atomically at the end. Each job's report (its
+/// [`Job::outputs`]) left by an earlier run is removed just before the job
+/// runs, so it holds only what this run wrote, and what a job stopped part
+/// way (cancelled) wrote is removed. The scratch directory is removed on
+/// every path out.
 pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary> {
     let started = Instant::now();
     let unknown = crate::check_extra_args(&config.extra_args)?;
@@ -729,6 +732,23 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     let argv = probe.command(job.tool, &job.args(config, input));
     let log = config.output_dir.join("logs").join(&job.log_name);
     let started = Instant::now();
+    // Its report is what this run writes: none of an earlier run's tables
+    // (of a trace since replaced) is left in it to be read as this one's.
+    if let Err((path, e)) = remove_outputs(job) {
+        let detail = format!("cannot remove the earlier report {}: {e}", path.display());
+        let _ = fs::write(&log, format!("madengine: {detail}; TraceLens was not run\n"));
+        return Row {
+            trace_file: job.label.clone(),
+            kind: job.row_kind().into(),
+            tracelens_tool: job.tool.script().into(),
+            status: Status::Failure,
+            output: String::new(),
+            detail,
+            seconds: Some(0.0),
+            log: Some(log.display().to_string()),
+            cause: Cause::Other,
+        };
+    }
     // The precheck reads the trace itself (repairing, and with --salvage
     // closing, on the fly, as the copy was made): its offsets and paths are
     // the ones the user has.
@@ -754,6 +774,10 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
         // Read: its disk space is not held until the run ends.
         let _ = fs::remove_file(input);
     }
+    if matches!(outcome, Outcome::Cancelled) {
+        // Stopped part way: what it wrote is no report.
+        let _ = remove_outputs(job);
+    }
     let seconds = started.elapsed().as_secs_f64();
     let (status, detail) = classify(&outcome, &log, job_need(job));
     let output = match status {
@@ -775,6 +799,21 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
             Cause::Other
         },
     }
+}
+
+/// Remove what `job`'s command writes, where an earlier run left it: the
+/// path that could not be, and why.
+fn remove_outputs(job: &Job) -> std::result::Result<(), (PathBuf, std::io::Error)> {
+    for path in job.outputs() {
+        let removed = match fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+            Ok(meta) if meta.is_dir() => fs::remove_dir_all(&path),
+            Ok(_) => fs::remove_file(&path),
+        };
+        removed.map_err(|e| (path, e))?;
+    }
+    Ok(())
 }
 
 /// A FAILURE row when the trace is cut short (TraceLens cannot parse it);

@@ -644,6 +644,59 @@ fn a_crash_leaves_no_stale_success() {
     assert!(!broken.config.output_dir.join("tracelens_summary.json").exists());
 }
 
+/// A report holds what this run wrote: what an earlier run left where the
+/// job writes (a table of the trace this one replaced: TraceLens adds to a
+/// CSV directory, it does not empty it) is removed before the job runs,
+/// and what a job stopped part way wrote is removed with it.
+#[test]
+fn a_report_holds_only_what_this_run_wrote() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    let (report, xlsx) = (
+        case.config.output_dir.join("model_rank0_csv"),
+        case.config.output_dir.join("model_rank0.xlsx"),
+    );
+    let listed = || -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(&report)
+            .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Success);
+    let written = listed();
+    assert!(written.contains(&"gpu_timeline.csv".to_string()), "{written:?}");
+    let stale = report.join("coll_analysis.csv");
+    fs::write(&stale, "of the trace before").unwrap();
+    assert_eq!(case.run().results[0].status, Status::Success);
+    assert_eq!(listed(), written);
+    // A job that fails leaves what it wrote (nothing here), not the report before.
+    fs::write(&stale, "of the trace before").unwrap();
+    case.control(json!({"fail": "all"}));
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Failure);
+    assert!(!report.exists() && !xlsx.exists(), "{:?}", listed());
+    // Stopped once its CSVs are written, before its workbook: none is left.
+    case.control(json!({"hang_after_csvs": 600}));
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    case.config.cancel = Some(cancel.clone());
+    let run = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for _ in 0..1200 {
+                if listed() == written {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        tracelens_driver::run(&case.config, &mut |_| {})
+    });
+    assert!(matches!(run, Err(Error::Interrupted { .. })), "{run:?}");
+    assert!(!report.exists() && !xlsx.exists(), "{:?}", listed());
+}
+
 #[test]
 fn a_job_past_its_timeout_is_killed_and_reported() {
     let mut case = Case::new();
