@@ -475,7 +475,7 @@ struct Symbol {
 /// The public rocprofv3 trace's kernel dispatches, tiled `copies` times as
 /// [`PYTHON_ROCPROF_TILER`] tiles them, with its memory copies (not tiled),
 /// to be written as rocprofv3's other outputs.
-struct Tiled {
+pub(crate) struct Tiled {
     init: u64,
     fini: u64,
     symbols: Vec<Symbol>,
@@ -485,7 +485,7 @@ struct Tiled {
 }
 
 impl Tiled {
-    fn read(source: &Path, copies: u64) -> Result<Tiled, String> {
+    pub(crate) fn read(source: &Path, copies: u64) -> Result<Tiled, String> {
         use serde_json::Value;
         let file = fs::File::open(source).map_err(|e| format!("{}: {e}", source.display()))?;
         let doc: Value = serde_json::from_reader(std::io::BufReader::new(
@@ -549,7 +549,7 @@ impl Tiled {
     }
 
     /// Written as a rocpd database (the synthetic fixture's schema) at `db`.
-    fn rocpd(&self, db: &Path) -> Result<(), String> {
+    pub(crate) fn rocpd(&self, db: &Path) -> Result<(), String> {
         let sql = |e: rusqlite::Error| format!("{}: {e}", db.display());
         let _ = fs::remove_file(db);
         let mut conn = rusqlite::Connection::open(db).map_err(sql)?;
@@ -594,7 +594,7 @@ impl Tiled {
     /// `workgroup_size`, `grid_size`) and its flow id, and two HIP calls at
     /// the process's start and end (a Perfetto trace's total is its slices'
     /// span).
-    fn pftrace(&self, path: &Path) -> Result<(), String> {
+    pub(crate) fn pftrace(&self, path: &Path) -> Result<(), String> {
         use crate::fixtures::Pb;
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
         let mut out = std::io::BufWriter::new(fs::File::create(path).map_err(io)?);

@@ -675,7 +675,14 @@ fn read_as_json(
     let args: Vec<&str> =
         args.into_iter().chain(["-d", &to, "--", "python3", workload, "--steps", "5"]).collect();
     step(dir, Path::new("rocprofv3"), &args)?;
-    let found = crate::fixtures::files_under(&dir.join(&to));
+    agrees_with_json(madengine, dir, &to, other)
+}
+
+/// What [`read_as_json`] checks of the outputs rocprofv3 wrote under
+/// `dir/to`: one `*_results.json` and one `*_results.db` (`other` is
+/// `rocpd`) or `*_results.pftrace`.
+fn agrees_with_json(madengine: &Path, dir: &Path, to: &str, other: &str) -> Result<String, String> {
+    let found = crate::fixtures::files_under(&dir.join(to));
     let one = |suffix: &str| -> Result<PathBuf, String> {
         match found.iter().filter(|p| p.to_string_lossy().ends_with(suffix)).collect::<Vec<_>>()[..]
         {
@@ -891,6 +898,82 @@ fn which(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The madengine the workspace's test build made, beside this test's
+    /// directory (target/<profile>/madengine).
+    fn madengine() -> PathBuf {
+        let exe = std::env::current_exe().unwrap();
+        let bin = exe.parent().and_then(|deps| deps.parent()).unwrap().join("madengine");
+        assert!(bin.is_file(), "{} is missing: build the workspace first", bin.display());
+        bin
+    }
+
+    /// What the rocprof scenarios check of rocprofv3's outputs, on the
+    /// public rocprofv3 trace (a real MI-series run) with the same records
+    /// written as rocprofv3's rocpd database and Perfetto trace (as `cargo
+    /// xtask bench` writes them), laid out as rocprofv3 lays them out: they
+    /// agree, a process's GPU is found, and a database that lost a kernel
+    /// is caught.
+    #[test]
+    fn rocprofv3_outputs_of_one_run_read_as_its_json() {
+        let public = crate::project_root().join("../shared/fixtures/public");
+        if !public.is_dir() {
+            assert!(std::env::var_os("CI").is_none(), "CI runs with ../shared/fixtures/public");
+            return;
+        }
+        // Trimmed to 2 MiB as `cargo xtask fixtures --gpu` trims (a debug
+        // build reads it six times).
+        let mut text = String::new();
+        let public = std::fs::File::open(public.join("rocprofv3/tracelens/908_results.json.gz"));
+        let gz = flate2::read::GzDecoder::new(public.unwrap());
+        std::io::Read::read_to_string(&mut std::io::BufReader::new(gz), &mut text).unwrap();
+        let json = crate::trim::trim(&text, 2 << 20).unwrap().text;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("908_results.json.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, json.as_bytes()).unwrap();
+        std::fs::write(&source, gz.finish().unwrap()).unwrap();
+        let records = crate::bench::Tiled::read(&source, 1).unwrap();
+        let madengine = madengine();
+        for other in ["rocpd", "pftrace"] {
+            // `-d rocprof_<other>`: <host>/<pid>_results.*
+            let host = dir.path().join(format!("rocprof_{other}/node-1"));
+            std::fs::create_dir_all(&host).unwrap();
+            std::fs::write(host.join("908_results.json"), &json).unwrap();
+            match other {
+                "rocpd" => records.rocpd(&host.join("908_results.db")).unwrap(),
+                _ => records.pftrace(&host.join("908_results.pftrace")).unwrap(),
+            }
+            let said = agrees_with_json(&madengine, dir.path(), &format!("rocprof_{other}"), other)
+                .unwrap_or_else(|e| panic!("{other}: {e}"));
+            let head = format!("its {other} output read as its JSON (");
+            assert!(said.starts_with(&head) && !said.contains("(0 GPU records"), "{said}");
+        }
+        let gpus = gpus_of(&madengine, dir.path(), "rocprof_rocpd", 1).unwrap();
+        assert_eq!(gpus.len(), 1);
+        // One kernel fewer in the database: the scenario fails, saying so.
+        let db = dir.path().join("rocprof_rocpd/node-1/908_results.db");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let table: String = conn
+            .query_row(
+                "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_kernel_dispatch_%' AND type = 'table'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        conn.execute(
+            &format!("DELETE FROM {table} WHERE rowid = (SELECT MAX(rowid) FROM {table})"),
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let err = agrees_with_json(&madengine, dir.path(), "rocprof_rocpd", "rocpd").unwrap_err();
+        assert!(err.starts_with("report summary of ") && err.contains("908_results.db"), "{err}");
+        // And two databases where rocprofv3 writes one: said, not guessed.
+        std::fs::copy(&db, db.with_file_name("909_results.db")).unwrap();
+        let err = agrees_with_json(&madengine, dir.path(), "rocprof_rocpd", "rocpd").unwrap_err();
+        assert!(err.starts_with("rocprofv3 wrote 2 *_results.db file(s), not 1"), "{err}");
+    }
 
     #[test]
     fn a_failed_step_says_why_though_its_tail_does_not() {
