@@ -406,6 +406,9 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
             } else {
                 "multi_rank_collective".to_string()
             };
+            // Not a trace's report (of `multi_rank_collective.json`), which
+            // the job would remove before it runs.
+            let name = stems.unique(Path::new(&name));
             let label = if several {
                 format!("{} per-rank traces in {}", group.members.len(), group.dir.display())
             } else {

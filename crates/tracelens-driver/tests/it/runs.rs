@@ -160,6 +160,32 @@ fn same_basenames_on_different_nodes_keep_apart() {
     assert_eq!(inputs.len(), 2, "{calls:#?}");
 }
 
+/// A trace whose report would be named as the collective report is keeps
+/// it: the collective report takes the next name (each job removes its
+/// report of an earlier run before it runs).
+#[test]
+fn a_trace_named_as_the_collective_report_keeps_its_report() {
+    let case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("rank1_trace.json", GPU_RANK1);
+    case.fixture("multi_rank_collective.json", ROCPROF);
+    let (_, plan) = plan_only(&case.config).unwrap();
+    let bases: Vec<(Tool, String)> = plan
+        .jobs
+        .iter()
+        .map(|j| (j.tool, j.out_base.file_name().unwrap().to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(
+        bases,
+        [
+            (Tool::Pytorch, "rank0_trace".into()),
+            (Tool::Pytorch, "rank1_trace".into()),
+            (Tool::Rocprof, "multi_rank_collective".into()),
+            (Tool::Collective, "multi_rank_collective_2".into()),
+        ]
+    );
+}
+
 #[test]
 fn collective_from_file_names() {
     let case = Case::new();
