@@ -497,18 +497,15 @@ fn convert(
         }
         other => format!("{other}; TraceLens was not run"),
     };
-    let _ = fs::write(log, format!("madengine: {detail}\n"));
-    Err(Box::new(Row {
-        trace_file: job.label.clone(),
-        kind: job.row_kind().into(),
-        tracelens_tool: job.tool.script().into(),
-        status: Status::Failure,
-        output: String::new(),
-        detail,
-        seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
-        log: Some(log.display().to_string()),
-        cause: if cancelled { Cause::Interrupted } else { Cause::Other },
-    }))
+    let cause = if cancelled { Cause::Interrupted } else { Cause::Other };
+    Err(Box::new(not_run_row(
+        job,
+        log,
+        started,
+        (Status::Failure, cause),
+        detail.clone(),
+        format!("madengine: {detail}\n"),
+    )))
 }
 
 /// The file TraceLens should read for `trace`: a repaired copy when strict
@@ -736,18 +733,8 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     // (of a trace since replaced) is left in it to be read as this one's.
     if let Err((path, e)) = remove_outputs(job) {
         let detail = format!("cannot remove the earlier report {}: {e}", path.display());
-        let _ = fs::write(&log, format!("madengine: {detail}; TraceLens was not run\n"));
-        return Row {
-            trace_file: job.label.clone(),
-            kind: job.row_kind().into(),
-            tracelens_tool: job.tool.script().into(),
-            status: Status::Failure,
-            output: String::new(),
-            detail,
-            seconds: Some(0.0),
-            log: Some(log.display().to_string()),
-            cause: Cause::Other,
-        };
+        let text = format!("madengine: {detail}; TraceLens was not run\n");
+        return not_run_row(job, &log, started, (Status::Failure, Cause::Other), detail, text);
     }
     // The precheck reads the trace itself (repairing, and with --salvage
     // closing, on the fly, as the copy was made): its offsets and paths are
@@ -801,6 +788,30 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     }
 }
 
+/// The row of a job TraceLens was not run for (`log_text` its log), started
+/// at `started`.
+fn not_run_row(
+    job: &Job,
+    log: &Path,
+    started: Instant,
+    (status, cause): (Status, Cause),
+    detail: String,
+    log_text: String,
+) -> Row {
+    let _ = fs::write(log, log_text);
+    Row {
+        trace_file: job.label.clone(),
+        kind: job.row_kind().into(),
+        tracelens_tool: job.tool.script().into(),
+        status,
+        output: String::new(),
+        detail,
+        seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
+        log: Some(log.display().to_string()),
+        cause,
+    }
+}
+
 /// Remove what `job`'s command writes, where an earlier run left it: the
 /// path that could not be, and why.
 fn remove_outputs(job: &Job) -> std::result::Result<(), (PathBuf, std::io::Error)> {
@@ -823,18 +834,7 @@ fn remove_outputs(job: &Job) -> std::result::Result<(), (PathBuf, std::io::Error
 /// trace cannot be read here for another reason: TraceLens then says why).
 fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
     let row = |status, cause, detail: String, log_text: String| {
-        let _ = fs::write(log, log_text);
-        Some(Row {
-            trace_file: job.label.clone(),
-            kind: job.row_kind().into(),
-            tracelens_tool: job.tool.script().into(),
-            status,
-            output: String::new(),
-            detail,
-            seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
-            log: Some(log.display().to_string()),
-            cause,
-        })
+        Some(not_run_row(job, log, started, (status, cause), detail, log_text))
     };
     // What is wrong, and what to do instead.
     let unparseable = |what: String, remedy: &str| {
