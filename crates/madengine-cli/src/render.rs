@@ -208,6 +208,25 @@ fn unfixable(r: &trace_sanitize::Report) -> Option<String> {
     }
 }
 
+/// What a clean trace's name misleads TraceLens into (its loader goes by
+/// the suffix), if it does: `, but ...`.
+fn misnamed(file: &FileReport) -> Option<String> {
+    let name = file.input.file_name()?.to_string_lossy();
+    let gzip = file.compression == Compression::Gzip;
+    let fitting = tracelens_driver::tracelens_name(&name, gzip)?;
+    // `report tracelens` finds traces named .json and .json.gz, and reads
+    // them under the name that fits.
+    let (what, found) = if gzip && name.ends_with("json") {
+        ("it is gzip-compressed, and TraceLens reads a .json as plain JSON", true)
+    } else if !gzip && name.ends_with("json.gz") {
+        ("it is not gzip-compressed, and TraceLens reads a .json.gz with gzip", true)
+    } else {
+        ("TraceLens reads only files named .json or .json.gz", false)
+    };
+    let itself = if found { " (`report tracelens` reads it under that name itself)" } else { "" };
+    Some(format!(", but {what}: name it {fitting}{itself}"))
+}
+
 /// The first line: clean, repaired, cut short or not JSON, and what was
 /// written.
 /// (`salvaged`: written by --salvage, which closes what was cut.)
@@ -239,9 +258,11 @@ fn sanitize_headline(file: &FileReport, salvaged: bool) -> String {
         false => String::new(),
     };
     match &file.output {
-        None if !r.needs_repair() && !cut_short && !not_json => {
-            text.push_str(&format!("{}: clean ({scanned} scanned)\n", file.input.display()))
-        }
+        None if !r.needs_repair() && !cut_short && !not_json => text.push_str(&format!(
+            "{}: clean ({scanned} scanned){}\n",
+            file.input.display(),
+            misnamed(file).unwrap_or_default()
+        )),
         None if cut_short => {
             let (what, broke) = incomplete(r, &starts_with, &unfixable);
             let also = match (r.needs_repair(), not_json && !broke) {

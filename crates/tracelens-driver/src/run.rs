@@ -523,7 +523,9 @@ fn sanitized(
     if !config.salvage {
         let first = trace_sanitize::Options { stop_at_first: true, ..options.clone() };
         match trace_sanitize::check_file(trace, &first, &mut |_, _| {}) {
-            Ok(r) if !r.report.needs_repair() => return trace.to_path_buf(),
+            Ok(r) if !r.report.needs_repair() => {
+                return named_for_tracelens(config, trace, r.compression, scratch, events);
+            }
             Ok(_) => {}
             // Unreadable here: TraceLens will say why in its own row.
             Err(_) => return trace.to_path_buf(),
@@ -532,7 +534,10 @@ fn sanitized(
     let write =
         if config.salvage { trace_sanitize::salvage_file } else { trace_sanitize::sanitize_file };
     let dir = scratch.join(digest(trace));
-    let copy = dir.join(trace.file_name().unwrap_or_default());
+    // Gzipped when its name ends with `.gz`, so what TraceLens' suffix rule
+    // needs is a name that ends with `json` before it.
+    let name = trace.file_name().unwrap_or_default().to_string_lossy();
+    let copy = dir.join(tracelens_name(&name, name.ends_with(".gz")).unwrap_or(name.into_owned()));
     let result = fs::create_dir_all(&dir)
         .map_err(|source| trace_sanitize::Error::WriteFile { path: dir.clone(), source })
         .and_then(|()| write(trace, &copy, &options, &mut |_, _| {}));
@@ -550,7 +555,7 @@ fn sanitized(
         // Salvaging a complete, clean trace: the original will do.
         Ok(report) if report.report.cut.is_none() && !report.report.needs_repair() => {
             let _ = fs::remove_dir_all(&dir);
-            trace.to_path_buf()
+            named_for_tracelens(config, trace, report.compression, scratch, events)
         }
         Ok(report) => {
             events(Event::Note(match &report.report.cut {
@@ -587,6 +592,84 @@ fn sanitized(
     }
 }
 
+/// The name TraceLens reads a trace of this content (`gzip`) by, where the
+/// file name `name` is not one: its loader goes by the suffix alone
+/// (`json.gz`: gzip; `json`: plain; any other refused as an unknown file
+/// type), where madengine reads what the bytes are. `None` when `name` fits.
+///
+/// ```
+/// use tracelens_driver::tracelens_name;
+/// assert_eq!(tracelens_name("rank0.json", true).as_deref(), Some("rank0.json.gz"));
+/// assert_eq!(tracelens_name("rank0.json.gz", false).as_deref(), Some("rank0.json"));
+/// assert_eq!(tracelens_name("rank0.trace", false).as_deref(), Some("rank0.trace.json"));
+/// assert_eq!(tracelens_name("rank0.json.gz", true), None);
+/// ```
+pub fn tracelens_name(name: &str, gzip: bool) -> Option<String> {
+    let fits = if gzip { name.ends_with("json.gz") } else { name.ends_with("json") };
+    if fits {
+        return None;
+    }
+    let base = name.strip_suffix(".gz").unwrap_or(name);
+    let base = if base.ends_with("json") { base.to_string() } else { format!("{base}.json") };
+    Some(if gzip { format!("{base}.gz") } else { base })
+}
+
+/// A clean trace as TraceLens should read it: the trace itself, or where
+/// its name misleads TraceLens' loader (a gzipped `.json`, a plain
+/// `.json.gz`: a download that was decompressed on the way keeps its
+/// `.gz`), a link to it in `<scratch>/<digest>/` under the name that fits,
+/// with a note that says so.
+fn named_for_tracelens(
+    config: &Config,
+    trace: &Path,
+    compression: trace_sanitize::Compression,
+    scratch: &Path,
+    events: &mut dyn FnMut(Event<'_>),
+) -> PathBuf {
+    let gzip = compression == trace_sanitize::Compression::Gzip;
+    let name = trace.file_name().unwrap_or_default().to_string_lossy();
+    let Some(fitting) = tracelens_name(&name, gzip) else { return trace.to_path_buf() };
+    let dir = scratch.join(digest(trace));
+    let link = dir.join(&fitting);
+    let rel = relative(&config.root, trace);
+    let what = match (gzip, name.ends_with(".gz")) {
+        (true, _) => "is gzip-compressed",
+        (false, true) => "is not gzip-compressed",
+        (false, false) => "is JSON",
+    };
+    let linked = fs::create_dir_all(&dir).and_then(|()| link_or_copy(&absolute(trace), &link));
+    match linked {
+        Ok(()) => {
+            events(Event::Note(format!(
+                "{} {what}, but TraceLens goes by the name (.json: plain JSON, .json.gz: gzip): \
+                 analyzing it as {fitting}",
+                rel.display()
+            )));
+            link
+        }
+        Err(e) => {
+            events(Event::Note(format!(
+                "{} {what}, but TraceLens goes by the name, and it cannot be linked as {}: {e}",
+                rel.display(),
+                link.display()
+            )));
+            trace.to_path_buf()
+        }
+    }
+}
+
+/// A symbolic link at `link` to `target`, or a copy where links fail.
+fn link_or_copy(target: &Path, link: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    let linked = std::os::unix::fs::symlink(target, link);
+    #[cfg(not(unix))]
+    let linked: std::io::Result<()> = Err(std::io::Error::other("no symlinks"));
+    if linked.is_err() {
+        fs::copy(target, link)?;
+    }
+    Ok(())
+}
+
 /// `<scratch>/collective-<i>/<digest>/<rank-bearing name>` links to each
 /// member's readable trace (copies where links fail), so TraceLens' rank
 /// regex finds every rank and nothing else matches the glob.
@@ -602,7 +685,9 @@ fn stage_collective(
     for (rank, member) in &group.members {
         let original = config.root.join(member);
         let input = readable.get(&original).unwrap_or(&original);
-        let base = original.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        // The name of what TraceLens reads: the trace's, or the one its
+        // copy or link was given for TraceLens' loader.
+        let base = input.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let name = if trace_discover::rank_from_file_name(base.as_bytes()).is_some() {
             base
         } else {
@@ -610,15 +695,7 @@ fn stage_collective(
         };
         let sub = dir.join(digest(&original));
         fs::create_dir_all(&sub)?;
-        let staged = sub.join(name);
-        let target = absolute(input);
-        #[cfg(unix)]
-        let linked = std::os::unix::fs::symlink(&target, &staged);
-        #[cfg(not(unix))]
-        let linked: std::io::Result<()> = Err(std::io::Error::other("no symlinks"));
-        if linked.is_err() {
-            fs::copy(&target, &staged)?;
-        }
+        link_or_copy(&absolute(input), &sub.join(name))?;
     }
     Ok(dir)
 }

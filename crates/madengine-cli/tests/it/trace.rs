@@ -198,6 +198,28 @@ fn check_exits_1_when_repair_is_needed() {
     "#);
 }
 
+/// TraceLens' loader goes by the name: a clean trace whose name misleads it
+/// is clean, and --check says what to name it.
+#[test]
+fn check_says_when_a_clean_traces_name_misleads_tracelens() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = kineto_4242();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &whole).unwrap();
+    fs::write(dir.path().join("gzipped.json"), gz.finish().unwrap()).unwrap();
+    fs::write(dir.path().join("plain.json.gz"), &whole).unwrap();
+    fs::write(dir.path().join("trace.txt"), &whole).unwrap();
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "--check", "gzipped.json", "plain.json.gz", "trace.txt"], @r"
+    exit code: 0
+    ----- stdout -----
+    gzipped.json: clean (1.2 KiB scanned), but it is gzip-compressed, and TraceLens reads a .json as plain JSON: name it gzipped.json.gz (`report tracelens` reads it under that name itself)
+    plain.json.gz: clean (1.2 KiB scanned), but it is not gzip-compressed, and TraceLens reads a .json.gz with gzip: name it plain.json (`report tracelens` reads it under that name itself)
+    trace.txt: clean (1.2 KiB scanned), but TraceLens reads only files named .json or .json.gz: name it trace.txt.json
+    3 traces checked: 3 clean
+    ----- stderr -----
+    ");
+}
+
 #[test]
 fn check_exits_1_when_a_trace_is_cut_short() {
     let dir = tempfile::tempdir().unwrap();

@@ -186,6 +186,64 @@ fn a_trace_named_as_the_collective_report_keeps_its_report() {
     );
 }
 
+/// TraceLens' loader goes by the name's suffix, madengine by the bytes: a
+/// gzipped `.json` and a plain `.json.gz` (a download decompressed on the
+/// way keeps its `.gz`) are read by TraceLens under a name that fits, in
+/// their own reports and in the collective one, with a note that says so;
+/// a sanitized copy is named to fit its output too.
+#[test]
+fn a_trace_whose_name_misleads_tracelens_is_read_under_one_that_fits() {
+    let case = Case::new();
+    let plain = fs::read(case.fixture("rank0_trace.json", GPU)).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &plain).unwrap();
+    case.write("rank0_trace.json", gz.finish().unwrap());
+    case.fixture("rank1_trace.json.gz", GPU_RANK1);
+    let mut notes = Vec::new();
+    let summary = tracelens_driver::run(&case.config, &mut |event| {
+        if let Event::Note(text) = event {
+            notes.push(text);
+        }
+    })
+    .unwrap();
+    let tool = "TraceLens_generate_perf_report_pytorch |";
+    assert_eq!(
+        rows(&summary).iter().map(|r| r.trim_end()).collect::<Vec<_>>(),
+        [
+            format!("SUCCESS pytorch rank0_trace.json {tool}"),
+            format!("SUCCESS pytorch rank1_trace.json.gz {tool}"),
+            "SUCCESS pytorch 2 per-rank traces \
+             TraceLens_generate_multi_rank_collective_report_pytorch |"
+                .into(),
+        ]
+    );
+    assert_eq!(
+        notes,
+        [
+            "rank0_trace.json is gzip-compressed, but TraceLens goes by the name (.json: plain \
+             JSON, .json.gz: gzip): analyzing it as rank0_trace.json.gz",
+            "rank1_trace.json.gz is not gzip-compressed, but TraceLens goes by the name (.json: \
+             plain JSON, .json.gz: gzip): analyzing it as rank1_trace.json",
+        ]
+    );
+    let calls = case.calls();
+    let resolved = calls.iter().find(|c| c.contains("resolved")).unwrap();
+    assert!(
+        resolved.contains("rank0_trace.json.gz\"") && resolved.contains("rank1_trace.json\""),
+        "{resolved}"
+    );
+    // With a repair to make, a gzipped `.json` is read through its copy,
+    // written as its name says: plain.
+    let case = Case::new();
+    let bad = String::from_utf8(plain).unwrap().replacen("\"ph\"", "\"x\": \"\u{1}\", \"ph\"", 1);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, bad.as_bytes()).unwrap();
+    case.write("rank0_trace.json", gz.finish().unwrap());
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Success, "{:?}", rows(&summary));
+    assert_eq!(summary.repairs.len(), 1);
+}
+
 #[test]
 fn collective_from_file_names() {
     let case = Case::new();
