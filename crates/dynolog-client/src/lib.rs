@@ -56,6 +56,6 @@ pub use crate::{
         is_running, log_tail, proc_stat, remove_hook, site_packages, spawn_detached, start_daemon,
         start_workload, stop_process,
     },
-    setup::{DEFAULT_DEB_URL, Installed, install_dynolog},
+    setup::{DEFAULT_DEB_URL, Installed, find_on_path, install_dynolog},
     trigger::{Clock, Event, Outcome, Policy, Signals, SystemClock, trigger},
 };

@@ -25,7 +25,13 @@ fn cmd(argv: &[OsString]) -> duct::Expression {
 }
 
 fn on_path(name: &str, path_var: Option<&std::ffi::OsStr>) -> bool {
-    path_var.is_some_and(|p| std::env::split_paths(p).any(|d| d.join(name).is_file()))
+    find_on_path(name, path_var).is_some()
+}
+
+/// Where `name` is in `path_var` (a PATH value): the first directory that
+/// holds a file of that name.
+pub fn find_on_path(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    std::env::split_paths(path_var?).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// Install the package at `url` with dpkg unless `dynolog` and `dyno` are

@@ -834,6 +834,10 @@ pub(crate) struct SetupDynologArgs {
         hide_env_values = true
     )]
     pub(crate) deb_url: String,
+    /// Print the outcome as JSON: `outcome` (already_there or installed),
+    /// where `dynolog` and `dyno` are, and the URL (redacted).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 const TRACELENS_HELP: &str = "\

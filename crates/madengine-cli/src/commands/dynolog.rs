@@ -511,9 +511,19 @@ pub(crate) fn setup(args: &SetupDynologArgs) -> Result<Status, Error> {
         scratch.path(),
         &mut |s| render::note(s),
     )?;
-    render::note(match done {
-        dynolog_client::Installed::AlreadyThere => "dynolog and dyno are already installed",
-        _ => "dynolog installed",
-    });
+    let find = |name| dynolog_client::find_on_path(name, path.as_deref());
+    if args.json {
+        render::json(&serde_json::json!({
+            "outcome": done,
+            "dynolog": find("dynolog"),
+            "dyno": find("dyno"),
+            "deb_url": dynolog_client::redact(&args.deb_url),
+        }))?;
+    } else {
+        render::note(match done {
+            dynolog_client::Installed::AlreadyThere => "dynolog and dyno are already installed",
+            _ => "dynolog installed",
+        });
+    }
     Ok(Status::Success)
 }

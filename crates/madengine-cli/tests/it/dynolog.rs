@@ -395,9 +395,22 @@ fn setup_dynolog_skips_when_installed_and_never_shows_the_token() {
     let (text, _) = crate::run_cli(
         dir.path(),
         &["setup".as_ref(), "dynolog".as_ref(), "--deb-url".as_ref(), url.as_ref()],
-        &[("PATH", path)],
+        &[("PATH", path.clone())],
     );
     assert!(text.starts_with("exit code: 0") && text.contains("already installed"), "{text}");
+    let args = ["setup", "dynolog", "--deb-url", url, "--json"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[("PATH", path)]);
+    let json = text.split("----- stdout -----\n").nth(1).unwrap().split("----- stderr").next();
+    let json: serde_json::Value = serde_json::from_str(json.unwrap()).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "outcome": "already_there",
+            "dynolog": bin.join("dynolog"),
+            "dyno": bin.join("dyno"),
+            "deb_url": "https://me:***@packages.example/dynolog.deb?token=***",
+        })
+    );
 }
 
 /// `madengine profile` in its own process group with TMPDIR in `dir`, until
