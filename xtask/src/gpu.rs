@@ -347,11 +347,10 @@ mod tests {
     /// its provenance; a raw trace that cannot give tables writes nothing.
     #[test]
     fn import_trims_checks_and_records_provenance() {
-        let public = crate::project_root().join("../shared/fixtures/public");
-        if !public.is_dir() {
-            assert!(std::env::var_os("CI").is_none(), "CI runs with ../shared/fixtures/public");
+        let Some(public) = crate::public_fixtures("import_trims_checks_and_records_provenance")
+        else {
             return;
-        }
+        };
         let base = std::env::temp_dir().join(format!("xtask-gpu-import-{}", std::process::id()));
         let (raw, root) = (base.join("raw"), base.join("root"));
         fs::create_dir_all(&raw).unwrap();

@@ -140,6 +140,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// For tests: the public traces (`../shared/fixtures/public`), which CI
+/// always has; elsewhere, without them, the test `test` says it skipped.
+#[cfg(test)]
+#[allow(clippy::print_stderr, reason = "a test says what it skipped")]
+pub(crate) fn public_fixtures(test: &str) -> Option<PathBuf> {
+    let public = project_root().join("../shared/fixtures/public");
+    if public.is_dir() {
+        return Some(public);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI runs with {}", public.display());
+    eprintln!("{test}: skipped, {} is missing", public.display());
+    None
+}
+
 pub(crate) fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
