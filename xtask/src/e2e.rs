@@ -899,15 +899,6 @@ fn which(name: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// The madengine the workspace's test build made, beside this test's
-    /// directory (target/<profile>/madengine).
-    fn madengine() -> PathBuf {
-        let exe = std::env::current_exe().unwrap();
-        let bin = exe.parent().and_then(|deps| deps.parent()).unwrap().join("madengine");
-        assert!(bin.is_file(), "{} is missing: build the workspace first", bin.display());
-        bin
-    }
-
     /// What the rocprof scenarios check of rocprofv3's outputs, on the
     /// public rocprofv3 trace (a real MI-series run) with the same records
     /// written as rocprofv3's rocpd database and Perfetto trace (as `cargo
@@ -933,7 +924,7 @@ mod tests {
         std::io::Write::write_all(&mut gz, json.as_bytes()).unwrap();
         std::fs::write(&source, gz.finish().unwrap()).unwrap();
         let records = crate::bench::Tiled::read(&source, 1).unwrap();
-        let madengine = madengine();
+        let madengine = crate::built::madengine();
         for other in ["rocpd", "pftrace"] {
             // `-d rocprof_<other>`: <host>/<pid>_results.*
             let host = dir.path().join(format!("rocprof_{other}/node-1"));

@@ -15,6 +15,8 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod bench;
+#[cfg(test)]
+mod built;
 mod cmd;
 mod codegen;
 mod e2e;

@@ -263,13 +263,7 @@ fn check_rust_version(builds: &Builds, metadata: &Value, problems: &mut Vec<Stri
     let built = builds.alone.iter().flat_map(|(_, b)| b.keys()).chain(builds.tested.keys());
     let mut needs = BTreeMap::new();
     for package in built {
-        let Some((name, v)) = package.split_once(" v") else { continue };
-        let Some(found) = packages
-            .iter()
-            .find(|p| p["name"].as_str() == Some(name) && p["version"].as_str() == Some(v))
-        else {
-            continue;
-        };
+        let Some(found) = find_package(metadata, package) else { continue };
         if let Some(theirs) = found["rust_version"].as_str()
             && version(theirs) > version(ours)
         {
@@ -284,16 +278,21 @@ fn check_rust_version(builds: &Builds, metadata: &Value, problems: &mut Vec<Stri
     }
 }
 
+/// The metadata of `package` (`name vX.Y.Z`, as `cargo tree` names it).
+fn find_package<'a>(metadata: &'a Value, package: &str) -> Option<&'a Value> {
+    let (name, version) = package.split_once(" v")?;
+    metadata["packages"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"].as_str() == Some(name) && p["version"].as_str() == Some(version))
+}
+
 /// The features `feature` of `package` (`name vX.Y.Z`) turns on when it
 /// only turns on other features of the same package (as most `default`s
 /// do); `None` when it does anything else (gates code itself, or turns on a
 /// dependency).
 fn feature_alias(metadata: &Value, package: &str, feature: &str) -> Option<Vec<String>> {
-    let (name, version) = package.split_once(" v")?;
-    let found = metadata["packages"]
-        .as_array()?
-        .iter()
-        .find(|p| p["name"].as_str() == Some(name) && p["version"].as_str() == Some(version))?;
+    let found = find_package(metadata, package)?;
     let implied: Vec<String> = found["features"][feature]
         .as_array()?
         .iter()

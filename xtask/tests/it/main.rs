@@ -9,28 +9,17 @@
 //! says it skipped, and with `CI=true` it fails.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
+#[path = "../../src/built.rs"]
+mod built;
 #[path = "../../../crates/dynolog-client/tests/it/required.rs"]
 mod required;
 #[path = "../../../crates/tracelens-driver/tests/it/standin.rs"]
 #[allow(dead_code, reason = "only the console-script venv is used here")]
 mod standin;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
-
-/// The madengine the workspace's test build made (beside this test's
-/// directory: target/<profile>/madengine).
-fn madengine() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(|deps| deps.parent()).unwrap().join("madengine");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it with the workspace (`cargo test --workspace` or `cargo build -p madengine-cli`)",
-        bin.display()
-    );
-    bin
-}
 
 #[test]
 fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
@@ -56,7 +45,7 @@ fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
     #[allow(clippy::disallowed_methods, reason = "the test runs the xtask binary")]
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["e2e", "--cpu", "--json", "--madengine"])
-        .arg(madengine())
+        .arg(built::madengine())
         .arg("--python")
         .arg(&tracelens)
         .env("PATH", path)

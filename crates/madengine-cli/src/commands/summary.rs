@@ -799,9 +799,12 @@ pub(crate) fn write_set(
         .suffix(".partial")
         .tempdir_in(dir)
         .map_err(io(dir))?;
+    // The staging directory is what makes the set atomic: each file is
+    // written straight into it.
     for (name, bytes) in files {
         debug_assert!(ours.contains(&name.as_str()), "{name} is not one of {ours:?}");
-        write_atomic(&staging.path().join(name), bytes)?;
+        let path = staging.path().join(name);
+        std::fs::write(&path, bytes).map_err(io(&path))?;
     }
     for name in ours {
         let to = dir.join(name);

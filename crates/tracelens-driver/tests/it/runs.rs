@@ -765,18 +765,18 @@ fn a_report_holds_only_what_this_run_wrote() {
     case.control(json!({"hang_after_csvs": 600}));
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     case.config.cancel = Some(cancel.clone());
-    let run = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            for _ in 0..1200 {
-                if listed() == written {
-                    break;
-                }
+    let (run, seen) = std::thread::scope(|scope| {
+        let seen = scope.spawn(|| {
+            let seen = (0..1200).any(|_| {
                 std::thread::sleep(std::time::Duration::from_millis(50));
-            }
+                listed() == written
+            });
             cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+            seen
         });
-        tracelens_driver::run(&case.config, &mut |_| {})
+        (tracelens_driver::run(&case.config, &mut |_| {}), seen.join().unwrap())
     });
+    assert!(seen, "the job never wrote its CSVs");
     assert!(matches!(run, Err(Error::Interrupted { .. })), "{run:?}");
     assert!(!report.exists() && !xlsx.exists(), "{:?}", listed());
 }
