@@ -407,12 +407,24 @@ fn interrupted_while_reading(names: &[String], args: &[&str]) {
             .flatten()
             .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(&traces)))
     };
+    // Asked once a poll: asking again after the loop could fall between
+    // two traces (the one read closed, the next not yet open).
     let mut polls = 0;
-    while !reading() && polls < 12_000 && child.try_wait().unwrap().is_none() {
+    let mut seen = reading();
+    while !seen && polls < 12_000 && child.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_millis(5));
         polls += 1;
+        seen = reading();
     }
-    assert!(reading(), "madengine never opened a trace");
+    if !seen {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "madengine was not seen reading a trace ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let out = sigint(child).expect("madengine stops within a minute of SIGINT");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
