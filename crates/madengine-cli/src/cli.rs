@@ -561,6 +561,10 @@ pub(crate) struct StartArgs {
     pub(crate) capture: CaptureArgs,
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
+    /// Print the session as JSON: its state directory, port, the daemon's
+    /// and the trigger's pids, the trigger's log and where the hook went.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -105,6 +105,16 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
     }
     state.set_started(&started)?;
     let Err(err) = start_with(args, &state, &mut started) else {
+        if args.json {
+            render::json(&serde_json::json!({
+                "state_dir": state.dir,
+                "port": started.port,
+                "daemon_pid": started.daemon_pid,
+                "trigger_pid": started.trigger_pid,
+                "trigger_log": started.trigger_pid.map(|_| state.trigger_log()),
+                "hook_site": started.hook_site,
+            }))?;
+        }
         return Ok(Status::Success);
     };
     // A start that failed leaves nothing behind: no hook in the interpreter

@@ -282,6 +282,7 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     let mut args = start_args(&state, &fixture("fake_dynolog.py"), &python);
     args.extend(["--port".into(), port.clone().into()]);
     args.extend(fast_policy());
+    args.push("--json".into());
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
     let out = madengine(dir.path(), &refs);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -290,6 +291,16 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     let site = stderr.split("hook in ").nth(1).unwrap().lines().next().unwrap().trim().to_string();
     let pth: Vec<_> = hook_files(&site).into_iter().filter(|n| n.ends_with(".pth")).collect();
     assert_eq!(pth.len(), 1, "{pth:?}");
+    // --json: the session, as stop will find it.
+    let session: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(session["state_dir"], state.to_str().unwrap(), "{session}");
+    assert_eq!(session["port"].to_string(), port, "{session}");
+    assert_eq!(session["hook_site"], site.as_str(), "{session}");
+    assert_eq!(session["trigger_log"], state.join("trigger.log").to_str().unwrap(), "{session}");
+    for pid in ["daemon_pid", "trigger_pid"] {
+        let pid = session[pid].as_u64().unwrap_or_else(|| panic!("{pid}: {session}"));
+        assert!(Path::new(&format!("/proc/{pid}")).exists(), "{pid} is not running: {session}");
+    }
 
     // the workload, as the model command would run (abstract IPC socket, /tmp trace dir)
     #[allow(clippy::disallowed_methods, reason = "the workload")]
