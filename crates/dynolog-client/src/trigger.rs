@@ -215,7 +215,9 @@ pub fn trigger(
                 attempts += 1;
                 last = None;
                 events(Event::NoRunnableWorkload);
-                clock.sleep(policy.retry_interval);
+                if attempts < policy.max_attempts {
+                    clock.sleep(policy.retry_interval);
+                }
                 continue;
             }
             let pids: Vec<u32> = live.iter().map(|(p, _)| *p).collect();
@@ -243,10 +245,12 @@ pub fn trigger(
             Ok(reply) if !reply.processes_matched.is_empty() => {
                 return Outcome::Accepted { attempts, requested: pids, reply };
             }
-            Ok(_) => {
+            // The last attempt is not followed by a wait: the outcome says it.
+            Ok(_) if attempts < policy.max_attempts => {
                 events(Event::NothingMatched { attempt: attempts });
                 clock.sleep(policy.retry_interval);
             }
+            Ok(_) => {}
             Err(e) => return Outcome::RequestRejected { attempts, reason: chain(&e) },
         }
     }

@@ -578,6 +578,9 @@ pub(crate) struct TriggerArgs {
     /// The workload's KINETO_ONDEMAND_TRACE_DIR, if it sets one.
     #[arg(long, env = "KINETO_ONDEMAND_TRACE_DIR", value_name = "DIR")]
     pub(crate) ondemand_trace_dir: Option<String>,
+    /// Print the outcome as JSON (as `stop --json` gives it).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -130,6 +130,10 @@ fn gives_up_after_the_attempt_cap() {
     let r = run(vec![json(NO_MATCH); 4], None, &[]);
     assert_eq!(r.outcome, Outcome::NoProcess { attempts: 4 });
     assert_eq!(r.outcome.as_str(), "no_process");
+    // Retried three times; the last attempt ends it, without a wait.
+    let retried = r.events.iter().filter(|e| matches!(e, Event::NothingMatched { .. })).count();
+    assert_eq!(retried, 3, "{:?}", r.events);
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 3 * 15));
 }
 
 #[test]
@@ -182,6 +186,7 @@ fn registrations_without_a_runnable_workload_use_attempts_without_requests() {
     assert_eq!(r.outcome, Outcome::NoProcess { attempts: 4 });
     assert!(r.bodies.is_empty());
     assert!(r.events.contains(&Event::NoRunnableWorkload));
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 3 * 15));
 }
 
 fn iterations() -> TraceRequest {

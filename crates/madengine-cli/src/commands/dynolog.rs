@@ -311,6 +311,9 @@ pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {
         args.ondemand_trace_dir.as_deref(),
         Arc::new(AtomicBool::new(false)),
     )?;
+    if args.json {
+        render::json(&serde_json::json!({ "outcome": outcome, "state_dir": state.dir }))?;
+    }
     Ok(if matches!(outcome, Outcome::Accepted { .. }) { Status::Success } else { Status::Findings })
 }
 

@@ -218,6 +218,37 @@ fn status_version_and_gputrace() {
 }
 
 #[test]
+fn a_trigger_run_by_hand_gives_its_outcome_as_json() {
+    let daemon = Daemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let port = daemon.port.to_string();
+    let args =
+        ["dynolog", "trigger", "--port", &port, "--warmup-s", "0", "--retry-interval-s", "0.1"]
+            .map(OsString::from)
+            .into_iter()
+            .chain(["--max-attempts".into(), "2".into(), "--json".into(), "--state".into()])
+            .chain([state.clone().into_os_string()])
+            .collect::<Vec<OsString>>();
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+    let out = madengine(dir.path(), &refs);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // Nothing registered: exit 1, and no retry promised after the last attempt.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no PyTorch process matched yet (attempt 1); retrying"), "{stderr}");
+    assert!(!stderr.contains("(attempt 2); retrying"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "outcome": {"result": "no_process", "attempts": 2},
+            "state_dir": state.to_str().unwrap(),
+        })
+    );
+    drop(daemon);
+}
+
+#[test]
 fn no_daemon_exits_5() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
