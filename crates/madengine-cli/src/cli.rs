@@ -1062,7 +1062,9 @@ Examples:
   madengine trace discover . --exclude tracelens_output --json | jq '.traces[].path'
 
 Exit codes: 0 success, 2 usage error, 3 the root cannot be read.
-Unreadable paths below the root are listed as problems, not errors.";
+Unreadable paths below the root, and symbolic links named as traces that
+lead nowhere, are listed as problems, not errors; the reports warn that they
+left them out.";
 
 const SANITIZE_HELP: &str = "\
 Repairs: invalid UTF-8 becomes U+FFFD (exactly as Python's

@@ -565,6 +565,14 @@ pub(crate) fn warning(text: &str) {
     say(format_args!("warning: {text}"));
 }
 
+/// The paths discovery could not look at, one warning each: what was left
+/// out, and why.
+pub(crate) fn left_out(problems: &[trace_discover::Problem]) {
+    for p in problems {
+        warning(&format!("{}: {}; left out", p.path.display(), p.message));
+    }
+}
+
 fn colour() -> bool {
     use std::io::IsTerminal;
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && io::stdout().is_terminal()
@@ -610,6 +618,9 @@ pub(crate) fn plan(found: &Discovery, plan: &tracelens_driver::Plan) -> Result<(
             Some(row) => text.push_str(&format!("skipped\t{}\t{}\n", u.path.display(), row.detail)),
             None => text.push_str(&format!("unsupported\t{}\t{}\n", u.path.display(), u.reason)),
         }
+    }
+    for p in &found.problems {
+        text.push_str(&format!("problem\t{}\t{}\n", p.path.display(), p.message));
     }
     for job in plan.jobs.iter().filter_map(|j| j.collective.as_ref().map(|c| (j, c))) {
         let (job, c) = job;

@@ -13,8 +13,8 @@
 //! - each PyTorch trace carries its [`Rank`] when one can be known, from its
 //!   file name ([`RANK_REGEX`]) or its `distributedInfo`;
 //! - symlinked directories are not followed unless asked (with loop
-//!   detection), unreadable paths become [`Problem`]s, and non-UTF-8 names are
-//!   handled;
+//!   detection), unreadable paths and symbolic links named as traces that
+//!   lead nowhere become [`Problem`]s, and non-UTF-8 names are handled;
 //! - what reading a trace will cost can be told first: its JSON size
 //!   ([`json_size`], a gzip file's from its trailer) and how many such jobs
 //!   fit in memory together ([`at_once`]).

@@ -80,7 +80,8 @@ pub struct Discovery {
     /// Unsupported artifacts, sorted by path.
     pub unsupported: Vec<Unsupported>,
     /// Paths that could not be read (unreadable directories and files,
-    /// symlink loops), sorted by path. They do not fail the discovery.
+    /// symlink loops, symbolic links named as traces that lead nowhere),
+    /// sorted by path. They do not fail the discovery.
     pub problems: Vec<Problem>,
 }
 
@@ -164,15 +165,27 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
             continue;
         }
         let is_link = entry.file_type().is_symlink();
-        // A symlink (not followed) counts only when it leads to a regular file.
-        if is_link && !fs::metadata(path).is_ok_and(|m| m.is_file()) {
-            continue;
-        }
         if !is_link && !entry.file_type().is_file() {
             continue;
         }
         if excluded(rel) {
             continue;
+        }
+        // A symlink (not followed) counts only when it leads to a regular
+        // file; one named as a trace that leads nowhere (a scratch space
+        // purged since) is a problem, or the trace would go unmentioned.
+        if is_link {
+            match fs::metadata(path) {
+                Ok(meta) if meta.is_file() => {}
+                Ok(_) => continue,
+                Err(e) => {
+                    if named_as_trace(rel) {
+                        let message = broken_link(path, &e);
+                        found.problems.push(Problem { path: path.to_path_buf(), message });
+                    }
+                    continue;
+                }
+            }
         }
         classify_file(&entry, rel, options, &mut found);
     }
@@ -195,6 +208,28 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
         .sort_by(|a, b| (a.path.as_os_str(), a.reason).cmp(&(b.path.as_os_str(), b.reason)));
     found.problems.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
+}
+
+/// Whether the name alone makes `rel` a trace, or a profiler output
+/// TraceLens cannot read (as a glob of the original's patterns would).
+fn named_as_trace(rel: &Path) -> bool {
+    let Some(name) = rel.file_name() else { return false };
+    let globbed = !is_hidden(name)
+        && !rel.parent().into_iter().flat_map(Path::components).any(|d| is_hidden(d.as_os_str()));
+    let bytes = name.as_encoded_bytes();
+    globbed
+        && (kind_by_name(bytes, rel.parent().and_then(Path::file_name)).is_some()
+            || unsupported_reason(bytes).is_some())
+}
+
+/// Why the symbolic link at `path` cannot be followed.
+fn broken_link(path: &Path, error: &std::io::Error) -> String {
+    match (fs::read_link(path), error.kind()) {
+        (Ok(target), std::io::ErrorKind::NotFound) => {
+            format!("a symbolic link to {}, which does not exist", target.display())
+        }
+        _ => format!("a symbolic link that cannot be followed: {error}"),
+    }
 }
 
 fn classify_file(entry: &walkdir::DirEntry, rel: &Path, options: &Options, found: &mut Discovery) {

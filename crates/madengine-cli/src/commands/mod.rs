@@ -57,6 +57,7 @@ fn traces_in(
     use trace_discover::TraceKind;
     let options = trace_discover::Options { exclude, ..Default::default() };
     let mut found = trace_discover::discover(dir, &options)?;
+    crate::render::left_out(&found.problems);
     let (mut json, mut perfetto): (Vec<_>, Vec<_>) = found
         .traces
         .into_iter()

@@ -68,6 +68,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     });
     drop(progress);
     let summary = summary?;
+    render::left_out(&summary.problems);
     if args.json {
         render::json(&summary)?;
     } else {

@@ -680,6 +680,41 @@ fn report_summary_on_the_synthetic_run() {
     assert!(csv.starts_with("type,time ms,percent\ncomputation_time,0.0085,"), "{csv}");
 }
 
+#[test]
+fn a_trace_link_that_leads_nowhere_is_named_not_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    fs::create_dir(&run).unwrap();
+    let trace = synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json");
+    fs::copy(trace, run.join("libkineto_trace_rank0_1.json")).unwrap();
+    // rank 1 was linked from a scratch space purged since
+    let purged = dir.path().join("scratch/libkineto_trace_rank1_2.json");
+    std::os::unix::fs::symlink(&purged, run.join("libkineto_trace_rank1_2.json")).unwrap();
+    let said = format!(
+        "run/libkineto_trace_rank1_2.json: a symbolic link to {}, which does not exist",
+        purged.display()
+    );
+    let run_cli = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    let listed = run_cli(&["trace", "discover", "run"]);
+    assert!(listed.contains(&format!("problem      {said}\n")), "{listed}");
+    let warned = format!("warning: {said}; left out\n");
+    for args in [
+        &["report", "summary", "run", "--top", "1"][..],
+        &["trace", "sanitize", "--check", "run"],
+        &["report", "diff", "run", "run"],
+    ] {
+        let text = run_cli(args);
+        assert!(text.starts_with("exit code: 0\n"), "{args:?}: {text}");
+        assert!(text.contains(&warned), "{args:?}: {text}");
+    }
+    let planned = run_cli(&["report", "tracelens", "run", "--discover-only"]);
+    let said = said.replacen(": ", "\t", 1);
+    assert!(planned.contains(&format!("problem\t{said}\n")), "{planned}");
+}
+
 /// Chromium for rendering the HTML page: `$MADENGINE_CHROMIUM`, else
 /// `chromium` on PATH; with CI=true its absence fails the test.
 fn chromium() -> Option<std::path::PathBuf> {

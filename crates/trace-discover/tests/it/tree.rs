@@ -150,6 +150,45 @@ fn a_broken_link_followed_is_a_problem_not_a_failure() {
 }
 
 #[test]
+fn a_broken_link_named_as_a_trace_is_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "ok/x_rank1.pt.trace.json", br#"{"traceEvents": []}"#);
+    let purged = root.join("scratch/y_rank0.pt.trace.json");
+    std::os::unix::fs::symlink(&purged, root.join("ok/y_rank0.pt.trace.json")).unwrap();
+    std::os::unix::fs::symlink(root.join("gone.db"), root.join("ok/1_results.db")).unwrap();
+    // Named as nothing of ours, hidden, or excluded: not a problem.
+    std::os::unix::fs::symlink(root.join("gone"), root.join("ok/notes.txt")).unwrap();
+    std::os::unix::fs::symlink(&purged, root.join("ok/.z_rank2.pt.trace.json")).unwrap();
+    fs::create_dir(root.join("out")).unwrap();
+    std::os::unix::fs::symlink(&purged, root.join("out/w_rank3.pt.trace.json")).unwrap();
+    let found =
+        discover(root, &Options { exclude: vec![root.join("out")], ..Options::default() }).unwrap();
+    assert_eq!(found.traces.len(), 1);
+    let problems: Vec<(String, String)> = found
+        .problems
+        .iter()
+        .map(|p| (p.path.strip_prefix(root).unwrap().display().to_string(), p.message.clone()))
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            (
+                "ok/1_results.db".to_string(),
+                format!(
+                    "a symbolic link to {}, which does not exist",
+                    root.join("gone.db").display()
+                )
+            ),
+            (
+                "ok/y_rank0.pt.trace.json".to_string(),
+                format!("a symbolic link to {}, which does not exist", purged.display())
+            ),
+        ]
+    );
+}
+
+#[test]
 fn non_utf8_names_are_handled() {
     use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
