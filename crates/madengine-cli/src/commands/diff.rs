@@ -392,7 +392,7 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
         let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
         return Ok(vec![Input::new(path.to_path_buf(), path.to_path_buf(), rank)]);
     }
-    let traces = super::summary_traces(path, vec![])?;
+    let traces = super::summary_traces(path, vec![], &mut Vec::new())?;
     if traces.is_empty() {
         // A directory of reports (`report summary`'s output, TraceLens'):
         // each is one side; name them.

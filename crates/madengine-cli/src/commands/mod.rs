@@ -31,7 +31,7 @@ fn json_traces(
     exclude: Vec<std::path::PathBuf>,
     then: &str,
 ) -> Result<Vec<trace_discover::Trace>, Error> {
-    traces_in(dir, exclude, then, false)
+    traces_in(dir, exclude, then, false, &mut Vec::new())
 }
 
 /// The traces under `dir` that trace-summary reads, excluding `exclude`:
@@ -39,25 +39,29 @@ fn json_traces(
 /// rocpd databases (`<pid>_results.db`, as rocprofv3 traces) and Perfetto
 /// traces, each where no other output of the same process lies beside it
 /// (`<pid>_results.json`, else `.db`, else `.pftrace`: they hold the same
-/// records).
+/// records). What could not be looked at is added to `left_out`.
 fn summary_traces(
     dir: &std::path::Path,
     exclude: Vec<std::path::PathBuf>,
+    left_out: &mut Vec<trace_discover::Problem>,
 ) -> Result<Vec<trace_discover::Trace>, Error> {
-    traces_in(dir, exclude, "", true)
+    traces_in(dir, exclude, "", true, left_out)
 }
 
-/// [`json_traces`], or with `native` [`summary_traces`].
+/// [`json_traces`], or with `native` [`summary_traces`]; each path that
+/// could not be looked at is warned about and added to `left_out`.
 fn traces_in(
     dir: &std::path::Path,
     exclude: Vec<std::path::PathBuf>,
     then: &str,
     native: bool,
+    left_out: &mut Vec<trace_discover::Problem>,
 ) -> Result<Vec<trace_discover::Trace>, Error> {
     use trace_discover::TraceKind;
     let options = trace_discover::Options { exclude, ..Default::default() };
     let mut found = trace_discover::discover(dir, &options)?;
     crate::render::left_out(&found.problems);
+    left_out.append(&mut found.problems);
     let (mut json, mut perfetto): (Vec<_>, Vec<_>) = found
         .traces
         .into_iter()

@@ -845,8 +845,11 @@ impl Input {
 }
 
 /// The traces behind the PATHs: directories are searched, files taken as
-/// given.
-fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
+/// given; what the search could not look at is added to `left_out`.
+fn inputs(
+    args: &SummaryArgs,
+    left_out: &mut Vec<trace_discover::Problem>,
+) -> Result<Vec<Input>, Error> {
     let mut paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
     // With no PATH, traces are shown as `a/rank0.json`, not `./a/rank0.json`
     // (as ripgrep does).
@@ -870,7 +873,7 @@ fn inputs(args: &SummaryArgs) -> Result<Vec<Input>, Error> {
             continue;
         }
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
-        let traces = super::summary_traces(&path, vec![args.output_dir.clone()])?;
+        let traces = super::summary_traces(&path, vec![args.output_dir.clone()], left_out)?;
         for t in traces {
             let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
             let trace = match t.path.strip_prefix(".") {
@@ -1098,6 +1101,9 @@ pub(crate) struct Summarized {
     ranks: Vec<RankRow>,
     gpus: Vec<GpuRow>,
     unreadable: usize,
+    /// The paths the search could not look at (a link to a trace that is
+    /// gone): warned about, and in `--json`.
+    left_out: Vec<trace_discover::Problem>,
 }
 
 impl Summarized {
@@ -1108,6 +1114,7 @@ impl Summarized {
             "cross_rank": self.ranks,
             "cross_gpu": self.gpus,
             "unreadable": self.unreadable,
+            "left_out": self.left_out,
         })
     }
 
@@ -1132,7 +1139,8 @@ impl Summarized {
 /// the page) written. `None` when interrupted (nothing written).
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
-    let inputs = inputs(args)?;
+    let mut left_out = Vec::new();
+    let inputs = inputs(args, &mut left_out)?;
     let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
         return Ok(None);
     };
@@ -1216,7 +1224,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &gpus)?;
     }
-    Ok(Some(Summarized { views, ranks, gpus, unreadable }))
+    Ok(Some(Summarized { views, ranks, gpus, unreadable, left_out }))
 }
 
 #[cfg(test)]

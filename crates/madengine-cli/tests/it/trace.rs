@@ -710,6 +710,15 @@ fn a_trace_link_that_leads_nowhere_is_named_not_passed_over() {
         assert!(text.starts_with("exit code: 0\n"), "{args:?}: {text}");
         assert!(text.contains(&warned), "{args:?}: {text}");
     }
+    let json = crate::stdout_json(&run_cli(&["report", "summary", "run", "--json"]));
+    assert_eq!(
+        json["left_out"],
+        serde_json::json!([{
+            "path": "run/libkineto_trace_rank1_2.json",
+            "message": format!("a symbolic link to {}, which does not exist", purged.display()),
+        }])
+    );
+    assert_eq!(json["traces"].as_array().unwrap().len(), 1);
     let planned = run_cli(&["report", "tracelens", "run", "--discover-only"]);
     let said = said.replacen(": ", "\t", 1);
     assert!(planned.contains(&format!("problem\t{said}\n")), "{planned}");
