@@ -1149,8 +1149,10 @@ pub(crate) struct ConvertArgs {
     /// The rocpd databases (<pid>_results.db); a directory: every one under it.
     #[arg(required = true, value_name = "DATABASE")]
     pub(crate) inputs: Vec<PathBuf>,
-    /// Where to write the JSON, for a single database [default: beside the
-    /// database, its name ending in .json instead of .db].
+    /// Where to write the JSON, for a single database; a directory (one
+    /// that exists, or a path ending in /) takes each database's JSON under
+    /// the name it gets beside it [default: beside the database, its name
+    /// ending in .json instead of .db].
     #[arg(short, long, value_name = "PATH")]
     pub(crate) output: Option<PathBuf>,
     /// Replace the output file if it exists.
@@ -1167,8 +1169,9 @@ pub(crate) struct SanitizeArgs {
     #[arg(required = true, value_name = "INPUT")]
     pub(crate) inputs: Vec<PathBuf>,
     /// Where to write the repaired trace, for a single input; gzip when it ends
-    /// in .gz [default: beside the input, with `.sanitized` before the
-    /// extension].
+    /// in .gz. A directory (one that exists, or a path ending in /) takes
+    /// each input's copy under the input's own name [default: beside the
+    /// input, with `.sanitized` before the extension].
     #[arg(short, long, value_name = "PATH", conflicts_with = "check")]
     pub(crate) output: Option<PathBuf>,
     /// Only tell whether the trace needs repair; write nothing.

@@ -1,5 +1,7 @@
 //! `madengine trace discover|sanitize`.
 
+use std::path::{Path, PathBuf};
+
 use crate::{
     cli::{ConvertArgs, DiscoverArgs, SanitizeArgs},
     error::{Error, Status},
@@ -27,23 +29,26 @@ struct Converted<'a> {
 
 pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
     let inputs = convert_inputs(args)?;
-    if args.output.is_some() && inputs.len() != 1 {
+    let into = output_dir(args.output.as_deref());
+    if args.output.is_some() && into.is_none() && inputs.len() != 1 {
         return Err(Error::Usage(format!(
-            "--output names one file, but there are {} databases; leave it out to write each \
-             one's JSON beside it",
+            "--output names one file, but there are {} databases; name a directory (ending in \
+             /), or leave it out to write each one's JSON beside it",
             inputs.len()
         )));
     }
     if inputs.is_empty() && !args.json {
         render::note("no rocpd databases (<pid>_results.db) found");
     }
+    let outputs = outputs(
+        &inputs,
+        args.output.as_deref(),
+        |input| input.with_file_name(trace_discover::rocprof_json_name(input)),
+        |input| trace_discover::rocprof_json_name(input).into(),
+    )?;
     // Every output is checked before any is written.
     let mut jobs = Vec::new();
-    for input in inputs {
-        let output = match &args.output {
-            Some(output) => output.clone(),
-            None => input.with_file_name(trace_discover::rocprof_json_name(&input)),
-        };
+    for (input, output) in inputs.into_iter().zip(outputs) {
         if output == input {
             return Err(Error::Usage(format!(
                 "{} is the database itself: name another output with -o",
@@ -59,6 +64,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
         }
         jobs.push((input, output));
     }
+    make_dir(into)?;
     // Ctrl-C stops at the next rows and leaves no file.
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let flag = interrupt.flag();
@@ -115,12 +121,22 @@ fn convert_inputs(args: &ConvertArgs) -> Result<Vec<std::path::PathBuf>, Error> 
 
 pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
     let inputs = sanitize_inputs(args)?;
-    if args.output.is_some() && inputs.len() != 1 {
+    let into = output_dir(args.output.as_deref());
+    if args.output.is_some() && into.is_none() && inputs.len() != 1 {
         return Err(Error::Usage(format!(
-            "--output names one file, but there are {} inputs; leave it out to write each \
-             repaired trace beside its input",
+            "--output names one file, but there are {} inputs; name a directory (ending in /), \
+             or leave it out to write each repaired trace beside its input",
             inputs.len()
         )));
+    }
+    // Into a directory, each copy keeps its input's name: TraceLens'
+    // patterns still find it, and its suffix still says whether it is gzip.
+    let outputs =
+        outputs(&inputs, args.output.as_deref(), trace_sanitize::default_output_path, |input| {
+            input.file_name().unwrap_or_default().to_owned()
+        })?;
+    if !args.check {
+        make_dir(into)?;
     }
     if inputs.is_empty() && !args.json {
         render::note("no PyTorch or rocprofv3 JSON traces found");
@@ -134,7 +150,7 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
     let single = inputs.len() == 1 && !args.inputs[0].is_dir();
     let (mut reports, mut findings, mut failed) = (Vec::new(), false, 0);
     let mut tally = render::CheckTally::default();
-    for input in &inputs {
+    for (input, output) in inputs.iter().zip(outputs) {
         let progress = progress_bar(input);
         let mut tick = |done: u64, total: u64| {
             if let Some(bar) = progress.bar() {
@@ -145,8 +161,6 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         let result = if args.check {
             trace_sanitize::check_file(input, &options, &mut tick)
         } else {
-            let output =
-                args.output.clone().unwrap_or_else(|| trace_sanitize::default_output_path(input));
             if args.salvage {
                 trace_sanitize::salvage_file(input, &output, &options, &mut tick)
             } else {
@@ -211,6 +225,50 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         return Ok(Status::Io);
     }
     Ok(if findings { Status::Findings } else { Status::Success })
+}
+
+/// `-o` as a directory: one that exists, or a path ending in `/`.
+fn output_dir(output: Option<&Path>) -> Option<&Path> {
+    output.filter(|o| o.is_dir() || o.as_os_str().as_encoded_bytes().ends_with(b"/"))
+}
+
+/// Each input's output: `-o` itself; in an `-o` directory, `named(input)`
+/// there (two inputs given one name are refused before anything is
+/// written); else `beside(input)`, the default.
+fn outputs(
+    inputs: &[PathBuf],
+    output: Option<&Path>,
+    beside: impl Fn(&Path) -> PathBuf,
+    named: impl Fn(&Path) -> std::ffi::OsString,
+) -> Result<Vec<PathBuf>, Error> {
+    let Some(dir) = output_dir(output) else {
+        let one = |input: &PathBuf| output.map_or_else(|| beside(input), Path::to_path_buf);
+        return Ok(inputs.iter().map(one).collect());
+    };
+    let mut taken: std::collections::HashMap<PathBuf, &Path> = Default::default();
+    let mut outputs = Vec::new();
+    for input in inputs {
+        let to = dir.join(named(input));
+        if let Some(first) = taken.insert(to.clone(), input) {
+            return Err(Error::Usage(format!(
+                "{} and {} would both be written to {}: give them separately, each with its own -o",
+                first.display(),
+                input.display(),
+                to.display()
+            )));
+        }
+        outputs.push(to);
+    }
+    Ok(outputs)
+}
+
+/// Create the `-o` directory a path ending in `/` names.
+fn make_dir(dir: Option<&Path>) -> Result<(), Error> {
+    match dir {
+        Some(dir) => std::fs::create_dir_all(dir)
+            .map_err(|source| Error::Io { path: dir.to_path_buf(), source }),
+        None => Ok(()),
+    }
 }
 
 /// The files to sanitize: files as given; with --check, the PyTorch and

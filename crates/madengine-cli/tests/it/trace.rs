@@ -1023,7 +1023,7 @@ fn several_inputs_go_on_past_one_that_fails() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: --output names one file, but there are 2 inputs; leave it out to write each repaired trace beside its input
+    error: --output names one file, but there are 2 inputs; name a directory (ending in /), or leave it out to write each repaired trace beside its input
     ");
     cli_snapshot!(dir.path(), ["trace", "sanitize", "."], @r"
     exit code: 2
@@ -1341,7 +1341,23 @@ fn convert_takes_a_run_directory() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: --output names one file, but there are 3 databases; leave it out to write each one's JSON beside it
+    error: --output names one file, but there are 3 databases; name a directory (ending in /), or leave it out to write each one's JSON beside it
+    ");
+    // Into one directory, the two nodes' databases would take one name.
+    cli_snapshot!(dir.path(), ["trace", "convert", "run", "-o", "json/"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: run/node1/1234_results.db and run/node2/1234_results.db would both be written to json/1234_results.json: give them separately, each with its own -o
+    ");
+    assert!(!dir.path().join("json").exists());
+    cli_snapshot!(dir.path(), ["trace", "convert", "run/node2", "-o", "json/"], @r"
+    exit code: 3
+    ----- stdout -----
+    wrote json/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node2/1234_results.db (1 process)
+    ----- stderr -----
+    error: run/node2/77_results.db is not a readable rocpd database: file is not a database
+    error: 1 of 2 databases could not be converted
     ");
     cli_snapshot!(dir.path(), ["trace", "convert", "run"], @r"
     exit code: 3
@@ -1353,4 +1369,59 @@ fn convert_takes_a_run_directory() {
     error: 1 of 3 databases could not be converted
     ");
     assert!(!dir.path().join("run/node2/77_results.json").exists());
+}
+
+#[test]
+fn sanitize_writes_several_traces_into_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = synthetic().join("run");
+    let broken = run.join("broken/python_names.pt.trace.json");
+    let gz = run.join("traces/model_rank2.pt.trace.json.gz");
+    fs::create_dir(dir.path().join("fixed")).unwrap();
+    let text = |args: &[&std::ffi::OsStr]| crate::run_cli(dir.path(), args, &[]).0;
+    let said = text(&[
+        "trace".as_ref(),
+        "sanitize".as_ref(),
+        broken.as_ref(),
+        gz.as_ref(),
+        "-o".as_ref(),
+        "fixed".as_ref(),
+    ]);
+    assert!(said.starts_with("exit code: 0\n"), "{said}");
+    // Each under its input's name: still found by TraceLens' patterns, and
+    // the copy of the .json.gz is gzip.
+    let mut names: Vec<String> = fs::read_dir(dir.path().join("fixed"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["model_rank2.pt.trace.json.gz", "python_names.pt.trace.json"]);
+    let copied = fs::read(dir.path().join("fixed/model_rank2.pt.trace.json.gz")).unwrap();
+    assert_eq!(copied[..2], [0x1f, 0x8b]);
+    let repaired = fs::read(dir.path().join("fixed/python_names.pt.trace.json")).unwrap();
+    serde_json::from_slice::<serde_json::Value>(&repaired).expect("the repaired copy is JSON");
+    // A path ending in / is a directory, made when missing; two inputs of
+    // one name are refused before anything is written.
+    let twice = run.join("node_0/../node_0/rank0.json.gz");
+    let one = run.join("node_0/rank0.json.gz");
+    let said = text(&[
+        "trace".as_ref(),
+        "sanitize".as_ref(),
+        one.as_ref(),
+        twice.as_ref(),
+        "-o".as_ref(),
+        "new/".as_ref(),
+    ]);
+    assert!(said.starts_with("exit code: 2\n"), "{said}");
+    assert!(said.contains("would both be written to new/rank0.json.gz"), "{said}");
+    assert!(!dir.path().join("new").exists());
+    let said = text(&[
+        "trace".as_ref(),
+        "sanitize".as_ref(),
+        one.as_ref(),
+        "-o".as_ref(),
+        "new/".as_ref(),
+    ]);
+    assert!(said.starts_with("exit code: 0\n"), "{said}");
+    assert!(dir.path().join("new/rank0.json.gz").is_file());
 }
