@@ -512,6 +512,9 @@ impl Progress {
             indicatif::ProgressDrawTarget::stderr(),
         );
         bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
+        // Redrawn on its own, so the spinner and the elapsed time move while
+        // one long job (a TraceLens run of minutes) changes nothing else.
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
         *BAR.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar.clone());
         Progress(Some(bar))
     }

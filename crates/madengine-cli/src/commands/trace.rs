@@ -70,7 +70,18 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
     let flag = interrupt.flag();
     let (mut written, mut failed) = (Vec::new(), 0);
     for (input, output) in &jobs {
-        let records = match trace_summary::rocpd_to_json(input, output, Some(&flag)) {
+        let size = std::fs::metadata(input).map_or(0, |m| m.len());
+        let progress = render::Progress::new(
+            0,
+            "{spinner} converting {wide_msg} [{elapsed}]",
+            size >= 16 << 20 && !args.json,
+        );
+        if let Some(bar) = progress.bar() {
+            bar.set_message(input.display().to_string());
+        }
+        let converted = trace_summary::rocpd_to_json(input, output, Some(&flag));
+        drop(progress);
+        let records = match converted {
             Ok(records) => records,
             Err(err @ trace_summary::Error::Cancelled { .. }) => return Err(err.into()),
             Err(err) => {
