@@ -1,4 +1,4 @@
-//! `madengine trace discover|sanitize`.
+//! `madengine trace discover|sanitize|convert`.
 
 use std::path::{Path, PathBuf};
 
