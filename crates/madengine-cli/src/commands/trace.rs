@@ -187,11 +187,21 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                 failed += 1;
                 let cut_gzip =
                     matches!(err, trace_sanitize::Error::ReadFile { compressed: true, .. });
+                // A run directory mounted read-only, or another user's.
+                let unwritable = matches!(&err, trace_sanitize::Error::WriteFile { source, .. }
+                    if matches!(source.kind(), std::io::ErrorKind::ReadOnlyFilesystem
+                        | std::io::ErrorKind::PermissionDenied));
                 render::error(&Error::from(err));
                 if cut_gzip && !args.salvage {
                     render::note(
                         "a .json.gz cut short (a job killed while writing it)? --salvage keeps \
                          what can be read and closes it",
+                    );
+                }
+                if unwritable && args.output.is_none() {
+                    render::note(
+                        "the copy goes beside its input by default: write it elsewhere with -o \
+                         PATH, or -o DIR/ for several",
                     );
                 }
                 continue;
