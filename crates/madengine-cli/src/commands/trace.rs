@@ -123,6 +123,7 @@ fn convert_inputs(args: &ConvertArgs) -> Result<Vec<std::path::PathBuf>, Error> 
             continue;
         }
         let found = trace_discover::discover(path, &Default::default())?;
+        render::left_out(&found.problems);
         inputs.extend(
             found.unsupported.into_iter().map(|u| u.path).filter(|p| trace_discover::is_rocpd(p)),
         );

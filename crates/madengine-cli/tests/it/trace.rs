@@ -1359,12 +1359,19 @@ fn convert_takes_a_run_directory() {
     error: run/node2/77_results.db is not a readable rocpd database: file is not a database
     error: 1 of 2 databases could not be converted
     ");
+    // A node whose database was linked from a scratch space purged since.
+    std::os::unix::fs::symlink(
+        "/scratch/gone/88_results.db",
+        dir.path().join("run/node2/88_results.db"),
+    )
+    .unwrap();
     cli_snapshot!(dir.path(), ["trace", "convert", "run"], @r"
     exit code: 3
     ----- stdout -----
     wrote run/node1/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node1/1234_results.db (1 process)
     wrote run/node2/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node2/1234_results.db (1 process)
     ----- stderr -----
+    warning: run/node2/88_results.db: a symbolic link to /scratch/gone/88_results.db, which does not exist; left out
     error: run/node2/77_results.db is not a readable rocpd database: file is not a database
     error: 1 of 3 databases could not be converted
     ");
