@@ -119,4 +119,47 @@ impl Error {
     pub(crate) fn is_broken_pipe(&self) -> bool {
         matches!(self, Error::Stdout(e) if e.kind() == io::ErrorKind::BrokenPipe)
     }
+
+    /// Whether an output could not be written because the place refuses
+    /// writes (a read-only mount, another user's directory), not for want
+    /// of space or a bad name: then another place is the remedy.
+    pub(crate) fn is_unwritable_place(&self) -> bool {
+        let source = match self {
+            Error::Io { source, .. }
+            | Error::Sanitize(trace_sanitize::Error::WriteFile { source, .. })
+            | Error::Tracelens(tracelens_driver::Error::Write { source, .. })
+            | Error::Summary(trace_summary::Error::Write { source, .. }) => source,
+            _ => return false,
+        };
+        unwritable_place(source)
+    }
+}
+
+/// A read-only file system, or permission denied.
+pub(crate) fn unwritable_place(error: &io::Error) -> bool {
+    matches!(error.kind(), io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_refused_by_the_place_is_told_from_other_failures() {
+        let write = |kind: io::ErrorKind| Error::Io {
+            path: "summary_output/rank0".into(),
+            source: io::Error::from(kind),
+        };
+        assert!(write(io::ErrorKind::ReadOnlyFilesystem).is_unwritable_place());
+        assert!(write(io::ErrorKind::PermissionDenied).is_unwritable_place());
+        assert!(!write(io::ErrorKind::StorageFull).is_unwritable_place());
+        let sanitize = Error::Sanitize(trace_sanitize::Error::WriteFile {
+            path: "fixed.json".into(),
+            source: io::Error::from(io::ErrorKind::ReadOnlyFilesystem),
+        });
+        assert!(sanitize.is_unwritable_place());
+        // Reading is not writing.
+        let read = Error::Read { path: "x".into(), detail: "Permission denied".into() };
+        assert!(!read.is_unwritable_place());
+    }
 }

@@ -27,6 +27,12 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             render::error(&err);
+            if err.is_unwritable_place() {
+                render::note(
+                    "that place cannot be written here (a read-only mount, another user's \
+                     directory?): point --output-dir (or -o) somewhere writable",
+                );
+            }
             err.status().into()
         }
     }

@@ -190,8 +190,7 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                     matches!(err, trace_sanitize::Error::ReadFile { compressed: true, .. });
                 // A run directory mounted read-only, or another user's.
                 let unwritable = matches!(&err, trace_sanitize::Error::WriteFile { source, .. }
-                    if matches!(source.kind(), std::io::ErrorKind::ReadOnlyFilesystem
-                        | std::io::ErrorKind::PermissionDenied));
+                    if crate::error::unwritable_place(source));
                 render::error(&Error::from(err));
                 if cut_gzip && !args.salvage {
                     render::note(
