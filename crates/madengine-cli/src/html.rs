@@ -262,7 +262,12 @@ fn cross_gpu_table(page: &mut String, gpus: &[GpuRow]) {
 }
 
 /// The page, as a string.
-pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow], gpus: &[GpuRow]) -> String {
+pub(crate) fn page(
+    views: &[SummaryView],
+    ranks: &[RankRow],
+    gpus: &[GpuRow],
+    left_out: &[trace_discover::Problem],
+) -> String {
     let mut page =
         String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -275,6 +280,20 @@ pub(crate) fn page(views: &[SummaryView], ranks: &[RankRow], gpus: &[GpuRow]) ->
         views.len(),
         env!("CARGO_PKG_VERSION")
     );
+    // What the search could not look at: a reader of the page is told that
+    // a rank is missing, and why.
+    if !left_out.is_empty() {
+        let _ = write!(
+            page,
+            r#"<p class="error">Left out: {} path(s) that could not be looked at.</p><ul>"#,
+            left_out.len()
+        );
+        for p in left_out {
+            let path = p.path.display().to_string();
+            let _ = write!(page, "<li><code>{}</code>: {}</li>", esc(&path), esc(&p.message));
+        }
+        page.push_str("</ul>");
+    }
     cross_rank_section(&mut page, ranks);
     for dir in by_dir(gpus) {
         cross_gpu_table(&mut page, dir);
@@ -295,8 +314,9 @@ pub(crate) fn write(
     views: &[SummaryView],
     ranks: &[RankRow],
     gpus: &[GpuRow],
+    left_out: &[trace_discover::Problem],
 ) -> Result<(), Error> {
-    crate::commands::write_atomic(path, page(views, ranks, gpus).as_bytes())
+    crate::commands::write_atomic(path, page(views, ranks, gpus, left_out).as_bytes())
 }
 
 /// Timeline rows that add up to the total, for a stacked bar: `(row, label)`,
@@ -549,7 +569,25 @@ pub(crate) fn write_diff(
 
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::{esc, page};
+
+    #[test]
+    fn the_page_names_what_was_left_out() {
+        let left_out = [trace_discover::Problem {
+            path: "run/<rank1>.json".into(),
+            message: "a symbolic link to /scratch/gone, which does not exist".into(),
+        }];
+        let page = page(&[], &[], &[], &left_out);
+        assert!(
+            page.contains(
+                "<p class=\"error\">Left out: 1 path(s) that could not be looked at.</p><ul><li>\
+                 <code>run/&lt;rank1&gt;.json</code>: a symbolic link to /scratch/gone, which does \
+                 not exist</li></ul>"
+            ),
+            "{page}"
+        );
+        assert!(!super::page(&[], &[], &[], &[]).contains("Left out"));
+    }
 
     #[test]
     fn names_are_escaped() {

@@ -1222,7 +1222,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         render::note(note);
     }
     if let Some(html) = &args.html {
-        crate::html::write(html, &views, &ranks, &gpus)?;
+        crate::html::write(html, &views, &ranks, &gpus, &left_out)?;
     }
     Ok(Some(Summarized { views, ranks, gpus, unreadable, left_out }))
 }
