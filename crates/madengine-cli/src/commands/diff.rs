@@ -375,8 +375,13 @@ impl Records {
 }
 
 /// The traces `path` stands for: itself, or a directory's JSON traces; or
-/// a report directory (its CSVs), which stands for one trace.
-fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
+/// a report directory (its CSVs), which stands for one trace. What the
+/// search of a directory could not look at is added to `left_out`.
+fn traces_of(
+    path: &Path,
+    recorded: &mut Records,
+    left_out: &mut Vec<trace_discover::Problem>,
+) -> Result<Vec<Input>, Error> {
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("xlsx")) {
         return Err(Error::Usage(format!(
             "{} is an Excel workbook: give the report's CSV directory instead (`report \
@@ -392,7 +397,7 @@ fn traces_of(path: &Path, recorded: &mut Records) -> Result<Vec<Input>, Error> {
         let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
         return Ok(vec![Input::new(path.to_path_buf(), path.to_path_buf(), rank)]);
     }
-    let traces = super::summary_traces(path, vec![], &mut Vec::new())?;
+    let traces = super::summary_traces(path, vec![], left_out)?;
     if traces.is_empty() {
         // A directory of reports (`report summary`'s output, TraceLens'):
         // each is one side; name them.
@@ -702,7 +707,11 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             return Err(Error::Read { path: path.to_path_buf(), detail: err.to_string() });
         }
     }
-    let mut found = [traces_of(paths[0], &mut recorded)?, traces_of(paths[1], &mut recorded)?];
+    let mut left_out = [Vec::new(), Vec::new()];
+    let mut found = [
+        traces_of(paths[0], &mut recorded, &mut left_out[0])?,
+        traces_of(paths[1], &mut recorded, &mut left_out[1])?,
+    ];
     let mut by = paired_by(&found);
     let mut interrupt = Some(interrupt);
     // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
@@ -966,6 +975,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "csvs": written,
             "html": args.html,
             "regression": regression,
+            // What each side's search could not look at (warned about).
+            "left_out": {"baseline": left_out[0], "new": left_out[1]},
         }))?;
     } else {
         render::diff(&compared, args.top, &written, args.html.as_deref())?;

@@ -719,6 +719,9 @@ fn a_trace_link_that_leads_nowhere_is_named_not_passed_over() {
         }])
     );
     assert_eq!(json["traces"].as_array().unwrap().len(), 1);
+    let diffed = crate::stdout_json(&run_cli(&["report", "diff", "run", "run", "--json"]));
+    assert_eq!(diffed["left_out"]["baseline"], json["left_out"], "{diffed}");
+    assert_eq!(diffed["left_out"]["new"], json["left_out"], "{diffed}");
     let planned = run_cli(&["report", "tracelens", "run", "--discover-only"]);
     let said = said.replacen(": ", "\t", 1);
     assert!(planned.contains(&format!("problem\t{said}\n")), "{planned}");
