@@ -131,13 +131,8 @@ impl Error {
             | Error::Summary(trace_summary::Error::Write { source, .. }) => source,
             _ => return false,
         };
-        unwritable_place(source)
+        matches!(source.kind(), io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied)
     }
-}
-
-/// A read-only file system, or permission denied.
-pub(crate) fn unwritable_place(error: &io::Error) -> bool {
-    matches!(error.kind(), io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied)
 }
 
 #[cfg(test)]

@@ -214,12 +214,16 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
 /// TraceLens cannot read (as a glob of the original's patterns would).
 fn named_as_trace(rel: &Path) -> bool {
     let Some(name) = rel.file_name() else { return false };
-    let globbed = !is_hidden(name)
-        && !rel.parent().into_iter().flat_map(Path::components).any(|d| is_hidden(d.as_os_str()));
     let bytes = name.as_encoded_bytes();
-    globbed
+    globbed(rel)
         && (kind_by_name(bytes, rel.parent().and_then(Path::file_name)).is_some()
             || unsupported_reason(bytes).is_some())
+}
+
+/// Whether Python's glob would match `rel` at all: it matches no name that
+/// starts with a dot, at any level.
+fn globbed(rel: &Path) -> bool {
+    rel.components().all(|c| !is_hidden(c.as_os_str()))
 }
 
 /// Why the symbolic link at `path` cannot be followed.
@@ -237,8 +241,7 @@ fn classify_file(entry: &walkdir::DirEntry, rel: &Path, options: &Options, found
     let Some(name) = rel.file_name() else { return };
     let name_bytes = name.as_encoded_bytes();
     let dirs = || rel.parent().into_iter().flat_map(Path::components).map(Component::as_os_str);
-    // Python's glob matches no name that starts with a dot, at any level.
-    let globbed = !is_hidden(name) && !dirs().any(is_hidden);
+    let globbed = globbed(rel);
     // The original's sniff walk prunes the skip list.
     let sniffed = !dirs().any(|d| SKIP_DIRS.iter().any(|s| d == *s));
 

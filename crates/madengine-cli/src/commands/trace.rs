@@ -188,17 +188,16 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                 failed += 1;
                 let cut_gzip =
                     matches!(err, trace_sanitize::Error::ReadFile { compressed: true, .. });
-                // A run directory mounted read-only, or another user's.
-                let unwritable = matches!(&err, trace_sanitize::Error::WriteFile { source, .. }
-                    if crate::error::unwritable_place(source));
-                render::error(&Error::from(err));
+                let err = Error::from(err);
+                render::error(&err);
                 if cut_gzip && !args.salvage {
                     render::note(
                         "a .json.gz cut short (a job killed while writing it)? --salvage keeps \
                          what can be read and closes it",
                     );
                 }
-                if unwritable && args.output.is_none() {
+                // A run directory mounted read-only, or another user's.
+                if err.is_unwritable_place() && args.output.is_none() {
                     render::note(
                         "the copy goes beside its input by default: write it elsewhere with -o \
                          PATH, or -o DIR/ for several",

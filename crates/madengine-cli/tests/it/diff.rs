@@ -191,14 +191,7 @@ fn a_second_run_into_the_same_directory_leaves_none_of_the_first_runs_tables() {
     };
     let summary = ["report", "summary", "base/rank1_trace.json", "-o", "summary"];
     let diff = ["report", "diff", "base/rank1_trace.json", "new/rank1_trace.json", "-o", "out"];
-    let listed = |sub: &str| {
-        let mut names: Vec<String> = fs::read_dir(dir.path().join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names.join(" ")
-    };
+    let listed = |sub: &str| crate::names_in(&dir.path().join(sub)).join(" ");
     run(&summary);
     run(&diff);
     let report = "summary/base_rank1_trace";

@@ -103,6 +103,16 @@ pub(crate) fn run_cli(
     (text, filters)
 }
 
+/// The names of the entries of `dir`, sorted.
+pub(crate) fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The JSON a command printed, from [`run_cli`]'s text.
 pub(crate) fn stdout_json(text: &str) -> serde_json::Value {
     let stdout = text.split("----- stdout -----\n").nth(1).expect("a stdout section");

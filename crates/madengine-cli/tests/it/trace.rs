@@ -853,12 +853,7 @@ fn report_summary_reads_every_trace_and_names_the_broken_one() {
     let serial = run_with(args("1"));
     insta::assert_snapshot!(serial);
     assert_eq!(run_with(args("3")), serial, "--jobs changes the result");
-    let mut names: Vec<String> = fs::read_dir(dir.path().join("out"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["a_rank0", "b"]);
+    assert_eq!(crate::names_in(&dir.path().join("out")), ["a_rank0", "b"]);
 
     let mut json_args = args("2");
     json_args.push("--json".into());
@@ -1400,12 +1395,10 @@ fn sanitize_writes_several_traces_into_a_directory() {
     assert!(said.starts_with("exit code: 0\n"), "{said}");
     // Each under its input's name: still found by TraceLens' patterns, and
     // the copy of the .json.gz is gzip.
-    let mut names: Vec<String> = fs::read_dir(dir.path().join("fixed"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["model_rank2.pt.trace.json.gz", "python_names.pt.trace.json"]);
+    assert_eq!(
+        crate::names_in(&dir.path().join("fixed")),
+        ["model_rank2.pt.trace.json.gz", "python_names.pt.trace.json"]
+    );
     let copied = fs::read(dir.path().join("fixed/model_rank2.pt.trace.json.gz")).unwrap();
     assert_eq!(copied[..2], [0x1f, 0x8b]);
     let repaired = fs::read(dir.path().join("fixed/python_names.pt.trace.json")).unwrap();
