@@ -820,6 +820,25 @@ pub(crate) fn write_set(
     staging.close().map_err(io(dir))
 }
 
+/// Remove the report an earlier run wrote in `dir` of a trace this run
+/// made none of (it could not be read, or has no GPU timeline now), so that
+/// it is not read as this run's (by `report diff`, or by hand), and say so.
+/// Only a directory holding `report summary`'s record is touched, and only
+/// its files: a file of the user's own keeps the directory.
+fn retire(dir: &Path, trace: &Path) -> Result<(), Error> {
+    if !dir.join(RECORD).is_file() {
+        return Ok(());
+    }
+    write_set(dir, &TRACE_FILES, &[])?;
+    let _ = std::fs::remove_dir(dir);
+    render::note(&format!(
+        "removed the earlier report in {}: {} made none this time",
+        dir.display(),
+        trace.display()
+    ));
+    Ok(())
+}
+
 /// The files `report summary` writes in a trace's directory.
 const TRACE_FILES: [&str; 5] =
     ["gpu_timeline.csv", "kernel_summary.csv", "ops_summary.csv", "collective_summary.csv", RECORD];
@@ -1149,18 +1168,24 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let mut unreadable = 0;
     for (input, result) in inputs.into_iter().zip(results) {
         let mut view = TraceView::new(input.trace, input.rank);
+        // Every trace holds its name, read or not, so that a trace's
+        // directory does not change with whether another could be read.
+        let dir = args.output_dir.join(stems.unique(&input.rel));
         let summary = match result {
             Ok(summary) => summary,
             Err(err) => {
                 unreadable += 1;
                 view.error = Some(err);
+                retire(&dir, &view.trace)?;
                 views.push(view);
                 continue;
             }
         };
         view.read(&summary);
+        if summary.gpu_timeline.is_none() {
+            retire(&dir, &view.trace)?;
+        }
         if let Some(t) = &summary.gpu_timeline {
-            let dir = args.output_dir.join(stems.unique(&input.rel));
             let mut files = Vec::new();
             let mut csv = |name: &str, table: &Table| {
                 files.push((format!("{name}.csv"), table.to_csv().into_bytes()));

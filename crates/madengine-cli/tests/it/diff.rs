@@ -219,6 +219,42 @@ fn a_second_run_into_the_same_directory_leaves_none_of_the_first_runs_tables() {
     );
 }
 
+/// A trace that no longer makes a report (it cannot be read now, or has
+/// no GPU timeline) takes its earlier run's report with it, said on stderr:
+/// left, it would be read as this run's. A file of the user's own is kept.
+#[test]
+fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
+    let dir = runs();
+    let summary = ["report", "summary", "base", "-o", "summary"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &summary, &[]);
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let listed = |sub: &str| crate::names_in(&dir.path().join(sub)).join(" ");
+    assert_eq!(listed("summary"), "rank0_trace rank1_trace");
+    fs::write(dir.path().join("summary/rank0_trace/notes.txt"), "mine").unwrap();
+    // Rank 0 cut short by a full disk; rank 1 now only its CPU side.
+    let rank0 = dir.path().join("base/rank0_trace.json");
+    let text = fs::read_to_string(&rank0).unwrap();
+    fs::write(&rank0, &text[..text.len() / 2]).unwrap();
+    let cpu_only = synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json");
+    fs::copy(&cpu_only, dir.path().join("base/rank1_trace.json")).unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary"], @r"
+    exit code: 3
+    ----- stdout -----
+    == base/rank0_trace.json (rank 0)
+       error: base/rank0_trace.json is truncated: its JSON ends after 1328 bytes, with 3 complete events before the cut (--salvage summarizes the events complete before the cut)
+
+    == base/rank1_trace.json (rank 1, AMD Instinct MI300X)
+       no GPU activity (a CPU-only trace): nothing to summarize
+
+    ----- stderr -----
+    [madengine] removed the earlier report in summary/rank0_trace: base/rank0_trace.json made none this time
+    [madengine] removed the earlier report in summary/rank1_trace: base/rank1_trace.json made none this time
+    error: 1 of 2 traces could not be read
+    ");
+    assert_eq!(listed("summary"), "rank0_trace");
+    assert_eq!(listed("summary/rank0_trace"), "notes.txt");
+}
+
 /// A report directory (`report summary`'s CSVs, or TraceLens') stands for
 /// its trace: read back, it compares as the trace would.
 #[test]
