@@ -455,12 +455,31 @@ fn table<const N: usize>(text: &mut String, header: [&str; N], rows: &[[String; 
     aligned(text, &header, rows, &[false; N]);
 }
 
+/// `cell` with its control characters escaped as Rust escapes them.
+fn one_line(cell: &str) -> String {
+    match cell.chars().any(char::is_control) {
+        false => cell.to_string(),
+        true => cell
+            .chars()
+            .map(|c| match c.is_control() {
+                true => c.escape_default().to_string(),
+                false => c.to_string(),
+            })
+            .collect(),
+    }
+}
+
 /// [`table`] with the columns `right` names aligned right (numbers).
+/// A control character in a cell (a newline in a path) is shown escaped
+/// (`\n`), so that each row stays one line.
 fn aligned<R: AsRef<[String]>>(text: &mut String, header: &[&str], rows: &[R], right: &[bool]) {
+    let escaped: Vec<Vec<String>> =
+        rows.iter().map(|row| row.as_ref().iter().map(|cell| one_line(cell)).collect()).collect();
+    let rows = &escaped;
     let n = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row.as_ref()) {
+        for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
@@ -479,7 +498,7 @@ fn aligned<R: AsRef<[String]>>(text: &mut String, header: &[&str], rows: &[R], r
     };
     line(header.to_vec());
     for row in rows {
-        line(row.as_ref().iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect());
     }
 }
 

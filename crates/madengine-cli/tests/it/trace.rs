@@ -74,6 +74,27 @@ fn discover_table() {
     cli_snapshot!(&synthetic(), ["trace", "discover", "run", "--exclude", "run/tracelens_output"]);
 }
 
+/// A newline in a path is shown escaped: each trace stays one row.
+#[test]
+fn a_newline_in_a_path_keeps_the_table_one_row_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run\nB");
+    fs::create_dir_all(&run).unwrap();
+    fs::copy(
+        synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+        run.join("rank0.pt.trace.json"),
+    )
+    .unwrap();
+    cli_snapshot!(dir.path(), ["trace", "discover", "."], @r"
+    exit code: 0
+    ----- stdout -----
+    KIND     FOUND BY  RANK      SIZE     PATH
+    pytorch  name      0 (name)  2.6 KiB  ./run\nB/rank0.pt.trace.json
+    1 trace under . (1 pytorch); 0 unsupported; 0 problems
+    ----- stderr -----
+    ");
+}
+
 #[test]
 fn discover_json() {
     cli_snapshot!(&synthetic(), ["trace", "discover", "run/torch_profiler_output", "--json"]);
