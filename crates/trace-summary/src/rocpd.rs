@@ -24,7 +24,7 @@ use std::{
 
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
-use crate::rocprof::{Records, Tables, shown_name};
+use crate::rocprof::{Records, Tables, shown_name, truncated_kernel_name};
 
 /// Why a database could not be read: a message that names what was missing
 /// or what SQLite said.
@@ -125,7 +125,8 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
     }
     // Kernels by their symbol's name, as TraceLens names them in the JSON
     // of the same run (the view's `name` is the display name, which may be
-    // the formatted one with the arguments).
+    // the formatted one with the arguments: where it is the name to go by,
+    // it is truncated as rocprofv3 truncates it).
     let mut names: rustc_hash::FxHashMap<u64, String> = Default::default();
     if by_id(&db, &objects)? {
         each_symbol(&db, |s| {
@@ -143,12 +144,16 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         let (Some(start), Some(end)) = (int(row.get_ref(1)?), int(row.get_ref(2)?)) else {
             continue;
         };
+        let view_name;
         let name = match (int(row.get_ref(4)?).and_then(|id| names.get(&id)), row.get_ref(0)?) {
-            (Some(name), _) => name.into(),
-            (None, ValueRef::Text(t)) => String::from_utf8_lossy(t),
-            (None, _) => "".into(),
+            (Some(name), _) => name.as_str(),
+            (None, ValueRef::Text(t)) => {
+                view_name = String::from_utf8_lossy(t);
+                truncated_kernel_name(&view_name)
+            }
+            (None, _) => "",
         };
-        records.kernel(&name, start, end);
+        records.kernel(name, start, end);
         records.devices.insert(int(row.get_ref(3)?).and_then(|i| u32::try_from(i).ok()));
     }
     if has("memory_copies") {
@@ -184,7 +189,8 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
 }
 
 /// A kernel symbol: its id, and rocprofv3's names for it (the formatted,
-/// demangled and truncated ones it keeps in `extdata`, else its display name).
+/// demangled and truncated ones it keeps in `extdata`, else its display name,
+/// and that cut as rocprofv3 cuts a truncated name).
 struct Symbol {
     id: u64,
     kernel_name: String,
@@ -236,7 +242,10 @@ fn each_symbol<E: From<Failure> + From<rusqlite::Error>>(
             kernel_name: text(row, 1)?.unwrap_or_else(|| display.clone()),
             formatted: name("formatted_kernel_name"),
             demangled: name("demangled_kernel_name"),
-            truncated: name("truncated_kernel_name"),
+            truncated: match extdata.get("truncated_kernel_name").and_then(|v| v.as_str()) {
+                Some(name) if !name.is_empty() => name.to_string(),
+                _ => truncated_kernel_name(&display).to_string(),
+            },
         })?;
     }
     Ok(())
@@ -656,7 +665,13 @@ pub(crate) fn write_json(
         let mut named: Vec<(String, u64)> = named.into_iter().collect();
         named.sort_by_key(|(_, id)| *id);
         for (name, id) in named {
-            symbol(out, serde_json::json!({ "kernel_id": id, "kernel_name": name }))?;
+            let truncated = truncated_kernel_name(&name).to_string();
+            let value = serde_json::json!({
+                "kernel_id": id,
+                "kernel_name": name,
+                "truncated_kernel_name": truncated,
+            });
+            symbol(out, value)?;
         }
     }
     out.write_all(b"]}]}\n")?;
