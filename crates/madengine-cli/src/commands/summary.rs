@@ -1182,9 +1182,6 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             }
         };
         view.read(&summary);
-        if summary.gpu_timeline.is_none() {
-            retire(&dir, &view.trace)?;
-        }
         if let Some(t) = &summary.gpu_timeline {
             let mut files = Vec::new();
             let mut csv = |name: &str, table: &Table| {
@@ -1237,6 +1234,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             let recorded = serde_json::to_vec_pretty(&view).expect("a view serializes");
             files.push((RECORD.to_string(), recorded));
             write_set(&dir, &TRACE_FILES, &files)?;
+        } else {
+            retire(&dir, &view.trace)?;
         }
         views.push(view);
     }
