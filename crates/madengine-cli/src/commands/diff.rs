@@ -700,6 +700,13 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     // Set up first: looking for the traces opens them.
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let paths = [args.baseline.as_path(), args.new.as_path()];
+    // Where it writes is checked before any trace is read, not after.
+    if let Some(dir) = &args.output_dir {
+        super::check_output(dir, true)?;
+    }
+    if let Some(html) = &args.html {
+        super::check_output(html, false)?;
+    }
     let mut recorded = Records::default();
     // A side that is not there is named before either is looked into.
     for path in paths {

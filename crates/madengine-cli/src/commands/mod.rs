@@ -122,6 +122,46 @@ fn traces_in(
     Ok(json)
 }
 
+/// Fail before any trace is read where `path` cannot be written to as a
+/// directory (`dir`) or as a file: it, or the nearest of its ancestors that
+/// is there, is the wrong kind of file (`-o` naming a file, `--html` a
+/// directory). Nothing is created; other failures are left to the write.
+pub(crate) fn check_output(path: &std::path::Path, dir: bool) -> Result<(), Error> {
+    use std::io::ErrorKind;
+    let wrong = |kind: ErrorKind, why: String| {
+        Err(Error::Io { path: path.to_path_buf(), source: std::io::Error::new(kind, why) })
+    };
+    let mut here = path;
+    loop {
+        match std::fs::metadata(here) {
+            Ok(meta) if here == path && dir && !meta.is_dir() => {
+                return wrong(
+                    ErrorKind::NotADirectory,
+                    format!("{} is a file, not a directory", path.display()),
+                );
+            }
+            Ok(meta) if here == path && !dir && meta.is_dir() => {
+                return wrong(
+                    ErrorKind::IsADirectory,
+                    format!("{} is a directory", path.display()),
+                );
+            }
+            Ok(meta) if here != path && !meta.is_dir() => {
+                let why = format!("{} is not a directory", here.display());
+                return wrong(ErrorKind::NotADirectory, why);
+            }
+            Ok(_) => return Ok(()),
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                match here.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => here = parent,
+                    _ => return Ok(()),
+                }
+            }
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
 pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
     match cli.command {
         Command::Trace(TraceCommand::Discover(args)) => trace::discover(&args),

@@ -27,6 +27,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
         }
         return Ok(Status::Success);
     }
+    super::check_output(&config.output_dir, true)?;
 
     let progress = render::Progress::new(
         0,

@@ -770,8 +770,13 @@ impl Recorded {
     }
 }
 
-/// Write `bytes` to `path` atomically (temp file beside it, then a rename).
+/// Write `bytes` to `path` atomically (temp file beside it, then a rename),
+/// its directory made first if it is not there (as `-o DIR` is).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    }
     trace_sanitize::write_atomic(path, |f| std::io::Write::write_all(f, bytes))
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
@@ -1157,6 +1162,11 @@ impl Summarized {
 /// `report summary` up to what it prints: the traces read, their CSVs (and
 /// the page) written. `None` when interrupted (nothing written).
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
+    // Before reading traces (minutes for a large run), not after.
+    super::check_output(&args.output_dir, true)?;
+    if let Some(html) = &args.html {
+        super::check_output(html, false)?;
+    }
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let mut left_out = Vec::new();
     let inputs = inputs(args, &mut left_out)?;
