@@ -256,56 +256,34 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
 }
 
 /// Where a report goes is checked before any trace is read (a large run
-/// takes minutes) or TraceLens run: `-o` naming a file, or under one, and `--html` naming a
-/// directory are refused with nothing read or written. A page's directory
-/// that is not there yet is made.
+/// takes minutes) or TraceLens run: `-o` naming a file, or a path under
+/// one, and `--html` naming a directory are refused (exit 3) with nothing
+/// written. A page's directory that is not there yet is made.
 #[test]
 fn an_output_that_cannot_be_written_is_refused_before_reading() {
     let dir = runs();
     fs::write(dir.path().join("notes.txt"), "mine").unwrap();
     fs::create_dir(dir.path().join("pages")).unwrap();
-    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "notes.txt"], @r"
-    exit code: 3
-    ----- stdout -----
-    ----- stderr -----
-    error: cannot write notes.txt
-      caused by: notes.txt is a file, not a directory
-    ");
-    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "notes.txt/out"], @r"
-    exit code: 3
-    ----- stdout -----
-    ----- stderr -----
-    error: cannot write notes.txt/out
-      caused by: notes.txt is not a directory
-    ");
-    cli_snapshot!(dir.path(), ["report", "summary", "base", "--html", "pages"], @r"
-    exit code: 3
-    ----- stdout -----
-    ----- stderr -----
-    error: cannot write pages
-      caused by: pages is a directory
-    ");
-    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "-o", "notes.txt"], @r"
-    exit code: 3
-    ----- stdout -----
-    ----- stderr -----
-    error: cannot write notes.txt
-      caused by: notes.txt is a file, not a directory
-    ");
-    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--html", "pages"], @r"
-    exit code: 3
-    ----- stdout -----
-    ----- stderr -----
-    error: cannot write pages
-      caused by: pages is a directory
-    ");
-    cli_snapshot!(dir.path(), ["report", "tracelens", "base", "-o", "notes.txt"], @r"
-    exit code: 3
-    ----- stdout -----
-    ----- stderr -----
-    error: cannot write notes.txt
-      caused by: notes.txt is a file, not a directory
-    ");
+    let not_a_dir = ("notes.txt", "notes.txt is a file, not a directory");
+    for (args, (place, why)) in [
+        (&["report", "summary", "base", "-o", "notes.txt"][..], not_a_dir),
+        (
+            &["report", "summary", "base", "-o", "notes.txt/out"],
+            ("notes.txt/out", "notes.txt is not a directory"),
+        ),
+        (&["report", "summary", "base", "--html", "pages"], ("pages", "pages is a directory")),
+        (&["report", "diff", "base", "new", "-o", "notes.txt"], not_a_dir),
+        (&["report", "diff", "base", "new", "--html", "pages"], ("pages", "pages is a directory")),
+        (&["report", "tracelens", "base", "-o", "notes.txt"], not_a_dir),
+    ] {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        let expected = format!(
+            "exit code: 3\n----- stdout -----\n----- stderr -----\n\
+             error: cannot write {place}\n  caused by: {why}\n"
+        );
+        assert_eq!(text, expected, "{args:?}");
+    }
     assert_eq!(crate::names_in(dir.path()), ["base", "new", "notes.txt", "pages"]);
     assert!(crate::names_in(&dir.path().join("pages")).is_empty());
     let page = ["report", "diff", "base", "new", "--html", "pages/new/diff.html"];
