@@ -123,43 +123,41 @@ fn traces_in(
 }
 
 /// Fail before any trace is read where `path` cannot be written to as a
-/// directory (`dir`) or as a file: it, or the nearest of its ancestors that
-/// is there, is the wrong kind of file (`-o` naming a file, `--html` a
-/// directory). Nothing is created; other failures are left to the write.
+/// directory (`dir`) or as a file: it is the wrong kind of file (`-o`
+/// naming a file, `--html` a directory), or the nearest of its ancestors
+/// that is there is not a directory. Nothing is created; other failures
+/// are left to the write.
 pub(crate) fn check_output(path: &std::path::Path, dir: bool) -> Result<(), Error> {
     use std::io::ErrorKind;
     let wrong = |kind: ErrorKind, why: String| {
         Err(Error::Io { path: path.to_path_buf(), source: std::io::Error::new(kind, why) })
     };
-    let mut here = path;
-    loop {
-        match std::fs::metadata(here) {
-            Ok(meta) if here == path && dir && !meta.is_dir() => {
-                return wrong(
-                    ErrorKind::NotADirectory,
-                    format!("{} is a file, not a directory", path.display()),
-                );
+    let shown = path.display();
+    if let Ok(meta) = std::fs::metadata(path) {
+        return match (dir, meta.is_dir()) {
+            (true, false) => {
+                wrong(ErrorKind::NotADirectory, format!("{shown} is a file, not a directory"))
             }
-            Ok(meta) if here == path && !dir && meta.is_dir() => {
-                return wrong(
-                    ErrorKind::IsADirectory,
-                    format!("{} is a directory", path.display()),
-                );
-            }
-            Ok(meta) if here != path && !meta.is_dir() => {
-                let why = format!("{} is not a directory", here.display());
-                return wrong(ErrorKind::NotADirectory, why);
-            }
-            Ok(_) => return Ok(()),
-            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-                match here.parent() {
-                    Some(parent) if !parent.as_os_str().is_empty() => here = parent,
-                    _ => return Ok(()),
-                }
-            }
-            Err(_) => return Ok(()),
-        }
+            (false, true) => wrong(ErrorKind::IsADirectory, format!("{shown} is a directory")),
+            _ => Ok(()),
+        };
     }
+    let there = path
+        .ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .find_map(|a| std::fs::metadata(a).ok().map(|meta| (a, meta)));
+    match there {
+        Some((above, meta)) if !meta.is_dir() => {
+            wrong(ErrorKind::NotADirectory, format!("{} is not a directory", above.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Create `dir` and its parents (`-o DIR/`, a page's directory).
+pub(crate) fn create_dir(dir: &std::path::Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })
 }
 
 pub(crate) fn run(cli: Cli) -> Result<Status, Error> {

@@ -774,8 +774,7 @@ impl Recorded {
 /// its directory made first if it is not there (as `-o DIR` is).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+        super::create_dir(dir)?;
     }
     trace_sanitize::write_atomic(path, |f| std::io::Write::write_all(f, bytes))
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })
@@ -798,7 +797,7 @@ pub(crate) fn write_set(
         let path = path.to_path_buf();
         move |source| Error::Io { path, source }
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    super::create_dir(dir)?;
     let staging = tempfile::Builder::new()
         .prefix(".madengine-")
         .suffix(".partial")

@@ -284,11 +284,7 @@ fn outputs(
 
 /// Create the `-o` directory a path ending in `/` names.
 fn make_dir(dir: Option<&Path>) -> Result<(), Error> {
-    match dir {
-        Some(dir) => std::fs::create_dir_all(dir)
-            .map_err(|source| Error::Io { path: dir.to_path_buf(), source }),
-        None => Ok(()),
-    }
+    dir.map_or(Ok(()), super::create_dir)
 }
 
 /// The files to sanitize: files as given; with --check, the PyTorch and
