@@ -743,6 +743,10 @@ pub(crate) struct Recorded {
     /// The trace the report was made of, as `report summary` named it.
     #[serde(default)]
     pub(crate) trace: Option<PathBuf>,
+    /// That trace's canonical path, where it was then (absent in records
+    /// written before it was kept): what tells that it is gone now.
+    #[serde(default)]
+    pub(crate) trace_canonical: Option<PathBuf>,
     /// What the trace was read as.
     pub(crate) format: Option<trace_summary::Format>,
     pub(crate) rank: Option<u32>,
@@ -833,13 +837,65 @@ fn retire(dir: &Path, trace: &Path) -> Result<(), Error> {
     if !dir.join(RECORD).is_file() {
         return Ok(());
     }
+    remove_report(dir, &format!("{} made none this time", trace.display()))
+}
+
+/// Remove `report summary`'s files from `dir`, and `dir` if that empties
+/// it, saying `why` on stderr.
+fn remove_report(dir: &Path, why: &str) -> Result<(), Error> {
     write_set(dir, &TRACE_FILES, &[])?;
     let _ = std::fs::remove_dir(dir);
-    render::note(&format!(
-        "removed the earlier report in {}: {} made none this time",
-        dir.display(),
-        trace.display()
-    ));
+    render::note(&format!("removed the earlier report in {}: {why}", dir.display()));
+    Ok(())
+}
+
+/// The key of [`Recorded::trace_canonical`] in a record.
+const TRACE_CANONICAL: &str = "trace_canonical";
+
+/// The directories a run searched, canonical: its directory PATHs, or the
+/// current directory when none is given.
+fn searched(args: &SummaryArgs) -> Vec<PathBuf> {
+    let given: Vec<&PathBuf> = args.root.iter().chain(&args.paths).collect();
+    let dot = PathBuf::from(".");
+    let paths = if given.is_empty() { vec![&dot] } else { given };
+    paths.into_iter().filter(|p| p.is_dir()).filter_map(|p| p.canonicalize().ok()).collect()
+}
+
+/// Remove the reports an earlier run left in `out` of traces that are gone:
+/// a trace's directory this run did not write (`this_run` names those it
+/// did), whose record says its trace lay in a directory this run searched
+/// (`searched`, canonical) and is no longer there (removed, or renamed:
+/// then its report is written under the new name). Left, it would be read
+/// as this run's by `report diff` (a rank the run no longer has). A trace
+/// still there keeps its report (it may be one given alone before), and so
+/// does a directory without `report summary`'s record, or with a record of
+/// a version that did not keep where its trace was.
+fn retire_gone(
+    out: &Path,
+    this_run: &std::collections::HashSet<std::ffi::OsString>,
+    searched: &[PathBuf],
+) -> Result<(), Error> {
+    let Ok(entries) = std::fs::read_dir(out) else { return Ok(()) };
+    let mut earlier: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && !this_run.contains(&e.file_name()))
+        .map(|e| e.path())
+        .collect();
+    earlier.sort();
+    for dir in earlier {
+        // A record this version cannot read is not one to act on.
+        let Ok(Some(recorded)) = Recorded::of(&dir) else { continue };
+        let Some(trace) = recorded.trace_canonical else { continue };
+        let gone = matches!(
+            std::fs::symlink_metadata(&trace),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound
+        );
+        if !gone || !searched.iter().any(|s| trace.starts_with(s)) {
+            continue;
+        }
+        let named = recorded.trace.unwrap_or(trace);
+        remove_report(&dir, &format!("its trace {} is gone", named.display()))?;
+    }
     Ok(())
 }
 
@@ -1173,13 +1229,16 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         return Ok(None);
     };
     let mut stems = tracelens_driver::Stems::default();
+    let mut this_run = std::collections::HashSet::new();
     let mut views = Vec::new();
     let mut unreadable = 0;
     for (input, result) in inputs.into_iter().zip(results) {
         let mut view = TraceView::new(input.trace, input.rank);
         // Every trace holds its name, read or not, so that a trace's
         // directory does not change with whether another could be read.
-        let dir = args.output_dir.join(stems.unique(&input.rel));
+        let stem = stems.unique(&input.rel);
+        let dir = args.output_dir.join(&stem);
+        this_run.insert(std::ffi::OsString::from(stem));
         let summary = match result {
             Ok(summary) => summary,
             Err(err) => {
@@ -1239,8 +1298,13 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             }
             view.csv_dir = Some(dir.clone());
             // What the CSVs do not hold (the rank, the steps), for `report
-            // diff` to read back: the trace's --json object.
-            let recorded = serde_json::to_vec_pretty(&view).expect("a view serializes");
+            // diff` to read back: the trace's --json object, and where the
+            // trace was (for a later run to tell it is gone).
+            let mut recorded = serde_json::to_value(&view).expect("a view serializes");
+            if let Ok(canonical) = view.trace.canonicalize() {
+                recorded[TRACE_CANONICAL] = serde_json::json!(canonical);
+            }
+            let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
             files.push((RECORD.to_string(), recorded));
             write_set(&dir, &TRACE_FILES, &files)?;
         } else {
@@ -1248,6 +1312,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         }
         views.push(view);
     }
+    retire_gone(&args.output_dir, &this_run, &searched(args))?;
     let (ranks, mut notes) = cross_rank(&views);
     let (gpus, gpu_notes) = cross_gpu(&views);
     notes.extend(gpu_notes);

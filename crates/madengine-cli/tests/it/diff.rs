@@ -255,6 +255,38 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     assert_eq!(listed("summary/rank0_trace"), "notes.txt");
 }
 
+/// Run again after a trace is gone (a run of fewer ranks now, a trace
+/// renamed), its earlier report is removed with it: left, `report diff`
+/// would read it as this run's. A report of a trace still there is kept
+/// (given alone before), and so is one of a trace outside what this run
+/// searched.
+#[test]
+fn a_trace_that_is_gone_takes_its_earlier_report_with_it() {
+    let dir = runs();
+    let run = |args: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        assert!(text.starts_with("exit code: 0"), "{text}");
+    };
+    run(&["report", "summary", "base", "-o", "summary"]);
+    run(&["report", "summary", "new/rank0_trace.json", "new/rank1_trace.json", "-o", "summary"]);
+    let listed = || crate::names_in(&dir.path().join("summary")).join(" ");
+    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace rank1_trace");
+    fs::remove_file(dir.path().join("base/rank1_trace.json")).unwrap();
+    fs::remove_file(dir.path().join("new/rank1_trace.json")).unwrap();
+    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @r"
+    exit code: 0
+    ----- stdout -----
+    == base/rank0_trace.json (rank 0, AMD Instinct MI300X)
+       GPU time 0.009 ms: computation 0.009 ms (100.0%), exposed comm 0.000 ms (0.0%), exposed memcpy 0.000 ms (0.0%), idle 0.000 ms (0.0%)
+       CSVs: summary/rank0_trace
+
+    ----- stderr -----
+    [madengine] removed the earlier report in summary/rank1_trace: its trace base/rank1_trace.json is gone
+    ");
+    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace");
+}
+
 /// Where a report goes is checked before any trace is read (a large run
 /// takes minutes) or TraceLens run: `-o` naming a file, or a path under
 /// one, and `--html` naming a directory are refused (exit 3) with nothing
