@@ -56,6 +56,14 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A summary an earlier run wrote could not be read back.
+    #[error("cannot read {path}: {detail}")]
+    Read {
+        /// The summary.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// A compare input is missing or unusable.
     #[error("{reason}: {}", path.display())]
     CompareInput {

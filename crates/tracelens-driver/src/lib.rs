@@ -54,6 +54,8 @@ pub use crate::{
         NO_GPU_SEEN_DETAIL, discover, job_memory, plan_only, run, tracelens_name,
     },
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
-    summary::{Counts, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary},
+    summary::{
+        Counts, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary, read_csv,
+    },
     tool::{Mode, Tool},
 };

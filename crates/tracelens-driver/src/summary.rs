@@ -39,6 +39,11 @@ impl Status {
             Status::Failure => "FAILURE",
         }
     }
+
+    /// The status [`Status::as_str`] writes as `text`.
+    fn parse(text: &str) -> Option<Status> {
+        [Status::Success, Status::Skipped, Status::Failure].into_iter().find(|s| s.as_str() == text)
+    }
 }
 
 /// One summary row. The CSV has exactly the first six fields.
@@ -190,6 +195,46 @@ pub(crate) fn remove_stale(output_dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The rows of a run's CSV summary ([`SUMMARY_CSV`], as this crate and the
+/// original analyzer write it), read back: what a later command needs to
+/// tell this run's reports from those an earlier run left in the same
+/// output directory (which are never removed). `seconds` and `log` are
+/// the JSON summary's only, so `None`.
+pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
+    let bad = |detail: String| Error::Read { path: path.to_path_buf(), detail };
+    let mut reader = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
+    let headers = reader.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let columns = ["trace_file", "kind", "tracelens_tool", "status", "output", "detail"];
+    let at: Vec<usize> = columns
+        .iter()
+        .map(|c| headers.iter().position(|h| h == *c))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            bad(format!("not a TraceLens run summary (its columns are not {})", columns.join(", ")))
+        })?;
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| bad(e.to_string()))?;
+        let field = |i: usize| record.get(at[i]).unwrap_or_default().to_string();
+        let status = Status::parse(&field(3)).ok_or_else(|| {
+            let line = record.position().map_or(0, |p| p.line());
+            bad(format!("line {line}: status `{}` is none of SUCCESS, SKIPPED, FAILURE", field(3)))
+        })?;
+        rows.push(Row {
+            trace_file: field(0),
+            kind: field(1),
+            tracelens_tool: field(2),
+            status,
+            output: field(4),
+            detail: field(5),
+            seconds: None,
+            log: None,
+            cause: Cause::Other,
+        });
+    }
+    Ok(rows)
 }
 
 pub(crate) fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {

@@ -409,6 +409,7 @@ fn traces_of(
             .filter(|p| Tables::is_report_dir(p))
             .collect();
         reports.sort();
+        this_runs(path, &mut reports)?;
         if reports.is_empty() {
             return Err(Error::Usage(format!(
                 "{} holds no PyTorch or rocprofv3 trace (JSON, rocpd database or Perfetto trace), nor \
@@ -430,6 +431,41 @@ fn traces_of(
             ..Input::new(t.path.clone(), t.path, t.rank.map(|r| r.rank))
         })
         .collect())
+}
+
+/// Keep of `reports`, the report directories in `dir`, those of the run
+/// its `tracelens_summary.csv` describes, where it has one: `report
+/// tracelens` never removes the reports an earlier run left (of a trace gone
+/// since, a rank the run no longer has), and they would be compared as this
+/// run's. Each left out is named. A summary whose `SUCCESS` rows name none
+/// of them (the original analyzer's names the output directory) keeps all.
+fn this_runs(dir: &Path, reports: &mut Vec<PathBuf>) -> Result<(), Error> {
+    let summary = dir.join(tracelens_driver::SUMMARY_CSV);
+    if !summary.is_file() {
+        return Ok(());
+    }
+    let rows = tracelens_driver::read_csv(&summary)?;
+    let named: std::collections::HashSet<&std::ffi::OsStr> = rows
+        .iter()
+        .filter(|r| r.status == tracelens_driver::Status::Success)
+        .filter_map(|r| Path::new(&r.output).file_name())
+        .collect();
+    let listed = |report: &PathBuf| report.file_name().is_some_and(|n| named.contains(n));
+    if !reports.iter().any(listed) {
+        return Ok(());
+    }
+    reports.retain(|report| {
+        let keep = listed(report);
+        if !keep {
+            render::note(&format!(
+                "left out {}: {} does not name it (a report an earlier run left there)",
+                report.display(),
+                summary.display()
+            ));
+        }
+        keep
+    });
+    Ok(())
 }
 
 /// The pairs to compare, `(rank or GPU, baseline index, new index)`, and

@@ -259,6 +259,27 @@ fn compare_reports() {
     ");
 }
 
+/// `report tracelens` keeps the reports an earlier run left in its output
+/// directory (as the original does); `report diff` of that directory
+/// compares only those its summary names, and says which it left out.
+#[test]
+fn a_tracelens_output_diffs_as_the_run_its_summary_names() {
+    let dir = run_dir();
+    let py = python(&standin().scripts);
+    let tracelens = || {
+        let args = ["report", "tracelens", "--root", "run", "--mode", "pytorch", "-o", "out"];
+        let mut args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        args.extend([std::ffi::OsStr::new("--python"), &py]);
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        assert!(text.starts_with("exit code: 0"), "{text}");
+    };
+    tracelens();
+    fs::remove_file(dir.path().join("run/rank1_trace.json")).unwrap();
+    tracelens();
+    assert!(dir.path().join("out/rank1_trace_csv/gpu_timeline.csv").is_file());
+    cli_snapshot!(dir.path(), ["report", "diff", "out", "run/rank0_trace.json", "--top", "0"]);
+}
+
 #[test]
 fn setup_tracelens_installs_the_spec() {
     let dir = tempfile::tempdir().unwrap();

@@ -682,6 +682,49 @@ fn a_failing_job_does_not_hide_the_others() {
     assert!(log.starts_with("$ ") && log.contains("forced failure"), "{log}");
 }
 
+/// The CSV summary reads back as the run wrote it (what tells a later
+/// command this run's reports from an earlier run's); one that is not a
+/// run summary is an error naming it.
+#[test]
+fn the_csv_summary_reads_back_as_written() {
+    let case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.fixture("rocprof_output/9999_results.json", ROCPROF);
+    case.control(json!({"fail": "TraceLens_generate_perf_report_pytorch"}));
+    let summary = case.run();
+    let csv = case.config.output_dir.join(tracelens_driver::SUMMARY_CSV);
+    let read = tracelens_driver::read_csv(&csv).unwrap();
+    let fields = |rows: &[tracelens_driver::Row]| -> Vec<[String; 6]> {
+        rows.iter()
+            .map(|r| {
+                let status = r.status.as_str().to_string();
+                let text = [&r.trace_file, &r.kind, &r.tracelens_tool, &r.output, &r.detail];
+                let [t, k, tool, output, detail] = text.map(String::clone);
+                [t, k, tool, status, output, detail]
+            })
+            .collect()
+    };
+    assert_eq!(fields(&read), fields(&summary.results));
+    let report = case.config.output_dir.join("rocprof_output_9999_results_csv");
+    assert_eq!(std::path::Path::new(&read[1].output), report);
+    assert!(read.iter().all(|r| r.seconds.is_none() && r.log.is_none()));
+
+    for (text, said) in [
+        (
+            "name,value\nx,1\n",
+            "not a TraceLens run summary (its columns are not trace_file, kind, tracelens_tool, status, output, detail)",
+        ),
+        (
+            "trace_file,kind,tracelens_tool,status,output,detail\na,pytorch,t,DONE,o,\n",
+            "line 2: status `DONE` is none of SUCCESS, SKIPPED, FAILURE",
+        ),
+    ] {
+        fs::write(&csv, text).unwrap();
+        let err = tracelens_driver::read_csv(&csv).unwrap_err();
+        assert_eq!(err.to_string(), format!("cannot read {}: {said}", csv.display()));
+    }
+}
+
 #[test]
 fn a_crash_leaves_no_stale_success() {
     let case = Case::new();
