@@ -155,9 +155,27 @@ pub(crate) fn check_output(path: &std::path::Path, dir: bool) -> Result<(), Erro
     }
 }
 
-/// Create `dir` and its parents (`-o DIR/`, a page's directory).
-pub(crate) fn create_dir(dir: &std::path::Path) -> Result<(), Error> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })
+/// Create `dir` and its parents (`-o DIR/`, a page's directory), then
+/// `write` into it. If that fails (a full disk), the directories made for
+/// it are removed again, those it left empty: a failed write leaves no
+/// empty report directory behind to pass for one.
+pub(crate) fn in_dir<T>(
+    dir: &std::path::Path,
+    write: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let made: Vec<&std::path::Path> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_err())
+        .collect();
+    let done = std::fs::create_dir_all(dir)
+        .map_err(|source| Error::Io { path: dir.to_path_buf(), source })
+        .and_then(|()| write());
+    if done.is_err() {
+        for dir in made {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    done
 }
 
 pub(crate) fn run(cli: Cli) -> Result<Status, Error> {

@@ -777,11 +777,14 @@ impl Recorded {
 /// Write `bytes` to `path` atomically (temp file beside it, then a rename),
 /// its directory made first if it is not there (as `-o DIR` is).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        super::create_dir(dir)?;
+    let write = || {
+        trace_sanitize::write_atomic(path, |f| std::io::Write::write_all(f, bytes))
+            .map_err(|source| Error::Io { path: path.to_path_buf(), source })
+    };
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => super::in_dir(dir, write),
+        None => write(),
     }
-    trace_sanitize::write_atomic(path, |f| std::io::Write::write_all(f, bytes))
-        .map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
 
 /// Write, as one set, the files a command keeps together in `dir` (a
@@ -797,11 +800,15 @@ pub(crate) fn write_set(
     ours: &[&str],
     files: &[(String, Vec<u8>)],
 ) -> Result<(), Error> {
+    super::in_dir(dir, || write_staged(dir, ours, files))
+}
+
+/// [`write_set`] into `dir`, which is there.
+fn write_staged(dir: &Path, ours: &[&str], files: &[(String, Vec<u8>)]) -> Result<(), Error> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| Error::Io { path, source }
     };
-    super::create_dir(dir)?;
     let staging = tempfile::Builder::new()
         .prefix(".madengine-")
         .suffix(".partial")
@@ -1355,6 +1362,25 @@ mod tests {
         super::write_set(d, &ours, &files).unwrap();
         assert_eq!(listed(), ["a.csv"]);
         assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "new a");
+    }
+
+    /// A set that fails into directories made for it (a full disk on a
+    /// fresh `-o`) takes them with it: no empty report directory is left.
+    #[test]
+    fn a_set_that_fails_leaves_no_directory_made_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.txt"), "kept").unwrap();
+        let into = dir.path().join("out/rank0_trace");
+        let files = [("a.csv".to_string(), b"new a".to_vec()), ("no/c.csv".into(), vec![])];
+        super::write_set(&into, &["a.csv", "no/c.csv"], &files).unwrap_err();
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["mine.txt"]);
+        // Into a directory that was there, it is kept.
+        std::fs::create_dir(dir.path().join("out")).unwrap();
+        super::write_set(&into, &["a.csv", "no/c.csv"], &files).unwrap_err();
+        assert!(dir.path().join("out").is_dir());
+        assert!(!into.exists());
     }
 
     fn row(name: &str, stream: Option<&str>) -> TopRow {

@@ -284,7 +284,7 @@ fn outputs(
 
 /// Create the `-o` directory a path ending in `/` names.
 fn make_dir(dir: Option<&Path>) -> Result<(), Error> {
-    dir.map_or(Ok(()), super::create_dir)
+    dir.map_or(Ok(()), |dir| super::in_dir(dir, || Ok(())))
 }
 
 /// The files to sanitize: files as given; with --check, the PyTorch and
