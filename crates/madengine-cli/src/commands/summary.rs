@@ -743,10 +743,11 @@ pub(crate) struct Recorded {
     /// The trace the report was made of, as `report summary` named it.
     #[serde(default)]
     pub(crate) trace: Option<PathBuf>,
-    /// That trace's canonical path, where it was then (absent in records
-    /// written before it was kept): what tells that it is gone now.
+    /// That trace's absolute path (symbolic links not followed: a link
+    /// removed is a trace gone), absent in records written before it was
+    /// kept: what tells a later run that the trace is gone.
     #[serde(default)]
-    pub(crate) trace_canonical: Option<PathBuf>,
+    pub(crate) trace_absolute: Option<PathBuf>,
     /// What the trace was read as.
     pub(crate) format: Option<trace_summary::Format>,
     pub(crate) rank: Option<u32>,
@@ -856,22 +857,22 @@ fn remove_report(dir: &Path, why: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The key of [`Recorded::trace_canonical`] in a record.
-const TRACE_CANONICAL: &str = "trace_canonical";
+/// The key of [`Recorded::trace_absolute`] in a record.
+const TRACE_ABSOLUTE: &str = "trace_absolute";
 
-/// The directories a run searched, canonical: its directory PATHs, or the
+/// The directories a run searched, absolute: its directory PATHs, or the
 /// current directory when none is given.
 fn searched(args: &SummaryArgs) -> Vec<PathBuf> {
     let given: Vec<&PathBuf> = args.root.iter().chain(&args.paths).collect();
     let dot = PathBuf::from(".");
     let paths = if given.is_empty() { vec![&dot] } else { given };
-    paths.into_iter().filter(|p| p.is_dir()).filter_map(|p| p.canonicalize().ok()).collect()
+    paths.into_iter().filter(|p| p.is_dir()).filter_map(|p| std::path::absolute(p).ok()).collect()
 }
 
 /// Remove the reports an earlier run left in `out` of traces that are gone:
 /// a trace's directory this run did not write (`this_run` names those it
 /// did), whose record says its trace lay in a directory this run searched
-/// (`searched`, canonical) and is no longer there (removed, or renamed:
+/// (`searched`, absolute) and is no longer there (removed, or renamed:
 /// then its report is written under the new name). Left, it would be read
 /// as this run's by `report diff` (a rank the run no longer has). A trace
 /// still there keeps its report (it may be one given alone before), and so
@@ -892,7 +893,7 @@ fn retire_gone(
     for dir in earlier {
         // A record this version cannot read is not one to act on.
         let Ok(Some(recorded)) = Recorded::of(&dir) else { continue };
-        let Some(trace) = recorded.trace_canonical else { continue };
+        let Some(trace) = recorded.trace_absolute else { continue };
         let gone = matches!(
             std::fs::symlink_metadata(&trace),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound
@@ -1308,8 +1309,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             // diff` to read back: the trace's --json object, and where the
             // trace was (for a later run to tell it is gone).
             let mut recorded = serde_json::to_value(&view).expect("a view serializes");
-            if let Ok(canonical) = view.trace.canonicalize() {
-                recorded[TRACE_CANONICAL] = serde_json::json!(canonical);
+            if let Ok(absolute) = std::path::absolute(&view.trace) {
+                recorded[TRACE_ABSOLUTE] = serde_json::json!(absolute);
             }
             let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
             files.push((RECORD.to_string(), recorded));

@@ -268,12 +268,17 @@ fn a_trace_that_is_gone_takes_its_earlier_report_with_it() {
         let (text, _) = crate::run_cli(dir.path(), &args, &[]);
         assert!(text.starts_with("exit code: 0"), "{text}");
     };
+    // Rank 2 a symbolic link to a trace elsewhere (a scratch space).
+    std::os::unix::fs::symlink("../new/rank1_trace.json", dir.path().join("base/rank2_trace.json"))
+        .unwrap();
     run(&["report", "summary", "base", "-o", "summary"]);
     run(&["report", "summary", "new/rank0_trace.json", "new/rank1_trace.json", "-o", "summary"]);
     let listed = || crate::names_in(&dir.path().join("summary")).join(" ");
-    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace rank1_trace");
+    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace rank1_trace rank2_trace");
+    // The link removed is the trace gone, though what it led to is there.
     fs::remove_file(dir.path().join("base/rank1_trace.json")).unwrap();
-    fs::remove_file(dir.path().join("new/rank1_trace.json")).unwrap();
+    fs::remove_file(dir.path().join("base/rank2_trace.json")).unwrap();
+    fs::remove_file(dir.path().join("new/rank0_trace.json")).unwrap();
     cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @r"
     exit code: 0
     ----- stdout -----
@@ -283,6 +288,7 @@ fn a_trace_that_is_gone_takes_its_earlier_report_with_it() {
 
     ----- stderr -----
     [madengine] removed the earlier report in summary/rank1_trace: its trace base/rank1_trace.json is gone
+    [madengine] removed the earlier report in summary/rank2_trace: its trace base/rank2_trace.json is gone
     ");
     assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace");
 }
