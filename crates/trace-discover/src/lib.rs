@@ -47,5 +47,8 @@ pub use crate::{
     error::{Error, Result},
     rank::{RANK_REGEX, Rank, RankSource, find_rank, rank_from_file_name},
     size::{at_once, json_size},
-    walk::{Discovery, Options, Problem, Trace, Unsupported, discover},
+    walk::{
+        Discovery, Options, Problem, SANITIZED_COPY, SANITIZED_ORIGINAL, Trace, Unsupported,
+        discover,
+    },
 };

@@ -202,12 +202,55 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
             && u.path.parent().is_some_and(|d| rocprof_dirs.contains(d))
     };
     found.unsupported.retain(|u| !csv_beside_trace(u));
+    // A copy `trace sanitize` wrote beside a trace found too is that trace
+    // again: read twice, it would claim the same rank twice. The one
+    // written last is read: the copy made to repair (or salvage) the trace,
+    // or the trace captured again since.
+    let paths: std::collections::HashSet<&Path> =
+        found.traces.iter().map(|t| t.path.as_path()).collect();
+    let mut left: std::collections::HashMap<PathBuf, &'static str> = Default::default();
+    for copy in &found.traces {
+        let Some(original) = sanitized_original(&copy.path) else { continue };
+        if !paths.contains(original.as_path()) {
+            continue;
+        }
+        let written = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+        match (written(&copy.path), written(&original)) {
+            (Some(c), Some(o)) if c >= o => left.insert(original, SANITIZED_ORIGINAL),
+            _ => left.insert(copy.path.clone(), SANITIZED_COPY),
+        };
+    }
+    found.traces.retain(|t| !left.contains_key(&t.path));
+    found.unsupported.extend(left.into_iter().map(|(path, reason)| Unsupported { path, reason }));
     found.traces.sort_by(|a, b| (a.kind, a.path.as_os_str()).cmp(&(b.kind, b.path.as_os_str())));
     found
         .unsupported
         .sort_by(|a, b| (a.path.as_os_str(), a.reason).cmp(&(b.path.as_os_str(), b.reason)));
     found.problems.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
+}
+
+/// Why a copy `madengine trace sanitize` wrote beside its trace is left out
+/// (an [`Unsupported::reason`]): the trace was written again since.
+pub const SANITIZED_COPY: &str = "a copy `madengine trace sanitize` wrote of the trace beside it (the same \
+                                  name without `.sanitized`), which was written again since and is \
+                                  read instead";
+
+/// Why a trace is left out whose copy `madengine trace sanitize` wrote
+/// beside it later (an [`Unsupported::reason`]).
+pub const SANITIZED_ORIGINAL: &str = "its copy `madengine trace sanitize` wrote beside it since (the same name \
+                                      with `.sanitized`) is read instead";
+
+/// The trace that `path` is the copy of if `madengine trace sanitize` wrote
+/// it beside that trace, by its name (`run.sanitized.pt.trace.json` of
+/// `run.pt.trace.json`, `908_results.sanitized.json` of `908_results.json`;
+/// trace-sanitize's `default_output_path` read backwards).
+fn sanitized_original(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"].iter().find_map(|suffix| {
+        let stem = name.strip_suffix(suffix)?.strip_suffix(".sanitized")?;
+        (!stem.is_empty()).then(|| path.with_file_name(format!("{stem}{suffix}")))
+    })
 }
 
 /// Whether the name alone makes `rel` a trace, or a profiler output

@@ -62,6 +62,11 @@ fn traces_in(
     let mut found = trace_discover::discover(dir, &options)?;
     crate::render::left_out(&found.problems);
     left_out.append(&mut found.problems);
+    // Said, as it may surprise: its copy (or the trace) beside it is read.
+    let copies = [trace_discover::SANITIZED_COPY, trace_discover::SANITIZED_ORIGINAL];
+    for copy in found.unsupported.iter().filter(|u| copies.contains(&u.reason)) {
+        crate::render::note(&format!("left out {}: {}", copy.path.display(), copy.reason));
+    }
     let (mut json, mut perfetto): (Vec<_>, Vec<_>) = found
         .traces
         .into_iter()

@@ -869,24 +869,33 @@ fn searched(args: &SummaryArgs) -> Vec<PathBuf> {
     paths.into_iter().filter(|p| p.is_dir()).filter_map(|p| std::path::absolute(p).ok()).collect()
 }
 
-/// Remove the reports an earlier run left in `out` of traces that are gone:
-/// a trace's directory this run did not write (`this_run` names those it
-/// did), whose record says its trace lay in a directory this run searched
-/// (`searched`, absolute) and is no longer there (removed, or renamed:
-/// then its report is written under the new name). Left, it would be read
-/// as this run's by `report diff` (a rank the run no longer has). A trace
-/// still there keeps its report (it may be one given alone before), and so
-/// does a directory without `report summary`'s record, or with a record of
-/// a version that did not keep where its trace was.
-fn retire_gone(
-    out: &Path,
-    this_run: &std::collections::HashSet<std::ffi::OsString>,
-    searched: &[PathBuf],
-) -> Result<(), Error> {
+/// What a run did, for [`retire_stale`]: the report directories it wrote
+/// (or would have: the traces it could not read hold theirs too), by name,
+/// and each trace it read (absolute) with its directory; the directories it
+/// searched (absolute), and what in them it could not look at.
+struct ThisRun {
+    dirs: std::collections::HashSet<std::ffi::OsString>,
+    read: std::collections::HashMap<PathBuf, PathBuf>,
+    searched: Vec<PathBuf>,
+    left_out: Vec<PathBuf>,
+}
+
+/// Remove the reports an earlier run left in `out` that this run, which
+/// searched where their traces lie, did not write: left, `report diff`
+/// would read them as this run's (a rank the run no longer has, or a trace
+/// twice). That is a trace's directory whose record says its trace lay in a
+/// directory this run searched ([`ThisRun::searched`]), and whose trace is
+/// gone (removed, renamed, a link removed), is read under another name now
+/// (given alone before), or is no longer read as a trace (a copy `trace
+/// sanitize` wrote beside it). A trace in what this run could not look at,
+/// or that cannot be looked up, keeps its report; so does a directory
+/// without `report summary`'s record, or with a record of a version that
+/// did not keep where its trace was.
+fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(out) else { return Ok(()) };
     let mut earlier: Vec<PathBuf> = entries
         .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && !this_run.contains(&e.file_name()))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && !run.dirs.contains(&e.file_name()))
         .map(|e| e.path())
         .collect();
     earlier.sort();
@@ -894,15 +903,26 @@ fn retire_gone(
         // A record this version cannot read is not one to act on.
         let Ok(Some(recorded)) = Recorded::of(&dir) else { continue };
         let Some(trace) = recorded.trace_absolute else { continue };
-        let gone = matches!(
-            std::fs::symlink_metadata(&trace),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound
-        );
-        if !gone || !searched.iter().any(|s| trace.starts_with(s)) {
+        if !run.searched.iter().any(|s| trace.starts_with(s))
+            || run.left_out.iter().any(|p| trace.starts_with(p))
+        {
             continue;
         }
-        let named = recorded.trace.unwrap_or(trace);
-        remove_report(&dir, &format!("its trace {} is gone", named.display()))?;
+        let named = recorded.trace.unwrap_or_else(|| trace.clone());
+        let named = named.display();
+        let why = match (std::fs::symlink_metadata(&trace), run.read.get(&trace)) {
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => {
+                format!("its trace {named} is gone")
+            }
+            (Err(_), _) => continue,
+            (Ok(_), Some(now)) => {
+                format!("its trace {named} has its report in {} now", now.display())
+            }
+            (Ok(_), None) => format!(
+                "its trace {named} is no longer read as one (`madengine trace discover` says why)"
+            ),
+        };
+        remove_report(&dir, &why)?;
     }
     Ok(())
 }
@@ -1237,7 +1257,12 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         return Ok(None);
     };
     let mut stems = tracelens_driver::Stems::default();
-    let mut this_run = std::collections::HashSet::new();
+    let mut this_run = ThisRun {
+        dirs: Default::default(),
+        read: Default::default(),
+        searched: searched(args),
+        left_out: left_out.iter().filter_map(|p| std::path::absolute(&p.path).ok()).collect(),
+    };
     let mut views = Vec::new();
     let mut unreadable = 0;
     for (input, result) in inputs.into_iter().zip(results) {
@@ -1246,7 +1271,10 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         // directory does not change with whether another could be read.
         let stem = stems.unique(&input.rel);
         let dir = args.output_dir.join(&stem);
-        this_run.insert(std::ffi::OsString::from(stem));
+        this_run.dirs.insert(std::ffi::OsString::from(stem));
+        if let Ok(absolute) = std::path::absolute(&view.trace) {
+            this_run.read.insert(absolute, dir.clone());
+        }
         let summary = match result {
             Ok(summary) => summary,
             Err(err) => {
@@ -1320,7 +1348,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         }
         views.push(view);
     }
-    retire_gone(&args.output_dir, &this_run, &searched(args))?;
+    retire_stale(&args.output_dir, &this_run)?;
     let (ranks, mut notes) = cross_rank(&views);
     let (gpus, gpu_notes) = cross_gpu(&views);
     notes.extend(gpu_notes);

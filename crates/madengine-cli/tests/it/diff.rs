@@ -255,13 +255,14 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     assert_eq!(listed("summary/rank0_trace"), "notes.txt");
 }
 
-/// Run again after a trace is gone (a run of fewer ranks now, a trace
-/// renamed), its earlier report is removed with it: left, `report diff`
-/// would read it as this run's. A report of a trace still there is kept
-/// (given alone before), and so is one of a trace outside what this run
-/// searched.
+/// Run again over a directory, the reports an earlier run left of traces
+/// in it that this run did not write go: left, `report diff` would read
+/// them as this run's. A trace gone (a run of fewer ranks now, a link
+/// removed), read under another name now (given alone before), or no
+/// longer read (its sanitized copy is read instead) takes its report with
+/// it. A report of a trace outside what this run searched is kept.
 #[test]
-fn a_trace_that_is_gone_takes_its_earlier_report_with_it() {
+fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     let dir = runs();
     let run = |args: &[&str]| {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
@@ -272,9 +273,13 @@ fn a_trace_that_is_gone_takes_its_earlier_report_with_it() {
     std::os::unix::fs::symlink("../new/rank1_trace.json", dir.path().join("base/rank2_trace.json"))
         .unwrap();
     run(&["report", "summary", "base", "-o", "summary"]);
-    run(&["report", "summary", "new/rank0_trace.json", "new/rank1_trace.json", "-o", "summary"]);
+    let alone = ["new/rank0_trace.json", "new/rank1_trace.json", "base/rank0_trace.json"];
+    run(&[&["report", "summary", "-o", "summary"][..], &alone].concat());
     let listed = || crate::names_in(&dir.path().join("summary")).join(" ");
-    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace rank1_trace rank2_trace");
+    assert_eq!(
+        listed(),
+        "base_rank0_trace new_rank0_trace new_rank1_trace rank0_trace rank1_trace rank2_trace"
+    );
     // The link removed is the trace gone, though what it led to is there.
     fs::remove_file(dir.path().join("base/rank1_trace.json")).unwrap();
     fs::remove_file(dir.path().join("base/rank2_trace.json")).unwrap();
@@ -287,10 +292,24 @@ fn a_trace_that_is_gone_takes_its_earlier_report_with_it() {
        CSVs: summary/rank0_trace
 
     ----- stderr -----
+    [madengine] removed the earlier report in summary/base_rank0_trace: its trace base/rank0_trace.json has its report in summary/rank0_trace now
     [madengine] removed the earlier report in summary/rank1_trace: its trace base/rank1_trace.json is gone
     [madengine] removed the earlier report in summary/rank2_trace: its trace base/rank2_trace.json is gone
     ");
     assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace");
+    run(&["trace", "sanitize", "base/rank0_trace.json"]);
+    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @r"
+    exit code: 0
+    ----- stdout -----
+    == base/rank0_trace.sanitized.json (rank 0, AMD Instinct MI300X)
+       GPU time 0.009 ms: computation 0.009 ms (100.0%), exposed comm 0.000 ms (0.0%), exposed memcpy 0.000 ms (0.0%), idle 0.000 ms (0.0%)
+       CSVs: summary/rank0_trace.sanitized
+
+    ----- stderr -----
+    [madengine] left out base/rank0_trace.json: its copy `madengine trace sanitize` wrote beside it since (the same name with `.sanitized`) is read instead
+    [madengine] removed the earlier report in summary/rank0_trace: its trace base/rank0_trace.json is no longer read as one (`madengine trace discover` says why)
+    ");
+    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace.sanitized");
 }
 
 /// Where a report goes is checked before any trace is read (a large run

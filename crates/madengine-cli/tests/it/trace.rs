@@ -123,6 +123,71 @@ fn sanitize_repairs_into_a_new_file() {
     assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
 }
 
+/// The copy `trace sanitize` writes beside a trace, whatever the trace's
+/// suffix, is found as that trace's: the run keeps its number of traces,
+/// the copies (written last) read in their place, and `report summary`
+/// says which it left out.
+#[test]
+fn a_sanitized_copy_beside_its_trace_stands_for_it() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let kineto =
+        fs::read(synthetic().join("run/torch_profiler_output/libkineto_trace_rank0_1.json"))
+            .unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&kineto).unwrap();
+    let gz = gz.finish().unwrap();
+    let rocprof = crate::rocprof_process(908, 0, 10).into_bytes();
+    let traces = [
+        ("a_rank0.pt.trace.json", &kineto, "a_rank0.sanitized.pt.trace.json"),
+        ("b_rank1.pt.trace.json.gz", &gz, "b_rank1.sanitized.pt.trace.json.gz"),
+        ("c_rank2.json.gz", &gz, "c_rank2.sanitized.json.gz"),
+        ("908_results.json", &rocprof, "908_results.sanitized.json"),
+    ];
+    fs::create_dir(dir.path().join("run")).unwrap();
+    for (name, bytes, _) in &traces {
+        fs::write(dir.path().join("run").join(name), bytes).unwrap();
+    }
+    let found = |key: &str| -> Vec<String> {
+        let (code, out, err) =
+            crate::madengine(dir.path(), &["trace", "discover", "run", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let mut paths: Vec<String> = json[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["path"].as_str().unwrap().trim_start_matches("run/").to_string())
+            .collect();
+        paths.sort();
+        paths
+    };
+    let mut names: Vec<String> = traces.iter().map(|t| t.0.to_string()).collect();
+    names.sort();
+    assert_eq!(found("traces"), names);
+    for (name, _, copy) in &traces {
+        let trace = format!("run/{name}");
+        let (code, _, err) = crate::madengine(dir.path(), &["trace", "sanitize", &trace]);
+        assert_eq!(code, 0, "{err}");
+        assert!(dir.path().join("run").join(copy).is_file(), "{copy}: {err}");
+    }
+    let mut copies: Vec<String> = traces.iter().map(|t| t.2.to_string()).collect();
+    copies.sort();
+    assert_eq!(found("traces"), copies);
+    assert_eq!(found("unsupported"), names);
+    let (code, _, err) = crate::madengine(dir.path(), &["report", "summary", "run", "--top", "0"]);
+    assert_eq!(code, 0, "{err}");
+    let said = err.matches(" is read instead\n").count();
+    assert_eq!(said, 4, "{err}");
+    assert!(
+        err.contains(
+            "[madengine] left out run/a_rank0.pt.trace.json: its copy `madengine trace sanitize` \
+             wrote beside it since (the same name with `.sanitized`) is read instead\n"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_output_name_says_whether_it_is_gzip() {
     use std::io::Write as _;

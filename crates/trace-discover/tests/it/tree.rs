@@ -188,6 +188,54 @@ fn a_broken_link_named_as_a_trace_is_a_problem() {
     );
 }
 
+/// A copy `madengine trace sanitize` wrote beside its trace is that trace
+/// again: of the two, the one written last is read (the copy made to
+/// repair or salvage the trace, or the trace captured again since), and
+/// the other left out with why. A name merely like a copy's is no copy.
+#[test]
+fn of_a_trace_and_its_sanitized_copy_the_newer_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let kineto = br#"{"traceEvents": []}"#;
+    let rocprof = br#"{"rocprofiler-sdk-tool": []}"#;
+    for (rel, bytes) in [
+        ("a/rank0.pt.trace.json", &kineto[..]),
+        ("a/rank0.sanitized.pt.trace.json", kineto),
+        ("a/908_results.json", rocprof),
+        ("a/908_results.sanitized.json", rocprof),
+        ("b/rank1.sanitized.pt.trace.json", kineto),
+        ("b/rank1.pt.trace.json", b"not a trace"),
+        ("c/rank2.sanitized.json", kineto),
+        ("c/rank2.pt.trace.json", kineto),
+    ] {
+        write(root, rel, bytes);
+    }
+    let day = std::time::Duration::from_secs(86_400);
+    let then = std::time::SystemTime::now() - day;
+    for (older, newer) in [
+        ("a/rank0.pt.trace.json", "a/rank0.sanitized.pt.trace.json"),
+        // Captured again since the copy was made.
+        ("a/908_results.sanitized.json", "a/908_results.json"),
+        ("b/rank1.pt.trace.json", "b/rank1.sanitized.pt.trace.json"),
+    ] {
+        for (rel, at) in [(older, then), (newer, then + day / 2)] {
+            let file = fs::File::options().write(true).open(root.join(rel)).unwrap();
+            file.set_modified(at).unwrap();
+        }
+    }
+    let found = discover(root, &Options::default()).unwrap();
+    insta::assert_snapshot!(summary(&found).join("\n"), @r"
+    pytorch a/rank0.sanitized.pt.trace.json by Name rank=0 (FileName, world None)
+    pytorch b/rank1.sanitized.pt.trace.json by Name rank=1 (FileName, world None)
+    pytorch c/rank2.pt.trace.json by Name rank=2 (FileName, world None)
+    pytorch c/rank2.sanitized.json by Content rank=2 (FileName, world None)
+    rocprof_json a/908_results.json by Name
+    unsupported a/908_results.sanitized.json: a copy `madengine trace sanitize` wrote of the trace beside it (the same name without `.sanitized`), which was written again since and is read instead
+    unsupported a/rank0.pt.trace.json: its copy `madengine trace sanitize` wrote beside it since (the same name with `.sanitized`) is read instead
+    unsupported b/rank1.pt.trace.json: its copy `madengine trace sanitize` wrote beside it since (the same name with `.sanitized`) is read instead
+    ");
+}
+
 #[test]
 fn non_utf8_names_are_handled() {
     use std::os::unix::ffi::OsStrExt;
