@@ -143,7 +143,9 @@ const ROCPROF_FORMATS: [&str; 5] = [".json.gz", ".json", ".db", ".pftrace.gz", "
 
 /// Whether `a` and `b` hold the same rocprofv3 process's records, written
 /// in two formats (`--output-format json rocpd pftrace`): two files of one
-/// directory whose names differ only in the format's extension.
+/// directory whose names differ only in the format's extension. A copy
+/// `madengine trace sanitize` wrote of the JSON (`1234_results.sanitized.json`)
+/// holds them too.
 pub fn same_rocprof_output(a: &Path, b: &Path) -> bool {
     a != b
         && a.parent() == b.parent()
@@ -159,10 +161,16 @@ pub fn rocprof_json_name(path: &Path) -> String {
     format!("{stem}.json")
 }
 
-/// A rocprofv3 output's name without its format's extension.
+/// A rocprofv3 output's name without its format's extension (and, for a
+/// sanitized copy of its JSON, without `.sanitized`).
 fn rocprof_stem(path: &Path) -> Option<&str> {
     let name = path.file_name()?.to_str()?;
-    ROCPROF_FORMATS.iter().find_map(|ext| name.strip_suffix(ext))
+    let (stem, ext) =
+        ROCPROF_FORMATS.iter().find_map(|ext| Some((name.strip_suffix(ext)?, ext)))?;
+    Some(match ext.starts_with(".json") {
+        true => stem.strip_suffix(".sanitized").unwrap_or(stem),
+        false => stem,
+    })
 }
 
 pub(crate) fn unsupported_reason(name: &[u8]) -> Option<&'static str> {
@@ -273,6 +281,9 @@ mod tests {
         assert!(!same("h/1234_results.db", "g/1234_results.json"));
         assert!(!same("h/1234_results.db", "h/4321_results.json"));
         assert!(!same("h/1234_results.csv", "h/1234_results.json"));
+        assert!(same("h/1234_results.db", "h/1234_results.sanitized.json"));
+        assert!(same("h/1234_results.pftrace", "h/1234_results.sanitized.json.gz"));
+        assert!(!same("h/1234_results.sanitized.db", "h/1234_results.json"));
         assert_eq!(rocprof_json_name(Path::new("h/1234_results.db")), "1234_results.json");
         assert_eq!(rocprof_json_name(Path::new("h/run.sqlite")), "run.sqlite.json");
         assert_eq!(rocprof_json_name(Path::new("h/1_results.json")), "1_results.json.json");

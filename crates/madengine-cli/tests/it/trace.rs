@@ -175,8 +175,27 @@ fn a_sanitized_copy_beside_its_trace_stands_for_it() {
     copies.sort();
     assert_eq!(found("traces"), copies);
     assert_eq!(found("unsupported"), names);
-    let (code, _, err) = crate::madengine(dir.path(), &["report", "summary", "run", "--top", "0"]);
+    // The run's database of the same process (`--output-format json rocpd`)
+    // is its JSON's twin still, through the copy: not read a second time.
+    fs::copy(
+        synthetic().join("run/rocprof_output/1e4d92661463/1234_results.db"),
+        dir.path().join("run/908_results.db"),
+    )
+    .unwrap();
+    let (code, out, err) =
+        crate::madengine(dir.path(), &["report", "summary", "run", "--top", "0"]);
     assert_eq!(code, 0, "{err}");
+    let mut read: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("== run/")).collect();
+    read.sort();
+    assert_eq!(
+        read,
+        [
+            "908_results.sanitized.json (on GPU 0, AMD Instinct MI300X)",
+            "a_rank0.sanitized.pt.trace.json (rank 0, AMD Instinct MI300X)",
+            "b_rank1.sanitized.pt.trace.json.gz (rank 1, AMD Instinct MI300X)",
+            "c_rank2.sanitized.json.gz (rank 2, AMD Instinct MI300X)",
+        ]
+    );
     let said = err.matches(" is read instead\n").count();
     assert_eq!(said, 4, "{err}");
     assert!(
