@@ -886,8 +886,8 @@ struct ThisRun {
 /// twice). That is a trace's directory whose record says its trace lay in a
 /// directory this run searched ([`ThisRun::searched`]), and whose trace is
 /// gone (removed, renamed, a link removed), is read under another name now
-/// (given alone before), or is no longer read as a trace (a copy `trace
-/// sanitize` wrote beside it). A trace in what this run could not look at,
+/// (given alone before; or it made no report this time), or is no longer
+/// read as a trace (a copy `trace sanitize` wrote beside it). A trace in what this run could not look at,
 /// or that cannot be looked up, keeps its report; so does a directory
 /// without `report summary`'s record, or with a record of a version that
 /// did not keep where its trace was.
@@ -915,9 +915,11 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
                 format!("its trace {named} is gone")
             }
             (Err(_), _) => continue,
-            (Ok(_), Some(now)) => {
+            (Ok(_), Some(now)) if now.join(RECORD).is_file() => {
                 format!("its trace {named} has its report in {} now", now.display())
             }
+            // Read under another name, and no report made (as [`retire`]).
+            (Ok(_), Some(_)) => format!("{named} made none this time"),
             (Ok(_), None) => format!(
                 "its trace {named} is no longer read as one (`madengine trace discover` says why)"
             ),

@@ -310,6 +310,23 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     [madengine] removed the earlier report in summary/rank0_trace: its trace base/rank0_trace.json is no longer read as one (`madengine trace discover` says why)
     ");
     assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace.sanitized");
+    // Given alone, then read under its own name and cut short: it made none.
+    run(&["report", "summary", "base/rank0_trace.sanitized.json", "-o", "summary"]);
+    let copy = dir.path().join("base/rank0_trace.sanitized.json");
+    let text = fs::read_to_string(&copy).unwrap();
+    fs::write(&copy, &text[..text.len() / 2]).unwrap();
+    let args = ["report", "summary", "base", "-o", "summary"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 3"), "{text}");
+    for said in [
+        "[madengine] removed the earlier report in summary/base_rank0_trace.sanitized: \
+         base/rank0_trace.sanitized.json made none this time\n",
+        "[madengine] removed the earlier report in summary/rank0_trace.sanitized: \
+         base/rank0_trace.sanitized.json made none this time\n",
+    ] {
+        assert!(text.contains(said), "{said} not in {text}");
+    }
+    assert_eq!(listed(), "new_rank0_trace new_rank1_trace");
 }
 
 /// Where a report goes is checked before any trace is read (a large run
