@@ -10,6 +10,7 @@ use crate::{
 
 pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     let mut config = settings::tracelens_config(args).map_err(Error::Usage)?;
+    super::check_not_searched(&config.output_dir, &[&config.root])?;
     if args.discover_only {
         let (found, plan) = tracelens_driver::plan_only(&config)?;
         if args.json {

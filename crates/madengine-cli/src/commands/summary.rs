@@ -860,13 +860,12 @@ fn remove_report(dir: &Path, why: &str) -> Result<(), Error> {
 /// The key of [`Recorded::trace_absolute`] in a record.
 const TRACE_ABSOLUTE: &str = "trace_absolute";
 
-/// The directories a run searched, absolute: its directory PATHs, or the
+/// The directories a run searches, as given: its directory PATHs, or the
 /// current directory when none is given.
-fn searched(args: &SummaryArgs) -> Vec<PathBuf> {
-    let given: Vec<&PathBuf> = args.root.iter().chain(&args.paths).collect();
-    let dot = PathBuf::from(".");
-    let paths = if given.is_empty() { vec![&dot] } else { given };
-    paths.into_iter().filter(|p| p.is_dir()).filter_map(|p| std::path::absolute(p).ok()).collect()
+fn searched(args: &SummaryArgs) -> Vec<&Path> {
+    let given: Vec<&Path> = args.root.iter().chain(&args.paths).map(PathBuf::as_path).collect();
+    let paths = if given.is_empty() { vec![Path::new(".")] } else { given };
+    paths.into_iter().filter(|p| p.is_dir()).collect()
 }
 
 /// What a run did, for [`retire_stale`]: the report directories it wrote
@@ -1249,6 +1248,7 @@ impl Summarized {
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
     // Before reading traces (minutes for a large run), not after.
     super::check_output(&args.output_dir, true)?;
+    super::check_not_searched(&args.output_dir, &searched(args))?;
     if let Some(html) = &args.html {
         super::check_output(html, false)?;
     }
@@ -1262,7 +1262,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let mut this_run = ThisRun {
         dirs: Default::default(),
         read: Default::default(),
-        searched: searched(args),
+        searched: searched(args).into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
         left_out: left_out.iter().filter_map(|p| std::path::absolute(&p.path).ok()).collect(),
     };
     let mut views = Vec::new();

@@ -329,6 +329,35 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     assert_eq!(listed(), "new_rank0_trace new_rank1_trace");
 }
 
+/// An `--output-dir` that is, or holds, the run directory is refused (exit
+/// 2) before anything is read or run: what lies in it is never searched
+/// for traces, so none would be found.
+#[test]
+fn an_output_directory_that_holds_the_run_is_refused() {
+    let dir = runs();
+    for (args, said) in [
+        (&["report", "summary", "base", "-o", "base"][..], "base is the run directory base"),
+        (&["report", "summary", "base", "-o", "."], ". holds the run directory base"),
+        (&["report", "summary", "-o", "."], ". is the run directory ."),
+        (&["report", "tracelens", "base", "-o", "base"], "base is the run directory base"),
+        (
+            &["report", "tracelens", "-r", "base", "-o", ".", "--discover-only"],
+            ". holds the run directory base",
+        ),
+    ] {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        let expected = format!(
+            "exit code: 2\n----- stdout -----\n----- stderr -----\nerror: --output-dir {said}: \
+             what lies in the output directory is never searched for traces, so none would be \
+             found; name another directory (one inside the run is fine)\n"
+        );
+        assert_eq!(text, expected, "{args:?}");
+    }
+    assert_eq!(crate::names_in(dir.path()), ["base", "new"]);
+    assert_eq!(crate::names_in(&dir.path().join("base")), ["rank0_trace.json", "rank1_trace.json"]);
+}
+
 /// Where a report goes is checked before any trace is read (a large run
 /// takes minutes) or TraceLens run: `-o` naming a file, or a path under
 /// one, and `--html` naming a directory are refused (exit 3) with nothing
