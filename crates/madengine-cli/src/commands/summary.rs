@@ -886,10 +886,11 @@ struct ThisRun {
 /// directory this run searched ([`ThisRun::searched`]), and whose trace is
 /// gone (removed, renamed, a link removed), is read under another name now
 /// (given alone before; or it made no report this time), or is no longer
-/// read as a trace (a copy `trace sanitize` wrote beside it). A trace in what this run could not look at,
-/// or that cannot be looked up, keeps its report; so does a directory
-/// without `report summary`'s record, or with a record of a version that
-/// did not keep where its trace was.
+/// read as a trace (a copy `trace sanitize` wrote beside it is read). A
+/// trace in what this run could not look at, or that cannot be looked up,
+/// keeps its report; so does a directory without `report summary`'s
+/// record, or with a record of a version that did not keep where its trace
+/// was.
 fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(out) else { return Ok(()) };
     let mut earlier: Vec<PathBuf> = entries
