@@ -197,6 +197,9 @@ pub(crate) fn remove_stale(output_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The CSV summary's columns, in order (as the original's).
+const COLUMNS: [&str; 6] = ["trace_file", "kind", "tracelens_tool", "status", "output", "detail"];
+
 /// The rows of a run's CSV summary ([`SUMMARY_CSV`], as this crate and the
 /// original analyzer write it), read back: what a later command needs to
 /// tell this run's reports from those an earlier run left in the same
@@ -206,13 +209,12 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
     let bad = |detail: String| Error::Read { path: path.to_path_buf(), detail };
     let mut reader = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
     let headers = reader.headers().map_err(|e| bad(e.to_string()))?.clone();
-    let columns = ["trace_file", "kind", "tracelens_tool", "status", "output", "detail"];
-    let at: Vec<usize> = columns
+    let at: Vec<usize> = COLUMNS
         .iter()
         .map(|c| headers.iter().position(|h| h == *c))
         .collect::<Option<_>>()
         .ok_or_else(|| {
-            bad(format!("not a TraceLens run summary (its columns are not {})", columns.join(", ")))
+            bad(format!("not a TraceLens run summary (its columns are not {})", COLUMNS.join(", ")))
         })?;
     let mut rows = Vec::new();
     for record in reader.records() {
@@ -240,7 +242,7 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
 pub(crate) fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
     atomic_write(path, |file| {
         let mut w = csv::Writer::from_writer(file);
-        w.write_record(["trace_file", "kind", "tracelens_tool", "status", "output", "detail"])?;
+        w.write_record(COLUMNS)?;
         for r in rows {
             w.write_record([
                 &r.trace_file,
