@@ -1127,7 +1127,7 @@ that are not JSON; without: a copy is still cut short or holds such words
 
 #[derive(Debug, Args)]
 pub(crate) struct DiscoverArgs {
-    /// The run directory to search.
+    /// The run directory to search, or one file to classify.
     #[arg(default_value = ".")]
     pub(crate) root: PathBuf,
     /// Ignore everything under this directory (repeatable).

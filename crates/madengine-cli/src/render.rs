@@ -49,7 +49,8 @@ pub(crate) fn size(bytes: u64) -> String {
     if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
 }
 
-pub(crate) fn discovery(found: &Discovery) -> Result<(), Error> {
+/// A discovery as a table; of `one_file`, the file's row, or why it is none.
+pub(crate) fn discovery(found: &Discovery, one_file: bool) -> Result<(), Error> {
     let mut text = String::new();
     if !found.traces.is_empty() {
         let rows: Vec<[String; 5]> = found
@@ -81,6 +82,16 @@ pub(crate) fn discovery(found: &Discovery) -> Result<(), Error> {
     }
     for p in &found.problems {
         text.push_str(&format!("problem      {}: {}\n", p.path.display(), p.message));
+    }
+    if one_file {
+        if text.is_empty() {
+            text = format!(
+                "{}: not a trace madengine reads (PyTorch/Kineto or rocprofv3 JSON, .json or \
+                 .json.gz; a rocprofv3 database or Perfetto trace)\n",
+                found.root.display()
+            );
+        }
+        return out(&text);
     }
     let kinds: Vec<String> = [TraceKind::Pytorch, TraceKind::RocprofJson, TraceKind::Pftrace]
         .into_iter()

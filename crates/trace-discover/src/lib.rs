@@ -49,6 +49,6 @@ pub use crate::{
     size::{at_once, json_size},
     walk::{
         Discovery, Options, Problem, SANITIZED_COPY, SANITIZED_ORIGINAL, Trace, Unsupported,
-        discover,
+        classify, discover,
     },
 };

@@ -230,6 +230,37 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
     Ok(found)
 }
 
+/// Classify one file as [`discover`] would find it in its directory: a
+/// [`Discovery`] whose `root` is the file, holding it as a trace, as
+/// unsupported, or not at all (no trace; the caller says so). Its
+/// directory's name counts, as in a walk (`torch_profiler_output/`); a
+/// symbolic link is followed. A directory is searched, as [`discover`] does.
+pub fn classify(path: &Path, options: &Options) -> Result<Discovery> {
+    let meta =
+        fs::metadata(path).map_err(|source| Error::Root { path: path.to_path_buf(), source })?;
+    if meta.is_dir() {
+        return discover(path, options);
+    }
+    let mut found = Discovery {
+        root: path.to_path_buf(),
+        traces: vec![],
+        unsupported: vec![],
+        problems: vec![],
+    };
+    let Some(name) = path.file_name() else { return Ok(found) };
+    let parent = absolute(path).ok().and_then(|p| p.parent()?.file_name().map(PathBuf::from));
+    let rel = parent.unwrap_or_default().join(name);
+    match WalkDir::new(path).into_iter().next() {
+        Some(Ok(entry)) => classify_file(&entry, &rel, options, &mut found),
+        Some(Err(e)) => {
+            let message = e.io_error().map_or_else(|| e.to_string(), ToString::to_string);
+            found.problems.push(Problem { path: path.to_path_buf(), message });
+        }
+        None => {}
+    }
+    Ok(found)
+}
+
 /// Why a copy `madengine trace sanitize` wrote beside its trace is left out
 /// (an [`Unsupported::reason`]): the trace was written again since.
 pub const SANITIZED_COPY: &str = "a copy `madengine trace sanitize` wrote of the trace beside \

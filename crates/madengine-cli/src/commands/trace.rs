@@ -9,11 +9,17 @@ use crate::{
 };
 
 pub(crate) fn discover(args: &DiscoverArgs) -> Result<Status, Error> {
-    let found = trace_discover::discover(&args.root, &settings::discover_options(args))?;
+    let options = settings::discover_options(args);
+    // A file is classified alone: what madengine makes of it.
+    let one_file = std::fs::metadata(&args.root).is_ok_and(|m| !m.is_dir());
+    let found = match one_file {
+        true => trace_discover::classify(&args.root, &options)?,
+        false => trace_discover::discover(&args.root, &options)?,
+    };
     if args.json {
         render::json(&found)?;
     } else {
-        render::discovery(&found)?;
+        render::discovery(&found, one_file)?;
     }
     Ok(Status::Success)
 }

@@ -74,6 +74,41 @@ fn discover_table() {
     cli_snapshot!(&synthetic(), ["trace", "discover", "run", "--exclude", "run/tracelens_output"]);
 }
 
+/// One file is classified alone, as a search of its directory would find
+/// it (its directory's name counts): a trace's row, an unsupported
+/// format's line, or a line that says it is no trace.
+#[test]
+fn discover_classifies_one_file() {
+    let run = synthetic().join("run");
+    cli_snapshot!(&run, ["trace", "discover", "torch_profiler_output/libkineto_trace_4242.json"], @r"
+    exit code: 0
+    ----- stdout -----
+    KIND     FOUND BY  RANK                 SIZE     PATH
+    pytorch  name      1 (distributedInfo)  1.2 KiB  torch_profiler_output/libkineto_trace_4242.json
+    ----- stderr -----
+    ");
+    cli_snapshot!(&run, ["trace", "discover", "rocprof_output/1e4d92661463/1234_results.db"], @r"
+    exit code: 0
+    ----- stdout -----
+    unsupported  rocprof_output/1e4d92661463/1234_results.db: rocprofv3 SQLite output is not readable by TraceLens itself; `madengine report tracelens` (modes auto and rocprof) writes it as rocprofv3 JSON for TraceLens' rocprof report, and `report summary` and `report diff` read it as it is
+    ----- stderr -----
+    ");
+    cli_snapshot!(&run, ["trace", "discover", "manifest.json"], @r"
+    exit code: 0
+    ----- stdout -----
+    manifest.json: not a trace madengine reads (PyTorch/Kineto or rocprofv3 JSON, .json or .json.gz; a rocprofv3 database or Perfetto trace)
+    ----- stderr -----
+    ");
+    let (code, out, err) = crate::madengine(
+        &run,
+        &["trace", "discover", "--json", "torch_profiler_output/libkineto_trace_rank1_2.json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["traces"][0]["rank"]["rank"], 1, "{json}");
+    assert_eq!(json["root"], json["traces"][0]["path"], "{json}");
+}
+
 /// A newline in a path is shown escaped: each trace stays one row.
 #[test]
 fn a_newline_in_a_path_keeps_the_table_one_row_a_trace() {

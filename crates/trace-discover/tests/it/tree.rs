@@ -236,6 +236,27 @@ fn of_a_trace_and_its_sanitized_copy_the_newer_is_read() {
     ");
 }
 
+/// One file classified alone is what a search of its directory finds of
+/// it; a directory is searched.
+#[test]
+fn one_file_is_classified_as_its_directory_would_find_it() {
+    let root = crate::synthetic_run();
+    let options = Options::default();
+    let found = discover(&root, &options).unwrap();
+    for trace in &found.traces {
+        let alone = trace_discover::classify(&trace.path, &options).unwrap();
+        assert_eq!(alone.root, trace.path);
+        assert_eq!(alone.traces, std::slice::from_ref(trace), "{}", trace.path.display());
+    }
+    for unsupported in &found.unsupported {
+        let alone = trace_discover::classify(&unsupported.path, &options).unwrap();
+        assert_eq!(alone.unsupported, std::slice::from_ref(unsupported));
+    }
+    let none = trace_discover::classify(&root.join("manifest.json"), &options).unwrap();
+    assert!(none.traces.is_empty() && none.unsupported.is_empty() && none.problems.is_empty());
+    assert_eq!(trace_discover::classify(&root, &options).unwrap(), found);
+}
+
 #[test]
 fn non_utf8_names_are_handled() {
     use std::os::unix::ffi::OsStrExt;
