@@ -845,7 +845,12 @@ fn retire(dir: &Path, trace: &Path) -> Result<(), Error> {
     if !dir.join(RECORD).is_file() {
         return Ok(());
     }
-    remove_report(dir, &format!("{} made none this time", trace.display()))
+    remove_report(dir, &made_none(trace))
+}
+
+/// Why the earlier report of `trace`, read this time, goes.
+fn made_none(trace: &Path) -> String {
+    format!("{} made none this time", trace.display())
 }
 
 /// Remove `report summary`'s files from `dir`, and `dir` if that empties
@@ -909,19 +914,19 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
             continue;
         }
         let named = recorded.trace.unwrap_or_else(|| trace.clone());
-        let named = named.display();
+        let shown = named.display();
         let why = match (std::fs::symlink_metadata(&trace), run.read.get(&trace)) {
             (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => {
-                format!("its trace {named} is gone")
+                format!("its trace {shown} is gone")
             }
             (Err(_), _) => continue,
             (Ok(_), Some(now)) if now.join(RECORD).is_file() => {
-                format!("its trace {named} has its report in {} now", now.display())
+                format!("its trace {shown} has its report in {} now", now.display())
             }
             // Read under another name, and no report made (as [`retire`]).
-            (Ok(_), Some(_)) => format!("{named} made none this time"),
+            (Ok(_), Some(_)) => made_none(&named),
             (Ok(_), None) => format!(
-                "its trace {named} is no longer read as one (`madengine trace discover` says why)"
+                "its trace {shown} is no longer read as one (`madengine trace discover` says why)"
             ),
         };
         remove_report(&dir, &why)?;
@@ -1249,7 +1254,8 @@ impl Summarized {
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
     // Before reading traces (minutes for a large run), not after.
     super::check_output(&args.output_dir, true)?;
-    super::check_not_searched(&args.output_dir, &searched(args))?;
+    let searched = searched(args);
+    super::check_not_searched(&args.output_dir, &searched)?;
     if let Some(html) = &args.html {
         super::check_output(html, false)?;
     }
@@ -1263,7 +1269,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let mut this_run = ThisRun {
         dirs: Default::default(),
         read: Default::default(),
-        searched: searched(args).into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
+        searched: searched.into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
         left_out: left_out.iter().filter_map(|p| std::path::absolute(&p.path).ok()).collect(),
     };
     let mut views = Vec::new();
