@@ -21,6 +21,17 @@ Exit codes:
 as a shell): on Ctrl-C the workload decides, and madengine still stops the daemon,
 removes its hook and keeps the traces captured.";
 
+/// What `-h` shows after a command's options: the examples and exit codes
+/// of its `--help` text (paragraphs starting `Example` or `Exit code`); the
+/// explanation is for `--help`, as ripgrep and uv split them.
+fn brief(long: &str) -> String {
+    let kept: Vec<&str> = long
+        .split("\n\n")
+        .filter(|p| p.starts_with("Example") || p.starts_with("Exit code"))
+        .collect();
+    kept.join("\n\n")
+}
+
 /// Turn GPU profiler traces into TraceLens reports.
 ///
 /// madengine finds the traces a benchmark run leaves behind (PyTorch/Kineto,
@@ -48,7 +59,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Dynolog(DynologCommand),
     /// Run a PyTorch workload and capture Kineto traces through dynolog, without changing it.
-    #[command(after_help = PROFILE_HELP)]
+    #[command(after_help = brief(PROFILE_HELP), after_long_help = PROFILE_HELP)]
     Profile(ProfileArgs),
     /// Profiled multi-node runs on SLURM: render, submit, gather.
     #[command(subcommand)]
@@ -57,7 +68,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     K8s(K8sCommand),
     /// Print a shell completion script for madengine.
-    #[command(after_help = COMPLETIONS_HELP)]
+    #[command(after_help = brief(COMPLETIONS_HELP), after_long_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
 }
 
@@ -79,7 +90,7 @@ pub(crate) struct CompletionsArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum K8sCommand {
     /// Render the manifests (ConfigMap, Service, PVC, Job) as JSON.
-    #[command(after_help = K8S_RENDER_HELP)]
+    #[command(after_help = brief(K8S_RENDER_HELP), after_long_help = K8S_RENDER_HELP)]
     Render(K8sRenderArgs),
     /// Render and `kubectl apply` the manifests.
     Apply(K8sApplyArgs),
@@ -193,7 +204,7 @@ pub(crate) enum SlurmCommand {
     /// Print (or write) the sbatch script of a profiled run.
     Script(SlurmScriptArgs),
     /// Submit a profiled run; with --wait, follow it and gather its results.
-    #[command(after_help = SLURM_SUBMIT_HELP)]
+    #[command(after_help = brief(SLURM_SUBMIT_HELP), after_long_help = SLURM_SUBMIT_HELP)]
     Submit(SlurmSubmitArgs),
     /// Summarize what each node of a finished job left (results_summary.json).
     Gather(SlurmGatherArgs),
@@ -230,7 +241,7 @@ pub(crate) struct JobArgs {
     #[arg(long)]
     pub(crate) nodes: Option<u32>,
     /// Tasks per node of the allocation (the workload step runs once per node).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub(crate) ntasks_per_node: Option<u32>,
     /// GPUs per node.
     #[arg(long, value_name = "G")]
@@ -385,40 +396,45 @@ pub(crate) struct DaemonArgs {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct CaptureArgs {
     /// Trace this many optimizer steps (iteration mode; wins over --duration-ms). 0: a time window.
-    #[arg(long, env = "TORCH_PROFILE_ITERATIONS", default_value_t = 5)]
+    #[arg(long, value_name = "STEPS", env = "TORCH_PROFILE_ITERATIONS", default_value_t = 5)]
     pub(crate) iterations: u32,
     /// The time window in milliseconds (when --iterations is 0).
-    #[arg(long, env = "TORCH_PROFILE_DURATION_MS", default_value_t = 500)]
+    #[arg(long, value_name = "MS", env = "TORCH_PROFILE_DURATION_MS", default_value_t = 500)]
     pub(crate) duration_ms: u64,
     /// Start a time window at this Unix time in ms (0: as soon as possible).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, value_name = "UNIX_MS", default_value_t = 0)]
     pub(crate) profile_start_time: u64,
     /// Start an iteration window at the next multiple of this step.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_name = "STEP", default_value_t = 1)]
     pub(crate) profile_start_iteration_roundup: u32,
     /// At most this many processes are traced (dyno's default 3 drops ranks).
-    #[arg(long, env = "TORCH_PROFILE_PROCESS_LIMIT", default_value_t = 64)]
+    #[arg(long, value_name = "N", env = "TORCH_PROFILE_PROCESS_LIMIT", default_value_t = 64)]
     pub(crate) process_limit: u32,
     /// The job id processes registered with [default: $SLURM_JOB_ID, else 0].
-    #[arg(long, env = "TORCH_PROFILE_JOB_ID")]
+    #[arg(long, value_name = "ID", env = "TORCH_PROFILE_JOB_ID")]
     pub(crate) job_id: Option<u64>,
-    /// Record input shapes (1 or 0).
-    #[arg(long, env = "TORCH_PROFILE_RECORD_SHAPES", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
+    /// Record input shapes.
+    #[arg(long, value_name = "0|1", env = "TORCH_PROFILE_RECORD_SHAPES", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
     pub(crate) record_shapes: bool,
-    /// Record Python stacks (1 or 0).
-    #[arg(long, env = "TORCH_PROFILE_WITH_STACKS", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
+    /// Record Python stacks.
+    #[arg(long, value_name = "0|1", env = "TORCH_PROFILE_WITH_STACKS", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
     pub(crate) with_stacks: bool,
-    /// Record module hierarchy (1 or 0).
-    #[arg(long, env = "TORCH_PROFILE_WITH_MODULES", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
+    /// Record module hierarchy.
+    #[arg(long, value_name = "0|1", env = "TORCH_PROFILE_WITH_MODULES", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set)]
     pub(crate) with_modules: bool,
-    /// Estimate FLOPs (1 or 0).
-    #[arg(long, env = "TORCH_PROFILE_WITH_FLOPS", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set)]
+    /// Estimate FLOPs.
+    #[arg(long, value_name = "0|1", env = "TORCH_PROFILE_WITH_FLOPS", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set)]
     pub(crate) with_flops: bool,
-    /// Profile memory (1 or 0; time windows only).
-    #[arg(long, env = "TORCH_PROFILE_PROFILE_MEMORY", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set)]
+    /// Profile memory (time windows only).
+    #[arg(long, value_name = "0|1", env = "TORCH_PROFILE_PROFILE_MEMORY", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set)]
     pub(crate) profile_memory: bool,
     /// File name kineto writes (it inserts _<pid>).
-    #[arg(long, env = "TORCH_PROFILE_LOG_FILE", default_value = "libkineto_trace.json")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "TORCH_PROFILE_LOG_FILE",
+        default_value = "libkineto_trace.json"
+    )]
     pub(crate) log_name: String,
 }
 
@@ -445,7 +461,7 @@ pub(crate) struct PolicyArgs {
     )]
     pub(crate) retry_interval_s: f64,
     /// Give up after this many requests.
-    #[arg(long, env = "TORCH_PROFILE_MAX_ATTEMPTS", default_value_t = 40)]
+    #[arg(long, value_name = "N", env = "TORCH_PROFILE_MAX_ATTEMPTS", default_value_t = 40)]
     pub(crate) max_attempts: u32,
     /// The workload's processes must stay unchanged this long before a request.
     #[arg(long, env = "TORCH_PROFILE_STABLE_S", default_value_t = 5.0, value_name = "SECS")]
@@ -461,28 +477,28 @@ pub(crate) struct GputraceArgs {
     #[command(flatten)]
     pub(crate) daemon: DaemonArgs,
     /// Where kineto writes (under /tmp/, or $KINETO_ONDEMAND_TRACE_DIR of the workload).
-    #[arg(long, required = true)]
+    #[arg(long, value_name = "PATH", required = true)]
     pub(crate) log_file: String,
     /// Comma-separated pids (a process matches when any of its ancestors is listed) [default: all].
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_name = "PID,...", value_delimiter = ',')]
     pub(crate) pids: Vec<u32>,
     /// The job id [default: $SLURM_JOB_ID, else 0].
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub(crate) job_id: Option<u64>,
     /// Time window in ms.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, value_name = "MS", default_value_t = 500)]
     pub(crate) duration_ms: u64,
     /// Trace this many steps instead of a time window.
-    #[arg(long)]
+    #[arg(long, value_name = "STEPS")]
     pub(crate) iterations: Option<u32>,
     /// Unix time in ms to start a time window at.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, value_name = "UNIX_MS", default_value_t = 0)]
     pub(crate) profile_start_time: u64,
     /// Round an iteration window's start up to a multiple of this.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_name = "STEP", default_value_t = 1)]
     pub(crate) profile_start_iteration_roundup: u32,
     /// At most this many processes.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = 64)]
     pub(crate) process_limit: u32,
     /// Record input shapes.
     #[arg(long)]
@@ -612,16 +628,16 @@ pub(crate) struct ProfileArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum ReportCommand {
     /// Run TraceLens over every trace under a run directory.
-    #[command(after_help = TRACELENS_HELP)]
+    #[command(after_help = brief(TRACELENS_HELP), after_long_help = TRACELENS_HELP)]
     Tracelens(TracelensArgs),
     /// Compare two or more TraceLens PyTorch reports.
-    #[command(name = "tracelens-compare", after_help = COMPARE_HELP)]
+    #[command(name = "tracelens-compare", after_help = brief(COMPARE_HELP), after_long_help = COMPARE_HELP)]
     TracelensCompare(CompareArgs),
     /// TraceLens' core tables computed natively, in seconds, without Python.
-    #[command(after_help = SUMMARY_HELP)]
+    #[command(after_help = brief(SUMMARY_HELP), after_long_help = SUMMARY_HELP)]
     Summary(SummaryArgs),
     /// Where GPU time moved between two traces (a baseline and a new run), natively.
-    #[command(after_help = DIFF_HELP)]
+    #[command(after_help = brief(DIFF_HELP), after_long_help = DIFF_HELP)]
     Diff(DiffArgs),
 }
 
@@ -635,7 +651,8 @@ side, then the kernels, ops and op categories (GEMM, SDPA_fwd, elementwise,
 ...: what traces of different GPUs share; rocprofv3: kernel categories)
 whose time changed most, either way, and the collective calls (NCCL/RCCL
 kernels with PyTorch's collective args, by collective, dtype, sizes and
-group); a name in one trace only counts as 0 in the other. Ratios are new over baseline.
+group); a name in one trace only counts as 0 in the other. Ratios are new
+over baseline.
 
 Two run directories are compared rank by rank (ranks from file names or
 distributedInfo, as `trace discover` shows them): each rank's GPU time side
@@ -655,31 +672,32 @@ reports do (`report tracelens`' <stem>_csv/). Keep the baseline's small CSVs
 and compare each new trace with them, without the baseline trace. A
 directory of several reports is a run's: compared rank by rank, by the ranks
 `report summary` recorded in each one's summary.json, else by the ranks in
-their names (TraceLens' rank3_trace_csv/).
+their names (TraceLens' rank3_trace_csv/). Of a `report tracelens` output
+directory, the reports its tracelens_summary.csv names as SUCCESS are read.
 
-Compare traces of one kind (PyTorch with PyTorch, rocprofv3 with rocprofv3,
-JSON, rocpd database or pftrace) that cover the same work: totals add up every step a trace
-holds, so a trace of twice the steps shows twice the time. Each trace's
-steps are counted from its ProfilerStep# annotations (torch.profiler's
-schedule), else its Optimizer.step# ones (a trace captured on demand by
-iteration, as `madengine profile` does): a note says when the two sides hold
-different numbers (else when their kernel launches differ by more than 10%),
-and --per-step divides each side by its steps. Traces of
+Compare traces of one kind (PyTorch with PyTorch, rocprofv3 with rocprofv3:
+JSON, rocpd database or pftrace) that cover the same work: totals add up
+every step a trace holds, so a trace of twice the steps shows twice the
+time. Each trace's steps are counted from its ProfilerStep# annotations
+(torch.profiler's schedule), else its Optimizer.step# ones (a trace captured
+on demand by iteration, as `madengine profile` does): a note says when the
+two sides hold different numbers (else when their kernel launches differ by
+more than 10%), and --per-step divides each side by its steps. Traces of
 different GPUs compare by timeline, ops and op categories; their kernels
 have other names.
 
-Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
-2 usage error (traces of different kinds, traces that cannot be paired);
-3 a trace cannot be read or has no GPU activity.
-
 Examples:
   madengine report diff base/rank0.json.gz new/rank0.json.gz
-  madengine report diff runs/base runs/new --top 5       # rank by rank
-  madengine report diff base.json new.json -o diff/      # every row as CSVs
-  madengine report diff summary_output/base_rank0 new/rank0.json.gz   # a kept report
-  madengine report diff runs/base runs/new --html diff.html             # a page to mail
+  madengine report diff runs/base runs/new --top 5     # rank by rank
+  madengine report diff base.json new.json -o diff/    # every row as CSVs
+  madengine report diff summary_output/base_rank0 new/rank0.json.gz
+  madengine report diff runs/base runs/new --html diff.html
   madengine report diff base_results.json new_results.json --json
-  madengine report diff kept/ nightly/ --max-regression 5               # exit 1 if 5% slower";
+  madengine report diff kept/ nightly/ --max-regression 5   # exit 1: 5% slower
+
+Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
+2 usage error (traces of different kinds, traces that cannot be paired);
+3 a trace cannot be read or has no GPU activity.";
 
 /// A percentage: `5`, `2.5` or `5%`, not negative.
 fn percent(text: &str) -> Result<f64, String> {
@@ -699,30 +717,36 @@ pub(crate) struct DiffArgs {
     /// The trace, run directory or report to compare with it.
     #[arg(value_name = "NEW")]
     pub(crate) new: PathBuf,
-    /// Also write every row as CSVs (gpu_timeline_diff.csv, kernel_diff.csv,
-    /// ops_diff.csv, op_category_diff.csv, collective_diff.csv; rocprofv3:
-    /// kernel_category_diff.csv, collective_kernels_diff.csv) to DIR.
+    /// Also write every row as CSVs to DIR.
+    ///
+    /// gpu_timeline_diff.csv, kernel_diff.csv, ops_diff.csv,
+    /// op_category_diff.csv, collective_diff.csv; for rocprofv3:
+    /// kernel_category_diff.csv, collective_kernels_diff.csv.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
     /// How many kernels, ops, categories and collective calls to show,
     /// largest change first (0: the timeline only).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
-    /// Compare per step: each trace's times and counts divided by its steps
-    /// (ProfilerStep#, else Optimizer.step# annotations), for traces of
-    /// different step counts.
+    /// Compare per step, for traces of different step counts.
+    ///
+    /// Each trace's times and counts are divided by its steps (ProfilerStep#,
+    /// else Optimizer.step# annotations).
     #[arg(long)]
     pub(crate) per_step: bool,
-    /// Also write one self-contained HTML page (inline SVG, no scripts, no
-    /// network): the timelines as bars on one scale, rank by rank for runs,
-    /// and the --top kernels, ops and op categories that moved most.
+    /// Also write one self-contained HTML page.
+    ///
+    /// Inline SVG, no scripts, no network: the timelines as bars on one
+    /// scale, rank by rank for runs, and the --top kernels, ops and op
+    /// categories that moved most.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
     /// Exit 1 when the new GPU time is more than PCT percent above the
-    /// baseline's (the slowest rank's, for two runs; GPU busy time for
-    /// rocprofv3, the busiest GPU's for two rocprofv3 runs; per step with
-    /// --per-step): a gate for nightly runs. The
-    /// comparison is printed and written all the same.
+    /// baseline's: a gate for nightly runs.
+    ///
+    /// The GPU time compared: the slowest rank's, for two runs; GPU busy time
+    /// for rocprofv3, the busiest GPU's for two rocprofv3 runs; per step with
+    /// --per-step. The comparison is printed and written all the same.
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub(crate) max_regression: Option<f64>,
     /// Traces read at the same time [default: as `report summary`].
@@ -744,43 +768,48 @@ ops_summary with TraceLens' exact definitions, written as CSVs to
 the top kernels, ops and op categories (GEMM, SDPA_fwd, elementwise, ...,
 as TraceLens assigns them), and a cross-rank table per run when the traces
 carry ranks (runs are told apart by directory wherever a rank appears twice).
-rocprofv3 JSON traces get TraceLens' rocprof tables instead (gpu_timeline as
+Traces whose NCCL/RCCL kernels carry PyTorch's collective args also get
+collective_summary.csv (madengine's own: calls by collective and message
+size, with nccl-tests' algbw and busbw).
+
+rocprofv3 traces get TraceLens' rocprof tables instead (gpu_timeline as
 total/kernel/memory/busy/idle, and kernel_summary), and their kernels by
-category (GEMM, Elementwise, COMM, ...); so do rocprofv3's SQLite databases
-(rocpd, <pid>_results.db, its default output since ROCm 7, which TraceLens
-cannot read), opened read-only, and its Perfetto traces (--output-format
-pftrace), read packet by packet without traceconv: their kernel_dispatch and
-memory_copy slices, the profiled time the span of all their slices (a
-Perfetto trace holds no process start and end, nor the GPU's name; the GPU
-index only with rocprofv3 --agent-index type-relative).
-rocprofv3 writes no rank
-but a file per process, and a multi-GPU job runs a process per GPU: each
-trace says the GPU its kernels ran on (`on GPU 3`), and a directory's
-processes get a cross-GPU table (the GPU with the least time in collective
-kernels flagged: the one the others waited for). Traces whose NCCL/RCCL kernels carry
-PyTorch's collective args also get collective_summary.csv (madengine's own:
-calls by collective and message size, with nccl-tests' algbw and busbw).
-Broken traces are read
-through the sanitizer. Traces TraceLens rejects still get an answer, and each
-trace says which rule applied (`outcome` in --json).
+category (GEMM, Elementwise, COMM, ...), from any of its outputs:
+  - JSON (--output-format json);
+  - SQLite databases (rocpd, <pid>_results.db, its default output since
+    ROCm 7, which TraceLens cannot read), opened read-only;
+  - Perfetto traces (--output-format pftrace), read packet by packet without
+    traceconv: their kernel_dispatch and memory_copy slices, the profiled
+    time the span of all their slices (a Perfetto trace holds no process
+    start and end, nor the GPU's name; the GPU index only with rocprofv3
+    --agent-index type-relative).
+rocprofv3 writes no rank but a file per process, and a multi-GPU job runs a
+process per GPU: each trace says the GPU its kernels ran on (`on GPU 3`),
+and a directory's processes get a cross-GPU table (the GPU with the least
+time in collective kernels flagged: the one the others waited for).
 
 A directory is searched for PyTorch and rocprofv3 JSON traces, rocpd
 databases and Perfetto traces (the output directory excepted; of one
 rocprofv3 process's outputs side by side, <pid>_results.json, else .db, else
 .pftrace, is read); a file is read whatever its name. Traces are read in
-parallel (--jobs). A trace that cannot be read (truncated, not JSON) is
-reported with its error and does not stop the others; the exit code is then 3.
-With --salvage a truncated trace (its writer killed part way, a .json.gz cut
-short) is summarized from the records complete before the cut and marked
-`truncated` (profilers write GPU activity last: the end of the timeline is lost);
-one with data after the end of its JSON document is summarized without it,
-and one whose last string never ends from the records before that string.
+parallel (--jobs). A run's reports written before and no longer made (their
+trace gone, or read under another name) are removed, each with a line why.
+
+Broken traces are read through the sanitizer. Traces TraceLens rejects still
+get an answer, and each trace says which rule applied (`outcome` in --json).
+A trace that cannot be read (truncated, not JSON) is reported with its error
+and does not stop the others; the exit code is then 3. With --salvage a
+truncated trace (its writer killed part way, a .json.gz cut short) is
+summarized from the records complete before the cut and marked `truncated`
+(profilers write GPU activity last: the end of the timeline is lost); one
+with data after the end of its JSON document is summarized without it, and
+one whose last string never ends from the records before that string.
 
 Examples:
   madengine report summary runs/llama
   madengine report summary rank0.json.gz rank1.json.gz --top 5 --json
   madengine report summary run/ --html run/summary.html
-  madengine report summary run/ --top 0     # many ranks: GPU time per trace, then the cross-rank table";
+  madengine report summary run/ --top 0     # many ranks: the cross-rank table";
 
 #[derive(Debug, Args)]
 pub(crate) struct SummaryArgs {
@@ -798,25 +827,30 @@ pub(crate) struct SummaryArgs {
     /// trace.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
-    /// Traces read at the same time [default: number of CPUs, at most 8, fewer
-    /// when the largest would not fit in half the available memory; each takes
-    /// about 0.75 times its uncompressed size while read, a rocprofv3 trace
-    /// about a sixth].
+    /// Traces read at the same time [default: number of CPUs, at most 8].
+    ///
+    /// Fewer by default when the largest would not fit in half the available
+    /// memory: each takes about 0.75 times its uncompressed size while read,
+    /// a rocprofv3 trace about a sixth.
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
     /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Also write one self-contained HTML page (inline SVG, no scripts, no
-    /// network): GPU time per trace, top kernels, ops and collective calls,
-    /// the cross-rank and cross-GPU views.
+    /// Also write one self-contained HTML page.
+    ///
+    /// Inline SVG, no scripts, no network: GPU time per trace, top kernels,
+    /// ops and collective calls, the cross-rank and cross-GPU views.
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
-    /// Summarize a truncated trace (its writer killed part way, a .json.gz
-    /// cut short) from the records complete before the cut, marked as
-    /// truncated, one with data after its JSON document without that, and
-    /// one whose last string never ends (a stray quote or backslash) from
-    /// the records before that string, instead of reporting them unreadable.
+    /// Summarize a trace cut short from its complete records, instead of
+    /// reporting it unreadable.
+    ///
+    /// A truncated trace (its writer killed part way, a .json.gz cut short)
+    /// is summarized from the records complete before the cut, marked as
+    /// truncated; one with data after its JSON document without that; one
+    /// whose last string never ends (a stray quote or backslash) from the
+    /// records before that string.
     #[arg(long)]
     pub(crate) salvage: bool,
 }
@@ -824,7 +858,7 @@ pub(crate) struct SummaryArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum SetupCommand {
     /// Create an isolated virtual environment with TraceLens in it.
-    #[command(after_help = SETUP_HELP)]
+    #[command(after_help = brief(SETUP_HELP), after_long_help = SETUP_HELP)]
     Tracelens(SetupTracelensArgs),
     /// Install the pinned dynolog release package (dpkg) when dynolog is missing.
     Dynolog(SetupDynologArgs),
@@ -938,9 +972,11 @@ pub(crate) struct TracelensArgs {
     /// Analyze at most N traces of each kind [default: all].
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub(crate) max_traces: usize,
-    /// TraceLens jobs at a time [default: number of CPUs, at most 4, fewer
-    /// when the largest jobs would not fit in half the available memory
-    /// together; TraceLens takes about 17 times a trace's JSON size].
+    /// TraceLens jobs at a time [default: number of CPUs, at most 4].
+    ///
+    /// Fewer by default when the largest jobs would not fit in half the
+    /// available memory together: TraceLens takes about 17 times a trace's
+    /// JSON size.
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,
     /// Kill a job running longer than this (with the processes it started, such as traceconv) and
@@ -956,17 +992,22 @@ pub(crate) struct TracelensArgs {
     /// Exit 0 even when jobs fail (for post-run steps that must not fail a passing run).
     #[arg(long)]
     pub(crate) no_fail: bool,
-    /// Run TraceLens on every trace, even one madengine's own pass finds cut
-    /// short or (PyTorch) without GPU activity TraceLens can use (such traces
-    /// are otherwise FAILURE or SKIPPED up front, saving a TraceLens run each).
+    /// Run TraceLens on every trace, even one madengine's own pass rules out.
+    ///
+    /// Without it, a trace found cut short or (PyTorch) without GPU activity
+    /// TraceLens can use is FAILURE or SKIPPED up front, saving a TraceLens
+    /// run each.
     #[arg(long)]
     pub(crate) no_precheck: bool,
-    /// Analyze a trace cut short (a job killed while writing it, a .json.gz
-    /// cut off) through a closed copy holding its complete events, one with
-    /// data after its JSON document through a copy without that, and one
-    /// whose last string never ends through a copy of the events before it;
-    /// its rows say `salvaged`. Costs one more pass over each trace (a copy in the
-    /// scratch directory, kept only for traces that need it).
+    /// Analyze a trace cut short through a copy of its complete events; its
+    /// rows say `salvaged`.
+    ///
+    /// A trace cut short (a job killed while writing it, a .json.gz cut off)
+    /// goes through a closed copy holding its complete events, one with data
+    /// after its JSON document through a copy without that, and one whose
+    /// last string never ends through a copy of the events before it. Costs
+    /// one more pass over each trace (a copy in the scratch directory, kept
+    /// only for traces that need it).
     #[arg(long)]
     pub(crate) salvage: bool,
     /// Extra TraceLens options (after `--`), each to the report tools that take it.
@@ -1012,14 +1053,14 @@ pub(crate) struct SetupTracelensArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum TraceCommand {
     /// List the traces under a run directory, with their kind and rank.
-    #[command(after_help = DISCOVER_HELP)]
+    #[command(after_help = brief(DISCOVER_HELP), after_long_help = DISCOVER_HELP)]
     Discover(DiscoverArgs),
     /// Repair a trace that strict JSON parsers (TraceLens' orjson) reject.
-    #[command(after_help = SANITIZE_HELP)]
+    #[command(after_help = brief(SANITIZE_HELP), after_long_help = SANITIZE_HELP)]
     Sanitize(SanitizeArgs),
     /// Write a rocpd database (rocprofv3's SQLite output) as rocprofv3 JSON,
     /// which TraceLens reads.
-    #[command(after_help = CONVERT_HELP)]
+    #[command(after_help = brief(CONVERT_HELP), after_long_help = CONVERT_HELP)]
     Convert(ConvertArgs),
 }
 
@@ -1067,41 +1108,50 @@ lead nowhere, are listed as problems, not errors; the reports warn that they
 left them out.";
 
 const SANITIZE_HELP: &str = "\
-Repairs: invalid UTF-8 becomes U+FFFD (exactly as Python's
-bytes.decode('utf-8', 'replace')); raw control bytes inside strings become
-\\u00XX; lone UTF-16 surrogate escapes become \\ufffd; a backslash that starts
-no JSON escape (C:\\Users written raw, \\u without four hex digits) is
-doubled, so the string keeps it as text; a bare inf, -inf, nan, NaN or
-Infinity where a number goes becomes null; a quote written unescaped into a
-string (a name holding say \"hi\", a log line holding JSON) is escaped: a
-quote ends its string only when what follows it (after whitespace) may follow
-a string there; a UTF-8 byte order mark before the document (a trace re-saved
-on Windows) is dropped; a bare N/A (early Kineto's) becomes the string
-\"N/A\". Any other bare word where a value goes (None, True, undefined) has no
-repair: it is named, left as it is, and the trace (or its copy) said to be
-unparseable. So is a quote that ended its string early (one right before , : }
-or ], which cannot be told from a string's end) or a backslash that kept it
-open: the JSON grammar is followed, and the first token with no place there is
-named by its byte offset. So is a number JSON does not have (a version such as
-6.2.4, an address such as 0x1f, 007, 1.), written bare where a string was
-meant, and what orjson, TraceLens' parser, refuses though JSON allows it: a
-number beyond a double's range (1e400) and brackets nested 1,025 levels deep.
-A clean trace is copied unchanged. A UTF-16 or UTF-32 trace (re-saved by
-Windows PowerShell) is refused with its encoding: convert it with iconv. A
-Perfetto trace (protobuf, rocprofv3's pftrace) is refused as one: it is not
-JSON, and TraceLens (and `report summary`) read it as it is. So is compressed data where the JSON
-goes (a .json.gz compressed twice; zstd, xz, bzip2 or zip), with how to
-decompress it. The input is never modified; the output is written to a temporary file beside it
-and renamed when complete. The output's name says its
-compression: gzip when it ends in .gz, else plain JSON (so -o trace.json of a
-.json.gz writes JSON you can read as it is).
+Repairs:
+  - invalid UTF-8 becomes U+FFFD (exactly as Python's
+    bytes.decode('utf-8', 'replace'));
+  - raw control bytes inside strings become \\u00XX;
+  - lone UTF-16 surrogate escapes become \\ufffd;
+  - a backslash that starts no JSON escape (C:\\Users written raw, \\u
+    without four hex digits) is doubled, so the string keeps it as text;
+  - a bare inf, -inf, nan, NaN or Infinity where a number goes becomes null;
+  - a quote written unescaped into a string (a name holding say \"hi\", a log
+    line holding JSON) is escaped: a quote ends its string only when what
+    follows it (after whitespace) may follow a string there;
+  - a UTF-8 byte order mark before the document (a trace re-saved on
+    Windows) is dropped;
+  - a bare N/A (early Kineto's) becomes the string \"N/A\".
+A clean trace is copied unchanged.
+
+Not repaired, but named by its byte offset, left as it is, and the trace (or
+its copy) said to be unparseable: any other bare word where a value goes
+(None, True, undefined); a quote that ended its string early (one right
+before , : } or ], which cannot be told from a string's end) or a backslash
+that kept it open (the JSON grammar is followed, and the first token with no
+place there is named); a number JSON does not have (a version such as 6.2.4,
+an address such as 0x1f, 007, 1.), written bare where a string was meant;
+and what orjson, TraceLens' parser, refuses though JSON allows it: a number
+beyond a double's range (1e400) and brackets nested 1,025 levels deep.
+
+Refused, with what to do: a UTF-16 or UTF-32 trace (re-saved by Windows
+PowerShell; convert it with iconv); a Perfetto trace (protobuf, rocprofv3's
+pftrace: it is not JSON, and TraceLens and `report summary` read it as it
+is); compressed data where the JSON goes (a .json.gz compressed twice; zstd,
+xz, bzip2 or zip), with how to decompress it.
+
+The input is never modified; the output is written to a temporary file
+beside it and renamed when complete. The output's name says its compression:
+gzip when it ends in .gz, else plain JSON (so -o trace.json of a .json.gz
+writes JSON you can read as it is).
 
 Several inputs are handled one after the other; one that cannot be read does
 not stop the others (exit 3 at the end). With --check a directory is searched
 for PyTorch and rocprofv3 JSON traces (as `trace discover`; the Perfetto
-traces found are named in a note); to repair, name the files. A check of several traces ends with one line: `29 traces checked:
-27 clean, 1 needs repair, 1 TraceLens cannot parse`. --json prints one report
-object for a single file, else an array.
+traces found are named in a note); to repair, name the files. A check of
+several traces ends with one line: `29 traces checked: 27 clean, 1 needs
+repair, 1 TraceLens cannot parse`. --json prints one report object for a
+single file, else an array.
 
 With --salvage a trace cut short is closed after its last complete event and
 the report says where it was cut and what closed it; data after the end of the
@@ -1113,12 +1163,12 @@ has data after its end, which TraceLens cannot parse either way, and what
 said to be unparseable.
 
 Examples:
-  madengine trace sanitize 4242_results.json        # writes 4242_results.sanitized.json
+  madengine trace sanitize 4242_results.json   # writes 4242_results.sanitized.json
   madengine trace sanitize rank0.json.gz -o /tmp/rank0.json.gz
-  madengine trace sanitize rank0.json.gz -o rank0.json     # gunzipped too
-  madengine trace sanitize --salvage cut.pt.trace.json.gz   # a job killed while writing it
+  madengine trace sanitize rank0.json.gz -o rank0.json   # gunzipped too
+  madengine trace sanitize --salvage cut.pt.trace.json.gz   # a job killed
   madengine trace sanitize --check run.pt.trace.json && echo clean
-  madengine trace sanitize --check runs/llama        # every trace of a run
+  madengine trace sanitize --check runs/llama    # every trace of a run
 
 Exit codes: 0 success (with --check: all clean and complete), 1 with --check:
 a trace needs repair, is cut short, has data after its end or holds bare words
@@ -1168,10 +1218,12 @@ pub(crate) struct SanitizeArgs {
     /// The traces to repair (.json or .json.gz); with --check also run directories.
     #[arg(required = true, value_name = "INPUT")]
     pub(crate) inputs: Vec<PathBuf>,
-    /// Where to write the repaired trace, for a single input; gzip when it ends
-    /// in .gz. A directory (one that exists, or a path ending in /) takes
-    /// each input's copy under the input's own name [default: beside the
-    /// input, with `.sanitized` before the extension].
+    /// Where to write the repaired trace (a file, or a directory for several)
+    /// [default: beside the input, with `.sanitized` before the extension].
+    ///
+    /// A file, for a single input: gzip when it ends in .gz. A directory (one
+    /// that exists, or a path ending in /) takes each input's copy under the
+    /// input's own name.
     #[arg(short, long, value_name = "PATH", conflicts_with = "check")]
     pub(crate) output: Option<PathBuf>,
     /// Only tell whether the trace needs repair; write nothing.
@@ -1180,11 +1232,13 @@ pub(crate) struct SanitizeArgs {
     /// With --check, stop at the first problem instead of counting them all.
     #[arg(long, requires = "check")]
     pub(crate) first: bool,
-    /// Also close a trace that was cut short (a profiler killed while writing
-    /// it, a .json.gz cut off): keep everything up to its last complete event,
-    /// drop the partial one and close the brackets left open, so TraceLens
-    /// can read it. Data after the end of the JSON document is dropped; so
-    /// is a last string that never ends, from the event it is in.
+    /// Also close a trace that was cut short, so TraceLens can read it.
+    ///
+    /// A trace cut short (a profiler killed while writing it, a .json.gz cut
+    /// off) keeps everything up to its last complete event: the partial one
+    /// is dropped and the brackets left open are closed. Data after the end
+    /// of the JSON document is dropped; so is a last string that never ends,
+    /// from the event it is in.
     #[arg(long, conflicts_with = "check")]
     pub(crate) salvage: bool,
     /// How many repairs to list in detail.

@@ -69,6 +69,13 @@ fn sanitize_help() {
     cli_snapshot!(&synthetic(), ["trace", "sanitize", "--help"]);
 }
 
+/// `-h` is the options in a line each, the examples and the exit codes;
+/// the rest is for `--help`.
+#[test]
+fn sanitize_short_help() {
+    cli_snapshot!(&synthetic(), ["trace", "sanitize", "-h"]);
+}
+
 #[test]
 fn discover_table() {
     cli_snapshot!(&synthetic(), ["trace", "discover", "run", "--exclude", "run/tracelens_output"]);
