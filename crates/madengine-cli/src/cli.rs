@@ -237,26 +237,26 @@ pub(crate) struct JobArgs {
     /// account, sbatch, env ([[K, V]...]), setup, command, collect, results_dir.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<std::path::PathBuf>,
-    /// Nodes.
-    #[arg(long)]
+    /// Nodes to allocate.
+    #[arg(long, value_name = "N")]
     pub(crate) nodes: Option<u32>,
     /// Tasks per node of the allocation (the workload step runs once per node).
     #[arg(long, value_name = "N")]
     pub(crate) ntasks_per_node: Option<u32>,
     /// GPUs per node.
-    #[arg(long, value_name = "G")]
+    #[arg(long, value_name = "N")]
     pub(crate) gpus_per_node: Option<u32>,
-    /// Partition.
-    #[arg(long, value_name = "P")]
+    /// The partition to run in.
+    #[arg(long, value_name = "NAME")]
     pub(crate) partition: Option<String>,
     /// Time limit (SLURM's format, e.g. 01:00:00).
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "LIMIT")]
     pub(crate) time: Option<String>,
-    /// Account.
-    #[arg(long, value_name = "A")]
+    /// The account to charge.
+    #[arg(long, value_name = "NAME")]
     pub(crate) account: Option<String>,
     /// Job name.
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     pub(crate) job_name: Option<String>,
     /// Environment for the workload (repeatable).
     #[arg(long = "env", value_name = "K=V")]
