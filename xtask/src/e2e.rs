@@ -210,6 +210,11 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
             ]),
         },
         Scenario {
+            name: "torch-native",
+            what: "torch.profiler traces of one process and of a 2-rank torchrun job, then report summary and report diff natively (no TraceLens): every trace's tables, the cross-rank table, the comparison",
+            runnable: need(&[(torch_gpu, torch_need)]),
+        },
+        Scenario {
             name: "dynolog-profile",
             what: "madengine profile -- python workload.py through a real dynolog, then its perf report",
             runnable: need(&[
@@ -529,6 +534,43 @@ fn run_scenario(
                 Ok(format!("{said}; {}", read_as_json(madengine, dir, &w, "pftrace")?))
             }
         }
+        "torch-native" => {
+            let single = [&w, "--steps", "6", "--profile-dir", "single"];
+            step(dir, Path::new("python3"), &single)?;
+            let argv = two_ranks(&torchrun());
+            let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+            step(dir, Path::new(&argv[0]), &args)?;
+            let args = ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
+            let out = step(dir, madengine, &args)?;
+            let summary: Value =
+                serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+            let said = check_native(&summary, dir, cpu)?;
+            if cpu {
+                return Ok(said);
+            }
+            // The one process against rank 0 of the job: the same steps, the
+            // job's all-reduce added.
+            let rank0 = summary["traces"]
+                .as_array()
+                .and_then(|t| t.iter().find(|t| t["rank"] == 0))
+                .and_then(|t| t["trace"].as_str())
+                .ok_or("no rank 0 in the summary")?
+                .to_string();
+            let args = ["report", "diff", "single", &rank0, "--json", "--html", "diff.html"];
+            let out = step(dir, madengine, &args)?;
+            let diff: Value =
+                serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
+            let rows = diff["timeline"].as_array().map_or(0, Vec::len);
+            let steps = (&diff["baseline"]["steps"], &diff["new"]["steps"]);
+            if rows == 0 || steps != (&3.into(), &3.into()) || !dir.join("diff.html").is_file() {
+                return Err(format!(
+                    "report diff single {rank0}: {rows} timeline rows, steps {steps:?}, page \
+                     written: {}",
+                    dir.join("diff.html").is_file()
+                ));
+            }
+            Ok(format!("{said}; report diff of one process and rank 0: {rows} timeline rows"))
+        }
         "dynolog-profile" => {
             let dynolog = which("dynolog").ok_or("dynolog vanished")?;
             step(
@@ -653,6 +695,62 @@ fn run_scenario(
         }
         other => Err(format!("unknown scenario {other}")),
     }
+}
+
+/// `report summary --json` of the 2-rank job's traces, run in `dir`: two
+/// traces, ranks 0 and 1, each with TraceLens' tables (`tables`), the 3
+/// steps the profiler's schedule made active, kernels and its CSVs
+/// (`csv_dir`), and a cross-rank table of both ranks with one slowest. On
+/// the CPU ([`E2eArgs::cpu`]) each says it has no GPU activity, and no
+/// table is made.
+fn check_native(summary: &Value, dir: &Path, cpu: bool) -> Result<String, String> {
+    let traces = summary["traces"].as_array().cloned().unwrap_or_default();
+    let shown = || serde_json::to_string(summary).unwrap_or_default();
+    let mut ranks: Vec<u64> = traces.iter().filter_map(|t| t["rank"].as_u64()).collect();
+    ranks.sort_unstable();
+    if ranks != [0, 1] || traces.len() != 2 {
+        return Err(format!(
+            "ranks {ranks:?} of {} trace(s), not 0 and 1: {}",
+            traces.len(),
+            shown()
+        ));
+    }
+    let want = if cpu { "no_gpu_activity" } else { "tables" };
+    let cross = summary["cross_rank"].as_array().cloned().unwrap_or_default();
+    if cpu {
+        if traces.iter().any(|t| t["outcome"] != want) || !cross.is_empty() {
+            return Err(format!("on the CPU every trace has no GPU activity: {}", shown()));
+        }
+        return Ok("2 traces without GPU activity, as for CPU traces".into());
+    }
+    for t in &traces {
+        let name = t["trace"].as_str().unwrap_or("?");
+        let kernels = t["top_kernels"].as_array().map_or(0, Vec::len);
+        if t["outcome"] != want || kernels == 0 {
+            return Err(format!("{name}: outcome {}, {kernels} kernel(s)", t["outcome"]));
+        }
+        if (&t["steps"], &t["steps_marked_by"]) != (&3.into(), &"ProfilerStep#".into()) {
+            return Err(format!(
+                "{name}: steps {} marked by {}, not 3 ProfilerStep#",
+                t["steps"], t["steps_marked_by"]
+            ));
+        }
+        let csvs = dir.join(t["csv_dir"].as_str().unwrap_or_default());
+        for table in ["gpu_timeline.csv", "kernel_summary.csv", "ops_summary.csv"] {
+            if !csvs.join(table).is_file() {
+                return Err(format!("{name}: no {table} in {}", csvs.display()));
+            }
+        }
+    }
+    let slowest = cross.iter().filter(|r| r["slowest"] == true).count();
+    let timed = cross.iter().all(|r| r["total"].as_f64().is_some_and(|t| t > 0.0));
+    if cross.len() != 2 || slowest != 1 || !timed {
+        return Err(format!(
+            "cross-rank table: {}",
+            serde_json::to_string(&cross).unwrap_or_default()
+        ));
+    }
+    Ok("2 ranks summarized, 3 steps each, cross-rank table".into())
 }
 
 /// One rocprofv3 run written both as JSON and as `other`, its rocpd
@@ -997,14 +1095,21 @@ mod tests {
         let names: Vec<_> = plan.iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            ["rocprof-json", "rocprof-pftrace", "dynolog-profile", "torchrun-2rank", "slurm"]
+            [
+                "rocprof-json",
+                "rocprof-pftrace",
+                "torch-native",
+                "dynolog-profile",
+                "torchrun-2rank",
+                "slurm"
+            ]
         );
         for s in &plan {
             let why = s.runnable.as_ref().unwrap_err();
             assert!(why.starts_with("needs "), "{}: {why}", s.name);
         }
         assert!(plan[0].runnable.as_ref().unwrap_err().contains("an AMD GPU"));
-        assert!(plan[4].runnable.as_ref().unwrap_err().contains("SLURM_CONF"));
+        assert!(plan[5].runnable.as_ref().unwrap_err().contains("SLURM_CONF"));
     }
 
     #[test]
@@ -1023,7 +1128,7 @@ mod tests {
         // Even on a node that has everything, a dry run only plans.
         for inv in [inventory(None), full_node()] {
             let outcomes = execute(&root, &args, &inv).unwrap();
-            assert_eq!(outcomes.len(), 5);
+            assert_eq!(outcomes.len(), 6);
             for o in &outcomes {
                 assert!(!o.ran && o.ok, "{}: {}", o.name, o.detail);
                 assert!(
@@ -1122,18 +1227,72 @@ mod tests {
         inv.torch = Some(json!({"gpu": true, "count": 1}));
         let runnable: Vec<_> =
             plan(&inv, false).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
-        assert_eq!(runnable, ["dynolog-profile", "torchrun-2rank"]);
+        assert_eq!(runnable, ["torch-native", "dynolog-profile", "torchrun-2rank"]);
+        // Without TraceLens (PyTorch and a GPU only, as on most NVIDIA
+        // nodes): the native reports still run.
+        let bare =
+            Inventory { torch: Some(json!({"gpu": true, "count": 8})), ..Default::default() };
+        let runnable: Vec<_> =
+            plan(&bare, false).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
+        assert_eq!(runnable, ["torch-native"]);
         // A rehearsal (--cpu) runs the PyTorch scenarios without a GPU; the
         // rocprofv3 ones still need theirs.
         inv.torch = Some(json!({"gpu": false, "count": 0}));
         let rehearsed: Vec<_> =
             plan(&inv, true).into_iter().filter(|s| s.runnable.is_ok()).map(|s| s.name).collect();
-        assert_eq!(rehearsed, ["dynolog-profile", "torchrun-2rank", "slurm"]);
+        assert_eq!(rehearsed, ["torch-native", "dynolog-profile", "torchrun-2rank", "slurm"]);
         inv.torch = None;
         for s in plan(&inv, true) {
             let why = s.runnable.unwrap_err();
             assert!(why.contains("PyTorch") && !why.contains("seeing a GPU"), "{}: {why}", s.name);
         }
+    }
+
+    #[test]
+    fn native_summaries_are_checked_per_rank_and_on_the_cpu_have_no_gpu_activity() {
+        let dir = std::env::temp_dir().join(format!("xtask-e2e-native-{}", std::process::id()));
+        let trace = |rank: u64, outcome: &str| {
+            let csvs = format!("summary/rank{rank}");
+            std::fs::create_dir_all(dir.join(&csvs)).unwrap();
+            for table in ["gpu_timeline.csv", "kernel_summary.csv", "ops_summary.csv"] {
+                std::fs::write(dir.join(&csvs).join(table), "").unwrap();
+            }
+            json!({"trace": format!("rank{rank}.json"), "rank": rank, "outcome": outcome,
+                   "steps": 3, "steps_marked_by": "ProfilerStep#", "csv_dir": csvs,
+                   "top_kernels": [{"name": "k"}]})
+        };
+        let row =
+            |rank: u64, slowest: bool| json!({"rank": rank, "total": 1.5, "slowest": slowest});
+        let gpu = json!({"traces": [trace(0, "tables"), trace(1, "tables")],
+                         "cross_rank": [row(0, false), row(1, true)]});
+        assert_eq!(
+            check_native(&gpu, &dir, false).unwrap(),
+            "2 ranks summarized, 3 steps each, cross-rank table"
+        );
+        let err = check_native(&gpu, &dir, true).unwrap_err();
+        assert!(err.starts_with("on the CPU every trace has no GPU activity"), "{err}");
+        let mut no_slowest = gpu.clone();
+        no_slowest["cross_rank"][1]["slowest"] = false.into();
+        assert!(
+            check_native(&no_slowest, &dir, false).unwrap_err().starts_with("cross-rank table")
+        );
+        let mut one_step = gpu.clone();
+        one_step["traces"][1]["steps"] = 1.into();
+        let err = check_native(&one_step, &dir, false).unwrap_err();
+        assert_eq!(err, "rank1.json: steps 1 marked by \"ProfilerStep#\", not 3 ProfilerStep#");
+        std::fs::remove_file(dir.join("summary/rank1/ops_summary.csv")).unwrap();
+        let err = check_native(&gpu, &dir, false).unwrap_err();
+        assert!(err.starts_with("rank1.json: no ops_summary.csv in "), "{err}");
+        let one_rank = json!({"traces": [trace(0, "tables")], "cross_rank": []});
+        assert!(check_native(&one_rank, &dir, false).unwrap_err().starts_with("ranks [0] of 1"));
+        let cpu = json!({"traces": [trace(0, "no_gpu_activity"), trace(1, "no_gpu_activity")],
+                         "cross_rank": []});
+        assert_eq!(
+            check_native(&cpu, &dir, true).unwrap(),
+            "2 traces without GPU activity, as for CPU traces"
+        );
+        assert!(check_native(&cpu, &dir, false).unwrap_err().starts_with("rank0.json: outcome"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

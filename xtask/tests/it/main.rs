@@ -1,10 +1,11 @@
 //! Integration tests of xtask.
 //!
-//! `cargo xtask e2e --cpu`, run for real: the `madengine profile`, 2-rank
-//! `torchrun` and SLURM scenarios with a real PyTorch on the CPU (gloo), the
-//! test cluster from `cargo xtask slurm up`, the fake dynolog daemon and the
-//! TraceLens stand-in (the two that cannot run here), so the e2e's own
-//! machinery is checked before a GPU node's time is spent on it. Needs
+//! `cargo xtask e2e --cpu`, run for real: the native reports of
+//! torch.profiler traces, the `madengine profile`, 2-rank `torchrun` and
+//! SLURM scenarios with a real PyTorch on the CPU (gloo), the test cluster
+//! from `cargo xtask slurm up`, the fake dynolog daemon and the TraceLens
+//! stand-in (the two that cannot run here), so the e2e's own machinery is
+//! checked before a GPU node's time is spent on it. Needs
 //! `MADENGINE_TORCH_PYTHON` and `MADENGINE_TEST_SLURM`: without them the test
 //! says it skipped, and with `CI=true` it fails.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
@@ -79,6 +80,12 @@ fn a_cpu_rehearsal_runs_the_pytorch_and_slurm_scenarios() {
             "{name}: {detail}"
         );
     }
+    // The native reports need no TraceLens: both ranks read, each without
+    // GPU activity.
+    let s = by_name("torch-native");
+    assert!(s["ran"] == true && s["ok"] == true, "torch-native: {s}\n{stderr}");
+    let detail = s["detail"].as_str().unwrap();
+    assert_eq!(detail, "2 traces without GPU activity, as for CPU traces");
     // Without rocprofv3 and an AMD GPU the others say what they need.
     for name in ["rocprof-json", "rocprof-pftrace"] {
         let s = by_name(name);
