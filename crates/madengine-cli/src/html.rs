@@ -221,7 +221,11 @@ fn cross_rank_table(page: &mut String, ranks: &[RankRow]) {
             esc(&r.trace_in_run().display().to_string())
         );
     }
-    page.push_str("</table></section>");
+    page.push_str("</table>");
+    if let Some(line) = crate::commands::spread(ranks) {
+        let _ = write!(page, "<p>{}</p>", esc(&line));
+    }
+    page.push_str("</section>");
 }
 
 /// A cross-GPU table: the rocprofv3 processes of a directory, GPU by GPU,

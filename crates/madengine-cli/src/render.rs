@@ -1032,6 +1032,10 @@ pub(crate) fn summaries(
             &rows,
             &[false, true, true, true, true, false, false],
         );
+        if let Some(line) = crate::commands::spread(run) {
+            text.push_str(&line);
+            text.push('\n');
+        }
         if runs.len() > 1 {
             text.push('\n');
         }

@@ -11,7 +11,7 @@ mod summary;
 pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, timed};
 pub(crate) use summary::{
     GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_dir, by_run,
-    write_atomic,
+    spread, write_atomic,
 };
 mod trace;
 

@@ -530,6 +530,31 @@ impl RankRow {
     }
 }
 
+/// One line under a run's cross-rank table, so a run of many ranks need not
+/// be read row by row: its slowest rank against its fastest, and (with 3 or
+/// more) the median. None when no rank is slower than another.
+pub(crate) fn spread(run: &[RankRow]) -> Option<String> {
+    let slowest = run.iter().find(|r| r.slowest)?;
+    let fastest = run.iter().fold(slowest, |f, r| if r.total < f.total { r } else { f });
+    let mut line = format!(
+        "rank {} is the slowest, {:.3} ms: {:.2}x rank {}, the fastest ({:.3} ms)",
+        slowest.rank,
+        slowest.total,
+        slowest.total / fastest.total,
+        fastest.rank,
+        fastest.total
+    );
+    if run.len() >= 3 {
+        let mut totals: Vec<f64> = run.iter().map(|r| r.total).collect();
+        totals.sort_by(f64::total_cmp);
+        let mid = totals.len() / 2;
+        let median =
+            if totals.len() % 2 == 0 { (totals[mid - 1] + totals[mid]) / 2.0 } else { totals[mid] };
+        line.push_str(&format!("; median {median:.3} ms over {} ranks", run.len()));
+    }
+    Some(line)
+}
+
 /// The cross-rank tables, run after run, in rank order; and a note for each
 /// set of ranked traces that forms no run.
 ///
@@ -1373,6 +1398,36 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
 #[cfg(test)]
 mod tests {
     use super::TopRow;
+
+    #[test]
+    fn the_spread_line_names_the_slowest_the_fastest_and_the_median() {
+        let row = |rank: u32, total: f64, slowest: bool| super::RankRow {
+            run: "run".into(),
+            rank,
+            trace: format!("run/rank{rank}.json").into(),
+            computation: 0.0,
+            exposed_comm: 0.0,
+            idle: 0.0,
+            total,
+            slowest,
+        };
+        let two = [row(0, 10.0, false), row(1, 15.0, true)];
+        assert_eq!(
+            super::spread(&two).unwrap(),
+            "rank 1 is the slowest, 15.000 ms: 1.50x rank 0, the fastest (10.000 ms)"
+        );
+        let four =
+            [row(0, 12.0, false), row(1, 20.0, true), row(2, 8.0, false), row(3, 14.0, false)];
+        assert_eq!(
+            super::spread(&four).unwrap(),
+            "rank 1 is the slowest, 20.000 ms: 2.50x rank 2, the fastest (8.000 ms); median \
+             13.000 ms over 4 ranks"
+        );
+        let three = [row(0, 9.0, false), row(1, 11.0, true), row(2, 10.0, false)];
+        assert!(super::spread(&three).unwrap().ends_with("; median 10.000 ms over 3 ranks"));
+        // All alike: no rank is flagged, and no line says so.
+        assert_eq!(super::spread(&[row(0, 5.0, false), row(1, 5.0, false)]), None);
+    }
 
     #[test]
     fn a_set_that_fails_part_way_leaves_the_one_before() {
