@@ -548,8 +548,11 @@ pub(crate) fn spread(run: &[RankRow]) -> Option<String> {
         let mut totals: Vec<f64> = run.iter().map(|r| r.total).collect();
         totals.sort_by(f64::total_cmp);
         let mid = totals.len() / 2;
-        let median =
-            if totals.len() % 2 == 0 { (totals[mid - 1] + totals[mid]) / 2.0 } else { totals[mid] };
+        let median = if totals.len().is_multiple_of(2) {
+            (totals[mid - 1] + totals[mid]) / 2.0
+        } else {
+            totals[mid]
+        };
         line.push_str(&format!("; median {median:.3} ms over {} ranks", run.len()));
     }
     Some(line)
