@@ -159,10 +159,11 @@ pub(crate) struct K8sApplyArgs {
     pub(crate) collector_image: String,
     #[command(flatten)]
     pub(crate) report: GatherReportArgs,
-    /// Print the outcome as JSON: the Job, its namespace, the objects
-    /// applied and, with --wait, its last status and whether --timeout
-    /// deleted it; with --results-dir, `gathered`: what `k8s gather
-    /// --json` prints.
+    /// Print the outcome as JSON.
+    ///
+    /// The Job, its namespace, the objects applied and, with --wait, its
+    /// last status and whether --timeout deleted it; with --results-dir,
+    /// `gathered`: what `k8s gather --json` prints.
     #[arg(long)]
     pub(crate) json: bool,
     #[command(flatten)]
@@ -318,17 +319,21 @@ pub(crate) struct GatherReportArgs {
     /// <results>/tracelens_report).
     #[arg(long, group = "analysis")]
     pub(crate) report: bool,
-    /// Then run `report summary` over the gathered results: TraceLens' core
-    /// tables natively, no Python needed (CSVs in <results>/summary_output,
-    /// the page in <results>/summary.html).
+    /// Then run `report summary` over the gathered results (no Python
+    /// needed).
+    ///
+    /// TraceLens' core tables natively: CSVs in <results>/summary_output,
+    /// the page in <results>/summary.html.
     #[arg(long, group = "analysis")]
     pub(crate) summary: bool,
     /// With --report: the interpreter that has TraceLens.
     #[arg(long, value_name = "PATH", requires = "report")]
     pub(crate) python: Option<std::path::PathBuf>,
-    /// With --report or --summary: read traces cut short (a job killed at
-    /// its time limit while writing them) up to the cut, as `report
-    /// tracelens --salvage` and `report summary --salvage` do.
+    /// With --report or --summary: read traces cut short up to the cut.
+    ///
+    /// A trace cut short (its job killed at its time limit while writing
+    /// it) is read as `report tracelens --salvage` and `report summary
+    /// --salvage` do.
     #[arg(long, requires = "analysis")]
     pub(crate) salvage: bool,
 }
@@ -1199,10 +1204,12 @@ pub(crate) struct ConvertArgs {
     /// The rocpd databases (<pid>_results.db); a directory: every one under it.
     #[arg(required = true, value_name = "DATABASE")]
     pub(crate) inputs: Vec<PathBuf>,
-    /// Where to write the JSON, for a single database; a directory (one
-    /// that exists, or a path ending in /) takes each database's JSON under
-    /// the name it gets beside it [default: beside the database, its name
-    /// ending in .json instead of .db].
+    /// Where to write the JSON (a file, or a directory for several)
+    /// [default: beside the database, .json instead of .db].
+    ///
+    /// A file, for a single database. A directory (one that exists, or a
+    /// path ending in /) takes each database's JSON under the name it gets
+    /// beside it.
     #[arg(short, long, value_name = "PATH")]
     pub(crate) output: Option<PathBuf>,
     /// Replace the output file if it exists.
