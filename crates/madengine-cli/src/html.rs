@@ -465,8 +465,9 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         page.push_str(r#"<p class="note">Times and counts per step: each side divided by its steps (ProfilerStep#, else Optimizer.step# annotations).</p>"#);
     }
     let gpus = compared.gpus_note();
+    let coverage = compared.coverage_note();
     let notes = compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired);
-    for note in gpus.iter().chain(notes) {
+    for note in gpus.iter().chain(&coverage).chain(notes) {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
     }
     // The bars add up to the total.
@@ -483,9 +484,13 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         // rocprofv3: the change in its collective kernels' time (within
         // the kernel time), when the run has any.
         let comm_column = compared.ranks.iter().any(|r| r.collectives().is_some());
+        let _ = write!(page, "<h2>{what} per {}</h2>", compared.by.word());
+        if let Some(line) = compared.runs_headline("\u{2192}") {
+            let _ = write!(page, "<p><b>{}</b></p>", esc(&line));
+        }
         let _ = write!(
             page,
-            r#"<h2>{what} per {by}</h2><table><tr><th>{by}</th><th>baseline ms</th><th>new ms</th><th>delta</th>{}<th class="name"></th></tr>"#,
+            r#"<table><tr><th>{by}</th><th>baseline ms</th><th>new ms</th><th>delta</th>{}<th class="name"></th></tr>"#,
             if comm_column { "<th>collectives</th>" } else { "" },
             by = compared.by.word()
         );

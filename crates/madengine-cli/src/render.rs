@@ -1127,27 +1127,8 @@ pub(crate) fn diff(
     if let Some(note) = compared.gpus_note() {
         text.push_str(&format!("note: {note}\n"));
     }
-    let steps = (sides[0].steps, sides[1].steps);
-    if let (Some(b), Some(n)) = steps
-        && b != n
-        && !compared.per_step
-    {
-        text.push_str(&format!(
-            "note: the baseline holds {b} step(s) per trace and the new {} {n}: totals \
-             add up every step; --per-step compares per step\n",
-            if ranked { "run" } else { "trace" },
-        ));
-    } else if let (Some(b), Some(n)) = (sides[0].kernel_launches, sides[1].kernel_launches)
-        && !compared.per_step
-        && b > 0
-        && (n as f64 / b as f64 - 1.0).abs() > 0.1
-    {
-        text.push_str(&format!(
-            "note: the new {} launched {:.2}x the kernels of the baseline: do they cover the \
-             same steps? Totals add up every step a trace holds\n",
-            if ranked { "run" } else { "trace" },
-            n as f64 / b as f64
-        ));
+    if let Some(note) = compared.coverage_note() {
+        text.push_str(&format!("note: {note}\n"));
     }
     let ms = |v: f64| format!("{v:.3}");
     let unit = if compared.per_step { "ms per step" } else { "ms" };
@@ -1171,18 +1152,8 @@ pub(crate) fn diff(
     let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
     let said = compared.headline_times();
     if ranked {
-        if let Some(h) = &said
-            && let Some((br, nr)) = h.ranks
-        {
-            text.push_str(&format!(
-                "\n{what} of the {}: {:.3} {unit} ({}) -> {:.3} {unit} ({}){}\n",
-                compared.by.headline_one(),
-                h.base,
-                compared.by.label(br),
-                h.new,
-                compared.by.label(nr),
-                change(h.ratio()).unwrap_or_default()
-            ));
+        if let Some(line) = compared.runs_headline("->") {
+            text.push_str(&format!("\n{line}\n"));
         }
         // rocprofv3's kernel time holds its collective kernels' (when the
         // run has any), shown after it.

@@ -238,6 +238,54 @@ impl Compared {
         ))
     }
 
+    /// When the two sides may not cover the same work: their step counts
+    /// differ, or (without steps on both) their kernel launches differ by
+    /// more than 10%. None with `--per-step`, which divides each by its
+    /// steps.
+    pub(crate) fn coverage_note(&self) -> Option<String> {
+        if self.per_step {
+            return None;
+        }
+        let [b, n] = &self.sides;
+        let what = if self.ranks.is_empty() { "trace" } else { "run" };
+        if let (Some(bs), Some(ns)) = (b.steps, n.steps)
+            && bs != ns
+        {
+            return Some(format!(
+                "the baseline holds {bs} step(s) per trace and the new {what} {ns}: totals add \
+                 up every step; --per-step compares per step"
+            ));
+        }
+        let (bl, nl) = (b.kernel_launches?, n.kernel_launches?);
+        let ratio = nl as f64 / bl as f64;
+        (bl > 0 && (ratio - 1.0).abs() > 0.1).then(|| {
+            format!(
+                "the new {what} launched {ratio:.2}x the kernels of the baseline: do they cover \
+                 the same steps? Totals add up every step a trace holds"
+            )
+        })
+    }
+
+    /// For two runs, the headline as a sentence: `GPU time of the slowest
+    /// rank: 18.467 ms (rank 1) -> 16.589 ms (rank 0) (-10.2%)`, `arrow`
+    /// between the two sides.
+    pub(crate) fn runs_headline(&self, arrow: &str) -> Option<String> {
+        let h = self.headline_times()?;
+        let (br, nr) = h.ranks?;
+        let (_, what) = self.headline();
+        let unit = if self.per_step { "ms per step" } else { "ms" };
+        let change = h.ratio().map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
+        Some(format!(
+            "{what} of the {}: {:.3} {unit} ({}) {arrow} {:.3} {unit} ({}){}",
+            self.by.headline_one(),
+            h.base,
+            self.by.label(br),
+            h.new,
+            self.by.label(nr),
+            change.unwrap_or_default()
+        ))
+    }
+
     /// With `--max-regression PCT`: whether the headline grew by more.
     pub(crate) fn regression(&self, limit: Option<f64>) -> Option<Regression> {
         let limit = limit?;

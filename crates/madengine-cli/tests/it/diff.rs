@@ -712,9 +712,17 @@ fn steps_are_counted_and_per_step_divides_by_them() {
     for (name, events) in [("one.json", &one), ("two.json", &two), ("three.json", &three)] {
         trace(dir.path(), name, "libkineto_trace_rank1_2.json", &[("\"traceEvents\": [", events)]);
     }
-    // Totals: the steps are named, with what to do.
-    let args = ["report", "diff", "one.json", "two.json"].map(std::ffi::OsStr::new);
-    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    // Totals: the steps are named, with what to do (on the page too).
+    let args = ["report", "diff", "one.json", "two.json", "--html", "steps.html"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let page = std::fs::read_to_string(dir.path().join("steps.html")).unwrap();
+    assert!(
+        page.contains(
+            "<p class=\"note\">The baseline holds 1 step(s) per trace and the new trace 2: totals \
+             add up every step; --per-step compares per step.</p>"
+        ),
+        "{page}"
+    );
     for said in [
         "baseline  one.json (PyTorch, AMD Instinct MI300X, 1 step, 2 kernel launches)\n",
         "new       two.json (PyTorch, AMD Instinct MI300X, 2 steps, 2 kernel launches)\n",
@@ -883,7 +891,13 @@ fn rocprofv3_runs_compare_gpu_by_gpu() {
 
     let text = run(&["report", "diff", "base", "new", "--json", "--html", "gpus.html"]);
     let page = fs::read_to_string(dir.path().join("gpus.html")).unwrap();
-    assert!(page.contains("<h2>GPU busy per GPU</h2><table><tr><th>GPU</th>"), "{page}");
+    assert!(
+        page.contains(
+            "<h2>GPU busy per GPU</h2><p><b>GPU busy of the busiest GPU: 0.400 ms (GPU 1) \u{2192} \
+             0.600 ms (GPU 1) (+50.0%)</b></p><table><tr><th>GPU</th>"
+        ),
+        "{page}"
+    );
     assert!(page.contains("<th>delta</th><th>collectives</th>"), "{page}");
     assert!(page.contains("<td>+0.200</td><td>+0.050</td>"), "{page}");
     let json = crate::stdout_json(&text);
