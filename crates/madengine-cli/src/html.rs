@@ -222,7 +222,7 @@ fn cross_rank_table(page: &mut String, ranks: &[RankRow]) {
         );
     }
     page.push_str("</table>");
-    if let Some(line) = crate::commands::spread(ranks) {
+    for line in crate::commands::spread(ranks) {
         let _ = write!(page, "<p>{}</p>", esc(&line));
     }
     page.push_str("</section>");

@@ -1032,7 +1032,7 @@ pub(crate) fn summaries(
             &rows,
             &[false, true, true, true, true, false, false],
         );
-        if let Some(line) = crate::commands::spread(run) {
+        for line in crate::commands::spread(run) {
             text.push_str(&line);
             text.push('\n');
         }

@@ -521,6 +521,10 @@ pub(crate) struct RankRow {
     /// The run's straggler: its first rank with the longest GPU time,
     /// flagged only when some rank of the run is faster.
     pub(crate) slowest: bool,
+    /// Its first rank with the least exposed communication, flagged only
+    /// when another spent more: in a job that synchronizes, the one the
+    /// others waited for.
+    pub(crate) least_exposed_comm: bool,
 }
 
 impl RankRow {
@@ -530,32 +534,46 @@ impl RankRow {
     }
 }
 
-/// One line under a run's cross-rank table, so a run of many ranks need not
-/// be read row by row: its slowest rank against its fastest, and (with 3 or
-/// more) the median. None when no rank is slower than another.
-pub(crate) fn spread(run: &[RankRow]) -> Option<String> {
-    let slowest = run.iter().find(|r| r.slowest)?;
-    let fastest = run.iter().fold(slowest, |f, r| if r.total < f.total { r } else { f });
-    let mut line = format!(
-        "rank {} is the slowest, {:.3} ms: {:.2}x rank {}, the fastest ({:.3} ms)",
-        slowest.rank,
-        slowest.total,
-        slowest.total / fastest.total,
-        fastest.rank,
-        fastest.total
-    );
-    if run.len() >= 3 {
-        let mut totals: Vec<f64> = run.iter().map(|r| r.total).collect();
-        totals.sort_by(f64::total_cmp);
-        let mid = totals.len() / 2;
-        let median = if totals.len().is_multiple_of(2) {
-            (totals[mid - 1] + totals[mid]) / 2.0
-        } else {
-            totals[mid]
-        };
-        line.push_str(&format!("; median {median:.3} ms over {} ranks", run.len()));
+/// Lines under a run's cross-rank table, so a run of many ranks need not be
+/// read row by row: its slowest rank against its fastest and (with 3 or
+/// more) the median, when a rank is slower than another; and the rank with
+/// the least exposed communication, when that varies. In a job that
+/// synchronizes, the ranks that wait for a slow one spend that time in
+/// collective kernels: the rank with the least is the one they waited for
+/// (as the cross-GPU table flags the GPU with the least COMM).
+pub(crate) fn spread(run: &[RankRow]) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(slowest) = run.iter().find(|r| r.slowest) {
+        let fastest = run.iter().fold(slowest, |f, r| if r.total < f.total { r } else { f });
+        let mut line = format!(
+            "rank {} is the slowest, {:.3} ms: {:.2}x rank {}, the fastest ({:.3} ms)",
+            slowest.rank,
+            slowest.total,
+            slowest.total / fastest.total,
+            fastest.rank,
+            fastest.total
+        );
+        if run.len() >= 3 {
+            let mut totals: Vec<f64> = run.iter().map(|r| r.total).collect();
+            totals.sort_by(f64::total_cmp);
+            let mid = totals.len() / 2;
+            let median = if totals.len().is_multiple_of(2) {
+                (totals[mid - 1] + totals[mid]) / 2.0
+            } else {
+                totals[mid]
+            };
+            line.push_str(&format!("; median {median:.3} ms over {} ranks", run.len()));
+        }
+        lines.push(line);
     }
-    Some(line)
+    if let Some(r) = run.iter().find(|r| r.least_exposed_comm) {
+        lines.push(format!(
+            "least exposed comm: rank {}, {:.3} ms (in a job that synchronizes, the rank the \
+             others waited for)",
+            r.rank, r.exposed_comm
+        ));
+    }
+    lines
 }
 
 /// The cross-rank tables, run after run, in rank order; and a note for each
@@ -581,6 +599,8 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
             .collect();
         let totals: Vec<f64> = members.iter().map(|v| v.ms("total_time")).collect();
         let flagged = first_extreme(&totals, f64::max);
+        let comms: Vec<f64> = members.iter().map(|v| v.ms("exposed_comm_time")).collect();
+        let waited_for = first_extreme(&comms, f64::min);
         let dir = shared_dir(members.iter().map(|v| v.trace.as_path()));
         rows.extend(members.iter().enumerate().map(|(i, v)| RankRow {
             run: dir.clone(),
@@ -591,6 +611,7 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
             idle: v.ms("idle_time"),
             total: v.ms("total_time"),
             slowest: Some(i) == flagged,
+            least_exposed_comm: Some(i) == waited_for,
         }));
     }
     let notes = reasons
@@ -1413,23 +1434,34 @@ mod tests {
             idle: 0.0,
             total,
             slowest,
+            least_exposed_comm: false,
         };
         let two = [row(0, 10.0, false), row(1, 15.0, true)];
         assert_eq!(
-            super::spread(&two).unwrap(),
-            "rank 1 is the slowest, 15.000 ms: 1.50x rank 0, the fastest (10.000 ms)"
+            super::spread(&two),
+            ["rank 1 is the slowest, 15.000 ms: 1.50x rank 0, the fastest (10.000 ms)"]
         );
         let four =
             [row(0, 12.0, false), row(1, 20.0, true), row(2, 8.0, false), row(3, 14.0, false)];
         assert_eq!(
-            super::spread(&four).unwrap(),
-            "rank 1 is the slowest, 20.000 ms: 2.50x rank 2, the fastest (8.000 ms); median \
-             13.000 ms over 4 ranks"
+            super::spread(&four),
+            ["rank 1 is the slowest, 20.000 ms: 2.50x rank 2, the fastest (8.000 ms); median \
+              13.000 ms over 4 ranks"]
         );
-        let three = [row(0, 9.0, false), row(1, 11.0, true), row(2, 10.0, false)];
-        assert!(super::spread(&three).unwrap().ends_with("; median 10.000 ms over 3 ranks"));
+        let mut three = [row(0, 9.0, false), row(1, 11.0, true), row(2, 10.0, false)];
+        assert!(super::spread(&three)[0].ends_with("; median 10.000 ms over 3 ranks"));
+        // The rank the others waited for in their collectives.
+        for (r, comm) in three.iter_mut().zip([4.0, 0.5, 3.0]) {
+            r.exposed_comm = comm;
+            r.least_exposed_comm = comm == 0.5;
+        }
+        assert_eq!(
+            super::spread(&three)[1],
+            "least exposed comm: rank 1, 0.500 ms (in a job that synchronizes, the rank the \
+             others waited for)"
+        );
         // All alike: no rank is flagged, and no line says so.
-        assert_eq!(super::spread(&[row(0, 5.0, false), row(1, 5.0, false)]), None);
+        assert!(super::spread(&[row(0, 5.0, false), row(1, 5.0, false)]).is_empty());
     }
 
     #[test]

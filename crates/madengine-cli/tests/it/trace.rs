@@ -1382,6 +1382,37 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     assert_eq!(json["cross_rank"], serde_json::json!([]));
 }
 
+/// Under a run's cross-rank table: its slowest rank against its fastest,
+/// the median, and the rank the others waited for (the least exposed
+/// communication); on the page too, and flagged in `--json`. The 8 ranks of
+/// a real DLRM job.
+#[test]
+fn a_cross_rank_table_says_its_spread_and_whom_the_others_waited_for() {
+    let Some(public) = crate::public_dir::public_fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let run = public.join("kineto-multirank/param-dlrm-8rank");
+    let run = run.to_str().unwrap();
+    let args = ["report", "summary", run, "--top", "0", "-o", "out", "--html", "page.html"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let below = &text[text.find("\n7 ").unwrap() + 1..];
+    let below = &below[below.find('\n').unwrap() + 1..];
+    insta::assert_snapshot!(below, @r"
+    rank 1 is the slowest, 18.467 ms: 1.68x rank 7, the fastest (10.967 ms); median 14.700 ms over 8 ranks
+    least exposed comm: rank 7, 1.580 ms (in a job that synchronizes, the rank the others waited for)
+    ----- stderr -----
+    ");
+    let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
+    assert!(page.contains("<p>least exposed comm: rank 7, 1.580 ms (in a job"), "{page}");
+    let args = ["report", "summary", run, "--top", "0", "-o", "out", "--json"];
+    let json =
+        crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
+    let flagged = |flag: &str| -> Vec<u64> {
+        let rows = json["cross_rank"].as_array().unwrap();
+        rows.iter().filter(|r| r[flag] == true).map(|r| r["rank"].as_u64().unwrap()).collect()
+    };
+    assert_eq!((flagged("slowest"), flagged("least_exposed_comm")), (vec![1], vec![7]));
+}
+
 /// Collective kernels that carry PyTorch's collective args get a table of
 /// their calls: `collective_summary.csv`, and the largest in the view.
 #[test]
