@@ -576,11 +576,23 @@ fn duplicate_rank(traces: &[(PathBuf, u32)]) -> Option<String> {
         by_rank.entry(*rank).or_default().push(path);
     }
     let (rank, paths) = by_rank.iter().find(|(_, p)| p.len() > 1)?;
-    Some(format!(
+    let mut reason = format!(
         "rank {rank} is claimed by {} traces ({})",
         paths.len(),
         paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-    ))
+    );
+    // Every rank the same number of times: the cycles of torch.profiler's
+    // schedule (repeat=0, its default, profiles cycle after cycle, a trace
+    // per rank each), not two jobs.
+    if by_rank.len() > 1 && by_rank.values().all(|p| p.len() == paths.len()) {
+        reason.push_str(&format!(
+            ", as is each of the {} ranks: {} profiling cycles (torch.profiler's schedule \
+             repeats unless repeat=1)? Each cycle's traces in a directory of their own form a run",
+            by_rank.len(),
+            paths.len()
+        ));
+    }
+    Some(reason)
 }
 
 /// `Ok(world_size)` when the ranks are exactly 0..world_size-1, each once.
@@ -714,5 +726,21 @@ mod tests {
             split_runs(&set(&[("r0.json", 0), ("r0b.json", 0)]), RunRule::DistinctRanks);
         assert!(groups.is_empty());
         assert!(reasons[0].1.contains("rank 0 is claimed by 2 traces"), "{reasons:?}");
+        assert!(!reasons[0].1.contains("cycles"), "{reasons:?}");
+        // Every rank twice: profiling cycles, and the reason says so.
+        let cycles = set(&[
+            ("rank0.1.json", 0),
+            ("rank0.2.json", 0),
+            ("rank1.1.json", 1),
+            ("rank1.2.json", 1),
+        ]);
+        let (groups, reasons) = split_runs(&cycles, RunRule::DistinctRanks);
+        assert!(groups.is_empty());
+        assert_eq!(
+            reasons[0].1,
+            "rank 0 is claimed by 2 traces (rank0.1.json, rank0.2.json), as is each of the 2 \
+             ranks: 2 profiling cycles (torch.profiler's schedule repeats unless repeat=1)? Each \
+             cycle's traces in a directory of their own form a run"
+        );
     }
 }
