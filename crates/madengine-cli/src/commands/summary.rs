@@ -545,13 +545,14 @@ pub(crate) fn spread(run: &[RankRow]) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(slowest) = run.iter().find(|r| r.slowest) {
         let fastest = run.iter().fold(slowest, |f, r| if r.total < f.total { r } else { f });
+        // A rank with no GPU time at all has no ratio to it.
+        let times = match slowest.total / fastest.total {
+            ratio if ratio.is_finite() => format!("{ratio:.2}x"),
+            _ => "against".into(),
+        };
         let mut line = format!(
-            "rank {} is the slowest, {:.3} ms: {:.2}x rank {}, the fastest ({:.3} ms)",
-            slowest.rank,
-            slowest.total,
-            slowest.total / fastest.total,
-            fastest.rank,
-            fastest.total
+            "rank {} is the slowest, {:.3} ms: {times} rank {}, the fastest ({:.3} ms)",
+            slowest.rank, slowest.total, fastest.rank, fastest.total
         );
         if run.len() >= 3 {
             let mut totals: Vec<f64> = run.iter().map(|r| r.total).collect();
@@ -1447,6 +1448,10 @@ mod tests {
             super::spread(&four),
             ["rank 1 is the slowest, 20.000 ms: 2.50x rank 2, the fastest (8.000 ms); median \
               13.000 ms over 4 ranks"]
+        );
+        assert_eq!(
+            super::spread(&[row(0, 0.0, false), row(1, 2.0, true)]),
+            ["rank 1 is the slowest, 2.000 ms: against rank 0, the fastest (0.000 ms)"]
         );
         let mut three = [row(0, 9.0, false), row(1, 11.0, true), row(2, 10.0, false)];
         assert!(super::spread(&three)[0].ends_with("; median 10.000 ms over 3 ranks"));
