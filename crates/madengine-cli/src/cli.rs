@@ -924,7 +924,8 @@ files or <stem>_csv directories. The first one must hold a kernel_summary
 sheet (TraceLens' comparison requires it).
 
 Example:
-  madengine report tracelens-compare base/tracelens_output/x_csv new/tracelens_output/x_csv --names base new
+  madengine report tracelens-compare base/tracelens_output/x_csv \\
+      new/tracelens_output/x_csv --names base new
 
 Exit codes: 0 success, 1 TraceLens failed, 2 usage error, 3 a report is
 missing or unusable, 4 TraceLens missing.";
