@@ -161,6 +161,11 @@ pub fn rocprof_json_name(path: &Path) -> String {
     format!("{stem}.json")
 }
 
+/// What `madengine trace sanitize` puts before a trace's extension in the
+/// name of the copy it writes beside it (trace-sanitize's
+/// `default_output_path`; this crate depends on no other).
+pub(crate) const SANITIZED: &str = ".sanitized";
+
 /// A rocprofv3 output's name without its format's extension (and, for a
 /// sanitized copy of its JSON, without `.sanitized`).
 fn rocprof_stem(path: &Path) -> Option<&str> {
@@ -168,7 +173,7 @@ fn rocprof_stem(path: &Path) -> Option<&str> {
     let (stem, ext) =
         ROCPROF_FORMATS.iter().find_map(|ext| Some((name.strip_suffix(ext)?, ext)))?;
     Some(match ext.starts_with(".json") {
-        true => stem.strip_suffix(".sanitized").unwrap_or(stem),
+        true => stem.strip_suffix(SANITIZED).unwrap_or(stem),
         false => stem,
     })
 }

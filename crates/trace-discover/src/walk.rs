@@ -12,7 +12,7 @@ use walkdir::WalkDir;
 use crate::{
     Error, Result,
     classify::{
-        CONTENT_HEAD, Claim, ORIGINAL_SNIFF_HEAD, ROCPROF_CSV, SKIP_DIRS, TraceKind,
+        CONTENT_HEAD, Claim, ORIGINAL_SNIFF_HEAD, ROCPROF_CSV, SANITIZED, SKIP_DIRS, TraceKind,
         is_ambiguous_name, is_json_name, kind_by_content, kind_by_name, read_head,
         unsupported_reason,
     },
@@ -278,7 +278,7 @@ pub const SANITIZED_ORIGINAL: &str = "its copy `madengine trace sanitize` wrote 
 fn sanitized_original(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"].iter().find_map(|suffix| {
-        let stem = name.strip_suffix(suffix)?.strip_suffix(".sanitized")?;
+        let stem = name.strip_suffix(suffix)?.strip_suffix(SANITIZED)?;
         (!stem.is_empty()).then(|| path.with_file_name(format!("{stem}{suffix}")))
     })
 }

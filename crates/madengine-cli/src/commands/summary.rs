@@ -1331,8 +1331,9 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         let stem = stems.unique(&input.rel);
         let dir = args.output_dir.join(&stem);
         this_run.dirs.insert(std::ffi::OsString::from(stem));
-        if let Ok(absolute) = std::path::absolute(&view.trace) {
-            this_run.read.insert(absolute, dir.clone());
+        let absolute = std::path::absolute(&view.trace).ok();
+        if let Some(absolute) = &absolute {
+            this_run.read.insert(absolute.clone(), dir.clone());
         }
         let summary = match result {
             Ok(summary) => summary,
@@ -1396,7 +1397,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             // diff` to read back: the trace's --json object, and where the
             // trace was (for a later run to tell it is gone).
             let mut recorded = serde_json::to_value(&view).expect("a view serializes");
-            if let Ok(absolute) = std::path::absolute(&view.trace) {
+            if let Some(absolute) = &absolute {
                 recorded[TRACE_ABSOLUTE] = serde_json::json!(absolute);
             }
             let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
