@@ -772,10 +772,12 @@ ops_summary with TraceLens' exact definitions, written as CSVs to
 <output-dir>/<trace stem>/, and a compact view here: where GPU time went,
 the top kernels, ops and op categories (GEMM, SDPA_fwd, elementwise, ...,
 as TraceLens assigns them), and a cross-rank table per run when the traces
-carry ranks (runs are told apart by directory wherever a rank appears twice),
-with the run's spread under it: its slowest rank against its fastest, the
-median, and the rank with the least exposed comm (in a job that
-synchronizes, the one the others waited for). Traces whose NCCL/RCCL kernels carry PyTorch's collective args also get
+carry ranks (runs are told apart by directory wherever a rank appears twice,
+and torch.profiler's profiling cycles by the time tensorboard_trace_handler
+puts in their names), with the run's spread under it: its slowest rank
+against its fastest, the median, and the rank with the least exposed comm
+(in a job that synchronizes, the one the others waited for). Traces whose
+NCCL/RCCL kernels carry PyTorch's collective args also get
 collective_summary.csv (madengine's own: calls by collective and message
 size, with nccl-tests' algbw and busbw).
 

@@ -194,7 +194,11 @@ fn cross_rank_section(page: &mut String, ranks: &[RankRow]) {
 fn cross_rank_table(page: &mut String, ranks: &[RankRow]) {
     let longest = ranks.iter().map(|r| r.total).fold(0.0, f64::max);
     page.push_str("<section><h2>Across ranks</h2>");
-    let _ = write!(page, "<p>Run <code>{}</code></p>", esc(&ranks[0].run.display().to_string()));
+    let _ = write!(page, "<p>Run <code>{}</code>", esc(&ranks[0].run.display().to_string()));
+    if let Some(cycle) = ranks[0].cycle {
+        let _ = write!(page, ", {cycle}");
+    }
+    page.push_str("</p>");
     page.push_str(
         r#"<table><tr><th>rank</th><th>GPU time (ms)</th><th class="name"></th><th>computation</th><th>exposed comm</th><th>idle</th><th></th><th class="name">trace</th></tr>"#,
     );

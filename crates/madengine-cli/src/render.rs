@@ -1025,7 +1025,11 @@ pub(crate) fn summaries(
                 ]
             })
             .collect();
-        text.push_str(&format!("cross-rank (ms), run {}:\n", run[0].run.display()));
+        text.push_str(&format!("cross-rank (ms), run {}", run[0].run.display()));
+        if let Some(cycle) = run[0].cycle {
+            text.push_str(&format!(", {cycle}"));
+        }
+        text.push_str(":\n");
         aligned(
             &mut text,
             &["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", "", "TRACE"],

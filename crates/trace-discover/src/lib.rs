@@ -41,6 +41,7 @@ mod error;
 mod rank;
 mod size;
 mod walk;
+mod written;
 
 pub use crate::{
     classify::{Claim, TraceKind, is_rocpd, rocprof_json_name, same_rocprof_output},
@@ -51,4 +52,5 @@ pub use crate::{
         Discovery, Options, Problem, SANITIZED_COPY, SANITIZED_ORIGINAL, Trace, Unsupported,
         classify, discover,
     },
+    written::export_time_from_file_name,
 };

@@ -47,7 +47,9 @@ pub use crate::{
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,
-    plan::{Collective, Config, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs},
+    plan::{
+        Collective, Config, Cycle, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs,
+    },
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{
         Event, NO_COLLECTIVES, NO_COLLECTIVES_DETAIL, NO_GPU_DETAIL, NO_GPU_EVENTS,

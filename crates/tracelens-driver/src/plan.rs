@@ -137,6 +137,27 @@ pub struct Collective {
     pub members: Vec<(u32, PathBuf)>,
     /// `--world_size`.
     pub world_size: u32,
+    /// Which of torch.profiler's profiling cycles, where `dir` holds
+    /// several (a trace per rank each).
+    pub cycle: Option<Cycle>,
+}
+
+/// One of the profiling cycles of a directory that holds several:
+/// torch.profiler's schedule repeats (unless `repeat=1`), and its
+/// `tensorboard_trace_handler` writes a trace per rank each cycle, named by
+/// the time of its export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cycle {
+    /// From 1, in the order the traces were written.
+    pub number: usize,
+    /// How many cycles the directory holds.
+    pub of: usize,
+}
+
+impl std::fmt::Display for Cycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "profiling cycle {} of {}", self.number, self.of)
+    }
 }
 
 /// The jobs of a run, in the order the summary lists them.
@@ -401,19 +422,25 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
         let (groups, reasons) = collective_groups(root, &pytorch, config.world_size);
         let several = groups.len() > 1;
         for group in groups {
-            let name = if several && !group.dir.as_os_str().is_empty() {
+            let mut name = if several && !group.dir.as_os_str().is_empty() {
                 format!("multi_rank_collective_{}", report_stem(&group.dir))
             } else {
                 "multi_rank_collective".to_string()
             };
+            if let Some(cycle) = group.cycle {
+                name.push_str(&format!("_cycle{}", cycle.number));
+            }
             // Not a trace's report (of `multi_rank_collective.json`), which
             // the job would remove before it runs.
             let name = stems.unique(Path::new(&name));
-            let label = if several {
+            let mut label = if several && !group.dir.as_os_str().is_empty() {
                 format!("{} per-rank traces in {}", group.members.len(), group.dir.display())
             } else {
                 format!("{} per-rank traces", group.members.len())
             };
+            if let Some(cycle) = group.cycle {
+                label.push_str(&format!(", {cycle}"));
+            }
             jobs.push(Job {
                 tool: Tool::Collective,
                 kind: TraceKind::Pytorch,
@@ -505,7 +532,11 @@ impl RunRule {
 
 /// Split `(trace, rank)` pairs into runs: all of them when they pass `rule`,
 /// or else each subdirectory of their common directory on its own (and the
-/// files directly in it as one more set), recursively.
+/// files directly in it as one more set), recursively. Where that leaves
+/// each rank claimed the same number of times, by traces whose names carry
+/// the time `tensorboard_trace_handler` exported them, each profiling cycle
+/// is a run ([`Collective::cycle`]): every rank's first trace, then every
+/// rank's second, and so on.
 ///
 /// Returns the runs of two or more traces, and `(what, why)` for each set
 /// that could not be split further and still fails the rule. Traces left
@@ -533,10 +564,7 @@ fn split(
     let dir = common_dir(traces, depth);
     let reason = match rule.accepts(traces) {
         Ok(world_size) => {
-            let mut members: Vec<(u32, PathBuf)> =
-                traces.iter().map(|(p, r)| (*r, p.clone())).collect();
-            members.sort();
-            groups.push(Collective { dir, members, world_size });
+            groups.push(collective(dir, traces, world_size, None));
             return;
         }
         Err(reason) => reason,
@@ -549,19 +577,119 @@ fn split(
         let key = (comps.len() > depth + 1).then(|| comps[..=depth].iter().collect::<PathBuf>());
         parts.entry(key).or_default().push((path.clone(), *rank));
     }
+    let by_cycle = cycles(traces);
     if parts.keys().all(Option::is_none) {
-        let label = if dir.as_os_str().is_empty() {
-            format!("{} ranked PyTorch traces", traces.len())
-        } else {
-            format!("{} ranked PyTorch traces in {}", traces.len(), dir.display())
-        };
-        reasons.push((label, reason));
+        match by_cycle {
+            Ok(cycles) => split_cycles(&dir, cycles, rule, groups, reasons),
+            Err(hint) => reasons
+                .push((runs_label(traces.len(), &dir, None), reason + &hint.unwrap_or_default())),
+        }
         return;
     }
+    let (mut found, mut why_not) = (Vec::new(), Vec::new());
     for (key, part) in parts {
         // The files directly here cannot be split further: `depth` stays.
-        split(&part, depth + usize::from(key.is_some()), rule, groups, reasons);
+        split(&part, depth + usize::from(key.is_some()), rule, &mut found, &mut why_not);
     }
+    match by_cycle {
+        // No directory of them is a run, but together they are cycles: each
+        // rank's traces in a directory of its own (`rank0/`, `rank1/`).
+        Ok(cycles) if found.is_empty() => split_cycles(&dir, cycles, rule, groups, reasons),
+        _ => {
+            groups.extend(found);
+            reasons.extend(why_not);
+        }
+    }
+}
+
+fn collective(
+    dir: PathBuf,
+    traces: &[(PathBuf, u32)],
+    world_size: u32,
+    cycle: Option<Cycle>,
+) -> Collective {
+    let mut members: Vec<(u32, PathBuf)> = traces.iter().map(|(p, r)| (*r, p.clone())).collect();
+    members.sort();
+    Collective { dir, members, world_size, cycle }
+}
+
+/// What a set of ranked traces that forms no run is called in its reason.
+fn runs_label(n: usize, dir: &Path, cycle: Option<Cycle>) -> String {
+    let mut label = format!("{n} ranked PyTorch traces");
+    if !dir.as_os_str().is_empty() {
+        label.push_str(&format!(" in {}", dir.display()));
+    }
+    if let Some(cycle) = cycle {
+        label.push_str(&format!(", {cycle}"));
+    }
+    label
+}
+
+/// Each of [`cycles`]' cycles as a run, or with its reason.
+fn split_cycles(
+    dir: &Path,
+    cycles: Vec<Vec<(PathBuf, u32)>>,
+    rule: RunRule,
+    groups: &mut Vec<Collective>,
+    reasons: &mut Vec<(String, String)>,
+) {
+    let of = cycles.len();
+    for (i, traces) in cycles.iter().enumerate() {
+        let cycle = Some(Cycle { number: i + 1, of });
+        match rule.accepts(traces) {
+            Ok(world_size) => groups.push(collective(dir.to_path_buf(), traces, world_size, cycle)),
+            Err(reason) => reasons.push((runs_label(traces.len(), dir, cycle), reason)),
+        }
+    }
+}
+
+/// `traces` as torch.profiler's profiling cycles, in the order they were
+/// written: two ranks or more, each claimed by the same number of traces
+/// (two or more), each named with the time `tensorboard_trace_handler`
+/// exported it; each rank's first trace is the first cycle, and so on.
+///
+/// `Err(None)` when the ranks are not claimed alike (no cycles); else
+/// `Err(Some(why))`, the end of a sentence that says why the cycles
+/// cannot be told apart.
+fn cycles(traces: &[(PathBuf, u32)]) -> Result<Vec<Vec<(PathBuf, u32)>>, Option<String>> {
+    let mut by_rank: BTreeMap<u32, Vec<(Option<u64>, &PathBuf)>> = BTreeMap::new();
+    for (path, rank) in traces {
+        let time = path
+            .file_name()
+            .and_then(|n| trace_discover::export_time_from_file_name(n.as_encoded_bytes()));
+        by_rank.entry(*rank).or_default().push((time, path));
+    }
+    let k = by_rank.values().next().map_or(0, Vec::len);
+    if by_rank.len() < 2 || k < 2 || by_rank.values().any(|v| v.len() != k) {
+        return Err(None);
+    }
+    if by_rank.values().flatten().any(|(time, _)| time.is_none()) {
+        return Err(Some(
+            " Each cycle's traces in a directory of their own form a run, as do traces named \
+             by tensorboard_trace_handler (<worker>.<time>.pt.trace.json), whose times tell the \
+             cycles apart"
+                .into(),
+        ));
+    }
+    for v in by_rank.values_mut() {
+        v.sort();
+    }
+    let cycles: Vec<Vec<(PathBuf, u32)>> =
+        (0..k).map(|i| by_rank.iter().map(|(rank, v)| (v[i].1.clone(), *rank)).collect()).collect();
+    // A cycle ends before the next begins, on every rank: each was written
+    // before any rank's trace of the next.
+    let span = |i: usize| {
+        let times = by_rank.values().filter_map(|v| v[i].0);
+        (times.clone().min().unwrap_or(0), times.max().unwrap_or(0))
+    };
+    if let Some(i) = (1..k).find(|&i| span(i - 1).1 >= span(i).0) {
+        return Err(Some(format!(
+            " The times in their names (tensorboard_trace_handler's) do not tell the cycles \
+             apart: a rank wrote its trace of cycle {i} after another wrote its trace of cycle {}",
+            i + 1
+        )));
+    }
+    Ok(cycles)
 }
 
 fn common_dir(traces: &[(PathBuf, u32)], depth: usize) -> PathBuf {
@@ -587,7 +715,7 @@ fn duplicate_rank(traces: &[(PathBuf, u32)]) -> Option<String> {
     if by_rank.len() > 1 && by_rank.values().all(|p| p.len() == paths.len()) {
         reason.push_str(&format!(
             ", as is each of the {} ranks: {} profiling cycles (torch.profiler's schedule \
-             repeats unless repeat=1)? Each cycle's traces in a directory of their own form a run",
+             repeats unless repeat=1)?",
             by_rank.len(),
             paths.len()
         ));
@@ -740,7 +868,113 @@ mod tests {
             reasons[0].1,
             "rank 0 is claimed by 2 traces (rank0.1.json, rank0.2.json), as is each of the 2 \
              ranks: 2 profiling cycles (torch.profiler's schedule repeats unless repeat=1)? Each \
-             cycle's traces in a directory of their own form a run"
+             cycle's traces in a directory of their own form a run, as do traces named by \
+             tensorboard_trace_handler (<worker>.<time>.pt.trace.json), whose times tell the \
+             cycles apart"
         );
+    }
+
+    /// `tensorboard_trace_handler`'s name for a trace `pid` wrote `ms` into
+    /// a day (ns since the epoch).
+    fn exported(dir: &str, pid: u32, ms: u64) -> String {
+        format!("{dir}host_{pid}.{}.pt.trace.json", (1_764_720_000_000 + ms) * 1_000_000)
+    }
+
+    #[test]
+    fn profiling_cycles_named_by_their_export_time_are_runs_of_their_own() {
+        // Two ranks, three cycles, written a second apart; rank 1 a little
+        // later each time, and listed in no particular order.
+        let mut traces = Vec::new();
+        for (cycle, at) in [(2, 3_000), (0, 1_000), (1, 2_000)] {
+            traces.push((exported("t/", 11, at + 40), 1, cycle));
+            traces.push((exported("t/", 10, at), 0, cycle));
+        }
+        let ranked: Vec<(PathBuf, u32)> =
+            traces.iter().map(|(p, r, _)| (PathBuf::from(p), *r)).collect();
+        for rule in [RunRule::Complete { world: 2 }, RunRule::DistinctRanks] {
+            let (groups, reasons) = split_runs(&ranked, rule);
+            assert!(reasons.is_empty(), "{reasons:?}");
+            assert_eq!(groups.len(), 3);
+            for (i, group) in groups.iter().enumerate() {
+                assert_eq!(group.cycle, Some(Cycle { number: i + 1, of: 3 }));
+                assert_eq!(group.dir, Path::new("t"));
+                assert_eq!(group.world_size, 2);
+                let expected: Vec<(u32, PathBuf)> = traces
+                    .iter()
+                    .filter(|(_, _, c)| *c == i)
+                    .map(|(p, r, _)| (*r, PathBuf::from(p)))
+                    .rev()
+                    .collect();
+                assert_eq!(group.members, expected, "cycle {}", i + 1);
+            }
+        }
+        assert_eq!(Cycle { number: 2, of: 3 }.to_string(), "profiling cycle 2 of 3");
+
+        // Each rank's traces in a directory of its own: still the cycles.
+        let ranked = set(&[
+            (&exported("rank0/", 10, 1_000), 0),
+            (&exported("rank0/", 10, 2_000), 0),
+            (&exported("rank1/", 11, 1_001), 1),
+            (&exported("rank1/", 11, 2_001), 1),
+        ]);
+        let (groups, reasons) = split_runs(&ranked, RunRule::Complete { world: 0 });
+        assert!(reasons.is_empty(), "{reasons:?}");
+        let members: Vec<Vec<u32>> =
+            groups.iter().map(|g| g.members.iter().map(|(r, _)| *r).collect()).collect();
+        assert_eq!(members, [[0, 1], [0, 1]]);
+        assert_eq!(groups[1].members[1].1, PathBuf::from(exported("rank1/", 11, 2_001)));
+
+        // A cycle that misses a rank of --world-size is named on its own.
+        let (groups, reasons) = split_runs(&ranked, RunRule::Complete { world: 3 });
+        assert!(groups.is_empty());
+        assert_eq!(reasons.len(), 2);
+        assert_eq!(reasons[0].0, "2 ranked PyTorch traces, profiling cycle 1 of 2");
+        assert!(reasons[0].1.contains("missing 2"), "{reasons:?}");
+
+        // Two jobs' runs in their own directories stay the runs: cycles are
+        // only looked for where directories do not part them.
+        let ranked = set(&[
+            (&exported("a/", 10, 1_000), 0),
+            (&exported("a/", 11, 1_001), 1),
+            (&exported("b/", 20, 5_000), 0),
+            (&exported("b/", 21, 5_001), 1),
+        ]);
+        let (groups, _) = split_runs(&ranked, RunRule::Complete { world: 0 });
+        let runs: Vec<_> = groups.iter().map(|g| (g.dir.display().to_string(), g.cycle)).collect();
+        assert_eq!(runs, [("a".to_string(), None), ("b".to_string(), None)]);
+    }
+
+    #[test]
+    fn cycles_whose_times_interleave_or_ranks_differ_are_not_guessed() {
+        // Rank 1's first trace was written after rank 0's second.
+        let ranked = set(&[
+            (&exported("", 10, 1_000), 0),
+            (&exported("", 10, 2_000), 0),
+            (&exported("", 11, 2_500), 1),
+            (&exported("", 11, 3_000), 1),
+        ]);
+        let (groups, reasons) = split_runs(&ranked, RunRule::DistinctRanks);
+        assert!(groups.is_empty());
+        assert_eq!(reasons[0].0, "4 ranked PyTorch traces");
+        assert!(
+            reasons[0].1.ends_with(
+                "repeat=1)? The times in their names (tensorboard_trace_handler's) do not tell \
+                 the cycles apart: a rank wrote its trace of cycle 1 after another wrote its \
+                 trace of cycle 2"
+            ),
+            "{reasons:?}"
+        );
+        // Rank 0 three times, rank 1 twice: not cycles, no hint.
+        let ranked = set(&[
+            (&exported("", 10, 1_000), 0),
+            (&exported("", 10, 2_000), 0),
+            (&exported("", 10, 3_000), 0),
+            (&exported("", 11, 1_001), 1),
+            (&exported("", 11, 2_001), 1),
+        ]);
+        let (groups, reasons) = split_runs(&ranked, RunRule::DistinctRanks);
+        assert!(groups.is_empty());
+        assert!(reasons[0].1.starts_with("rank 0 is claimed by 3 traces"), "{reasons:?}");
+        assert!(!reasons[0].1.contains("cycle"), "{reasons:?}");
     }
 }

@@ -511,6 +511,9 @@ impl TraceView {
 pub(crate) struct RankRow {
     /// The run the rank belongs to: the directory its traces share.
     pub(crate) run: PathBuf,
+    /// Which of torch.profiler's profiling cycles, where the directory
+    /// holds several.
+    pub(crate) cycle: Option<tracelens_driver::Cycle>,
     pub(crate) rank: u32,
     /// The trace behind the row.
     pub(crate) trace: PathBuf,
@@ -581,8 +584,9 @@ pub(crate) fn spread(run: &[RankRow]) -> Vec<String> {
 /// set of ranked traces that forms no run.
 ///
 /// Ranked traces with a timeline are split into runs by directory wherever a
-/// rank is claimed twice (two jobs under one root), as the collective report
-/// splits them; a run needs two ranks or more.
+/// rank is claimed twice (two jobs under one root), and then by profiling
+/// cycle, as the collective report splits them; a run needs two ranks or
+/// more.
 pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
     let ranked: Vec<(PathBuf, u32)> = views
         .iter()
@@ -605,6 +609,7 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
         let dir = shared_dir(members.iter().map(|v| v.trace.as_path()));
         rows.extend(members.iter().enumerate().map(|(i, v)| RankRow {
             run: dir.clone(),
+            cycle: run.cycle,
             rank: v.rank.unwrap_or_default(),
             trace: v.trace.clone(),
             computation: v.ms("computation_time"),
@@ -734,7 +739,7 @@ fn shared_dir<'a>(mut traces: impl Iterator<Item = &'a Path>) -> PathBuf {
 
 /// Rows of one run each, in order.
 pub(crate) fn by_run(rows: &[RankRow]) -> Vec<&[RankRow]> {
-    rows.chunk_by(|a, b| a.run == b.run).collect()
+    rows.chunk_by(|a, b| (&a.run, a.cycle) == (&b.run, b.cycle)).collect()
 }
 
 /// The rows of each directory's cross-GPU table.
@@ -1429,6 +1434,7 @@ mod tests {
     fn the_spread_line_names_the_slowest_the_fastest_and_the_median() {
         let row = |rank: u32, total: f64, slowest: bool| super::RankRow {
             run: "run".into(),
+            cycle: None,
             rank,
             trace: format!("run/rank{rank}.json").into(),
             computation: 0.0,

@@ -110,6 +110,46 @@ fn discover_only_lists_traces_and_the_collective_plan() {
     cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "run", "--discover-only"]);
 }
 
+/// Two ranks' traces of two profiling cycles in one directory, named by
+/// torch.profiler's `tensorboard_trace_handler` (the rank only in their
+/// `distributedInfo`): a collective report for each cycle.
+#[test]
+fn each_profiling_cycle_gets_its_collective_report() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("run")).unwrap();
+    for (cycle, rank) in [(0u64, 0u32), (0, 1), (1, 0), (1, 1)] {
+        let from =
+            format!("run/torch_profiler_output/libkineto_trace_rank{rank}_{}.json", rank + 1);
+        let ns = 1_764_720_000_000_000_000 + cycle * 5_000_000_000 + u64::from(rank);
+        let to = dir.path().join(format!("run/gpu-node_{}.{ns}.pt.trace.json", 4242 + rank));
+        fs::copy(synthetic().join(from), to).unwrap();
+    }
+    cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "run", "--discover-only"], @r"
+    exit code: 0
+    ----- stdout -----
+    pytorch	run/gpu-node_4242.1764720000000000000.pt.trace.json
+    pytorch	run/gpu-node_4242.1764720005000000000.pt.trace.json
+    pytorch	run/gpu-node_4243.1764720000000000001.pt.trace.json
+    pytorch	run/gpu-node_4243.1764720005000000001.pt.trace.json
+    collective	2 per-rank traces, profiling cycle 1 of 2 (world size 2)	rank 0: gpu-node_4242.1764720000000000000.pt.trace.json; rank 1: gpu-node_4243.1764720000000000001.pt.trace.json
+    collective	2 per-rank traces, profiling cycle 2 of 2 (world size 2)	rank 0: gpu-node_4242.1764720005000000000.pt.trace.json; rank 1: gpu-node_4243.1764720005000000001.pt.trace.json
+    6 TraceLens job(s) planned for 4 traces under run
+    ----- stderr -----
+    ");
+    let py = python(&standin().scripts);
+    let args = ["report", "tracelens", "run", "-o", "run/out", "--mode", "collective", "--python"];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(AsRef::as_ref).collect();
+    args.push(&py);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let csv = fs::read_to_string(dir.path().join("run/out/tracelens_summary.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    insta::assert_snapshot!(rows.join("\n"), @r#"
+    "2 per-rank traces, profiling cycle 1 of 2",pytorch,TraceLens_generate_multi_rank_collective_report_pytorch,SUCCESS,out/multi_rank_collective_cycle1_csv,
+    "2 per-rank traces, profiling cycle 2 of 2",pytorch,TraceLens_generate_multi_rank_collective_report_pytorch,SUCCESS,out/multi_rank_collective_cycle2_csv,
+    "#);
+}
+
 /// madengine's own `-r`/`-o` (and the run directory given as DIR) plan the
 /// same jobs as `--root`/`--output-dir`.
 #[test]

@@ -1084,6 +1084,59 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     assert_eq!(runs, [("job_a", 0), ("job_a", 1), ("job_b", 0), ("job_b", 1), ("job_b", 2)]);
 }
 
+/// torch.profiler's schedule repeats unless `repeat=1`, and its
+/// `tensorboard_trace_handler` writes a trace per rank each cycle into one
+/// directory, named `<host>_<pid>.<time_ns>.pt.trace.json` (the rank only in
+/// `distributedInfo`): each cycle is a run of its own.
+#[test]
+fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("traces")).unwrap();
+    for (cycle, rank) in [(1u32, 1u32), (0, 0), (1, 0), (0, 1)] {
+        let from =
+            format!("run/torch_profiler_output/libkineto_trace_rank{rank}_{}.json", rank + 1);
+        let text = fs::read_to_string(synthetic().join(from)).unwrap();
+        // In the second cycle, rank 1's GEMM takes 10 µs longer.
+        let gemm = format!(r#""ts": 121.000, "dur": {:.3},"#, 8.5 + f64::from(10 * cycle * rank));
+        let text = text.replacen(r#""ts": 121.000, "dur": 8.500,"#, &gemm, 1);
+        let ns = 1_764_720_000_000_000_000u64 + u64::from(cycle) * 5_000_000_000 + u64::from(rank);
+        let name = format!("traces/gpu-node_{}.{ns}.pt.trace.json", 4242 + rank);
+        fs::write(dir.path().join(name), text).unwrap();
+    }
+    let args = ["report", "summary", "traces", "--top", "0", "-o", "out", "--html", "page.html"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let tables = &text[text.find("cross-rank").unwrap()..];
+    insta::assert_snapshot!(tables, @r"
+    cross-rank (ms), run traces, profiling cycle 1 of 2:
+    RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL    TRACE
+    0           0.009         0.000  0.000  0.009    gpu-node_4242.1764720000000000000.pt.trace.json
+    1           0.009         0.000  0.000  0.009    gpu-node_4243.1764720000000000001.pt.trace.json
+
+    cross-rank (ms), run traces, profiling cycle 2 of 2:
+    RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL              TRACE
+    0           0.009         0.000  0.000  0.009              gpu-node_4242.1764720005000000000.pt.trace.json
+    1           0.018         0.000  0.000  0.018  <- slowest  gpu-node_4243.1764720005000000001.pt.trace.json
+    rank 1 is the slowest, 0.018 ms: 2.18x rank 0, the fastest (0.009 ms)
+
+    ----- stderr -----
+    ");
+    let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
+    assert!(page.contains("<code>traces</code>, profiling cycle 2 of 2</p>"), "{page}");
+    let args = ["report", "summary", "traces", "--top", "0", "-o", "out", "--json"];
+    let json =
+        crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
+    let cycles: Vec<(u64, u64, u64)> = json["cross_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let n = |k: &str| r["cycle"][k].as_u64().unwrap();
+            (n("number"), n("of"), r["rank"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(cycles, [(1, 2, 0), (1, 2, 1), (2, 2, 0), (2, 2, 1)]);
+}
+
 #[test]
 fn an_empty_trace_is_told_from_a_cpu_only_one() {
     let dir = tempfile::tempdir().unwrap();
