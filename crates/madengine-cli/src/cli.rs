@@ -668,7 +668,9 @@ directory per node, within each node, the nodes paired by directory name,
 node_N as gathered, or else in order). rocprofv3 kernel time holds the
 collective kernels' (TraceLens' COMM category): their change is shown
 beside it, per GPU and in all (`collective_kernels` in --json). A
-directory holding one trace stands for it.
+directory holding one trace stands for it. A directory of torch.profiler's
+profiling cycles (tensorboard_trace_handler's traces, a trace per rank each
+cycle) is compared one cycle at a time: --cycle N or --cycle last.
 
 Either side can also be a report already written: a directory of
 gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`
@@ -699,10 +701,30 @@ Examples:
   madengine report diff runs/base runs/new --html diff.html
   madengine report diff base_results.json new_results.json --json
   madengine report diff kept/ nightly/ --max-regression 5   # exit 1: 5% slower
+  madengine report diff base/ new/ --cycle last   # torch.profiler's cycles
 
 Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
 2 usage error (traces of different kinds, traces that cannot be paired);
 3 a trace cannot be read or has no GPU activity.";
+
+/// Which profiling cycle `report diff --cycle` compares of each side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CyclePick {
+    /// The n-th, from 1.
+    Number(usize),
+    /// The last one written.
+    Last,
+}
+
+fn cycle_pick(text: &str) -> Result<CyclePick, String> {
+    match text.trim() {
+        "last" => Ok(CyclePick::Last),
+        n => match n.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(CyclePick::Number(n)),
+            _ => Err(format!("`{text}` is not a cycle: 1 for the first, 2, ..., or last")),
+        },
+    }
+}
 
 /// A percentage: `5`, `2.5` or `5%`, not negative.
 fn percent(text: &str) -> Result<f64, String> {
@@ -733,6 +755,15 @@ pub(crate) struct DiffArgs {
     /// largest change first (0: the timeline only).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
+    /// Compare profiling cycle N of each side (1: the first), or the last.
+    ///
+    /// torch.profiler's schedule repeats unless repeat=1, and its
+    /// tensorboard_trace_handler writes a trace per rank each cycle into one
+    /// directory, each named by the time it was written: those times tell the
+    /// cycles apart. A side with a trace per rank is one cycle; later cycles
+    /// run warm (caches, allocator, autotuning).
+    #[arg(long, value_name = "N|last", value_parser = cycle_pick)]
+    pub(crate) cycle: Option<CyclePick>,
     /// Compare per step, for traces of different step counts.
     ///
     /// Each trace's times and counts are divided by its steps (ProfilerStep#,

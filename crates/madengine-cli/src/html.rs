@@ -450,6 +450,10 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
             (false, true) => "rocprofv3",
             (false, false) => "PyTorch",
         };
+        let what = match side.cycle {
+            Some(cycle) => format!("{cycle}, {what}"),
+            None => what.to_string(),
+        };
         let launches =
             side.kernel_launches.map(|n| format!(", {n} kernel launches")).unwrap_or_default();
         let launches = match side.steps {

@@ -1110,7 +1110,11 @@ pub(crate) fn diff(
             trace_summary::Format::Kineto => "PyTorch",
             trace_summary::Format::Perfetto => "Perfetto",
         };
-        let traces = if ranked { format!("{} traces, ", side.traces.len()) } else { String::new() };
+        let mut traces =
+            if ranked { format!("{} traces, ", side.traces.len()) } else { String::new() };
+        if let Some(cycle) = side.cycle {
+            traces.insert_str(0, &format!("{cycle}, "));
+        }
         let kind = if side.report { format!("{kind} report") } else { kind.to_string() };
         let kind = side.gpus.iter().fold(kind, |kind, gpu| format!("{kind}, {gpu}"));
         let launches = side

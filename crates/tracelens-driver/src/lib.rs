@@ -48,7 +48,8 @@ pub use crate::{
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,
     plan::{
-        Collective, Config, Cycle, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs,
+        Collective, Config, Cycle, Job, NoCycles, Plan, ROCPD, RunRule, Stems, plan,
+        profiling_cycles, report_stem, split_runs,
     },
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{

@@ -581,8 +581,9 @@ fn split(
     if parts.keys().all(Option::is_none) {
         match by_cycle {
             Ok(cycles) => split_cycles(&dir, cycles, rule, groups, reasons),
-            Err(hint) => reasons
-                .push((runs_label(traces.len(), &dir, None), reason + &hint.unwrap_or_default())),
+            Err(hint) => {
+                reasons.push((runs_label(traces.len(), &dir, None), reason + &hint.hint()))
+            }
         }
         return;
     }
@@ -643,53 +644,102 @@ fn split_cycles(
     }
 }
 
+/// Why a set of traces is not told apart into profiling cycles
+/// ([`profiling_cycles`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoCycles {
+    /// Not every rank is claimed the same number of times, twice or more.
+    NotAlike,
+    /// Some names carry no time of `tensorboard_trace_handler`'s.
+    Unnamed,
+    /// A rank wrote its trace of cycle `n` after another rank wrote its
+    /// trace of cycle `n + 1`.
+    Interleaved(usize),
+}
+
+impl NoCycles {
+    /// How the reason a set of traces forms no run goes on, for the
+    /// profiling cycles it names ([`NoCycles::NotAlike`]: it names none).
+    fn hint(&self) -> String {
+        match self {
+            NoCycles::NotAlike => String::new(),
+            NoCycles::Unnamed => " Each cycle's traces in a directory of their own form a run, as \
+                                  do traces named by tensorboard_trace_handler \
+                                  (<worker>.<time>.pt.trace.json), whose times tell the cycles \
+                                  apart"
+                .into(),
+            NoCycles::Interleaved(n) => format!(
+                " The times in their names (tensorboard_trace_handler's) do not tell the cycles \
+                 apart: a rank wrote its trace of cycle {n} after another wrote its trace of \
+                 cycle {}",
+                n + 1
+            ),
+        }
+    }
+}
+
 /// `traces` as torch.profiler's profiling cycles, in the order they were
-/// written: two ranks or more, each claimed by the same number of traces
-/// (two or more), each named with the time `tensorboard_trace_handler`
-/// exported it; each rank's first trace is the first cycle, and so on.
+/// written: each key (a rank; `None` for a process without one) claimed
+/// by the same number of traces, two or more, each named with the time
+/// `tensorboard_trace_handler` exported it
+/// ([`trace_discover::export_time_from_file_name`]). Each key's first trace
+/// is the first cycle, and so on; a cycle is written, on every rank, before
+/// any rank's trace of the next.
 ///
-/// `Err(None)` when the ranks are not claimed alike (no cycles); else
-/// `Err(Some(why))`, the end of a sentence that says why the cycles
-/// cannot be told apart.
-fn cycles(traces: &[(PathBuf, u32)]) -> Result<Vec<Vec<(PathBuf, u32)>>, Option<String>> {
-    let mut by_rank: BTreeMap<u32, Vec<(Option<u64>, &PathBuf)>> = BTreeMap::new();
-    for (path, rank) in traces {
+/// ```
+/// use std::path::PathBuf;
+/// use tracelens_driver::{NoCycles, profiling_cycles};
+///
+/// let traces: Vec<(PathBuf, u32)> = [
+///     ("r0.1764720005000000000.pt.trace.json", 0),
+///     ("r0.1764720000000000000.pt.trace.json", 0),
+///     ("r1.1764720000000000001.pt.trace.json", 1),
+///     ("r1.1764720005000000001.pt.trace.json", 1),
+/// ]
+/// .map(|(p, r)| (PathBuf::from(p), r))
+/// .into();
+/// let cycles = profiling_cycles(&traces).unwrap();
+/// assert_eq!(cycles[0], [traces[1].clone(), traces[2].clone()]);
+/// assert_eq!(profiling_cycles(&traces[..3]), Err(NoCycles::NotAlike));
+/// ```
+pub fn profiling_cycles<K: Ord + Copy>(
+    traces: &[(PathBuf, K)],
+) -> Result<Vec<Vec<(PathBuf, K)>>, NoCycles> {
+    let mut by_key: BTreeMap<K, Vec<(Option<u64>, &PathBuf)>> = BTreeMap::new();
+    for (path, key) in traces {
         let time = path
             .file_name()
             .and_then(|n| trace_discover::export_time_from_file_name(n.as_encoded_bytes()));
-        by_rank.entry(*rank).or_default().push((time, path));
+        by_key.entry(*key).or_default().push((time, path));
     }
-    let k = by_rank.values().next().map_or(0, Vec::len);
-    if by_rank.len() < 2 || k < 2 || by_rank.values().any(|v| v.len() != k) {
-        return Err(None);
+    let k = by_key.values().next().map_or(0, Vec::len);
+    if k < 2 || by_key.values().any(|v| v.len() != k) {
+        return Err(NoCycles::NotAlike);
     }
-    if by_rank.values().flatten().any(|(time, _)| time.is_none()) {
-        return Err(Some(
-            " Each cycle's traces in a directory of their own form a run, as do traces named \
-             by tensorboard_trace_handler (<worker>.<time>.pt.trace.json), whose times tell the \
-             cycles apart"
-                .into(),
-        ));
+    if by_key.values().flatten().any(|(time, _)| time.is_none()) {
+        return Err(NoCycles::Unnamed);
     }
-    for v in by_rank.values_mut() {
+    for v in by_key.values_mut() {
         v.sort();
     }
-    let cycles: Vec<Vec<(PathBuf, u32)>> =
-        (0..k).map(|i| by_rank.iter().map(|(rank, v)| (v[i].1.clone(), *rank)).collect()).collect();
-    // A cycle ends before the next begins, on every rank: each was written
-    // before any rank's trace of the next.
     let span = |i: usize| {
-        let times = by_rank.values().filter_map(|v| v[i].0);
+        let times = by_key.values().filter_map(|v| v[i].0);
         (times.clone().min().unwrap_or(0), times.max().unwrap_or(0))
     };
     if let Some(i) = (1..k).find(|&i| span(i - 1).1 >= span(i).0) {
-        return Err(Some(format!(
-            " The times in their names (tensorboard_trace_handler's) do not tell the cycles \
-             apart: a rank wrote its trace of cycle {i} after another wrote its trace of cycle {}",
-            i + 1
-        )));
+        return Err(NoCycles::Interleaved(i));
     }
-    Ok(cycles)
+    Ok((0..k).map(|i| by_key.iter().map(|(key, v)| (v[i].1.clone(), *key)).collect()).collect())
+}
+
+/// [`profiling_cycles`] of two ranks or more: a single rank's traces are
+/// not a run's, whatever their cycles.
+fn cycles(traces: &[(PathBuf, u32)]) -> Result<Vec<Vec<(PathBuf, u32)>>, NoCycles> {
+    let ranks: BTreeSet<u32> = traces.iter().map(|(_, r)| *r).collect();
+    if ranks.len() < 2 {
+        return Err(NoCycles::NotAlike);
+    }
+    profiling_cycles(traces)
 }
 
 fn common_dir(traces: &[(PathBuf, u32)], depth: usize) -> PathBuf {

@@ -7,7 +7,7 @@ use trace_summary::{Diff, DiffRow, Format, Tables};
 
 use super::summary::{Input, Recorded, TraceView, read_all, write_set};
 use crate::{
-    cli::DiffArgs,
+    cli::{CyclePick, DiffArgs},
     error::{Error, Status},
     render,
 };
@@ -21,6 +21,8 @@ pub(crate) struct Side {
     pub(crate) path: PathBuf,
     /// The traces compared, in rank order (or the report directory).
     pub(crate) traces: Vec<PathBuf>,
+    /// The profiling cycle compared (`--cycle`), of a directory of several.
+    pub(crate) cycle: Option<tracelens_driver::Cycle>,
     /// A report read back (its CSVs), not a trace.
     pub(crate) report: bool,
     pub(crate) format: Format,
@@ -481,6 +483,82 @@ fn traces_of(
         .collect())
 }
 
+/// With `--cycle`, keep of `inputs`, the traces of the side given as
+/// `path`, those of the profiling cycle picked (and the traces without a
+/// rank beside ranked ones, which no cycle claims); say which it is, of
+/// how many. A side with a trace per rank (or one trace) is one cycle.
+/// Without `--cycle`, a side of several cycles is refused with how to
+/// pick one.
+fn one_cycle(
+    path: &Path,
+    inputs: &mut Vec<Input>,
+    pick: Option<CyclePick>,
+) -> Result<Option<tracelens_driver::Cycle>, Error> {
+    use tracelens_driver::NoCycles;
+    let ranked = inputs.iter().any(|i| i.rank.is_some());
+    // PyTorch traces only: reports and rocprofv3 traces have no cycles.
+    let traces: Vec<(PathBuf, Option<u32>)> = inputs
+        .iter()
+        .filter(|i| !i.rocprof && !Tables::is_report_dir(&i.trace))
+        .filter(|i| !ranked || i.rank.is_some())
+        .map(|i| (i.trace.clone(), i.rank))
+        .collect();
+    let path = path.display();
+    let cycles = match (tracelens_driver::profiling_cycles(&traces), pick) {
+        (Ok(cycles), Some(_)) => cycles,
+        (Ok(cycles), None) => {
+            return Err(Error::Usage(format!(
+                "{path} holds {} of torch.profiler's profiling cycles ({} each, told apart by the \
+                 time tensorboard_trace_handler put in their names): runs are compared one cycle at \
+                 a time; pick one with --cycle N (1 to {}) or --cycle last",
+                cycles.len(),
+                render::plural(cycles[0].len(), "trace"),
+                cycles.len()
+            )));
+        }
+        (Err(_), None)
+        | (Err(NoCycles::NotAlike), Some(CyclePick::Number(1) | CyclePick::Last)) => {
+            return Ok(None);
+        }
+        (Err(NoCycles::NotAlike), Some(CyclePick::Number(n))) => {
+            return Err(Error::Usage(format!(
+                "{path} holds one profiling cycle (a trace per rank), so there is no cycle {n} \
+                 to compare"
+            )));
+        }
+        (Err(NoCycles::Unnamed), Some(_)) => {
+            return Err(Error::Usage(format!(
+                "{path} holds several traces of each rank, but their names carry no time of \
+                 tensorboard_trace_handler's (<worker>.<time>.pt.trace.json) to order its \
+                 profiling cycles by: give the directory of one cycle"
+            )));
+        }
+        (Err(NoCycles::Interleaved(n)), Some(_)) => {
+            return Err(Error::Usage(format!(
+                "the times in the names of {path}'s traces do not tell its profiling cycles \
+                 apart (a rank wrote its trace of cycle {n} after another wrote its trace of \
+                 cycle {}): give the directory of one cycle",
+                n + 1
+            )));
+        }
+    };
+    let of = cycles.len();
+    let number = match pick {
+        Some(CyclePick::Number(n)) if n <= of => n,
+        Some(CyclePick::Number(n)) => {
+            return Err(Error::Usage(format!(
+                "{path} holds {of} profiling cycles, so there is no cycle {n} to compare (1 to \
+                 {of}, or last)"
+            )));
+        }
+        _ => of,
+    };
+    let keep: std::collections::HashSet<&PathBuf> =
+        cycles[number - 1].iter().map(|(trace, _)| trace).collect();
+    inputs.retain(|i| keep.contains(&i.trace) || (ranked && i.rank.is_none()));
+    Ok(Some(tracelens_driver::Cycle { number, of }))
+}
+
 /// Keep of `reports`, the report directories in `dir`, those of the run
 /// its `tracelens_summary.csv` describes, where it has one: `report
 /// tracelens` never removes the reports an earlier run left (of a trace gone
@@ -803,6 +881,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         traces_of(paths[0], &mut recorded, &mut left_out[0])?,
         traces_of(paths[1], &mut recorded, &mut left_out[1])?,
     ];
+    let cycles = [
+        one_cycle(paths[0], &mut found[0], args.cycle)?,
+        one_cycle(paths[1], &mut found[1], args.cycle)?,
+    ];
     let mut by = paired_by(&found);
     let mut interrupt = Some(interrupt);
     // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
@@ -1009,6 +1091,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                 role,
                 path: paths[k].to_path_buf(),
                 traces: mine.iter().map(|v| v.trace.clone()).collect(),
+                cycle: cycles[k],
                 report: reports[k * n..(k + 1) * n].iter().any(|r| *r),
                 format: if tables[k * n].rocprof { Format::Rocprofv3 } else { Format::Kineto },
                 kernel_launches: launches(&totals.kernels, side),

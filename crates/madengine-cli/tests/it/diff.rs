@@ -177,6 +177,99 @@ fn what_cannot_be_compared_says_why() {
     ");
 }
 
+/// torch.profiler's schedule repeats unless `repeat=1`, and its
+/// `tensorboard_trace_handler` writes a trace per rank each cycle into one
+/// directory, named by the time it wrote it: a side of several cycles is
+/// compared one cycle at a time, picked with `--cycle`.
+#[test]
+fn profiling_cycles_are_compared_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    // The baseline: 2 ranks, 3 cycles; in the last, rank 1's GEMM takes
+    // twice as long. The new run: one cycle (a trace per rank).
+    let slow = [(r#""ts": 121.000, "dur": 8.500"#, r#""ts": 121.000, "dur": 17.000"#)];
+    for cycle in 0..3u64 {
+        for rank in 0..2u64 {
+            let ns = 1_764_720_000_000_000_000 + cycle * 5_000_000_000 + rank;
+            let to = format!("base/gpu-node_{}.{ns}.pt.trace.json", 4242 + rank);
+            let from = format!("libkineto_trace_rank{rank}_{}.json", rank + 1);
+            let edits = if cycle == 2 && rank == 1 { &slow[..] } else { &[] };
+            trace(dir.path(), &to, &from, edits);
+        }
+    }
+    trace(dir.path(), "new/rank0_trace.json", "libkineto_trace_rank0_1.json", &[]);
+    trace(dir.path(), "new/rank1_trace.json", "libkineto_trace_rank1_2.json", &[]);
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: base holds 3 of torch.profiler's profiling cycles (2 traces each, told apart by the time tensorboard_trace_handler put in their names): runs are compared one cycle at a time; pick one with --cycle N (1 to 3) or --cycle last
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--cycle", "last", "--top", "1"], @r"
+    exit code: 0
+    ----- stdout -----
+    baseline  base (profiling cycle 3 of 3, 2 traces, PyTorch, AMD Instinct MI300X, 4 kernel launches)
+    new       new (2 traces, PyTorch, AMD Instinct MI300X, 4 kernel launches)
+
+    GPU time of the slowest rank: 0.017 ms (rank 1) -> 0.009 ms (rank 1) (-50.0%)
+
+    GPU time per rank (ms; the last three: change by part):
+    RANK  BASELINE    NEW   DELTA  RATIO  COMPUTATION  EXPOSED COMM  IDLE
+    0        0.009  0.009       0  1.00x            0             0     0
+    1        0.017  0.009  -0.009  0.50x       -0.009             0     0
+
+    kernels, all 2 ranks, largest changes first (µs):
+    BASELINE  NEW   DELTA  RATIO  LAUNCHES  KERNEL
+      25.500   17  -8.500  0.67x         2  Cijk_Alik_Bljk_HHS_BH_MT64x64x32
+
+    ops (GPU time of the kernels each launched directly), all 2 ranks, largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  OP
+       0.026  0.017  -0.009  0.67x      2  aten::mm
+
+    op categories (GPU time their ops launched directly), all 2 ranks, largest changes first (ms):
+    BASELINE    NEW   DELTA  RATIO  CALLS  CATEGORY
+       0.026  0.017  -0.009  0.67x      2  GEMM
+
+    collectives (NCCL/RCCL kernels by call), all 2 ranks, largest changes first (µs):
+    no change
+
+    every row: --output-dir DIR (CSVs) or --json
+    ----- stderr -----
+    ");
+    let args = ["report", "diff", "base", "new", "--cycle", "1", "--json"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["baseline"]["cycle"], serde_json::json!({"number": 1, "of": 3}));
+    assert_eq!(json["new"]["cycle"], serde_json::Value::Null);
+    let base = json["baseline"]["traces"].as_array().unwrap();
+    assert!(base[1].as_str().unwrap().ends_with("gpu-node_4243.1764720000000000001.pt.trace.json"));
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--cycle", "4"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: base holds 3 profiling cycles, so there is no cycle 4 to compare (1 to 3, or last)
+    ");
+    cli_snapshot!(dir.path(), ["report", "diff", "new", "base", "--cycle", "2"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: new holds one profiling cycle (a trace per rank), so there is no cycle 2 to compare
+    ");
+
+    // One process without a rank (one GPU): each trace is a cycle.
+    let rankless = [(r#""rank": 0,"#, r#""x_rank": 0,"#)];
+    for cycle in 0..2u64 {
+        let ns = 1_764_720_000_000_000_000 + cycle * 5_000_000_000;
+        let to = format!("single/gpu-node_4242.{ns}.pt.trace.json");
+        trace(dir.path(), &to, "libkineto_trace_rank0_1.json", &rankless);
+    }
+    let args = ["report", "diff", "single", "single", "--cycle", "1", "--json"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["new"]["cycle"], serde_json::json!({"number": 1, "of": 2}));
+    let traces = json["new"]["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 1, "{json:#}");
+}
+
 /// Run again into the same output directory, `report summary` and `report
 /// diff` leave no table of the run before that this one did not write: a
 /// trace's collective_summary.csv once it has no collective kernels, a
