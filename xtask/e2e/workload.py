@@ -3,6 +3,7 @@
 steps with an optimizer (so iteration-based capture has steps to count).
 
   workload.py --steps N [--profile-dir DIR]   # torch.profiler, rank-labelled traces
+  workload.py --steps 10 --profile-dir DIR --cycles 2   # a trace per rank per profiling cycle
   workload.py --steps N --inference           # forward passes only: no optimizer step
   torchrun --nproc-per-node 2 workload.py --distributed ...   # NCCL/RCCL with 2+ GPUs, gloo otherwise
 """
@@ -18,6 +19,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--profile-dir")
+    p.add_argument("--cycles", type=int, default=1,
+                   help="torch.profiler's schedule repeats this often (5 steps each: wait 1, warmup 1, active 3)")
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--sleep", type=float, default=0.0, help="seconds between steps (for on-demand capture)")
     p.add_argument("--inference", action="store_true", help="forward passes only, under torch.no_grad()")
@@ -67,9 +70,9 @@ def main():
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         handler = tensorboard_trace_handler(a.profile_dir, worker_name="rank%d" % rank)
-        # One cycle only: with the default repeat=0 a run longer than one cycle
-        # writes a second, partial trace per rank, and two traces then claim each rank.
-        with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+        # --cycles cycles only: with the default repeat=0, a run longer than
+        # its cycles writes one more, partial trace per rank.
+        with profile(activities=acts, schedule=schedule(wait=1, warmup=1, active=3, repeat=a.cycles),
                      on_trace_ready=handler, record_shapes=True) as prof:
             for _ in range(a.steps):
                 step()

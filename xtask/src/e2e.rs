@@ -211,7 +211,7 @@ pub(crate) fn plan(inv: &Inventory, cpu: bool) -> Vec<Scenario> {
         },
         Scenario {
             name: "torch-native",
-            what: "torch.profiler traces of one process and of a 2-rank torchrun job, then report summary and report diff natively (no TraceLens): every trace's tables, the cross-rank table, the comparison",
+            what: "torch.profiler traces of one process and of a 2-rank torchrun job, then report summary and report diff natively (no TraceLens): every trace's tables, the cross-rank table, the comparison; and a job of 2 profiling cycles, a cross-rank table each",
             runnable: need(&[(torch_gpu, torch_need)]),
         },
         Scenario {
@@ -569,7 +569,29 @@ fn run_scenario(
                     dir.join("diff.html").is_file()
                 ));
             }
-            Ok(format!("{said}; report diff of one process and rank 0: {rows} timeline rows"))
+            let said =
+                format!("{said}; report diff of one process and rank 0: {rows} timeline rows");
+            // torch.profiler's schedule repeated: a trace per rank each
+            // cycle in one directory, each cycle a run of its own.
+            let job = [&torchrun(), "--nproc-per-node", "2", &w, "--distributed", "--steps", "10"];
+            let job: Vec<&str> =
+                job.into_iter().chain(["--cycles", "2", "--profile-dir", "cycles"]).collect();
+            step(dir, Path::new(job[0]), &job[1..])?;
+            let args = ["report", "summary", "cycles", "-o", "cycles_summary", "--json"];
+            let out = step(dir, madengine, &args)?;
+            let summary: Value =
+                serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+            let cycles = check_cycles(&summary)?;
+            // Its last cycle against the one-cycle job, rank by rank.
+            let args = ["report", "diff", "torch_profiler_output", "cycles", "--cycle", "last"];
+            let out = step(dir, madengine, &[&args[..], &["--json"]].concat())?;
+            let diff: Value =
+                serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
+            let ranks = diff["ranks"].as_array().map_or(0, Vec::len);
+            if diff["new"]["cycle"] != serde_json::json!({"number": 2, "of": 2}) || ranks != 2 {
+                return Err(format!("report diff --cycle last: {out}"));
+            }
+            Ok(format!("{said}; {cycles}, the last compared with the job's 2 ranks"))
         }
         "dynolog-profile" => {
             let dynolog = which("dynolog").ok_or("dynolog vanished")?;
@@ -751,6 +773,37 @@ fn check_native(summary: &Value, dir: &Path, cpu: bool) -> Result<String, String
         ));
     }
     Ok("2 ranks summarized, 3 steps each, cross-rank table".into())
+}
+
+/// `report summary --json` of a 2-rank job that profiled 2 cycles: four
+/// traces with TraceLens' tables, and a cross-rank table per cycle (cycle
+/// 1 of 2, then 2 of 2), each of ranks 0 and 1 with one slowest.
+fn check_cycles(summary: &Value) -> Result<String, String> {
+    let shown = || serde_json::to_string(summary).unwrap_or_default();
+    let traces = summary["traces"].as_array().cloned().unwrap_or_default();
+    if traces.len() != 4 || traces.iter().any(|t| t["outcome"] != "tables") {
+        return Err(format!("2 ranks, 2 cycles: not 4 traces with tables: {}", shown()));
+    }
+    let cross = summary["cross_rank"].as_array().cloned().unwrap_or_default();
+    let seen: Vec<(u64, u64, u64, bool)> = cross
+        .iter()
+        .map(|r| {
+            let n = |v: &Value| v.as_u64().unwrap_or(u64::MAX);
+            let c = &r["cycle"];
+            (n(&c["number"]), n(&c["of"]), n(&r["rank"]), r["slowest"] == true)
+        })
+        .collect();
+    let cycle = |number: u64| -> Vec<(u64, bool)> {
+        seen.iter().filter(|s| (s.0, s.1) == (number, 2)).map(|s| (s.2, s.3)).collect()
+    };
+    let good = |rows: Vec<(u64, bool)>| {
+        rows.iter().map(|r| r.0).collect::<Vec<_>>() == [0, 1]
+            && rows.iter().filter(|r| r.1).count() == 1
+    };
+    if seen.len() != 4 || !good(cycle(1)) || !good(cycle(2)) {
+        return Err(format!("cross-rank tables of 2 cycles: {}", shown()));
+    }
+    Ok("2 profiling cycles, a cross-rank table each".into())
 }
 
 /// One rocprofv3 run written both as JSON and as `other`, its rocpd
@@ -1293,6 +1346,28 @@ mod tests {
         );
         assert!(check_native(&cpu, &dir, false).unwrap_err().starts_with("rank0.json: outcome"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn profiling_cycles_need_a_cross_rank_table_each() {
+        let trace = json!({"outcome": "tables"});
+        let row = |cycle: u64, rank: u64, slowest: bool| json!({"cycle": {"number": cycle, "of": 2}, "rank": rank, "slowest": slowest});
+        let good = json!({"traces": [trace, trace, trace, trace],
+                          "cross_rank": [row(1, 0, true), row(1, 1, false),
+                                         row(2, 0, false), row(2, 1, true)]});
+        assert_eq!(check_cycles(&good).unwrap(), "2 profiling cycles, a cross-rank table each");
+        // One table of all four (cycles not told apart).
+        let mut one = good.clone();
+        for r in one["cross_rank"].as_array_mut().unwrap() {
+            r["cycle"] = Value::Null;
+        }
+        assert!(check_cycles(&one).unwrap_err().starts_with("cross-rank tables of 2 cycles"));
+        let mut unflagged = good.clone();
+        unflagged["cross_rank"][3]["slowest"] = false.into();
+        assert!(check_cycles(&unflagged).is_err());
+        let mut cpu = good.clone();
+        cpu["traces"][2]["outcome"] = "no_gpu_activity".into();
+        assert!(check_cycles(&cpu).unwrap_err().starts_with("2 ranks, 2 cycles"));
     }
 
     #[test]

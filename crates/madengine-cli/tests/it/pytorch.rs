@@ -283,3 +283,58 @@ fn torchrun_ranks_are_found_by_name_and_by_content() {
     let (_, text, _) = madengine(dir.path(), &["report", "summary", "run"]);
     assert_eq!(text.matches("its process saw no GPU").count(), 2, "{text}");
 }
+
+/// torch.profiler's schedule repeated (`repeat=2`) in a 2-rank `torchrun`
+/// job: `tensorboard_trace_handler` writes a trace per rank each cycle into
+/// one directory, named by the time it wrote it (this wheel's format), and
+/// each cycle is planned as a run of its own with its collective report.
+#[test]
+fn torchrun_profiling_cycles_are_runs_of_their_own() {
+    let Some(python) = torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<OsString> =
+        ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+            .map(OsString::from)
+            .to_vec();
+    args.push(workload().into());
+    args.extend(
+        ["--distributed", "--steps", "10", "--cycles", "2", "--profile-dir", "run"]
+            .map(OsString::from),
+    );
+    let (code, _, stderr) = run(dir.path(), &python, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path().join("run"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 4, "{names:?}");
+    for name in &names {
+        let time = trace_discover::export_time_from_file_name(name.as_bytes());
+        assert!(time.is_some(), "{name}: no time of tensorboard_trace_handler's found");
+    }
+
+    let (code, stdout, stderr) =
+        madengine(dir.path(), &["report", "tracelens", "run", "--discover-only", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let plan: Value = serde_json::from_str(&stdout).unwrap();
+    let cycles: Vec<(u64, u64, Vec<String>)> = plan["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["tool"] == "Collective")
+        .map(|j| {
+            let c = &j["collective"];
+            let members = c["members"].as_array().unwrap();
+            let traces = members.iter().map(|m| m[1].as_str().unwrap().to_string()).collect();
+            (c["cycle"]["number"].as_u64().unwrap(), c["cycle"]["of"].as_u64().unwrap(), traces)
+        })
+        .collect();
+    // Each rank's first trace is the first cycle (the names sort by rank,
+    // then by time).
+    let expected = vec![
+        (1, 2, vec![names[0].clone(), names[2].clone()]),
+        (2, 2, vec![names[1].clone(), names[3].clone()]),
+    ];
+    assert_eq!(cycles, expected, "{stdout}");
+}
