@@ -26,6 +26,12 @@ pub struct Policy {
     /// workload process to run its first optimizer step (120 s; not in the
     /// original): asked earlier, Kineto traces a 500 ms time window instead.
     pub first_step: Duration,
+    /// For an iteration window, when the daemon's log can be read but names
+    /// no registered process yet, wait up to this long for one to register
+    /// (120 s; not in the original, which asks every process of the job at
+    /// once): a process that registers just as such a request goes out is
+    /// asked before its first optimizer step.
+    pub registration: Duration,
 }
 
 impl Default for Policy {
@@ -36,6 +42,7 @@ impl Default for Policy {
             max_attempts: 40,
             stable_for: Duration::from_secs(5),
             first_step: Duration::from_secs(120),
+            registration: Duration::from_secs(120),
         }
     }
 }
@@ -113,6 +120,13 @@ pub enum Event {
     /// (an inference workload?): requesting anyway, and Kineto will trace a
     /// 500 ms time window instead of iterations.
     NoFirstStep(Vec<u32>),
+    /// An iteration window: the daemon's log names no registered process
+    /// yet; waiting up to this long ([`Policy::registration`]) for one.
+    AwaitingRegistration(Duration),
+    /// No process registered within [`Policy::registration`]: asking every
+    /// process of the job, as the original does (one that has not stepped
+    /// by then gets Kineto's time window).
+    NoRegistration(Duration),
 }
 
 /// What the trigger reads about the workload besides `/proc`.
@@ -173,7 +187,9 @@ impl Clock for SystemClock {
 /// requests (and three times as many polls); stop at once when the daemon
 /// rejects the request. Beyond the original, an iteration window also waits
 /// (up to [`Policy::first_step`]) for every hooked process's first optimizer
-/// step, so Kineto traces iterations rather than its fallback time window.
+/// step, so Kineto traces iterations rather than its fallback time window,
+/// and, while the daemon's log names no process yet, for one to register
+/// (up to [`Policy::registration`]) rather than asking every process.
 pub fn trigger(
     client: &Client,
     template: &TraceRequest,
@@ -196,18 +212,22 @@ pub fn trigger(
     let pause = policy.retry_interval.max(Duration::from_secs(1));
     let iterations = matches!(template.window, Window::Iterations { .. });
     let mut first_step = FirstStep::default();
+    let mut registering = Registering::default();
     while attempts < policy.max_attempts && polls < cap {
         if clock.cancelled() {
             return Outcome::WorkloadEnded { attempts };
         }
         polls += 1;
-        let registrations = signals
-            .daemon_log
-            .as_deref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .map(|text| parse_registrations(&text))
-            .unwrap_or_default();
+        let log = signals.daemon_log.as_deref().and_then(|p| std::fs::read_to_string(p).ok());
+        let registrations = log.as_deref().map(parse_registrations).unwrap_or_default();
         let pids = if registrations.is_empty() {
+            // The log can be read and names no process yet: the workload has
+            // not registered, and a request for every process could reach it
+            // as it does, before its first step.
+            if iterations && log.is_some() && registering.wait(policy, clock, events) {
+                polls -= 1; // bounded by its own limit
+                continue;
+            }
             Vec::new()
         } else {
             let live = runnable(&registrations, processes);
@@ -288,6 +308,41 @@ impl FirstStep {
             events(Event::AwaitingFirstStep(self.told.clone()));
         }
         clock.sleep(Duration::from_secs(1).min(policy.first_step));
+        true
+    }
+}
+
+/// The wait for the workload's first registration.
+#[derive(Default)]
+struct Registering {
+    since: Option<Duration>,
+    gave_up: bool,
+}
+
+impl Registering {
+    /// Whether to wait (a short poll) for a process to register.
+    fn wait(
+        &mut self,
+        policy: &Policy,
+        clock: &mut dyn Clock,
+        events: &mut dyn FnMut(Event),
+    ) -> bool {
+        if self.gave_up || policy.registration.is_zero() {
+            return false;
+        }
+        let since = match self.since {
+            Some(since) => since,
+            None => {
+                events(Event::AwaitingRegistration(policy.registration));
+                *self.since.insert(clock.now())
+            }
+        };
+        if clock.now().saturating_sub(since) >= policy.registration {
+            self.gave_up = true;
+            events(Event::NoRegistration(policy.registration));
+            return false;
+        }
+        clock.sleep(Duration::from_secs(1).min(policy.registration));
         true
     }
 }

@@ -139,6 +139,7 @@ pub(crate) fn policy(p: &PolicyArgs) -> Policy {
         max_attempts: p.max_attempts,
         stable_for: secs(p.stable_s),
         first_step: secs(p.first_step_s),
+        ..Policy::default()
     }
 }
 

@@ -8,8 +8,9 @@ use dynolog_client::{
 
 use crate::fake::{FakeDaemon, NO_MATCH, Reply, json, matched};
 
-/// Time that passes only in `sleep`, creating each of `files` once its time comes.
-struct FakeClock(Duration, Vec<(Duration, PathBuf)>);
+/// Time that passes only in `sleep`, writing each of `files` (its text)
+/// once its time comes.
+struct FakeClock(Duration, Vec<(Duration, PathBuf, String)>);
 
 impl Clock for FakeClock {
     fn now(&self) -> Duration {
@@ -17,9 +18,9 @@ impl Clock for FakeClock {
     }
     fn sleep(&mut self, d: Duration) {
         self.0 += d;
-        for (at, file) in &self.1 {
-            if *at <= self.0 && !file.exists() {
-                std::fs::write(file, "").unwrap();
+        for (at, file, text) in &self.1 {
+            if *at <= self.0 && std::fs::read_to_string(file).ok().as_ref() != Some(text) {
+                std::fs::write(file, text).unwrap();
             }
         }
     }
@@ -40,6 +41,7 @@ fn policy() -> Policy {
         max_attempts: 4,
         stable_for: Duration::from_secs(5),
         first_step: Duration::from_secs(120),
+        registration: Duration::from_secs(120),
     }
 }
 
@@ -73,6 +75,19 @@ fn run_with(
     procs: &[(u32, &'static str)],
     marks: &[(u64, &str)],
 ) -> Run {
+    run_full(request, replies, log, None, procs, marks)
+}
+
+/// As `run_with`, and the daemon's log becomes `later.1` at `later.0` seconds.
+#[track_caller]
+fn run_full(
+    request: &TraceRequest,
+    replies: Vec<Reply>,
+    log: Option<&str>,
+    later: Option<(u64, &str)>,
+    procs: &[(u32, &'static str)],
+    marks: &[(u64, &str)],
+) -> Run {
     let daemon = FakeDaemon::serve(replies);
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("dynolog.log");
@@ -81,9 +96,14 @@ fn run_with(
     }
     let steps = dir.path().join("steps");
     std::fs::create_dir(&steps).unwrap();
-    let marks: Vec<(Duration, PathBuf)> =
-        marks.iter().map(|(at, name)| (Duration::from_secs(*at), steps.join(name))).collect();
-    let mut clock = FakeClock(Duration::ZERO, marks);
+    let mut files: Vec<(Duration, PathBuf, String)> = marks
+        .iter()
+        .map(|(at, name)| (Duration::from_secs(*at), steps.join(name), String::new()))
+        .collect();
+    if let Some((at, text)) = later {
+        files.push((Duration::from_secs(at), log_path.clone(), text.to_string()));
+    }
+    let mut clock = FakeClock(Duration::ZERO, files);
     clock.sleep(Duration::ZERO);
     let mut events = Vec::new();
     let outcome = trigger(
@@ -243,4 +263,44 @@ fn no_step_wait_for_a_time_window_or_processes_without_the_hook() {
         assert_eq!(r.elapsed, Duration::from_secs(60 + 15));
         assert!(!r.events.iter().any(|e| matches!(e, Event::AwaitingFirstStep(_))));
     }
+}
+
+/// The daemon's first lines, before any process registers.
+const STARTED: &str = "I20260701 10:00:00.000001 1 Main.cpp:150] Starting dynolog, version 0.5.0\n";
+
+#[test]
+fn an_iteration_window_waits_for_the_first_registration() {
+    // The workers register at 100 s, 40 s after the warm-up; they have stepped.
+    let marks = [(0, "101.hooked"), (0, "102.hooked"), (0, "101.stepped"), (0, "102.stepped")];
+    let later = [STARTED.to_string(), workers_log()].concat();
+    let r = run_full(
+        &iterations(),
+        vec![matched(&[101, 102])],
+        Some(STARTED),
+        Some((100, &later)),
+        &WORKER,
+        &marks,
+    );
+    assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
+    // Asked of them by pid, never of every process before they registered.
+    assert_eq!(r.bodies.len(), 1);
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([101, 102]));
+    assert_eq!(r.events[1], Event::AwaitingRegistration(Duration::from_secs(120)));
+    assert!(!r.events.iter().any(|e| matches!(e, Event::NoRegistration(_))));
+    assert_eq!(r.elapsed, Duration::from_secs(100 + 15), "registered, then stable");
+}
+
+#[test]
+fn without_a_registration_every_process_is_asked_after_the_limit() {
+    let r = run_with(&iterations(), vec![matched(&[4242])], Some(STARTED), &[], &[]);
+    assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([0]));
+    assert!(r.events.contains(&Event::NoRegistration(Duration::from_secs(120))));
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 120));
+    // A time window (as the original) asks every process at once.
+    let time_window = TraceRequest::new("/tmp/run/libkineto_trace.json");
+    let r = run_with(&time_window, vec![matched(&[4242])], Some(STARTED), &[], &[]);
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([0]));
+    assert!(!r.events.iter().any(|e| matches!(e, Event::AwaitingRegistration(_))));
+    assert_eq!(r.elapsed, Duration::from_secs(60));
 }

@@ -292,6 +292,16 @@ fn trigger_event(event: &Event) {
              --iterations 0 and --duration-ms)",
             join_pids(pids)
         )),
+        Event::AwaitingRegistration(limit) => render::note(&format!(
+            "waiting up to {} s for a PyTorch process to register with the daemon (an iteration \
+             window is asked of each process after its first optimizer step)",
+            limit.as_secs_f64()
+        )),
+        Event::NoRegistration(limit) => render::warning(&format!(
+            "no PyTorch process registered with the daemon in {} s; requesting for every \
+             process of the job anyway",
+            limit.as_secs_f64()
+        )),
         _ => {}
     }
 }
