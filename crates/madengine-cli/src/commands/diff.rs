@@ -493,15 +493,28 @@ fn one_cycle(
     path: &Path,
     inputs: &mut Vec<Input>,
     pick: Option<CyclePick>,
+    recorded: &Records,
 ) -> Result<Option<tracelens_driver::Cycle>, Error> {
     use tracelens_driver::NoCycles;
     let ranked = inputs.iter().any(|i| i.rank.is_some());
-    // PyTorch traces only: reports and rocprofv3 traces have no cycles.
+    // PyTorch traces, by their names; a report by the name of the trace it
+    // was made of, as `report summary` recorded it. rocprofv3 traces have
+    // no cycles.
+    let named = |i: &Input| match Tables::is_report_dir(&i.trace) {
+        true => recorded.0.get(&i.trace).and_then(|r| r.trace.clone()),
+        false => Some(i.trace.clone()),
+    };
+    let by_name: std::collections::HashMap<PathBuf, PathBuf> = inputs
+        .iter()
+        .filter(|i| !i.rocprof && (!ranked || i.rank.is_some()))
+        .filter_map(|i| Some((named(i)?, i.trace.clone())))
+        .collect();
     let traces: Vec<(PathBuf, Option<u32>)> = inputs
         .iter()
-        .filter(|i| !i.rocprof && !Tables::is_report_dir(&i.trace))
-        .filter(|i| !ranked || i.rank.is_some())
-        .map(|i| (i.trace.clone(), i.rank))
+        .filter_map(|i| {
+            let name = named(i)?;
+            by_name.contains_key(&name).then_some((name, i.rank))
+        })
         .collect();
     let path = path.display();
     let cycles = match (tracelens_driver::profiling_cycles(&traces), pick) {
@@ -512,7 +525,14 @@ fn one_cycle(
                  time tensorboard_trace_handler put in their names): runs are compared one cycle at \
                  a time; pick one with --cycle N (1 to {}) or --cycle last",
                 cycles.len(),
-                render::plural(cycles[0].len(), "trace"),
+                render::plural(
+                    cycles[0].len(),
+                    if inputs.iter().all(|i| Tables::is_report_dir(&i.trace)) {
+                        "report"
+                    } else {
+                        "trace"
+                    }
+                ),
                 cycles.len()
             )));
         }
@@ -554,7 +574,7 @@ fn one_cycle(
         _ => of,
     };
     let keep: std::collections::HashSet<&PathBuf> =
-        cycles[number - 1].iter().map(|(trace, _)| trace).collect();
+        cycles[number - 1].iter().filter_map(|(name, _)| by_name.get(name)).collect();
     inputs.retain(|i| keep.contains(&i.trace) || (ranked && i.rank.is_none()));
     Ok(Some(tracelens_driver::Cycle { number, of }))
 }
@@ -882,8 +902,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         traces_of(paths[1], &mut recorded, &mut left_out[1])?,
     ];
     let cycles = [
-        one_cycle(paths[0], &mut found[0], args.cycle)?,
-        one_cycle(paths[1], &mut found[1], args.cycle)?,
+        one_cycle(paths[0], &mut found[0], args.cycle, &recorded)?,
+        one_cycle(paths[1], &mut found[1], args.cycle, &recorded)?,
     ];
     let mut by = paired_by(&found);
     let mut interrupt = Some(interrupt);

@@ -255,6 +255,33 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     error: new holds one profiling cycle (a trace per rank), so there is no cycle 2 to compare
     ");
 
+    // The baseline's reports, kept: their records name the traces, whose
+    // names tell the cycles apart.
+    let args = ["report", "summary", "base", "-o", "kept", "--top", "0"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &["report", "diff", "kept", "new"].map(std::ffi::OsStr::new),
+        &[],
+    );
+    assert!(
+        text.contains("kept holds 3 of torch.profiler's profiling cycles (2 reports each"),
+        "{text}"
+    );
+    let args = ["report", "diff", "kept", "new", "--cycle", "last", "--json"];
+    let json =
+        crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
+    assert_eq!(json["baseline"]["cycle"], serde_json::json!({"number": 3, "of": 3}));
+    let computation: Vec<f64> = json["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["timeline"][0]["baseline"]["time"].as_f64().unwrap())
+        .collect();
+    assert_eq!(computation.len(), 2, "{json:#}");
+    assert!(computation[1] > computation[0], "the last cycle's slow rank 1: {json:#}");
+
     // One process without a rank (one GPU): each trace is a cycle.
     let rankless = [(r#""rank": 0,"#, r#""x_rank": 0,"#)];
     for cycle in 0..2u64 {
