@@ -213,6 +213,20 @@ fn an_inference_workload_is_asked_after_the_first_step_wait() {
     assert_eq!(names(events, "user_annotation", "Optimizer.step#"), 0);
 }
 
+/// The workload as a 2-rank `torchrun` job (gloo on the CPU) in `dir`,
+/// with `args`; it must succeed.
+fn torchrun(python: &Path, dir: &Path, args: &[&str]) {
+    let mut argv: Vec<OsString> =
+        ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+            .map(OsString::from)
+            .to_vec();
+    argv.push(workload().into());
+    argv.push("--distributed".into());
+    argv.extend(args.iter().map(OsString::from));
+    let (code, _, stderr) = run(dir, python, &argv);
+    assert_eq!(code, 0, "{stderr}");
+}
+
 /// A 2-rank `torchrun` job (gloo on the CPU) with torch.profiler: each
 /// trace's rank is found from its name, and from `distributedInfo` once the
 /// name no longer says it; the traces are strict JSON; the native summary
@@ -221,14 +235,7 @@ fn an_inference_workload_is_asked_after_the_first_step_wait() {
 fn torchrun_ranks_are_found_by_name_and_by_content() {
     let Some(python) = torch_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let mut args: Vec<OsString> =
-        ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-            .map(OsString::from)
-            .to_vec();
-    args.push(workload().into());
-    args.extend(["--distributed", "--steps", "6", "--profile-dir", "run"].map(OsString::from));
-    let (code, _, stderr) = run(dir.path(), &python, &args);
-    assert_eq!(code, 0, "{stderr}");
+    torchrun(&python, dir.path(), &["--steps", "6", "--profile-dir", "run"]);
 
     let ranks = |root: &str| -> Vec<(String, u64, String)> {
         let (code, stdout, stderr) = madengine(dir.path(), &["trace", "discover", root, "--json"]);
@@ -292,17 +299,7 @@ fn torchrun_ranks_are_found_by_name_and_by_content() {
 fn torchrun_profiling_cycles_are_runs_of_their_own() {
     let Some(python) = torch_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let mut args: Vec<OsString> =
-        ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-            .map(OsString::from)
-            .to_vec();
-    args.push(workload().into());
-    args.extend(
-        ["--distributed", "--steps", "10", "--cycles", "2", "--profile-dir", "run"]
-            .map(OsString::from),
-    );
-    let (code, _, stderr) = run(dir.path(), &python, &args);
-    assert_eq!(code, 0, "{stderr}");
+    torchrun(&python, dir.path(), &["--steps", "10", "--cycles", "2", "--profile-dir", "run"]);
     let mut names: Vec<String> = std::fs::read_dir(dir.path().join("run"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
