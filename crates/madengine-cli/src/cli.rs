@@ -926,8 +926,11 @@ Each trace gets its TraceLens report: PyTorch traces the perf report (with
 --enable_kernel_summary), rocprofv3 JSON the rocprof report, Perfetto traces
 the hip_activity, hip_api and memory_copy reports; the PyTorch traces of each
 complete multi-rank run (ranks from file names or distributedInfo) get one
-collective report. Traces strict JSON parsers reject are analyzed through a
-sanitized copy; the originals are never modified.
+collective report. Runs under one root are told apart by directory, and
+torch.profiler's profiling cycles in one directory by the time
+tensorboard_trace_handler puts in their names (multi_rank_collective_cycle1,
+...). Traces strict JSON parsers reject are analyzed through a sanitized copy;
+the originals are never modified.
 
 TraceLens runs with --python, else $TRACELENS_VENV/bin/python3, else python3;
 its console scripts are taken beside that interpreter (never from PATH).
