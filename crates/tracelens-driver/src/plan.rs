@@ -533,10 +533,11 @@ impl RunRule {
 /// Split `(trace, rank)` pairs into runs: all of them when they pass `rule`,
 /// or else each subdirectory of their common directory on its own (and the
 /// files directly in it as one more set), recursively. Where that leaves
-/// each rank claimed the same number of times, by traces whose names carry
-/// the time `tensorboard_trace_handler` exported them, each profiling cycle
-/// is a run ([`Collective::cycle`]): every rank's first trace, then every
-/// rank's second, and so on.
+/// ranks claimed several times, by traces whose names carry the time
+/// `tensorboard_trace_handler` exported them, each profiling cycle is a run
+/// ([`Collective::cycle`], [`profiling_cycles`]): every rank's first trace,
+/// then every rank's second, and so on. Under [`RunRule::Complete`], a
+/// cycle is complete with the ranks of all cycles.
 ///
 /// Returns the runs of two or more traces, and `(what, why)` for each set
 /// that could not be split further and still fails the rule. Traces left
@@ -616,7 +617,10 @@ fn collective(
 
 /// What a set of ranked traces that forms no run is called in its reason.
 fn runs_label(n: usize, dir: &Path, cycle: Option<Cycle>) -> String {
-    let mut label = format!("{n} ranked PyTorch traces");
+    let mut label = match n {
+        1 => "1 ranked PyTorch trace".to_string(),
+        n => format!("{n} ranked PyTorch traces"),
+    };
     if !dir.as_os_str().is_empty() {
         label.push_str(&format!(" in {}", dir.display()));
     }
@@ -635,8 +639,23 @@ fn split_cycles(
     reasons: &mut Vec<(String, String)>,
 ) {
     let of = cycles.len();
+    // A cycle some ranks wrote no trace of (a job stopped part way) is no
+    // complete run of fewer ranks: the job's ranks are those of all cycles.
+    let ranks: BTreeSet<u32> = cycles.iter().flatten().map(|(_, r)| *r).collect();
+    let rule = match rule {
+        RunRule::Complete { world: 0 } => RunRule::Complete { world: ranks.len() as u32 },
+        rule => rule,
+    };
     for (i, traces) in cycles.iter().enumerate() {
         let cycle = Some(Cycle { number: i + 1, of });
+        if let [(_, rank)] = traces[..] {
+            let reason = format!(
+                "only rank {rank} wrote a trace of this cycle (the job stopped part way?), and a \
+                 run needs two ranks or more"
+            );
+            reasons.push((runs_label(1, dir, cycle), reason));
+            continue;
+        }
         match rule.accepts(traces) {
             Ok(world_size) => groups.push(collective(dir.to_path_buf(), traces, world_size, cycle)),
             Err(reason) => reasons.push((runs_label(traces.len(), dir, cycle), reason)),
@@ -648,9 +667,11 @@ fn split_cycles(
 /// ([`profiling_cycles`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoCycles {
-    /// Not every rank is claimed the same number of times, twice or more.
+    /// No rank is claimed twice or more; or, where the names carry no
+    /// time to tell cycles by, not every rank the same number of times.
     NotAlike,
-    /// Some names carry no time of `tensorboard_trace_handler`'s.
+    /// Every rank is claimed the same number of times, twice or more, but
+    /// some names carry no time of `tensorboard_trace_handler`'s.
     Unnamed,
     /// A rank wrote its trace of cycle `n` after another rank wrote its
     /// trace of cycle `n + 1`.
@@ -679,12 +700,12 @@ impl NoCycles {
 }
 
 /// `traces` as torch.profiler's profiling cycles, in the order they were
-/// written: each key (a rank; `None` for a process without one) claimed
-/// by the same number of traces, two or more, each named with the time
-/// `tensorboard_trace_handler` exported it
-/// ([`trace_discover::export_time_from_file_name`]). Each key's first trace
-/// is the first cycle, and so on; a cycle is written, on every rank, before
-/// any rank's trace of the next.
+/// written: some key (a rank; `None` for a process without one) claimed by
+/// two traces or more, each named with the time `tensorboard_trace_handler`
+/// exported it ([`trace_discover::export_time_from_file_name`]). Each key's
+/// first trace is the first cycle, and so on; a cycle is written, on every
+/// rank, before any rank's trace of the next. A key of fewer traces than
+/// the others (a job stopped part way) is missing from the last cycles.
 ///
 /// ```
 /// use std::path::PathBuf;
@@ -700,7 +721,10 @@ impl NoCycles {
 /// .into();
 /// let cycles = profiling_cycles(&traces).unwrap();
 /// assert_eq!(cycles[0], [traces[1].clone(), traces[2].clone()]);
-/// assert_eq!(profiling_cycles(&traces[..3]), Err(NoCycles::NotAlike));
+/// // Rank 1 wrote no trace of the second cycle.
+/// let cycles = profiling_cycles(&traces[..3]).unwrap();
+/// assert_eq!(cycles[1], [traces[0].clone()]);
+/// assert_eq!(profiling_cycles(&traces[1..3]), Err(NoCycles::NotAlike));
 /// ```
 pub fn profiling_cycles<K: Ord + Copy>(
     traces: &[(PathBuf, K)],
@@ -712,24 +736,27 @@ pub fn profiling_cycles<K: Ord + Copy>(
             .and_then(|n| trace_discover::export_time_from_file_name(n.as_encoded_bytes()));
         by_key.entry(*key).or_default().push((time, path));
     }
-    let k = by_key.values().next().map_or(0, Vec::len);
-    if k < 2 || by_key.values().any(|v| v.len() != k) {
+    let k = by_key.values().map(Vec::len).max().unwrap_or(0);
+    if k < 2 {
         return Err(NoCycles::NotAlike);
     }
     if by_key.values().flatten().any(|(time, _)| time.is_none()) {
-        return Err(NoCycles::Unnamed);
+        let alike = by_key.values().all(|v| v.len() == k);
+        return Err(if alike { NoCycles::Unnamed } else { NoCycles::NotAlike });
     }
     for v in by_key.values_mut() {
         v.sort();
     }
     let span = |i: usize| {
-        let times = by_key.values().filter_map(|v| v[i].0);
+        let times = by_key.values().filter_map(|v| v.get(i)?.0);
         (times.clone().min().unwrap_or(0), times.max().unwrap_or(0))
     };
     if let Some(i) = (1..k).find(|&i| span(i - 1).1 >= span(i).0) {
         return Err(NoCycles::Interleaved(i));
     }
-    Ok((0..k).map(|i| by_key.iter().map(|(key, v)| (v[i].1.clone(), *key)).collect()).collect())
+    Ok((0..k)
+        .map(|i| by_key.iter().filter_map(|(key, v)| Some((v.get(i)?.1.clone(), *key))).collect())
+        .collect())
 }
 
 /// [`profiling_cycles`] of two ranks or more: a single rank's traces are
@@ -1014,17 +1041,56 @@ mod tests {
             ),
             "{reasons:?}"
         );
-        // Rank 0 three times, rank 1 twice: not cycles, no hint.
+        // Rank 0 three times, rank 1 twice, without times: no cycles, no hint.
         let ranked = set(&[
-            (&exported("", 10, 1_000), 0),
-            (&exported("", 10, 2_000), 0),
-            (&exported("", 10, 3_000), 0),
-            (&exported("", 11, 1_001), 1),
-            (&exported("", 11, 2_001), 1),
+            ("r0_a.json", 0),
+            ("r0_b.json", 0),
+            ("r0_c.json", 0),
+            ("r1_a.json", 1),
+            ("r1_b.json", 1),
         ]);
         let (groups, reasons) = split_runs(&ranked, RunRule::DistinctRanks);
         assert!(groups.is_empty());
         assert!(reasons[0].1.starts_with("rank 0 is claimed by 3 traces"), "{reasons:?}");
         assert!(!reasons[0].1.contains("cycle"), "{reasons:?}");
+    }
+
+    #[test]
+    fn a_cycle_some_ranks_did_not_write_is_named_and_never_a_smaller_run() {
+        // Three ranks; the job stopped in the third cycle, after rank 0
+        // wrote its trace, and in the second rank 2's is missing.
+        let mut items = Vec::new();
+        for (rank, cycles) in [(0u32, 3u64), (1, 2), (2, 1)] {
+            for c in 0..cycles {
+                items.push((exported("", 10 + rank, 1_000 * (c + 1) + u64::from(rank)), rank));
+            }
+        }
+        let ranked: Vec<(PathBuf, u32)> =
+            items.iter().map(|(p, r)| (PathBuf::from(p), *r)).collect();
+        let (groups, reasons) = split_runs(&ranked, RunRule::Complete { world: 0 });
+        let runs: Vec<_> = groups.iter().map(|g| (g.cycle.unwrap().number, g.world_size)).collect();
+        assert_eq!(runs, [(1, 3)], "the complete cycle only, of the job's 3 ranks");
+        let said: Vec<(&str, &str)> =
+            reasons.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        assert_eq!(
+            said,
+            [
+                (
+                    "2 ranked PyTorch traces, profiling cycle 2 of 3",
+                    "the ranks found (0, 1) do not form 0..2; missing 2"
+                ),
+                (
+                    "1 ranked PyTorch trace, profiling cycle 3 of 3",
+                    "only rank 0 wrote a trace of this cycle (the job stopped part way?), and a \
+                     run needs two ranks or more"
+                ),
+            ]
+        );
+        // Side by side, the second cycle's two ranks are a run.
+        let (groups, reasons) = split_runs(&ranked, RunRule::DistinctRanks);
+        let runs: Vec<_> =
+            groups.iter().map(|g| (g.cycle.unwrap().number, g.members.len())).collect();
+        assert_eq!(runs, [(1, 3), (2, 2)]);
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
     }
 }

@@ -520,19 +520,15 @@ fn one_cycle(
     let cycles = match (tracelens_driver::profiling_cycles(&traces), pick) {
         (Ok(cycles), Some(_)) => cycles,
         (Ok(cycles), None) => {
+            let what = match inputs.iter().all(|i| Tables::is_report_dir(&i.trace)) {
+                true => "the traces its reports were made of",
+                false => "its traces",
+            };
             return Err(Error::Usage(format!(
-                "{path} holds {} of torch.profiler's profiling cycles ({} each, told apart by the \
-                 time tensorboard_trace_handler put in their names): runs are compared one cycle at \
-                 a time; pick one with --cycle N (1 to {}) or --cycle last",
+                "{path} holds {} of torch.profiler's profiling cycles (told apart by the time \
+                 tensorboard_trace_handler put in the names of {what}): runs are compared one \
+                 cycle at a time; pick one with --cycle N (1 to {}) or --cycle last",
                 cycles.len(),
-                render::plural(
-                    cycles[0].len(),
-                    if inputs.iter().all(|i| Tables::is_report_dir(&i.trace)) {
-                        "report"
-                    } else {
-                        "trace"
-                    }
-                ),
                 cycles.len()
             )));
         }
