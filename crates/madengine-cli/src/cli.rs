@@ -679,8 +679,10 @@ reports do (`report tracelens`' <stem>_csv/). Keep the baseline's small CSVs
 and compare each new trace with them, without the baseline trace. A
 directory of several reports is a run's: compared rank by rank, by the ranks
 `report summary` recorded in each one's summary.json, else by the ranks in
-their names (TraceLens' rank3_trace_csv/). Of a `report tracelens` output
-directory, the reports its tracelens_summary.csv names as SUCCESS are read.
+their names (TraceLens' rank3_trace_csv/), else by the rank of the trace
+`report tracelens`' summary names, where it still is. Of a `report
+tracelens` output directory, the reports its tracelens_summary.csv names as
+SUCCESS are read.
 
 Compare traces of one kind (PyTorch with PyTorch, rocprofv3 with rocprofv3:
 JSON, rocpd database or pftrace) that cover the same work: totals add up

@@ -408,7 +408,12 @@ fn list(paths: &[&Path]) -> String {
 /// while looking for the traces (they give a report's rank) and looked up
 /// when the reports are read (their steps and GPUs).
 #[derive(Default)]
-struct Records(std::collections::HashMap<PathBuf, Recorded>);
+struct Records(
+    std::collections::HashMap<PathBuf, Recorded>,
+    /// The trace each TraceLens report was made of, by the
+    /// `tracelens_summary.csv` beside it (TraceLens writes no record).
+    std::collections::HashMap<PathBuf, PathBuf>,
+);
 
 impl Records {
     /// Read the record of the report in `dir`, if it has one: the report
@@ -459,7 +464,8 @@ fn traces_of(
             .filter(|p| Tables::is_report_dir(p))
             .collect();
         reports.sort();
-        this_runs(path, &mut reports)?;
+        let made_of: std::collections::HashMap<PathBuf, PathBuf> =
+            this_runs(path, &mut reports)?.into_iter().collect();
         if reports.is_empty() {
             return Err(Error::Usage(format!(
                 "{} holds no PyTorch or rocprofv3 trace (JSON, rocpd database or Perfetto trace), nor \
@@ -469,10 +475,17 @@ fn traces_of(
         }
         // Several reports: a run's, compared rank by rank as its traces
         // would be (ranks as `report summary` recorded them, else from the
-        // directory names: TraceLens' `rank3_trace_csv`).
-        let named =
-            |p: &Path| trace_discover::rank_from_file_name(p.file_name()?.as_encoded_bytes());
-        return reports.into_iter().map(|r| recorded.read(&r, named(&r))).collect();
+        // directory names: TraceLens' `rank3_trace_csv`, else from the
+        // trace `report tracelens`' summary names, where it still is).
+        let named = |p: &Path| {
+            trace_discover::rank_from_file_name(p.file_name()?.as_encoded_bytes()).or_else(|| {
+                let trace = made_of.get(p)?;
+                Some(trace_discover::find_rank(trace).ok()??.rank)
+            })
+        };
+        let inputs = reports.into_iter().map(|r| recorded.read(&r, named(&r))).collect();
+        recorded.1.extend(made_of);
+        return inputs;
     }
     Ok(traces
         .into_iter()
@@ -498,10 +511,14 @@ fn one_cycle(
     use tracelens_driver::NoCycles;
     let ranked = inputs.iter().any(|i| i.rank.is_some());
     // PyTorch traces, by their names; a report by the name of the trace it
-    // was made of, as `report summary` recorded it. rocprofv3 traces have
-    // no cycles.
+    // was made of, as `report summary` recorded it (or `report tracelens`'
+    // summary names it). rocprofv3 traces have no cycles.
     let named = |i: &Input| match Tables::is_report_dir(&i.trace) {
-        true => recorded.0.get(&i.trace).and_then(|r| r.trace.clone()),
+        true => recorded
+            .0
+            .get(&i.trace)
+            .and_then(|r| r.trace.clone())
+            .or_else(|| recorded.1.get(&i.trace).cloned()),
         false => Some(i.trace.clone()),
     };
     let by_name: std::collections::HashMap<PathBuf, PathBuf> = inputs
@@ -581,20 +598,26 @@ fn one_cycle(
 /// since, a rank the run no longer has), and they would be compared as this
 /// run's. Each left out is named. A summary whose `SUCCESS` rows name none
 /// of them (the original analyzer's names the output directory) keeps all.
-fn this_runs(dir: &Path, reports: &mut Vec<PathBuf>) -> Result<(), Error> {
+/// Returns the trace each report kept was made of, as the summary names it
+/// (under the root its `tracelens_summary.json` names, where it does).
+fn this_runs(dir: &Path, reports: &mut Vec<PathBuf>) -> Result<Vec<(PathBuf, PathBuf)>, Error> {
     let summary = dir.join(tracelens_driver::SUMMARY_CSV);
     if !summary.is_file() {
-        return Ok(());
+        return Ok(vec![]);
     }
     let rows = tracelens_driver::read_csv(&summary)?;
-    let named: std::collections::HashSet<&std::ffi::OsStr> = rows
+    let root: Option<PathBuf> = std::fs::read(dir.join(tracelens_driver::SUMMARY_JSON))
+        .ok()
+        .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
+        .and_then(|json| Some(PathBuf::from(json["root"].as_str()?)));
+    let named: std::collections::HashMap<&std::ffi::OsStr, &str> = rows
         .iter()
         .filter(|r| r.status == tracelens_driver::Status::Success)
-        .filter_map(|r| Path::new(&r.output).file_name())
+        .filter_map(|r| Some((Path::new(&r.output).file_name()?, r.trace_file.as_str())))
         .collect();
-    let listed = |report: &PathBuf| report.file_name().is_some_and(|n| named.contains(n));
+    let listed = |report: &PathBuf| report.file_name().is_some_and(|n| named.contains_key(n));
     if !reports.iter().any(listed) {
-        return Ok(());
+        return Ok(vec![]);
     }
     reports.retain(|report| {
         let keep = listed(report);
@@ -607,7 +630,14 @@ fn this_runs(dir: &Path, reports: &mut Vec<PathBuf>) -> Result<(), Error> {
         }
         keep
     });
-    Ok(())
+    let under_root = |trace: &str| match &root {
+        Some(root) => root.join(trace),
+        None => PathBuf::from(trace),
+    };
+    Ok(reports
+        .iter()
+        .filter_map(|r| Some((r.clone(), under_root(named.get(r.file_name()?)?))))
+        .collect())
 }
 
 /// The pairs to compare, `(rank or GPU, baseline index, new index)`, and

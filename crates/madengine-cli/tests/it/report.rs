@@ -137,17 +137,38 @@ fn each_profiling_cycle_gets_its_collective_report() {
     ----- stderr -----
     ");
     let py = python(&standin().scripts);
-    let args = ["report", "tracelens", "run", "-o", "run/out", "--mode", "collective", "--python"];
+    let args = ["report", "tracelens", "run", "-o", "run/out", "--python"];
     let mut args: Vec<&std::ffi::OsStr> = args.iter().map(AsRef::as_ref).collect();
     args.push(&py);
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     let csv = fs::read_to_string(dir.path().join("run/out/tracelens_summary.csv")).unwrap();
-    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    let rows: Vec<&str> =
+        csv.lines().skip(1).filter(|r| r.contains("multi_rank_collective")).collect();
     insta::assert_snapshot!(rows.join("\n"), @r#"
     "2 per-rank traces, profiling cycle 1 of 2",pytorch,TraceLens_generate_multi_rank_collective_report_pytorch,SUCCESS,out/multi_rank_collective_cycle1_csv,
     "2 per-rank traces, profiling cycle 2 of 2",pytorch,TraceLens_generate_multi_rank_collective_report_pytorch,SUCCESS,out/multi_rank_collective_cycle2_csv,
     "#);
+    // The per-rank reports compare cycle by cycle too: the summary names
+    // the trace each was made of, and that trace its rank.
+    let args = ["report", "diff", "run/out", "run/out", "--cycle", "2", "--json"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let json = crate::stdout_json(&text);
+    assert_eq!(json["new"]["cycle"], serde_json::json!({"number": 2, "of": 2}));
+    let traces: Vec<&str> =
+        json["new"]["traces"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(
+        traces,
+        [
+            "run/out/gpu-node_4242.1764720005000000000_csv",
+            "run/out/gpu-node_4243.1764720005000000001_csv"
+        ]
+    );
+    // Paired by the ranks in the traces' distributedInfo (the reports'
+    // names carry none).
+    let ranks: Vec<u64> =
+        json["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [0, 1]);
 }
 
 /// madengine's own `-r`/`-o` (and the run directory given as DIR) plan the
