@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use tracelens_driver::CyclePick;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -336,6 +337,10 @@ pub(crate) struct GatherReportArgs {
     /// --salvage` do.
     #[arg(long, requires = "analysis")]
     pub(crate) salvage: bool,
+    /// With --report or --summary: of torch.profiler's profiling cycles,
+    /// only cycle N (1: the first) or the last, as `report tracelens --cycle`.
+    #[arg(long, value_name = "N|last", value_parser = cycle_pick, requires = "analysis")]
+    pub(crate) cycle: Option<CyclePick>,
 }
 
 #[derive(Debug, Args)]
@@ -709,15 +714,7 @@ Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
 2 usage error (traces of different kinds, traces that cannot be paired);
 3 a trace cannot be read or has no GPU activity.";
 
-/// Which profiling cycle `report diff --cycle` compares of each side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CyclePick {
-    /// The n-th, from 1.
-    Number(usize),
-    /// The last one written.
-    Last,
-}
-
+/// `--cycle N|last`.
 fn cycle_pick(text: &str) -> Result<CyclePick, String> {
     match text.trim() {
         "last" => Ok(CyclePick::Last),
@@ -869,6 +866,15 @@ pub(crate) struct SummaryArgs {
     /// trace.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
+    /// Of torch.profiler's profiling cycles, summarize only cycle N (1: the
+    /// first) or the last, in each directory searched that holds several.
+    ///
+    /// Its schedule repeats unless repeat=1, and tensorboard_trace_handler
+    /// writes a trace per rank each cycle into one directory, named by the
+    /// time it was written. The other cycles' traces are not read (a note
+    /// says how many); trace files named as PATHs are all read.
+    #[arg(long, value_name = "N|last", value_parser = cycle_pick)]
+    pub(crate) cycle: Option<CyclePick>,
     /// Traces read at the same time [default: number of CPUs, at most 8].
     ///
     /// Fewer by default when the largest would not fit in half the available
@@ -1018,6 +1024,16 @@ pub(crate) struct TracelensArgs {
     /// Analyze at most N traces of each kind [default: all].
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub(crate) max_traces: usize,
+    /// Of torch.profiler's profiling cycles, analyze only cycle N (1: the
+    /// first) or the last, in each directory that holds several.
+    ///
+    /// Its schedule repeats unless repeat=1, and tensorboard_trace_handler
+    /// writes a trace per rank each cycle into one directory, named by the
+    /// time it was written: a long run leaves dozens. The other cycles'
+    /// traces are left out (a note says how many); a directory of one cycle
+    /// is its first and its last.
+    #[arg(long, value_name = "N|last", value_parser = cycle_pick)]
+    pub(crate) cycle: Option<CyclePick>,
     /// TraceLens jobs at a time [default: number of CPUs, at most 4].
     ///
     /// Fewer by default when the largest jobs would not fit in half the

@@ -85,9 +85,9 @@ impl Error {
                 trace_sanitize::Error::CancelledFile { .. }
                 | trace_sanitize::Error::Cancelled { .. },
             ) => Status::Interrupted,
-            Error::Tracelens(T::UnknownArch { .. } | T::CompareArgs(_) | T::ExtraArg { .. }) => {
-                Status::Usage
-            }
+            Error::Tracelens(
+                T::UnknownArch { .. } | T::CompareArgs(_) | T::ExtraArg { .. } | T::Cycle(_),
+            ) => Status::Usage,
             Error::Dynolog(dynolog_client::Error::InvalidRequest(_)) => Status::Usage,
             Error::Dynolog(_) | Error::Session(dynolog_client::SessionError::Client(_)) => {
                 Status::Daemon

@@ -669,6 +669,15 @@ pub(crate) fn plan(found: &Discovery, plan: &tracelens_driver::Plan) -> Result<(
     for row in plan.skipped.iter().filter(|r| r.tracelens_tool == collective) {
         text.push_str(&format!("no collective\t{}\t{}\n", row.trace_file, row.detail));
     }
+    for picked in &plan.cycles {
+        text.push_str(&format!("cycle\t{}\t{}\n", picked.dir.display(), picked.cycle));
+    }
+    if plan.other_cycles > 0 {
+        text.push_str(&format!(
+            "{} of other profiling cycles left out (--cycle)\n",
+            plural(plan.other_cycles, "PyTorch trace")
+        ));
+    }
     text.push_str(&format!(
         "{} TraceLens job(s) planned for {} under {}\n",
         plan.jobs.len(),

@@ -61,6 +61,7 @@ pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
     config.gpu_arch = args.gpu_arch.clone();
     config.world_size = args.world_size;
     config.max_traces = args.max_traces;
+    config.cycle = args.cycle;
     config.precheck = !args.no_precheck;
     config.salvage = args.salvage;
     match args.jobs {

@@ -10,6 +10,10 @@ pub enum Error {
     /// The traces could not be discovered (the root is missing or unreadable).
     #[error(transparent)]
     Discover(#[from] trace_discover::Error),
+    /// [`crate::Config::cycle`] names a profiling cycle a directory does not
+    /// hold, or one its traces' names do not tell apart.
+    #[error(transparent)]
+    Cycle(#[from] crate::CycleError),
     /// The interpreter could not be started.
     #[error("cannot run the Python interpreter {python}")]
     Python {

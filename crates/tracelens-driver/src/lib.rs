@@ -34,6 +34,7 @@
 
 mod cmd;
 mod compare;
+mod cycles;
 mod error;
 mod extra;
 mod plan;
@@ -45,12 +46,10 @@ mod tool;
 
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
+    cycles::{Cycle, CycleError, CyclePick, NoCycles, Picked, pick_cycle, profiling_cycles},
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,
-    plan::{
-        Collective, Config, Cycle, Job, NoCycles, Plan, ROCPD, RunRule, Stems, plan,
-        profiling_cycles, report_stem, split_runs,
-    },
+    plan::{Collective, Config, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{
         Event, NO_COLLECTIVES, NO_COLLECTIVES_DETAIL, NO_GPU_DETAIL, NO_GPU_EVENTS,

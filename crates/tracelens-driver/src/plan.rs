@@ -15,6 +15,7 @@ use serde::Serialize;
 use trace_discover::{Discovery, RANK_REGEX, Trace, TraceKind};
 
 use crate::{
+    cycles::{Cycle, NoCycles, profiling_cycles},
     summary::Row,
     tool::{Mode, Tool},
 };
@@ -37,6 +38,9 @@ pub struct Config {
     pub world_size: u32,
     /// Analyze at most this many traces of each kind (0: all).
     pub max_traces: usize,
+    /// Of each directory of torch.profiler's profiling cycles, analyze only
+    /// the PyTorch traces of this one ([`crate::pick_cycle`]).
+    pub cycle: Option<crate::CyclePick>,
     /// Jobs run at the same time (at least 1).
     pub jobs: usize,
     /// Memory the TraceLens jobs may take together, in bytes (the caller's
@@ -96,6 +100,7 @@ impl Config {
             gpu_arch: None,
             world_size: 0,
             max_traces: 0,
+            cycle: None,
             jobs: cpus.clamp(1, 4),
             memory_available: None,
             timeout: None,
@@ -142,24 +147,6 @@ pub struct Collective {
     pub cycle: Option<Cycle>,
 }
 
-/// One of the profiling cycles of a directory that holds several:
-/// torch.profiler's schedule repeats (unless `repeat=1`), and its
-/// `tensorboard_trace_handler` writes a trace per rank each cycle, named by
-/// the time of its export.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Cycle {
-    /// From 1, in the order the traces were written.
-    pub number: usize,
-    /// How many cycles the directory holds.
-    pub of: usize,
-}
-
-impl std::fmt::Display for Cycle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "profiling cycle {} of {}", self.number, self.of)
-    }
-}
-
 /// The jobs of a run, in the order the summary lists them.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -167,8 +154,13 @@ pub struct Plan {
     pub jobs: Vec<Job>,
     /// Rows for what will not run: unsupported artifacts, then collective skips.
     pub skipped: Vec<Row>,
-    /// Traces found per kind (after `max_traces`).
+    /// Traces found per kind (after [`Config::cycle`] and `max_traces`).
     pub discovered: BTreeMap<String, usize>,
+    /// With [`Config::cycle`]: the cycle kept of each directory of several.
+    pub cycles: Vec<crate::Picked>,
+    /// With [`Config::cycle`]: how many PyTorch traces of the other cycles
+    /// were left out.
+    pub other_cycles: usize,
 }
 
 impl Job {
@@ -455,7 +447,7 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
             skipped.push(Row::skipped(label, "pytorch", Tool::Collective.script(), &reason));
         }
     }
-    Plan { jobs, skipped, discovered }
+    Plan { jobs, skipped, discovered, cycles: Vec::new(), other_cycles: 0 }
 }
 
 /// Split the ranked PyTorch traces into complete runs; the rest gets reasons.
@@ -661,102 +653,6 @@ fn split_cycles(
             Err(reason) => reasons.push((runs_label(traces.len(), dir, cycle), reason)),
         }
     }
-}
-
-/// Why a set of traces is not told apart into profiling cycles
-/// ([`profiling_cycles`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoCycles {
-    /// No rank is claimed twice or more; or, where the names carry no
-    /// time to tell cycles by, not every rank the same number of times.
-    NotAlike,
-    /// Every rank is claimed the same number of times, twice or more, but
-    /// some names carry no time of `tensorboard_trace_handler`'s.
-    Unnamed,
-    /// A rank wrote its trace of cycle `n` after another rank wrote its
-    /// trace of cycle `n + 1`.
-    Interleaved(usize),
-}
-
-impl NoCycles {
-    /// How the reason a set of traces forms no run goes on, for the
-    /// profiling cycles it names ([`NoCycles::NotAlike`]: it names none).
-    fn hint(&self) -> String {
-        match self {
-            NoCycles::NotAlike => String::new(),
-            NoCycles::Unnamed => " Each cycle's traces in a directory of their own form a run, as \
-                                  do traces named by tensorboard_trace_handler \
-                                  (<worker>.<time>.pt.trace.json), whose times tell the cycles \
-                                  apart"
-                .into(),
-            NoCycles::Interleaved(n) => format!(
-                " The times in their names (tensorboard_trace_handler's) do not tell the cycles \
-                 apart: a rank wrote its trace of cycle {n} after another wrote its trace of \
-                 cycle {}",
-                n + 1
-            ),
-        }
-    }
-}
-
-/// `traces` as torch.profiler's profiling cycles, in the order they were
-/// written: some key (a rank; `None` for a process without one) claimed by
-/// two traces or more, each named with the time `tensorboard_trace_handler`
-/// exported it ([`trace_discover::export_time_from_file_name`]). Each key's
-/// first trace is the first cycle, and so on; a cycle is written, on every
-/// rank, before any rank's trace of the next. A key of fewer traces than
-/// the others (a job stopped part way) is missing from the last cycles.
-///
-/// ```
-/// use std::path::PathBuf;
-/// use tracelens_driver::{NoCycles, profiling_cycles};
-///
-/// let traces: Vec<(PathBuf, u32)> = [
-///     ("r0.1764720005000000000.pt.trace.json", 0),
-///     ("r0.1764720000000000000.pt.trace.json", 0),
-///     ("r1.1764720000000000001.pt.trace.json", 1),
-///     ("r1.1764720005000000001.pt.trace.json", 1),
-/// ]
-/// .map(|(p, r)| (PathBuf::from(p), r))
-/// .into();
-/// let cycles = profiling_cycles(&traces).unwrap();
-/// assert_eq!(cycles[0], [traces[1].clone(), traces[2].clone()]);
-/// // Rank 1 wrote no trace of the second cycle.
-/// let cycles = profiling_cycles(&traces[..3]).unwrap();
-/// assert_eq!(cycles[1], [traces[0].clone()]);
-/// assert_eq!(profiling_cycles(&traces[1..3]), Err(NoCycles::NotAlike));
-/// ```
-pub fn profiling_cycles<K: Ord + Copy>(
-    traces: &[(PathBuf, K)],
-) -> Result<Vec<Vec<(PathBuf, K)>>, NoCycles> {
-    let mut by_key: BTreeMap<K, Vec<(Option<u64>, &PathBuf)>> = BTreeMap::new();
-    for (path, key) in traces {
-        let time = path
-            .file_name()
-            .and_then(|n| trace_discover::export_time_from_file_name(n.as_encoded_bytes()));
-        by_key.entry(*key).or_default().push((time, path));
-    }
-    let k = by_key.values().map(Vec::len).max().unwrap_or(0);
-    if k < 2 {
-        return Err(NoCycles::NotAlike);
-    }
-    if by_key.values().flatten().any(|(time, _)| time.is_none()) {
-        let alike = by_key.values().all(|v| v.len() == k);
-        return Err(if alike { NoCycles::Unnamed } else { NoCycles::NotAlike });
-    }
-    for v in by_key.values_mut() {
-        v.sort();
-    }
-    let span = |i: usize| {
-        let times = by_key.values().filter_map(|v| v.get(i)?.0);
-        (times.clone().min().unwrap_or(0), times.max().unwrap_or(0))
-    };
-    if let Some(i) = (1..k).find(|&i| span(i - 1).1 >= span(i).0) {
-        return Err(NoCycles::Interleaved(i));
-    }
-    Ok((0..k)
-        .map(|i| by_key.iter().filter_map(|(key, v)| Some((v.get(i)?.1.clone(), *key))).collect())
-        .collect())
 }
 
 /// [`profiling_cycles`] of two ranks or more: a single rank's traces are

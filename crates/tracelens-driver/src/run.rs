@@ -116,9 +116,21 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     fs::create_dir_all(config.output_dir.join("logs"))
         .map_err(|source| Error::Write { path: config.output_dir.join("logs"), source })?;
 
-    let found = discover(config)?;
+    let mut found = discover(config)?;
+    let (other_cycles, cycles) = keep_cycle(config, &mut found)?;
     let discovery_s = started.elapsed().as_secs_f64();
-    let plan = plan(config, &found);
+    let plan = Plan { cycles, other_cycles, ..plan(config, &found) };
+    for picked in &plan.cycles {
+        let dir = relative(&config.root, &picked.dir);
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { &dir };
+        events(Event::Note(format!("{}: {} (--cycle)", dir.display(), picked.cycle)));
+    }
+    if plan.other_cycles > 0 {
+        events(Event::Note(format!(
+            "{} PyTorch trace(s) of other profiling cycles left out (--cycle)",
+            plan.other_cycles
+        )));
+    }
     for option in unknown {
         events(Event::Note(format!(
             "{option} is not an option TraceLens documents for any report tool; it goes to every command"
@@ -359,9 +371,36 @@ pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
 /// The plan without running anything (no TraceLens needed).
 pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
     crate::check_extra_args(&config.extra_args)?;
-    let found = discover(config)?;
-    let plan = plan(config, &found);
+    let mut found = discover(config)?;
+    let (other_cycles, cycles) = keep_cycle(config, &mut found)?;
+    let plan = Plan { cycles, other_cycles, ..plan(config, &found) };
     Ok((found, plan))
+}
+
+/// With [`Config::cycle`], leave out of `found` the PyTorch traces of the
+/// other profiling cycles ([`crate::pick_cycle`]): how many, and which
+/// cycle each directory of several kept.
+fn keep_cycle(
+    config: &Config,
+    found: &mut trace_discover::Discovery,
+) -> Result<(usize, Vec<crate::Picked>)> {
+    let Some(pick) = config.cycle else { return Ok((0, Vec::new())) };
+    let pytorch: Vec<usize> =
+        (0..found.traces.len()).filter(|&i| found.traces[i].kind == TraceKind::Pytorch).collect();
+    let traces: Vec<(PathBuf, Option<u32>)> = pytorch
+        .iter()
+        .map(|&i| (found.traces[i].path.clone(), found.traces[i].rank.map(|r| r.rank)))
+        .collect();
+    let (keep, picked) = crate::pick_cycle(&traces, pick)?;
+    let keep: std::collections::HashSet<usize> = keep.into_iter().map(|k| pytorch[k]).collect();
+    let before = found.traces.len();
+    found.traces = std::mem::take(&mut found.traces)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, t)| t.kind != TraceKind::Pytorch || keep.contains(i))
+        .map(|(_, t)| t)
+        .collect();
+    Ok((before - found.traces.len(), picked))
 }
 
 /// The same config with absolute root and output paths, so every argument

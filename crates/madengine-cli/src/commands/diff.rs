@@ -4,10 +4,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use trace_summary::{Diff, DiffRow, Format, Tables};
+use tracelens_driver::CyclePick;
 
 use super::summary::{Input, Recorded, TraceView, read_all, write_set};
 use crate::{
-    cli::{CyclePick, DiffArgs},
+    cli::DiffArgs,
     error::{Error, Status},
     render,
 };

@@ -180,6 +180,7 @@ pub(crate) fn analyze_gathered(
             json,
             html: Some(root.join("summary.html")),
             salvage: args.salvage,
+            cycle: args.cycle,
         };
         let Some(summarized) = super::summary::summarize(&summary_args)? else {
             analyzed.status = Status::Interrupted;
@@ -224,6 +225,7 @@ fn report_gathered(
     config.output_dir = root.join("tracelens_report");
     config.python = settings::interpreter(args.python.as_ref());
     config.salvage = args.salvage;
+    config.cycle = args.cycle;
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     config.cancel = Some(interrupt.flag());
     // No --jobs here: as many as fit in half the available memory together.

@@ -931,7 +931,8 @@ fn searched(args: &SummaryArgs) -> Vec<&Path> {
 /// What a run did, for [`retire_stale`]: the report directories it wrote
 /// (or would have: the traces it could not read hold theirs too), by name,
 /// and each trace it read (absolute) with its directory; the directories it
-/// searched (absolute), and what in them it could not look at.
+/// searched (absolute), and what in them it could not look at or left out
+/// (the traces of the profiling cycles `--cycle` did not pick).
 struct ThisRun {
     dirs: std::collections::HashSet<std::ffi::OsString>,
     read: std::collections::HashMap<PathBuf, PathBuf>,
@@ -947,8 +948,8 @@ struct ThisRun {
 /// gone (removed, renamed, a link removed), is read under another name now
 /// (given alone before; or it made no report this time), or is no longer
 /// read as a trace (a copy `trace sanitize` wrote beside it is read). A
-/// trace in what this run could not look at, or that cannot be looked up,
-/// keeps its report; so does a directory without `report summary`'s
+/// trace in what this run could not look at or left out (another profiling
+/// cycle than `--cycle`'s), or that cannot be looked up, keeps its report; so does a directory without `report summary`'s
 /// record, or with a record of a version that did not keep where its trace
 /// was.
 fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
@@ -1014,10 +1015,13 @@ impl Input {
 }
 
 /// The traces behind the PATHs: directories are searched, files taken as
-/// given; what the search could not look at is added to `left_out`.
+/// given; what the search could not look at is added to `left_out`, and
+/// the traces of the profiling cycles `--cycle` does not pick to
+/// `other_cycles`.
 fn inputs(
     args: &SummaryArgs,
     left_out: &mut Vec<trace_discover::Problem>,
+    other_cycles: &mut Vec<PathBuf>,
 ) -> Result<Vec<Input>, Error> {
     let mut paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
     // With no PATH, traces are shown as `a/rank0.json`, not `./a/rank0.json`
@@ -1034,6 +1038,8 @@ fn inputs(
     // did; with several PATHs each directory's own name comes first.
     let alone = paths.len() == 1;
     let mut inputs = Vec::new();
+    // The PyTorch traces found by searching, for --cycle.
+    let mut searched = Vec::new();
     for path in paths {
         if !path.is_dir() {
             let rank = trace_discover::find_rank(&path).ok().flatten().map(|r| r.rank);
@@ -1049,7 +1055,35 @@ fn inputs(
                 Ok(inside) if defaulted => inside.to_path_buf(),
                 _ => t.path,
             };
+            if t.kind == trace_discover::TraceKind::Pytorch {
+                searched.push(inputs.len());
+            }
             inputs.push(Input::new(trace, rel, t.rank.map(|r| r.rank)));
+        }
+    }
+    if let Some(pick) = args.cycle {
+        let traces: Vec<(PathBuf, Option<u32>)> =
+            searched.iter().map(|&i| (inputs[i].trace.clone(), inputs[i].rank)).collect();
+        let (keep, picked) =
+            tracelens_driver::pick_cycle(&traces, pick).map_err(|e| Error::Usage(e.to_string()))?;
+        for p in &picked {
+            render::note(&format!("{}: {} (--cycle)", p.dir.display(), p.cycle));
+        }
+        let keep: std::collections::HashSet<usize> =
+            keep.into_iter().map(|k| searched[k]).collect();
+        let left_out = searched.len() - keep.len();
+        let searched: std::collections::HashSet<usize> = searched.into_iter().collect();
+        let (kept, other): (Vec<_>, Vec<_>) = std::mem::take(&mut inputs)
+            .into_iter()
+            .enumerate()
+            .partition(|(i, _)| !searched.contains(i) || keep.contains(i));
+        inputs = kept.into_iter().map(|(_, input)| input).collect();
+        other_cycles.extend(other.into_iter().map(|(_, input)| input.trace));
+        if left_out > 0 {
+            render::note(&format!(
+                "{} of other profiling cycles not read (--cycle)",
+                render::plural(left_out, "PyTorch trace")
+            ));
         }
     }
     // A trace named twice (a file inside a directory also given) is read once.
@@ -1315,8 +1349,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         super::check_output(html, false)?;
     }
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
-    let mut left_out = Vec::new();
-    let inputs = inputs(args, &mut left_out)?;
+    let (mut left_out, mut other_cycles) = (Vec::new(), Vec::new());
+    let inputs = inputs(args, &mut left_out, &mut other_cycles)?;
     let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
         return Ok(None);
     };
@@ -1325,7 +1359,13 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         dirs: Default::default(),
         read: Default::default(),
         searched: searched.into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
-        left_out: left_out.iter().filter_map(|p| std::path::absolute(&p.path).ok()).collect(),
+        // The traces of other profiling cycles (--cycle) keep their reports.
+        left_out: left_out
+            .iter()
+            .map(|p| &p.path)
+            .chain(&other_cycles)
+            .filter_map(|p| std::path::absolute(p).ok())
+            .collect(),
     };
     let mut views = Vec::new();
     let mut unreadable = 0;

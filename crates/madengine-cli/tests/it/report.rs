@@ -164,6 +164,18 @@ fn each_profiling_cycle_gets_its_collective_report() {
             "run/out/gpu-node_4243.1764720005000000001_csv"
         ]
     );
+    // --cycle 1: only the first cycle's traces are planned.
+    cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "run", "--discover-only", "--cycle", "1"], @r"
+    exit code: 0
+    ----- stdout -----
+    pytorch	run/gpu-node_4242.1764720000000000000.pt.trace.json
+    pytorch	run/gpu-node_4243.1764720000000000001.pt.trace.json
+    collective	2 per-rank traces (world size 2)	rank 0: gpu-node_4242.1764720000000000000.pt.trace.json; rank 1: gpu-node_4243.1764720000000000001.pt.trace.json
+    cycle	run	profiling cycle 1 of 2
+    2 PyTorch traces of other profiling cycles left out (--cycle)
+    3 TraceLens job(s) planned for 2 traces under run
+    ----- stderr -----
+    ");
     // Paired by the ranks in the traces' distributedInfo (the reports'
     // names carry none).
     let ranks: Vec<u64> =

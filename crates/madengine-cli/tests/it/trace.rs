@@ -1135,6 +1135,29 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
         })
         .collect();
     assert_eq!(cycles, [(1, 2, 0), (1, 2, 1), (2, 2, 0), (2, 2, 1)]);
+
+    // --cycle reads only the cycle asked for, and says so.
+    let args = ["report", "summary", "traces", "--top", "0", "-o", "out", "--cycle", "last"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    let tables = &text[text.find("cross-rank").unwrap()..];
+    insta::assert_snapshot!(tables, @r"
+    cross-rank (ms), run traces:
+    RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL              TRACE
+    0           0.009         0.000  0.000  0.009              gpu-node_4242.1764720005000000000.pt.trace.json
+    1           0.018         0.000  0.000  0.018  <- slowest  gpu-node_4243.1764720005000000001.pt.trace.json
+    rank 1 is the slowest, 0.018 ms: 2.18x rank 0, the fastest (0.009 ms)
+    ----- stderr -----
+    [madengine] traces: profiling cycle 2 of 2 (--cycle)
+    [madengine] 2 PyTorch traces of other profiling cycles not read (--cycle)
+    ");
+    // The other cycle's reports, written before, stay.
+    assert!(dir.path().join("out/gpu-node_4242.1764720000000000000/summary.json").is_file());
+    cli_snapshot!(dir.path(), ["report", "summary", "traces", "-o", "out", "--cycle", "3"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: traces holds 2 profiling cycle(s), so there is no cycle 3 (1 to 2, or last)
+    ");
 }
 
 #[test]
