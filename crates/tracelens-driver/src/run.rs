@@ -121,9 +121,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let discovery_s = started.elapsed().as_secs_f64();
     let plan = Plan { cycles, other_cycles, ..plan(config, &found) };
     for picked in &plan.cycles {
-        let dir = relative(&config.root, &picked.dir);
-        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { &dir };
-        events(Event::Note(format!("{}: {} (--cycle)", dir.display(), picked.cycle)));
+        events(Event::Note(format!("{}: {} (--cycle)", picked.dir.display(), picked.cycle)));
     }
     if plan.other_cycles > 0 {
         events(Event::Note(format!(

@@ -164,6 +164,16 @@ fn each_profiling_cycle_gets_its_collective_report() {
             "run/out/gpu-node_4243.1764720005000000001_csv"
         ]
     );
+    // --cycle last: only the last cycle's traces are analyzed.
+    let args = ["report", "tracelens", "run", "-o", "out2", "--mode", "collective", "--cycle"];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(AsRef::as_ref).collect();
+    args.extend(["last".as_ref(), "--python".as_ref(), py.as_os_str()]);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(text.contains("/run: profiling cycle 2 of 2 (--cycle)"), "{text}");
+    assert!(text.contains("2 PyTorch trace(s) of other profiling cycles left out (--cycle)"));
+    let csv = fs::read_to_string(dir.path().join("out2/tracelens_summary.csv")).unwrap();
+    assert!(csv.contains("\n2 per-rank traces,pytorch,"), "{csv}");
     // --cycle 1: only the first cycle's traces are planned.
     cli_snapshot!(dir.path(), ["report", "tracelens", "--root", "run", "--discover-only", "--cycle", "1"], @r"
     exit code: 0
