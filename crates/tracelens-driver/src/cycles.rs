@@ -136,10 +136,7 @@ pub enum CyclePick {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CycleError {
     /// The directory holds fewer cycles.
-    #[error(
-        "{} holds {of} profiling cycle(s), so there is no cycle {number} (1 to {of}, or last)",
-        shown(dir)
-    )]
+    #[error("{}", beyond(dir, *number, *of))]
     Beyond {
         /// The directory.
         dir: PathBuf,
@@ -163,6 +160,21 @@ fn shown(dir: &Path) -> String {
     match dir.as_os_str().is_empty() {
         true => ".".into(),
         false => dir.display().to_string(),
+    }
+}
+
+fn beyond(dir: &Path, number: usize, of: usize) -> String {
+    match of {
+        1 => format!(
+            "{} holds one profiling cycle (a trace per rank), so there is no cycle {number}: \
+             ask for 1 or last",
+            shown(dir)
+        ),
+        of => format!(
+            "{} holds {of} profiling cycles, so there is no cycle {number}: ask for 1 to {of}, \
+             or last",
+            shown(dir)
+        ),
     }
 }
 
@@ -296,7 +308,8 @@ mod tests {
         let err = kept(CyclePick::Number(2)).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "b holds 1 profiling cycle(s), so there is no cycle 2 (1 to 1, or last)"
+            "b holds one profiling cycle (a trace per rank), so there is no cycle 2: ask for 1 or \
+             last"
         );
         let err = pick_cycle(&all[..6], CyclePick::Number(4)).unwrap_err();
         assert_eq!(err, CycleError::Beyond { dir: "a".into(), number: 4, of: 3 });

@@ -509,7 +509,7 @@ fn one_cycle(
     pick: Option<CyclePick>,
     recorded: &Records,
 ) -> Result<Option<tracelens_driver::Cycle>, Error> {
-    use tracelens_driver::NoCycles;
+    use tracelens_driver::{CycleError, NoCycles};
     let ranked = inputs.iter().any(|i| i.rank.is_some());
     // PyTorch traces, by their names; a report by the name of the trace it
     // was made of, as `report summary` recorded it (or `report tracelens`'
@@ -534,6 +534,7 @@ fn one_cycle(
             by_name.contains_key(&name).then_some((name, i.rank))
         })
         .collect();
+    let dir = path.to_path_buf();
     let path = path.display();
     let cycles = match (tracelens_driver::profiling_cycles(&traces), pick) {
         (Ok(cycles), Some(_)) => cycles,
@@ -554,36 +555,18 @@ fn one_cycle(
         | (Err(NoCycles::NotAlike), Some(CyclePick::Number(1) | CyclePick::Last)) => {
             return Ok(None);
         }
-        (Err(NoCycles::NotAlike), Some(CyclePick::Number(n))) => {
-            return Err(Error::Usage(format!(
-                "{path} holds one profiling cycle (a trace per rank), so there is no cycle {n} \
-                 to compare"
-            )));
+        (Err(NoCycles::NotAlike), Some(CyclePick::Number(number))) => {
+            return Err(cycle_error(CycleError::Beyond { dir, number, of: 1 }));
         }
-        (Err(NoCycles::Unnamed), Some(_)) => {
-            return Err(Error::Usage(format!(
-                "{path} holds several traces of each rank, but their names carry no time of \
-                 tensorboard_trace_handler's (<worker>.<time>.pt.trace.json) to order its \
-                 profiling cycles by: give the directory of one cycle"
-            )));
-        }
-        (Err(NoCycles::Interleaved(n)), Some(_)) => {
-            return Err(Error::Usage(format!(
-                "the times in the names of {path}'s traces do not tell its profiling cycles \
-                 apart (a rank wrote its trace of cycle {n} after another wrote its trace of \
-                 cycle {}): give the directory of one cycle",
-                n + 1
-            )));
+        (Err(why), Some(_)) => {
+            return Err(cycle_error(CycleError::Untold { dir, why }));
         }
     };
     let of = cycles.len();
     let number = match pick {
         Some(CyclePick::Number(n)) if n <= of => n,
-        Some(CyclePick::Number(n)) => {
-            return Err(Error::Usage(format!(
-                "{path} holds {of} profiling cycles, so there is no cycle {n} to compare (1 to \
-                 {of}, or last)"
-            )));
+        Some(CyclePick::Number(number)) => {
+            return Err(cycle_error(CycleError::Beyond { dir, number, of }));
         }
         _ => of,
     };
@@ -591,6 +574,10 @@ fn one_cycle(
         cycles[number - 1].iter().filter_map(|(name, _)| by_name.get(name)).collect();
     inputs.retain(|i| keep.contains(&i.trace) || (ranked && i.rank.is_none()));
     Ok(Some(tracelens_driver::Cycle { number, of }))
+}
+
+fn cycle_error(e: tracelens_driver::CycleError) -> Error {
+    Error::Usage(e.to_string())
 }
 
 /// Keep of `reports`, the report directories in `dir`, those of the run

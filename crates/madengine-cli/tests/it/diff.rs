@@ -246,13 +246,13 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: base holds 3 profiling cycles, so there is no cycle 4 to compare (1 to 3, or last)
+    error: base holds 3 profiling cycles, so there is no cycle 4: ask for 1 to 3, or last
     ");
     cli_snapshot!(dir.path(), ["report", "diff", "new", "base", "--cycle", "2"], @r"
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: new holds one profiling cycle (a trace per rank), so there is no cycle 2 to compare
+    error: new holds one profiling cycle (a trace per rank), so there is no cycle 2: ask for 1 or last
     ");
 
     // The baseline's reports, kept: their records name the traces, whose

@@ -1156,7 +1156,7 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: traces holds 2 profiling cycle(s), so there is no cycle 3 (1 to 2, or last)
+    error: traces holds 2 profiling cycles, so there is no cycle 3: ask for 1 to 2, or last
     ");
 }
 
