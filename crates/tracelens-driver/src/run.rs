@@ -106,6 +106,10 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
         trace_discover::discover(&config.root, &Default::default())?;
     }
     let config = &absolute_config(config);
+    // A --cycle the traces do not hold is refused before anything is removed.
+    let mut found = discover(config)?;
+    let (other_cycles, cycles) = keep_cycle(config, &mut found)?;
+    let discovery_s = started.elapsed().as_secs_f64();
     // Whatever happens next, an earlier run's summary must not be read as this one's.
     summary::remove_stale(&config.output_dir)?;
     let probe = probe(&config.python)?;
@@ -116,18 +120,18 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     fs::create_dir_all(config.output_dir.join("logs"))
         .map_err(|source| Error::Write { path: config.output_dir.join("logs"), source })?;
 
-    let mut found = discover(config)?;
-    let (other_cycles, cycles) = keep_cycle(config, &mut found)?;
-    let discovery_s = started.elapsed().as_secs_f64();
     let plan = Plan { cycles, other_cycles, ..plan(config, &found) };
     for picked in &plan.cycles {
         events(Event::Note(format!("{}: {} (--cycle)", picked.dir.display(), picked.cycle)));
     }
-    if plan.other_cycles > 0 {
-        events(Event::Note(format!(
-            "{} PyTorch trace(s) of other profiling cycles left out (--cycle)",
-            plan.other_cycles
-        )));
+    match plan.other_cycles {
+        0 => {}
+        1 => events(Event::Note(
+            "1 PyTorch trace of another profiling cycle left out (--cycle)".into(),
+        )),
+        n => events(Event::Note(format!(
+            "{n} PyTorch traces of other profiling cycles left out (--cycle)"
+        ))),
     }
     for option in unknown {
         events(Event::Note(format!(

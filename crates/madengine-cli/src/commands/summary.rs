@@ -949,9 +949,9 @@ struct ThisRun {
 /// (given alone before; or it made no report this time), or is no longer
 /// read as a trace (a copy `trace sanitize` wrote beside it is read). A
 /// trace in what this run could not look at or left out (another profiling
-/// cycle than `--cycle`'s), or that cannot be looked up, keeps its report; so does a directory without `report summary`'s
-/// record, or with a record of a version that did not keep where its trace
-/// was.
+/// cycle than `--cycle`'s), or that cannot be looked up, keeps its report;
+/// so does a directory without `report summary`'s record, or with a record
+/// of a version that did not keep where its trace was.
 fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(out) else { return Ok(()) };
     let mut earlier: Vec<PathBuf> = entries

@@ -171,7 +171,7 @@ fn each_profiling_cycle_gets_its_collective_report() {
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     assert!(text.contains("/run: profiling cycle 2 of 2 (--cycle)"), "{text}");
-    assert!(text.contains("2 PyTorch trace(s) of other profiling cycles left out (--cycle)"));
+    assert!(text.contains("2 PyTorch traces of other profiling cycles left out (--cycle)"));
     let csv = fs::read_to_string(dir.path().join("out2/tracelens_summary.csv")).unwrap();
     assert!(csv.contains("\n2 per-rank traces,pytorch,"), "{csv}");
     // --cycle 1: only the first cycle's traces are planned.
