@@ -149,6 +149,15 @@ fn each_profiling_cycle_gets_its_collective_report() {
     "2 per-rank traces, profiling cycle 1 of 2",pytorch,TraceLens_generate_multi_rank_collective_report_pytorch,SUCCESS,out/multi_rank_collective_cycle1_csv,
     "2 per-rank traces, profiling cycle 2 of 2",pytorch,TraceLens_generate_multi_rank_collective_report_pytorch,SUCCESS,out/multi_rank_collective_cycle2_csv,
     "#);
+    // A cycle the directory does not hold: refused, and the run before is
+    // left as it was.
+    let args = ["report", "tracelens", "run", "-o", "run/out", "--cycle", "5", "--python"];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(AsRef::as_ref).collect();
+    args.push(&py);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 2\n"), "{text}");
+    assert!(text.contains("run holds 2 profiling cycles, so there is no cycle 5: ask for 1"));
+    assert_eq!(fs::read_to_string(dir.path().join("run/out/tracelens_summary.csv")).unwrap(), csv);
     // The per-rank reports compare cycle by cycle too: the summary names
     // the trace each was made of, and that trace its rank.
     let args = ["report", "diff", "run/out", "run/out", "--cycle", "2", "--json"];
