@@ -277,12 +277,39 @@ pub fn trigger(
     Outcome::NoProcess { attempts }
 }
 
+/// A wait of one-second polls, over once `limit` has passed since its
+/// first poll.
+#[derive(Default)]
+struct Bounded {
+    since: Option<Duration>,
+    over: bool,
+}
+
+impl Bounded {
+    /// Whether the wait has not started yet.
+    fn unstarted(&self) -> bool {
+        self.since.is_none()
+    }
+
+    /// Poll a wait not [`Bounded::over`]: wait a second (at most `limit`)
+    /// and `true`; or, once `limit` has passed since the first poll,
+    /// `false`, and the wait is over for good.
+    fn poll(&mut self, limit: Duration, clock: &mut dyn Clock) -> bool {
+        let since = *self.since.get_or_insert(clock.now());
+        if clock.now().saturating_sub(since) >= limit {
+            self.over = true;
+            return false;
+        }
+        clock.sleep(Duration::from_secs(1).min(limit));
+        true
+    }
+}
+
 /// The wait for the workload's first optimizer steps.
 #[derive(Default)]
 struct FirstStep {
-    since: Option<Duration>,
+    wait: Bounded,
     told: Vec<u32>,
-    gave_up: bool,
 }
 
 impl FirstStep {
@@ -294,12 +321,10 @@ impl FirstStep {
         clock: &mut dyn Clock,
         events: &mut dyn FnMut(Event),
     ) -> bool {
-        if unstepped.is_empty() || self.gave_up {
+        if unstepped.is_empty() || self.wait.over {
             return false;
         }
-        let since = *self.since.get_or_insert(clock.now());
-        if clock.now().saturating_sub(since) >= policy.first_step {
-            self.gave_up = true;
+        if !self.wait.poll(policy.first_step, clock) {
             events(Event::NoFirstStep(unstepped.to_vec()));
             return false;
         }
@@ -307,7 +332,6 @@ impl FirstStep {
             self.told = unstepped.to_vec();
             events(Event::AwaitingFirstStep(self.told.clone()));
         }
-        clock.sleep(Duration::from_secs(1).min(policy.first_step));
         true
     }
 }
@@ -315,8 +339,7 @@ impl FirstStep {
 /// The wait for the workload's first registration.
 #[derive(Default)]
 struct Registering {
-    since: Option<Duration>,
-    gave_up: bool,
+    wait: Bounded,
 }
 
 impl Registering {
@@ -327,23 +350,17 @@ impl Registering {
         clock: &mut dyn Clock,
         events: &mut dyn FnMut(Event),
     ) -> bool {
-        if self.gave_up || policy.registration.is_zero() {
+        if self.wait.over || policy.registration.is_zero() {
             return false;
         }
-        let since = match self.since {
-            Some(since) => since,
-            None => {
-                events(Event::AwaitingRegistration(policy.registration));
-                *self.since.insert(clock.now())
-            }
-        };
-        if clock.now().saturating_sub(since) >= policy.registration {
-            self.gave_up = true;
+        if self.wait.unstarted() {
+            events(Event::AwaitingRegistration(policy.registration));
+        }
+        let waiting = self.wait.poll(policy.registration, clock);
+        if !waiting {
             events(Event::NoRegistration(policy.registration));
-            return false;
         }
-        clock.sleep(Duration::from_secs(1).min(policy.registration));
-        true
+        waiting
     }
 }
 

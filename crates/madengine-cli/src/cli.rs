@@ -867,7 +867,7 @@ pub(crate) struct SummaryArgs {
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
     /// Of torch.profiler's profiling cycles, summarize only cycle N (1: the
-    /// first) or the last, in each directory searched that holds several.
+    /// first) or the last, in each run searched that holds several.
     ///
     /// Its schedule repeats unless repeat=1, and tensorboard_trace_handler
     /// writes a trace per rank each cycle into one directory, named by the
@@ -1025,7 +1025,7 @@ pub(crate) struct TracelensArgs {
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub(crate) max_traces: usize,
     /// Of torch.profiler's profiling cycles, analyze only cycle N (1: the
-    /// first) or the last, in each directory that holds several.
+    /// first) or the last, in each run that holds several.
     ///
     /// Its schedule repeats unless repeat=1, and tensorboard_trace_handler
     /// writes a trace per rank each cycle into one directory, named by the

@@ -3,7 +3,7 @@
 //! each cycle into one directory, named by the time it wrote it.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
 };
 
@@ -205,11 +205,13 @@ pub struct Picked {
 }
 
 /// Of `traces` (PyTorch traces and their ranks), the indices of those to
-/// keep: in each directory, the traces of the profiling cycle `pick` names
-/// ([`profiling_cycles`] of the directory's ranked traces; a trace without
-/// a rank beside ranked ones is kept), and for each directory that holds
-/// several, which it kept. A directory of one cycle (each rank once) is its
-/// first and its last.
+/// keep: in each job, the traces of the profiling cycle `pick` names
+/// ([`profiling_cycles`] of the job's ranked traces; a trace without a rank
+/// beside ranked ones is kept), and for each job that holds several, which
+/// it kept. A job is a directory, with the directories after it (in path
+/// order) that share none of its ranks: a node's ranks each, or a rank's
+/// traces each. A job of one cycle (each rank once) is its first and its
+/// last.
 pub fn pick_cycle(
     traces: &[(PathBuf, Option<u32>)],
     pick: CyclePick,
@@ -218,8 +220,21 @@ pub fn pick_cycle(
     for (i, (path, _)) in traces.iter().enumerate() {
         by_dir.entry(path.parent().unwrap_or(Path::new("")).to_path_buf()).or_default().push(i);
     }
-    let (mut keep, mut picked) = (Vec::new(), Vec::new());
+    let mut jobs: Vec<(PathBuf, BTreeSet<Option<u32>>, Vec<usize>)> = Vec::new();
     for (dir, members) in by_dir {
+        let ranks: BTreeSet<Option<u32>> = members.iter().map(|&i| traces[i].1).collect();
+        match jobs.last_mut() {
+            Some((shared, held, all)) if held.is_disjoint(&ranks) => {
+                *shared =
+                    shared.ancestors().find(|a| dir.starts_with(a)).unwrap_or(Path::new("")).into();
+                held.extend(ranks);
+                all.extend(members);
+            }
+            _ => jobs.push((dir, ranks, members)),
+        }
+    }
+    let (mut keep, mut picked) = (Vec::new(), Vec::new());
+    for (dir, _, members) in jobs {
         let ranked = members.iter().any(|&i| traces[i].1.is_some());
         let (candidates, keyless): (Vec<usize>, Vec<usize>) =
             members.iter().partition(|&&i| !ranked || traces[i].1.is_some());
@@ -304,6 +319,21 @@ mod tests {
         assert_eq!(picked, [Picked { dir: "a".into(), cycle: Cycle { number: 3, of: 3 } }]);
         let (first, _) = kept(CyclePick::Number(1)).unwrap();
         assert_eq!(first[..2], [exported("a", 0, 0), exported("a", 1, 0)]);
+        // Two nodes of one job, the second stopped a cycle earlier: the
+        // last cycle of the job, not of each node.
+        let nodes: Vec<(String, Option<u32>)> = [(0, 0, 3), (1, 1, 3), (2, 2, 2), (3, 3, 2)]
+            .iter()
+            .flat_map(|&(node, rank, cycles)| {
+                let dir = format!("job/node_{}", node / 2);
+                (0..cycles).map(move |c| (exported(&dir, rank, c), Some(rank)))
+            })
+            .collect();
+        let nodes: Vec<(PathBuf, Option<u32>)> =
+            nodes.into_iter().map(|(p, r)| (PathBuf::from(p), r)).collect();
+        let (keep, picked) = pick_cycle(&nodes, CyclePick::Last).unwrap();
+        let node_kept: Vec<&PathBuf> = keep.iter().map(|&i| &nodes[i].0).collect();
+        assert_eq!(node_kept, [&nodes[2].0, &nodes[5].0], "ranks 0 and 1 wrote the third");
+        assert_eq!(picked, [Picked { dir: "job".into(), cycle: Cycle { number: 3, of: 3 } }]);
         // b holds one cycle, a three.
         let err = kept(CyclePick::Number(2)).unwrap_err();
         assert_eq!(

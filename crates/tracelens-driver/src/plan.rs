@@ -156,7 +156,7 @@ pub struct Plan {
     pub skipped: Vec<Row>,
     /// Traces found per kind (after [`Config::cycle`] and `max_traces`).
     pub discovered: BTreeMap<String, usize>,
-    /// With [`Config::cycle`]: the cycle kept of each directory of several.
+    /// With [`Config::cycle`]: the cycle kept of each run of several.
     pub cycles: Vec<crate::Picked>,
     /// With [`Config::cycle`]: how many PyTorch traces of the other cycles
     /// were left out.
@@ -570,30 +570,35 @@ fn split(
         let key = (comps.len() > depth + 1).then(|| comps[..=depth].iter().collect::<PathBuf>());
         parts.entry(key).or_default().push((path.clone(), *rank));
     }
-    let by_cycle = cycles(traces);
-    if parts.keys().all(Option::is_none) {
-        match by_cycle {
-            Ok(cycles) => split_cycles(&dir, cycles, rule, groups, reasons),
-            Err(hint) => {
-                reasons.push((runs_label(traces.len(), &dir, None), reason + &hint.hint()))
-            }
-        }
-        return;
+    // Directories that share no rank (a node's ranks each, a rank's traces
+    // each) are one job's: where their traces are cycles, those are the
+    // runs; directories that share ranks are runs of their own first.
+    let leaf = parts.keys().all(Option::is_none);
+    if parts.len() == 1 && !leaf {
+        // All in one subdirectory: the run is named after it.
+        return split(traces, depth + 1, rule, groups, reasons);
     }
-    let (mut found, mut why_not) = (Vec::new(), Vec::new());
+    match cycles(traces) {
+        Ok(cycles) if leaf || ranks_apart(&parts) => {
+            return split_cycles(&dir, cycles, rule, groups, reasons);
+        }
+        Err(hint) if leaf => {
+            return reasons.push((runs_label(traces.len(), &dir, None), reason + &hint.hint()));
+        }
+        _ => {}
+    }
     for (key, part) in parts {
         // The files directly here cannot be split further: `depth` stays.
-        split(&part, depth + usize::from(key.is_some()), rule, &mut found, &mut why_not);
+        split(&part, depth + usize::from(key.is_some()), rule, groups, reasons);
     }
-    match by_cycle {
-        // No directory of them is a run, but together they are cycles: each
-        // rank's traces in a directory of its own (`rank0/`, `rank1/`).
-        Ok(cycles) if found.is_empty() => split_cycles(&dir, cycles, rule, groups, reasons),
-        _ => {
-            groups.extend(found);
-            reasons.extend(why_not);
-        }
-    }
+}
+
+/// Whether no rank has traces in two of `parts`.
+fn ranks_apart(parts: &BTreeMap<Option<PathBuf>, Vec<(PathBuf, u32)>>) -> bool {
+    let mut holder: BTreeMap<u32, &Option<PathBuf>> = BTreeMap::new();
+    parts
+        .iter()
+        .all(|(key, part)| part.iter().all(|(_, r)| *holder.entry(*r).or_insert(key) == key))
 }
 
 fn collective(
@@ -904,8 +909,26 @@ mod tests {
         assert_eq!(reasons[0].0, "2 ranked PyTorch traces, profiling cycle 1 of 2");
         assert!(reasons[0].1.contains("missing 2"), "{reasons:?}");
 
-        // Two jobs' runs in their own directories stay the runs: cycles are
-        // only looked for where directories do not part them.
+        // A job of two nodes, each with its ranks' cycles: a run of both
+        // nodes per cycle, not a node per run.
+        let mut items = Vec::new();
+        for (node, ranks) in [("node_0/t/", [0, 1]), ("node_1/t/", [2, 3])] {
+            for rank in ranks {
+                for c in 1..=2 {
+                    items.push((exported(node, 10 + rank, 1_000 * c + u64::from(rank)), rank));
+                }
+            }
+        }
+        let ranked: Vec<(PathBuf, u32)> =
+            items.iter().map(|(p, r)| (PathBuf::from(p), *r)).collect();
+        let (groups, reasons) = split_runs(&ranked, RunRule::Complete { world: 0 });
+        assert!(reasons.is_empty(), "{reasons:?}");
+        let runs: Vec<_> = groups.iter().map(|g| (g.cycle.unwrap().number, g.world_size)).collect();
+        assert_eq!(runs, [(1, 4), (2, 4)]);
+
+        // Two jobs' runs in their own directories (the same ranks in each)
+        // stay the runs: cycles are only looked for where directories do
+        // not part them.
         let ranked = set(&[
             (&exported("a/", 10, 1_000), 0),
             (&exported("a/", 11, 1_001), 1),

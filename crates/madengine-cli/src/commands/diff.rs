@@ -498,19 +498,16 @@ fn traces_of(
 }
 
 /// With `--cycle`, keep of `inputs`, the traces of the side given as
-/// `path`, those of the profiling cycle picked (and the traces without a
-/// rank beside ranked ones, which no cycle claims); say which it is, of
-/// how many. A side with a trace per rank (or one trace) is one cycle.
-/// Without `--cycle`, a side of several cycles is refused with how to
-/// pick one.
+/// `path`, those of the profiling cycle picked, as `report summary --cycle`
+/// picks it ([`tracelens_driver::pick_cycle`]); say which it is, of how
+/// many. A side with a trace per rank (or one trace) is one cycle. Without
+/// `--cycle`, a side of several cycles is refused with how to pick one.
 fn one_cycle(
     path: &Path,
     inputs: &mut Vec<Input>,
     pick: Option<CyclePick>,
     recorded: &Records,
 ) -> Result<Option<tracelens_driver::Cycle>, Error> {
-    use tracelens_driver::{CycleError, NoCycles};
-    let ranked = inputs.iter().any(|i| i.rank.is_some());
     // PyTorch traces, by their names; a report by the name of the trace it
     // was made of, as `report summary` recorded it (or `report tracelens`'
     // summary names it). rocprofv3 traces have no cycles.
@@ -522,58 +519,43 @@ fn one_cycle(
             .or_else(|| recorded.1.get(&i.trace).cloned()),
         false => Some(i.trace.clone()),
     };
-    let by_name: std::collections::HashMap<PathBuf, PathBuf> = inputs
+    let candidates: Vec<(usize, PathBuf, Option<u32>)> = inputs
         .iter()
-        .filter(|i| !i.rocprof && (!ranked || i.rank.is_some()))
-        .filter_map(|i| Some((named(i)?, i.trace.clone())))
+        .enumerate()
+        .filter(|(_, i)| !i.rocprof)
+        .filter_map(|(at, i)| Some((at, named(i)?, i.rank)))
         .collect();
-    let traces: Vec<(PathBuf, Option<u32>)> = inputs
-        .iter()
-        .filter_map(|i| {
-            let name = named(i)?;
-            by_name.contains_key(&name).then_some((name, i.rank))
-        })
-        .collect();
-    let dir = path.to_path_buf();
-    let path = path.display();
-    let cycles = match (tracelens_driver::profiling_cycles(&traces), pick) {
-        (Ok(cycles), Some(_)) => cycles,
-        (Ok(cycles), None) => {
-            let what = match inputs.iter().all(|i| Tables::is_report_dir(&i.trace)) {
-                true => "the traces its reports were made of",
-                false => "its traces",
-            };
-            return Err(Error::Usage(format!(
-                "{path} holds {} of torch.profiler's profiling cycles (told apart by the time \
-                 tensorboard_trace_handler put in the names of {what}): runs are compared one \
-                 cycle at a time; pick one with --cycle N (1 to {}) or --cycle last",
-                cycles.len(),
-                cycles.len()
-            )));
-        }
-        (Err(_), None)
-        | (Err(NoCycles::NotAlike), Some(CyclePick::Number(1) | CyclePick::Last)) => {
+    let traces: Vec<(PathBuf, Option<u32>)> =
+        candidates.iter().map(|(_, name, rank)| (name.clone(), *rank)).collect();
+    let Some(pick) = pick else {
+        let Ok((_, picked)) = tracelens_driver::pick_cycle(&traces, CyclePick::Last) else {
             return Ok(None);
-        }
-        (Err(NoCycles::NotAlike), Some(CyclePick::Number(number))) => {
-            return Err(cycle_error(CycleError::Beyond { dir, number, of: 1 }));
-        }
-        (Err(why), Some(_)) => {
-            return Err(cycle_error(CycleError::Untold { dir, why }));
-        }
+        };
+        let Some(several) = picked.first() else { return Ok(None) };
+        let what = match inputs.iter().all(|i| Tables::is_report_dir(&i.trace)) {
+            true => "the traces its reports were made of",
+            false => "its traces",
+        };
+        let of = several.cycle.of;
+        return Err(Error::Usage(format!(
+            "{} holds {of} of torch.profiler's profiling cycles (told apart by the time \
+             tensorboard_trace_handler put in the names of {what}): runs are compared one cycle \
+             at a time; pick one with --cycle N (1 to {of}) or --cycle last",
+            path.display()
+        )));
     };
-    let of = cycles.len();
-    let number = match pick {
-        Some(CyclePick::Number(n)) if n <= of => n,
-        Some(CyclePick::Number(number)) => {
-            return Err(cycle_error(CycleError::Beyond { dir, number, of }));
-        }
-        _ => of,
-    };
-    let keep: std::collections::HashSet<&PathBuf> =
-        cycles[number - 1].iter().filter_map(|(name, _)| by_name.get(name)).collect();
-    inputs.retain(|i| keep.contains(&i.trace) || (ranked && i.rank.is_none()));
-    Ok(Some(tracelens_driver::Cycle { number, of }))
+    let (keep, picked) = tracelens_driver::pick_cycle(&traces, pick).map_err(cycle_error)?;
+    let Some(first) = picked.first() else { return Ok(None) };
+    let keep: std::collections::HashSet<usize> =
+        keep.into_iter().map(|k| candidates[k].0).collect();
+    let considered: std::collections::HashSet<usize> = candidates.iter().map(|c| c.0).collect();
+    *inputs = std::mem::take(inputs)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !considered.contains(i) || keep.contains(i))
+        .map(|(_, input)| input)
+        .collect();
+    Ok(Some(first.cycle))
 }
 
 fn cycle_error(e: tracelens_driver::CycleError) -> Error {
