@@ -784,6 +784,18 @@ fn check_cycles(summary: &Value) -> Result<String, String> {
     if traces.len() != 4 || traces.iter().any(|t| t["outcome"] != "tables") {
         return Err(format!("2 ranks, 2 cycles: not 4 traces with tables: {}", shown()));
     }
+    // Each trace labelled with its cycle: two of each.
+    let mut labels: Vec<(u64, u64)> = traces
+        .iter()
+        .map(|t| {
+            let n = |v: &Value| v.as_u64().unwrap_or(u64::MAX);
+            (n(&t["cycle"]["number"]), n(&t["cycle"]["of"]))
+        })
+        .collect();
+    labels.sort_unstable();
+    if labels != [(1, 2), (1, 2), (2, 2), (2, 2)] {
+        return Err(format!("2 ranks, 2 cycles: traces labelled {labels:?}: {}", shown()));
+    }
     let cross = summary["cross_rank"].as_array().cloned().unwrap_or_default();
     let seen: Vec<(u64, u64, u64, bool)> = cross
         .iter()
@@ -1350,9 +1362,9 @@ mod tests {
 
     #[test]
     fn profiling_cycles_need_a_cross_rank_table_each() {
-        let trace = json!({"outcome": "tables"});
+        let trace = |cycle: u64| json!({"outcome": "tables", "cycle": {"number": cycle, "of": 2}});
         let row = |cycle: u64, rank: u64, slowest: bool| json!({"cycle": {"number": cycle, "of": 2}, "rank": rank, "slowest": slowest});
-        let good = json!({"traces": [trace, trace, trace, trace],
+        let good = json!({"traces": [trace(1), trace(2), trace(1), trace(2)],
                           "cross_rank": [row(1, 0, true), row(1, 1, false),
                                          row(2, 0, false), row(2, 1, true)]});
         assert_eq!(check_cycles(&good).unwrap(), "2 profiling cycles, a cross-rank table each");
@@ -1368,6 +1380,10 @@ mod tests {
         let mut cpu = good.clone();
         cpu["traces"][2]["outcome"] = "no_gpu_activity".into();
         assert!(check_cycles(&cpu).unwrap_err().starts_with("2 ranks, 2 cycles"));
+        let mut unlabelled = good.clone();
+        unlabelled["traces"][3]["cycle"] = Value::Null;
+        let err = check_cycles(&unlabelled).unwrap_err();
+        assert!(err.starts_with("2 ranks, 2 cycles: traces labelled"), "{err}");
     }
 
     #[test]

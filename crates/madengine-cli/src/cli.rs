@@ -709,6 +709,7 @@ Examples:
   madengine report diff base_results.json new_results.json --json
   madengine report diff kept/ nightly/ --max-regression 5   # exit 1: 5% slower
   madengine report diff base/ new/ --cycle last   # torch.profiler's cycles
+  madengine report diff run/ run/ --cycle 1,last  # warm-up against steady state
 
 Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
 2 usage error (traces of different kinds, traces that cannot be paired);
@@ -723,6 +724,26 @@ fn cycle_pick(text: &str) -> Result<CyclePick, String> {
             _ => Err(format!("`{text}` is not a cycle: 1 for the first, 2, ..., or last")),
         },
     }
+}
+
+/// `report diff --cycle`: the cycle of each side, the same or one each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SideCycles(pub(crate) [CyclePick; 2]);
+
+/// `--cycle N|last`, or `BASE,NEW` (`1,last`).
+fn side_cycles(text: &str) -> Result<SideCycles, String> {
+    let Some((base, new)) = text.split_once(',') else {
+        return cycle_pick(text).map(|pick| SideCycles([pick; 2]));
+    };
+    let pick = |side: &str| {
+        cycle_pick(side).map_err(|_| {
+            format!(
+                "`{text}` is not a cycle of each side: N or last, or the baseline's and the \
+                 new one's as BASE,NEW (1,last)"
+            )
+        })
+    };
+    Ok(SideCycles([pick(base)?, pick(new)?]))
 }
 
 /// A percentage: `5`, `2.5` or `5%`, not negative.
@@ -754,15 +775,17 @@ pub(crate) struct DiffArgs {
     /// largest change first (0: the timeline only).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub(crate) top: usize,
-    /// Compare profiling cycle N of each side (1: the first), or the last.
+    /// Compare profiling cycle N of each side (1: the first), or the last;
+    /// BASE,NEW picks one for each side.
     ///
     /// torch.profiler's schedule repeats unless repeat=1, and its
     /// tensorboard_trace_handler writes a trace per rank each cycle into one
     /// directory, each named by the time it was written: those times tell the
     /// cycles apart. A side with a trace per rank is one cycle; later cycles
-    /// run warm (caches, allocator, autotuning).
-    #[arg(long, value_name = "N|last", value_parser = cycle_pick)]
-    pub(crate) cycle: Option<CyclePick>,
+    /// run warm (caches, allocator, autotuning): `run/ run/ --cycle 1,last`
+    /// compares a run's first cycle with its last.
+    #[arg(long, value_name = "N|last|BASE,NEW", value_parser = side_cycles)]
+    pub(crate) cycle: Option<SideCycles>,
     /// Compare per step, for traces of different step counts.
     ///
     /// Each trace's times and counts are divided by its steps (ProfilerStep#,

@@ -93,18 +93,29 @@ impl NoCycles {
 pub fn profiling_cycles<K: Ord + Copy>(
     traces: &[(PathBuf, K)],
 ) -> Result<Vec<Vec<(PathBuf, K)>>, NoCycles> {
-    let mut by_key: BTreeMap<K, Vec<(Option<u64>, &PathBuf)>> = BTreeMap::new();
-    for (path, key) in traces {
+    let cycles = cycle_indices(traces)?;
+    Ok(cycles
+        .into_iter()
+        .map(|cycle| cycle.into_iter().map(|i| traces[i].clone()).collect())
+        .collect())
+}
+
+/// [`profiling_cycles`], each trace by its index in `traces`.
+fn cycle_indices<K: Ord + Copy>(traces: &[(PathBuf, K)]) -> Result<Vec<Vec<usize>>, NoCycles> {
+    // Each key's traces: (export time, path, index).
+    type Written<'a> = (Option<u64>, &'a PathBuf, usize);
+    let mut by_key: BTreeMap<K, Vec<Written<'_>>> = BTreeMap::new();
+    for (i, (path, key)) in traces.iter().enumerate() {
         let time = path
             .file_name()
             .and_then(|n| trace_discover::export_time_from_file_name(n.as_encoded_bytes()));
-        by_key.entry(*key).or_default().push((time, path));
+        by_key.entry(*key).or_default().push((time, path, i));
     }
     let k = by_key.values().map(Vec::len).max().unwrap_or(0);
     if k < 2 {
         return Err(NoCycles::NotAlike);
     }
-    if by_key.values().flatten().any(|(time, _)| time.is_none()) {
+    if by_key.values().flatten().any(|(time, ..)| time.is_none()) {
         let alike = by_key.values().all(|v| v.len() == k);
         return Err(if alike { NoCycles::Unnamed } else { NoCycles::NotAlike });
     }
@@ -118,9 +129,7 @@ pub fn profiling_cycles<K: Ord + Copy>(
     if let Some(i) = (1..k).find(|&i| span(i - 1).1 >= span(i).0) {
         return Err(NoCycles::Interleaved(i));
     }
-    Ok((0..k)
-        .map(|i| by_key.iter().filter_map(|(key, v)| Some((v.get(i)?.1.clone(), *key))).collect())
-        .collect())
+    Ok((0..k).map(|i| by_key.values().filter_map(|v| Some(v.get(i)?.2)).collect()).collect())
 }
 
 /// Which profiling cycle to keep of a directory of several (`--cycle`).
@@ -204,18 +213,10 @@ pub struct Picked {
     pub cycle: Cycle,
 }
 
-/// Of `traces` (PyTorch traces and their ranks), the indices of those to
-/// keep: in each job, the traces of the profiling cycle `pick` names
-/// ([`profiling_cycles`] of the job's ranked traces; a trace without a rank
-/// beside ranked ones is kept), and for each job that holds several, which
-/// it kept. A job is a directory, with the directories after it (in path
-/// order) that share none of its ranks: a node's ranks each, or a rank's
-/// traces each. A job of one cycle (each rank once) is its first and its
-/// last.
-pub fn pick_cycle(
-    traces: &[(PathBuf, Option<u32>)],
-    pick: CyclePick,
-) -> Result<(Vec<usize>, Vec<Picked>), CycleError> {
+/// The jobs of `traces`, in path order: a job is a directory, with the
+/// directories after it that share none of its ranks (a node's ranks each,
+/// or a rank's traces each); its directory is the one they all are under.
+fn jobs(traces: &[(PathBuf, Option<u32>)]) -> Vec<(PathBuf, Vec<usize>)> {
     let mut by_dir: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
     for (i, (path, _)) in traces.iter().enumerate() {
         by_dir.entry(path.parent().unwrap_or(Path::new("")).to_path_buf()).or_default().push(i);
@@ -233,15 +234,82 @@ pub fn pick_cycle(
             _ => jobs.push((dir, ranks, members)),
         }
     }
+    jobs.into_iter().map(|(dir, _, members)| (dir, members)).collect()
+}
+
+/// A job's traces that its cycles are told by (its ranked ones; all, where
+/// none has a rank), the others (a launcher's beside ranked ones), and its
+/// cycles, each trace by its index in `traces`.
+struct JobCycles {
+    candidates: Vec<usize>,
+    keyless: Vec<usize>,
+    cycles: Result<Vec<Vec<usize>>, NoCycles>,
+}
+
+fn job_cycles(traces: &[(PathBuf, Option<u32>)], members: &[usize]) -> JobCycles {
+    let ranked = members.iter().any(|&i| traces[i].1.is_some());
+    let (candidates, keyless): (Vec<usize>, Vec<usize>) =
+        members.iter().partition(|&&i| !ranked || traces[i].1.is_some());
+    let by_rank: Vec<(PathBuf, Option<u32>)> =
+        candidates.iter().map(|&i| traces[i].clone()).collect();
+    let cycles = cycle_indices(&by_rank).map(|cycles| {
+        cycles.into_iter().map(|c| c.into_iter().map(|at| candidates[at]).collect()).collect()
+    });
+    JobCycles { candidates, keyless, cycles }
+}
+
+/// Each trace's profiling cycle, where its job holds several, as
+/// [`pick_cycle`] tells them apart (`--cycle N` keeps the traces of cycle
+/// N); `None` for the traces of a job of one cycle, or whose cycles cannot
+/// be told apart, and for a trace without a rank beside ranked ones.
+///
+/// ```
+/// use std::path::PathBuf;
+/// use tracelens_driver::{Cycle, cycles_of};
+///
+/// let traces: Vec<(PathBuf, Option<u32>)> = [
+///     ("run/r0.1764720005000000000.pt.trace.json", Some(0)),
+///     ("run/r0.1764720000000000000.pt.trace.json", Some(0)),
+///     ("one/rank0.json", Some(0)),
+/// ]
+/// .map(|(p, r)| (PathBuf::from(p), r))
+/// .into();
+/// assert_eq!(
+///     cycles_of(&traces),
+///     [Some(Cycle { number: 2, of: 2 }), Some(Cycle { number: 1, of: 2 }), None]
+/// );
+/// ```
+pub fn cycles_of(traces: &[(PathBuf, Option<u32>)]) -> Vec<Option<Cycle>> {
+    let mut of = vec![None; traces.len()];
+    for (_, members) in jobs(traces) {
+        let Ok(cycles) = job_cycles(traces, &members).cycles else { continue };
+        let n = cycles.len();
+        for (number, cycle) in cycles.into_iter().enumerate() {
+            for i in cycle {
+                of[i] = Some(Cycle { number: number + 1, of: n });
+            }
+        }
+    }
+    of
+}
+
+/// Of `traces` (PyTorch traces and their ranks), the indices of those to
+/// keep: in each job, the traces of the profiling cycle `pick` names
+/// ([`profiling_cycles`] of the job's ranked traces; a trace without a rank
+/// beside ranked ones is kept), and for each job that holds several, which
+/// it kept. A job is a directory, with the directories after it (in path
+/// order) that share none of its ranks: a node's ranks each, or a rank's
+/// traces each. A job of one cycle (each rank once) is its first and its
+/// last.
+pub fn pick_cycle(
+    traces: &[(PathBuf, Option<u32>)],
+    pick: CyclePick,
+) -> Result<(Vec<usize>, Vec<Picked>), CycleError> {
     let (mut keep, mut picked) = (Vec::new(), Vec::new());
-    for (dir, _, members) in jobs {
-        let ranked = members.iter().any(|&i| traces[i].1.is_some());
-        let (candidates, keyless): (Vec<usize>, Vec<usize>) =
-            members.iter().partition(|&&i| !ranked || traces[i].1.is_some());
+    for (dir, members) in jobs(traces) {
+        let JobCycles { candidates, keyless, cycles } = job_cycles(traces, &members);
         keep.extend(keyless);
-        let by_rank: Vec<(PathBuf, Option<u32>)> =
-            candidates.iter().map(|&i| traces[i].clone()).collect();
-        let cycles = match profiling_cycles(&by_rank) {
+        let cycles = match cycles {
             Ok(cycles) => cycles,
             Err(NoCycles::NotAlike) => match pick {
                 CyclePick::Number(1) | CyclePick::Last => {
@@ -262,9 +330,7 @@ pub fn pick_cycle(
             CyclePick::Number(n) => n,
             CyclePick::Last => of,
         };
-        let chosen: std::collections::HashSet<&PathBuf> =
-            cycles[number - 1].iter().map(|(p, _)| p).collect();
-        keep.extend(candidates.into_iter().filter(|&i| chosen.contains(&traces[i].0)));
+        keep.extend(&cycles[number - 1]);
         picked.push(Picked { dir, cycle: Cycle { number, of } });
     }
     keep.sort_unstable();
@@ -365,5 +431,36 @@ mod tests {
         let (keep, picked) = pick_cycle(&single, CyclePick::Last).unwrap();
         let last = Picked { dir: "s".into(), cycle: Cycle { number: 2, of: 2 } };
         assert_eq!((keep, picked), (vec![0], vec![last]));
+    }
+
+    #[test]
+    fn each_trace_is_labelled_with_the_cycle_pick_cycle_keeps_it_in() {
+        let mut items: Vec<(String, Option<u32>)> = Vec::new();
+        // Two nodes of one job, the second stopped a cycle earlier.
+        for (node, rank, cycles) in [(0, 0, 2), (0, 1, 2), (1, 2, 1), (1, 3, 1)] {
+            for c in 0..cycles {
+                items.push((exported(&format!("job/node_{node}"), rank, c), Some(rank)));
+            }
+        }
+        items.push(("job/node_0/launcher.json".into(), None));
+        items.push(("one/rank0.json".into(), Some(0)));
+        items.push(("one/rank1.json".into(), Some(1)));
+        let items: Vec<(&str, Option<u32>)> = items.iter().map(|(p, r)| (p.as_str(), *r)).collect();
+        let all = traces(&items);
+        let c = |number| Some(Cycle { number, of: 2 });
+        assert_eq!(cycles_of(&all), [c(1), c(2), c(1), c(2), c(1), c(1), None, None, None]);
+        // (`one` holds one cycle: --cycle 2 is refused there.)
+        let job = &all[..7];
+        for pick in [1, 2] {
+            let (keep, _) = pick_cycle(job, CyclePick::Number(pick)).unwrap();
+            let labelled: Vec<usize> =
+                (0..job.len()).filter(|&i| cycles_of(job)[i] == c(pick)).collect();
+            let kept: Vec<usize> =
+                keep.into_iter().filter(|&i| cycles_of(job)[i].is_some()).collect();
+            assert_eq!(kept, labelled, "cycle {pick}");
+        }
+        // Cycles that cannot be told apart are labelled with none.
+        let untold = traces(&[("r0_a.json", Some(0)), ("r0_b.json", Some(0))]);
+        assert_eq!(cycles_of(&untold), [None, None]);
     }
 }

@@ -46,7 +46,9 @@ mod tool;
 
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
-    cycles::{Cycle, CycleError, CyclePick, NoCycles, Picked, pick_cycle, profiling_cycles},
+    cycles::{
+        Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, pick_cycle, profiling_cycles,
+    },
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,
     plan::{Collective, Config, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs},

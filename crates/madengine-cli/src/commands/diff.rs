@@ -540,7 +540,8 @@ fn one_cycle(
         return Err(Error::Usage(format!(
             "{} holds {of} of torch.profiler's profiling cycles (told apart by the time \
              tensorboard_trace_handler put in the names of {what}): runs are compared one cycle \
-             at a time; pick one with --cycle N (1 to {of}) or --cycle last",
+             at a time; pick one with --cycle N (1 to {of}) or --cycle last, or one for each side \
+             (--cycle 1,last)",
             path.display()
         )));
     };
@@ -898,8 +899,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         traces_of(paths[1], &mut recorded, &mut left_out[1])?,
     ];
     let cycles = [
-        one_cycle(paths[0], &mut found[0], args.cycle, &recorded)?,
-        one_cycle(paths[1], &mut found[1], args.cycle, &recorded)?,
+        one_cycle(paths[0], &mut found[0], args.cycle.map(|c| c.0[0]), &recorded)?,
+        one_cycle(paths[1], &mut found[1], args.cycle.map(|c| c.0[1]), &recorded)?,
     ];
     let mut by = paired_by(&found);
     let mut interrupt = Some(interrupt);

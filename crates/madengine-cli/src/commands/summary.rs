@@ -26,6 +26,10 @@ use crate::{
 pub(crate) struct TraceView {
     pub(crate) trace: PathBuf,
     pub(crate) rank: Option<u32>,
+    /// Which of torch.profiler's profiling cycles, where its directory holds
+    /// several ([`tracelens_driver::cycles_of`]: what `--cycle` picks by).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cycle: Option<tracelens_driver::Cycle>,
     /// What the trace was read as; `None` when it could not be read.
     pub(crate) format: Option<trace_summary::Format>,
     /// Which rule applied; `None` when the trace could not be read.
@@ -195,6 +199,7 @@ impl TraceView {
         TraceView {
             trace,
             rank,
+            cycle: None,
             format: None,
             outcome: None,
             events: None,
@@ -367,9 +372,10 @@ impl TraceView {
     /// MI300X)`, ` (on GPU 3, AMD Instinct MI350X)`, or nothing.
     pub(crate) fn heading_tags(&self) -> String {
         let rank = self.rank.map(|r| format!("rank {r}"));
+        let cycle = self.cycle.map(|c| c.to_string());
         let gpu = self.gpu_index.map(|i| format!("on GPU {i}"));
         let tags: Vec<String> =
-            rank.into_iter().chain(gpu).chain(self.gpus.iter().cloned()).collect();
+            rank.into_iter().chain(cycle).chain(gpu).chain(self.gpus.iter().cloned()).collect();
         if tags.is_empty() { String::new() } else { format!(" ({})", tags.join(", ")) }
     }
 
@@ -1006,11 +1012,13 @@ pub(crate) struct Input {
     pub(crate) gpu: Option<u32>,
     /// For `report diff`: a rocprofv3 JSON trace, or a report of one.
     pub(crate) rocprof: bool,
+    /// Its profiling cycle, where its directory holds several.
+    pub(crate) cycle: Option<tracelens_driver::Cycle>,
 }
 
 impl Input {
     pub(crate) fn new(trace: PathBuf, rel: PathBuf, rank: Option<u32>) -> Input {
-        Input { trace, rel, rank, gpu: None, rocprof: false }
+        Input { trace, rel, rank, gpu: None, rocprof: false, cycle: None }
     }
 }
 
@@ -1061,9 +1069,12 @@ fn inputs(
             inputs.push(Input::new(trace, rel, t.rank.map(|r| r.rank)));
         }
     }
+    let traces: Vec<(PathBuf, Option<u32>)> =
+        searched.iter().map(|&i| (inputs[i].trace.clone(), inputs[i].rank)).collect();
+    for (&i, cycle) in searched.iter().zip(tracelens_driver::cycles_of(&traces)) {
+        inputs[i].cycle = cycle;
+    }
     if let Some(pick) = args.cycle {
-        let traces: Vec<(PathBuf, Option<u32>)> =
-            searched.iter().map(|&i| (inputs[i].trace.clone(), inputs[i].rank)).collect();
         let (keep, picked) =
             tracelens_driver::pick_cycle(&traces, pick).map_err(|e| Error::Usage(e.to_string()))?;
         for p in &picked {
@@ -1371,6 +1382,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let mut unreadable = 0;
     for (input, result) in inputs.into_iter().zip(results) {
         let mut view = TraceView::new(input.trace, input.rank);
+        view.cycle = input.cycle;
         // Every trace holds its name, read or not, so that a trace's
         // directory does not change with whether another could be read.
         let stem = stems.unique(&input.rel);

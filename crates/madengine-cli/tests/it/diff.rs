@@ -202,7 +202,7 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: base holds 3 of torch.profiler's profiling cycles (told apart by the time tensorboard_trace_handler put in the names of its traces): runs are compared one cycle at a time; pick one with --cycle N (1 to 3) or --cycle last
+    error: base holds 3 of torch.profiler's profiling cycles (told apart by the time tensorboard_trace_handler put in the names of its traces): runs are compared one cycle at a time; pick one with --cycle N (1 to 3) or --cycle last, or one for each side (--cycle 1,last)
     ");
     cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--cycle", "last", "--top", "1"], @r"
     exit code: 0
@@ -242,6 +242,29 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     assert_eq!(json["new"]["cycle"], serde_json::Value::Null);
     let base = json["baseline"]["traces"].as_array().unwrap();
     assert!(base[1].as_str().unwrap().ends_with("gpu-node_4243.1764720000000000001.pt.trace.json"));
+    // A run's first cycle against its last, rank by rank: rank 1 slowed.
+    let args = ["report", "diff", "base", "base", "--cycle", "1,last", "--json"];
+    let json =
+        crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
+    assert_eq!(json["baseline"]["cycle"], serde_json::json!({"number": 1, "of": 3}));
+    assert_eq!(json["new"]["cycle"], serde_json::json!({"number": 3, "of": 3}));
+    let computation: Vec<[f64; 2]> = json["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| ["baseline", "new"].map(|s| r["timeline"][0][s]["time"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(computation.len(), 2, "{json:#}");
+    assert_eq!(computation[0][0], computation[0][1], "{json:#}");
+    assert!(computation[1][1] > computation[1][0], "{json:#}");
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "base", "--cycle", "1,x"], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: invalid value '1,x' for '--cycle <N|last|BASE,NEW>': `1,x` is not a cycle of each side: N or last, or the baseline's and the new one's as BASE,NEW (1,last)
+
+    For more information, try '--help'.
+    ");
     cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--cycle", "4"], @r"
     exit code: 2
     ----- stdout -----
@@ -256,10 +279,23 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     ");
 
     // The baseline's reports, kept: their records name the traces, whose
-    // names tell the cycles apart.
+    // names tell the cycles apart. Each trace's heading names its cycle.
     let args = ["report", "summary", "base", "-o", "kept", "--top", "0"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
+    let heading = "== base/gpu-node_4243.1764720010000000001.pt.trace.json (rank 1, profiling cycle 3 \
+                   of 3, AMD Instinct MI300X)\n";
+    assert!(text.contains(heading), "{text}");
+    let args = ["report", "summary", "base", "-o", "kept", "--top", "0", "--json"];
+    let json =
+        crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
+    let cycles: Vec<(u64, u64)> = json["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["rank"].as_u64().unwrap(), t["cycle"]["number"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(cycles, [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3)], "{json:#}");
     let (text, _) = crate::run_cli(
         dir.path(),
         &["report", "diff", "kept", "new"].map(std::ffi::OsStr::new),

@@ -334,4 +334,23 @@ fn torchrun_profiling_cycles_are_runs_of_their_own() {
         (2, 2, vec![names[1].clone(), names[3].clone()]),
     ];
     assert_eq!(cycles, expected, "{stdout}");
+
+    // `report summary` labels each trace with its cycle (read or not: on
+    // the CPU, the traces hold no GPU activity).
+    let (code, stdout, stderr) =
+        madengine(dir.path(), &["report", "summary", "run", "--top", "0", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    let labels: Vec<(String, u64, u64)> = summary["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let trace = t["trace"].as_str().unwrap().trim_start_matches("run/").to_string();
+            (trace, t["cycle"]["number"].as_u64().unwrap(), t["cycle"]["of"].as_u64().unwrap())
+        })
+        .collect();
+    let expected: Vec<(String, u64, u64)> =
+        names.iter().zip([1, 2, 1, 2]).map(|(name, n)| (name.clone(), n, 2)).collect();
+    assert_eq!(labels, expected, "{stdout}");
 }
