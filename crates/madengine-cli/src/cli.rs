@@ -895,7 +895,8 @@ pub(crate) struct SummaryArgs {
     /// Its schedule repeats unless repeat=1, and tensorboard_trace_handler
     /// writes a trace per rank each cycle into one directory, named by the
     /// time it was written. The other cycles' traces are not read (a note
-    /// says how many); trace files named as PATHs are all read.
+    /// says how many). Trace files named as PATHs count as their directory's
+    /// (a shell's `run/*.json` is `run/`).
     #[arg(long, value_name = "N|last", value_parser = cycle_pick)]
     pub(crate) cycle: Option<CyclePick>,
     /// Traces read at the same time [default: number of CPUs, at most 8].

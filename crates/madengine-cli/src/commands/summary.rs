@@ -1046,12 +1046,19 @@ fn inputs(
     // did; with several PATHs each directory's own name comes first.
     let alone = paths.len() == 1;
     let mut inputs = Vec::new();
-    // The PyTorch traces found by searching, for --cycle.
-    let mut searched = Vec::new();
+    // The PyTorch traces, found by searching or named (a shell's glob of a
+    // directory is the directory), whose profiling cycles are told apart.
+    let mut pytorch = Vec::new();
     for path in paths {
         if !path.is_dir() {
             let rank = trace_discover::find_rank(&path).ok().flatten().map(|r| r.rank);
             let rel = short_name(&path);
+            let kind = trace_discover::classify(&path, &Default::default())
+                .ok()
+                .and_then(|d| Some(d.traces.first()?.kind));
+            if kind == Some(trace_discover::TraceKind::Pytorch) {
+                pytorch.push(inputs.len());
+            }
             inputs.push(Input::new(path, rel, rank));
             continue;
         }
@@ -1064,43 +1071,50 @@ fn inputs(
                 _ => t.path,
             };
             if t.kind == trace_discover::TraceKind::Pytorch {
-                searched.push(inputs.len());
+                pytorch.push(inputs.len());
             }
             inputs.push(Input::new(trace, rel, t.rank.map(|r| r.rank)));
         }
     }
+    // A trace named twice (a file inside a directory also given) is read
+    // once, and counted once.
+    let mut seen = std::collections::HashSet::new();
+    let once: Vec<bool> = inputs
+        .iter()
+        .map(|i| seen.insert(i.trace.canonicalize().unwrap_or_else(|_| i.trace.clone())))
+        .collect();
+    pytorch.retain(|&i| once[i]);
     let traces: Vec<(PathBuf, Option<u32>)> =
-        searched.iter().map(|&i| (inputs[i].trace.clone(), inputs[i].rank)).collect();
-    for (&i, cycle) in searched.iter().zip(tracelens_driver::cycles_of(&traces)) {
+        pytorch.iter().map(|&i| (inputs[i].trace.clone(), inputs[i].rank)).collect();
+    for (&i, cycle) in pytorch.iter().zip(tracelens_driver::cycles_of(&traces)) {
         inputs[i].cycle = cycle;
     }
+    // The traces of the other cycles, with --cycle.
+    let mut other = std::collections::HashSet::new();
     if let Some(pick) = args.cycle {
         let (keep, picked) =
             tracelens_driver::pick_cycle(&traces, pick).map_err(|e| Error::Usage(e.to_string()))?;
         for p in &picked {
             render::note(&format!("{}: {} (--cycle)", p.dir.display(), p.cycle));
         }
-        let keep: std::collections::HashSet<usize> =
-            keep.into_iter().map(|k| searched[k]).collect();
-        let left_out = searched.len() - keep.len();
-        let searched: std::collections::HashSet<usize> = searched.into_iter().collect();
-        let (kept, other): (Vec<_>, Vec<_>) = std::mem::take(&mut inputs)
-            .into_iter()
-            .enumerate()
-            .partition(|(i, _)| !searched.contains(i) || keep.contains(i));
-        inputs = kept.into_iter().map(|(_, input)| input).collect();
-        other_cycles.extend(other.into_iter().map(|(_, input)| input.trace));
-        if left_out > 0 {
+        let keep: std::collections::HashSet<usize> = keep.into_iter().collect();
+        other.extend((0..pytorch.len()).filter(|k| !keep.contains(k)).map(|k| pytorch[k]));
+        if !other.is_empty() {
             render::note(&format!(
                 "{} of other profiling cycles not read (--cycle)",
-                render::plural(left_out, "PyTorch trace")
+                render::plural(other.len(), "PyTorch trace")
             ));
         }
     }
-    // A trace named twice (a file inside a directory also given) is read once.
-    let mut seen = std::collections::HashSet::new();
-    inputs.retain(|i| seen.insert(i.trace.canonicalize().unwrap_or_else(|_| i.trace.clone())));
-    Ok(inputs)
+    let mut kept = Vec::new();
+    for (i, input) in std::mem::take(&mut inputs).into_iter().enumerate() {
+        match (once[i], other.contains(&i)) {
+            (false, _) => {}
+            (true, true) => other_cycles.push(input.trace),
+            (true, false) => kept.push(input),
+        }
+    }
+    Ok(kept)
 }
 
 /// What names a trace file's CSVs: the path as given, or for an absolute

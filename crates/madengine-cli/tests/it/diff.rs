@@ -296,6 +296,29 @@ fn profiling_cycles_are_compared_one_at_a_time() {
         .map(|t| (t["rank"].as_u64().unwrap(), t["cycle"]["number"].as_u64().unwrap()))
         .collect();
     assert_eq!(cycles, [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3)], "{json:#}");
+    // Trace files named (a shell's `base/*.json`) count as their directory's.
+    let mut named: Vec<String> = std::fs::read_dir(dir.path().join("base"))
+        .unwrap()
+        .map(|e| format!("base/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    named.sort();
+    let mut args: Vec<&str> = vec!["report", "summary", "--cycle", "last", "--top", "0", "--json"];
+    args.extend(named.iter().map(String::as_str));
+    let args: Vec<&std::ffi::OsStr> = args.into_iter().map(std::ffi::OsStr::new).collect();
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(
+        text.contains("4 PyTorch traces of other profiling cycles not read (--cycle)"),
+        "{text}"
+    );
+    let json = crate::stdout_json(&text);
+    let read: Vec<(&str, &serde_json::Value)> = json["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["trace"].as_str().unwrap(), &t["cycle"]))
+        .collect();
+    let last = serde_json::json!({"number": 3, "of": 3});
+    assert_eq!(read, [(named[2].as_str(), &last), (named[5].as_str(), &last)], "{json:#}");
     let (text, _) = crate::run_cli(
         dir.path(),
         &["report", "diff", "kept", "new"].map(std::ffi::OsStr::new),
