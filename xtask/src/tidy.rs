@@ -358,6 +358,19 @@ fn check_files(root: &Path, problems: &mut Vec<String>) {
                 }
             }
         }
+        // (xtask's JSON is the e2e's, of the paths this node gave it.)
+        let libraries_and_cli = dir.starts_with(&crates);
+        for file in rust_files(&dir.join("src")).into_iter().filter(|_| libraries_and_cli) {
+            let text = fs::read_to_string(&file).unwrap_or_default();
+            for line in unserializable_paths(&text) {
+                problems.push(format!(
+                    "{}:{line}: a path in a Serialize type fails to serialize when it is not \
+                     UTF-8 (a panic where the JSON is printed): `#[serde(serialize_with = ...)]` \
+                     it as text, lossily",
+                    file.display()
+                ));
+            }
+        }
         for file in rust_files(dir) {
             let text = fs::read_to_string(&file).unwrap_or_default();
             if text.contains(&["#[should", "_panic"].concat()) {
@@ -371,6 +384,68 @@ fn check_files(root: &Path, problems: &mut Vec<String>) {
         problems
             .push("madengine-cli/src/main.rs: keep it under 40 lines (parse, run, report)".into());
     }
+}
+
+/// Lines (1-based) of the fields of `Serialize` types that hold a path
+/// (`PathBuf`, in an `Option`, a `Vec` ...) without a `serialize_with` or
+/// `skip` of their own: serde refuses a path that is not UTF-8, and a file
+/// name of Latin-1 bytes would make `--json` panic. A type is the item after
+/// its `#[derive(..Serialize..)]`, to its closing brace at column 0.
+fn unserializable_paths(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut derived = false;
+    // The indentation of the type's item while inside it, its closing brace's.
+    let mut inside: Option<String> = None;
+    // The attributes and docs above the next field, and how many brackets
+    // an attribute over several lines still has open.
+    let (mut attrs, mut open) = (String::new(), 0i32);
+    for (i, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        if open > 0 || code.starts_with("#[") {
+            open += code.matches('[').count() as i32 - code.matches(']').count() as i32;
+            if code.starts_with("#[derive(") {
+                derived = code
+                    .split(['(', ',', ')', ' '])
+                    .any(|w| w == "Serialize" || w.ends_with("::Serialize"));
+            }
+            attrs.push_str(code);
+            continue;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let Some(end) = &inside else {
+            if derived && (code.contains("struct ") || code.contains("enum ")) {
+                if code.ends_with(';') {
+                    if code.contains("PathBuf") {
+                        out.push(i + 1);
+                    }
+                } else {
+                    inside = Some(format!("{indent}}}"));
+                }
+            }
+            if !code.is_empty() {
+                derived = false;
+            }
+            attrs.clear();
+            continue;
+        };
+        if line.trim_end() == end {
+            inside = None;
+            attrs.clear();
+            continue;
+        }
+        let field = code.split("//").next().unwrap_or("");
+        if field.contains("PathBuf")
+            && !attrs.contains("serialize_with")
+            && !attrs.contains("skip)")
+        {
+            out.push(i + 1);
+        }
+        attrs.clear();
+    }
+    out
 }
 
 /// Lines (1-based) that read the process environment, comments aside.
@@ -408,6 +483,14 @@ mod tests {
         let text = "fn a() {\n    let p = std::env::var_os(\"PATH\");\n}\n// std::env::var(\"X\") in a comment\n//! env::args in docs\nlet h = env::var(\"HOME\"); // why\n";
         assert_eq!(super::env_reads(text), [2, 6]);
         assert!(super::env_reads("let p = paths.var_os;").is_empty());
+    }
+
+    #[test]
+    fn paths_of_serialize_types_must_say_how_they_serialize() {
+        let text = "#[derive(Debug, Serialize)]\npub struct A {\n    /// Doc.\n    pub a: PathBuf,\n    #[serde(serialize_with = \"lossy::path\")]\n    pub b: PathBuf,\n    #[serde(skip)]\n    c: Option<PathBuf>,\n    d: Vec<(u32, PathBuf)>,\n}\n#[derive(Debug)]\nstruct B {\n    a: PathBuf,\n}\n#[derive(Deserialize)]\nstruct C(PathBuf);\n#[derive(serde::Serialize)]\nenum D {\n    E(PathBuf),\n}\n";
+        assert_eq!(super::unserializable_paths(text), [4, 9, 19]);
+        let nested = "mod tests {\n    #[derive(serde::Serialize)]\n    struct S {\n        #[serde(\n            serialize_with = \"a\",\n            default\n        )]\n        a: Option<PathBuf>,\n        b: PathBuf,\n    }\n    fn f(p: PathBuf) {}\n}\n";
+        assert_eq!(super::unserializable_paths(nested), [9]);
     }
 
     #[test]

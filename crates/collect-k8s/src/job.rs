@@ -70,6 +70,7 @@ pub struct JobFile {
     /// Where the tools' scripts are: a `tools.json` mapping each tool to its
     /// `pre_scripts` and `post_scripts` (paths relative to this directory).
     #[serde(default)]
+    #[serde(serialize_with = "trace_discover::lossy::option")]
     pub scripts_dir: Option<PathBuf>,
     /// The results volume's size (e.g. `"10Gi"`).
     pub results_storage: String,

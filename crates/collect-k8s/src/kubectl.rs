@@ -155,6 +155,7 @@ pub struct Gathered {
     /// The namespace.
     pub namespace: String,
     /// Where results went.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub results: PathBuf,
     /// One entry per pod directory found on the results volume.
     pub pods: Vec<PodResults>,

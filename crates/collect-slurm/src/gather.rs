@@ -76,6 +76,7 @@ pub struct Summary {
     /// The job's final state, when known.
     pub state: Option<JobState>,
     /// The job's results directory.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub results: PathBuf,
     /// Nodes the job asked for, when known.
     pub expected_nodes: Option<u32>,

@@ -48,6 +48,7 @@ pub struct JobSpec {
     /// each node whose step succeeded.
     pub collect: Vec<String>,
     /// Where `<job_id>/node_<N>/` go; must be on a filesystem every node sees.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub results_dir: PathBuf,
 }
 

@@ -12,8 +12,10 @@ pub struct Submitted {
     /// The job id.
     pub job_id: String,
     /// `<results>/<job_id>`.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub results: PathBuf,
     /// The script that was submitted (kept beside the results).
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub script: PathBuf,
 }
 

@@ -36,6 +36,7 @@
 
 mod client;
 mod error;
+mod lossy;
 mod redact;
 mod registry;
 mod request;

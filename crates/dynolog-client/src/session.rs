@@ -89,6 +89,7 @@ type Result<T, E = SessionError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RunState {
     /// The directory.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub dir: PathBuf,
 }
 
@@ -101,7 +102,13 @@ pub struct Started {
     pub port: u16,
     /// The background trigger's pid, if one was started.
     pub trigger_pid: Option<u32>,
-    /// Where the Kineto hook was installed (a site-packages directory).
+    /// Where the Kineto hook was installed (a site-packages directory):
+    /// read back by `stop` to remove it, so written exactly.
+    #[serde(
+        serialize_with = "crate::lossy::exact::option",
+        deserialize_with = "crate::lossy::exact::read_option",
+        default
+    )]
     pub hook_site: Option<PathBuf>,
 }
 

@@ -38,6 +38,7 @@
 
 mod classify;
 mod error;
+pub mod lossy;
 mod rank;
 mod size;
 mod walk;

@@ -6,7 +6,7 @@ use std::{
     path::{Component, Path, PathBuf},
 };
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use walkdir::WalkDir;
 
 use crate::{
@@ -37,7 +37,7 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Trace {
     /// `root` joined with the path below it.
-    #[serde(serialize_with = "lossy")]
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// Its format.
     pub kind: TraceKind,
@@ -53,7 +53,7 @@ pub struct Trace {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Unsupported {
     /// `root` joined with the path below it.
-    #[serde(serialize_with = "lossy")]
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// Why, and what to do instead.
     pub reason: &'static str,
@@ -63,7 +63,7 @@ pub struct Unsupported {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// The path.
-    #[serde(serialize_with = "lossy")]
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// What went wrong.
     pub message: String,
@@ -73,7 +73,7 @@ pub struct Problem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Discovery {
     /// The root as given.
-    #[serde(serialize_with = "lossy")]
+    #[serde(serialize_with = "crate::lossy::path")]
     pub root: PathBuf,
     /// Traces, sorted by kind then path.
     pub traces: Vec<Trace>,
@@ -109,10 +109,6 @@ impl Discovery {
         }
         counts
     }
-}
-
-fn lossy<S: Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(&path.to_string_lossy())
 }
 
 /// Find and classify the traces under `root`, in one walk.

@@ -31,8 +31,10 @@ pub enum Compression {
 #[derive(Debug, Clone, Serialize)]
 pub struct FileReport {
     /// The input file (never modified).
+    #[serde(serialize_with = "crate::lossy::path")]
     pub input: PathBuf,
     /// The output file written, `None` for a check.
+    #[serde(serialize_with = "crate::lossy::option")]
     pub output: Option<PathBuf>,
     /// The input's compression.
     pub compression: Compression,

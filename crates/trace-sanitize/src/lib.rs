@@ -105,6 +105,7 @@ mod engine;
 mod error;
 mod file;
 mod grammar;
+mod lossy;
 mod report;
 mod stream;
 

@@ -27,8 +27,10 @@ pub struct CompareConfig {
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareOutcome {
     /// The reports compared.
+    #[serde(serialize_with = "trace_discover::lossy::paths")]
     pub reports: Vec<PathBuf>,
     /// The workbook written.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub output: PathBuf,
     /// `SUCCESS` or `FAILURE`.
     pub status: Status,

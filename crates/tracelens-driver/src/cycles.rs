@@ -208,6 +208,7 @@ fn untold(dir: &Path, why: &NoCycles) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Picked {
     /// The directory.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub dir: PathBuf,
     /// The cycle kept.
     pub cycle: Cycle,

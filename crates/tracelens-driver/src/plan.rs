@@ -121,11 +121,13 @@ pub struct Job {
     /// `pytorch`, `rocprof_json` or `pftrace`.
     pub kind: TraceKind,
     /// The trace (for per-trace jobs), as discovered.
+    #[serde(serialize_with = "trace_discover::lossy::option")]
     pub trace: Option<PathBuf>,
     /// What the summary names: the trace relative to the root, or
     /// `<k> per-rank traces` for a collective job.
     pub label: String,
     /// Output base: reports are `<out_base>.xlsx`, `<out_base>_csv`, ...
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub out_base: PathBuf,
     /// The name of its log: `logs/<log_name>`.
     pub log_name: String,
@@ -133,12 +135,20 @@ pub struct Job {
     pub collective: Option<Collective>,
 }
 
+/// [`Collective::members`] as `[rank, "trace"]` pairs, each path as text
+/// ([`trace_discover::lossy`]).
+fn members<S: serde::Serializer>(members: &[(u32, PathBuf)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(members.iter().map(|(rank, trace)| (rank, trace.to_string_lossy())))
+}
+
 /// The traces of one run that form a complete set of ranks.
 #[derive(Debug, Clone, Serialize)]
 pub struct Collective {
     /// The directory (relative to the root) that holds them all.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub dir: PathBuf,
     /// `(rank, trace)` in rank order.
+    #[serde(serialize_with = "crate::plan::members")]
     pub members: Vec<(u32, PathBuf)>,
     /// `--world_size`.
     pub world_size: u32,

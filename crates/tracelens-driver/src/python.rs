@@ -29,8 +29,10 @@ pub fn resolve_interpreter(explicit: Option<&Path>, venv: Option<&Path>) -> Path
 #[derive(Debug, Clone, Serialize)]
 pub struct Probe {
     /// The interpreter as chosen.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub python: PathBuf,
     /// Its `sys.executable`.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub executable: PathBuf,
     /// TraceLens, when `import TraceLens` works.
     pub tracelens: Option<TraceLens>,
@@ -46,6 +48,7 @@ pub struct TraceLens {
     /// Its distribution version, if installed with metadata.
     pub version: Option<String>,
     /// The package directory.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub location: PathBuf,
     /// The `--gpu_arch_platform` names it ships (`Agent/Analysis/utils/arch/*.json`).
     pub archs: Vec<String>,

@@ -35,8 +35,10 @@ pub struct SetupConfig {
 #[derive(Debug, Clone, Serialize)]
 pub struct SetupOutcome {
     /// The environment.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub venv: PathBuf,
     /// Its interpreter: what `--python` or `TRACELENS_VENV` should point at.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub python: PathBuf,
     /// False when TraceLens was already importable and nothing was done.
     pub installed: bool,

@@ -125,16 +125,20 @@ pub struct Repaired {
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     /// The root, absolute.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub root: PathBuf,
     /// The output directory, absolute.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub output_dir: PathBuf,
     /// The mode.
     pub mode: String,
     /// The interpreter that ran TraceLens.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub python: PathBuf,
     /// TraceLens' version, when known.
     pub tracelens_version: Option<String>,
     /// The CSV summary.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub summary_csv: PathBuf,
     /// Traces found per kind (after `max_traces`).
     pub discovered: BTreeMap<String, usize>,

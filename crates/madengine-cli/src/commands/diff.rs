@@ -19,8 +19,10 @@ pub(crate) struct Side {
     /// "baseline" or "new".
     pub(crate) role: &'static str,
     /// The PATH given.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) path: PathBuf,
     /// The traces compared, in rank order (or the report directory).
+    #[serde(serialize_with = "trace_discover::lossy::paths")]
     pub(crate) traces: Vec<PathBuf>,
     /// The profiling cycle compared (`--cycle`), of a directory of several.
     pub(crate) cycle: Option<tracelens_driver::Cycle>,
@@ -47,7 +49,9 @@ pub(crate) struct RankDiff {
     /// [`RankDiff::json`]).
     #[serde(skip)]
     pub(crate) key: u32,
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) baseline: PathBuf,
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) new: PathBuf,
     /// Its gpu_timeline rows side by side (ms).
     #[serde(serialize_with = "rows")]
@@ -1163,7 +1167,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "collectives": Rows(&d.collectives),
             // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
             "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
-            "csvs": written,
+            "csvs": written.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "html": args.html,
             "regression": regression,
             // What each side's search could not look at (warned about).

@@ -77,6 +77,11 @@ fn wait_for(files: &[String], timeout: Duration) -> Result<(), Error> {
     }
 }
 
+/// A path as --json text: lossily where it is not UTF-8 (serde refuses it).
+fn lossy(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
 fn state_dir(args: &StateArgs) -> PathBuf {
     args.state
         .clone()
@@ -107,12 +112,12 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
     let Err(err) = start_with(args, &state, &mut started) else {
         if args.json {
             render::json(&serde_json::json!({
-                "state_dir": state.dir,
+                "state_dir": state.dir.to_string_lossy(),
                 "port": started.port,
                 "daemon_pid": started.daemon_pid,
                 "trigger_pid": started.trigger_pid,
-                "trigger_log": started.trigger_pid.map(|_| state.trigger_log()),
-                "hook_site": started.hook_site,
+                "trigger_log": started.trigger_pid.map(|_| lossy(&state.trigger_log())),
+                "hook_site": started.hook_site.as_deref().map(lossy),
             }))?;
         }
         return Ok(Status::Success);
@@ -322,7 +327,9 @@ pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {
         Arc::new(AtomicBool::new(false)),
     )?;
     if args.json {
-        render::json(&serde_json::json!({ "outcome": outcome, "state_dir": state.dir }))?;
+        render::json(
+            &serde_json::json!({ "outcome": outcome, "state_dir": state.dir.to_string_lossy() }),
+        )?;
     }
     Ok(if matches!(outcome, Outcome::Accepted { .. }) { Status::Success } else { Status::Findings })
 }
@@ -377,9 +384,11 @@ fn collect(state: &RunState, output_dir: &Path, json: bool) -> Result<Status, Er
     }
     let outcome = state.outcome()?;
     if json {
-        render::json(
-            &serde_json::json!({ "traces": copied, "outcome": outcome, "output_dir": output_dir }),
-        )?;
+        render::json(&serde_json::json!({
+            "traces": copied.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
+            "outcome": outcome,
+            "output_dir": lossy(output_dir),
+        }))?;
     }
     render::capture_report(&copied, output_dir, outcome.as_ref(), state);
     Ok(Status::Success)
@@ -538,8 +547,8 @@ pub(crate) fn setup(args: &SetupDynologArgs) -> Result<Status, Error> {
     if args.json {
         render::json(&serde_json::json!({
             "outcome": done,
-            "dynolog": find("dynolog"),
-            "dyno": find("dyno"),
+            "dynolog": find("dynolog").as_deref().map(lossy),
+            "dyno": find("dyno").as_deref().map(lossy),
             "deb_url": dynolog_client::redact(&args.deb_url),
         }))?;
     } else {

@@ -15,7 +15,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
         let (found, plan) = tracelens_driver::plan_only(&config)?;
         if args.json {
             render::json(&serde_json::json!({
-                "root": found.root,
+                "root": found.root.to_string_lossy(),
                 "discovered": plan.discovered,
                 "traces": found.traces,
                 "unsupported": found.unsupported,

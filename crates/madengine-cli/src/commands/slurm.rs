@@ -36,9 +36,10 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
     let submitted = collect_slurm::submit(&spec, &slurm)?;
     if !args.wait {
         if args.json {
-            render::json(
-                &serde_json::json!({ "job_id": submitted.job_id, "results": submitted.results }),
-            )?;
+            render::json(&serde_json::json!({
+                "job_id": submitted.job_id,
+                "results": submitted.results.to_string_lossy(),
+            }))?;
         } else {
             render::raw(&format!("{}\n", submitted.job_id))?;
             render::note(&format!("results will be in {}", submitted.results.display()));
@@ -72,7 +73,7 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
             "job_id": submitted.job_id,
             "state": state.state,
             "exit_code": state.exit_code,
-            "results": submitted.results,
+            "results": submitted.results.to_string_lossy(),
             "summary": analyzed.merged(&summary),
         }))?;
     }

@@ -24,6 +24,7 @@ use crate::{
 /// What the terminal and JSON views show for one trace.
 #[derive(Debug, Serialize)]
 pub(crate) struct TraceView {
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) trace: PathBuf,
     pub(crate) rank: Option<u32>,
     /// Which of torch.profiler's profiling cycles, where its directory holds
@@ -84,6 +85,7 @@ pub(crate) struct TraceView {
     /// What marked them: `ProfilerStep#` or `Optimizer.step#`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) steps_marked_by: Option<trace_summary::StepMarker>,
+    #[serde(serialize_with = "trace_discover::lossy::option")]
     pub(crate) csv_dir: Option<PathBuf>,
     /// `(type, ms, percent)` rows of gpu_timeline.
     pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
@@ -516,12 +518,14 @@ impl TraceView {
 #[derive(Debug, Serialize)]
 pub(crate) struct RankRow {
     /// The run the rank belongs to: the directory its traces share.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) run: PathBuf,
     /// Which of torch.profiler's profiling cycles, where the directory
     /// holds several.
     pub(crate) cycle: Option<tracelens_driver::Cycle>,
     pub(crate) rank: u32,
     /// The trace behind the row.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) trace: PathBuf,
     pub(crate) computation: f64,
     pub(crate) exposed_comm: f64,
@@ -640,9 +644,11 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
 #[derive(Debug, Serialize)]
 pub(crate) struct GpuRow {
     /// The directory its run's traces are in.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) run: PathBuf,
     /// Its index among the node's GPUs.
     pub(crate) gpu: u32,
+    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) trace: PathBuf,
     pub(crate) busy: f64,
     pub(crate) kernel: f64,
@@ -1469,7 +1475,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             // trace was (for a later run to tell it is gone).
             let mut recorded = serde_json::to_value(&view).expect("a view serializes");
             if let Some(absolute) = &absolute {
-                recorded[TRACE_ABSOLUTE] = serde_json::json!(absolute);
+                recorded[TRACE_ABSOLUTE] = serde_json::json!(absolute.to_string_lossy());
             }
             let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
             files.push((RECORD.to_string(), recorded));

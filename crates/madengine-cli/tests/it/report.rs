@@ -582,3 +582,60 @@ fn a_cut_trace_fails_and_salvage_analyzes_it() {
     );
     assert!(!salvaged.contains("FAILURE"), "{salvaged}");
 }
+
+/// A run directory whose name is not UTF-8 (Latin-1 bytes, as an old
+/// tool's locale writes them): every `--json` names its paths as text, the
+/// bytes that are not UTF-8 as U+FFFD, instead of panicking (serde refuses
+/// such a path).
+#[test]
+fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"r\xe9sultat");
+    let run = dir.path().join(name);
+    fs::create_dir(&run).unwrap();
+    for (rank, pid) in [(0, 1), (1, 2)] {
+        let from = format!("run/torch_profiler_output/libkineto_trace_rank{rank}_{pid}.json");
+        fs::copy(synthetic().join(from), run.join(format!("rank{rank}_trace.json"))).unwrap();
+    }
+    let trace = Path::new(name).join("rank0_trace.json");
+    let commands: [Vec<&std::ffi::OsStr>; 5] = [
+        vec!["trace".as_ref(), "discover".as_ref(), name, "--json".as_ref()],
+        vec![
+            "report".as_ref(),
+            "summary".as_ref(),
+            name,
+            "--top".as_ref(),
+            "0".as_ref(),
+            "--json".as_ref(),
+        ],
+        vec![
+            "report".as_ref(),
+            "tracelens".as_ref(),
+            name,
+            "--discover-only".as_ref(),
+            "--json".as_ref(),
+        ],
+        vec![
+            "trace".as_ref(),
+            "sanitize".as_ref(),
+            trace.as_os_str(),
+            "-o".as_ref(),
+            "out.json".as_ref(),
+            "--json".as_ref(),
+        ],
+        vec!["report".as_ref(), "diff".as_ref(), name, name, "--json".as_ref()],
+    ];
+    for args in commands {
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        assert!(text.starts_with("exit code: 0\n"), "{args:?}: {text}");
+        let json = crate::stdout_json(&text).to_string();
+        assert!(json.contains("r\u{fffd}sultat"), "{args:?}: {json}");
+    }
+    // The report summary kept records where its trace was, as text too.
+    let record = dir.path().join("summary_output/rank0_trace/summary.json");
+    let record: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
+    assert!(
+        record["trace_absolute"].as_str().unwrap().ends_with("r\u{fffd}sultat/rank0_trace.json")
+    );
+}
