@@ -675,7 +675,9 @@ collective kernels' (TraceLens' COMM category): their change is shown
 beside it, per GPU and in all (`collective_kernels` in --json). A
 directory holding one trace stands for it. A directory of torch.profiler's
 profiling cycles (tensorboard_trace_handler's traces, a trace per rank each
-cycle) is compared one cycle at a time: --cycle N or --cycle last.
+cycle) is compared one cycle at a time: --cycle N or --cycle last, or a
+cycle of each side (--cycle 1,last: a run given twice, its first cycle
+against its last).
 
 Either side can also be a report already written: a directory of
 gpu_timeline.csv, kernel_summary.csv and ops_summary.csv, as `report summary`
