@@ -815,7 +815,18 @@ fn check_cycles(summary: &Value) -> Result<String, String> {
     if seen.len() != 4 || !good(cycle(1)) || !good(cycle(2)) {
         return Err(format!("cross-rank tables of 2 cycles: {}", shown()));
     }
-    Ok("2 profiling cycles, a cross-rank table each".into())
+    // And the cycles side by side: a row each, per step (torch.profiler
+    // marks its steps).
+    let rows: Vec<(u64, bool)> = summary["cycles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| (c["cycle"]["number"].as_u64().unwrap_or(0), c["per_step"] == true))
+        .collect();
+    if rows != [(1, true), (2, true)] {
+        return Err(format!("the cycles side by side: {rows:?}: {}", shown()));
+    }
+    Ok("2 profiling cycles, a cross-rank table each, side by side".into())
 }
 
 /// One rocprofv3 run written both as JSON and as `other`, its rocpd
@@ -1364,10 +1375,18 @@ mod tests {
     fn profiling_cycles_need_a_cross_rank_table_each() {
         let trace = |cycle: u64| json!({"outcome": "tables", "cycle": {"number": cycle, "of": 2}});
         let row = |cycle: u64, rank: u64, slowest: bool| json!({"cycle": {"number": cycle, "of": 2}, "rank": rank, "slowest": slowest});
+        let side = |cycle: u64| json!({"cycle": {"number": cycle, "of": 2}, "per_step": true});
         let good = json!({"traces": [trace(1), trace(2), trace(1), trace(2)],
                           "cross_rank": [row(1, 0, true), row(1, 1, false),
-                                         row(2, 0, false), row(2, 1, true)]});
-        assert_eq!(check_cycles(&good).unwrap(), "2 profiling cycles, a cross-rank table each");
+                                         row(2, 0, false), row(2, 1, true)],
+                          "cycles": [side(1), side(2)]});
+        assert_eq!(
+            check_cycles(&good).unwrap(),
+            "2 profiling cycles, a cross-rank table each, side by side"
+        );
+        let mut unsided = good.clone();
+        unsided["cycles"] = json!([]);
+        assert!(check_cycles(&unsided).unwrap_err().starts_with("the cycles side by side"));
         // One table of all four (cycles not told apart).
         let mut one = good.clone();
         for r in one["cross_rank"].as_array_mut().unwrap() {

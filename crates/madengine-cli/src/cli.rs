@@ -831,7 +831,10 @@ carry ranks (runs are told apart by directory wherever a rank appears twice,
 and torch.profiler's profiling cycles by the time tensorboard_trace_handler
 puts in their names), with the run's spread under it: its slowest rank
 against its fastest, the median, and the rank with the least exposed comm
-(in a job that synchronizes, the one the others waited for). Traces whose
+(in a job that synchronizes, the one the others waited for). A run of
+several profiling cycles also gets them side by side: the GPU time of each
+cycle's slowest trace, against the first cycle's (warm-up against steady
+state). Traces whose
 NCCL/RCCL kernels carry PyTorch's collective args also get
 collective_summary.csv (madengine's own: calls by collective and message
 size, with nccl-tests' algbw and busbw).

@@ -8,8 +8,8 @@ use trace_summary::{DiffRow, Measure};
 
 use crate::{
     commands::{
-        Compared, GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, Regression, SummaryView, TopRow,
-        by_dir, by_run, counts_text, ratio_text,
+        Compared, CycleRow, GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, Regression, SummaryView,
+        TopRow, by_dir, by_job, by_run, counts_text, ratio_text, vs_first,
     },
     error::Error,
 };
@@ -232,6 +232,37 @@ fn cross_rank_table(page: &mut String, ranks: &[RankRow]) {
     page.push_str("</section>");
 }
 
+/// The profiling cycles of a job, cycle by cycle: the GPU time of each
+/// cycle's slowest trace, against the first cycle's.
+fn cycles_table(page: &mut String, job: &[CycleRow]) {
+    let longest = job.iter().map(|c| c.gpu_ms).fold(0.0, f64::max);
+    let each = if job[0].per_step { " per step" } else { "" };
+    page.push_str("<section><h2>Across profiling cycles</h2>");
+    let _ = write!(
+        page,
+        "<p>Run <code>{}</code>: the GPU time of each cycle's slowest trace{each}</p>",
+        esc(&job[0].run.display().to_string())
+    );
+    page.push_str(
+        r#"<table><tr><th>cycle</th><th>traces</th><th>GPU time (ms)</th><th class="name"></th><th>vs cycle 1</th><th class="name">slowest</th></tr>"#,
+    );
+    for (c, change) in job.iter().zip(vs_first(job)) {
+        let _ = write!(
+            page,
+            r#"<tr><td>{} of {}</td><td>{}</td><td>{:.3}</td><td class="name">"#,
+            c.cycle.number, c.cycle.of, c.traces, c.gpu_ms
+        );
+        stacked_bar(page, &[("GPU time", c.gpu_ms, colour("kernel"))], longest, 400.0);
+        let _ = write!(
+            page,
+            "</td><td>{}</td><td class=\"name\">{}</td></tr>",
+            change.map_or("-".into(), |p| format!("{p:+.1}%")),
+            esc(&c.slowest_text())
+        );
+    }
+    page.push_str("</table></section>");
+}
+
 /// A cross-GPU table: the rocprofv3 processes of a directory, GPU by GPU,
 /// each bar its profiling session (busy, then idle).
 fn cross_gpu_table(page: &mut String, gpus: &[GpuRow]) {
@@ -273,6 +304,7 @@ fn cross_gpu_table(page: &mut String, gpus: &[GpuRow]) {
 pub(crate) fn page(
     views: &[SummaryView],
     ranks: &[RankRow],
+    cycles: &[CycleRow],
     gpus: &[GpuRow],
     left_out: &[trace_discover::Problem],
 ) -> String {
@@ -303,6 +335,9 @@ pub(crate) fn page(
         page.push_str("</ul>");
     }
     cross_rank_section(&mut page, ranks);
+    for job in by_job(cycles) {
+        cycles_table(&mut page, job);
+    }
     for dir in by_dir(gpus) {
         cross_gpu_table(&mut page, dir);
     }
@@ -321,10 +356,11 @@ pub(crate) fn write(
     path: &Path,
     views: &[SummaryView],
     ranks: &[RankRow],
+    cycles: &[CycleRow],
     gpus: &[GpuRow],
     left_out: &[trace_discover::Problem],
 ) -> Result<(), Error> {
-    crate::commands::write_atomic(path, page(views, ranks, gpus, left_out).as_bytes())
+    crate::commands::write_atomic(path, page(views, ranks, cycles, gpus, left_out).as_bytes())
 }
 
 /// Timeline rows that add up to the total, for a stacked bar: `(row, label)`,
@@ -594,7 +630,7 @@ mod tests {
             path: "run/<rank1>.json".into(),
             message: "a symbolic link to /scratch/gone, which does not exist".into(),
         }];
-        let page = page(&[], &[], &[], &left_out);
+        let page = page(&[], &[], &[], &[], &left_out);
         assert!(
             page.contains(
                 "<p class=\"error\">Left out: 1 path(s) that could not be looked at.</p><ul><li>\
@@ -603,7 +639,7 @@ mod tests {
             ),
             "{page}"
         );
-        assert!(!super::page(&[], &[], &[], &[]).contains("Left out"));
+        assert!(!super::page(&[], &[], &[], &[], &[]).contains("Left out"));
     }
 
     #[test]

@@ -933,6 +933,7 @@ pub(crate) fn slurm_summary(summary: &collect_slurm::Summary) -> Result<(), Erro
 pub(crate) fn summaries(
     views: &[crate::commands::SummaryView],
     ranks: &[crate::commands::RankRow],
+    cycles: &[crate::commands::CycleRow],
     gpus: &[crate::commands::GpuRow],
 ) -> Result<(), Error> {
     let mut text = String::new();
@@ -1052,6 +1053,35 @@ pub(crate) fn summaries(
         if runs.len() > 1 {
             text.push('\n');
         }
+    }
+    for job in crate::commands::by_job(cycles) {
+        if !text.is_empty() && !text.ends_with("\n\n") {
+            text.push('\n');
+        }
+        let rows: Vec<[String; 5]> = job
+            .iter()
+            .zip(crate::commands::vs_first(job))
+            .map(|(c, change)| {
+                [
+                    format!("{} of {}", c.cycle.number, c.cycle.of),
+                    c.traces.to_string(),
+                    format!("{:.3}", c.gpu_ms),
+                    change.map_or("-".into(), |p| format!("{p:+.1}%")),
+                    c.slowest_text(),
+                ]
+            })
+            .collect();
+        let each = if job[0].per_step { " per step" } else { "" };
+        text.push_str(&format!(
+            "profiling cycles (ms{each}, the slowest trace of each), run {}:\n",
+            job[0].run.display()
+        ));
+        aligned(
+            &mut text,
+            &["CYCLE", "TRACES", "GPU TIME", "VS CYCLE 1", "SLOWEST"],
+            &rows,
+            &[false, true, true, true, false],
+        );
     }
     let dirs = crate::commands::by_dir(gpus);
     for run in &dirs {

@@ -204,7 +204,9 @@ fn untold(dir: &Path, why: &NoCycles) -> String {
     )
 }
 
-/// The profiling cycle [`pick_cycle`] kept of a directory of several.
+/// A profiling cycle of a job's directory (one directory, or the node
+/// directories of a multi-node job) that holds several: the one
+/// [`pick_cycle`] kept, or the one a trace belongs to ([`cycles_of`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Picked {
     /// The directory.
@@ -259,10 +261,11 @@ fn job_cycles(traces: &[(PathBuf, Option<u32>)], members: &[usize]) -> JobCycles
     JobCycles { candidates, keyless, cycles }
 }
 
-/// Each trace's profiling cycle, where its job holds several, as
-/// [`pick_cycle`] tells them apart (`--cycle N` keeps the traces of cycle
-/// N); `None` for the traces of a job of one cycle, or whose cycles cannot
-/// be told apart, and for a trace without a rank beside ranked ones.
+/// Each trace's profiling cycle, and the directory of its job, where the
+/// job holds several, as [`pick_cycle`] tells them apart (`--cycle N` keeps
+/// the traces of cycle N); `None` for the traces of a job of one cycle, or
+/// whose cycles cannot be told apart, and for a trace without a rank beside
+/// ranked ones.
 ///
 /// ```
 /// use std::path::PathBuf;
@@ -275,19 +278,19 @@ fn job_cycles(traces: &[(PathBuf, Option<u32>)], members: &[usize]) -> JobCycles
 /// ]
 /// .map(|(p, r)| (PathBuf::from(p), r))
 /// .into();
-/// assert_eq!(
-///     cycles_of(&traces),
-///     [Some(Cycle { number: 2, of: 2 }), Some(Cycle { number: 1, of: 2 }), None]
-/// );
+/// let cycles: Vec<Option<Cycle>> = cycles_of(&traces).into_iter().map(|p| Some(p?.cycle)).collect();
+/// assert_eq!(cycles, [Some(Cycle { number: 2, of: 2 }), Some(Cycle { number: 1, of: 2 }), None]);
+/// assert_eq!(cycles_of(&traces)[0].as_ref().unwrap().dir, PathBuf::from("run"));
 /// ```
-pub fn cycles_of(traces: &[(PathBuf, Option<u32>)]) -> Vec<Option<Cycle>> {
+pub fn cycles_of(traces: &[(PathBuf, Option<u32>)]) -> Vec<Option<Picked>> {
     let mut of = vec![None; traces.len()];
-    for (_, members) in jobs(traces) {
+    for (dir, members) in jobs(traces) {
         let Ok(cycles) = job_cycles(traces, &members).cycles else { continue };
         let n = cycles.len();
         for (number, cycle) in cycles.into_iter().enumerate() {
             for i in cycle {
-                of[i] = Some(Cycle { number: number + 1, of: n });
+                of[i] =
+                    Some(Picked { dir: dir.clone(), cycle: Cycle { number: number + 1, of: n } });
             }
         }
     }
@@ -449,19 +452,22 @@ mod tests {
         let items: Vec<(&str, Option<u32>)> = items.iter().map(|(p, r)| (p.as_str(), *r)).collect();
         let all = traces(&items);
         let c = |number| Some(Cycle { number, of: 2 });
-        assert_eq!(cycles_of(&all), [c(1), c(2), c(1), c(2), c(1), c(1), None, None, None]);
+        let cycles = |t: &[(PathBuf, Option<u32>)]| -> Vec<Option<Cycle>> {
+            cycles_of(t).into_iter().map(|p| Some(p?.cycle)).collect()
+        };
+        assert_eq!(cycles(&all), [c(1), c(2), c(1), c(2), c(1), c(1), None, None, None]);
+        assert!(cycles_of(&all)[..6].iter().all(|p| p.as_ref().unwrap().dir == Path::new("job")));
         // (`one` holds one cycle: --cycle 2 is refused there.)
         let job = &all[..7];
         for pick in [1, 2] {
             let (keep, _) = pick_cycle(job, CyclePick::Number(pick)).unwrap();
             let labelled: Vec<usize> =
-                (0..job.len()).filter(|&i| cycles_of(job)[i] == c(pick)).collect();
-            let kept: Vec<usize> =
-                keep.into_iter().filter(|&i| cycles_of(job)[i].is_some()).collect();
+                (0..job.len()).filter(|&i| cycles(job)[i] == c(pick)).collect();
+            let kept: Vec<usize> = keep.into_iter().filter(|&i| cycles(job)[i].is_some()).collect();
             assert_eq!(kept, labelled, "cycle {pick}");
         }
         // Cycles that cannot be told apart are labelled with none.
         let untold = traces(&[("r0_a.json", Some(0)), ("r0_b.json", Some(0))]);
-        assert_eq!(cycles_of(&untold), [None, None]);
+        assert_eq!(cycles(&untold), [None, None]);
     }
 }

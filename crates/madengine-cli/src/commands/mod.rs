@@ -10,8 +10,8 @@ mod summary;
 
 pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, timed};
 pub(crate) use summary::{
-    GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_dir, by_run,
-    spread, write_atomic,
+    CycleRow, GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_dir,
+    by_job, by_run, spread, vs_first, write_atomic,
 };
 mod trace;
 

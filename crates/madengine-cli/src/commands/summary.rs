@@ -31,6 +31,10 @@ pub(crate) struct TraceView {
     /// several ([`tracelens_driver::cycles_of`]: what `--cycle` picks by).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) cycle: Option<tracelens_driver::Cycle>,
+    /// The directory of the job whose cycle that is (its node directories'
+    /// parent, for a multi-node job).
+    #[serde(skip)]
+    pub(crate) cycle_dir: Option<PathBuf>,
     /// What the trace was read as; `None` when it could not be read.
     pub(crate) format: Option<trace_summary::Format>,
     /// Which rule applied; `None` when the trace could not be read.
@@ -202,6 +206,7 @@ impl TraceView {
             trace,
             rank,
             cycle: None,
+            cycle_dir: None,
             format: None,
             outcome: None,
             events: None,
@@ -637,6 +642,112 @@ pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
     (rows, notes)
 }
 
+/// One profiling cycle of a job that holds several: how its GPU time moved
+/// from cycle to cycle (warm-up, then steady state).
+#[derive(Debug, Serialize)]
+pub(crate) struct CycleRow {
+    /// The job's directory (its node directories' parent, for a multi-node
+    /// job).
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub(crate) run: PathBuf,
+    pub(crate) cycle: tracelens_driver::Cycle,
+    /// Its traces with a GPU timeline.
+    pub(crate) traces: usize,
+    /// The GPU time of its slowest trace (the slowest rank's: the one a
+    /// synchronizing job waits for), in ms; per step where every trace of
+    /// the job counts its steps.
+    pub(crate) gpu_ms: f64,
+    pub(crate) per_step: bool,
+    /// That slowest trace.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub(crate) slowest: PathBuf,
+    pub(crate) rank: Option<u32>,
+}
+
+impl CycleRow {
+    /// The slowest trace by its path in the run.
+    pub(crate) fn slowest_in_run(&self) -> &Path {
+        self.slowest.strip_prefix(&self.run).unwrap_or(&self.slowest)
+    }
+
+    /// What names the slowest trace: its rank, and its path in the run.
+    pub(crate) fn slowest_text(&self) -> String {
+        let path = self.slowest_in_run().display();
+        match self.rank {
+            Some(rank) => format!("rank {rank}: {path}"),
+            None => path.to_string(),
+        }
+    }
+}
+
+/// The cycles of each job, job after job.
+pub(crate) fn by_job(rows: &[CycleRow]) -> Vec<&[CycleRow]> {
+    rows.chunk_by(|a, b| a.run == b.run).collect()
+}
+
+/// Each cycle of a job (one [`by_job`] chunk) against its first, in
+/// percent; `None` for the first, and for all when the first cycle could
+/// not be read.
+pub(crate) fn vs_first(job: &[CycleRow]) -> Vec<Option<f64>> {
+    let first = job.first().filter(|c| c.cycle.number == 1 && c.gpu_ms > 0.0).map(|c| c.gpu_ms);
+    job.iter()
+        .map(|c| match first {
+            Some(first) if c.cycle.number > 1 => Some((c.gpu_ms / first - 1.0) * 100.0),
+            _ => None,
+        })
+        .collect()
+}
+
+/// For each job of two profiling cycles or more with a GPU timeline (read
+/// without `--cycle`), a row per cycle, in order: the GPU time of its
+/// slowest trace.
+pub(crate) fn cycle_trend(views: &[TraceView]) -> Vec<CycleRow> {
+    let mut jobs: std::collections::BTreeMap<&Path, Vec<&TraceView>> = Default::default();
+    for v in views.iter().filter(|v| !v.timeline.is_empty() && v.cycle.is_some()) {
+        if let Some(dir) = &v.cycle_dir {
+            jobs.entry(dir.as_path()).or_default().push(v);
+        }
+    }
+    let mut rows = Vec::new();
+    for (dir, members) in jobs {
+        let numbers: std::collections::BTreeSet<usize> =
+            members.iter().filter_map(|v| Some(v.cycle?.number)).collect();
+        if numbers.len() < 2 {
+            continue;
+        }
+        let per_step = members.iter().all(|v| v.steps.is_some_and(|s| s > 0));
+        let value = |v: &TraceView| match (per_step, v.steps) {
+            (true, Some(steps)) => v.ms("total_time") / steps as f64,
+            _ => v.ms("total_time"),
+        };
+        for number in numbers {
+            let of_cycle: Vec<&TraceView> = members
+                .iter()
+                .copied()
+                .filter(|v| v.cycle.is_some_and(|c| c.number == number))
+                .collect();
+            let values: Vec<f64> = of_cycle.iter().map(|v| value(v)).collect();
+            // The first of the slowest.
+            let Some(at) =
+                (0..values.len()).reduce(|a, b| if values[b] > values[a] { b } else { a })
+            else {
+                continue;
+            };
+            let slowest = of_cycle[at];
+            rows.push(CycleRow {
+                run: dir.to_path_buf(),
+                cycle: slowest.cycle.expect("a trace of a cycle"),
+                traces: of_cycle.len(),
+                gpu_ms: values[at],
+                per_step,
+                slowest: slowest.trace.clone(),
+                rank: slowest.rank,
+            });
+        }
+    }
+    rows
+}
+
 /// One GPU of a cross-GPU table (ms). rocprofv3 writes no rank: it writes
 /// a file per process, and a multi-GPU job runs a process per GPU, all in
 /// one directory (`<hostname>/<pid>_results.json`), so a directory's
@@ -1018,8 +1129,9 @@ pub(crate) struct Input {
     pub(crate) gpu: Option<u32>,
     /// For `report diff`: a rocprofv3 JSON trace, or a report of one.
     pub(crate) rocprof: bool,
-    /// Its profiling cycle, where its directory holds several.
-    pub(crate) cycle: Option<tracelens_driver::Cycle>,
+    /// Its profiling cycle, and its job's directory, where the job holds
+    /// several.
+    pub(crate) cycle: Option<tracelens_driver::Picked>,
 }
 
 impl Input {
@@ -1334,6 +1446,7 @@ pub(crate) struct Summarized {
     views: Vec<TraceView>,
     ranks: Vec<RankRow>,
     gpus: Vec<GpuRow>,
+    cycles: Vec<CycleRow>,
     unreadable: usize,
     /// The paths the search could not look at (a link to a trace that is
     /// gone): warned about, and in `--json`.
@@ -1347,6 +1460,7 @@ impl Summarized {
             "traces": self.views,
             "cross_rank": self.ranks,
             "cross_gpu": self.gpus,
+            "cycles": self.cycles,
             "unreadable": self.unreadable,
             "left_out": self.left_out,
         })
@@ -1354,7 +1468,7 @@ impl Summarized {
 
     /// As the terminal shows it.
     pub(crate) fn print(&self) -> Result<(), Error> {
-        render::summaries(&self.views, &self.ranks, &self.gpus)
+        render::summaries(&self.views, &self.ranks, &self.cycles, &self.gpus)
     }
 
     /// The status to exit with: Io when a trace could not be read, which
@@ -1402,7 +1516,10 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let mut unreadable = 0;
     for (input, result) in inputs.into_iter().zip(results) {
         let mut view = TraceView::new(input.trace, input.rank);
-        view.cycle = input.cycle;
+        if let Some(picked) = input.cycle {
+            view.cycle = Some(picked.cycle);
+            view.cycle_dir = Some(picked.dir);
+        }
         // Every trace holds its name, read or not, so that a trace's
         // directory does not change with whether another could be read.
         let stem = stems.unique(&input.rel);
@@ -1492,10 +1609,11 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     for note in &notes {
         render::note(note);
     }
+    let cycles = cycle_trend(&views);
     if let Some(html) = &args.html {
-        crate::html::write(html, &views, &ranks, &gpus, &left_out)?;
+        crate::html::write(html, &views, &ranks, &cycles, &gpus, &left_out)?;
     }
-    Ok(Some(Summarized { views, ranks, gpus, unreadable, left_out }))
+    Ok(Some(Summarized { views, ranks, gpus, cycles, unreadable, left_out }))
 }
 
 #[cfg(test)]
@@ -1546,6 +1664,57 @@ mod tests {
         );
         // All alike: no rank is flagged, and no line says so.
         assert!(super::spread(&[row(0, 5.0, false), row(1, 5.0, false)]).is_empty());
+    }
+
+    #[test]
+    fn each_cycle_of_a_job_is_its_slowest_trace_against_the_first() {
+        use tracelens_driver::Cycle;
+        // (job, cycle, of, rank, total ms, steps)
+        let view = |job: &str, number, of, rank: Option<u32>, total: f64, steps| {
+            let name = format!("{job}/r{}_{number}.json", rank.unwrap_or(9));
+            let mut v = super::TraceView::new(name.into(), rank);
+            v.cycle = Some(Cycle { number, of });
+            v.cycle_dir = Some(job.into());
+            v.timeline = vec![("total_time".into(), total, None)];
+            v.steps = steps;
+            v
+        };
+        let views = [
+            // Two ranks, 3 cycles of 5 steps; rank 1 slowest in the last.
+            view("a", 1, 3, Some(0), 50.0, Some(5)),
+            view("a", 1, 3, Some(1), 40.0, Some(5)),
+            view("a", 2, 3, Some(0), 45.0, Some(5)),
+            view("a", 2, 3, Some(1), 45.0, Some(5)),
+            view("a", 3, 3, Some(0), 40.0, Some(5)),
+            view("a", 3, 3, Some(1), 60.0, Some(5)),
+            // One process; its first cycle could not be read, and one
+            // trace counts no steps: times are totals.
+            view("b", 2, 3, None, 10.0, None),
+            view("b", 3, 3, None, 8.0, Some(2)),
+            // A job of which one cycle was read (--cycle) has no rows.
+            view("c", 2, 2, Some(0), 1.0, Some(1)),
+        ];
+        let rows = super::cycle_trend(&views);
+        let seen: Vec<(&str, usize, f64, bool, Option<u32>)> = rows
+            .iter()
+            .map(|r| (r.run.to_str().unwrap(), r.cycle.number, r.gpu_ms, r.per_step, r.rank))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("a", 1, 10.0, true, Some(0)),
+                ("a", 2, 9.0, true, Some(0)),
+                ("a", 3, 12.0, true, Some(1)),
+                ("b", 2, 10.0, false, None),
+                ("b", 3, 8.0, false, None),
+            ]
+        );
+        let jobs = super::by_job(&rows);
+        let said: Vec<String> =
+            super::vs_first(jobs[0]).iter().map(|p| format!("{p:.1?}")).collect();
+        assert_eq!(said, ["None", "Some(-10.0)", "Some(20.0)"]);
+        assert_eq!(super::vs_first(jobs[1]), [None, None], "no first cycle to compare with");
+        assert_eq!(rows[2].slowest_text(), "rank 1: r1_3.json");
     }
 
     #[test]

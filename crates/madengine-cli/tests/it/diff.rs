@@ -286,6 +286,16 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     let heading = "== base/gpu-node_4243.1764720010000000001.pt.trace.json (rank 1, profiling cycle 3 \
                    of 3, AMD Instinct MI300X)\n";
     assert!(text.contains(heading), "{text}");
+    // And the cycles side by side: the last one's slow rank 1.
+    let at = text.find("\nprofiling cycles").unwrap_or_else(|| panic!("{text}"));
+    let cycles = text[at + 1..].split("----- stderr").next().unwrap();
+    insta::assert_snapshot!(cycles, @r"
+    profiling cycles (ms, the slowest trace of each), run base:
+    CYCLE   TRACES  GPU TIME  VS CYCLE 1  SLOWEST
+    1 of 3       2     0.009           -  rank 0: gpu-node_4242.1764720000000000000.pt.trace.json
+    2 of 3       2     0.009       +0.0%  rank 0: gpu-node_4242.1764720005000000000.pt.trace.json
+    3 of 3       2     0.017     +100.0%  rank 1: gpu-node_4243.1764720010000000001.pt.trace.json
+    ");
     let args = ["report", "summary", "base", "-o", "kept", "--top", "0", "--json"];
     let json =
         crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
@@ -296,6 +306,15 @@ fn profiling_cycles_are_compared_one_at_a_time() {
         .map(|t| (t["rank"].as_u64().unwrap(), t["cycle"]["number"].as_u64().unwrap()))
         .collect();
     assert_eq!(cycles, [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3)], "{json:#}");
+    let rows: Vec<(u64, Option<u64>, bool)> = json["cycles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (c["cycle"]["number"].as_u64().unwrap(), c["rank"].as_u64(), c["per_step"] == true)
+        })
+        .collect();
+    assert_eq!(rows, [(1, Some(0), false), (2, Some(0), false), (3, Some(1), false)], "{json:#}");
     // Trace files named (a shell's `base/*.json`) count as their directory's.
     let mut named: Vec<String> = std::fs::read_dir(dir.path().join("base"))
         .unwrap()

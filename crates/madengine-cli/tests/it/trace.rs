@@ -1118,10 +1118,16 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
     1           0.018         0.000  0.000  0.018  <- slowest  gpu-node_4243.1764720005000000001.pt.trace.json
     rank 1 is the slowest, 0.018 ms: 2.18x rank 0, the fastest (0.009 ms)
 
+    profiling cycles (ms, the slowest trace of each), run traces:
+    CYCLE   TRACES  GPU TIME  VS CYCLE 1  SLOWEST
+    1 of 2       2     0.009           -  rank 0: gpu-node_4242.1764720000000000000.pt.trace.json
+    2 of 2       2     0.018     +117.6%  rank 1: gpu-node_4243.1764720005000000001.pt.trace.json
     ----- stderr -----
     ");
     let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
     assert!(page.contains("<code>traces</code>, profiling cycle 2 of 2</p>"), "{page}");
+    assert!(page.contains("<h2>Across profiling cycles</h2>"), "{page}");
+    assert!(page.contains("<td>2 of 2</td><td>2</td><td>0.018</td>"), "{page}");
     let args = ["report", "summary", "traces", "--top", "0", "-o", "out", "--json"];
     let json =
         crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
