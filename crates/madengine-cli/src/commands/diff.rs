@@ -1168,7 +1168,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
             "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
             "csvs": written.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
-            "html": args.html,
+            "html": args.html.as_deref().map(Path::to_string_lossy),
             "regression": regression,
             // What each side's search could not look at (warned about).
             "left_out": {"baseline": left_out[0], "new": left_out[1]},

@@ -112,7 +112,7 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
     let Err(err) = start_with(args, &state, &mut started) else {
         if args.json {
             render::json(&serde_json::json!({
-                "state_dir": state.dir.to_string_lossy(),
+                "state_dir": lossy(&state.dir),
                 "port": started.port,
                 "daemon_pid": started.daemon_pid,
                 "trigger_pid": started.trigger_pid,
@@ -327,9 +327,7 @@ pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {
         Arc::new(AtomicBool::new(false)),
     )?;
     if args.json {
-        render::json(
-            &serde_json::json!({ "outcome": outcome, "state_dir": state.dir.to_string_lossy() }),
-        )?;
+        render::json(&serde_json::json!({ "outcome": outcome, "state_dir": lossy(&state.dir) }))?;
     }
     Ok(if matches!(outcome, Outcome::Accepted { .. }) { Status::Success } else { Status::Findings })
 }

@@ -599,6 +599,7 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
         fs::copy(synthetic().join(from), run.join(format!("rank{rank}_trace.json"))).unwrap();
     }
     let trace = Path::new(name).join("rank0_trace.json");
+    let page = std::ffi::OsStr::from_bytes(b"r\xe9sultat.html");
     let commands: [Vec<&std::ffi::OsStr>; 5] = [
         vec!["trace".as_ref(), "discover".as_ref(), name, "--json".as_ref()],
         vec![
@@ -624,7 +625,15 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
             "out.json".as_ref(),
             "--json".as_ref(),
         ],
-        vec!["report".as_ref(), "diff".as_ref(), name, name, "--json".as_ref()],
+        vec![
+            "report".as_ref(),
+            "diff".as_ref(),
+            name,
+            name,
+            "--html".as_ref(),
+            page,
+            "--json".as_ref(),
+        ],
     ];
     for args in commands {
         let (text, _) = crate::run_cli(dir.path(), &args, &[]);
