@@ -780,18 +780,14 @@ fn check_native(summary: &Value, dir: &Path, cpu: bool) -> Result<String, String
 /// 1 of 2, then 2 of 2), each of ranks 0 and 1 with one slowest.
 fn check_cycles(summary: &Value) -> Result<String, String> {
     let shown = || serde_json::to_string(summary).unwrap_or_default();
+    let n = |v: &Value| v.as_u64().unwrap_or(u64::MAX);
     let traces = summary["traces"].as_array().cloned().unwrap_or_default();
     if traces.len() != 4 || traces.iter().any(|t| t["outcome"] != "tables") {
         return Err(format!("2 ranks, 2 cycles: not 4 traces with tables: {}", shown()));
     }
     // Each trace labelled with its cycle: two of each.
-    let mut labels: Vec<(u64, u64)> = traces
-        .iter()
-        .map(|t| {
-            let n = |v: &Value| v.as_u64().unwrap_or(u64::MAX);
-            (n(&t["cycle"]["number"]), n(&t["cycle"]["of"]))
-        })
-        .collect();
+    let mut labels: Vec<(u64, u64)> =
+        traces.iter().map(|t| (n(&t["cycle"]["number"]), n(&t["cycle"]["of"]))).collect();
     labels.sort_unstable();
     if labels != [(1, 2), (1, 2), (2, 2), (2, 2)] {
         return Err(format!("2 ranks, 2 cycles: traces labelled {labels:?}: {}", shown()));
@@ -800,9 +796,7 @@ fn check_cycles(summary: &Value) -> Result<String, String> {
     let seen: Vec<(u64, u64, u64, bool)> = cross
         .iter()
         .map(|r| {
-            let n = |v: &Value| v.as_u64().unwrap_or(u64::MAX);
-            let c = &r["cycle"];
-            (n(&c["number"]), n(&c["of"]), n(&r["rank"]), r["slowest"] == true)
+            (n(&r["cycle"]["number"]), n(&r["cycle"]["of"]), n(&r["rank"]), r["slowest"] == true)
         })
         .collect();
     let cycle = |number: u64| -> Vec<(u64, bool)> {
@@ -821,7 +815,7 @@ fn check_cycles(summary: &Value) -> Result<String, String> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|c| (c["cycle"]["number"].as_u64().unwrap_or(0), c["per_step"] == true))
+        .map(|c| (n(&c["cycle"]["number"]), c["per_step"] == true))
         .collect();
     if rows != [(1, true), (2, true)] {
         return Err(format!("the cycles side by side: {rows:?}: {}", shown()));

@@ -341,6 +341,37 @@ pub fn pick_cycle(
     Ok((keep, picked))
 }
 
+/// [`pick_cycle`] over a list of which only some entries are PyTorch
+/// traces (`Some((trace, rank))`): whether to keep each entry (the others,
+/// `None`, are kept), and the cycle kept of each job of several.
+///
+/// ```
+/// use std::path::PathBuf;
+/// use tracelens_driver::{CyclePick, keep_cycle};
+///
+/// let entries = [
+///     Some((PathBuf::from("run/r0.1764720000000000000.pt.trace.json"), Some(0))),
+///     None, // a rocprofv3 trace, say
+///     Some((PathBuf::from("run/r0.1764720005000000000.pt.trace.json"), Some(0))),
+/// ];
+/// let (keep, picked) = keep_cycle(&entries, CyclePick::Last).unwrap();
+/// assert_eq!(keep, [false, true, true]);
+/// assert_eq!(picked[0].cycle.number, 2);
+/// ```
+pub fn keep_cycle(
+    entries: &[Option<(PathBuf, Option<u32>)>],
+    pick: CyclePick,
+) -> Result<(Vec<bool>, Vec<Picked>), CycleError> {
+    let (at, traces): (Vec<usize>, Vec<(PathBuf, Option<u32>)>) =
+        entries.iter().enumerate().filter_map(|(i, e)| Some((i, e.clone()?))).unzip();
+    let (keep, picked) = pick_cycle(&traces, pick)?;
+    let mut kept: Vec<bool> = entries.iter().map(Option::is_none).collect();
+    for k in keep {
+        kept[at[k]] = true;
+    }
+    Ok((kept, picked))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

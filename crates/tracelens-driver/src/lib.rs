@@ -47,7 +47,8 @@ mod tool;
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
     cycles::{
-        Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, pick_cycle, profiling_cycles,
+        Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
+        profiling_cycles,
     },
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,

@@ -108,7 +108,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let config = &absolute_config(config);
     // A --cycle the traces do not hold is refused before anything is removed.
     let mut found = discover(config)?;
-    let (other_cycles, cycles) = keep_cycle(config, &mut found)?;
+    let (other_cycles, cycles) = leave_other_cycles(config, &mut found)?;
     let discovery_s = started.elapsed().as_secs_f64();
     // Whatever happens next, an earlier run's summary must not be read as this one's.
     summary::remove_stale(&config.output_dir)?;
@@ -374,34 +374,28 @@ pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
 pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
     crate::check_extra_args(&config.extra_args)?;
     let mut found = discover(config)?;
-    let (other_cycles, cycles) = keep_cycle(config, &mut found)?;
+    let (other_cycles, cycles) = leave_other_cycles(config, &mut found)?;
     let plan = Plan { cycles, other_cycles, ..plan(config, &found) };
     Ok((found, plan))
 }
 
 /// With [`Config::cycle`], leave out of `found` the PyTorch traces of the
-/// other profiling cycles ([`crate::pick_cycle`]): how many, and which
+/// other profiling cycles ([`crate::keep_cycle`]): how many, and which
 /// cycle each directory of several kept.
-fn keep_cycle(
+fn leave_other_cycles(
     config: &Config,
     found: &mut trace_discover::Discovery,
 ) -> Result<(usize, Vec<crate::Picked>)> {
     let Some(pick) = config.cycle else { return Ok((0, Vec::new())) };
-    let pytorch: Vec<usize> =
-        (0..found.traces.len()).filter(|&i| found.traces[i].kind == TraceKind::Pytorch).collect();
-    let traces: Vec<(PathBuf, Option<u32>)> = pytorch
+    let entries: Vec<Option<(PathBuf, Option<u32>)>> = found
+        .traces
         .iter()
-        .map(|&i| (found.traces[i].path.clone(), found.traces[i].rank.map(|r| r.rank)))
+        .map(|t| (t.kind == TraceKind::Pytorch).then(|| (t.path.clone(), t.rank.map(|r| r.rank))))
         .collect();
-    let (keep, picked) = crate::pick_cycle(&traces, pick)?;
-    let keep: std::collections::HashSet<usize> = keep.into_iter().map(|k| pytorch[k]).collect();
+    let (keep, picked) = crate::keep_cycle(&entries, pick)?;
     let before = found.traces.len();
-    found.traces = std::mem::take(&mut found.traces)
-        .into_iter()
-        .enumerate()
-        .filter(|(i, t)| t.kind != TraceKind::Pytorch || keep.contains(i))
-        .map(|(_, t)| t)
-        .collect();
+    let mut keep = keep.into_iter();
+    found.traces.retain(|_| keep.next().unwrap_or(true));
     Ok((before - found.traces.len(), picked))
 }
 

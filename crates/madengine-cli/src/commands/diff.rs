@@ -523,16 +523,10 @@ fn one_cycle(
             .or_else(|| recorded.1.get(&i.trace).cloned()),
         false => Some(i.trace.clone()),
     };
-    let candidates: Vec<(usize, PathBuf, Option<u32>)> = inputs
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| !i.rocprof)
-        .filter_map(|(at, i)| Some((at, named(i)?, i.rank)))
-        .collect();
-    let traces: Vec<(PathBuf, Option<u32>)> =
-        candidates.iter().map(|(_, name, rank)| (name.clone(), *rank)).collect();
+    let entries: Vec<Option<(PathBuf, Option<u32>)>> =
+        inputs.iter().map(|i| Some((named(i).filter(|_| !i.rocprof)?, i.rank))).collect();
     let Some(pick) = pick else {
-        let Ok((_, picked)) = tracelens_driver::pick_cycle(&traces, CyclePick::Last) else {
+        let Ok((_, picked)) = tracelens_driver::keep_cycle(&entries, CyclePick::Last) else {
             return Ok(None);
         };
         let Some(several) = picked.first() else { return Ok(None) };
@@ -549,17 +543,10 @@ fn one_cycle(
             path.display()
         )));
     };
-    let (keep, picked) = tracelens_driver::pick_cycle(&traces, pick).map_err(cycle_error)?;
+    let (keep, picked) = tracelens_driver::keep_cycle(&entries, pick).map_err(cycle_error)?;
     let Some(first) = picked.first() else { return Ok(None) };
-    let keep: std::collections::HashSet<usize> =
-        keep.into_iter().map(|k| candidates[k].0).collect();
-    let considered: std::collections::HashSet<usize> = candidates.iter().map(|c| c.0).collect();
-    *inputs = std::mem::take(inputs)
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| !considered.contains(i) || keep.contains(i))
-        .map(|(_, input)| input)
-        .collect();
+    let mut keep = keep.into_iter();
+    inputs.retain(|_| keep.next().unwrap_or(true));
     Ok(Some(first.cycle))
 }
 

@@ -665,14 +665,9 @@ pub(crate) struct CycleRow {
 }
 
 impl CycleRow {
-    /// The slowest trace by its path in the run.
-    pub(crate) fn slowest_in_run(&self) -> &Path {
-        self.slowest.strip_prefix(&self.run).unwrap_or(&self.slowest)
-    }
-
     /// What names the slowest trace: its rank, and its path in the run.
     pub(crate) fn slowest_text(&self) -> String {
-        let path = self.slowest_in_run().display();
+        let path = self.slowest.strip_prefix(&self.run).unwrap_or(&self.slowest).display();
         match self.rank {
             Some(rank) => format!("rank {rank}: {path}"),
             None => path.to_string(),
@@ -1169,15 +1164,20 @@ fn inputs(
     let mut pytorch = Vec::new();
     for path in paths {
         if !path.is_dir() {
-            let rank = trace_discover::find_rank(&path).ok().flatten().map(|r| r.rank);
-            let rel = short_name(&path);
-            let kind = trace_discover::classify(&path, &Default::default())
+            // What it is, and its rank, read once; a file discovery does not
+            // claim is read all the same, its rank from its name or content.
+            let claimed = trace_discover::classify(&path, &Default::default())
                 .ok()
-                .and_then(|d| Some(d.traces.first()?.kind));
-            if kind == Some(trace_discover::TraceKind::Pytorch) {
+                .and_then(|mut d| (!d.traces.is_empty()).then(|| d.traces.swap_remove(0)));
+            let rank = match &claimed {
+                Some(trace) => trace.rank,
+                None => trace_discover::find_rank(&path).ok().flatten(),
+            };
+            if claimed.is_some_and(|t| t.kind == trace_discover::TraceKind::Pytorch) {
                 pytorch.push(inputs.len());
             }
-            inputs.push(Input::new(path, rel, rank));
+            let rel = short_name(&path);
+            inputs.push(Input::new(path, rel, rank.map(|r| r.rank)));
             continue;
         }
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
@@ -1207,29 +1207,33 @@ fn inputs(
     for (&i, cycle) in pytorch.iter().zip(tracelens_driver::cycles_of(&traces)) {
         inputs[i].cycle = cycle;
     }
-    // The traces of the other cycles, with --cycle.
-    let mut other = std::collections::HashSet::new();
+    // With --cycle, whether to read each: not the other cycles' traces.
+    let mut read = vec![true; inputs.len()];
     if let Some(pick) = args.cycle {
-        let (keep, picked) =
-            tracelens_driver::pick_cycle(&traces, pick).map_err(|e| Error::Usage(e.to_string()))?;
+        let mut entries = vec![None; inputs.len()];
+        for (&i, trace) in pytorch.iter().zip(traces) {
+            entries[i] = Some(trace);
+        }
+        let picked;
+        (read, picked) = tracelens_driver::keep_cycle(&entries, pick)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         for p in &picked {
             render::note(&format!("{}: {} (--cycle)", p.dir.display(), p.cycle));
         }
-        let keep: std::collections::HashSet<usize> = keep.into_iter().collect();
-        other.extend((0..pytorch.len()).filter(|k| !keep.contains(k)).map(|k| pytorch[k]));
-        if !other.is_empty() {
+        let other = read.iter().filter(|r| !**r).count();
+        if other > 0 {
             render::note(&format!(
                 "{} of other profiling cycles not read (--cycle)",
-                render::plural(other.len(), "PyTorch trace")
+                render::plural(other, "PyTorch trace")
             ));
         }
     }
     let mut kept = Vec::new();
     for (i, input) in std::mem::take(&mut inputs).into_iter().enumerate() {
-        match (once[i], other.contains(&i)) {
+        match (once[i], read[i]) {
             (false, _) => {}
-            (true, true) => other_cycles.push(input.trace),
-            (true, false) => kept.push(input),
+            (true, false) => other_cycles.push(input.trace),
+            (true, true) => kept.push(input),
         }
     }
     Ok(kept)
