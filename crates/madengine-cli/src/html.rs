@@ -6,12 +6,15 @@ use std::{fmt::Write as _, path::Path};
 
 use trace_summary::{DiffRow, Measure};
 
+use tracelens_driver::{CycleRow, GpuRow, RankRow, by_dir, by_job, by_run, vs_first};
+
 use crate::{
     commands::{
-        Compared, CycleRow, GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, Regression, SummaryView,
-        TopRow, by_dir, by_job, by_run, counts_text, ratio_text, vs_first,
+        Compared, KINETO_PARTS, ROCPROF_BAR, Regression, SummaryView, TopRow, counts_text,
+        ratio_text,
     },
     error::Error,
+    render,
 };
 
 /// A colour per part of the timeline, by label.
@@ -226,7 +229,7 @@ fn cross_rank_table(page: &mut String, ranks: &[RankRow]) {
         );
     }
     page.push_str("</table>");
-    for line in crate::commands::spread(ranks) {
+    for line in render::spread(ranks) {
         let _ = write!(page, "<p>{}</p>", esc(&line));
     }
     page.push_str("</section>");
@@ -257,7 +260,7 @@ fn cycles_table(page: &mut String, job: &[CycleRow]) {
             page,
             "</td><td>{}</td><td class=\"name\">{}</td></tr>",
             change.map_or("-".into(), |p| format!("{p:+.1}%")),
-            esc(&c.slowest_text())
+            esc(&render::slowest_text(c))
         );
     }
     page.push_str("</table></section>");

@@ -930,11 +930,70 @@ pub(crate) fn slurm_summary(summary: &collect_slurm::Summary) -> Result<(), Erro
     out(&text)
 }
 
+/// Lines under a run's cross-rank table ([`tracelens_driver::spread`]), so
+/// a run of many ranks need not be read row by row: its slowest rank against
+/// its fastest and (with 3 or more) the median; and the rank with the least
+/// exposed communication, the one the others waited for.
+pub(crate) fn spread(run: &[tracelens_driver::RankRow]) -> Vec<String> {
+    let spread = tracelens_driver::spread(run);
+    let mut lines = Vec::new();
+    if let Some((slowest, fastest)) = spread.slowest {
+        // A rank with no GPU time at all has no ratio to it.
+        let times = match slowest.total / fastest.total {
+            ratio if ratio.is_finite() => format!("{ratio:.2}x"),
+            _ => "against".into(),
+        };
+        let mut line = format!(
+            "rank {} is the slowest, {:.3} ms: {times} rank {}, the fastest ({:.3} ms)",
+            slowest.rank, slowest.total, fastest.rank, fastest.total
+        );
+        if let Some(median) = spread.median {
+            line.push_str(&format!("; median {median:.3} ms over {} ranks", run.len()));
+        }
+        lines.push(line);
+    }
+    if let Some(r) = spread.waited_for {
+        lines.push(format!(
+            "least exposed comm: rank {}, {:.3} ms (in a job that synchronizes, the rank the \
+             others waited for)",
+            r.rank, r.exposed_comm
+        ));
+    }
+    lines
+}
+
+/// What names a profiling cycle's slowest trace: its rank, and its path in
+/// the run.
+pub(crate) fn slowest_text(c: &tracelens_driver::CycleRow) -> String {
+    let path = c.slowest.strip_prefix(&c.run).unwrap_or(&c.slowest).display();
+    match c.rank {
+        Some(rank) => format!("rank {rank}: {path}"),
+        None => path.to_string(),
+    }
+}
+
+/// Why a rocprofv3 trace is in no cross-GPU table, as a note says it.
+pub(crate) fn left_out_of_gpus(left: &tracelens_driver::LeftOut) -> String {
+    match left {
+        tracelens_driver::LeftOut::SeveralGpus { trace } => format!(
+            "{} ran its kernels on several GPUs: left out of the cross-GPU table",
+            trace.display()
+        ),
+        tracelens_driver::LeftOut::GpuTwice { dir, traces, gpu, claimed_by: [a, b] } => format!(
+            "no cross-GPU table for the {traces} rocprofv3 traces in {}: GPU {gpu} ran the kernels \
+             of two ({} and {}), so they are not one run's",
+            if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir }.display(),
+            a.display(),
+            b.display()
+        ),
+    }
+}
+
 pub(crate) fn summaries(
     views: &[crate::commands::SummaryView],
-    ranks: &[crate::commands::RankRow],
-    cycles: &[crate::commands::CycleRow],
-    gpus: &[crate::commands::GpuRow],
+    ranks: &[tracelens_driver::RankRow],
+    cycles: &[tracelens_driver::CycleRow],
+    gpus: &[tracelens_driver::GpuRow],
 ) -> Result<(), Error> {
     let mut text = String::new();
     let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
@@ -1019,7 +1078,7 @@ pub(crate) fn summaries(
         }
         text.push('\n');
     }
-    let runs = crate::commands::by_run(ranks);
+    let runs = tracelens_driver::by_run(ranks);
     for run in &runs {
         let rows: Vec<[String; 7]> = run
             .iter()
@@ -1046,7 +1105,7 @@ pub(crate) fn summaries(
             &rows,
             &[false, true, true, true, true, false, false],
         );
-        for line in crate::commands::spread(run) {
+        for line in spread(run) {
             text.push_str(&line);
             text.push('\n');
         }
@@ -1054,20 +1113,20 @@ pub(crate) fn summaries(
             text.push('\n');
         }
     }
-    for job in crate::commands::by_job(cycles) {
+    for job in tracelens_driver::by_job(cycles) {
         if !text.is_empty() && !text.ends_with("\n\n") {
             text.push('\n');
         }
         let rows: Vec<[String; 5]> = job
             .iter()
-            .zip(crate::commands::vs_first(job))
+            .zip(tracelens_driver::vs_first(job))
             .map(|(c, change)| {
                 [
                     format!("{} of {}", c.cycle.number, c.cycle.of),
                     c.traces.to_string(),
                     format!("{:.3}", c.gpu_ms),
                     change.map_or("-".into(), |p| format!("{p:+.1}%")),
-                    c.slowest_text(),
+                    slowest_text(c),
                 ]
             })
             .collect();
@@ -1083,7 +1142,7 @@ pub(crate) fn summaries(
             &[false, true, true, true, false],
         );
     }
-    let dirs = crate::commands::by_dir(gpus);
+    let dirs = tracelens_driver::by_dir(gpus);
     for run in &dirs {
         if !text.is_empty() && !text.ends_with("\n\n") {
             text.push('\n');
@@ -1391,4 +1450,53 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_spread_line_names_the_slowest_the_fastest_and_the_median() {
+        let row = |rank: u32, total: f64, slowest: bool| tracelens_driver::RankRow {
+            run: "run".into(),
+            cycle: None,
+            rank,
+            trace: format!("run/rank{rank}.json").into(),
+            computation: 0.0,
+            exposed_comm: 0.0,
+            idle: 0.0,
+            total,
+            slowest,
+            least_exposed_comm: false,
+        };
+        let two = [row(0, 10.0, false), row(1, 15.0, true)];
+        assert_eq!(
+            super::spread(&two),
+            ["rank 1 is the slowest, 15.000 ms: 1.50x rank 0, the fastest (10.000 ms)"]
+        );
+        let four =
+            [row(0, 12.0, false), row(1, 20.0, true), row(2, 8.0, false), row(3, 14.0, false)];
+        assert_eq!(
+            super::spread(&four),
+            ["rank 1 is the slowest, 20.000 ms: 2.50x rank 2, the fastest (8.000 ms); median \
+              13.000 ms over 4 ranks"]
+        );
+        assert_eq!(
+            super::spread(&[row(0, 0.0, false), row(1, 2.0, true)]),
+            ["rank 1 is the slowest, 2.000 ms: against rank 0, the fastest (0.000 ms)"]
+        );
+        let mut three = [row(0, 9.0, false), row(1, 11.0, true), row(2, 10.0, false)];
+        assert!(super::spread(&three)[0].ends_with("; median 10.000 ms over 3 ranks"));
+        // The rank the others waited for in their collectives.
+        for (r, comm) in three.iter_mut().zip([4.0, 0.5, 3.0]) {
+            r.exposed_comm = comm;
+            r.least_exposed_comm = comm == 0.5;
+        }
+        assert_eq!(
+            super::spread(&three)[1],
+            "least exposed comm: rank 1, 0.500 ms (in a job that synchronizes, the rank the \
+             others waited for)"
+        );
+        // All alike: no rank is flagged, and no line says so.
+        assert!(super::spread(&[row(0, 5.0, false), row(1, 5.0, false)]).is_empty());
+    }
 }

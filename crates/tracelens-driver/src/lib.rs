@@ -10,6 +10,11 @@
 //! writes `tracelens_summary.csv` and `.json` atomically, after removing any
 //! left by an earlier run.
 //!
+//! [`cross_rank`], [`cross_gpu`] and [`cycle_trend`] set a run's traces side
+//! by side from their GPU timelines ([`Timed`]): the straggler rank and the
+//! one the others waited for, rocprofv3's processes GPU by GPU, and how GPU
+//! time moved across profiling cycles.
+//!
 //! TraceLens always runs out of process: the console script beside the
 //! chosen interpreter, or `python -c` importing its module. PATH is never
 //! searched and no shell is involved. This crate reads no environment
@@ -32,6 +37,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod across;
 mod cmd;
 mod compare;
 mod cycles;
@@ -45,6 +51,10 @@ mod summary;
 mod tool;
 
 pub use crate::{
+    across::{
+        CycleRow, GpuRow, LeftOut, RankRow, Spread, Timed, by_dir, by_job, by_run, cross_gpu,
+        cross_rank, cycle_trend, spread, vs_first,
+    },
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
     cycles::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,

@@ -10,8 +10,7 @@ mod summary;
 
 pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, timed};
 pub(crate) use summary::{
-    CycleRow, GpuRow, KINETO_PARTS, ROCPROF_BAR, RankRow, TopRow, TraceView as SummaryView, by_dir,
-    by_job, by_run, spread, vs_first, write_atomic,
+    KINETO_PARTS, ROCPROF_BAR, TopRow, TraceView as SummaryView, write_atomic,
 };
 mod trace;
 

@@ -513,356 +513,27 @@ impl TraceView {
         }
     }
 
+    /// What the tables across traces read of it.
+    pub(crate) fn timed(&self) -> tracelens_driver::Timed {
+        tracelens_driver::Timed {
+            trace: self.trace.clone(),
+            rank: self.rank,
+            cycle: self
+                .cycle
+                .zip(self.cycle_dir.clone())
+                .map(|(cycle, dir)| tracelens_driver::Picked { dir, cycle }),
+            rocprof: self.outcome == Some(Outcome::Rocprofv3),
+            gpu_index: self.gpu_index,
+            comm_ms: self.comm_ms,
+            steps: self.steps,
+            timeline: self.timeline.iter().map(|(row, ms, _)| (row.clone(), *ms)).collect(),
+        }
+    }
+
     /// Disjoint rows that add up to the total, for a stacked bar.
     pub(crate) fn bar_parts(&self) -> &'static [(&'static str, &'static str)] {
         if self.outcome == Some(Outcome::Rocprofv3) { ROCPROF_BAR } else { KINETO_PARTS }
     }
-}
-
-/// One rank of a cross-rank table (ms).
-#[derive(Debug, Serialize)]
-pub(crate) struct RankRow {
-    /// The run the rank belongs to: the directory its traces share.
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) run: PathBuf,
-    /// Which of torch.profiler's profiling cycles, where the directory
-    /// holds several.
-    pub(crate) cycle: Option<tracelens_driver::Cycle>,
-    pub(crate) rank: u32,
-    /// The trace behind the row.
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) trace: PathBuf,
-    pub(crate) computation: f64,
-    pub(crate) exposed_comm: f64,
-    pub(crate) idle: f64,
-    pub(crate) total: f64,
-    /// The run's straggler: its first rank with the longest GPU time,
-    /// flagged only when some rank of the run is faster.
-    pub(crate) slowest: bool,
-    /// Its first rank with the least exposed communication, flagged only
-    /// when another spent more: in a job that synchronizes, the one the
-    /// others waited for.
-    pub(crate) least_exposed_comm: bool,
-}
-
-impl RankRow {
-    /// The trace by its path in the run (tables name the run above it).
-    pub(crate) fn trace_in_run(&self) -> &Path {
-        self.trace.strip_prefix(&self.run).unwrap_or(&self.trace)
-    }
-}
-
-/// Lines under a run's cross-rank table, so a run of many ranks need not be
-/// read row by row: its slowest rank against its fastest and (with 3 or
-/// more) the median, when a rank is slower than another; and the rank with
-/// the least exposed communication, when that varies. In a job that
-/// synchronizes, the ranks that wait for a slow one spend that time in
-/// collective kernels: the rank with the least is the one they waited for
-/// (as the cross-GPU table flags the GPU with the least COMM).
-pub(crate) fn spread(run: &[RankRow]) -> Vec<String> {
-    let mut lines = Vec::new();
-    if let Some(slowest) = run.iter().find(|r| r.slowest) {
-        let fastest = run.iter().fold(slowest, |f, r| if r.total < f.total { r } else { f });
-        // A rank with no GPU time at all has no ratio to it.
-        let times = match slowest.total / fastest.total {
-            ratio if ratio.is_finite() => format!("{ratio:.2}x"),
-            _ => "against".into(),
-        };
-        let mut line = format!(
-            "rank {} is the slowest, {:.3} ms: {times} rank {}, the fastest ({:.3} ms)",
-            slowest.rank, slowest.total, fastest.rank, fastest.total
-        );
-        if run.len() >= 3 {
-            let mut totals: Vec<f64> = run.iter().map(|r| r.total).collect();
-            totals.sort_by(f64::total_cmp);
-            let mid = totals.len() / 2;
-            let median = if totals.len().is_multiple_of(2) {
-                (totals[mid - 1] + totals[mid]) / 2.0
-            } else {
-                totals[mid]
-            };
-            line.push_str(&format!("; median {median:.3} ms over {} ranks", run.len()));
-        }
-        lines.push(line);
-    }
-    if let Some(r) = run.iter().find(|r| r.least_exposed_comm) {
-        lines.push(format!(
-            "least exposed comm: rank {}, {:.3} ms (in a job that synchronizes, the rank the \
-             others waited for)",
-            r.rank, r.exposed_comm
-        ));
-    }
-    lines
-}
-
-/// The cross-rank tables, run after run, in rank order; and a note for each
-/// set of ranked traces that forms no run.
-///
-/// Ranked traces with a timeline are split into runs by directory wherever a
-/// rank is claimed twice (two jobs under one root), and then by profiling
-/// cycle, as the collective report splits them; a run needs two ranks or
-/// more.
-pub(crate) fn cross_rank(views: &[TraceView]) -> (Vec<RankRow>, Vec<String>) {
-    let ranked: Vec<(PathBuf, u32)> = views
-        .iter()
-        .filter(|v| !v.timeline.is_empty())
-        .filter_map(|v| Some((v.trace.clone(), v.rank?)))
-        .collect();
-    let (runs, reasons) =
-        tracelens_driver::split_runs(&ranked, tracelens_driver::RunRule::DistinctRanks);
-    let mut rows = Vec::new();
-    for run in runs {
-        let members: Vec<&TraceView> = run
-            .members
-            .iter()
-            .filter_map(|(_, path)| views.iter().find(|v| v.trace == *path))
-            .collect();
-        let totals: Vec<f64> = members.iter().map(|v| v.ms("total_time")).collect();
-        let flagged = first_extreme(&totals, f64::max);
-        let comms: Vec<f64> = members.iter().map(|v| v.ms("exposed_comm_time")).collect();
-        let waited_for = first_extreme(&comms, f64::min);
-        let dir = shared_dir(members.iter().map(|v| v.trace.as_path()));
-        rows.extend(members.iter().enumerate().map(|(i, v)| RankRow {
-            run: dir.clone(),
-            cycle: run.cycle,
-            rank: v.rank.unwrap_or_default(),
-            trace: v.trace.clone(),
-            computation: v.ms("computation_time"),
-            exposed_comm: v.ms("exposed_comm_time"),
-            idle: v.ms("idle_time"),
-            total: v.ms("total_time"),
-            slowest: Some(i) == flagged,
-            least_exposed_comm: Some(i) == waited_for,
-        }));
-    }
-    let notes = reasons
-        .into_iter()
-        .map(|(what, why)| format!("no cross-rank table for {what}: {why}"))
-        .collect();
-    (rows, notes)
-}
-
-/// One profiling cycle of a job that holds several: how its GPU time moved
-/// from cycle to cycle (warm-up, then steady state).
-#[derive(Debug, Serialize)]
-pub(crate) struct CycleRow {
-    /// The job's directory (its node directories' parent, for a multi-node
-    /// job).
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) run: PathBuf,
-    pub(crate) cycle: tracelens_driver::Cycle,
-    /// Its traces with a GPU timeline.
-    pub(crate) traces: usize,
-    /// The GPU time of its slowest trace (the slowest rank's: the one a
-    /// synchronizing job waits for), in ms; per step where every trace of
-    /// the job counts its steps.
-    pub(crate) gpu_ms: f64,
-    pub(crate) per_step: bool,
-    /// That slowest trace.
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) slowest: PathBuf,
-    pub(crate) rank: Option<u32>,
-}
-
-impl CycleRow {
-    /// What names the slowest trace: its rank, and its path in the run.
-    pub(crate) fn slowest_text(&self) -> String {
-        let path = self.slowest.strip_prefix(&self.run).unwrap_or(&self.slowest).display();
-        match self.rank {
-            Some(rank) => format!("rank {rank}: {path}"),
-            None => path.to_string(),
-        }
-    }
-}
-
-/// The cycles of each job, job after job.
-pub(crate) fn by_job(rows: &[CycleRow]) -> Vec<&[CycleRow]> {
-    rows.chunk_by(|a, b| a.run == b.run).collect()
-}
-
-/// Each cycle of a job (one [`by_job`] chunk) against its first, in
-/// percent; `None` for the first, and for all when the first cycle could
-/// not be read.
-pub(crate) fn vs_first(job: &[CycleRow]) -> Vec<Option<f64>> {
-    let first = job.first().filter(|c| c.cycle.number == 1 && c.gpu_ms > 0.0).map(|c| c.gpu_ms);
-    job.iter()
-        .map(|c| match first {
-            Some(first) if c.cycle.number > 1 => Some((c.gpu_ms / first - 1.0) * 100.0),
-            _ => None,
-        })
-        .collect()
-}
-
-/// For each job of two profiling cycles or more with a GPU timeline (read
-/// without `--cycle`), a row per cycle, in order: the GPU time of its
-/// slowest trace.
-pub(crate) fn cycle_trend(views: &[TraceView]) -> Vec<CycleRow> {
-    let mut jobs: std::collections::BTreeMap<&Path, Vec<&TraceView>> = Default::default();
-    for v in views.iter().filter(|v| !v.timeline.is_empty() && v.cycle.is_some()) {
-        if let Some(dir) = &v.cycle_dir {
-            jobs.entry(dir.as_path()).or_default().push(v);
-        }
-    }
-    let mut rows = Vec::new();
-    for (dir, members) in jobs {
-        let numbers: std::collections::BTreeSet<usize> =
-            members.iter().filter_map(|v| Some(v.cycle?.number)).collect();
-        if numbers.len() < 2 {
-            continue;
-        }
-        let per_step = members.iter().all(|v| v.steps.is_some_and(|s| s > 0));
-        let value = |v: &TraceView| match (per_step, v.steps) {
-            (true, Some(steps)) => v.ms("total_time") / steps as f64,
-            _ => v.ms("total_time"),
-        };
-        for number in numbers {
-            let of_cycle: Vec<&TraceView> = members
-                .iter()
-                .copied()
-                .filter(|v| v.cycle.is_some_and(|c| c.number == number))
-                .collect();
-            let values: Vec<f64> = of_cycle.iter().map(|v| value(v)).collect();
-            // The first of the slowest.
-            let Some(at) =
-                (0..values.len()).reduce(|a, b| if values[b] > values[a] { b } else { a })
-            else {
-                continue;
-            };
-            let slowest = of_cycle[at];
-            rows.push(CycleRow {
-                run: dir.to_path_buf(),
-                cycle: slowest.cycle.expect("a trace of a cycle"),
-                traces: of_cycle.len(),
-                gpu_ms: values[at],
-                per_step,
-                slowest: slowest.trace.clone(),
-                rank: slowest.rank,
-            });
-        }
-    }
-    rows
-}
-
-/// One GPU of a cross-GPU table (ms). rocprofv3 writes no rank: it writes
-/// a file per process, and a multi-GPU job runs a process per GPU, all in
-/// one directory (`<hostname>/<pid>_results.json`), so a directory's
-/// processes are told apart by the GPU each ran its kernels on.
-#[derive(Debug, Serialize)]
-pub(crate) struct GpuRow {
-    /// The directory its run's traces are in.
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) run: PathBuf,
-    /// Its index among the node's GPUs.
-    pub(crate) gpu: u32,
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) trace: PathBuf,
-    pub(crate) busy: f64,
-    pub(crate) kernel: f64,
-    /// Its collective kernels' time ([`TraceView::comm_ms`]): in a job that
-    /// synchronizes, the GPU the others waited for has the least.
-    pub(crate) comm: f64,
-    pub(crate) memory: f64,
-    pub(crate) idle: f64,
-    /// The profiling session (rocprofv3's total_time).
-    pub(crate) profiled: f64,
-    /// The directory's first GPU with the least collective time, flagged
-    /// only when another spent more: the one the others waited for, in a
-    /// job that synchronizes.
-    pub(crate) least_comm: bool,
-}
-
-impl GpuRow {
-    /// The trace by its file name (tables name the run above it).
-    pub(crate) fn trace_in_run(&self) -> &Path {
-        self.trace.strip_prefix(&self.run).unwrap_or(&self.trace)
-    }
-}
-
-/// The cross-GPU tables of the rocprofv3 traces without a rank, directory
-/// by directory, in GPU order; and a note for each directory whose traces
-/// claim a GPU twice (two runs written into one directory). A table needs
-/// two GPUs or more; a trace whose kernels ran on several GPUs is in none.
-pub(crate) fn cross_gpu(views: &[TraceView]) -> (Vec<GpuRow>, Vec<String>) {
-    let mut dirs: std::collections::BTreeMap<&Path, Vec<(u32, &TraceView)>> = Default::default();
-    // Traces whose kernels ran on several GPUs, by directory.
-    let mut spread: std::collections::BTreeMap<&Path, Vec<&Path>> = Default::default();
-    for v in views.iter().filter(|v| v.rank.is_none() && v.outcome == Some(Outcome::Rocprofv3)) {
-        let dir = v.trace.parent().unwrap_or(Path::new(""));
-        match v.gpu_index {
-            Some(gpu) => dirs.entry(dir).or_default().push((gpu, v)),
-            None => spread.entry(dir).or_default().push(&v.trace),
-        }
-    }
-    let (mut rows, mut notes) = (Vec::new(), Vec::new());
-    for (dir, mut members) in dirs {
-        if members.len() < 2 {
-            continue;
-        }
-        for trace in spread.get(dir).into_iter().flatten() {
-            notes.push(format!(
-                "{} ran its kernels on several GPUs: left out of the cross-GPU table",
-                trace.display()
-            ));
-        }
-        members.sort_by_key(|(gpu, v)| (*gpu, &v.trace));
-        if let Some(pair) = members.windows(2).find(|w| w[0].0 == w[1].0) {
-            notes.push(format!(
-                "no cross-GPU table for the {} rocprofv3 traces in {}: GPU {} ran the kernels of \
-                 two ({} and {}), so they are not one run's",
-                members.len(),
-                if dir.as_os_str().is_empty() { Path::new(".") } else { dir }.display(),
-                pair[0].0,
-                pair[0].1.trace.display(),
-                pair[1].1.trace.display()
-            ));
-            continue;
-        }
-        let comms: Vec<f64> = members.iter().map(|(_, v)| v.comm_ms.unwrap_or(0.0)).collect();
-        let flagged = first_extreme(&comms, f64::min);
-        rows.extend(members.iter().enumerate().map(|(i, (gpu, v))| GpuRow {
-            run: dir.to_path_buf(),
-            gpu: *gpu,
-            trace: v.trace.clone(),
-            busy: v.ms("busy_time"),
-            kernel: v.ms("kernel"),
-            comm: v.comm_ms.unwrap_or(0.0),
-            memory: v.ms("memory"),
-            idle: v.ms("idle"),
-            profiled: v.ms("total_time"),
-            least_comm: Some(i) == flagged,
-        }));
-    }
-    (rows, notes)
-}
-
-/// The first of `values` that `pick` (`f64::max`, `f64::min`) picks out of
-/// all, when they are not all equal: the row a table flags.
-fn first_extreme(values: &[f64], pick: fn(f64, f64) -> f64) -> Option<usize> {
-    let picked = values.iter().copied().reduce(pick)?;
-    let varies = values.iter().any(|v| *v != picked);
-    varies.then(|| values.iter().position(|v| *v == picked)).flatten()
-}
-
-/// The deepest directory all `traces` are in ("." when none).
-fn shared_dir<'a>(mut traces: impl Iterator<Item = &'a Path>) -> PathBuf {
-    let parent = |p: &'a Path| p.parent().unwrap_or(Path::new(""));
-    let Some(first) = traces.next() else { return PathBuf::from(".") };
-    let mut shared: Vec<std::path::Component> = parent(first).components().collect();
-    for trace in traces {
-        let n = shared.iter().zip(parent(trace).components()).take_while(|(a, b)| *a == b).count();
-        shared.truncate(n);
-    }
-    if shared.is_empty() { PathBuf::from(".") } else { shared.iter().collect() }
-}
-
-/// Rows of one run each, in order.
-pub(crate) fn by_run(rows: &[RankRow]) -> Vec<&[RankRow]> {
-    rows.chunk_by(|a, b| (&a.run, a.cycle) == (&b.run, b.cycle)).collect()
-}
-
-/// The rows of each directory's cross-GPU table.
-pub(crate) fn by_dir(rows: &[GpuRow]) -> Vec<&[GpuRow]> {
-    rows.chunk_by(|a, b| a.run == b.run).collect()
 }
 
 /// The first `n` rows of `t` as [`TopRow`]s, from its `label`, `value` and
@@ -1448,9 +1119,9 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
 /// printed.
 pub(crate) struct Summarized {
     views: Vec<TraceView>,
-    ranks: Vec<RankRow>,
-    gpus: Vec<GpuRow>,
-    cycles: Vec<CycleRow>,
+    ranks: Vec<tracelens_driver::RankRow>,
+    gpus: Vec<tracelens_driver::GpuRow>,
+    cycles: Vec<tracelens_driver::CycleRow>,
     unreadable: usize,
     /// The paths the search could not look at (a link to a trace that is
     /// gone): warned about, and in `--json`.
@@ -1607,13 +1278,16 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         views.push(view);
     }
     retire_stale(&args.output_dir, &this_run)?;
-    let (ranks, mut notes) = cross_rank(&views);
-    let (gpus, gpu_notes) = cross_gpu(&views);
-    notes.extend(gpu_notes);
-    for note in &notes {
-        render::note(note);
+    let timed: Vec<tracelens_driver::Timed> = views.iter().map(TraceView::timed).collect();
+    let (ranks, no_run) = tracelens_driver::cross_rank(&timed);
+    for (what, why) in no_run {
+        render::note(&format!("no cross-rank table for {what}: {why}"));
     }
-    let cycles = cycle_trend(&views);
+    let (gpus, left_out_of_gpus) = tracelens_driver::cross_gpu(&timed);
+    for left in &left_out_of_gpus {
+        render::note(&render::left_out_of_gpus(left));
+    }
+    let cycles = tracelens_driver::cycle_trend(&timed);
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &left_out)?;
     }
@@ -1623,103 +1297,6 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
 #[cfg(test)]
 mod tests {
     use super::TopRow;
-
-    #[test]
-    fn the_spread_line_names_the_slowest_the_fastest_and_the_median() {
-        let row = |rank: u32, total: f64, slowest: bool| super::RankRow {
-            run: "run".into(),
-            cycle: None,
-            rank,
-            trace: format!("run/rank{rank}.json").into(),
-            computation: 0.0,
-            exposed_comm: 0.0,
-            idle: 0.0,
-            total,
-            slowest,
-            least_exposed_comm: false,
-        };
-        let two = [row(0, 10.0, false), row(1, 15.0, true)];
-        assert_eq!(
-            super::spread(&two),
-            ["rank 1 is the slowest, 15.000 ms: 1.50x rank 0, the fastest (10.000 ms)"]
-        );
-        let four =
-            [row(0, 12.0, false), row(1, 20.0, true), row(2, 8.0, false), row(3, 14.0, false)];
-        assert_eq!(
-            super::spread(&four),
-            ["rank 1 is the slowest, 20.000 ms: 2.50x rank 2, the fastest (8.000 ms); median \
-              13.000 ms over 4 ranks"]
-        );
-        assert_eq!(
-            super::spread(&[row(0, 0.0, false), row(1, 2.0, true)]),
-            ["rank 1 is the slowest, 2.000 ms: against rank 0, the fastest (0.000 ms)"]
-        );
-        let mut three = [row(0, 9.0, false), row(1, 11.0, true), row(2, 10.0, false)];
-        assert!(super::spread(&three)[0].ends_with("; median 10.000 ms over 3 ranks"));
-        // The rank the others waited for in their collectives.
-        for (r, comm) in three.iter_mut().zip([4.0, 0.5, 3.0]) {
-            r.exposed_comm = comm;
-            r.least_exposed_comm = comm == 0.5;
-        }
-        assert_eq!(
-            super::spread(&three)[1],
-            "least exposed comm: rank 1, 0.500 ms (in a job that synchronizes, the rank the \
-             others waited for)"
-        );
-        // All alike: no rank is flagged, and no line says so.
-        assert!(super::spread(&[row(0, 5.0, false), row(1, 5.0, false)]).is_empty());
-    }
-
-    #[test]
-    fn each_cycle_of_a_job_is_its_slowest_trace_against_the_first() {
-        use tracelens_driver::Cycle;
-        // (job, cycle, of, rank, total ms, steps)
-        let view = |job: &str, number, of, rank: Option<u32>, total: f64, steps| {
-            let name = format!("{job}/r{}_{number}.json", rank.unwrap_or(9));
-            let mut v = super::TraceView::new(name.into(), rank);
-            v.cycle = Some(Cycle { number, of });
-            v.cycle_dir = Some(job.into());
-            v.timeline = vec![("total_time".into(), total, None)];
-            v.steps = steps;
-            v
-        };
-        let views = [
-            // Two ranks, 3 cycles of 5 steps; rank 1 slowest in the last.
-            view("a", 1, 3, Some(0), 50.0, Some(5)),
-            view("a", 1, 3, Some(1), 40.0, Some(5)),
-            view("a", 2, 3, Some(0), 45.0, Some(5)),
-            view("a", 2, 3, Some(1), 45.0, Some(5)),
-            view("a", 3, 3, Some(0), 40.0, Some(5)),
-            view("a", 3, 3, Some(1), 60.0, Some(5)),
-            // One process; its first cycle could not be read, and one
-            // trace counts no steps: times are totals.
-            view("b", 2, 3, None, 10.0, None),
-            view("b", 3, 3, None, 8.0, Some(2)),
-            // A job of which one cycle was read (--cycle) has no rows.
-            view("c", 2, 2, Some(0), 1.0, Some(1)),
-        ];
-        let rows = super::cycle_trend(&views);
-        let seen: Vec<(&str, usize, f64, bool, Option<u32>)> = rows
-            .iter()
-            .map(|r| (r.run.to_str().unwrap(), r.cycle.number, r.gpu_ms, r.per_step, r.rank))
-            .collect();
-        assert_eq!(
-            seen,
-            [
-                ("a", 1, 10.0, true, Some(0)),
-                ("a", 2, 9.0, true, Some(0)),
-                ("a", 3, 12.0, true, Some(1)),
-                ("b", 2, 10.0, false, None),
-                ("b", 3, 8.0, false, None),
-            ]
-        );
-        let jobs = super::by_job(&rows);
-        let said: Vec<String> =
-            super::vs_first(jobs[0]).iter().map(|p| format!("{p:.1?}")).collect();
-        assert_eq!(said, ["None", "Some(-10.0)", "Some(20.0)"]);
-        assert_eq!(super::vs_first(jobs[1]), [None, None], "no first cycle to compare with");
-        assert_eq!(rows[2].slowest_text(), "rank 1: r1_3.json");
-    }
 
     #[test]
     fn a_set_that_fails_part_way_leaves_the_one_before() {
