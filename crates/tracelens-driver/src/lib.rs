@@ -14,6 +14,8 @@
 //! by side from their GPU timelines ([`Timed`]): the straggler rank and the
 //! one the others waited for, rocprofv3's processes GPU by GPU, and how GPU
 //! time moved across profiling cycles.
+//! [`pair`] says which trace of one run compares with which of another
+//! (rank by rank; rocprofv3 processes GPU by GPU, node by node).
 //!
 //! TraceLens always runs out of process: the console script beside the
 //! chosen interpreter, or `python -c` importing its module. PATH is never
@@ -43,6 +45,7 @@ mod compare;
 mod cycles;
 mod error;
 mod extra;
+mod pairing;
 mod plan;
 mod python;
 mod run;
@@ -62,6 +65,7 @@ pub use crate::{
     },
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,
+    pairing::{Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, pair, paired_by},
     plan::{Collective, Config, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{

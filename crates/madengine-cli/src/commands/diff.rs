@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use trace_summary::{Diff, DiffRow, Format, Tables};
-use tracelens_driver::CyclePick;
+use tracelens_driver::{CyclePick, Member, PairedBy};
 
 use super::summary::{Input, Recorded, TraceView, read_all, write_set};
 use crate::{
@@ -42,7 +42,7 @@ pub(crate) struct Side {
     pub(crate) notes: Vec<String>,
 }
 
-/// One rank (or GPU, [`By`]) of two runs compared rank by rank.
+/// One rank (or GPU, [`PairedBy`]) of two runs compared rank by rank.
 #[derive(Serialize)]
 pub(crate) struct RankDiff {
     /// Its rank or GPU, as [`Compared::by`] says (in `--json`:
@@ -68,7 +68,7 @@ pub(crate) struct Compared {
     /// Rank by rank, when two runs were compared; else empty.
     pub(crate) ranks: Vec<RankDiff>,
     /// What paired the traces of two runs.
-    pub(crate) by: By,
+    pub(crate) by: PairedBy,
     /// Rows added up over every pair (one pair: just its rows).
     pub(crate) diff: Diff,
     /// Ranks of one run only, left out.
@@ -77,96 +77,13 @@ pub(crate) struct Compared {
     pub(crate) per_step: bool,
 }
 
-/// What pairs the traces of two runs: their ranks; or, for rocprofv3 runs
-/// (a file per process, no rank written), the GPU each process ran its
-/// kernels on.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum By {
-    Rank,
-    Gpu,
-    /// GPU by GPU, node by node: rocprofv3 runs whose processes are in
-    /// several directories (one per node, `<hostname>/`), the directories
-    /// paired as [`by_node`] says. Keys are `node << 16 | gpu` ([`By::label`]).
-    NodeGpu,
-}
-
-impl By {
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            By::Rank => "rank",
-            By::Gpu | By::NodeGpu => "GPU",
-        }
-    }
-
-    /// A key as a sentence names it: `rank 3`, `GPU 3`, `node 1 GPU 3`.
-    pub(crate) fn label(self, key: u32) -> String {
-        match self {
-            By::Rank => format!("rank {key}"),
-            By::Gpu => format!("GPU {key}"),
-            By::NodeGpu => format!("node {} GPU {}", key >> 16, key & 0xffff),
-        }
-    }
-
-    /// A key as a table shows it: `3`, or `1:3` (node 1, GPU 3).
-    pub(crate) fn value(self, key: u32) -> String {
-        match self {
-            By::NodeGpu => format!("{}:{}", key >> 16, key & 0xffff),
-            _ => key.to_string(),
-        }
-    }
-
-    pub(crate) fn plural(self) -> &'static str {
-        match self {
-            By::Rank => "ranks",
-            By::Gpu | By::NodeGpu => "GPUs",
-        }
-    }
-
-    /// The one of a run the headline shows: the slowest rank (a job that
-    /// synchronizes waits for it); the busiest GPU (GPUs that wait for
-    /// another spend it in collective kernels, which count as busy).
-    pub(crate) fn headline_one(self) -> &'static str {
-        match self {
-            By::Rank => "slowest rank",
-            By::Gpu | By::NodeGpu => "busiest GPU",
-        }
-    }
-
-    /// A table's column for it.
-    pub(crate) fn column(self) -> &'static str {
-        match self {
-            By::Rank => "RANK",
-            By::Gpu => "GPU",
-            By::NodeGpu => "NODE:GPU",
-        }
-    }
-
-    /// A key as `--json` gives it: `{"rank": 3}`, `{"gpu": 3}`, `{"node":
-    /// 1, "gpu": 3}`.
-    fn fields(self, key: u32) -> Vec<(&'static str, u32)> {
-        match self {
-            By::Rank => vec![("rank", key)],
-            By::Gpu => vec![("gpu", key)],
-            By::NodeGpu => vec![("node", key >> 16), ("gpu", key & 0xffff)],
-        }
-    }
-
-    fn key(self, input: &Input) -> Option<u32> {
-        match self {
-            By::Rank => input.rank,
-            By::Gpu | By::NodeGpu => input.gpu,
-        }
-    }
-
-    /// Why a trace has no key, in a note.
-    fn without(self) -> &'static str {
-        match self {
-            By::Rank => {
-                "without a rank (from its name, a trace's distributedInfo, or a report's \
-                 summary.json)"
-            }
-            By::Gpu | By::NodeGpu => "whose kernels ran on no single GPU",
-        }
+/// The one of a run the headline shows: the slowest rank (a job that
+/// synchronizes waits for it); the busiest GPU (GPUs that wait for another
+/// spend it in collective kernels, which count as busy).
+pub(crate) fn headline_one(by: PairedBy) -> &'static str {
+    match by {
+        PairedBy::Rank => "slowest rank",
+        PairedBy::Gpu | PairedBy::NodeGpu => "busiest GPU",
     }
 }
 
@@ -176,8 +93,8 @@ impl RankDiff {
         self.collective_kernels.as_ref().filter(|c| timed(c))
     }
 
-    /// As `--json` lists it: its key's fields ([`By::fields`]), then the rest.
-    fn json(&self, by: By) -> serde_json::Value {
+    /// As `--json` lists it: its key's fields ([`PairedBy::fields`]), then the rest.
+    fn json(&self, by: PairedBy) -> serde_json::Value {
         let mut object = serde_json::Map::new();
         for (name, value) in by.fields(self.key) {
             object.insert(name.into(), value.into());
@@ -204,7 +121,7 @@ impl Compared {
 
     /// The [`Compared::headline`] row of each side: of the one pair, or of
     /// each run's slowest rank (in a run that synchronizes, it sets the
-    /// pace; for rocprofv3 runs, the busiest GPU: [`By::headline_one`]).
+    /// pace; for rocprofv3 runs, the busiest GPU: [`headline_one`]).
     /// `None` where a side lacks the row.
     pub(crate) fn headline_times(&self) -> Option<Headline> {
         let (row, _) = self.headline();
@@ -284,7 +201,7 @@ impl Compared {
         let change = h.ratio().map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
         Some(format!(
             "{what} of the {}: {:.3} {unit} ({}) {arrow} {:.3} {unit} ({}){}",
-            self.by.headline_one(),
+            headline_one(self.by),
             h.base,
             self.by.label(br),
             h.new,
@@ -602,265 +519,6 @@ fn this_runs(dir: &Path, reports: &mut Vec<PathBuf>) -> Result<Vec<(PathBuf, Pat
         .collect())
 }
 
-/// The pairs to compare, `(rank or GPU, baseline index, new index)`, and
-/// the ranks (GPUs) only one run has: one trace each, or two runs rank by
-/// rank (GPU by GPU, [`By`]).
-type Pairs = (Vec<(Option<u32>, usize, usize)>, Vec<String>);
-
-fn pair(paths: [&Path; 2], sides: [&[Input]; 2], by: By) -> Result<Pairs, Error> {
-    // What a side holds, in words: traces, or reports (read back).
-    let what = |i: usize| match sides[i].iter().all(|input| Tables::is_report_dir(&input.trace)) {
-        true => ("reports", "report"),
-        false => ("traces", "trace"),
-    };
-    let word = by.word();
-    match sides.map(<[Input]>::len) {
-        [1, 1] => return Ok((vec![(None, 0, 0)], vec![])),
-        [1, _] | [_, 1] => {
-            let (many, n) =
-                if sides[0].len() > 1 { (0, sides[0].len()) } else { (1, sides[1].len()) };
-            let traces: Vec<&Path> = sides[many].iter().map(|i| i.trace.as_path()).collect();
-            let (these, this) = what(many);
-            return Err(Error::Usage(format!(
-                "{} holds {n} {these} ({}) and {} one: name the {this} to compare, or give two \
-                 runs to compare rank by rank",
-                paths[many].display(),
-                list(&traces),
-                paths[1 - many].display()
-            )));
-        }
-        _ => {}
-    }
-    let mut by_key = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
-    let mut keyless: Vec<&Path> = Vec::new();
-    for (i, inputs) in sides.iter().enumerate() {
-        let (these, _) = what(i);
-        if inputs.iter().all(|input| by.key(input).is_none()) {
-            let why = match by {
-                By::Rank => {
-                    "none has a rank (from its name, a trace's distributedInfo, or a report's \
-                     summary.json)"
-                }
-                By::Gpu | By::NodeGpu => "none has a rank, nor ran its kernels on one GPU alone",
-            };
-            // rocprofv3's Perfetto traces name their GPU only when asked to.
-            let perfetto = by != By::Rank
-                && inputs.iter().any(|i| {
-                    let name = i.trace.to_string_lossy();
-                    name.ends_with(".pftrace") || name.ends_with(".pftrace.gz")
-                });
-            let why = match perfetto {
-                true => format!(
-                    "{why} (rocprofv3's Perfetto traces name their GPU only when it ran with \
-                     --agent-index type-relative)"
-                ),
-                false => why.to_string(),
-            };
-            return Err(Error::Usage(format!(
-                "{} holds {} {these} and {why}: runs are compared rank by rank (rocprofv3 runs \
-                 GPU by GPU); name the two to compare",
-                paths[i].display(),
-                inputs.len()
-            )));
-        }
-        for (at, input) in inputs.iter().enumerate() {
-            // A trace without a rank beside ranked ones: a launcher's, say.
-            let Some(key) = by.key(input) else {
-                keyless.push(&input.trace);
-                continue;
-            };
-            let clash = by_key[i].insert(key, at).map(|before| (key, before));
-            if let Some((key, before)) = clash {
-                return Err(Error::Usage(format!(
-                    "{} holds two {these} of {} ({} and {}): runs are compared {word} by \
-                     {word}; give the directory of one run, or name the two to compare",
-                    paths[i].display(),
-                    by.label(key),
-                    inputs[before].trace.display(),
-                    input.trace.display()
-                )));
-            }
-        }
-    }
-    let [base, new] = by_key;
-    let pairs: Vec<_> =
-        base.iter().filter_map(|(key, b)| Some((Some(*key), *b, *new.get(key)?))).collect();
-    let only = |mine: &std::collections::BTreeMap<u32, usize>,
-                other: &std::collections::BTreeMap<u32, usize>,
-                role: &str| {
-        let keys: Vec<u32> = mine.keys().filter(|r| !other.contains_key(r)).copied().collect();
-        let said = match by {
-            By::NodeGpu => keys.iter().map(|k| by.label(*k)).collect::<Vec<_>>(),
-            _ => keys.iter().map(u32::to_string).collect(),
-        };
-        let said = match by {
-            By::NodeGpu => said.join(", "),
-            _ => format!("{word} {}", said.join(", ")),
-        };
-        (!keys.is_empty()).then(|| format!("{said} only in the {role} run"))
-    };
-    let mut unpaired: Vec<String> =
-        [only(&base, &new, "baseline"), only(&new, &base, "new")].into_iter().flatten().collect();
-    if pairs.is_empty() {
-        return Err(Error::Usage(format!(
-            "{} and {} share no {word} ({}): nothing to compare {word} by {word}",
-            paths[0].display(),
-            paths[1].display(),
-            unpaired.join("; ")
-        )));
-    }
-    if !keyless.is_empty() {
-        unpaired.push(format!(
-            "{} {}: {}",
-            match keyless.len() {
-                1 => "1 trace".to_string(),
-                n => format!("{n} traces"),
-            },
-            by.without(),
-            list(&keyless)
-        ));
-    }
-    Ok((pairs, unpaired))
-}
-
-/// How two runs are paired: GPU by GPU when neither has a rank and each
-/// holds several rocprofv3 traces (or kept reports of them); else rank by
-/// rank.
-fn paired_by(sides: &[Vec<Input>; 2]) -> By {
-    let rocprof_run = |side: &[Input]| {
-        side.len() > 1 && side.iter().all(|i| i.rank.is_none() && (i.rocprof || i.gpu.is_some()))
-    };
-    if sides.iter().all(|side| rocprof_run(side)) { By::Gpu } else { By::Rank }
-}
-
-/// For rocprofv3 runs whose GPU-keyed traces are in several directories
-/// (a node each, `<hostname>/`) on either side: key each by its node too
-/// (`node << 16 | gpu`), and say which pair. Nodes pair by directory name
-/// (`node_N` as gathered, or the same hosts) when every node of one run has
-/// its name in the other; else the directories of a side are numbered in
-/// natural order (`node_2` before `node_10`). A kept report's node is its
-/// trace's directory, as `report summary` recorded it.
-fn by_node(found: &mut [Vec<Input>; 2], recorded: &Records) -> Option<String> {
-    let dir_of = |input: &Input| -> PathBuf {
-        let trace = recorded.0.get(&input.trace).and_then(|r| r.trace.clone());
-        let trace = trace.unwrap_or_else(|| input.trace.clone());
-        trace.parent().map(Path::to_path_buf).unwrap_or_default()
-    };
-    let dirs: [Vec<PathBuf>; 2] = [0, 1].map(|side| {
-        let mut dirs: Vec<PathBuf> =
-            found[side].iter().filter(|i| i.gpu.is_some()).map(dir_of).collect();
-        dirs.sort_by_key(|d| natural(d));
-        dirs.dedup();
-        dirs
-    });
-    if dirs.iter().all(|d| d.len() < 2) {
-        return None;
-    }
-    // Each run's nodes by name, when one run's names are all in the other:
-    // the same node of both runs then pairs, wherever a node is missing.
-    let names = node_names(&dirs);
-    let shared = names.as_ref().filter(|[a, b]| {
-        let unique = |names: &Vec<String>| {
-            names.iter().collect::<std::collections::HashSet<_>>().len() == names.len()
-        };
-        let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-        unique(a) && unique(b) && small.iter().all(|n| large.contains(n))
-    });
-    let keys: Vec<String> = match shared {
-        Some([a, b]) => {
-            let mut all: Vec<String> = a.iter().chain(b).cloned().collect();
-            all.sort_by_key(|n| natural(Path::new(n)));
-            all.dedup();
-            all
-        }
-        None => Vec::new(),
-    };
-    // The node number of each directory, per side.
-    let node_of = |side: usize, dir: &Path| -> Option<usize> {
-        let at = dirs[side].iter().position(|d| d == dir)?;
-        match shared {
-            Some(names) => keys.iter().position(|k| *k == names[side][at]),
-            None => Some(at),
-        }
-    };
-    for (side, inputs) in found.iter_mut().enumerate() {
-        for input in inputs.iter_mut() {
-            if let (Some(gpu), Some(node)) = (input.gpu, node_of(side, &dir_of(input))) {
-                input.gpu = Some((node as u32) << 16 | gpu.min(0xffff));
-            }
-        }
-    }
-    let nodes = if shared.is_some() { keys.len() } else { dirs[0].len().max(dirs[1].len()) };
-    let pairs: Vec<String> = (0..nodes)
-        .map(|n| {
-            let at = |side: usize| {
-                let dir = dirs[side].iter().find(|d| node_of(side, d) == Some(n));
-                dir.map_or("-".to_string(), |d| d.display().to_string())
-            };
-            format!("node {n}: {} and {}", at(0), at(1))
-        })
-        .collect();
-    let how = if shared.is_some() {
-        "the nodes paired by the name of their directories"
-    } else {
-        "the nodes in order of their directories"
-    };
-    Some(format!(
-        "the traces are in a directory per node: compared GPU by GPU within each node, {how} ({})",
-        pairs.join("; ")
-    ))
-}
-
-/// Each node directory's name: the first part of its path below what all of
-/// its run's node directories share (`node_3` of `run/node_3/host`). A run
-/// with one node directory takes as many parts from its end as the other
-/// run's names are deep. `None` when that cannot be told.
-fn node_names(dirs: &[Vec<PathBuf>; 2]) -> Option<[Vec<String>; 2]> {
-    let parts_of = |d: &Path| -> Vec<String> {
-        d.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect()
-    };
-    let below = |dirs: &[PathBuf]| -> Option<Vec<Vec<String>>> {
-        let parts: Vec<Vec<String>> = dirs.iter().map(|d| parts_of(d)).collect();
-        let first = parts.first()?;
-        let common = (0..first.len())
-            .take_while(|&i| parts.iter().all(|p| p.get(i) == Some(&first[i])))
-            .count();
-        Some(parts.into_iter().map(|p| p[common..].to_vec()).collect())
-    };
-    let mut rel = [below(&dirs[0])?, below(&dirs[1])?];
-    let depth = |rel: &Vec<Vec<String>>| rel.iter().map(Vec::len).max().unwrap_or(0);
-    for side in 0..2 {
-        if dirs[side].len() == 1 && dirs[1 - side].len() > 1 {
-            let depth = depth(&rel[1 - side]);
-            let parts = parts_of(&dirs[side][0]);
-            rel[side] = vec![parts[parts.len().saturating_sub(depth)..].to_vec()];
-        }
-    }
-    let names = rel.map(|side| side.into_iter().map(|p| p.first().cloned()).collect());
-    let [Some(a), Some(b)]: [Option<Vec<String>>; 2] = names else { return None };
-    Some([a, b])
-}
-
-/// A path's text with its runs of digits compared as numbers (`node_2`
-/// before `node_10`).
-fn natural(path: &Path) -> Vec<(String, u128)> {
-    let text = path.to_string_lossy();
-    let mut parts = Vec::new();
-    let mut rest = text.as_ref();
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        if digits > 0 {
-            parts.push((String::new(), rest[..digits].parse().unwrap_or(u128::MAX)));
-            rest = &rest[digits..];
-        } else {
-            let text = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-            parts.push((rest[..text].to_string(), 0));
-            rest = &rest[text..];
-        }
-    }
-    parts
-}
-
 /// Kernel launches in all, from the kernel rows (of a diff not per step).
 fn launches(rows: &[DiffRow], side: fn(&DiffRow) -> Option<trace_summary::Measure>) -> Option<u64> {
     (!rows.is_empty()).then(|| rows.iter().filter_map(|r| side(r)?.count).sum::<f64>() as u64)
@@ -893,13 +551,24 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         one_cycle(paths[0], &mut found[0], args.cycle.map(|c| c.0[0]), &recorded)?,
         one_cycle(paths[1], &mut found[1], args.cycle.map(|c| c.0[1]), &recorded)?,
     ];
-    let mut by = paired_by(&found);
+    // What pairs the traces: a report's GPU and rank as it recorded them,
+    // and its node as the directory of the trace it was made of.
+    let member = |i: &Input| Member {
+        path: i.trace.clone(),
+        report: Tables::is_report_dir(&i.trace),
+        made_of: recorded.0.get(&i.trace).and_then(|r| r.trace.clone()),
+        rank: i.rank,
+        gpu: i.gpu,
+        rocprof: i.rocprof,
+    };
+    let mut members = found.each_ref().map(|side| side.iter().map(member).collect::<Vec<_>>());
+    let mut by = tracelens_driver::paired_by([&members[0], &members[1]]);
     let mut interrupt = Some(interrupt);
     // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
     // only reading them tells: every trace is read first (once).
     let mut read_first: std::collections::HashMap<PathBuf, super::summary::Read> =
         Default::default();
-    if by == By::Gpu {
+    if by == PairedBy::Gpu {
         let mut seen = std::collections::HashSet::new();
         let traces: Vec<Input> = found
             .iter()
@@ -923,17 +592,20 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         if failed {
             return Ok(Status::Io);
         }
-        for input in found.iter_mut().flatten() {
-            if let Some(Ok(summary)) = read_first.get(&input.trace) {
-                input.gpu = summary.gpu_index;
+        for member in members.iter_mut().flatten() {
+            if let Some(Ok(summary)) = read_first.get(&member.path) {
+                member.gpu = summary.gpu_index;
             }
         }
-        if let Some(note) = by_node(&mut found, &recorded) {
-            by = By::NodeGpu;
-            render::note(&note);
+        if let Some(nodes) = tracelens_driver::by_node(&mut members) {
+            by = PairedBy::NodeGpu;
+            render::note(&nodes.to_string());
         }
     }
-    let (pairs, unpaired) = pair(paths, [&found[0], &found[1]], by)?;
+    let pairing = tracelens_driver::pair(paths, [&members[0], &members[1]], by)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    let (pairs, unpaired) = (pairing.pairs, pairing.unpaired);
+    let unpaired: Vec<String> = unpaired.iter().map(ToString::to_string).collect();
     for note in &unpaired {
         render::note(&format!("{note}: left out"));
     }
@@ -1192,7 +864,7 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         let mut table = trace_summary::Table::new(&[], vec![]);
         for r in &compared.ranks {
             let key = match compared.by {
-                By::NodeGpu => trace_summary::Cell::Str(compared.by.value(r.key)),
+                PairedBy::NodeGpu => trace_summary::Cell::Str(compared.by.value(r.key)),
                 _ => trace_summary::Cell::Int(i64::from(r.key)),
             };
             let mut t = of(r);
@@ -1234,95 +906,4 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         .collect();
     write_set(dir, &ours, &files)?;
     Ok(files.iter().map(|(name, _)| dir.join(name)).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn input(trace: &str, rank: Option<u32>) -> Input {
-        Input::new(trace.into(), trace.into(), rank)
-    }
-
-    #[test]
-    fn runs_pair_by_rank_and_say_which_ranks_one_of_them_lacks() {
-        let paths = [Path::new("base"), Path::new("new")];
-        let base =
-            [input("base/r1", Some(1)), input("base/r0", Some(0)), input("base/r2", Some(2))];
-        let new = [input("new/r0", Some(0)), input("new/r1", Some(1)), input("new/r3", Some(3))];
-        let (pairs, unpaired) = pair(paths, [&base, &new], By::Rank).unwrap();
-        assert_eq!(pairs, [(Some(0), 1, 0), (Some(1), 0, 1)]);
-        assert_eq!(unpaired, ["rank 2 only in the baseline run", "rank 3 only in the new run"]);
-        // A trace without a rank beside ranked ones (a launcher's) is left out, and named.
-        let new = [input("new/r0", Some(0)), input("new/launcher", None), input("new/r2", Some(2))];
-        let (pairs, unpaired) = pair(paths, [&base, &new], By::Rank).unwrap();
-        assert_eq!(pairs, [(Some(0), 1, 0), (Some(2), 2, 2)]);
-        assert_eq!(
-            unpaired,
-            [
-                "rank 1 only in the baseline run",
-                "1 trace without a rank (from its name, a trace's distributedInfo, or a report's \
-                 summary.json): new/launcher"
-            ]
-        );
-        // One trace each: compared whatever their ranks.
-        let (pairs, _) = pair(paths, [&base[..1], &new[..1]], By::Rank).unwrap();
-        assert_eq!(pairs, [(None, 0, 0)]);
-    }
-
-    #[test]
-    fn what_cannot_pair_is_a_usage_error_naming_the_traces() {
-        let paths = [Path::new("base"), Path::new("new")];
-        let err = |base: &[Input], new: &[Input]| match pair(paths, [base, new], By::Rank) {
-            Err(Error::Usage(text)) => text,
-            other => panic!("not a usage error: {:?}", other.map(|p| p.0)),
-        };
-        let two = [input("base/a", Some(0)), input("base/b", Some(1))];
-        let text = err(&two, &[input("new/x", Some(0))]);
-        assert!(
-            text.starts_with("base holds 2 traces (base/a, base/b) and new one: name the trace"),
-            "{text}"
-        );
-        let text = err(&two, &[input("new/x", None), input("new/y", None)]);
-        assert!(text.contains("new holds 2 traces and none has a rank"), "{text}");
-        let text = err(&two, &[input("new/x", Some(0)), input("new/y", Some(0))]);
-        assert!(text.contains("two traces of rank 0 (new/x and new/y)"), "{text}");
-        let text = err(&two, &[input("new/x", Some(5)), input("new/y", Some(6))]);
-        assert!(text.contains("share no rank"), "{text}");
-    }
-
-    #[test]
-    fn rocprofv3_runs_pair_gpu_by_gpu() {
-        let on = |trace: &str, gpu: Option<u32>| Input {
-            gpu,
-            rocprof: true,
-            ..Input::new(trace.into(), trace.into(), None)
-        };
-        let base = vec![on("base/7", Some(1)), on("base/8", Some(0)), on("base/9", None)];
-        let new = vec![on("new/3", Some(0)), on("new/4", Some(2)), on("new/5", Some(1))];
-        // Decided before the traces are read (it is what reading them is for).
-        let unread = |side: &[Input]| -> Vec<Input> {
-            side.iter().map(|i| Input { gpu: None, ..i.clone() }).collect()
-        };
-        let sides = [unread(&base), unread(&new)];
-        assert_eq!(paired_by(&sides), By::Gpu);
-        let paths = [Path::new("base"), Path::new("new")];
-        let (pairs, unpaired) = pair(paths, [&base, &new], By::Gpu).unwrap();
-        assert_eq!(pairs, [(Some(0), 1, 0), (Some(1), 0, 2)]);
-        assert_eq!(
-            unpaired,
-            ["GPU 2 only in the new run", "1 trace whose kernels ran on no single GPU: base/9"]
-        );
-        // A ranked trace, or a PyTorch one, on either side: rank by rank.
-        let kineto = vec![input("new/a", None), input("new/b", None)];
-        assert_eq!(paired_by(&[base.clone(), kineto]), By::Rank);
-        let ranked = vec![on("new/a", None), Input { rank: Some(1), ..on("new/b", None) }];
-        assert_eq!(paired_by(&[base.clone(), ranked]), By::Rank);
-        // One trace each needs no pairing.
-        assert_eq!(paired_by(&[base[..1].to_vec(), new[..1].to_vec()]), By::Rank);
-        let twice = [on("new/x", Some(1)), on("new/y", Some(1))];
-        let Err(Error::Usage(text)) = pair(paths, [&base, &twice], By::Gpu) else { panic!() };
-        assert!(text.contains("two traces of GPU 1 (new/x and new/y)"), "{text}");
-        assert!(text.contains("compared GPU by GPU"), "{text}");
-    }
 }
