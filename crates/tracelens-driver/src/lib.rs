@@ -74,7 +74,8 @@ pub use crate::{
     },
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
     summary::{
-        Counts, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_JSON, Status, Summary, read_csv,
+        Counts, Durations, Repaired, Row, RunReports, SUMMARY_CSV, SUMMARY_JSON, Status, Summary,
+        read_csv, this_runs_reports,
     },
     tool::{Mode, Tool},
 };

@@ -243,6 +243,60 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// The reports of one run among those in its output directory
+/// ([`this_runs_reports`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReports {
+    /// The run's [`SUMMARY_CSV`], which says which they are.
+    pub summary: PathBuf,
+    /// The reports its `SUCCESS` rows name, each with the trace it was made
+    /// of: as the summary names it, under the root its [`SUMMARY_JSON`]
+    /// names where it does.
+    pub kept: Vec<(PathBuf, PathBuf)>,
+    /// The reports it does not name: an earlier run's.
+    pub left_out: Vec<PathBuf>,
+}
+
+/// Of `reports`, report directories in `dir` (an output directory of
+/// `report tracelens`), those of the run its [`SUMMARY_CSV`] describes: a
+/// run never removes the reports an earlier one left there (of a trace gone
+/// since, a rank the run no longer has), and a later command must not take
+/// them for this run's. `None` when `dir` has no summary, or one whose
+/// `SUCCESS` rows name none of them (the original analyzer's name the
+/// output directory): all are the run's, as far as can be told.
+pub fn this_runs_reports(dir: &Path, reports: &[PathBuf]) -> Result<Option<RunReports>> {
+    let summary = dir.join(SUMMARY_CSV);
+    if !summary.is_file() {
+        return Ok(None);
+    }
+    let rows = read_csv(&summary)?;
+    let root: Option<PathBuf> = std::fs::read(dir.join(SUMMARY_JSON))
+        .ok()
+        .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
+        .and_then(|json| Some(PathBuf::from(json["root"].as_str()?)));
+    let named: std::collections::HashMap<&std::ffi::OsStr, &str> = rows
+        .iter()
+        .filter(|r| r.status == Status::Success)
+        .filter_map(|r| Some((Path::new(&r.output).file_name()?, r.trace_file.as_str())))
+        .collect();
+    let trace_of = |report: &PathBuf| named.get(report.file_name()?).copied();
+    if !reports.iter().any(|r| trace_of(r).is_some()) {
+        return Ok(None);
+    }
+    let under_root = |trace: &str| match &root {
+        Some(root) => root.join(trace),
+        None => PathBuf::from(trace),
+    };
+    let (mut kept, mut left_out) = (Vec::new(), Vec::new());
+    for report in reports {
+        match trace_of(report) {
+            Some(trace) => kept.push((report.clone(), under_root(trace))),
+            None => left_out.push(report.clone()),
+        }
+    }
+    Ok(Some(RunReports { summary, kept, left_out }))
+}
+
 pub(crate) fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
     atomic_write(path, |file| {
         let mut w = csv::Writer::from_writer(file);

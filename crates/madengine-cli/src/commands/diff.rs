@@ -472,51 +472,20 @@ fn cycle_error(e: tracelens_driver::CycleError) -> Error {
 }
 
 /// Keep of `reports`, the report directories in `dir`, those of the run
-/// its `tracelens_summary.csv` describes, where it has one: `report
-/// tracelens` never removes the reports an earlier run left (of a trace gone
-/// since, a rank the run no longer has), and they would be compared as this
-/// run's. Each left out is named. A summary whose `SUCCESS` rows name none
-/// of them (the original analyzer's names the output directory) keeps all.
-/// Returns the trace each report kept was made of, as the summary names it
-/// (under the root its `tracelens_summary.json` names, where it does).
+/// its `tracelens_summary.csv` describes, where it has one
+/// ([`tracelens_driver::this_runs_reports`]); each left out is named.
+/// Returns the trace each report kept was made of, as the summary names it.
 fn this_runs(dir: &Path, reports: &mut Vec<PathBuf>) -> Result<Vec<(PathBuf, PathBuf)>, Error> {
-    let summary = dir.join(tracelens_driver::SUMMARY_CSV);
-    if !summary.is_file() {
-        return Ok(vec![]);
+    let Some(run) = tracelens_driver::this_runs_reports(dir, reports)? else { return Ok(vec![]) };
+    for report in &run.left_out {
+        render::note(&format!(
+            "left out {}: {} does not name it (a report an earlier run left there)",
+            report.display(),
+            run.summary.display()
+        ));
     }
-    let rows = tracelens_driver::read_csv(&summary)?;
-    let root: Option<PathBuf> = std::fs::read(dir.join(tracelens_driver::SUMMARY_JSON))
-        .ok()
-        .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
-        .and_then(|json| Some(PathBuf::from(json["root"].as_str()?)));
-    let named: std::collections::HashMap<&std::ffi::OsStr, &str> = rows
-        .iter()
-        .filter(|r| r.status == tracelens_driver::Status::Success)
-        .filter_map(|r| Some((Path::new(&r.output).file_name()?, r.trace_file.as_str())))
-        .collect();
-    let listed = |report: &PathBuf| report.file_name().is_some_and(|n| named.contains_key(n));
-    if !reports.iter().any(listed) {
-        return Ok(vec![]);
-    }
-    reports.retain(|report| {
-        let keep = listed(report);
-        if !keep {
-            render::note(&format!(
-                "left out {}: {} does not name it (a report an earlier run left there)",
-                report.display(),
-                summary.display()
-            ));
-        }
-        keep
-    });
-    let under_root = |trace: &str| match &root {
-        Some(root) => root.join(trace),
-        None => PathBuf::from(trace),
-    };
-    Ok(reports
-        .iter()
-        .filter_map(|r| Some((r.clone(), under_root(named.get(r.file_name()?)?))))
-        .collect())
+    reports.retain(|r| !run.left_out.contains(r));
+    Ok(run.kept)
 }
 
 /// Kernel launches in all, from the kernel rows (of a diff not per step).

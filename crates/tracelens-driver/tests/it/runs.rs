@@ -725,6 +725,49 @@ fn the_csv_summary_reads_back_as_written() {
     }
 }
 
+/// An output directory keeps the reports of earlier runs: its summary says
+/// which are this run's, and which trace each was made of.
+#[test]
+fn the_summary_tells_this_runs_reports_from_an_earlier_runs() {
+    let case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    case.fixture("rocprof_output/9999_results.json", ROCPROF);
+    let out = &case.config.output_dir;
+    let reports_now = || -> Vec<std::path::PathBuf> {
+        let mut dirs: Vec<_> = fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() && p.to_string_lossy().ends_with("_csv"))
+            .collect();
+        dirs.sort();
+        dirs
+    };
+    // No summary yet: nothing can be told.
+    let old = out.join("model_rank5_csv");
+    fs::create_dir_all(&old).unwrap();
+    assert_eq!(tracelens_driver::this_runs_reports(out, &reports_now()).unwrap(), None);
+    case.run();
+    let reports = reports_now();
+    assert_eq!(reports.len(), 3, "{reports:?}");
+    let run = tracelens_driver::this_runs_reports(out, &reports).unwrap().unwrap();
+    assert_eq!(run.summary, out.join(tracelens_driver::SUMMARY_CSV));
+    assert_eq!(run.left_out, std::slice::from_ref(&old));
+    let root = &case.config.root;
+    let kept: Vec<_> = run.kept.iter().map(|(r, t)| (r.file_name().unwrap(), t.clone())).collect();
+    assert_eq!(
+        kept,
+        [
+            ("model_rank0_csv".as_ref(), root.join("model_rank0.pt.trace.json")),
+            (
+                "rocprof_output_9999_results_csv".as_ref(),
+                root.join("rocprof_output/9999_results.json")
+            ),
+        ]
+    );
+    // A summary that names none of them (the original analyzer's): all are kept.
+    assert_eq!(tracelens_driver::this_runs_reports(out, &[old]).unwrap(), None);
+}
+
 #[test]
 fn a_crash_leaves_no_stale_success() {
     let case = Case::new();
