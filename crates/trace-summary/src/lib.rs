@@ -22,6 +22,8 @@
 //! [`op_categories`] adds `ops_summary` up by op category (`GEMM`,
 //! `SDPA_fwd`, ...), which traces of different GPUs share;
 //! [`kernel_categories`] a rocprof `kernel_summary` by its kernel category.
+//! [`summarize_files`] reads many traces at once, on worker threads, a
+//! failure (or a panic) of one being that trace's alone.
 //! [`Diff`] sets two traces' tables side by side, where GPU time moved; a
 //! side can also be a report's CSVs read back ([`Tables::read_dir`]).
 //!
@@ -45,6 +47,7 @@ mod compute;
 mod csv;
 mod diff;
 mod error;
+mod many;
 mod parse;
 mod pftrace;
 mod registry;
@@ -59,6 +62,7 @@ pub use crate::{
     csv::py_float,
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
+    many::{Failed, Progress, summarize_files},
     rocpd::Converted,
     rocprof::truncated_kernel_name,
     summary::{

@@ -3,11 +3,7 @@
 use std::{
     borrow::Cow,
     path::{Path, PathBuf},
-    sync::{
-        Arc,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
-    },
+    sync::{Arc, atomic::AtomicBool},
 };
 
 use indicatif::ProgressBar;
@@ -963,57 +959,25 @@ fn memory_estimate(path: &Path) -> u64 {
 /// A trace's summary, or why there is none (the error and its causes).
 pub(crate) type Read = Result<trace_summary::Summary, String>;
 
-/// Progress of a worker, for the bar.
-enum Progress {
-    Started(usize),
-    /// Boxed: a summary is large and most messages are not.
-    Done(usize, Box<Read>),
-}
-
-/// Summarize one trace. A panic (a bug in the reader) is this trace's error,
-/// so the other traces of the run are still reported.
-fn summarize_one(path: &Path, salvage: bool, cancel: &Arc<AtomicBool>) -> Read {
-    let options = if salvage {
-        trace_summary::Options::salvaging()
-    } else {
-        trace_summary::Options::default()
-    };
-    let options = options.cancelled_by(Arc::clone(cancel));
-    let read = guarded(path, |path| trace_summary::summarize_file_with(path, &options));
-    read.map_err(|(err, salvageable)| match salvageable {
-        Some(what) if !salvage => format!("{err} (--salvage summarizes {what})"),
-        _ => err,
-    })
-}
-
-/// The summary, or the error (with its causes) and, when `--salvage` could
-/// read the trace, what it would summarize.
-fn guarded(
-    path: &Path,
-    read: impl FnOnce(&Path) -> Result<trace_summary::Summary, trace_summary::Error>
-    + std::panic::UnwindSafe,
-) -> Result<trace_summary::Summary, (String, Option<&'static str>)> {
-    match std::panic::catch_unwind(|| read(path)) {
-        Ok(result) => result.map_err(|e| (chain(&e), e.salvage_reads())),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Err((
-                format!(
-                    "madengine's trace reader failed on {} (a bug; please report it with the trace): {what}",
-                    path.display()
-                ),
-                None,
-            ))
-        }
+/// Why a trace has no summary, on one line: the error and its causes, and
+/// what `--salvage` would summarize of it, where it would.
+fn failed(failed: trace_summary::Failed, salvage: bool) -> String {
+    match failed {
+        trace_summary::Failed::Error(err) => match err.salvage_reads() {
+            Some(what) if !salvage => format!("{} (--salvage summarizes {what})", chain(&err)),
+            _ => chain(&err),
+        },
+        trace_summary::Failed::Panicked { path, message } => format!(
+            "madengine's trace reader failed on {} (a bug; please report it with the trace): \
+             {message}",
+            path.display()
+        ),
     }
 }
 
-/// Each input's summary, `jobs` at a time. Once `cancel` is raised, the
-/// traces being read stop and no other is started: `None`.
+/// Each input's summary, `jobs` at a time, the bar naming the traces being
+/// read. Once `cancel` is raised, the traces being read stop and no other
+/// is started: `None`.
 fn summarize_all(
     inputs: &[Input],
     jobs: usize,
@@ -1021,52 +985,30 @@ fn summarize_all(
     cancel: &Arc<AtomicBool>,
     bar: Option<&ProgressBar>,
 ) -> Option<Vec<Read>> {
-    let mut results: Vec<Option<_>> = inputs.iter().map(|_| None).collect();
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, inputs.len().max(1)) {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(input) = inputs.get(i) else { break };
-                    if cancel.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let _ = tx.send(Progress::Started(i));
-                    let result = summarize_one(&input.trace, salvage, cancel);
-                    if tx.send(Progress::Done(i, Box::new(result))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let mut running = Vec::new();
-        for progress in rx {
-            match progress {
-                Progress::Started(i) => running.push(i),
-                Progress::Done(i, result) => {
-                    running.retain(|r| *r != i);
-                    results[i] = Some(*result);
-                    if let Some(bar) = bar {
-                        bar.inc(1);
-                    }
+    let options = match salvage {
+        true => trace_summary::Options::salvaging(),
+        false => trace_summary::Options::default(),
+    };
+    let options = options.cancelled_by(Arc::clone(cancel));
+    let paths: Vec<PathBuf> = inputs.iter().map(|i| i.trace.clone()).collect();
+    let mut running = Vec::new();
+    let results = trace_summary::summarize_files(&paths, jobs, &options, &mut |progress| {
+        match progress {
+            trace_summary::Progress::Started(i) => running.push(i),
+            trace_summary::Progress::Done(i) => {
+                running.retain(|r| *r != i);
+                if let Some(bar) = bar {
+                    bar.inc(1);
                 }
             }
-            if let Some(bar) = bar {
-                let names: Vec<String> =
-                    running.iter().map(|r| inputs[*r].rel.display().to_string()).collect();
-                bar.set_message(names.join(", "));
-            }
         }
-    });
-    if cancel.load(Ordering::SeqCst) {
-        return None;
-    }
-    Some(results.into_iter().map(|r| r.expect("every input was summarized")).collect())
+        if let Some(bar) = bar {
+            let names: Vec<String> =
+                running.iter().map(|r| inputs[*r].rel.display().to_string()).collect();
+            bar.set_message(names.join(", "));
+        }
+    })?;
+    Some(results.into_iter().map(|r| r.map_err(|f| failed(f, salvage))).collect())
 }
 
 /// Read `inputs`, `chosen` at a time (else as many as [`jobs`] allows),
@@ -1356,13 +1298,17 @@ mod tests {
     }
 
     #[test]
-    fn a_panic_while_reading_is_that_traces_error() {
-        let path = std::path::Path::new("run/rank3.json");
-        let (err, salvageable) =
-            super::guarded(path, |_| panic!("index out of bounds")).unwrap_err();
-        assert_eq!(salvageable, None);
-        assert!(err.contains("run/rank3.json") && err.contains("a bug"), "{err}");
-        assert!(err.ends_with("index out of bounds"), "{err}");
+    fn a_panic_while_reading_is_that_traces_error_asking_for_a_report() {
+        let panicked = trace_summary::Failed::Panicked {
+            path: "run/rank3.json".into(),
+            message: "index out of bounds".into(),
+        };
+        let err = super::failed(panicked, false);
+        assert_eq!(
+            err,
+            "madengine's trace reader failed on run/rank3.json (a bug; please report it with the \
+             trace): index out of bounds"
+        );
     }
 
     #[test]
