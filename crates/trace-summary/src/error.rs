@@ -214,6 +214,14 @@ pub enum Error {
         #[source]
         source: csv::Error,
     },
+    /// A report's record ([`crate::RECORD`]) cannot be read, or is not one.
+    #[error("cannot read {path}: {detail}")]
+    Record {
+        /// The record.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
     /// A report's CSV lacks a column its table has.
     #[error("{path} has no `{column}` column: not a TraceLens {table} table")]
     CsvColumn {

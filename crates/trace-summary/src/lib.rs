@@ -50,6 +50,7 @@ mod error;
 mod many;
 mod parse;
 mod pftrace;
+mod record;
 mod registry;
 mod rocpd;
 mod rocprof;
@@ -63,6 +64,7 @@ pub use crate::{
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
     many::{Failed, Progress, summarize_files},
+    record::{RECORD, Record},
     rocpd::Converted,
     rocprof::truncated_kernel_name,
     summary::{

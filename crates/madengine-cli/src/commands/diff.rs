@@ -6,7 +6,7 @@ use serde::Serialize;
 use trace_summary::{Diff, DiffRow, Format, Tables};
 use tracelens_driver::{CyclePick, Member, PairedBy};
 
-use super::summary::{Input, Recorded, TraceView, read_all, write_set};
+use super::summary::{Input, TraceView, read_all, write_set};
 use crate::{
     cli::DiffArgs,
     error::{Error, Status},
@@ -331,7 +331,7 @@ fn list(paths: &[&Path]) -> String {
 /// when the reports are read (their steps and GPUs).
 #[derive(Default)]
 struct Records(
-    std::collections::HashMap<PathBuf, Recorded>,
+    std::collections::HashMap<PathBuf, trace_summary::Record>,
     /// The trace each TraceLens report was made of, by the
     /// `tracelens_summary.csv` beside it (TraceLens writes no record).
     std::collections::HashMap<PathBuf, PathBuf>,
@@ -342,7 +342,7 @@ impl Records {
     /// as an input, with its rank (else `rank`), GPU and kind.
     fn read(&mut self, dir: &Path, rank: Option<u32>) -> Result<Input, Error> {
         let mut input = Input::new(dir.to_path_buf(), dir.to_path_buf(), rank);
-        let Some(recorded) = Recorded::of(dir)? else { return Ok(input) };
+        let Some(recorded) = trace_summary::Record::read(dir)? else { return Ok(input) };
         input.rank = recorded.rank.or(rank);
         input.gpu = recorded.gpu_index;
         input.rocprof = recorded.format.is_some_and(Format::rocprof_tables);

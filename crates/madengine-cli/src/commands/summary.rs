@@ -9,7 +9,7 @@ use std::{
 use indicatif::ProgressBar;
 
 use serde::Serialize;
-use trace_summary::{Outcome, Table};
+use trace_summary::{Outcome, RECORD, Table};
 
 use crate::{
     cli::SummaryArgs,
@@ -573,48 +573,6 @@ struct Grouped {
     parent_op: Option<&'static str>,
 }
 
-/// The file beside a trace's CSVs that records the rest of what `report
-/// summary` found of it (its `--json` object: rank, steps, ...).
-pub(crate) const RECORD: &str = "summary.json";
-
-/// What [`RECORD`] holds that `report diff` reads back.
-#[derive(Debug, serde::Deserialize)]
-pub(crate) struct Recorded {
-    /// The trace the report was made of, as `report summary` named it.
-    #[serde(default)]
-    pub(crate) trace: Option<PathBuf>,
-    /// That trace's absolute path (symbolic links not followed: a link
-    /// removed is a trace gone), absent in records written before it was
-    /// kept: what tells a later run that the trace is gone.
-    #[serde(default)]
-    pub(crate) trace_absolute: Option<PathBuf>,
-    /// What the trace was read as.
-    pub(crate) format: Option<trace_summary::Format>,
-    pub(crate) rank: Option<u32>,
-    #[serde(default)]
-    pub(crate) gpu_index: Option<u32>,
-    pub(crate) steps: Option<usize>,
-    #[serde(default)]
-    pub(crate) gpus: Vec<String>,
-}
-
-impl Recorded {
-    /// The record of the report in `dir`, if it has one (TraceLens' reports
-    /// do not).
-    pub(crate) fn of(dir: &Path) -> Result<Option<Recorded>, Error> {
-        let path = dir.join(RECORD);
-        let text = match std::fs::read(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::Read { path, detail: e.to_string() }),
-        };
-        serde_json::from_slice(&text).map(Some).map_err(|e| Error::Read {
-            path: path.clone(),
-            detail: format!("not the record `report summary` writes beside its CSVs ({e})"),
-        })
-    }
-}
-
 /// Write `bytes` to `path` atomically (temp file beside it, then a rename),
 /// its directory made first if it is not there (as `-o DIR` is).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
@@ -702,9 +660,6 @@ fn remove_report(dir: &Path, why: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The key of [`Recorded::trace_absolute`] in a record.
-const TRACE_ABSOLUTE: &str = "trace_absolute";
-
 /// The directories a run searches, as given: its directory PATHs, or the
 /// current directory when none is given.
 fn searched(args: &SummaryArgs) -> Vec<&Path> {
@@ -747,7 +702,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
     earlier.sort();
     for dir in earlier {
         // A record this version cannot read is not one to act on.
-        let Ok(Some(recorded)) = Recorded::of(&dir) else { continue };
+        let Ok(Some(recorded)) = trace_summary::Record::read(&dir) else { continue };
         let Some(trace) = recorded.trace_absolute else { continue };
         if !run.searched.iter().any(|s| trace.starts_with(s))
             || run.left_out.iter().any(|p| trace.starts_with(p))
@@ -1209,7 +1164,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             // trace was (for a later run to tell it is gone).
             let mut recorded = serde_json::to_value(&view).expect("a view serializes");
             if let Some(absolute) = &absolute {
-                recorded[TRACE_ABSOLUTE] = serde_json::json!(absolute.to_string_lossy());
+                recorded[trace_summary::Record::TRACE_ABSOLUTE] =
+                    serde_json::json!(absolute.to_string_lossy());
             }
             let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
             files.push((RECORD.to_string(), recorded));
