@@ -216,3 +216,46 @@ fn a_directory_whose_processes_share_a_gpu_has_no_table() {
         }]
     );
 }
+
+mod properties {
+    use std::collections::BTreeSet;
+
+    use proptest::{collection::vec, prelude::*, sample::select};
+
+    use super::kineto;
+    use crate::across::{by_run, cross_rank, spread};
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
+
+        /// Each ranked trace is in one run at most; a run's ranks are
+        /// distinct and in order; it flags one slowest rank exactly when
+        /// its ranks' times differ, and that rank is the slowest.
+        #[test]
+        fn each_run_holds_distinct_ranks_and_flags_its_slowest_when_times_differ(
+            traces in vec((select(vec!["a", "b", "a/x"]), 0u32..4, select(vec![1.0, 2.0, 3.0])), 0..12),
+        ) {
+            let traces: Vec<_> = traces
+                .iter()
+                .enumerate()
+                .map(|(i, (dir, rank, total))| kineto(&format!("{dir}/t{i}.json"), Some(*rank), *total, 0.0))
+                .collect();
+            let (rows, _) = cross_rank(&traces);
+            let rows_traces: BTreeSet<_> = rows.iter().map(|r| &r.trace).collect();
+            prop_assert_eq!(rows_traces.len(), rows.len(), "a trace in two rows");
+            for run in by_run(&rows) {
+                prop_assert!(run.len() >= 2);
+                prop_assert!(run.windows(2).all(|w| w[0].rank < w[1].rank), "ranks out of order");
+                let flagged: Vec<_> = run.iter().filter(|r| r.slowest).collect();
+                let times: BTreeSet<u64> = run.iter().map(|r| r.total.to_bits()).collect();
+                prop_assert_eq!(flagged.len(), usize::from(times.len() > 1));
+                if let Some(slowest) = flagged.first() {
+                    prop_assert!(run.iter().all(|r| r.total <= slowest.total));
+                    let (s, fastest) = spread(run).slowest.unwrap();
+                    prop_assert_eq!(s.rank, slowest.rank);
+                    prop_assert!(run.iter().all(|r| r.total >= fastest.total));
+                }
+            }
+        }
+    }
+}

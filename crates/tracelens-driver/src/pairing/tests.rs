@@ -186,3 +186,78 @@ fn nodes_of_other_names_pair_in_order_and_a_missing_one_is_said() {
     let mut one = [vec![on("a/1", Some(0)), on("a/2", Some(1))], vec![on("b/1", Some(0))]];
     assert_eq!(by_node(&mut one), None);
 }
+
+mod properties {
+    use std::collections::BTreeSet;
+
+    use proptest::{collection::vec, option, prelude::*};
+
+    use super::{paths, ranked};
+    use crate::pairing::{Member, PairError, PairedBy, Unpaired, pair};
+
+    fn side(name: &str, ranks: &[Option<u32>]) -> Vec<Member> {
+        ranks.iter().enumerate().map(|(i, r)| ranked(&format!("{name}/{i}"), *r)).collect()
+    }
+
+    fn keys(ranks: &[Option<u32>]) -> BTreeSet<u32> {
+        ranks.iter().flatten().copied().collect()
+    }
+
+    fn has_twice(ranks: &[Option<u32>]) -> bool {
+        keys(ranks).len() < ranks.iter().flatten().count()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+
+        /// Two runs pair each rank both have, each trace once, in rank
+        /// order, and say what they left out; or are refused for a reason
+        /// that holds.
+        #[test]
+        fn two_runs_pair_each_shared_rank_once_or_are_refused_for_a_reason_that_holds(
+            base in vec(option::weighted(0.8, 0u32..6), 2..8),
+            new in vec(option::weighted(0.8, 0u32..6), 2..8),
+        ) {
+            let ranks = [&base, &new];
+            let sides = [side("base", &base), side("new", &new)];
+            let no_keys = ranks.map(|r| r.iter().all(Option::is_none));
+            let twice = ranks.map(|r| has_twice(r));
+            let shared: BTreeSet<u32> = keys(&base).intersection(&keys(&new)).copied().collect();
+            match pair(paths(), [&sides[0], &sides[1]], PairedBy::Rank) {
+                Ok(pairing) => {
+                    prop_assert!(!no_keys[0] && !no_keys[1] && !twice[0] && !twice[1]);
+                    let paired: Vec<u32> = pairing.pairs.iter().map(|p| p.0.unwrap()).collect();
+                    prop_assert_eq!(&paired, &shared.iter().copied().collect::<Vec<_>>());
+                    for (key, b, n) in &pairing.pairs {
+                        prop_assert_eq!(base[*b], *key);
+                        prop_assert_eq!(new[*n], *key);
+                    }
+                    let mut only = [BTreeSet::new(), BTreeSet::new()];
+                    let mut keyless = 0;
+                    for u in &pairing.unpaired {
+                        match u {
+                            Unpaired::OnlyIn { keys, new, .. } => only[usize::from(*new)].extend(keys.iter().copied()),
+                            Unpaired::Keyless { traces, .. } => keyless += traces.len(),
+                        }
+                    }
+                    prop_assert_eq!(&only[0], &keys(&base).difference(&keys(&new)).copied().collect());
+                    prop_assert_eq!(&only[1], &keys(&new).difference(&keys(&base)).copied().collect());
+                    prop_assert_eq!(keyless, base.iter().chain(&new).filter(|r| r.is_none()).count());
+                }
+                Err(PairError::NoKeys { side, .. }) => {
+                    let i = usize::from(side == std::path::Path::new("new"));
+                    prop_assert!(no_keys[i]);
+                }
+                Err(PairError::KeyTwice { side, key, traces, .. }) => {
+                    let i = usize::from(side == std::path::Path::new("new"));
+                    prop_assert!(twice[i] && traces[0] != traces[1]);
+                    prop_assert_eq!(ranks[i].iter().filter(|r| **r == Some(key)).count() >= 2, true);
+                }
+                Err(PairError::NothingShared { .. }) => {
+                    prop_assert!(shared.is_empty() && !twice[0] && !twice[1]);
+                }
+                Err(err @ PairError::OneAndMany { .. }) => prop_assert!(false, "{err}"),
+            }
+        }
+    }
+}
