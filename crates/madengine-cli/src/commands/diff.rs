@@ -573,8 +573,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     }
     let pairing = tracelens_driver::pair(paths, [&members[0], &members[1]], by)
         .map_err(|e| Error::Usage(e.to_string()))?;
-    let (pairs, unpaired) = (pairing.pairs, pairing.unpaired);
-    let unpaired: Vec<String> = unpaired.iter().map(ToString::to_string).collect();
+    let pairs = pairing.pairs;
+    let unpaired: Vec<String> = pairing.unpaired.iter().map(ToString::to_string).collect();
     for note in &unpaired {
         render::note(&format!("{note}: left out"));
     }

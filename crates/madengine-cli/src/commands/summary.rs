@@ -916,8 +916,8 @@ pub(crate) type Read = Result<trace_summary::Summary, String>;
 
 /// Why a trace has no summary, on one line: the error and its causes, and
 /// what `--salvage` would summarize of it, where it would.
-fn failed(failed: trace_summary::Failed, salvage: bool) -> String {
-    match failed {
+fn failed(why: trace_summary::Failed, salvage: bool) -> String {
+    match why {
         trace_summary::Failed::Error(err) => match err.salvage_reads() {
             Some(what) if !salvage => format!("{} (--salvage summarizes {what})", chain(&err)),
             _ => chain(&err),
