@@ -18,6 +18,9 @@
 //! - what reading a trace will cost can be told first: its JSON size
 //!   ([`json_size`], a gzip file's from its trailer) and how many such jobs
 //!   fit in memory together ([`at_once`]).
+//! - a reader of every rocprofv3 output (trace-summary) takes rocpd
+//!   databases as traces too, one output per process
+//!   ([`Discovery::with_databases`]).
 //!
 //! # Example
 //!

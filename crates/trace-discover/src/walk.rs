@@ -109,6 +109,45 @@ impl Discovery {
         }
         counts
     }
+
+    /// The discovery as a reader of every rocprofv3 output sees it
+    /// (trace-summary's): the rocpd databases listed as unsupported
+    /// ([`crate::is_rocpd`]: TraceLens cannot read them) are traces of
+    /// rocprofv3 output ([`TraceKind::RocprofJson`], claimed by their
+    /// [`Claim::Name`]); and of one process's outputs side by side, which hold
+    /// the same records ([`crate::same_rocprof_output`]), one is kept: its
+    /// JSON, else its database, else its Perfetto trace. Traces stay sorted
+    /// by kind, then path.
+    pub fn with_databases(mut self) -> Discovery {
+        let (rocpd, rest): (Vec<Unsupported>, Vec<Unsupported>) =
+            std::mem::take(&mut self.unsupported)
+                .into_iter()
+                .partition(|u| crate::is_rocpd(&u.path));
+        self.unsupported = rest;
+        let (json, mut perfetto): (Vec<Trace>, Vec<Trace>) = std::mem::take(&mut self.traces)
+            .into_iter()
+            .partition(|t| matches!(t.kind, TraceKind::Pytorch | TraceKind::RocprofJson));
+        let mut databases: Vec<Trace> = rocpd
+            .into_iter()
+            .map(|u| Trace {
+                size: fs::metadata(&u.path).map_or(0, |m| m.len()),
+                path: u.path,
+                kind: TraceKind::RocprofJson,
+                claim: Claim::Name,
+                rank: None,
+            })
+            .collect();
+        let twin = |t: &Trace, of: &[Trace]| {
+            of.iter().any(|o| crate::same_rocprof_output(&t.path, &o.path))
+        };
+        databases.retain(|d| !twin(d, &json));
+        perfetto.retain(|p| !twin(p, &json) && !twin(p, &databases));
+        self.traces = json;
+        self.traces.append(&mut databases);
+        self.traces.append(&mut perfetto);
+        self.traces.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));
+        self
+    }
 }
 
 /// Find and classify the traces under `root`, in one walk.

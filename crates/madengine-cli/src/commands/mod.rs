@@ -34,11 +34,10 @@ fn json_traces(
 }
 
 /// The traces under `dir` that trace-summary reads, excluding `exclude`:
-/// the JSON traces, and what TraceLens' JSON tools do not read: rocprofv3's
-/// rocpd databases (`<pid>_results.db`, as rocprofv3 traces) and Perfetto
-/// traces, each where no other output of the same process lies beside it
-/// (`<pid>_results.json`, else `.db`, else `.pftrace`: they hold the same
-/// records). What could not be looked at is added to `left_out`.
+/// the JSON traces, and what TraceLens' JSON tools do not read, rocprofv3's
+/// rocpd databases and Perfetto traces, one output per process
+/// ([`trace_discover::Discovery::with_databases`]). What could not be looked
+/// at is added to `left_out`.
 fn summary_traces(
     dir: &std::path::Path,
     exclude: Vec<std::path::PathBuf>,
@@ -66,37 +65,13 @@ fn traces_in(
     for copy in found.unsupported.iter().filter(|u| copies.contains(&u.reason)) {
         crate::render::note(&format!("left out {}: {}", copy.path.display(), copy.reason));
     }
-    let (mut json, mut perfetto): (Vec<_>, Vec<_>) = found
+    if native {
+        found = found.with_databases();
+    }
+    let (json, perfetto): (Vec<_>, Vec<_>) = found
         .traces
         .into_iter()
-        .partition(|t| matches!(t.kind, TraceKind::Pytorch | TraceKind::RocprofJson));
-    if native {
-        let (rocpd, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut found.unsupported)
-            .into_iter()
-            .partition(|u| trace_discover::is_rocpd(&u.path));
-        found.unsupported = rest;
-        let mut databases = Vec::new();
-        for u in rocpd {
-            let size = std::fs::metadata(&u.path).map_or(0, |m| m.len());
-            databases.push(trace_discover::Trace {
-                path: u.path,
-                // Read by trace-summary as rocprofv3 output, which it is.
-                kind: TraceKind::RocprofJson,
-                claim: trace_discover::Claim::Name,
-                size,
-                rank: None,
-            });
-        }
-        // The same process's records, written out twice or three times.
-        let twin = |t: &trace_discover::Trace, of: &[trace_discover::Trace]| {
-            of.iter().any(|o| trace_discover::same_rocprof_output(&t.path, &o.path))
-        };
-        databases.retain(|d| !twin(d, &json));
-        perfetto.retain(|p| !twin(p, &json) && !twin(p, &databases));
-        json.extend(databases);
-        json.append(&mut perfetto);
-        json.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));
-    }
+        .partition(|t| native || matches!(t.kind, TraceKind::Pytorch | TraceKind::RocprofJson));
     const NAMED: usize = 3;
     if json.is_empty() && perfetto.is_empty() {
         // Nothing to read: say what was there instead, and what to do.

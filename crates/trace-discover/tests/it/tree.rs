@@ -347,3 +347,44 @@ fn rocprofv3_csv_output_is_named_unless_a_readable_trace_lies_beside_it() {
     );
     assert_eq!(found.count(TraceKind::RocprofJson), 1);
 }
+
+/// A reader of every rocprofv3 output reads rocpd databases too, and one
+/// output of each process: its JSON, else its database, else its Perfetto
+/// trace (they hold the same records).
+#[test]
+fn with_databases_reads_one_output_per_rocprofv3_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("host");
+    fs::create_dir(&host).unwrap();
+    let rocprof = r#"{"rocprofiler-sdk-tool": [{"buffer_records": {}}]}"#;
+    for (name, bytes) in [
+        ("1_results.json", rocprof.as_bytes()),
+        ("1_results.db", b"SQLite format 3\0".as_slice()),
+        ("1_results.pftrace", b"\x0a\x00".as_slice()),
+        ("2_results.db", b"SQLite format 3\0".as_slice()),
+        ("2_results.pftrace", b"\x0a\x00".as_slice()),
+        ("3_results.pftrace", b"\x0a\x00".as_slice()),
+        ("notes.txt", b"".as_slice()),
+    ] {
+        fs::write(host.join(name), bytes).unwrap();
+    }
+    fs::write(dir.path().join("rank0.pt.trace.json"), r#"{"traceEvents": []}"#).unwrap();
+    let found = discover(dir.path(), &Options::default()).unwrap();
+    let rocpd =
+        |f: &Discovery| f.unsupported.iter().filter(|u| trace_discover::is_rocpd(&u.path)).count();
+    assert_eq!(rocpd(&found), 2, "{:?}", found.unsupported);
+    let all = found.with_databases();
+    let seen: Vec<String> =
+        summary(&all).into_iter().filter(|l| !l.starts_with("unsupported")).collect();
+    assert_eq!(
+        seen,
+        [
+            "pytorch rank0.pt.trace.json by Name rank=0 (FileName, world None)",
+            "rocprof_json host/1_results.json by Name",
+            "rocprof_json host/2_results.db by Name",
+            "pftrace host/3_results.pftrace by Name",
+        ]
+    );
+    assert_eq!(rocpd(&all), 0);
+    assert!(all.traces[2].size > 0);
+}
