@@ -748,12 +748,12 @@ fn side_cycles(text: &str) -> Result<SideCycles, String> {
     Ok(SideCycles([pick(base)?, pick(new)?]))
 }
 
-/// A percentage: `5`, `2.5` or `5%`, not negative.
+/// A percentage: `5`, `2.5`, `5%` or `-5`.
 fn percent(text: &str) -> Result<f64, String> {
     let number = text.trim().trim_end_matches('%');
     match number.parse::<f64>() {
-        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
-        _ => Err(format!("`{text}` is not a percentage such as 5 or 2.5%")),
+        Ok(p) if p.is_finite() => Ok(p),
+        _ => Err(format!("`{text}` is not a percentage such as 5, 2.5% or -5")),
     }
 }
 
@@ -806,8 +806,10 @@ pub(crate) struct DiffArgs {
     ///
     /// The GPU time compared: the slowest rank's, for two runs; GPU busy time
     /// for rocprofv3, the busiest GPU's for two rocprofv3 runs; per step with
-    /// --per-step. The comparison is printed and written all the same.
-    #[arg(long, value_name = "PCT", value_parser = percent)]
+    /// --per-step. The comparison is printed and written all the same. A
+    /// negative PCT asks for a gain: `--max-regression -5` exits 1 unless
+    /// the new run is at least 5% faster (a change that must keep its win).
+    #[arg(long, value_name = "PCT", value_parser = percent, allow_negative_numbers = true)]
     pub(crate) max_regression: Option<f64>,
     /// Traces read at the same time [default: as `report summary`].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]

@@ -245,13 +245,22 @@ pub(crate) struct Regression {
 
 impl Regression {
     /// What the check found, of the headline `what`: `GPU time changed
-    /// +7.2%, more than --max-regression 5%`.
+    /// +7.2%, more than --max-regression 5%`; of a negative limit (a gain
+    /// asked for), `GPU time changed -3.0%, not the gain of 5% or more
+    /// --max-regression -5% asks for`.
     pub(crate) fn said(&self, what: &str) -> String {
-        let within = if self.exceeded { "more than" } else { "within" };
-        format!(
-            "{what} changed {:+.1}%, {within} --max-regression {}%",
-            self.change_percent, self.limit_percent
-        )
+        let (change, limit) = (self.change_percent, self.limit_percent);
+        match (self.exceeded, limit < 0.0) {
+            (true, true) => format!(
+                "{what} changed {change:+.1}%, not the gain of {}% or more --max-regression \
+                 {limit}% asks for",
+                -limit
+            ),
+            (true, false) => {
+                format!("{what} changed {change:+.1}%, more than --max-regression {limit}%")
+            }
+            (false, _) => format!("{what} changed {change:+.1}%, within --max-regression {limit}%"),
+        }
     }
 }
 

@@ -848,10 +848,25 @@ fn max_regression_gates_on_the_headline() {
     let regression = &crate::stdout_json(&text)["regression"];
     assert_eq!(regression["exceeded"], false, "{regression}");
     assert_eq!(regression["limit_percent"], 200.0, "{regression}");
-    let text = run(&["report", "diff", "new", "base", "--max-regression", "-5"]);
-    assert!(text.starts_with("exit code: 2\n"), "{text}");
+    // A negative limit asks for a gain: -50% is one of 5% or more...
+    let text = run(&["report", "diff", "base", "new", "--top", "0", "--max-regression", "-5"]);
+    assert!(text.starts_with("exit code: 0\n"), "{text}");
+    assert!(text.ends_with("GPU time changed -50.0%, within --max-regression -5%\n"), "{text}");
+    // ...not of 60% or more, and a loss is none at all.
+    let text = run(&["report", "diff", "base", "new", "--top", "0", "--max-regression=-60%"]);
+    assert!(text.starts_with("exit code: 1\n"), "{text}");
+    assert!(
+        text.ends_with(
+            "error: GPU time changed -50.0%, not the gain of 60% or more --max-regression -60% \
+             asks for\n"
+        ),
+        "{text}"
+    );
+    let text = run(&["report", "diff", "new", "base", "--top", "0", "--max-regression", "-5"]);
+    assert!(text.starts_with("exit code: 1\n"), "{text}");
     let text = run(&["report", "diff", "new", "base", "--max-regression", "five"]);
-    assert!(text.contains("`five` is not a percentage such as 5 or 2.5%"), "{text}");
+    assert!(text.contains("`five` is not a percentage such as 5, 2.5% or -5"), "{text}");
+    assert!(text.starts_with("exit code: 2\n"), "{text}");
 }
 
 /// `--html`: one self-contained page, rank by rank for runs, that renders.
