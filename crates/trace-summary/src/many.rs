@@ -51,6 +51,26 @@ enum Message {
 ///
 /// `None` when [`Options::cancel`] was raised: the traces being read stop,
 /// and no other is started.
+///
+/// # Example
+///
+/// ```
+/// use trace_summary::{Options, Progress, summarize_files};
+///
+/// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+///     .join("../../fixtures/synthetic/run/torch_profiler_output");
+/// let paths = [dir.join("libkineto_trace_rank0_1.json"), dir.join("gone.json")];
+/// let mut done = 0;
+/// let read = summarize_files(&paths, 2, &Options::default(), &mut |p| {
+///     if let Progress::Done(_) = p {
+///         done += 1;
+///     }
+/// })
+/// .expect("not cancelled");
+/// assert!(read[0].as_ref().is_ok_and(|s| s.gpu_timeline.is_some()));
+/// assert!(read[1].is_err(), "that trace's failure alone");
+/// assert_eq!(done, 2);
+/// ```
 pub fn summarize_files(
     paths: &[PathBuf],
     jobs: usize,

@@ -104,6 +104,23 @@ impl RankRow {
 /// rank is claimed twice (two jobs under one root), and then by profiling
 /// cycle, as the collective report splits them ([`split_runs`]); a run
 /// needs two ranks or more.
+///
+/// # Example
+///
+/// ```
+/// use tracelens_driver::{Timed, cross_rank, spread};
+///
+/// let rank = |r: u32, total: f64| Timed {
+///     timeline: vec![("total_time".into(), total), ("exposed_comm_time".into(), 20.0 - total)],
+///     ..Timed::new(format!("run/rank{r}.json"), Some(r))
+/// };
+/// let (rows, no_run) = cross_rank(&[rank(0, 12.0), rank(1, 15.0), rank(2, 11.0)]);
+/// assert!(no_run.is_empty());
+/// let (slowest, fastest) = spread(&rows).slowest.unwrap();
+/// assert_eq!((slowest.rank, fastest.rank), (1, 2));
+/// // Rank 1 spent least in collectives: in a job that synchronizes, the others waited for it.
+/// assert_eq!(spread(&rows).waited_for.map(|r| r.rank), Some(1));
+/// ```
 pub fn cross_rank(traces: &[Timed]) -> (Vec<RankRow>, Vec<(String, String)>) {
     let ranked: Vec<(PathBuf, u32)> = traces
         .iter()

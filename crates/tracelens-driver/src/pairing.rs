@@ -482,6 +482,24 @@ fn list(paths: &[PathBuf]) -> String {
 /// `sides[1]` (given as `paths`), and what only one run has: one trace
 /// each, or two runs key by key ([`PairedBy`]). A trace without a key
 /// beside keyed ones is left out.
+///
+/// # Example
+///
+/// ```
+/// use std::path::Path;
+/// use tracelens_driver::{Member, PairedBy, pair, paired_by};
+///
+/// let base = [Member::trace("base/rank0.json", Some(0)), Member::trace("base/rank1.json", Some(1))];
+/// let new = [Member::trace("new/rank1.json", Some(1)), Member::trace("new/rank2.json", Some(2))];
+/// let by = paired_by([&base, &new]);
+/// assert_eq!(by, PairedBy::Rank);
+/// let pairing = pair([Path::new("base"), Path::new("new")], [&base, &new], by)?;
+/// // Rank 1: the baseline's second trace and the new run's first.
+/// assert_eq!(pairing.pairs, [(Some(1), 1, 0)]);
+/// let unpaired: Vec<String> = pairing.unpaired.iter().map(|u| u.to_string()).collect();
+/// assert_eq!(unpaired, ["rank 0 only in the baseline run", "rank 2 only in the new run"]);
+/// # Ok::<(), tracelens_driver::PairError>(())
+/// ```
 pub fn pair(paths: [&Path; 2], sides: [&[Member]; 2], by: PairedBy) -> Result<Pairing, PairError> {
     let reports = |i: usize| sides[i].iter().all(|m| m.report);
     match sides.map(<[Member]>::len) {
