@@ -34,7 +34,8 @@ pub struct Tables {
     /// `collective_summary` ([`Summary::collective_summary`]).
     pub collective_summary: Option<Table>,
     /// The steps the tables cover ([`Summary::steps`], its count); `None`
-    /// when not known (a report read back).
+    /// when not known (a report without the [`crate::Record`] that keeps
+    /// them: TraceLens' own).
     pub steps: Option<usize>,
 }
 
@@ -69,7 +70,8 @@ impl Tables {
     /// Read a report directory as `report summary` writes it (and TraceLens'
     /// perf and rocprof reports with `--output_csvs_dir`): `gpu_timeline.csv`,
     /// and `kernel_summary.csv`, `ops_summary.csv` and
-    /// `collective_summary.csv` where present. The
+    /// `collective_summary.csv` where present; and the steps the record
+    /// beside them keeps ([`crate::Record`]), where there is one. The
     /// rocprof tables are told by their timeline's `kernel` row.
     pub fn read_dir(dir: &Path) -> Result<Tables> {
         let path = dir.join("gpu_timeline.csv");
@@ -103,7 +105,7 @@ impl Tables {
                 "collective_summary",
                 &crate::collective::HEADER,
             )?,
-            steps: None,
+            steps: crate::Record::read(dir)?.and_then(|r| r.steps),
         })
     }
 }

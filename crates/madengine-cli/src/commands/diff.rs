@@ -622,15 +622,12 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     for (i, input) in inputs.iter().enumerate() {
         let mut view = TraceView::new(input.trace.clone(), input.rank);
         if reports[i] {
-            let read = Tables::read_dir(&input.trace).map(|mut t| {
-                // (A directory given as both sides is looked up twice.)
-                if let Some(recorded) = recorded.0.get(&input.trace) {
-                    t.steps = recorded.steps;
-                    view.gpus.clone_from(&recorded.gpus);
-                    view.gpu_index = recorded.gpu_index;
-                }
-                t
-            });
+            // (A directory given as both sides is looked up twice.)
+            if let Some(recorded) = recorded.0.get(&input.trace) {
+                view.gpus.clone_from(&recorded.gpus);
+                view.gpu_index = recorded.gpu_index;
+            }
+            let read = Tables::read_dir(&input.trace);
             match read {
                 Ok(read) => {
                     view.format =
