@@ -1457,16 +1457,10 @@ mod tests {
     #[test]
     fn the_spread_line_names_the_slowest_the_fastest_and_the_median() {
         let row = |rank: u32, total: f64, slowest: bool| tracelens_driver::RankRow {
-            run: "run".into(),
-            cycle: None,
             rank,
-            trace: format!("run/rank{rank}.json").into(),
-            computation: 0.0,
-            exposed_comm: 0.0,
-            idle: 0.0,
             total,
             slowest,
-            least_exposed_comm: false,
+            ..Default::default()
         };
         let two = [row(0, 10.0, false), row(1, 15.0, true)];
         assert_eq!(

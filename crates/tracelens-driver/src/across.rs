@@ -60,7 +60,7 @@ impl Timed {
 }
 
 /// One rank of a cross-rank table (ms).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RankRow {
     /// The run the rank belongs to: the directory its traces share.
     #[serde(serialize_with = "trace_discover::lossy::path")]

@@ -27,18 +27,7 @@ fn rocprof(trace: &str, gpu: Option<u32>, busy: f64, comm: f64) -> Timed {
 }
 
 fn rank_row(rank: u32, total: f64, slowest: bool) -> RankRow {
-    RankRow {
-        run: "run".into(),
-        cycle: None,
-        rank,
-        trace: format!("run/rank{rank}.json").into(),
-        computation: 0.0,
-        exposed_comm: 0.0,
-        idle: 0.0,
-        total,
-        slowest,
-        least_exposed_comm: false,
-    }
+    RankRow { run: "run".into(), rank, total, slowest, ..RankRow::default() }
 }
 
 #[test]
