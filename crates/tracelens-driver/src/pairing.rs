@@ -329,10 +329,7 @@ impl fmt::Display for Unpaired {
                     PairedBy::NodeGpu => {
                         keys.iter().map(|k| by.label(*k)).collect::<Vec<_>>().join(", ")
                     }
-                    _ => {
-                        let keys: Vec<String> = keys.iter().map(u32::to_string).collect();
-                        format!("{} {}", by.word(), keys.join(", "))
-                    }
+                    _ => format!("{} {}", by.word(), crate::plan::numbers(keys.iter().copied())),
                 };
                 write!(f, "{said} only in the {role} run")
             }

@@ -718,26 +718,45 @@ fn completeness(traces: &[(PathBuf, u32)], world: u32) -> Result<u32, String> {
     }
     let by_rank: BTreeMap<u32, ()> = traces.iter().map(|(_, r)| (*r, ())).collect();
     let expected = if world > 0 { world } else { traces.len() as u32 };
-    let missing: Vec<String> =
-        (0..expected).filter(|r| !by_rank.contains_key(r)).map(|r| r.to_string()).collect();
-    let extra: Vec<String> =
-        by_rank.keys().filter(|r| **r >= expected).map(|r| r.to_string()).collect();
+    let missing: Vec<u32> = (0..expected).filter(|r| !by_rank.contains_key(r)).collect();
+    let extra: Vec<u32> = by_rank.keys().filter(|r| **r >= expected).copied().collect();
     if !missing.is_empty() || !extra.is_empty() {
-        let found: Vec<String> = by_rank.keys().map(|r| r.to_string()).collect();
         let mut reason = format!(
             "the ranks found ({}) do not form 0..{}",
-            found.join(", "),
+            numbers(by_rank.keys().copied()),
             expected.saturating_sub(1)
         );
         if !missing.is_empty() {
-            reason.push_str(&format!("; missing {}", missing.join(", ")));
+            reason.push_str(&format!("; missing {}", numbers(missing)));
         }
         if world > 0 && !extra.is_empty() {
-            reason.push_str(&format!("; beyond --world-size {world}: {}", extra.join(", ")));
+            reason.push_str(&format!("; beyond --world-size {world}: {}", numbers(extra)));
         }
         return Err(reason);
     }
     Ok(expected)
+}
+
+/// Ranks (or GPUs), ascending, as a sentence lists them: runs of three or
+/// more in a row as ranges, so that the 32 ranks a job misses read as
+/// `32-63`: `0, 1, 4-7, 9`.
+pub(crate) fn numbers(sorted: impl IntoIterator<Item = u32>) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for n in sorted {
+        match runs.last_mut() {
+            Some((_, last)) if last.checked_add(1) == Some(n) => *last = n,
+            _ => runs.push((n, n)),
+        }
+    }
+    let mut said = Vec::new();
+    for (first, last) in runs {
+        match last - first {
+            0 => said.push(first.to_string()),
+            1 => said.extend([first.to_string(), last.to_string()]),
+            _ => said.push(format!("{first}-{last}")),
+        }
+    }
+    said.join(", ")
 }
 
 #[cfg(test)]
@@ -765,6 +784,17 @@ mod tests {
     }
 
     #[test]
+    fn numbers_collapse_runs_of_three_or_more() {
+        assert_eq!(numbers([]), "");
+        assert_eq!(numbers([3]), "3");
+        assert_eq!(numbers([0, 1]), "0, 1");
+        assert_eq!(numbers([0, 1, 2]), "0-2");
+        assert_eq!(numbers([0, 1, 4, 5, 6, 7, 9]), "0, 1, 4-7, 9");
+        assert_eq!(numbers(32..64), "32-63");
+        assert_eq!(numbers([u32::MAX - 1, u32::MAX]), format!("{}, {}", u32::MAX - 1, u32::MAX));
+    }
+
+    #[test]
     fn completeness_names_the_clash() {
         assert_eq!(completeness(&set(&[("a", 0), ("b", 1)]), 0), Ok(2));
         assert_eq!(
@@ -774,6 +804,10 @@ mod tests {
         assert_eq!(
             completeness(&set(&[("a", 0), ("b", 2)]), 0),
             Err("the ranks found (0, 2) do not form 0..1; missing 1".into())
+        );
+        assert_eq!(
+            completeness(&set(&[("a", 0), ("b", 1)]), 8),
+            Err("the ranks found (0, 1) do not form 0..7; missing 2-7".into())
         );
         assert_eq!(
             completeness(&set(&[("a", 0), ("b", 1)]), 4),

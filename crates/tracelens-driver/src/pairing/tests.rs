@@ -48,6 +48,11 @@ fn runs_pair_by_rank_and_say_which_ranks_one_of_them_lacks() {
              summary.json): new/launcher"
         ]
     );
+    // A scaling run: ranks 8 to 15 are new, said as a range.
+    let eight: Vec<Member> = (0..8).map(|r| ranked(&format!("base/r{r}"), Some(r))).collect();
+    let sixteen: Vec<Member> = (0..16).map(|r| ranked(&format!("new/r{r}"), Some(r))).collect();
+    let (pairs, unpaired) = super::tests::pairs(&eight, &sixteen, PairedBy::Rank);
+    assert_eq!((pairs.len(), unpaired), (8, vec!["rank 8-15 only in the new run".to_string()]));
     // One trace each: compared whatever their ranks.
     let (pairs, _) = super::tests::pairs(&base[..1], &new[..1], PairedBy::Rank);
     assert_eq!(pairs, [(None, 0, 0)]);
