@@ -13,30 +13,24 @@ pub const RECORD: &str = "summary.json";
 /// compares a report as the trace it was made of; and by a later `report
 /// summary`, which removes the reports of traces gone.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct Record {
     /// The trace the report was made of, as `report summary` named it.
-    #[serde(default)]
     pub trace: Option<PathBuf>,
     /// That trace's absolute path (symbolic links not followed: a link
     /// removed is a trace gone); absent in records written before it was
     /// kept.
-    #[serde(default)]
     pub trace_absolute: Option<PathBuf>,
     /// What the trace was read as.
-    #[serde(default)]
     pub format: Option<Format>,
     /// Its rank.
-    #[serde(default)]
     pub rank: Option<u32>,
     /// The GPU its kernels all ran on ([`crate::Summary::gpu_index`]).
-    #[serde(default)]
     pub gpu_index: Option<u32>,
     /// Its steps ([`crate::Steps::count`]).
-    #[serde(default)]
     pub steps: Option<usize>,
     /// The GPU models it names ([`crate::Summary::gpus`]).
-    #[serde(default)]
     pub gpus: Vec<String>,
 }
 

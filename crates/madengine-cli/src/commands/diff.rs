@@ -348,16 +348,23 @@ struct Records(
 
 impl Records {
     /// Read the record of the report in `dir`, if it has one: the report
-    /// as an input, with its rank (else `rank`), GPU and kind.
-    fn read(&mut self, dir: &Path, rank: Option<u32>) -> Result<Input, Error> {
-        let mut input = Input::new(dir.to_path_buf(), dir.to_path_buf(), rank);
-        let Some(recorded) = trace_summary::Record::read(dir)? else { return Ok(input) };
-        input.rank = recorded.rank.or(rank);
-        input.gpu = recorded.gpu_index;
-        input.rocprof = recorded.format.is_some_and(Format::rocprof_tables);
+    /// as a side's member, with its rank (else `rank`), GPU, kind and the
+    /// trace it was made of (whose directory is its node's).
+    fn read(&mut self, dir: &Path, rank: Option<u32>) -> Result<Member, Error> {
+        let mut member = Member { report: true, ..Member::trace(dir, rank) };
+        let Some(recorded) = trace_summary::Record::read(dir)? else { return Ok(member) };
+        member.rank = recorded.rank.or(rank);
+        member.gpu = recorded.gpu_index;
+        member.rocprof = recorded.format.is_some_and(Format::rocprof_tables);
+        member.made_of.clone_from(&recorded.trace);
         self.0.insert(dir.to_path_buf(), recorded);
-        Ok(input)
+        Ok(member)
     }
+}
+
+/// A side's member as `report summary` reads it.
+fn input(member: &Member) -> Input {
+    Input::new(member.path.clone(), member.path.clone(), member.rank)
 }
 
 /// The traces `path` stands for: itself, or a directory's JSON traces; or
@@ -367,7 +374,7 @@ fn traces_of(
     path: &Path,
     recorded: &mut Records,
     left_out: &mut Vec<trace_discover::Problem>,
-) -> Result<Vec<Input>, Error> {
+) -> Result<Vec<Member>, Error> {
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("xlsx")) {
         return Err(Error::Usage(format!(
             "{} is an Excel workbook: give the report's CSV directory instead (`report \
@@ -381,7 +388,7 @@ fn traces_of(
     }
     if !path.is_dir() {
         let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
-        return Ok(vec![Input::new(path.to_path_buf(), path.to_path_buf(), rank)]);
+        return Ok(vec![Member::trace(path, rank)]);
     }
     let traces = super::summary_traces(path, vec![], left_out)?;
     if traces.is_empty() {
@@ -414,49 +421,45 @@ fn traces_of(
                 Some(trace_discover::find_rank(trace).ok()??.rank)
             })
         };
-        let inputs = reports.into_iter().map(|r| recorded.read(&r, named(&r))).collect();
+        let members = reports.into_iter().map(|r| recorded.read(&r, named(&r))).collect();
         recorded.1.extend(made_of);
-        return inputs;
+        return members;
     }
     Ok(traces
         .into_iter()
-        .map(|t| Input {
+        .map(|t| Member {
             rocprof: t.kind != trace_discover::TraceKind::Pytorch,
-            ..Input::new(t.path.clone(), t.path, t.rank.map(|r| r.rank))
+            ..Member::trace(t.path, t.rank.map(|r| r.rank))
         })
         .collect())
 }
 
-/// With `--cycle`, keep of `inputs`, the traces of the side given as
+/// With `--cycle`, keep of `members`, the traces of the side given as
 /// `path`, those of the profiling cycle picked, as `report summary --cycle`
 /// picks it ([`tracelens_driver::pick_cycle`]); say which it is, of how
 /// many. A side with a trace per rank (or one trace) is one cycle. Without
 /// `--cycle`, a side of several cycles is refused with how to pick one.
 fn one_cycle(
     path: &Path,
-    inputs: &mut Vec<Input>,
+    members: &mut Vec<Member>,
     pick: Option<CyclePick>,
     recorded: &Records,
 ) -> Result<Option<tracelens_driver::Cycle>, Error> {
     // PyTorch traces, by their names; a report by the name of the trace it
     // was made of, as `report summary` recorded it (or `report tracelens`'
     // summary names it). rocprofv3 traces have no cycles.
-    let named = |i: &Input| match Tables::is_report_dir(&i.trace) {
-        true => recorded
-            .0
-            .get(&i.trace)
-            .and_then(|r| r.trace.clone())
-            .or_else(|| recorded.1.get(&i.trace).cloned()),
-        false => Some(i.trace.clone()),
+    let named = |m: &Member| match m.report {
+        true => m.made_of.clone().or_else(|| recorded.1.get(&m.path).cloned()),
+        false => Some(m.path.clone()),
     };
     let entries: Vec<Option<(PathBuf, Option<u32>)>> =
-        inputs.iter().map(|i| Some((named(i).filter(|_| !i.rocprof)?, i.rank))).collect();
+        members.iter().map(|m| Some((named(m).filter(|_| !m.rocprof)?, m.rank))).collect();
     let Some(pick) = pick else {
         let Ok((_, picked)) = tracelens_driver::keep_cycle(&entries, CyclePick::Last) else {
             return Ok(None);
         };
         let Some(several) = picked.first() else { return Ok(None) };
-        let what = match inputs.iter().all(|i| Tables::is_report_dir(&i.trace)) {
+        let what = match members.iter().all(|m| m.report) {
             true => "the traces its reports were made of",
             false => "its traces",
         };
@@ -472,7 +475,7 @@ fn one_cycle(
     let (keep, picked) = tracelens_driver::keep_cycle(&entries, pick).map_err(cycle_error)?;
     let Some(first) = picked.first() else { return Ok(None) };
     let mut keep = keep.into_iter();
-    inputs.retain(|_| keep.next().unwrap_or(true));
+    members.retain(|_| keep.next().unwrap_or(true));
     Ok(Some(first.cycle))
 }
 
@@ -529,18 +532,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         one_cycle(paths[0], &mut found[0], args.cycle.map(|c| c.0[0]), &recorded)?,
         one_cycle(paths[1], &mut found[1], args.cycle.map(|c| c.0[1]), &recorded)?,
     ];
-    // What pairs the traces: a report's GPU and rank as it recorded them,
-    // and its node as the directory of the trace it was made of.
-    let member = |i: &Input| Member {
-        path: i.trace.clone(),
-        report: Tables::is_report_dir(&i.trace),
-        made_of: recorded.0.get(&i.trace).and_then(|r| r.trace.clone()),
-        rank: i.rank,
-        gpu: i.gpu,
-        rocprof: i.rocprof,
-    };
-    let mut members = found.each_ref().map(|side| side.iter().map(member).collect::<Vec<_>>());
-    let mut by = tracelens_driver::paired_by([&members[0], &members[1]]);
+    let mut by = tracelens_driver::paired_by([&found[0], &found[1]]);
     let mut interrupt = Some(interrupt);
     // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
     // only reading them tells: every trace is read first (once).
@@ -551,8 +543,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         let traces: Vec<Input> = found
             .iter()
             .flatten()
-            .filter(|i| !Tables::is_report_dir(&i.trace) && seen.insert(i.trace.clone()))
-            .cloned()
+            .filter(|m| !m.report && seen.insert(m.path.clone()))
+            .map(input)
             .collect();
         let interrupt = interrupt.take().expect("the guard is set up once");
         let Some(results) = read_all(interrupt, &traces, args.jobs, args.salvage, !args.json)
@@ -570,17 +562,17 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         if failed {
             return Ok(Status::Io);
         }
-        for member in members.iter_mut().flatten() {
+        for member in found.iter_mut().flatten() {
             if let Some(Ok(summary)) = read_first.get(&member.path) {
                 member.gpu = summary.gpu_index;
             }
         }
-        if let Some(nodes) = tracelens_driver::by_node(&mut members) {
+        if let Some(nodes) = tracelens_driver::by_node(&mut found) {
             by = PairedBy::NodeGpu;
             render::note(&nodes.to_string());
         }
     }
-    let pairing = tracelens_driver::pair(paths, [&members[0], &members[1]], by)
+    let pairing = tracelens_driver::pair(paths, [&found[0], &found[1]], by)
         .map_err(|e| Error::Usage(e.to_string()))?;
     let pairs = pairing.pairs;
     let unpaired: Vec<String> = pairing.unpaired.iter().map(ToString::to_string).collect();
@@ -588,19 +580,13 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         render::note(&format!("{note}: left out"));
     }
     // Only the traces paired are read: baselines first, then the new ones.
-    let [mut base_in, mut new_in] =
-        found.map(|inputs| inputs.into_iter().map(Some).collect::<Vec<_>>());
-    let mut inputs: Vec<Input> =
-        pairs.iter().map(|p| base_in[p.1].take().expect("each trace pairs once")).collect();
-    inputs.extend(pairs.iter().map(|p| new_in[p.2].take().expect("each trace pairs once")));
-    // Report directories are read back; traces are read as `report summary` does.
-    let reports: Vec<bool> = inputs.iter().map(|i| Tables::is_report_dir(&i.trace)).collect();
-    let traces: Vec<Input> = inputs
-        .iter()
-        .zip(&reports)
-        .filter(|(_, report)| !**report)
-        .map(|(i, _)| i.clone())
+    let paired: Vec<&Member> = (pairs.iter().map(|p| &found[0][p.1]))
+        .chain(pairs.iter().map(|p| &found[1][p.2]))
         .collect();
+    // Report directories are read back; traces are read as `report summary` does.
+    let reports: Vec<bool> = paired.iter().map(|m| m.report).collect();
+    let inputs: Vec<Input> = paired.iter().map(|m| input(m)).collect();
+    let traces: Vec<Input> = paired.iter().filter(|m| !m.report).map(|m| input(m)).collect();
     let results = match interrupt {
         Some(interrupt) => {
             match read_all(interrupt, &traces, args.jobs, args.salvage, !args.json) {

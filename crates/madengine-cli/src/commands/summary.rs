@@ -24,13 +24,11 @@ pub(crate) struct TraceView {
     pub(crate) trace: PathBuf,
     pub(crate) rank: Option<u32>,
     /// Which of torch.profiler's profiling cycles, where its directory holds
-    /// several ([`tracelens_driver::cycles_of`]: what `--cycle` picks by).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) cycle: Option<tracelens_driver::Cycle>,
-    /// The directory of the job whose cycle that is (its node directories'
-    /// parent, for a multi-node job).
-    #[serde(skip)]
-    pub(crate) cycle_dir: Option<PathBuf>,
+    /// several ([`tracelens_driver::cycles_of`]: what `--cycle` picks by),
+    /// and the directory of the job whose cycle that is (its node
+    /// directories' parent, for a multi-node job; not in `--json`).
+    #[serde(serialize_with = "cycle_only", skip_serializing_if = "Option::is_none")]
+    pub(crate) cycle: Option<tracelens_driver::Picked>,
     /// What the trace was read as; `None` when it could not be read.
     pub(crate) format: Option<trace_summary::Format>,
     /// Which rule applied; `None` when the trace could not be read.
@@ -105,6 +103,14 @@ pub(crate) struct TraceView {
     /// ([`trace_summary::Summary::collective_summary`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) top_collectives: Vec<CollectiveRow>,
+}
+
+/// A trace's cycle as `--json` gives it: `{"number": 2, "of": 3}`.
+fn cycle_only<S: serde::Serializer>(
+    picked: &Option<tracelens_driver::Picked>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    picked.as_ref().map(|p| p.cycle).serialize(s)
 }
 
 /// A row of `collective_summary`: one distinct collective call.
@@ -202,7 +208,6 @@ impl TraceView {
             trace,
             rank,
             cycle: None,
-            cycle_dir: None,
             format: None,
             outcome: None,
             events: None,
@@ -375,7 +380,7 @@ impl TraceView {
     /// MI300X)`, ` (on GPU 3, AMD Instinct MI350X)`, or nothing.
     pub(crate) fn heading_tags(&self) -> String {
         let rank = self.rank.map(|r| format!("rank {r}"));
-        let cycle = self.cycle.map(|c| c.to_string());
+        let cycle = self.cycle.as_ref().map(|p| p.cycle.to_string());
         let gpu = self.gpu_index.map(|i| format!("on GPU {i}"));
         let tags: Vec<String> =
             rank.into_iter().chain(cycle).chain(gpu).chain(self.gpus.iter().cloned()).collect();
@@ -514,10 +519,7 @@ impl TraceView {
         tracelens_driver::Timed {
             trace: self.trace.clone(),
             rank: self.rank,
-            cycle: self
-                .cycle
-                .zip(self.cycle_dir.clone())
-                .map(|(cycle, dir)| tracelens_driver::Picked { dir, cycle }),
+            cycle: self.cycle.clone(),
             rocprof: self.outcome == Some(Outcome::Rocprofv3),
             gpu_index: self.gpu_index,
             comm_ms: self.comm_ms,
@@ -741,11 +743,6 @@ pub(crate) struct Input {
     /// The path the report stem comes from.
     pub(crate) rel: PathBuf,
     pub(crate) rank: Option<u32>,
-    /// For `report diff`, which pairs rocprofv3 runs by it: the GPU its
-    /// kernels ran on, once known ([`trace_summary::Summary::gpu_index`]).
-    pub(crate) gpu: Option<u32>,
-    /// For `report diff`: a rocprofv3 JSON trace, or a report of one.
-    pub(crate) rocprof: bool,
     /// Its profiling cycle, and its job's directory, where the job holds
     /// several.
     pub(crate) cycle: Option<tracelens_driver::Picked>,
@@ -753,7 +750,7 @@ pub(crate) struct Input {
 
 impl Input {
     pub(crate) fn new(trace: PathBuf, rel: PathBuf, rank: Option<u32>) -> Input {
-        Input { trace, rel, rank, gpu: None, rocprof: false, cycle: None }
+        Input { trace, rel, rank, cycle: None }
     }
 }
 
@@ -1088,10 +1085,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let mut unreadable = 0;
     for (input, result) in inputs.into_iter().zip(results) {
         let mut view = TraceView::new(input.trace, input.rank);
-        if let Some(picked) = input.cycle {
-            view.cycle = Some(picked.cycle);
-            view.cycle_dir = Some(picked.dir);
-        }
+        view.cycle = input.cycle;
         // Every trace holds its name, read or not, so that a trace's
         // directory does not change with whether another could be read.
         let stem = stems.unique(&input.rel);
