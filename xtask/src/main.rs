@@ -156,9 +156,40 @@ pub(crate) fn public_fixtures(test: &str) -> Option<PathBuf> {
     None
 }
 
+/// The workspace root: where xtask was built or, for a binary carried to a
+/// node without cargo (`target/release/xtask e2e` there), the checkout it
+/// is run from.
 pub(crate) fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask sits in the workspace root")
-        .to_path_buf()
+        .to_path_buf();
+    root_of(built, std::env::current_dir().ok())
+}
+
+fn root_of(built: PathBuf, cwd: Option<PathBuf>) -> PathBuf {
+    let is_root = |d: &Path| d.join("xtask/Cargo.toml").is_file();
+    if is_root(&built) {
+        return built;
+    }
+    cwd.filter(|d| is_root(d)).unwrap_or(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binary built elsewhere (its build's checkout absent here) finds the
+    /// checkout it runs in; where the build's checkout exists, that one.
+    #[test]
+    fn root_is_the_build_checkout_or_the_one_run_from() {
+        let here = project_root();
+        let gone = PathBuf::from("/nonexistent/build/checkout");
+        assert_eq!(root_of(gone.clone(), Some(here.clone())), here);
+        assert_eq!(root_of(here.clone(), Some(PathBuf::from("/"))), here);
+        // Run from a directory that is no checkout: the build's path, for
+        // the error that names it.
+        assert_eq!(root_of(gone.clone(), Some(std::env::temp_dir())), gone);
+        assert_eq!(root_of(gone.clone(), None), gone);
+    }
 }
