@@ -4,6 +4,7 @@
 #[path = "../../../trace-sanitize/tests/it/damage.rs"]
 mod damage;
 mod damaged;
+mod gpu;
 mod public;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
 mod public_dir;

@@ -6,6 +6,7 @@ mod chunks;
 mod damage;
 mod damaged;
 mod files;
+mod gpu;
 mod public;
 mod public_dir;
 mod python;

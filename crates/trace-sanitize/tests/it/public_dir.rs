@@ -37,3 +37,20 @@ pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// The real GPU traces `cargo xtask fixtures --gpu` committed, a set per
+/// node kind (`fixtures/gpu/<vendor>-<model>/`): each set's directory name
+/// and its files, sorted. At least one set is committed (an NVIDIA H200's).
+#[allow(dead_code, reason = "not every test binary that includes this reads them")]
+pub(crate) fn gpu_fixture_sets() -> Vec<(String, Vec<PathBuf>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gpu");
+    let mut sets: Vec<(String, Vec<PathBuf>)> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), files_under(&p)))
+        .collect();
+    sets.sort();
+    assert!(!sets.is_empty(), "no GPU fixture set under {}", root.display());
+    sets
+}

@@ -9,6 +9,7 @@ mod damage;
 mod damaged;
 mod diff;
 mod fidelity;
+mod gpu;
 mod mangled;
 mod pftrace;
 #[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
