@@ -53,9 +53,9 @@ pub use crate::{
     },
     request::{TraceRequest, Window, kineto_trace_path},
     session::{
-        RunState, SessionError, Started, Stopped, Workload, free_port, hook_module, install_hook,
-        is_running, log_tail, proc_stat, remove_hook, site_packages, spawn_detached, start_daemon,
-        start_workload, stop_process,
+        Exit, RunState, SessionError, Started, Stopped, Workload, free_port, hook_module,
+        install_hook, is_running, log_tail, proc_stat, remove_hook, site_packages, spawn_detached,
+        start_daemon, start_workload, stop_process,
     },
     setup::{DEFAULT_DEB_URL, Installed, find_on_path, install_dynolog},
     trigger::{Clock, Event, Outcome, Policy, Signals, SystemClock, trigger},

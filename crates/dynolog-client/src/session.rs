@@ -360,8 +360,8 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Wait for it to end; its exit code (128 + signal when killed by one).
-    pub fn wait(self) -> Result<i32> {
+    /// Wait for it to end; how it ended.
+    pub fn wait(self) -> Result<Exit> {
         let out = self
             .handle
             .wait()
@@ -370,10 +370,56 @@ impl Workload {
         {
             use std::os::unix::process::ExitStatusExt;
             if let Some(sig) = out.status.signal() {
-                return Ok(128 + sig);
+                return Ok(Exit::Signal(sig));
             }
         }
-        Ok(out.status.code().unwrap_or(1))
+        Ok(Exit::Code(out.status.code().unwrap_or(1)))
+    }
+}
+
+/// How a workload ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this status.
+    Code(i32),
+    /// This signal killed it: a crash (SIGSEGV, SIGABRT) or a kill.
+    Signal(i32),
+}
+
+impl Exit {
+    /// The status a shell gives it: the exit status, or 128 + the signal.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Code(code) => code,
+            Exit::Signal(sig) => 128 + sig,
+        }
+    }
+}
+
+/// `exited with status 3`, `was killed by signal 6 (SIGABRT)`.
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Exit::Code(code) => write!(f, "exited with status {code}"),
+            Exit::Signal(sig) => {
+                // Linux's numbers for the signals that end a workload.
+                let name = match sig {
+                    1 => "SIGHUP",
+                    2 => "SIGINT",
+                    3 => "SIGQUIT",
+                    4 => "SIGILL",
+                    6 => "SIGABRT",
+                    7 => "SIGBUS",
+                    8 => "SIGFPE",
+                    9 => "SIGKILL",
+                    11 => "SIGSEGV",
+                    13 => "SIGPIPE",
+                    15 => "SIGTERM",
+                    _ => return write!(f, "was killed by signal {sig}"),
+                };
+                write!(f, "was killed by signal {sig} ({name})")
+            }
+        }
     }
 }
 
@@ -620,6 +666,21 @@ mod tests {
         let b = hook_names(&RunState { dir: "/tmp/b".into() });
         assert_ne!(a, b);
         assert!(a.1.ends_with(".pth") && a.0.starts_with("madengine_kineto_hook_"));
+    }
+
+    /// A real workload's end, as a shell would give its status, and named.
+    #[test]
+    fn a_workload_ends_with_a_status_or_a_signal() {
+        let ended = |script: &str| {
+            start_workload(&["sh".into(), "-c".into(), script.into()], &[]).unwrap().wait().unwrap()
+        };
+        let exited = ended("exit 3");
+        assert_eq!((exited, exited.code()), (Exit::Code(3), 3));
+        assert_eq!(exited.to_string(), "exited with status 3");
+        let aborted = ended("kill -ABRT $$");
+        assert_eq!((aborted, aborted.code()), (Exit::Signal(6), 134));
+        assert_eq!(aborted.to_string(), "was killed by signal 6 (SIGABRT)");
+        assert_eq!(Exit::Signal(64).to_string(), "was killed by signal 64");
     }
 
     #[test]

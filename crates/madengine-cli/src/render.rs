@@ -833,6 +833,7 @@ pub(crate) fn capture_report(
     copied: &[std::path::PathBuf],
     output_dir: &std::path::Path,
     outcome: Option<&dynolog_client::Outcome>,
+    workload: Option<dynolog_client::Exit>,
     state: &dynolog_client::RunState,
 ) {
     if !copied.is_empty() {
@@ -847,6 +848,12 @@ pub(crate) fn capture_report(
         return;
     }
     warning(&format!("no torch.profiler traces were captured in {}", output_dir.display()));
+    // Died of a signal after its trace was requested: a crash, often in the
+    // profiler itself.
+    let crashed = workload.filter(|w| {
+        matches!(w, dynolog_client::Exit::Signal(_))
+            && matches!(outcome, Some(dynolog_client::Outcome::Accepted { .. }))
+    });
     let why = match outcome {
         Some(dynolog_client::Outcome::NoProcess { .. }) => {
             "the trigger never matched a PyTorch process (not PyTorch, PyTorch before 1.13, KINETO_USE_DAEMON unset, or the run ended before the warm-up)"
@@ -857,12 +864,24 @@ pub(crate) fn capture_report(
         Some(dynolog_client::Outcome::WorkloadEnded { .. }) => {
             "the workload ended before a trace was requested"
         }
+        Some(dynolog_client::Outcome::Accepted { .. }) if crashed.is_some() => {
+            "a trace was requested, but the workload died before kineto wrote it"
+        }
         Some(dynolog_client::Outcome::Accepted { .. }) => {
             "a trace was requested, but kineto wrote nothing: the workload may have ended inside the trace window, or (iteration mode) never imported torch.profiler"
         }
         _ => "the trigger never finished",
     };
     eprintln!("  why: {why}");
+    if let Some(exit) = crashed {
+        // PyTorch 2.11 on CUDA (an H200) aborted or segfaulted so when it
+        // ended with a time window still open (docs/user-guide.md).
+        eprintln!(
+            "  the workload {exit}; a process that ends while Kineto still traces it can crash \
+             inside PyTorch's profiler: ask for the trace earlier (--warmup-s), or let the \
+             workload run past the trace window"
+        );
+    }
     for log in [state.daemon_log(), state.trigger_log()] {
         if log.is_file() {
             eprintln!("=== {} ===\n{}\n===", log.display(), dynolog_client::log_tail(&log, 40));

@@ -355,7 +355,7 @@ pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
         }
     }
     state.clear_started()?;
-    collect(&state, &args.output.output_dir, args.json)
+    collect(&state, &args.output.output_dir, args.json, None)
 }
 
 /// Stop `pid` (SIGTERM, then SIGKILL after 10 s) and say how it went.
@@ -364,8 +364,14 @@ fn stop_noted(name: &str, pid: u32) {
     render::note(&format!("{name} (pid {pid}): {}", render::stopped(how)));
 }
 
-/// Copy the session's traces into `output_dir` and say what happened.
-fn collect(state: &RunState, output_dir: &Path, json: bool) -> Result<Status, Error> {
+/// Copy the session's traces into `output_dir` and say what happened
+/// (`workload`: how it ended, where this run started it).
+fn collect(
+    state: &RunState,
+    output_dir: &Path,
+    json: bool,
+    workload: Option<dynolog_client::Exit>,
+) -> Result<Status, Error> {
     std::fs::create_dir_all(output_dir)
         .map_err(|source| Error::Io { path: output_dir.to_path_buf(), source })?;
     let mut copied = Vec::new();
@@ -388,7 +394,7 @@ fn collect(state: &RunState, output_dir: &Path, json: bool) -> Result<Status, Er
             "output_dir": lossy(output_dir),
         }))?;
     }
-    render::capture_report(&copied, output_dir, outcome.as_ref(), state);
+    render::capture_report(&copied, output_dir, outcome.as_ref(), workload, state);
     Ok(Status::Success)
 }
 
@@ -518,17 +524,19 @@ fn profile_with(
     });
     drop(foreground);
     stop_noted("dynolog daemon", daemon);
-    let code = code?;
+    let exit = code?;
     if let Err(e) = outcome {
         render::warning(&format!("the trace trigger failed: {e}"));
     }
-    collect(state, &args.output.output_dir, false)?;
-    let dir = args.output.output_dir.display();
-    render::note(&format!(
-        "analyze with: madengine report summary {dir} (TraceLens' core tables, no Python), or \
-         madengine report tracelens --root {dir} (its full reports)"
-    ));
-    Ok(Status::Workload(code))
+    collect(state, &args.output.output_dir, false, Some(exit))?;
+    if !state.traces()?.is_empty() {
+        let dir = args.output.output_dir.display();
+        render::note(&format!(
+            "analyze with: madengine report summary {dir} (TraceLens' core tables, no Python), \
+             or madengine report tracelens --root {dir} (its full reports)"
+        ));
+    }
+    Ok(Status::Workload(exit.code()))
 }
 
 pub(crate) fn setup(args: &SetupDynologArgs) -> Result<Status, Error> {

@@ -28,6 +28,17 @@ fn fast_policy() -> Vec<OsString> {
 
 /// `madengine profile` against the fake daemon; returns (exit code, stderr, traces written).
 fn profile(dir: &Path, extra: &[&str], workload: &[&str]) -> (i32, String, Vec<String>) {
+    profile_env(dir, extra, workload, &[])
+}
+
+/// As [`profile`], with `env` set for madengine and so for the workload.
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
+fn profile_env(
+    dir: &Path,
+    extra: &[&str],
+    workload: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, Vec<String>) {
     let mut args: Vec<OsString> = vec![
         "profile".into(),
         "--dynolog-bin".into(),
@@ -40,8 +51,12 @@ fn profile(dir: &Path, extra: &[&str], workload: &[&str]) -> (i32, String, Vec<S
     args.push("python3".into());
     args.push(fixture("fake_workload.py").into());
     args.extend(workload.iter().map(OsString::from));
-    let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
-    let out = madengine(dir, &refs);
+    let out = Command::new(crate::binary())
+        .args(&args)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .unwrap();
     let traces = std::fs::read_dir(dir.join("torch_profiler_output"))
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
@@ -71,6 +86,30 @@ fn profile_captures_a_trace_and_exits_with_the_workload_status() {
         ),
     );
     assert!(String::from_utf8_lossy(&plan_out.stdout).contains("0 (distributedInfo)"));
+}
+
+/// A workload that crashes once its trace is asked for (PyTorch 2.11 on
+/// CUDA aborted so when it ended with a trace window open): madengine exits
+/// as a shell would (128 + the signal) and says the workload died, and why
+/// that can happen, rather than guess that it ended inside the window.
+#[test]
+fn a_workload_that_dies_while_traced_is_named_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr, traces) =
+        profile_env(dir.path(), &[], &["5"], &[("FAKE_WORKLOAD_DIE_ON_CONFIG", "6")]);
+    assert_eq!(code, 134, "{stderr}");
+    assert!(traces.is_empty(), "{traces:?}");
+    assert!(stderr.contains("double free or corruption"), "the workload's own words: {stderr}");
+    assert!(stderr.contains("no torch.profiler traces were captured"), "{stderr}");
+    assert!(
+        stderr.contains("why: a trace was requested, but the workload died before kineto wrote it")
+            && stderr
+                .contains("the workload was killed by signal 6 (SIGABRT); a process that ends")
+            && stderr.contains("--warmup-s"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("may have ended inside the trace window"), "{stderr}");
+    assert!(!stderr.contains("analyze with"), "nothing to analyze: {stderr}");
 }
 
 #[test]
