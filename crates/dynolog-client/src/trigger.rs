@@ -246,10 +246,13 @@ pub fn trigger(
                 stable_since = clock.now();
                 events(Event::Workload(live));
             }
-            if !policy.stable_for.is_zero()
-                && clock.now().saturating_sub(stable_since) < policy.stable_for
-            {
-                clock.sleep(pause);
+            let stable = clock.now().saturating_sub(stable_since);
+            if !policy.stable_for.is_zero() && stable < policy.stable_for {
+                // Look again once the set has been unchanged for
+                // `stable_for`, not a whole retry interval later as the
+                // original does (15 s where 5 were asked for: a short
+                // workload ends first).
+                clock.sleep((policy.stable_for - stable).min(pause));
                 continue;
             }
             if iterations && first_step.wait(&signals.unstepped(&pids), policy, clock, events) {

@@ -181,9 +181,34 @@ fn only_live_workload_pids_are_requested_once_stable() {
     // the helper 104 registered under 101, but being a helper it does not hide 101
     assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([101, 102]));
     assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }));
-    // it waited for the set to be stable (one retry interval) before asking
-    assert_eq!(r.elapsed, Duration::from_secs(60 + 15));
+    // it waited for the set to be stable (--stable-s, not a whole retry
+    // interval) before asking
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 5));
     assert!(r.events.iter().any(|e| matches!(e, Event::Workload(w) if w.len() == 2)));
+}
+
+#[test]
+fn a_worker_that_registers_during_the_stability_wait_restarts_it() {
+    // 101 is there after the warm-up; 102 registers at 63 s, inside the
+    // 5 s wait, and is seen at 65 s: asked of both 5 s after that.
+    let later = workers_log();
+    let r = run_full(
+        &TraceRequest::new("/tmp/run/libkineto_trace.json"),
+        vec![matched(&[101, 102])],
+        Some(&registration(&[101, 1])),
+        Some((63, &later)),
+        &WORKER,
+        &[],
+    );
+    assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
+    assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([101, 102]));
+    let sets: Vec<usize> = r
+        .events
+        .iter()
+        .filter_map(|e| if let Event::Workload(w) = e { Some(w.len()) } else { None })
+        .collect();
+    assert_eq!(sets, [1, 2]);
+    assert_eq!(r.elapsed, Duration::from_secs(65 + 5));
 }
 
 #[test]
@@ -246,7 +271,7 @@ fn a_process_that_never_steps_is_asked_after_the_limit() {
     let r =
         run_with(&iterations(), vec![matched(&[101, 102])], Some(&workers_log()), &WORKER, &marks);
     assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
-    assert_eq!(r.elapsed, Duration::from_secs(60 + 15 + 120), "warm-up, stability, the limit");
+    assert_eq!(r.elapsed, Duration::from_secs(60 + 5 + 120), "warm-up, stability, the limit");
     assert!(r.events.contains(&Event::AwaitingFirstStep(vec![101])));
     assert!(r.events.contains(&Event::NoFirstStep(vec![101])));
     assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([101, 102]));
@@ -260,7 +285,7 @@ fn no_step_wait_for_a_time_window_or_processes_without_the_hook() {
     for (request, marks) in [(&time_window, &hooked[..]), (&iterations(), &[][..])] {
         let r = run_with(request, vec![matched(&[101, 102])], Some(&workers_log()), &WORKER, marks);
         assert!(matches!(r.outcome, Outcome::Accepted { attempts: 1, .. }), "{:?}", r.outcome);
-        assert_eq!(r.elapsed, Duration::from_secs(60 + 15));
+        assert_eq!(r.elapsed, Duration::from_secs(60 + 5));
         assert!(!r.events.iter().any(|e| matches!(e, Event::AwaitingFirstStep(_))));
     }
 }
@@ -287,7 +312,7 @@ fn an_iteration_window_waits_for_the_first_registration() {
     assert_eq!(pids_of(&r.bodies[0]), serde_json::json!([101, 102]));
     assert_eq!(r.events[1], Event::AwaitingRegistration(Duration::from_secs(120)));
     assert!(!r.events.iter().any(|e| matches!(e, Event::NoRegistration(_))));
-    assert_eq!(r.elapsed, Duration::from_secs(100 + 15), "registered, then stable");
+    assert_eq!(r.elapsed, Duration::from_secs(100 + 5), "registered, then stable");
 }
 
 #[test]
