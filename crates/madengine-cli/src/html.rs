@@ -94,13 +94,14 @@ fn top_table(page: &mut String, title: &str, unit: &str, rows: &[TopRow]) {
         esc(title),
         esc(unit)
     );
-    for row in rows {
+    let labels = crate::commands::labels(rows, |n| crate::render::demangled(n).into_owned());
+    for (row, label) in rows.iter().zip(labels) {
         let _ = write!(
             page,
             r#"<tr><td>{:.3}</td><td>{}</td><td class="name">{}</td></tr>"#,
             row.value,
             pct(row.percent),
-            esc(&row.label(rows, str::to_string))
+            esc(&label)
         );
     }
     page.push_str("</table>");
@@ -444,12 +445,13 @@ fn changes_table(page: &mut String, title: &str, unit: &str, rows: &[DiffRow], t
             ratio_text(r)
         );
         delta_bar(page, r.delta(), scale, 160.0);
-        // Template-heavy kernel names run to thousands of characters: cut,
-        // whole in the tooltip.
+        // Template-heavy kernel names run to thousands of characters:
+        // demangled and cut, whole (as the trace has it) in the tooltip.
         const SHOWN: usize = 200;
-        let shown = match r.name.chars().count() > SHOWN {
-            true => format!("{}...", r.name.chars().take(SHOWN - 3).collect::<String>()),
-            false => r.name.clone(),
+        let name = crate::render::demangled(&r.name);
+        let shown = match name.chars().count() > SHOWN {
+            true => format!("{}...", name.chars().take(SHOWN - 3).collect::<String>()),
+            false => name.into_owned(),
         };
         let _ = write!(
             page,

@@ -1069,12 +1069,12 @@ pub(crate) fn summaries(
             if !rows.is_empty() {
                 text.push_str(&format!("   {title}:\n"));
             }
-            for row in rows {
+            let labels = crate::commands::labels(rows, shorten);
+            for (row, label) in rows.iter().zip(labels) {
                 text.push_str(&format!(
-                    "     {:>12}  {:>6}  {}\n",
+                    "     {:>12}  {:>6}  {label}\n",
                     py(row.value),
                     pct(row.percent),
-                    row.label(rows, shorten)
                 ));
             }
         }
@@ -1200,12 +1200,29 @@ fn py(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 { format!("{}", v as i64) } else { format!("{v:.3}") }
 }
 
+/// A kernel's name for a reader, cut to 100 characters.
 fn shorten(name: &str) -> String {
+    let name = demangled(name);
     if name.chars().count() > 100 {
         format!("{}...", name.chars().take(97).collect::<String>())
     } else {
-        name.to_string()
+        name.into_owned()
     }
+}
+
+/// A kernel's name as a reader wants it: a mangled C++ name (`_ZN5aiter...`,
+/// as composable_kernel's, aiter's and some cuDNN kernels are named in
+/// traces) demangled; any other name, or one that does not demangle, as it
+/// is. Only what is printed for people changes: CSVs and `--json` keep the
+/// trace's names, as TraceLens does.
+pub(crate) fn demangled(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.starts_with("_Z")
+        && let Ok(symbol) = cpp_demangle::Symbol::new(name)
+        && let Ok(text) = symbol.demangle()
+    {
+        return text.into();
+    }
+    name.into()
 }
 
 /// `report diff`'s view: both sides, the timeline side by side (rank by
@@ -1473,6 +1490,30 @@ fn thousands(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Mangled names from real traces (an MI300 ResNet's composable_kernel
+    /// convolution, SGLang's aiter kernel, the H200 fixture's cuDNN one)
+    /// read as C++; names CUPTI already demangled, and what is no mangled
+    /// name, stay as they are.
+    #[test]
+    fn mangled_kernel_names_are_printed_demangled() {
+        let cases = [
+            (
+                "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
+                "void aiter::add_rmsnorm_quant_kernel<",
+            ),
+            ("_Z4siluf", "silu(float)"),
+            ("void at::native::vectorized_elementwise_kernel<4>(int)", "void at::native::"),
+            ("_Znot a symbol", "_Znot a symbol"),
+            ("Memcpy DtoD (Device -> Device)", "Memcpy DtoD (Device -> Device)"),
+        ];
+        for (name, starts) in cases {
+            let shown = super::demangled(name);
+            assert!(shown.starts_with(starts), "{name}: {shown}");
+        }
+        let long = super::shorten(cases[0].0);
+        assert!(long.starts_with("void aiter::") && long.chars().count() <= 100, "{long}");
+    }
+
     #[test]
     fn the_spread_line_names_the_slowest_the_fastest_and_the_median() {
         let row = |rank: u32, total: f64, slowest: bool| tracelens_driver::RankRow {

@@ -325,27 +325,32 @@ pub(crate) struct TopRow {
     pub(crate) parent_op: Option<String>,
 }
 
-impl TopRow {
-    /// The name as `shown`, with what tells it apart when another row of
-    /// `rows` shows the same name: TraceLens groups kernels by name, parent
-    /// op and stream, so one kernel can have several rows.
-    pub(crate) fn label(&self, rows: &[TopRow], shown: impl Fn(&str) -> String) -> String {
-        let name = shown(&self.name);
-        let twins: Vec<&TopRow> = rows.iter().filter(|r| shown(&r.name) == name).collect();
-        let mut tags = Vec::new();
-        if twins.iter().any(|r| r.parent_op != self.parent_op) {
-            tags.push(match self.parent_op.as_deref() {
-                Some("") | None => "no linked launch".to_string(),
-                Some(op) => format!("under {op}"),
-            });
-        }
-        if twins.iter().any(|r| r.stream != self.stream)
-            && let Some(stream) = &self.stream
-        {
-            tags.push(format!("stream {stream}"));
-        }
-        if tags.is_empty() { name } else { format!("{name} [{}]", tags.join(", ")) }
-    }
+/// Each row's name as `shown` (each shown once: demangling is not free),
+/// with what tells it apart when another row shows the same name: TraceLens
+/// groups kernels by name, parent op and stream, so one kernel can have
+/// several rows.
+pub(crate) fn labels(rows: &[TopRow], shown: impl Fn(&str) -> String) -> Vec<String> {
+    let names: Vec<String> = rows.iter().map(|r| shown(&r.name)).collect();
+    rows.iter()
+        .zip(&names)
+        .map(|(row, name)| {
+            let twins: Vec<&TopRow> =
+                rows.iter().zip(&names).filter(|(_, n)| *n == name).map(|(r, _)| r).collect();
+            let mut tags = Vec::new();
+            if twins.iter().any(|r| r.parent_op != row.parent_op) {
+                tags.push(match row.parent_op.as_deref() {
+                    Some("") | None => "no linked launch".to_string(),
+                    Some(op) => format!("under {op}"),
+                });
+            }
+            if twins.iter().any(|r| r.stream != row.stream)
+                && let Some(stream) = &row.stream
+            {
+                tags.push(format!("stream {stream}"));
+            }
+            if tags.is_empty() { name.clone() } else { format!("{name} [{}]", tags.join(", ")) }
+        })
+        .collect()
 }
 
 /// Kineto timelines split GPU time into these four disjoint parts: `(row, label)`.
@@ -1188,7 +1193,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
 
 #[cfg(test)]
 mod tests {
-    use super::TopRow;
+    use super::{TopRow, labels};
 
     #[test]
     fn a_set_that_fails_part_way_leaves_the_one_before() {
@@ -1264,14 +1269,11 @@ mod tests {
     #[test]
     fn a_kernel_name_shown_twice_gets_what_tells_its_rows_apart() {
         let same = |s: &str| s.to_string();
-        let labels = |rows: &[TopRow], shown: &dyn Fn(&str) -> String| -> Vec<String> {
-            rows.iter().map(|r| r.label(rows, shown)).collect()
-        };
         let rows = [row("nccl", Some("84")), row("nccl", Some("203")), row("gemm", Some("7"))];
-        assert_eq!(labels(&rows, &same), ["nccl [stream 84]", "nccl [stream 203]", "gemm"]);
+        assert_eq!(labels(&rows, same), ["nccl [stream 84]", "nccl [stream 203]", "gemm"]);
         // Ops have no stream column: names stay as they are.
         let ops = [row("aten::mm", None), row("aten::mm", None)];
-        assert_eq!(ops[0].label(&ops, same), "aten::mm");
+        assert_eq!(labels(&ops, same), ["aten::mm", "aten::mm"]);
         // The same kernel under two ops (or none), on one stream or two.
         let under = |name: &str, stream: &str, op: &str| TopRow {
             parent_op: Some(op.into()),
@@ -1285,7 +1287,7 @@ mod tests {
             under("add_kernel", "9", "aten::sum"),
         ];
         assert_eq!(
-            labels(&rows, &same),
+            labels(&rows, same),
             [
                 "sqrt_kernel [under aten::sqrt]",
                 "sqrt_kernel [no linked launch]",
@@ -1297,7 +1299,7 @@ mod tests {
         // Names that differ only past what the console shows are twins there.
         let rows = [under("kernel_long_a", "7", "aten::a"), under("kernel_long_b", "7", "aten::b")];
         let cut = |s: &str| s[..6].to_string();
-        assert_eq!(labels(&rows, &cut), ["kernel [under aten::a]", "kernel [under aten::b]"]);
-        assert_eq!(labels(&rows, &same), ["kernel_long_a", "kernel_long_b"]);
+        assert_eq!(labels(&rows, cut), ["kernel [under aten::a]", "kernel [under aten::b]"]);
+        assert_eq!(labels(&rows, same), ["kernel_long_a", "kernel_long_b"]);
     }
 }

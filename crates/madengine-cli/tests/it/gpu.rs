@@ -64,6 +64,55 @@ fn gpu_fixtures_have_provenance_and_go_through_every_command() {
     }
 }
 
+/// cuDNN names a kernel of the H200 fixture as the mangled
+/// `_ZN17cutlass__5x_cudnn6Kernel...`: people read it demangled in `report
+/// summary` and `report diff` (the page too), and scripts get the trace's
+/// name in `--json` and the CSVs, as TraceLens writes it.
+#[test]
+fn a_mangled_kernel_name_is_shown_demangled_and_kept_as_is_in_the_data() {
+    let node = fixtures().join("gpu/nvidia-h200");
+    let single = node.join("single.pt.trace.json");
+    let rank0 = node.join("ddp_rank0.pt.trace.json");
+    let (mangled, shown) = ("_ZN17cutlass__5x_cudnn6KernelI", "void cutlass__5x_cudnn::Kernel<");
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let (code, text, stderr) =
+        madengine(out.path(), &["report", "summary", single.to_str().unwrap(), "-o", dir]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains(shown) && !text.contains(mangled), "{text}");
+    let (code, json, stderr) = madengine(
+        out.path(),
+        &["report", "summary", single.to_str().unwrap(), "-o", dir, "--json"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(json.contains(mangled) && !json.contains(shown), "{json}");
+    let csv = fs::read_to_string(out.path().join("nvidia-h200_single/kernel_summary.csv")).unwrap();
+    assert!(csv.contains(mangled), "{csv}");
+
+    let page = out.path().join("diff.html");
+    let (code, text, stderr) = madengine(
+        out.path(),
+        &[
+            "report",
+            "diff",
+            single.to_str().unwrap(),
+            rank0.to_str().unwrap(),
+            "--top",
+            "100",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains(shown) && !text.contains(mangled), "{text}");
+    let html = fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!(">{}", shown.replace('<', "&lt;"))),
+        "shown demangled (HTML-escaped)"
+    );
+    assert!(html.contains(&format!("title=\"{mangled}")), "the trace's name in the tooltip");
+}
+
 /// The checks above, rehearsed on a set shaped like what the import writes
 /// (`fixtures/gpu/<slug>/` and a provenance section), made of public traces:
 /// an H100 single-process trace and two ranks of an 8-GPU DLRM job. So the
