@@ -394,6 +394,12 @@ impl Exit {
             Exit::Signal(sig) => 128 + sig,
         }
     }
+
+    /// Whether a signal of a crash killed it (SIGSEGV, SIGABRT, SIGBUS,
+    /// SIGILL, SIGFPE), not one sent to end it (SIGINT, SIGTERM, SIGKILL).
+    pub fn crashed(self) -> bool {
+        matches!(self, Exit::Signal(4 | 6 | 7 | 8 | 11))
+    }
 }
 
 /// `exited with status 3`, `was killed by signal 6 (SIGABRT)`.
@@ -680,6 +686,10 @@ mod tests {
         let aborted = ended("kill -ABRT $$");
         assert_eq!((aborted, aborted.code()), (Exit::Signal(6), 134));
         assert_eq!(aborted.to_string(), "was killed by signal 6 (SIGABRT)");
+        assert!(aborted.crashed() && !exited.crashed());
+        let killed = ended("kill -KILL $$");
+        assert_eq!(killed.to_string(), "was killed by signal 9 (SIGKILL)");
+        assert!(!killed.crashed(), "sent, not a crash");
         assert_eq!(Exit::Signal(64).to_string(), "was killed by signal 64");
     }
 

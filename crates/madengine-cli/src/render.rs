@@ -848,38 +848,38 @@ pub(crate) fn capture_report(
         return;
     }
     warning(&format!("no torch.profiler traces were captured in {}", output_dir.display()));
-    // Died of a signal after its trace was requested: a crash, often in the
-    // profiler itself.
-    let crashed = workload.filter(|w| {
+    // Killed by a signal after its trace was requested: a crash (often in
+    // the profiler itself), Ctrl-C, the OOM killer.
+    let killed = workload.filter(|w| {
         matches!(w, dynolog_client::Exit::Signal(_))
             && matches!(outcome, Some(dynolog_client::Outcome::Accepted { .. }))
     });
-    let why = match outcome {
-        Some(dynolog_client::Outcome::NoProcess { .. }) => {
-            "the trigger never matched a PyTorch process (not PyTorch, PyTorch before 1.13, KINETO_USE_DAEMON unset, or the run ended before the warm-up)"
+    let why = match (outcome, killed) {
+        (Some(dynolog_client::Outcome::NoProcess { .. }), _) => {
+            "the trigger never matched a PyTorch process (not PyTorch, PyTorch before 1.13, KINETO_USE_DAEMON unset, or the run ended before the warm-up)".to_string()
         }
-        Some(dynolog_client::Outcome::RequestRejected { .. }) => {
-            "the daemon rejected the trace request itself, so no trace was ever requested; see the trigger log"
+        (Some(dynolog_client::Outcome::RequestRejected { .. }), _) => {
+            "the daemon rejected the trace request itself, so no trace was ever requested; see the trigger log".to_string()
         }
-        Some(dynolog_client::Outcome::WorkloadEnded { .. }) => {
-            "the workload ended before a trace was requested"
+        (Some(dynolog_client::Outcome::WorkloadEnded { .. }), _) => {
+            "the workload ended before a trace was requested".to_string()
         }
-        Some(dynolog_client::Outcome::Accepted { .. }) if crashed.is_some() => {
-            "a trace was requested, but the workload died before kineto wrote it"
+        (Some(dynolog_client::Outcome::Accepted { .. }), Some(exit)) => {
+            format!("a trace was requested, but the workload {exit} before kineto wrote it")
         }
-        Some(dynolog_client::Outcome::Accepted { .. }) => {
-            "a trace was requested, but kineto wrote nothing: the workload may have ended inside the trace window, or (iteration mode) never imported torch.profiler"
+        (Some(dynolog_client::Outcome::Accepted { .. }), None) => {
+            "a trace was requested, but kineto wrote nothing: the workload may have ended inside the trace window, or (iteration mode) never imported torch.profiler".to_string()
         }
-        _ => "the trigger never finished",
+        _ => "the trigger never finished".to_string(),
     };
     eprintln!("  why: {why}");
-    if let Some(exit) = crashed {
+    if killed.is_some_and(dynolog_client::Exit::crashed) {
         // PyTorch 2.11 on CUDA (an H200) aborted or segfaulted so when it
         // ended with a time window still open (docs/user-guide.md).
         eprintln!(
-            "  the workload {exit}; a process that ends while Kineto still traces it can crash \
-             inside PyTorch's profiler: ask for the trace earlier (--warmup-s), or let the \
-             workload run past the trace window"
+            "  a process that ends while Kineto still traces it can crash inside PyTorch's \
+             profiler: ask for the trace earlier (--warmup-s), or let the workload run past the \
+             trace window"
         );
     }
     for log in [state.daemon_log(), state.trigger_log()] {
