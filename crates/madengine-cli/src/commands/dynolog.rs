@@ -355,7 +355,8 @@ pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
         }
     }
     state.clear_started()?;
-    collect(&state, &args.output.output_dir, args.json, None)
+    collect(&state, &args.output.output_dir, args.json, None)?;
+    Ok(Status::Success)
 }
 
 /// Stop `pid` (SIGTERM, then SIGKILL after 10 s) and say how it went.
@@ -365,13 +366,13 @@ fn stop_noted(name: &str, pid: u32) {
 }
 
 /// Copy the session's traces into `output_dir` and say what happened
-/// (`workload`: how it ended, where this run started it).
+/// (`workload`: how it ended, where this run started it); the copies.
 fn collect(
     state: &RunState,
     output_dir: &Path,
     json: bool,
     workload: Option<dynolog_client::Exit>,
-) -> Result<Status, Error> {
+) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(output_dir)
         .map_err(|source| Error::Io { path: output_dir.to_path_buf(), source })?;
     let mut copied = Vec::new();
@@ -395,7 +396,7 @@ fn collect(
         }))?;
     }
     render::capture_report(&copied, output_dir, outcome.as_ref(), workload, state);
-    Ok(Status::Success)
+    Ok(copied)
 }
 
 /// When the daemon binary was not found: how to get it.
@@ -528,8 +529,7 @@ fn profile_with(
     if let Err(e) = outcome {
         render::warning(&format!("the trace trigger failed: {e}"));
     }
-    collect(state, &args.output.output_dir, false, Some(exit))?;
-    if !state.traces()?.is_empty() {
+    if !collect(state, &args.output.output_dir, false, Some(exit))?.is_empty() {
         let dir = args.output.output_dir.display();
         render::note(&format!(
             "analyze with: madengine report summary {dir} (TraceLens' core tables, no Python), \
