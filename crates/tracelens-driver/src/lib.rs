@@ -65,7 +65,9 @@ pub use crate::{
     },
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,
-    pairing::{Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, pair, paired_by},
+    pairing::{
+        Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
+    },
     plan::{Collective, Config, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{

@@ -338,7 +338,7 @@ impl fmt::Display for Unpaired {
                     1 => "1 trace".to_string(),
                     n => format!("{n} traces"),
                 };
-                write!(f, "{n} {}: {}", by.without(), list(traces))
+                write!(f, "{n} {}: {}", by.without(), list_paths(traces))
             }
         }
     }
@@ -409,7 +409,7 @@ impl fmt::Display for PairError {
                 many.display(),
                 members.len(),
                 these(*reports),
-                list(members),
+                list_paths(members),
                 one.display(),
                 if *reports { "report" } else { "trace" }
             ),
@@ -464,11 +464,12 @@ impl fmt::Display for PairError {
     }
 }
 
-/// Up to 4 paths, then how many more.
-fn list(paths: &[PathBuf]) -> String {
+/// Up to 4 paths, then how many more: `a, b, c, d, and 3 more`, as
+/// messages name a set of traces.
+pub fn list_paths<P: AsRef<Path>>(paths: &[P]) -> String {
     const NAMED: usize = 4;
     let mut names: Vec<String> =
-        paths.iter().take(NAMED).map(|p| p.display().to_string()).collect();
+        paths.iter().take(NAMED).map(|p| p.as_ref().display().to_string()).collect();
     if paths.len() > NAMED {
         names.push(format!("and {} more", paths.len() - NAMED));
     }

@@ -325,16 +325,6 @@ fn one_row<S: serde::Serializer>(row: &Option<DiffRow>, s: S) -> Result<S::Ok, S
     row.as_ref().map(JsonRow::of).serialize(s)
 }
 
-fn list(paths: &[&Path]) -> String {
-    const NAMED: usize = 4;
-    let mut names: Vec<String> =
-        paths.iter().take(NAMED).map(|p| p.display().to_string()).collect();
-    if paths.len() > NAMED {
-        names.push(format!("and {} more", paths.len() - NAMED));
-    }
-    names.join(", ")
-}
-
 /// The records (`summary.json`) of the report directories found, read once
 /// while looking for the traces (they give a report's rank) and looked up
 /// when the reports are read (their steps and GPUs).
@@ -692,7 +682,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         return Err(Error::Usage(format!(
             "--per-step: the steps of {} are not known (a trace without ProfilerStep# or \
              Optimizer.step# annotations, or a TraceLens report: it does not record them)",
-            list(&unknown)
+            tracelens_driver::list_paths(&unknown)
         )));
     };
     let ranks: Vec<RankDiff> = match n {

@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use super::{Member, PairError, PairedBy, Unpaired, by_node, pair, paired_by};
+use super::{Member, PairError, PairedBy, Unpaired, by_node, list_paths, pair, paired_by};
 
 fn paths() -> [&'static Path; 2] {
     [Path::new("base"), Path::new("new")]
@@ -265,4 +265,13 @@ mod properties {
             }
         }
     }
+}
+
+/// Sets of traces in messages: up to four named, then how many more.
+#[test]
+fn a_long_list_of_paths_names_four_and_counts_the_rest() {
+    let six: Vec<PathBuf> = (0..6).map(|i| PathBuf::from(format!("r{i}.json"))).collect();
+    assert_eq!(list_paths(&six), "r0.json, r1.json, r2.json, r3.json, and 2 more");
+    assert_eq!(list_paths(&[Path::new("a.json")]), "a.json");
+    assert_eq!(list_paths::<&Path>(&[]), "");
 }
