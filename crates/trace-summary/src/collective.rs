@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 use crate::{
     compute::{Cell, Table},
-    parse::{CollectiveArgs, Parsed},
+    parse::{Cat, CollectiveArgs, Key, Parsed},
 };
 
 /// Bytes per element of a PyTorch dtype as Kineto names it (`c10`'s
@@ -70,6 +70,21 @@ pub(crate) const HEADER: [&str; 11] = [
 
 /// The table, largest total duration first (`None` without collective
 /// kernels).
+/// How many kernels TraceLens' collective analysis selects
+/// ([`crate::Summary::collective_kernels`]): the category as written (a
+/// legacy `Kernel` is none), a communication name, a linking id not null.
+pub(crate) fn selected_kernels(p: &Parsed) -> usize {
+    let linked = |k: Option<Key>| k.is_some_and(|k| k != Key::Null);
+    p.events
+        .iter()
+        .filter(|e| {
+            e.cat == Cat::Kernel
+                && (linked(e.correlation) || linked(e.external_id))
+                && crate::compute::is_comm_name(p.str(e.name))
+        })
+        .count()
+}
+
 pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
     // A dtype is an interned string, or not said.
     type Call = (u32, Option<u32>, u64, u64, u64);

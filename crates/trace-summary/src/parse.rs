@@ -1072,4 +1072,118 @@ mod tests {
         let parsed = parse_in_chunks("\u{feff} \n{\"traceEvents\": [{}]}".as_bytes(), 2).unwrap();
         assert_eq!(parsed.read, 1);
     }
+
+    /// Every number of a trace is the double CPython's `float()` reads from
+    /// its text (TraceLens reads through orjson, which rounds correctly too):
+    /// 17-digit decimals as Python writes them, timestamps of a node up for
+    /// months (3 decimals past 2^53), exponents, subnormals, negative zero.
+    mod numbers {
+        use std::io::Write as _;
+
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn digits(n: usize) -> impl Strategy<Value = String> {
+            proptest::collection::vec(0u8..10, n)
+                .prop_map(|d| d.into_iter().map(|d| char::from(b'0' + d)).collect())
+        }
+
+        /// A JSON number's text, of the kinds real traces hold and the edges
+        /// of the double.
+        fn number() -> impl Strategy<Value = String> {
+            let sign = prop_oneof![Just(""), Just("-")];
+            prop_oneof![
+                // 17 significant digits, the point anywhere (Python's repr).
+                (sign.clone(), 1u8..10, digits(16), 0usize..16).prop_map(|(s, lead, rest, at)| {
+                    let all = format!("{lead}{rest}");
+                    format!("{s}{}.{}", &all[..=at], &all[at + 1..])
+                }),
+                // Kineto's microsecond timestamps, 3 decimals, 1e12..1e16.
+                (1_000_000_000_000u64..10_000_000_000_000_000, digits(3))
+                    .prop_map(|(int, frac)| format!("{int}.{frac}")),
+                // Exponents, with a mantissa of up to 20 digits.
+                (sign.clone(), 1u8..10, digits(19), 0usize..20, -330i32..308, 0u8..3).prop_map(
+                    |(s, lead, rest, keep, exp, style)| {
+                        let e = if exp < 0 { "e" } else { ["e", "E", "e+"][style as usize] };
+                        let point = if keep == 0 { "" } else { "." };
+                        format!("{s}{lead}{point}{}{e}{exp}", &rest[..keep])
+                    }
+                ),
+                // Near the top and the bottom of the double, and zeros.
+                prop_oneof![
+                    Just("-0.0".to_string()),
+                    Just("-0.0e0".to_string()),
+                    Just("0.0".to_string()),
+                    Just("4.9406564584124654e-324".to_string()),
+                    Just("2.4703282292062328e-324".to_string()),
+                    Just("1.7976931348623157e308".to_string()),
+                    Just("2.2250738585072011e-308".to_string()),
+                    Just("9007199254740993".to_string()),
+                    Just("44.096000000000004".to_string()),
+                    Just("9072000000000.123".to_string()),
+                ],
+                // Integers, beyond 64 bits too.
+                (sign, 1u8..10, digits(24), 0usize..25)
+                    .prop_map(|(s, lead, rest, keep)| format!("{s}{lead}{}", &rest[..keep])),
+            ]
+        }
+
+        /// CPython's doubles for `texts`, as bit patterns.
+        fn cpython(texts: &[String]) -> Vec<u64> {
+            #[allow(clippy::disallowed_methods, reason = "a test calling the reference")]
+            let mut child = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import struct,sys\nfor l in sys.stdin:\n    \
+                     print(struct.unpack('<Q', struct.pack('<d', float(l)))[0])",
+                ])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("python3 runs (the reference for number parsing)");
+            let mut stdin = child.stdin.take().unwrap();
+            for t in texts {
+                writeln!(stdin, "{t}").unwrap();
+            }
+            drop(stdin);
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(24))]
+            #[test]
+            fn numbers_are_the_doubles_cpython_reads(
+                ts in proptest::collection::vec(number(), 1..400),
+                dur in proptest::collection::vec(number(), 400),
+            ) {
+                let mut trace = String::from(r#"{"traceEvents": ["#);
+                for (i, (t, d)) in ts.iter().zip(&dur).enumerate() {
+                    let sep = if i == 0 { "" } else { "," };
+                    trace.push_str(&format!(
+                        r#"{sep}{{"ph": "X", "cat": "kernel", "name": "k", "ts": {t}, "dur": {d}}}"#
+                    ));
+                }
+                trace.push_str("]}");
+                let parsed = parse(trace.as_bytes()).unwrap();
+                prop_assert_eq!(parsed.events.len(), ts.len());
+                let texts: Vec<String> = ts.iter().chain(&dur[..ts.len()]).cloned().collect();
+                let want = cpython(&texts);
+                let got = parsed
+                    .events
+                    .iter()
+                    .map(|e| e.ts)
+                    .chain(parsed.events.iter().map(|e| e.dur))
+                    .map(|n| n.unwrap().f().to_bits());
+                for ((text, want), got) in texts.iter().zip(want).zip(got) {
+                    prop_assert_eq!(
+                        got, want, "{}: ours {:?}, CPython's {:?}",
+                        text, f64::from_bits(got), f64::from_bits(want)
+                    );
+                }
+            }
+        }
+    }
 }

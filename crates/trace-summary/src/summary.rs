@@ -211,6 +211,12 @@ pub struct Summary {
     pub events: usize,
     /// GPU events (kernel, memcpy, memset), linked or not.
     pub gpu_events: usize,
+    /// The kernels TraceLens' collective analysis selects: category
+    /// `kernel`, a name with `nccl`, `rccl` or `cross_device_reduce` in it
+    /// (any case), and a `correlation` or `External id` that is not null in
+    /// its `args`. Its multi-rank report fails (`KeyError:
+    /// 'collective_id'`) when no rank has one; 0 for rocprofv3 and Perfetto.
+    pub collective_kernels: usize,
     /// For a trace read with [`Options::salvage`] that was cut short: its
     /// JSON text (decompressed) ends after this many bytes, and the tables
     /// cover the [`Summary::events`] complete before the cut.
@@ -358,6 +364,7 @@ pub fn summarize_with<R: Read + Send>(
         return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: Some(events) });
     }
     let collectives = crate::collective::collective_summary(&parsed);
+    let collective_kernels = crate::collective::selected_kernels(&parsed);
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         Some(Summary {
@@ -369,6 +376,7 @@ pub fn summarize_with<R: Read + Send>(
             collective_summary: collectives.clone(),
             events,
             gpu_events,
+            collective_kernels,
             truncated_at,
             data_after_end: None,
             gpu_devices,
@@ -418,6 +426,7 @@ pub fn summarize_with<R: Read + Send>(
         collective_summary: collectives,
         events,
         gpu_events,
+        collective_kernels,
         truncated_at,
         data_after_end: None,
         gpu_devices,
@@ -446,6 +455,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         collective_summary: None,
         events: records,
         gpu_events: records,
+        collective_kernels: 0,
         truncated_at: None,
         data_after_end: None,
         gpu_devices: None,

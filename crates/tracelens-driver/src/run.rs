@@ -153,8 +153,9 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     events(Event::Scratch(scratch.path()));
 
     let sanitize_start = Instant::now();
-    let (readable, repairs) = readable_inputs(config, &plan, scratch.path(), events);
-    let inputs: Vec<Option<PathBuf>> = plan
+    let Readable { inputs: readable, repairs, unstaged } =
+        readable_inputs(config, &plan, scratch.path(), events);
+    let mut inputs: Vec<Option<PathBuf>> = plan
         .jobs
         .iter()
         .map(|j| j.trace.as_ref().map(|t| readable.get(t).unwrap_or(t).clone()))
@@ -173,16 +174,41 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let jobs_start = Instant::now();
     events(Event::Planned { jobs: plan.jobs.len() });
     let mut rows: Vec<Option<Row>> = vec![None; plan.jobs.len()];
-    let per_trace: Vec<usize> =
-        (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_none()).collect();
+    let done = AtomicUsize::new(0);
+    let mut per_trace = Vec::new();
+    for i in (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_none()) {
+        let job = &plan.jobs[i];
+        match job.trace.as_ref().and_then(|t| unstaged.get(t)) {
+            Some(detail) => {
+                let log = config.output_dir.join("logs").join(&job.log_name);
+                let text = format!("madengine: {detail}\n");
+                let row = not_run_row(
+                    job,
+                    &log,
+                    Instant::now(),
+                    (Status::Failure, Cause::Other),
+                    detail.clone(),
+                    text,
+                );
+                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                events(Event::Finished { index: i, row: &row, done: n, total: plan.jobs.len() });
+                rows[i] = Some(row);
+            }
+            None => per_trace.push(i),
+        }
+    }
     let collective: Vec<usize> =
         (0..plan.jobs.len()).filter(|&i| plan.jobs[i].collective.is_some()).collect();
-    let done = AtomicUsize::new(0);
-    let jobs = jobs_at_once(config, &plan, &per_trace, events);
-    run_parallel(config, jobs, &probe, &plan, &per_trace, &inputs, &mut rows, &done, events);
-    if config.cancelled() {
-        // `scratch` is dropped on the way out: the sanitized copies go too.
-        return Err(interrupted(&rows));
+    for (k, wave) in waves(&plan, &per_trace).iter().enumerate() {
+        if k > 0 {
+            converted_once(&plan, wave, &rows, &mut inputs, scratch.path());
+        }
+        let jobs = jobs_at_once(config, &plan, wave, events);
+        run_parallel(config, jobs, &probe, &plan, wave, &inputs, &mut rows, &done, events);
+        if config.cancelled() {
+            // `scratch` is dropped on the way out: the sanitized copies go too.
+            return Err(interrupted(&rows));
+        }
     }
 
     // Collectives run after the per-rank reports they depend on.
@@ -296,11 +322,14 @@ fn collective_inputs(
             ),
         ));
     }
-    if !members.is_empty() && members.iter().all(|r| r.status == Status::Skipped) {
-        return Collective::NotRun(not_run(
-            Status::Skipped,
-            "every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze".into(),
-        ));
+    // Decided on what the collective report reads (each rank's NCCL/RCCL
+    // kernels), not on the per-rank reports: TraceLens refuses those of an
+    // event-sampled trace whose collectives it still matches. Where a
+    // member was not read (no precheck), TraceLens decides.
+    if members.len() == group.members.len()
+        && members.iter().all(|r| r.collective_kernels == Some(0))
+    {
+        return Collective::NotRun(not_run(Status::Skipped, NO_COLLECTIVES_DETAIL.into()));
     }
     match stage_collective(config, job, readable, scratch, i) {
         Ok(dir) => Collective::Staged(dir),
@@ -419,17 +448,29 @@ fn digest(path: &Path) -> String {
     hex[..12].to_string()
 }
 
-/// For each trace a job reads (collective members included), the file
-/// TraceLens should read: the trace, or a sanitized copy in
-/// `<scratch>/<digest>/<basename>` when strict parsers would reject it.
+/// What TraceLens reads of a run's traces.
+struct Readable {
+    /// For each trace a job reads (collective members included), the file
+    /// TraceLens should read: the trace, a sanitized copy in
+    /// `<scratch>/<digest>/<basename>` when strict parsers would reject it,
+    /// or a Perfetto trace's staged copy ([`staged_pftrace`]).
+    inputs: BTreeMap<PathBuf, PathBuf>,
+    /// The repairs made in sanitized copies.
+    repairs: Vec<Repaired>,
+    /// Perfetto traces that could not be staged, and why: their reports
+    /// are not run, as TraceLens would write its conversion beside them.
+    unstaged: BTreeMap<PathBuf, String>,
+}
+
 fn readable_inputs(
     config: &Config,
     plan: &Plan,
     scratch: &Path,
     events: &mut dyn FnMut(Event<'_>),
-) -> (BTreeMap<PathBuf, PathBuf>, Vec<Repaired>) {
+) -> Readable {
     let mut repairs = Vec::new();
     let mut readable = BTreeMap::new();
+    let mut unstaged = BTreeMap::new();
     let traces = plan.jobs.iter().flat_map(|job| {
         let members = job
             .collective
@@ -451,12 +492,94 @@ fn readable_inputs(
             sanitized(config, &trace, scratch, events, &mut repairs)
         } else if kind == TraceKind::Pftrace && trace.extension().is_some_and(|e| e == "gz") {
             decompressed(config, &trace, scratch, events)
+        } else if kind == TraceKind::Pftrace {
+            match staged_pftrace(&trace, scratch) {
+                Ok(staged) => staged,
+                Err(e) => {
+                    unstaged.insert(
+                        trace.clone(),
+                        format!(
+                            "cannot stage a copy of it in the scratch directory ({e}): TraceLens' \
+                             pftrace reports write their JSON conversion (and a downloaded \
+                             traceconv) beside the trace they read, so they were not run on it"
+                        ),
+                    );
+                    trace.clone()
+                }
+            }
         } else {
             trace.clone()
         };
         readable.insert(trace, input);
     }
-    (readable, repairs)
+    Readable { inputs: readable, repairs, unstaged }
+}
+
+/// A Perfetto trace as TraceLens' pftrace reports should read it: a hard
+/// link in `<scratch>/<digest>/` (a copy where the scratch directory is on
+/// another file system). Each report converts its input to `<stem>.json`
+/// beside it, with the path resolved first (a symbolic link would lead it
+/// back to the run directory), and downloads `traceconv` there when it finds
+/// none: the run directory must not gain those files, nor three reports
+/// write the same one at once.
+fn staged_pftrace(trace: &Path, scratch: &Path) -> std::io::Result<PathBuf> {
+    let dir = scratch.join(digest(trace));
+    let staged = dir.join(trace.file_name().unwrap_or_default());
+    fs::create_dir_all(&dir)?;
+    let real = fs::canonicalize(trace)?;
+    if fs::hard_link(&real, &staged).is_err() {
+        fs::copy(&real, &staged)?;
+    }
+    Ok(staged)
+}
+
+/// The per-trace jobs in the waves they run in: every job in the first,
+/// but the second and third reports of a Perfetto trace, which run in the
+/// second and third wave ([`converted_once`]).
+fn waves(plan: &Plan, per_trace: &[usize]) -> Vec<Vec<usize>> {
+    let mut waves: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut seen: BTreeMap<&Path, usize> = BTreeMap::new();
+    for &i in per_trace {
+        let job = &plan.jobs[i];
+        let wave = match (&job.trace, job.kind) {
+            (Some(trace), TraceKind::Pftrace) => {
+                let n = seen.entry(trace).or_insert(0);
+                *n += 1;
+                *n - 1
+            }
+            _ => 0,
+        };
+        if waves.len() <= wave {
+            waves.resize(wave + 1, Vec::new());
+        }
+        waves[wave].push(i);
+    }
+    waves
+}
+
+/// Before a later wave: a Perfetto trace's next report reads the JSON an
+/// earlier one converted its staged copy to (TraceLens reads a `.json` as
+/// it is), so the conversion runs once per trace, not once per report.
+fn converted_once(
+    plan: &Plan,
+    wave: &[usize],
+    rows: &[Option<Row>],
+    inputs: &mut [Option<PathBuf>],
+    scratch: &Path,
+) {
+    for &i in wave {
+        let job = &plan.jobs[i];
+        let Some(staged) = inputs[i].clone().filter(|p| p.starts_with(scratch)) else { continue };
+        let converted_ok = plan.jobs.iter().zip(rows).any(|(other, row)| {
+            other.trace == job.trace
+                && other.kind == TraceKind::Pftrace
+                && row.as_ref().is_some_and(|r| r.status == Status::Success)
+        });
+        let json = staged.with_extension("json");
+        if converted_ok && staged.extension().is_some_and(|e| e == "pftrace") && json.is_file() {
+            inputs[i] = Some(json);
+        }
+    }
 }
 
 /// A gzipped Perfetto trace, decompressed into `<scratch>/<digest>/` under
@@ -861,12 +984,13 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
         },
         false => String::new(),
     };
+    let mut collective_kernels = None;
     if config.precheck
         && !job.is_rocpd()
         && matches!(job.tool, crate::Tool::Pytorch | crate::Tool::Rocprof)
-        && let Some(row) = precheck(config, job, original, &log, started)
+        && let Some(row) = precheck(config, job, original, &log, started, &mut collective_kernels)
     {
-        return row;
+        return Row { collective_kernels, ..row };
     }
     let outcome = execute(config, &argv, &log, &note);
     if job.is_rocpd() {
@@ -897,6 +1021,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
         } else {
             Cause::Other
         },
+        collective_kernels,
     }
 }
 
@@ -921,6 +1046,7 @@ fn not_run_row(
         seconds: Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
         log: Some(log.display().to_string()),
         cause,
+        collective_kernels: None,
     }
 }
 
@@ -944,7 +1070,15 @@ fn remove_outputs(job: &Job) -> std::result::Result<(), (PathBuf, std::io::Error
 /// activity TraceLens can link (TraceLens would stop with "No GPU events
 /// found in the trace"); None when TraceLens should run (including when the
 /// trace cannot be read here for another reason: TraceLens then says why).
-fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Instant) -> Option<Row> {
+/// `kernels`: the collective kernels found in the trace, when it was read.
+fn precheck(
+    config: &Config,
+    job: &Job,
+    input: &Path,
+    log: &Path,
+    started: Instant,
+    kernels: &mut Option<usize>,
+) -> Option<Row> {
     let row = |status, cause, detail: String, log_text: String| {
         Some(not_run_row(job, log, started, (status, cause), detail, log_text))
     };
@@ -1058,6 +1192,7 @@ fn precheck(config: &Config, job: &Job, input: &Path, log: &Path, started: Insta
         }
         Err(_) => return None,
     };
+    *kernels = Some(summary.collective_kernels);
     // In a part trace-summary does not read, but TraceLens' parser does.
     if let Some(word) = &summary.not_json {
         let expected = word.expected(summary.malformed.as_ref());

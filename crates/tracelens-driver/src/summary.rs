@@ -70,6 +70,11 @@ pub struct Row {
     /// What the run itself does with this row (not written out).
     #[serde(skip)]
     pub(crate) cause: Cause,
+    /// For a PyTorch trace read by the precheck: the kernels TraceLens'
+    /// collective analysis would select in it
+    /// ([`trace_summary::Summary::collective_kernels`]); not written out.
+    #[serde(skip)]
+    pub(crate) collective_kernels: Option<usize>,
 }
 
 /// Why a row ended as it did, where the run acts on it.
@@ -97,6 +102,7 @@ impl Row {
             seconds: None,
             log: None,
             cause: Cause::Other,
+            collective_kernels: None,
         }
     }
 }
@@ -238,6 +244,7 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
             seconds: None,
             log: None,
             cause: Cause::Other,
+            collective_kernels: None,
         });
     }
     Ok(rows)

@@ -153,3 +153,26 @@ fn a_collective_without_a_dtype_has_an_empty_one() {
     assert_eq!(cell("Message bytes"), "");
     assert_eq!(cell("busbw (GB/s)"), "");
 }
+
+/// The kernels TraceLens' multi-rank collective report would match: the
+/// HTA pair has them though TraceLens refuses its per-rank reports; a gloo
+/// job (the H200 ddp fixtures) has none, where TraceLens fails with
+/// `KeyError: 'collective_id'`.
+#[test]
+fn kernels_the_collective_report_selects_are_counted() {
+    let gpu =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gpu/nvidia-h200");
+    for rank in 0..2 {
+        let path = gpu.join(format!("ddp_rank{rank}.pt.trace.json"));
+        let summary = trace_summary::summarize_file(&path).unwrap();
+        assert_eq!(summary.collective_kernels, 0, "{}", path.display());
+    }
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    for (trace, want) in [
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-0.json.gz", 10),
+        ("kineto-multirank/hta-trace_filter-2rank/sampled_rank-1.json.gz", 10),
+    ] {
+        let summary = trace_summary::summarize_file(&root.join(trace)).unwrap();
+        assert_eq!(summary.collective_kernels, want, "{trace}");
+    }
+}

@@ -18,6 +18,11 @@ use tracelens_driver::{Config, Summary};
 
 /// A run directory in a temp dir, an output directory beside it, and the
 /// stand-in's call log.
+/// The traceconv test double (`tests/fixtures/traceconv`).
+pub(crate) fn traceconv() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traceconv")
+}
+
 pub(crate) struct Case {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) config: Config,

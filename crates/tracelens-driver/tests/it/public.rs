@@ -109,8 +109,11 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
             "8 per-rank traces in kineto-multirank/param-dlrm-8rank".into(),
             Status::Success
         )) && collectives.contains(&(
+            // TraceLens refuses both per-rank reports of this event-sampled
+            // pair, but its collective report matches their 10 NCCL
+            // kernels each (tracelens-expected-full/collective/).
             "2 per-rank traces in kineto-multirank/hta-trace_filter-2rank".into(),
-            Status::Skipped
+            Status::Success
         )),
         "{collectives:#?}"
     );

@@ -298,6 +298,14 @@ fn a_run_without_nccl_collectives_skips_its_collective_report() {
     let statuses: Vec<Status> = summary.results.iter().map(|r| r.status).collect();
     assert_eq!(statuses, [Status::Success, Status::Success, Status::Skipped]);
     insta::assert_snapshot!(rows(&summary).last().unwrap(), @r#"SKIPPED pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | the traces hold no NCCL/RCCL collective kernels, so there is no collective to analyze (TraceLens: "No NCCL collective events found"). A gloo run has none: its collectives run on the CPU."#);
+    // The precheck read every rank: TraceLens was not run to fail.
+    assert!(!case.ran("generate_multi_rank_collective_report_pytorch"));
+    // Without it, TraceLens runs, fails (`KeyError: 'collective_id'`) and
+    // says why, which makes the same row.
+    let mut case = case;
+    case.config.precheck = false;
+    let unchecked = case.run();
+    assert_eq!(rows(&unchecked).last(), rows(&summary).last());
     assert!(case.ran("generate_multi_rank_collective_report_pytorch"), "TraceLens said why");
 }
 
@@ -343,11 +351,11 @@ fn a_collective_of_cpu_only_ranks_is_skipped_not_failed() {
     case.write("libkineto_trace_1.json", body.replace("\"rank\": 1,", "\"rank\": 0,"));
     case.write("libkineto_trace_2.json", &body);
     let summary = case.run();
-    insta::assert_snapshot!(rows(&summary).join("\n"), @r"
+    insta::assert_snapshot!(rows(&summary).join("\n"), @r#"
     SKIPPED pytorch libkineto_trace_1.json TraceLens_generate_perf_report_pytorch | the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.
     SKIPPED pytorch libkineto_trace_2.json TraceLens_generate_perf_report_pytorch | the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.
-    SKIPPED pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | every per-rank report was skipped (no GPU activity TraceLens can read), so there is no collective to analyze
-    ");
+    SKIPPED pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | the traces hold no NCCL/RCCL collective kernels, so there is no collective to analyze (TraceLens: "No NCCL collective events found"). A gloo run has none: its collectives run on the CPU.
+    "#);
     assert!(!summary.any_failed());
 }
 
@@ -1212,7 +1220,7 @@ fn a_gzipped_pftrace_is_read_decompressed() {
     let gz = gz.finish().unwrap();
     case.write("h1/1234_results.pftrace.gz", &gz);
     case.write("h2/5678_results.pftrace.gz", &gz[..gz.len() / 2]);
-    case.config.extra_args = vec!["--traceconv".into(), "/bin/true".into()];
+    case.config.extra_args = vec!["--traceconv".into(), crate::traceconv().into()];
     let mut notes = Vec::new();
     let summary = tracelens_driver::run(&case.config, &mut |event| {
         if let Event::Note(text) = event {
@@ -1239,12 +1247,13 @@ fn a_gzipped_pftrace_is_read_decompressed() {
         .filter_map(|c| c.split("\"--trace_path\", \"").nth(1)?.split('"').next())
         .collect();
     assert_eq!(paths.len(), 6, "{calls:#?}");
-    assert!(
-        paths
-            .iter()
-            .filter(|p| p.starts_with("[TMP]/[SCRATCH]/") && p.ends_with("/1234_results.pftrace"))
-            .count()
-            == 3,
+    // The first report converts the decompressed copy; the others read its JSON.
+    let staged = |suffix: &str| {
+        paths.iter().filter(|p| p.starts_with("[TMP]/[SCRATCH]/") && p.ends_with(suffix)).count()
+    };
+    assert_eq!(
+        (staged("/1234_results.pftrace"), staged("/1234_results.json")),
+        (1, 2),
         "{paths:#?}"
     );
     assert!(
@@ -1253,4 +1262,72 @@ fn a_gzipped_pftrace_is_read_decompressed() {
     );
     assert_eq!(notes.len(), 1, "{notes:#?}");
     assert!(notes[0].starts_with("cannot decompress h2/5678_results.pftrace.gz: "), "{notes:#?}");
+}
+
+/// TraceLens' pftrace reports convert `<stem>.pftrace` to `<stem>.json`
+/// beside the trace they read (its path resolved, links followed), each
+/// one: run on the trace itself, they leave a `.json` in the run directory
+/// that the next run reads as a trace, and three at once write the same file
+/// (the real ones failed 2 runs in 3 with `--jobs 3`). They read a staged
+/// copy, one after another, and the conversion runs once per trace.
+#[test]
+fn pftrace_reports_leave_the_run_directory_as_it_was() {
+    let mut case = Case::new();
+    let root = case.config.root.clone();
+    case.fixture("rocprof_output/model.pftrace", "rocprof_output/model_trace.pftrace");
+    let other = fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/synthetic/pftrace/rocprofv3/1234_results.pftrace"),
+    )
+    .unwrap();
+    case.write("host/1234_results.pftrace", &other);
+    // A link to a trace elsewhere: TraceLens would resolve it.
+    let elsewhere = case.dir.path().join("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::write(elsewhere.join("5678_results.pftrace"), &other).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.join("5678_results.pftrace"),
+        root.join("host/5678_results.pftrace"),
+    )
+    .unwrap();
+    let listing = |dir: &std::path::Path| {
+        let mut files: Vec<String> = walk(dir).iter().map(|p| p.display().to_string()).collect();
+        files.sort();
+        files
+    };
+    let (before, before_elsewhere) = (listing(&root), listing(&elsewhere));
+    case.config.jobs = 3;
+    case.config.extra_args = vec!["--traceconv".into(), crate::traceconv().into()];
+    let summary = case.run();
+    assert_eq!(summary.results.len(), 9, "{:#?}", summary.results);
+    assert!(summary.results.iter().all(|r| r.status == Status::Success), "{:#?}", summary.results);
+    assert_eq!(listing(&root), before, "the run directory gained or lost files");
+    assert_eq!(listing(&elsewhere), before_elsewhere, "the linked trace's directory changed");
+    let calls = case.calls();
+    let conversions: Vec<&String> = calls.iter().filter(|c| c.contains("\"converted\"")).collect();
+    assert_eq!(conversions.len(), 3, "one conversion per trace: {calls:#?}");
+    assert!(conversions.iter().all(|c| c.contains("[SCRATCH]/")), "{conversions:#?}");
+    let inputs: Vec<&str> = calls
+        .iter()
+        .filter_map(|c| c.split("\"--trace_path\", \"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(inputs.iter().filter(|p| p.ends_with(".pftrace")).count(), 3, "{inputs:#?}");
+    assert_eq!(inputs.iter().filter(|p| p.ends_with(".json")).count(), 6, "{inputs:#?}");
+    assert!(inputs.iter().all(|p| p.starts_with("[TMP]/[SCRATCH]/")), "{inputs:#?}");
+}
+
+/// Every file under `dir` (links not followed), relative to it.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(walk(&path).into_iter().map(|p| {
+                entry.file_name().into_string().map(std::path::PathBuf::from).unwrap().join(p)
+            }));
+        } else {
+            out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+        }
+    }
+    out
 }
