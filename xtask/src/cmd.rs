@@ -80,7 +80,11 @@ fn test(
     use std::io::{BufRead, BufReader};
     let shown = binary.map(|b| format!("MADENGINE_TEST_BINARY={} ", b.display()));
     eprintln!("$ {}{cargo} {}", shown.unwrap_or_default(), args.join(" "));
-    let mut expression = cmd(cargo, args).dir(root);
+    // Checks skipped for a missing tool are recorded here (test-support's
+    // `skip::missing`): cargo shows no output of a test that passed.
+    let skips = std::env::temp_dir().join(format!("madengine-test-skips-{}", std::process::id()));
+    let _ = std::fs::remove_file(&skips);
+    let mut expression = cmd(cargo, args).dir(root).env("MADENGINE_TEST_SKIPS", &skips);
     if let Some(binary) = binary {
         expression = expression.env("MADENGINE_TEST_BINARY", binary);
     }
@@ -110,9 +114,59 @@ fn test(
         line.clear();
     }
     let status = reader.try_wait().map_err(|e| format!("cargo test: {e}"))?.map(|o| o.status);
-    println!("{what}: {passed} passed, {failed} failed, {ignored} skipped");
+    let recorded = std::fs::read_to_string(&skips).unwrap_or_default();
+    let _ = std::fs::remove_file(&skips);
+    println!("{}", closing_line(what, (passed, failed, ignored), &recorded));
     match status {
         Some(s) if s.success() => Ok(()),
         _ => Err(format!("{what} failed")),
+    }
+}
+
+/// The closing line of a test run: its totals, and the checks skipped for a
+/// missing tool (`recorded`: one `what<TAB>how to get it` line each), by
+/// tool, with how to provide each. Such a test returns early, and cargo
+/// counts it passed: it is counted skipped instead.
+fn closing_line(what: &str, (passed, failed, ignored): (u64, u64, u64), recorded: &str) -> String {
+    let mut tools: Vec<(&str, &str, usize)> = Vec::new();
+    for line in recorded.lines().filter(|l| !l.is_empty()) {
+        let (tool, get) = line.split_once('\t').unwrap_or((line, ""));
+        match tools.iter_mut().find(|(t, _, _)| *t == tool) {
+            Some((_, _, n)) => *n += 1,
+            None => tools.push((tool, get, 1)),
+        }
+    }
+    let skipped: usize = tools.iter().map(|(_, _, n)| n).sum();
+    let mut line = format!(
+        "{what}: {} passed, {failed} failed, {} skipped",
+        passed.saturating_sub(skipped as u64),
+        ignored + skipped as u64
+    );
+    if skipped > 0 {
+        line.push_str(&format!(
+            " ({skipped} for a missing tool: the checks that need it did not run)"
+        ));
+        for (tool, get, n) in tools {
+            line.push_str(&format!("\n  {n} skipped without {tool}: {get}"));
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_closing_line_counts_checks_skipped_for_a_missing_tool() {
+        assert_eq!(
+            super::closing_line("tests", (5, 0, 0), ""),
+            "tests: 5 passed, 0 failed, 0 skipped"
+        );
+        let recorded = "MADENGINE_TEST_SLURM (a cluster)\teval up\nchromium\tapt-get install chromium\nMADENGINE_TEST_SLURM (a cluster)\teval up\n";
+        assert_eq!(
+            super::closing_line("tests", (5, 0, 1), recorded),
+            "tests: 2 passed, 0 failed, 4 skipped (3 for a missing tool: the checks that need it did not run)\n  \
+             2 skipped without MADENGINE_TEST_SLURM (a cluster): eval up\n  \
+             1 skipped without chromium: apt-get install chromium"
+        );
     }
 }

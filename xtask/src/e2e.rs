@@ -1080,8 +1080,7 @@ mod tests {
     /// is caught.
     #[test]
     fn rocprofv3_outputs_of_one_run_read_as_its_json() {
-        let Some(public) = crate::public_fixtures("rocprofv3_outputs_of_one_run_read_as_its_json")
-        else {
+        let Some(public) = crate::public_fixtures() else {
             return;
         };
         // Trimmed to 2 MiB as `cargo xtask fixtures --gpu` trims (a debug

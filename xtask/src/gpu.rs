@@ -347,8 +347,7 @@ mod tests {
     /// its provenance; a raw trace that cannot give tables writes nothing.
     #[test]
     fn import_trims_checks_and_records_provenance() {
-        let Some(public) = crate::public_fixtures("import_trims_checks_and_records_provenance")
-        else {
+        let Some(public) = crate::public_fixtures() else {
             return;
         };
         let base = std::env::temp_dir().join(format!("xtask-gpu-import-{}", std::process::id()));

@@ -143,17 +143,10 @@ fn main() -> ExitCode {
 }
 
 /// For tests: the public traces (`../shared/fixtures/public`), which CI
-/// always has; elsewhere, without them, the test `test` says it skipped.
+/// always has; elsewhere, without them, a skipped check.
 #[cfg(test)]
-#[allow(clippy::print_stderr, reason = "a test says what it skipped")]
-pub(crate) fn public_fixtures(test: &str) -> Option<PathBuf> {
-    let public = project_root().join("../shared/fixtures/public");
-    if public.is_dir() {
-        return Some(public);
-    }
-    assert!(std::env::var_os("CI").is_none(), "CI runs with {}", public.display());
-    eprintln!("{test}: skipped, {} is missing", public.display());
-    None
+pub(crate) fn public_fixtures() -> Option<PathBuf> {
+    test_support::public::public_fixtures()
 }
 
 /// The workspace root: where xtask was built or, for a binary carried to a

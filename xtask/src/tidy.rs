@@ -23,6 +23,10 @@ pub(crate) const LAYERS: [&str; 8] = [
 /// Crates that depend on no workspace crate.
 const LEAVES: [&str; 3] = ["trace-sanitize", "trace-discover", "dynolog-client"];
 
+/// Test code the test binaries share (`publish = false`): outside the
+/// layers, a dev-dependency only, itself depending on no workspace crate.
+const TEST_ONLY: [&str; 1] = ["test-support"];
+
 pub(crate) fn run(root: &Path) -> Result<(), String> {
     let mut problems = Vec::new();
     let metadata = metadata(root)?;
@@ -66,6 +70,20 @@ fn check_layers(metadata: &Value, problems: &mut Vec<String>) {
         if name == "xtask" {
             continue;
         }
+        if TEST_ONLY.contains(&name) {
+            for dep in package["dependencies"].as_array().into_iter().flatten() {
+                let dep_name = dep["name"].as_str().unwrap_or_default();
+                if names.contains(&dep_name) {
+                    problems.push(format!(
+                        "test crate `{name}` depends on workspace crate `{dep_name}`"
+                    ));
+                }
+            }
+            if package["publish"] != serde_json::json!([]) {
+                problems.push(format!("test crate `{name}` must say `publish = false`"));
+            }
+            continue;
+        }
         let Some(level) = LAYERS.iter().position(|l| *l == name) else {
             problems.push(format!("crate `{name}` is not in the declared layers (xtask/src/tidy.rs, docs/ARCHITECTURE.md)"));
             continue;
@@ -73,6 +91,14 @@ fn check_layers(metadata: &Value, problems: &mut Vec<String>) {
         for dep in package["dependencies"].as_array().into_iter().flatten() {
             let dep_name = dep["name"].as_str().unwrap_or_default();
             if !names.contains(&dep_name) {
+                continue;
+            }
+            if TEST_ONLY.contains(&dep_name) {
+                if dep["kind"].as_str() != Some("dev") {
+                    problems.push(format!(
+                        "`{name}` depends on test crate `{dep_name}` outside [dev-dependencies]"
+                    ));
+                }
                 continue;
             }
             if dep_name == "xtask" || dep_name == "madengine-cli" {
@@ -347,7 +373,10 @@ fn check_files(root: &Path, problems: &mut Vec<String>) {
         }
         // Libraries take their settings from the caller (STYLE.md): no
         // environment reads in their sources.
-        if dir.starts_with(&crates) && name != "madengine-cli" {
+        if dir.starts_with(&crates)
+            && name != "madengine-cli"
+            && !TEST_ONLY.contains(&name.as_str())
+        {
             for file in rust_files(&dir.join("src")) {
                 let text = fs::read_to_string(&file).unwrap_or_default();
                 for line in env_reads(&text) {

@@ -640,7 +640,7 @@ mod tests {
     /// TraceLens' tables with linked kernels.
     #[test]
     fn real_traces_trimmed_still_summarize() {
-        let Some(public) = crate::public_fixtures("real_traces_trimmed_still_summarize") else {
+        let Some(public) = crate::public_fixtures() else {
             return;
         };
         let dir = tempfile_dir();

@@ -149,6 +149,8 @@ pub(crate) struct Tables {
     /// The GPU every kernel was dispatched on, by its index among the
     /// node's GPUs, when they all ran on one ([`crate::Summary::gpu_index`]).
     pub(crate) gpu_index: Option<u32>,
+    /// The processes recorded ([`crate::Summary::processes`]).
+    pub(crate) processes: usize,
 }
 
 /// What the tables read of a rocprofv3 trace, as the scanner finds it.
@@ -341,6 +343,8 @@ pub(crate) struct Records {
     /// The GPUs kernels were dispatched on, by index (`None`: an agent that
     /// is not a GPU of its process, or none named).
     pub(crate) devices: std::collections::BTreeSet<Option<u32>>,
+    /// Processes recorded ([`Records::process`] calls).
+    pub(crate) processes: usize,
 }
 
 impl Records {
@@ -365,12 +369,13 @@ impl Records {
     pub(crate) fn process(&mut self, init: u64, fini: u64) {
         self.init = Some(self.init.map_or(init, |i| i.min(init)));
         self.fini = self.fini.max(fini);
+        self.processes += 1;
     }
 
     /// TraceLens' rocprof `gpu_timeline` and `kernel_summary` of these
     /// records; `lists`: what the run's record lists were.
     pub(crate) fn tables(self, lists: Vec<String>) -> Tables {
-        let Records { init, fini, mut kernels, copies, groups, gpus, devices } = self;
+        let Records { init, fini, mut kernels, copies, groups, gpus, devices, processes } = self;
         let gpu_index = match devices.len() {
             1 => devices.into_iter().next().flatten(),
             _ => None,
@@ -407,6 +412,7 @@ impl Records {
             lists,
             gpus: crate::summary::distinct(gpus),
             gpu_index,
+            processes,
         }
     }
 }

@@ -217,6 +217,11 @@ pub struct Summary {
     /// its `args`. Its multi-rank report fails (`KeyError:
     /// 'collective_id'`) when no rank has one; 0 for rocprofv3 and Perfetto.
     pub collective_kernels: usize,
+    /// For rocprofv3 (its JSON, database or Perfetto trace): the processes
+    /// it recorded, `Some(0)` for a run whose tool recorded nothing (an
+    /// empty `rocprofiler-sdk-tool` list, on which TraceLens' rocprof report
+    /// fails with `IndexError`); `None` for Kineto.
+    pub processes: Option<usize>,
     /// For a trace read with [`Options::salvage`] that was cut short: its
     /// JSON text (decompressed) ends after this many bytes, and the tables
     /// cover the [`Summary::events`] complete before the cut.
@@ -377,6 +382,7 @@ pub fn summarize_with<R: Read + Send>(
             events,
             gpu_events,
             collective_kernels,
+            processes: None,
             truncated_at,
             data_after_end: None,
             gpu_devices,
@@ -427,6 +433,7 @@ pub fn summarize_with<R: Read + Send>(
         events,
         gpu_events,
         collective_kernels,
+        processes: None,
         truncated_at,
         data_after_end: None,
         gpu_devices,
@@ -444,7 +451,16 @@ pub fn summarize_with<R: Read + Send>(
 
 /// The summary of rocprofv3 records' tables (its JSON or its database).
 fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
-    let crate::rocprof::Tables { timeline, kernels, records, lists, gpus, gpu_index, .. } = tables;
+    let crate::rocprof::Tables {
+        timeline,
+        kernels,
+        records,
+        lists,
+        gpus,
+        gpu_index,
+        processes,
+        ..
+    } = tables;
     let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
     Summary {
         format: Format::Rocprofv3,
@@ -456,6 +472,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         events: records,
         gpu_events: records,
         collective_kernels: 0,
+        processes: Some(processes),
         truncated_at: None,
         data_after_end: None,
         gpu_devices: None,

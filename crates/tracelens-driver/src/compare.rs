@@ -1,6 +1,9 @@
 //! `TraceLens_compare_perf_reports_pytorch` over two or more reports.
 
-use std::{ffi::OsString, path::PathBuf};
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+};
 
 use serde::Serialize;
 
@@ -66,8 +69,73 @@ impl CompareConfig {
                 });
             }
         }
+        let tags = self.tags();
+        for (i, tag) in tags.iter().enumerate() {
+            let Some(j) = tags[..i].iter().position(|t| t == tag) else { continue };
+            let (a, b) = (self.reports[j].display(), self.reports[i].display());
+            return Err(Error::CompareArgs(match self.names.is_empty() {
+                true => {
+                    let suggested = suggested_names(&self.reports)
+                        .map(|names| format!(", e.g. `--names {}`", names.join(" ")))
+                        .unwrap_or_default();
+                    format!(
+                        "{a} and {b} would both be tagged `{tag}` (TraceLens tags each report by \
+                         its file or directory name, without extension, and needs the tags \
+                         unique): name every report with --names{suggested}"
+                    )
+                }
+                false => {
+                    format!("`{tag}` is given twice in --names: TraceLens needs the tags unique")
+                }
+            }));
+        }
         Ok(())
     }
+
+    /// The tag TraceLens gives each report: its `--names` entry, else its
+    /// file or directory name without extension (Python's `splitext`).
+    pub fn tags(&self) -> Vec<String> {
+        if !self.names.is_empty() {
+            return self.names.clone();
+        }
+        self.reports.iter().map(|r| default_tag(r)).collect()
+    }
+}
+
+/// TraceLens' default tag of a report: its last path component without the
+/// extension (`base/x_csv` is `x_csv`, `a.xlsx` is `a`).
+fn default_tag(report: &Path) -> String {
+    let name = report.file_name().unwrap_or(report.as_os_str()).to_string_lossy();
+    match name.rfind('.') {
+        // Python's splitext: a leading dot starts no extension.
+        Some(dot) if name[..dot].chars().any(|c| c != '.') => name[..dot].to_string(),
+        _ => name.into_owned(),
+    }
+}
+
+/// Names that tell the reports apart by the directories they are in (the
+/// nearest that differ), when there are such.
+fn suggested_names(reports: &[PathBuf]) -> Option<Vec<String>> {
+    let absolute: Vec<PathBuf> =
+        reports.iter().map(|r| std::path::absolute(r).unwrap_or_else(|_| r.clone())).collect();
+    for up in 1..8 {
+        let names: Vec<String> = absolute
+            .iter()
+            .map(|r| {
+                r.ancestors()
+                    .nth(up)
+                    .and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let unique =
+            names.iter().enumerate().all(|(i, n)| !n.is_empty() && !names[..i].contains(n));
+        if unique && names.iter().all(|n| !n.chars().any(char::is_whitespace)) {
+            return Some(names);
+        }
+    }
+    None
 }
 
 /// Check the inputs before TraceLens sees them: at least two existing

@@ -72,7 +72,8 @@ pub use crate::{
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{
         Event, NO_COLLECTIVES, NO_COLLECTIVES_DETAIL, NO_GPU_DETAIL, NO_GPU_EVENTS,
-        NO_GPU_SEEN_DETAIL, discover, job_memory, plan_only, run, tracelens_name,
+        NO_GPU_SEEN_DETAIL, NO_ROCPROF_PROCESS_DETAIL, discover, job_memory, plan_only, run,
+        tracelens_name,
     },
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
     summary::{

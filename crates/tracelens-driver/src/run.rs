@@ -33,6 +33,10 @@ pub const NO_GPU_SEEN_DETAIL: &str = "the trace holds no GPU activity, and its p
 /// The detail of a SKIPPED row for a trace without GPU activity.
 pub const NO_GPU_DETAIL: &str = "the trace holds no GPU activity, so there is nothing to report. One common cause: dynolog configures every process that registered with it, which for a torchrun job includes the launcher, and the launcher only supervises its children and runs no kernels.";
 
+/// The detail of a SKIPPED rocprof row for a rocprofv3 trace that recorded
+/// no process.
+pub const NO_ROCPROF_PROCESS_DETAIL: &str = "the rocprofv3 trace records no process (its rocprofiler-sdk-tool list is empty), so there is nothing to report: rocprofv3 ran, but recorded nothing. Check that the workload ran under it and dispatched GPU work (rocprofv3 --kernel-trace -- <command>).";
+
 /// What TraceLens' collective report prints before it fails (`KeyError:
 /// 'collective_id'`) on traces without NCCL/RCCL collective kernels.
 pub const NO_COLLECTIVES: &str = "No NCCL collective events found";
@@ -1201,8 +1205,22 @@ fn precheck(
     if let Some(m) = &summary.malformed {
         return malformed(m.offset, &m.found, m.expected, m.kind);
     }
-    // rocprofv3 traces are checked for cuts only: what TraceLens' rocprof
-    // report needs is not what trace-summary's outcome describes.
+    // A rocprofv3 run whose tool recorded nothing: TraceLens' rocprof report
+    // reads the list's first process, and fails (`IndexError`).
+    if job.tool == crate::Tool::Rocprof && summary.processes == Some(0) {
+        return row(
+            Status::Skipped,
+            Cause::Other,
+            NO_ROCPROF_PROCESS_DETAIL.into(),
+            format!(
+                "madengine: read {} with trace-summary: its rocprofiler-sdk-tool list holds no \
+                 process.\nTraceLens would fail with IndexError; it was not run.\n",
+                input.display()
+            ),
+        );
+    }
+    // Other rocprofv3 traces are checked for cuts only: what TraceLens'
+    // rocprof report needs is not what trace-summary's outcome describes.
     if job.tool != crate::Tool::Pytorch || summary.outcome == trace_summary::Outcome::Tables {
         return None;
     }

@@ -12,13 +12,10 @@
 
 #[path = "../../src/built.rs"]
 mod built;
-#[path = "../../../crates/dynolog-client/tests/it/required.rs"]
-mod required;
-#[path = "../../../crates/tracelens-driver/tests/it/standin.rs"]
-#[allow(dead_code, reason = "only the console-script venv is used here")]
-mod standin;
 
 use std::path::Path;
+
+use test_support::{required, standin};
 
 use serde_json::Value;
 

@@ -4,5 +4,6 @@
 mod fake;
 mod hook;
 mod protocol;
-mod required;
 mod trigger;
+
+use test_support::required;

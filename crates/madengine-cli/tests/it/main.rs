@@ -5,20 +5,14 @@
 
 mod diff;
 mod dynolog;
-#[path = "../../../tracelens-driver/tests/it/edit.rs"]
-mod edit;
 mod gpu;
 mod k8s;
-#[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
-mod public_dir;
 mod pytorch;
 mod report;
-#[path = "../../../dynolog-client/tests/it/required.rs"]
-mod required;
 mod slurm;
-#[path = "../../../tracelens-driver/tests/it/standin.rs"]
-mod standin;
 mod trace;
+
+use test_support::{edit, public as public_dir, required, standin};
 
 use std::{
     path::{Path, PathBuf},

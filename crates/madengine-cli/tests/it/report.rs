@@ -342,6 +342,45 @@ fn compare_reports() {
         dir.path(),
         ["report", "tracelens-compare", &a, &b, "--names", "only-one", "--python", &py]
     );
+    // Two reports TraceLens would tag alike (its tags are the folder names):
+    // refused before it runs, with names to pass (TraceLens itself ends in
+    // "ValueError: Tags must be unique").
+    for side in ["base", "new"] {
+        let to = dir.path().join(side).join("x_csv");
+        fs::create_dir_all(&to).unwrap();
+        for entry in fs::read_dir(&a).unwrap() {
+            let entry = entry.unwrap();
+            fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+    cli_snapshot!(dir.path(), ["report", "tracelens-compare", "base/x_csv", "new/x_csv", "--python", &py], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: base/x_csv and new/x_csv would both be tagged `x_csv` (TraceLens tags each report by its file or directory name, without extension, and needs the tags unique): name every report with --names, e.g. `--names base new`
+    ");
+    cli_snapshot!(dir.path(), ["report", "tracelens-compare", "base/x_csv", "new/x_csv", "--names", "a", "a", "--python", &py], @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: `a` is given twice in --names: TraceLens needs the tags unique
+    ");
+    cli_snapshot!(
+        dir.path(),
+        [
+            "report",
+            "tracelens-compare",
+            "base/x_csv",
+            "new/x_csv",
+            "--names",
+            "base",
+            "new",
+            "--python",
+            &py,
+            "-o",
+            "cmp2.xlsx"
+        ]
+    );
     // A missing report is named before TraceLens is looked for.
     cli_snapshot!(dir.path(), ["report", "tracelens-compare", &a, "missing_csv", "--python", "/no/python"], @r"
     exit code: 3

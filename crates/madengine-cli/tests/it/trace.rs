@@ -877,20 +877,11 @@ fn a_trace_link_that_leads_nowhere_is_named_not_passed_over() {
 /// Chromium for rendering the HTML page: `$MADENGINE_CHROMIUM`, else
 /// `chromium` on PATH; with CI=true its absence fails the test.
 fn chromium() -> Option<std::path::PathBuf> {
-    if let Some(p) = std::env::var_os("MADENGINE_CHROMIUM").filter(|p| !p.is_empty()) {
-        return Some(p.into());
-    }
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path).map(|d| d.join("chromium")).find(|p| p.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but chromium is missing (set MADENGINE_CHROMIUM)"
-        );
-        eprintln!("skipped: chromium not found (set MADENGINE_CHROMIUM)");
-    }
-    found
+    test_support::required::program(
+        "MADENGINE_CHROMIUM",
+        "chromium",
+        "apt-get install chromium (Debian's), or point MADENGINE_CHROMIUM at a Chromium",
+    )
 }
 
 #[test]

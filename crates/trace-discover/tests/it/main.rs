@@ -1,14 +1,12 @@
 //! Integration tests of trace-discover, at its public API.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
-#[path = "../../../trace-sanitize/tests/it/damage.rs"]
-mod damage;
 mod damaged;
 mod gpu;
 mod public;
-#[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
-mod public_dir;
 mod tree;
+
+use test_support::{damage, public as public_dir};
 
 use std::path::{Path, PathBuf};
 

@@ -3,17 +3,15 @@
 
 mod cases;
 mod chunks;
-mod damage;
 mod damaged;
 mod files;
 mod gpu;
 mod public;
-mod public_dir;
 mod python;
-#[path = "../../../dynolog-client/tests/it/required.rs"]
-mod required;
 mod snapshots;
 mod strict;
+
+use test_support::{damage, public as public_dir, required};
 
 use trace_sanitize::{Options, Report, sanitize};
 

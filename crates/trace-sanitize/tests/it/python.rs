@@ -188,7 +188,7 @@ assert len(doc["traceEvents"]) == 300
 /// The parser TraceLens loads traces with, for real: `$MADENGINE_ORJSON_PYTHON`
 /// imports orjson 3.13.0 (`.ci/run` installs it).
 fn orjson_python() -> Option<std::path::PathBuf> {
-    crate::required::required_path("MADENGINE_ORJSON_PYTHON", "an interpreter that imports orjson")
+    crate::required::orjson_python()
 }
 
 /// Every defect class, alone and together: orjson (TraceLens' parser)

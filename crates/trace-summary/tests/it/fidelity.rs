@@ -192,6 +192,7 @@ fn rocprofv3_tables_match_tracelens() {
     let summary = trace_summary::summarize_file(&root.join(rel)).unwrap();
     assert_eq!(summary.outcome, trace_summary::Outcome::Rocprofv3);
     assert_eq!(summary.gpu_events, 43_915);
+    assert_eq!(summary.processes, Some(1));
     assert!(summary.ops_summary.is_none());
     for (name, ours) in
         [("gpu_timeline", &summary.gpu_timeline), ("kernel_summary", &summary.kernel_summary)]

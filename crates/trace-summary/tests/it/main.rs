@@ -4,15 +4,13 @@
 
 mod breaks;
 mod collectives;
-#[path = "../../../trace-sanitize/tests/it/damage.rs"]
-mod damage;
 mod damaged;
 mod diff;
 mod fidelity;
 mod gpu;
 mod mangled;
 mod pftrace;
-#[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
-mod public_dir;
 mod rocpd;
 mod truncated;
+
+use test_support::{damage, public as public_dir};

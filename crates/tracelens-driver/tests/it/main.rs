@@ -1,12 +1,10 @@
 //! Integration tests of tracelens-driver, against the TraceLens stand-in.
 #![allow(clippy::print_stderr, reason = "tests say what they skipped")]
 
-mod edit;
 mod public;
-#[path = "../../../trace-sanitize/tests/it/public_dir.rs"]
-mod public_dir;
 mod runs;
-mod standin;
+
+use test_support::{edit, public as public_dir, standin};
 
 use std::{
     fs,

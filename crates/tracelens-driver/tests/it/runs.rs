@@ -1331,3 +1331,28 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A rocprofv3 run whose tool recorded nothing writes an empty process
+/// list; TraceLens' rocprof report reads its first entry and fails
+/// (`IndexError`): SKIPPED, with why, and TraceLens not run.
+#[test]
+fn a_rocprofv3_trace_of_no_process_is_skipped() {
+    let case = Case::new();
+    case.write("rocprof_output/host/4321_results.json", r#"{"rocprofiler-sdk-tool": []}"#);
+    let summary = case.run();
+    assert_eq!(
+        rows(&summary),
+        [format!(
+            "SKIPPED rocprof_json rocprof_output/host/4321_results.json TraceLens_generate_perf_report_rocprof | {}",
+            tracelens_driver::NO_ROCPROF_PROCESS_DETAIL
+        )]
+    );
+    assert!(!case.ran("generate_perf_report_rocprof"));
+    // Without the precheck, TraceLens runs and fails as it does.
+    let mut case = case;
+    case.config.precheck = false;
+    let summary = case.run();
+    assert_eq!(summary.results[0].status, Status::Failure, "{:#?}", summary.results);
+    let log = fs::read_to_string(summary.results[0].log.as_ref().unwrap()).unwrap();
+    assert!(log.contains("IndexError"), "{log}");
+}

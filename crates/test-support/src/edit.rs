@@ -3,7 +3,7 @@
 
 /// `trace` with `field` (`"key": value`, raw JSON text, broken or not)
 /// added to its first complete event, after its `"ph": "X"`.
-pub(crate) fn in_first_event(trace: &str, field: &str) -> String {
+pub fn in_first_event(trace: &str, field: &str) -> String {
     let edited = trace.replacen("\"ph\": \"X\"", &format!("\"ph\": \"X\", {field}"), 1);
     assert_ne!(edited, trace, "the trace has no complete event to edit");
     edited
@@ -11,7 +11,7 @@ pub(crate) fn in_first_event(trace: &str, field: &str) -> String {
 
 /// `trace` with `field` added at the end of its top-level object, where
 /// Kineto writes its metadata.
-pub(crate) fn in_metadata(trace: &str, field: &str) -> String {
+pub fn in_metadata(trace: &str, field: &str) -> String {
     let last = trace.trim_end().strip_suffix('}').expect("the trace is a JSON object");
     format!("{last}, {field}}}\n")
 }

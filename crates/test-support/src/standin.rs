@@ -3,7 +3,7 @@
 //! pip-installs offline), once as a bare module (no scripts: the driver's
 //! `python -c` fallback), once without TraceLens but with an unrelated
 //! lower-case `tracelens` module. Built once per source version and shared by
-//! every test binary (also madengine-cli's and xtask's, which include this file).
+//! every test binary.
 
 use std::{
     fs,
@@ -12,29 +12,35 @@ use std::{
     sync::OnceLock,
 };
 
-pub(crate) struct Standin {
+#[derive(Debug)]
+pub struct Standin {
     /// A venv whose bin/ has the seven TraceLens_* console scripts.
-    pub(crate) scripts: PathBuf,
+    pub scripts: PathBuf,
     /// A venv with the TraceLens package only.
-    pub(crate) module_only: PathBuf,
+    pub module_only: PathBuf,
     /// A venv with the unrelated `tracelens` module and no TraceLens.
-    pub(crate) wrong_package: PathBuf,
+    pub wrong_package: PathBuf,
     /// The wheel (for `setup tracelens --spec`).
-    pub(crate) wheel: PathBuf,
+    pub wheel: PathBuf,
 }
 
 impl Standin {
-    pub(crate) fn python(venv: &Path) -> PathBuf {
+    pub fn python(venv: &Path) -> PathBuf {
         venv.join("bin/python3")
     }
 }
 
-pub(crate) fn source_dir() -> PathBuf {
-    // From a crate under crates/, or from xtask beside them.
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let crates =
-        if here.join("../crates").is_dir() { here.join("../crates") } else { here.join("..") };
-    crates.join("tracelens-driver/tests/fixtures/tracelens-standin")
+pub fn source_dir() -> PathBuf {
+    crate::workspace_root().join("crates/tracelens-driver/tests/fixtures/tracelens-standin")
+}
+
+/// Where the venvs are built: cargo's target directory, `tmp/`.
+fn target_tmp() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|t| if t.is_absolute() { t } else { crate::workspace_root().join(t) })
+        .unwrap_or_else(|| crate::workspace_root().join("target"));
+    target.join("tmp")
 }
 
 #[allow(clippy::disallowed_methods, reason = "test setup runs python")]
@@ -138,14 +144,14 @@ fn build(into: &Path) {
     .unwrap();
 }
 
-pub(crate) fn standin() -> &'static Standin {
+pub fn standin() -> &'static Standin {
     static STANDIN: OnceLock<Standin> = OnceLock::new();
     STANDIN.get_or_init(|| {
         let src = source_dir();
-        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("tracelens-standin-{:016x}", fingerprint(&src)));
+        let base = target_tmp().join(format!("tracelens-standin-{:016x}", fingerprint(&src)));
         // Venvs cannot move (their scripts name their interpreter), so they
         // are built in place, under a lock directory other test binaries wait on.
+        fs::create_dir_all(target_tmp()).unwrap();
         let lock = PathBuf::from(format!("{}.lock", base.display()));
         let started = std::time::Instant::now();
         while !base.join("ready").is_file() {

@@ -8,7 +8,7 @@ use proptest::{prelude::*, sample::Index};
 
 /// One piece of damage, at a position taken as a fraction of the length.
 #[derive(Debug, Clone)]
-pub(crate) enum Damage {
+pub enum Damage {
     /// Bits of one byte flipped.
     Flip(Index, u8),
     /// One byte set, to a value that means something to the format.
@@ -23,7 +23,7 @@ pub(crate) enum Damage {
     Insert(Index, Vec<u8>),
 }
 
-pub(crate) fn damage() -> impl Strategy<Value = Damage> {
+pub fn damage() -> impl Strategy<Value = Damage> {
     // Bytes that mean something to JSON, varints and SQLite pages.
     let telling = prop_oneof![
         Just(b'"'),
@@ -54,21 +54,20 @@ pub(crate) fn damage() -> impl Strategy<Value = Damage> {
 }
 
 /// `bytes` gzipped, for a seed whose damage is to hit the deflate stream.
-pub(crate) fn gzipped(bytes: &[u8]) -> Vec<u8> {
+pub fn gzipped(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(bytes).unwrap();
     e.finish().unwrap()
 }
 
 /// `bytes` gunzipped (every member, as the readers take them).
-#[allow(dead_code, reason = "trace-discover's tests damage gzipped traces but read none back")]
-pub(crate) fn gunzip(bytes: &[u8]) -> Vec<u8> {
+pub fn gunzip(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut out).unwrap();
     out
 }
 
-pub(crate) fn damaged(original: &[u8], damages: &[Damage]) -> Vec<u8> {
+pub fn damaged(original: &[u8], damages: &[Damage]) -> Vec<u8> {
     let mut bytes = original.to_vec();
     for d in damages {
         if bytes.is_empty() {

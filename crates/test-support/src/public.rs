@@ -1,16 +1,16 @@
-//! Where the real public traces are, for the tests of every crate (included
-//! by path from the others' test binaries).
+//! Where the real public traces are (`../shared/fixtures/public`), and the
+//! GPU fixtures the project captured (`fixtures/gpu/`).
 
 use std::path::{Path, PathBuf};
 
 /// `$MADENGINE_PUBLIC_FIXTURES` (set by `.ci/run`, which then requires the
 /// traces), else `../shared/fixtures/public` beside the workspace when
-/// present; otherwise the test says it skipped.
-pub(crate) fn public_fixtures() -> Option<PathBuf> {
+/// present; otherwise the test is recorded as skipped ([`crate::skip`]).
+pub fn public_fixtures() -> Option<PathBuf> {
     let required = std::env::var_os("MADENGINE_PUBLIC_FIXTURES").map(PathBuf::from);
-    let dir = required.clone().unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/public")
-    });
+    let dir = required
+        .clone()
+        .unwrap_or_else(|| crate::workspace_root().join("../shared/fixtures/public"));
     if dir.is_dir() {
         return Some(dir);
     }
@@ -19,16 +19,15 @@ pub(crate) fn public_fixtures() -> Option<PathBuf> {
         "MADENGINE_PUBLIC_FIXTURES names a missing directory: {}",
         dir.display()
     );
-    eprintln!(
-        "skipped: public traces not found at {} (set MADENGINE_PUBLIC_FIXTURES to require them)",
-        dir.display()
+    crate::skip::missing(
+        "the real public traces (../shared/fixtures/public)",
+        "set MADENGINE_PUBLIC_FIXTURES to their directory",
     );
     None
 }
 
 /// Every file under `dir`, sorted.
-#[allow(dead_code, reason = "not every test binary that includes this walks the traces")]
-pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -41,9 +40,8 @@ pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// The real GPU traces `cargo xtask fixtures --gpu` committed, a set per
 /// node kind (`fixtures/gpu/<vendor>-<model>/`): each set's directory name
 /// and its files, sorted. At least one set is committed (an NVIDIA H200's).
-#[allow(dead_code, reason = "not every test binary that includes this reads them")]
-pub(crate) fn gpu_fixture_sets() -> Vec<(String, Vec<PathBuf>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gpu");
+pub fn gpu_fixture_sets() -> Vec<(String, Vec<PathBuf>)> {
+    let root = crate::workspace_root().join("fixtures/gpu");
     let mut sets: Vec<(String, Vec<PathBuf>)> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.unwrap().path())
