@@ -115,9 +115,12 @@ impl Client {
         let addr = self.addr;
         let io_err = |during: &'static str, source: io::Error| match source.kind() {
             io::ErrorKind::ConnectionRefused => Error::Refused { addr },
-            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-                Error::Timeout { addr, seconds: self.timeout.as_secs_f64(), during }
-            }
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Error::Timeout {
+                addr,
+                seconds: self.timeout.as_secs_f64(),
+                during,
+                left_reading: false,
+            },
             _ => Error::Io { addr, source },
         };
         let mut stream =
@@ -126,12 +129,26 @@ impl Client {
         stream.set_write_timeout(Some(self.timeout)).map_err(|e| io_err("connecting", e))?;
         stream.write_all(&frame).map_err(|e| io_err("sending the request", e))?;
 
+        // From here a request is in flight: the daemon serves one connection
+        // at a time and may answer it long after (another client holds it),
+        // and dies of SIGPIPE if we have gone by then. A reply that does not
+        // come in time is left to a background reader, never abandoned.
+        let timed_out = |stream: TcpStream, during: &'static str| Error::Timeout {
+            addr,
+            seconds: self.timeout.as_secs_f64(),
+            during,
+            left_reading: leave_to_reader(stream),
+        };
         let mut prefix = [0u8; 4];
         match read_full(&mut stream, &mut prefix) {
             Ok(0) => return Err(Error::NoReply { addr, request: function }),
             Ok(4) => {}
             Ok(_) => return Err(Error::NoReply { addr, request: function }),
+            Err(e) if is_timeout(&e) => return Err(timed_out(stream, "waiting for the reply")),
             Err(e) => return Err(io_err("waiting for the reply", e)),
+        }
+        if let Some(answered) = not_dynolog(&prefix, &mut stream) {
+            return Err(Error::NotDynolog { addr, answered });
         }
         let length = i32::from_ne_bytes(prefix) as i64;
         if length <= 0 || length as usize > MAX_REPLY {
@@ -141,6 +158,7 @@ impl Client {
         match read_full(&mut stream, &mut reply) {
             Ok(n) if n == reply.len() => Ok(reply),
             Ok(_) => Err(Error::NoReply { addr, request: function }),
+            Err(e) if is_timeout(&e) => Err(timed_out(stream, "reading the reply")),
             Err(e) => Err(io_err("reading the reply", e)),
         }
     }
@@ -171,6 +189,43 @@ impl Client {
             body: String::from_utf8_lossy(body).into_owned(),
         }
     }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
+}
+
+/// What answered, when a reply's first four bytes are not dynolog's length
+/// prefix but the start of an HTTP response (`HTTP`, which as a length would
+/// be 1,347,703,880 bytes): its status line, read from what follows.
+fn not_dynolog(prefix: &[u8; 4], stream: &mut TcpStream) -> Option<String> {
+    if prefix != b"HTTP" {
+        return None;
+    }
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut line = b"HTTP".to_vec();
+    let mut byte = [0u8; 1];
+    while line.len() < 200 && matches!(stream.read(&mut byte), Ok(1)) && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let status = String::from_utf8_lossy(&line).trim().to_string();
+    Some(format!("an HTTP server (`{status}`)"))
+}
+
+/// Hand `stream`, whose request the daemon may still answer, to a reader
+/// that outlives this process (`cat`, its output discarded): the daemon's
+/// reply then finds its peer, whenever it comes, and the daemon lives.
+/// Whether the reader started.
+fn leave_to_reader(stream: TcpStream) -> bool {
+    let _ = stream.set_read_timeout(None);
+    crate::session::cmd(&["cat".into()])
+        .stdin_file(stream)
+        .stdout_null()
+        .stderr_null()
+        .unchecked()
+        .start()
+        .map(std::mem::forget)
+        .is_ok()
 }
 
 fn read_full(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {

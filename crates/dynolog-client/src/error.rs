@@ -16,15 +16,23 @@ pub enum Error {
         source: io::Error,
     },
     /// Nothing listens there (is the daemon running, on that port?).
-    #[error(
-        "no dynolog daemon at {addr} (connection refused); start one with `madengine dynolog start` or check --port"
-    )]
+    #[error("no dynolog daemon at {addr} (connection refused)")]
     Refused {
         /// The address tried.
         addr: SocketAddr,
     },
-    /// Connecting, sending or receiving took too long.
-    #[error("dynolog at {addr} did not answer within {seconds} s ({during})")]
+    /// Connecting, sending or receiving took too long. dynolog answers at
+    /// once unless another client holds it (it serves one connection at a
+    /// time), or what listens there is not dynolog.
+    #[error(
+        "dynolog at {addr} did not answer within {seconds} s ({during}){}",
+        if *left_reading {
+            "; the request was left to a background reader, as dynolog dies (SIGPIPE) when a \
+             client leaves before its reply"
+        } else {
+            ""
+        }
+    )]
     Timeout {
         /// The address.
         addr: SocketAddr,
@@ -32,6 +40,18 @@ pub enum Error {
         seconds: f64,
         /// What was being done.
         during: &'static str,
+        /// A request was in flight: its connection was handed to a reader
+        /// that outlives this process, so the daemon's late reply does not
+        /// kill it.
+        left_reading: bool,
+    },
+    /// Something answers at that address, but not as dynolog.
+    #[error("{addr} answers, but not as dynolog: {answered}")]
+    NotDynolog {
+        /// The address.
+        addr: SocketAddr,
+        /// What answered.
+        answered: String,
     },
     /// The daemon closed the connection without replying (it does so for
     /// requests it cannot parse or does not know).

@@ -4,11 +4,14 @@
 //! [`Client`] speaks dynolog's RPC protocol as observed on a real daemon: TCP,
 //! one request per connection, a 4-byte native-endian length prefix then JSON
 //! each way. It frames the whole request before connecting (a silent client
-//! blocks the daemon's single-threaded server) and always reads the reply
-//! before closing (a client that closes early kills the daemon with SIGPIPE).
-//! Replies are typed; a `{"status":"failed..."}` reply, a connection closed
-//! without a reply, a refused connection and a timeout are distinct
-//! [`Error`]s, and absurd reply lengths are refused.
+//! blocks the daemon's single-threaded server) and never leaves with a reply
+//! still due (a client that closes early kills the daemon with SIGPIPE): a
+//! reply that does not come in time is left to a background reader. Replies
+//! are typed; a `{"status":"failed..."}` reply, a connection closed without a
+//! reply, a refused connection, a timeout and a server that is not dynolog
+//! (an HTTP one) are distinct [`Error`]s, and absurd reply lengths are
+//! refused. [`start_daemon`] refuses a port something listens on (naming it,
+//! [`listener_of`]) and takes a daemon as ready from its own log.
 //!
 //! [`TraceRequest`] builds the kineto config in the real `dyno gputrace` key
 //! order and serializes the request with serde; [`kineto_trace_path`] names
@@ -37,6 +40,7 @@
 mod client;
 mod error;
 mod lossy;
+mod port;
 mod redact;
 mod registry;
 mod request;
@@ -47,13 +51,14 @@ mod trigger;
 pub use crate::{
     client::{Client, DEFAULT_PORT, MAX_REPLY, TraceReply},
     error::{Error, Result},
+    port::{Holder, listener_of, port_is_free},
     redact::redact,
     registry::{
         ProcFs, Processes, Registration, is_launcher_or_helper, parse_registrations, runnable,
     },
     request::{TraceRequest, Window, kineto_trace_path},
     session::{
-        Exit, RunState, SessionError, Started, Stopped, Workload, free_port, hook_module,
+        Daemon, Exit, RunState, SessionError, Started, Stopped, Workload, free_port, hook_module,
         install_hook, is_running, log_tail, proc_stat, remove_hook, site_packages, spawn_detached,
         start_daemon, start_workload, stop_process,
     },

@@ -38,8 +38,44 @@ pub enum SessionError {
         source: io::Error,
     },
     /// The daemon exited during start-up.
-    #[error("the dynolog daemon exited during start-up; the end of its log ({log}):\n{tail}")]
+    #[error(
+        "the dynolog daemon (pid {pid}) {how} during start-up{}; {}",
+        why_died(*how).map(|w| format!(" ({w})")).unwrap_or_default(),
+        log_said(log, tail)
+    )]
     DaemonDied {
+        /// Its pid.
+        pid: u32,
+        /// How it ended.
+        how: Exit,
+        /// Its log.
+        log: PathBuf,
+        /// The last lines.
+        tail: String,
+    },
+    /// Something already listens on the port asked for: a daemon started
+    /// there runs without its RPC server (dynolog logs `bind(): Address
+    /// already in use` and stays up), and requests would reach the other.
+    #[error(
+        "port {port} is taken{}: a dynolog started there would run without its RPC server, and \
+         trace requests would reach the other process",
+        holder.as_ref().map(|h| format!(" by {h}")).unwrap_or_default()
+    )]
+    PortTaken {
+        /// The port.
+        port: u16,
+        /// Who listens there, when `/proc` tells.
+        holder: Option<crate::Holder>,
+    },
+    /// The daemon started, but says in its log that it cannot serve: no RPC
+    /// server (its port was taken as it bound it) or no IPC endpoint
+    /// (another dynolog with `--enable_ipc_monitor` holds it).
+    #[error("the dynolog daemon (pid {pid}) {what}; {}", log_said(log, tail))]
+    DaemonCrippled {
+        /// Its pid (stopped again).
+        pid: u32,
+        /// What its log says it lacks.
+        what: String,
         /// Its log.
         log: PathBuf,
         /// The last lines.
@@ -83,6 +119,27 @@ pub enum SessionError {
 }
 
 type Result<T, E = SessionError> = std::result::Result<T, E>;
+
+/// Why a daemon that ended so likely did.
+fn why_died(how: Exit) -> Option<&'static str> {
+    match how {
+        Exit::Signal(13) => Some(
+            "dynolog dies of SIGPIPE when a client closes its connection before the daemon \
+             writes its reply: a client on its port gave up on it",
+        ),
+        Exit::Signal(9) => Some("killed from outside: the OOM killer, or a kill -9"),
+        Exit::Signal(6 | 11) => Some("a crash of dynolog itself"),
+        _ => None,
+    }
+}
+
+/// `the end of its log (<path>):\n<tail>`, or that it printed nothing.
+fn log_said(log: &Path, tail: &str) -> String {
+    match tail.trim().is_empty() {
+        true => "it printed nothing".to_string(),
+        false => format!("the end of its log ({}):\n{tail}", log.display()),
+    }
+}
 
 /// The files of one capture session, all under one directory, so two
 /// profiled runs on one host never share state, traces or daemon.
@@ -270,22 +327,85 @@ pub fn free_port() -> io::Result<u16> {
 
 /// The one place this crate starts processes.
 #[allow(clippy::disallowed_methods, reason = "this is the crate's process helper")]
-fn cmd(argv: &[OsString]) -> duct::Expression {
+pub(crate) fn cmd(argv: &[OsString]) -> duct::Expression {
     duct::cmd(&argv[0], &argv[1..])
+}
+
+/// A dynolog daemon this process started ([`start_daemon`]).
+#[derive(Debug)]
+pub struct Daemon {
+    pid: u32,
+    handle: duct::Handle,
+}
+
+impl Daemon {
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// How it ended, if it has (without waiting).
+    pub fn exited(&self) -> Option<Exit> {
+        match self.handle.try_wait() {
+            Ok(Some(out)) => Some(Exit::of(out.status)),
+            _ => None,
+        }
+    }
+
+    /// Let it run on after this process ends (`dynolog start`); its pid.
+    pub fn detach(self) -> u32 {
+        let pid = self.pid;
+        std::mem::forget(self.handle);
+        pid
+    }
+}
+
+/// What a daemon's log says of its start-up.
+#[derive(Debug, PartialEq, Eq)]
+enum Said {
+    /// `Listening to connections on port <port>`: its RPC server is up.
+    Listening,
+    /// Its port was taken as it bound it: it runs without an RPC server.
+    NoRpc,
+    /// Its IPC endpoint is taken (another dynolog with the IPC monitor).
+    NoIpc,
+    /// Nothing yet.
+    Nothing,
+}
+
+/// What the log text of a daemon started on `port` says.
+fn said(log: &str, port: u16) -> Said {
+    if log.contains("Error when initializing FabricManager") {
+        Said::NoIpc
+    } else if log.contains("bind(): Address already in use") || log.contains("socket(): ") {
+        Said::NoRpc
+    } else if log.contains(&format!("Listening to connections on port {port}")) {
+        Said::Listening
+    } else {
+        Said::Nothing
+    }
 }
 
 /// Start `binary --enable_ipc_monitor --port <port>` in the background, its
 /// output in the daemon log; with `ipc_dir`, it and the workload (which must
 /// get the same `KINETO_IPC_SOCKET_DIR`) use sockets there instead of the
-/// host-wide abstract name. Waits until the daemon answers getStatus (no
-/// fixed sleep); a daemon that dies or stays silent is reported with its log tail.
+/// host-wide abstract name. A port something already listens on is refused
+/// first ([`SessionError::PortTaken`], naming who): dynolog would run on
+/// without its RPC server, and a readiness check would be answered by the
+/// other process. Ready when its log says it listens on `port` (a dynolog
+/// whose log says no such thing: when it answers getStatus there, the port
+/// having been free); a daemon that dies is reported with how and its log,
+/// one whose log says it cannot serve is stopped and reported.
 pub fn start_daemon(
     state: &RunState,
     binary: &Path,
     port: u16,
     ipc_dir: Option<&Path>,
     wait: Duration,
-) -> Result<u32> {
+) -> Result<Daemon> {
+    if !crate::port_is_free(port) {
+        return Err(SessionError::PortTaken { port, holder: crate::listener_of(port) });
+    }
     let argv: Vec<OsString> = vec![
         binary.into(),
         "--enable_ipc_monitor".into(),
@@ -306,21 +426,56 @@ pub fn start_daemon(
         .start()
         .map_err(|source| SessionError::Spawn { command: command.clone(), source })?;
     let pid = *handle.pids().first().expect("one process");
-    let client = Client::new("127.0.0.1", port)?.with_timeout(Duration::from_secs(2));
+    let daemon = Daemon { pid, handle };
+    let stop = |daemon: Daemon| {
+        // duct's kill only signals: reap it too (its output is a file).
+        let _ = daemon.handle.kill();
+        let _ = daemon.handle.wait();
+    };
     let started = Instant::now();
     loop {
-        if let Ok(Some(_)) = handle.try_wait() {
-            return Err(SessionError::DaemonDied { tail: log_tail(&log, 40), log });
+        if let Some(how) = daemon.exited() {
+            return Err(SessionError::DaemonDied { pid, how, tail: log_tail(&log, 40), log });
         }
-        if client.status().is_ok() {
-            // Leave it running: dropping the handle does not kill it.
-            std::mem::forget(handle);
-            return Ok(pid);
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        match said(&text, port) {
+            // Its IPC monitor starts on a thread of its own: a moment for
+            // it to say it could not.
+            Said::Listening if started.elapsed() < Duration::from_millis(300) => {}
+            Said::Listening => return Ok(daemon),
+            Said::NoRpc | Said::NoIpc => {
+                let what = match said(&text, port) {
+                    Said::NoRpc => format!(
+                        "runs without its RPC server: port {port} was taken as it bound it{}",
+                        crate::listener_of(port).map(|h| format!(" (by {h})")).unwrap_or_default()
+                    ),
+                    _ => "runs without its IPC endpoint, so no PyTorch process can register \
+                          with it: another dynolog with --enable_ipc_monitor holds it"
+                        .to_string(),
+                };
+                stop(daemon);
+                return Err(SessionError::DaemonCrippled {
+                    pid,
+                    what,
+                    tail: log_tail(&log, 40),
+                    log,
+                });
+            }
+            Said::Nothing => {}
+        }
+        // A dynolog whose log says nothing of the kind: the port was free,
+        // so what answers getStatus there now is the process just started.
+        // The wait for its reply is the rest of the start-up wait: a request
+        // is never abandoned while the daemon may still answer it.
+        let left = wait.saturating_sub(started.elapsed());
+        if started.elapsed() > Duration::from_secs(1) && !left.is_zero() {
+            let client = Client::new("127.0.0.1", port)?.with_timeout(left);
+            if client.status().is_ok() && daemon.exited().is_none() {
+                return Ok(daemon);
+            }
         }
         if started.elapsed() > wait {
-            // duct's kill only signals: reap it too (its output is a file).
-            let _ = handle.kill();
-            let _ = handle.wait();
+            stop(daemon);
             return Err(SessionError::DaemonSilent {
                 pid,
                 port,
@@ -329,7 +484,7 @@ pub fn start_daemon(
                 log,
             });
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -366,18 +521,11 @@ impl Workload {
             .handle
             .wait()
             .map_err(|source| SessionError::Spawn { command: self.command.clone(), source })?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::ExitStatusExt;
-            if let Some(sig) = out.status.signal() {
-                return Ok(Exit::Signal(sig));
-            }
-        }
-        Ok(Exit::Code(out.status.code().unwrap_or(1)))
+        Ok(Exit::of(out.status))
     }
 }
 
-/// How a workload ended.
+/// How a process ended (a workload, a daemon).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// It exited with this status.
@@ -387,6 +535,18 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// How a process with `status` ended.
+    pub fn of(status: std::process::ExitStatus) -> Exit {
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(sig) = status.signal() {
+                return Exit::Signal(sig);
+            }
+        }
+        Exit::Code(status.code().unwrap_or(1))
+    }
+
     /// The status a shell gives it: the exit status, or 128 + the signal.
     pub fn code(self) -> i32 {
         match self {
@@ -500,17 +660,23 @@ pub fn stop_process(pid: u32, grace: Duration) -> Stopped {
     Stopped::Killed
 }
 
-/// The Kineto hook for a session whose step marks go to `steps_dir`:
-/// imported from a `.pth` at interpreter start, it keeps the torchrun
+/// The Kineto hook for a session whose step marks go to `steps_dir` and
+/// whose daemon's IPC sockets are in `ipc_dir`: imported from a `.pth` at
+/// interpreter start, it points a worker's Kineto at the session's daemon
+/// (`KINETO_IPC_SOCKET_DIR`, unless the worker sets one), so a node's own
+/// dynolog service, which holds the host-wide endpoint, does not take its
+/// registration; it keeps the torchrun
 /// launcher and startup helpers off the daemon, and imports `torch.profiler`
 /// in the worker so iteration capture has its optimizer-step hook
 /// (unmodified workloads never import it). It marks the worker
 /// `<pid>.hooked`, then `<pid>.stepped` after its first optimizer step: Kineto
 /// counts iterations only from then on, and an iteration request that comes
 /// earlier gets a 500 ms time window instead.
-pub fn hook_module(steps_dir: &Path) -> String {
-    let literal = serde_json::to_string(&steps_dir.to_string_lossy()).expect("a string");
-    HOOK_TEMPLATE.replace("@STEPS_DIR@", &literal)
+pub fn hook_module(steps_dir: &Path, ipc_dir: &Path) -> String {
+    let literal = |p: &Path| serde_json::to_string(&p.to_string_lossy()).expect("a string");
+    HOOK_TEMPLATE
+        .replace("@STEPS_DIR@", &literal(steps_dir))
+        .replace("@IPC_DIR@", &literal(ipc_dir))
 }
 
 const HOOK_TEMPLATE: &str = r#""""madengine's Kineto hook (installed by `madengine dynolog start`, removed by `stop`)."""
@@ -518,6 +684,7 @@ import os
 import sys
 
 _STEPS_DIR = @STEPS_DIR@
+_IPC_DIR = @IPC_DIR@
 
 
 def _mark(what, on=True):
@@ -562,6 +729,9 @@ def _madengine_kineto_hook():
         os.environ["KINETO_USE_DAEMON"] = os.environ["MADENGINE_KINETO_USE_DAEMON"]
     if not os.environ.get("KINETO_USE_DAEMON"):
         return
+    # The session's daemon, not a node's own dynolog service (which holds
+    # the host-wide endpoint), unless the worker names sockets of its own.
+    os.environ.setdefault("KINETO_IPC_SOCKET_DIR", _IPC_DIR)
     # Marked before torch is imported: Kineto registers with the daemon while
     # torch loads, and the trigger must know at once that a step will follow.
     _mark("hooked")
@@ -629,7 +799,7 @@ pub fn install_hook(state: &RunState, site: &Path) -> Result<Vec<PathBuf>> {
     let pth_path = site.join(&pth);
     let import = format!("import {}\n", module.trim_end_matches(".py"));
     // The module first: the .pth that imports it must never come alone.
-    let module_text = hook_module(&state.steps_dir());
+    let module_text = hook_module(&state.steps_dir(), &state.ipc_dir());
     for (path, text) in [(&module_path, module_text.as_str()), (&pth_path, import.as_str())] {
         write_whole(path, text.as_bytes())?;
     }

@@ -65,9 +65,17 @@ pub enum Outcome {
         /// Requests made.
         attempts: u32,
     },
-    /// The daemon refused the request or could not be reached: not retried.
+    /// The daemon refused the request (a `failed` status, a reply that is
+    /// not dynolog's): not retried.
     RequestRejected {
         /// Requests made.
+        attempts: u32,
+        /// Why.
+        reason: String,
+    },
+    /// The daemon could not be reached (gone, or not answering): not retried.
+    DaemonUnreachable {
+        /// Requests made (the last one unanswered).
         attempts: u32,
         /// Why.
         reason: String,
@@ -80,12 +88,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// `accepted`, `no_process`, `request_rejected` (the original's result words).
+    /// `accepted`, `no_process`, `request_rejected` (the original's result
+    /// words), `daemon_unreachable`, `workload_ended`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Outcome::Accepted { .. } => "accepted",
             Outcome::NoProcess { .. } => "no_process",
             Outcome::RequestRejected { .. } => "request_rejected",
+            Outcome::DaemonUnreachable { .. } => "daemon_unreachable",
             Outcome::WorkloadEnded { .. } => "workload_ended",
         }
     }
@@ -274,7 +284,12 @@ pub fn trigger(
                 clock.sleep(policy.retry_interval);
             }
             Ok(_) => {}
-            Err(e) => return Outcome::RequestRejected { attempts, reason: chain(&e) },
+            Err(
+                e @ (Error::Rejected { .. } | Error::BadReply { .. } | Error::InvalidRequest(_)),
+            ) => {
+                return Outcome::RequestRejected { attempts, reason: chain(&e) };
+            }
+            Err(e) => return Outcome::DaemonUnreachable { attempts, reason: chain(&e) },
         }
     }
     Outcome::NoProcess { attempts }

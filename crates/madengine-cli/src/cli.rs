@@ -397,6 +397,12 @@ pub(crate) struct DaemonArgs {
     /// The daemon's RPC port.
     #[arg(long, env = "DYNOLOG_PORT", default_value_t = 1778)]
     pub(crate) port: u16,
+    /// How long to wait for the daemon's reply. It answers at once unless
+    /// another client holds it (it serves one connection at a time); a reply
+    /// still due then is left to a background reader, as dynolog dies of
+    /// SIGPIPE when a client leaves before its reply.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub(crate) timeout: f64,
     /// Print the reply as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -95,6 +95,8 @@ impl Error {
             Error::Session(
                 dynolog_client::SessionError::DaemonDied { .. }
                 | dynolog_client::SessionError::DaemonSilent { .. }
+                | dynolog_client::SessionError::DaemonCrippled { .. }
+                | dynolog_client::SessionError::PortTaken { .. }
                 | dynolog_client::SessionError::Spawn { .. },
             ) => Status::Daemon,
             Error::Slurm(collect_slurm::Error::Spec(_)) => Status::Usage,
@@ -113,6 +115,64 @@ impl Error {
             | Error::Io { .. }
             | Error::Read { .. }
             | Error::Stdout(_) => Status::Io,
+        }
+    }
+
+    /// What to do about it, where madengine can tell more than the error
+    /// (its commands and flags, which the libraries do not name).
+    pub(crate) fn hint(&self) -> Option<String> {
+        use dynolog_client::{Error as D, SessionError as S};
+        if self.is_unwritable_place() {
+            return Some(
+                "that place cannot be written here (a read-only mount, another user's \
+                 directory?): point --output-dir (or -o) somewhere writable"
+                    .into(),
+            );
+        }
+        let client = match self {
+            Error::Dynolog(e) | Error::Session(S::Client(e)) => e,
+            Error::Session(S::PortTaken { port, holder }) => {
+                let dynolog = holder.as_ref().is_some_and(|h| h.command.contains("dynolog"));
+                return Some(match dynolog {
+                    true => format!(
+                        "a dynolog already serves port {port} (a node's own service?): \
+                         `madengine dynolog trigger --port {port}` asks it for traces as it is, \
+                         or start one of madengine's on another --port"
+                    ),
+                    false => format!("stop it, or start dynolog on another --port than {port}"),
+                });
+            }
+            _ => return None,
+        };
+        match client {
+            D::Refused { .. } => Some(
+                "start one with `madengine dynolog start` (or `madengine profile -- <command>`), \
+                 or check --port (DYNOLOG_PORT)"
+                    .into(),
+            ),
+            D::Timeout { addr, .. } | D::NotDynolog { addr, .. } => {
+                let held = addr
+                    .ip()
+                    .is_loopback()
+                    .then(|| dynolog_client::listener_of(addr.port()))
+                    .flatten();
+                let who = match held {
+                    Some(h) if !h.command.contains("dynolog") => format!(
+                        "port {} is held by {h}, which does not look like dynolog: check --port",
+                        addr.port()
+                    ),
+                    Some(h) => format!(
+                        "port {} is held by {h}; dynolog answers at once unless another client \
+                         holds its one connection: try again, or look for a client stuck on it",
+                        addr.port()
+                    ),
+                    None => "dynolog answers at once unless another client holds its one \
+                             connection; check --port and --host"
+                        .into(),
+                };
+                Some(who)
+            }
+            _ => None,
         }
     }
 

@@ -27,11 +27,8 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             render::error(&err);
-            if err.is_unwritable_place() {
-                render::note(
-                    "that place cannot be written here (a read-only mount, another user's \
-                     directory?): point --output-dir (or -o) somewhere writable",
-                );
+            if let Some(hint) = err.hint() {
+                render::note(&hint);
             }
             err.status().into()
         }

@@ -815,6 +815,9 @@ pub(crate) fn trigger_outcome(outcome: &dynolog_client::Outcome) {
         Outcome::RequestRejected { reason, .. } => {
             note(&format!("the daemon rejected the trace request; not retrying: {reason}"))
         }
+        Outcome::DaemonUnreachable { reason, .. } => {
+            note(&format!("the dynolog daemon could not be reached; not retrying: {reason}"))
+        }
         Outcome::WorkloadEnded { attempts } => note(&format!(
             "the workload ended before a trace was requested ({attempts} attempts); lower --warmup-s for short runs"
         )),
@@ -829,13 +832,46 @@ pub(crate) fn stopped(how: dynolog_client::Stopped) -> &'static str {
     }
 }
 
+/// How a capture session's parts ended, for [`capture_report`].
+#[derive(Debug)]
+pub(crate) struct Ended {
+    /// A trigger ran (a `dynolog start --no-trigger` session has none).
+    pub(crate) trigger: bool,
+    /// The session's daemon, where it had one.
+    pub(crate) daemon: Option<DaemonEnd>,
+    /// How the workload ended, where the session started it (`profile`).
+    pub(crate) workload: Option<dynolog_client::Exit>,
+}
+
+/// The daemon of a session, as it was before the session stopped it.
+#[derive(Debug)]
+pub(crate) struct DaemonEnd {
+    pub(crate) pid: u32,
+    /// It was no longer running.
+    pub(crate) gone: bool,
+    /// How it ended, where this process started it and could tell.
+    pub(crate) how: Option<dynolog_client::Exit>,
+}
+
+impl DaemonEnd {
+    /// `the dynolog daemon (pid N) was killed by signal 13 (SIGPIPE)`, or
+    /// `... had ended`.
+    fn ended(&self) -> String {
+        match self.how {
+            Some(how) => format!("the dynolog daemon (pid {}) {how}", self.pid),
+            None => format!("the dynolog daemon (pid {}) had ended", self.pid),
+        }
+    }
+}
+
 pub(crate) fn capture_report(
     copied: &[std::path::PathBuf],
     output_dir: &std::path::Path,
     outcome: Option<&dynolog_client::Outcome>,
-    workload: Option<dynolog_client::Exit>,
+    ended: &Ended,
     state: &dynolog_client::RunState,
 ) {
+    use dynolog_client::Outcome;
     if !copied.is_empty() {
         note(&format!(
             "captured {} torch.profiler trace(s) in {}:",
@@ -850,27 +886,66 @@ pub(crate) fn capture_report(
     warning(&format!("no torch.profiler traces were captured in {}", output_dir.display()));
     // Killed by a signal after its trace was requested: a crash (often in
     // the profiler itself), Ctrl-C, the OOM killer.
-    let killed = workload.filter(|w| {
+    let killed = ended.workload.filter(|w| {
         matches!(w, dynolog_client::Exit::Signal(_))
-            && matches!(outcome, Some(dynolog_client::Outcome::Accepted { .. }))
+            && matches!(outcome, Some(Outcome::Accepted { .. }))
     });
-    let why = match (outcome, killed) {
-        (Some(dynolog_client::Outcome::NoProcess { .. }), _) => {
+    // The daemon gone before the session stopped it, and whether kineto had
+    // fetched the request's config from it (its log says when it hands one out).
+    let gone = ended.daemon.as_ref().filter(|d| d.gone);
+    let fetched = std::fs::read_to_string(state.daemon_log())
+        .is_ok_and(|log| log.contains("Returning activity profiler config"));
+    let died_how = |d: &DaemonEnd| {
+        let why = match d.how {
+            Some(dynolog_client::Exit::Signal(13)) => {
+                ": dynolog dies of SIGPIPE when a client closes its connection before the daemon \
+                 writes its reply"
+            }
+            _ => "",
+        };
+        format!("{}{why}", d.ended())
+    };
+    let workload_then = match ended.workload {
+        Some(exit) => format!("; the workload {exit} later"),
+        None => String::new(),
+    };
+    let why = match (outcome, killed, gone) {
+        (Some(Outcome::Accepted { .. }), _, Some(d)) if !fetched => format!(
+            "{} after it accepted the trace request, before kineto fetched its config{workload_then}",
+            died_how(d)
+        ),
+        (Some(Outcome::DaemonUnreachable { .. }), _, Some(d)) => {
+            format!("{} before a trace was requested{workload_then}", died_how(d))
+        }
+        (Some(Outcome::DaemonUnreachable { reason, .. }), _, None) => {
+            format!("the dynolog daemon could not be reached when a trace was to be requested ({reason})")
+        }
+        (Some(Outcome::NoProcess { .. }), _, _) => {
             "the trigger never matched a PyTorch process (not PyTorch, PyTorch before 1.13, KINETO_USE_DAEMON unset, or the run ended before the warm-up)".to_string()
         }
-        (Some(dynolog_client::Outcome::RequestRejected { .. }), _) => {
-            "the daemon rejected the trace request itself, so no trace was ever requested; see the trigger log".to_string()
+        (Some(Outcome::RequestRejected { .. }), _, _) => {
+            let log = match state.trigger_log().is_file() {
+                true => "; see the trigger log",
+                false => "",
+            };
+            format!("the daemon rejected the trace request itself, so no trace was ever requested{log}")
         }
-        (Some(dynolog_client::Outcome::WorkloadEnded { .. }), _) => {
+        (Some(Outcome::WorkloadEnded { .. }), _, _) => {
             "the workload ended before a trace was requested".to_string()
         }
-        (Some(dynolog_client::Outcome::Accepted { .. }), Some(exit)) => {
+        (Some(Outcome::Accepted { .. }), Some(exit), _) => {
             format!("a trace was requested, but the workload {exit} before kineto wrote it")
         }
-        (Some(dynolog_client::Outcome::Accepted { .. }), None) => {
+        (Some(Outcome::Accepted { .. }), None, _) => {
             "a trace was requested, but kineto wrote nothing: the workload may have ended inside the trace window, or (iteration mode) never imported torch.profiler".to_string()
         }
-        _ => "the trigger never finished".to_string(),
+        (None, _, _) if !ended.trigger => {
+            "no trace was requested: the session was started with --no-trigger (request one with \
+             `madengine dynolog trigger` or `madengine dynolog gputrace` while the workload runs)"
+                .to_string()
+        }
+        (None, _, Some(d)) => format!("{} before the trigger finished", died_how(d)),
+        (None, _, None) => "the trigger never finished".to_string(),
     };
     eprintln!("  why: {why}");
     if killed.is_some_and(dynolog_client::Exit::crashed) {

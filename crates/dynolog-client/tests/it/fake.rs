@@ -21,6 +21,8 @@ pub(crate) enum Reply {
     Slow(Duration, String),
     /// A raw length prefix and nothing else.
     Prefix(i32),
+    /// These bytes, whatever they are (what another server answers).
+    Raw(Vec<u8>),
 }
 
 pub(crate) fn json(s: &str) -> Reply {
@@ -76,8 +78,19 @@ impl FakeDaemon {
                         frame_of(text.as_bytes())
                     }
                     Reply::Prefix(n) => n.to_ne_bytes().to_vec(),
+                    Reply::Raw(bytes) => bytes,
                 };
-                if conn.write_all(&out).and_then(|()| conn.flush()).is_err() {
+                // As the real daemon: the length prefix, then the body, in
+                // two writes; the second fails (the real one dies of
+                // SIGPIPE) when the client has closed by then.
+                let (prefix, body) = out.split_at(out.len().min(4));
+                let wrote = conn.write_all(prefix).and_then(|()| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    conn.write_all(body)?;
+                    std::thread::sleep(Duration::from_millis(20));
+                    conn.write_all(b"")
+                });
+                if wrote.is_err() {
                     *e.lock().unwrap() = true;
                 }
             }

@@ -34,7 +34,11 @@ fn hooked(dir: &Path) -> (RunState, PathBuf) {
     let state = RunState::create(dir.join("state")).unwrap();
     let modules = dir.join("modules");
     std::fs::create_dir(&modules).unwrap();
-    std::fs::write(modules.join("sitecustomize.py"), hook_module(&state.steps_dir())).unwrap();
+    std::fs::write(
+        modules.join("sitecustomize.py"),
+        hook_module(&state.steps_dir(), &state.ipc_dir()),
+    )
+    .unwrap();
     (state, modules)
 }
 

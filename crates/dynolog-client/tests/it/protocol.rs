@@ -73,7 +73,11 @@ fn check_error(reply: Reply, expected: &str) {
     let err = client.gputrace(&TraceRequest::new("/tmp/t.json")).unwrap_err();
     let text = err.to_string().replace(&daemon.addr.to_string(), "ADDR");
     assert_eq!(text, expected);
+    let early = daemon.client_closed_early.clone();
     daemon.join();
+    // However it failed, the client never left with the reply still due:
+    // the real daemon would have died of SIGPIPE.
+    assert!(!*early.lock().unwrap(), "the client closed before the daemon's reply: {expected}");
 }
 
 #[test]
@@ -104,21 +108,34 @@ fn each_failure_is_its_own_error() {
         json(r#"{"unexpected":true}"#),
         r#"dynolog at ADDR sent an unexpected reply to setKinetOnDemandRequest: {"unexpected":true}"#,
     );
+    // A daemon held by another client answers late: the request is left
+    // to a reader that outlives the call, and the daemon lives.
     check_error(
-        Reply::Slow(Duration::from_secs(2), NO_MATCH.into()),
-        "dynolog at ADDR did not answer within 0.3 s (waiting for the reply)",
+        Reply::Slow(Duration::from_secs(1), NO_MATCH.into()),
+        "dynolog at ADDR did not answer within 0.3 s (waiting for the reply); the request was \
+         left to a background reader, as dynolog dies (SIGPIPE) when a client leaves before its \
+         reply",
+    );
+    // A web server on the port: its answer is no length prefix of 1.3 GB.
+    check_error(
+        Reply::Raw(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec()),
+        "ADDR answers, but not as dynolog: an HTTP server (`HTTP/1.1 400 Bad Request`)",
     );
 }
 
 #[test]
-fn refused_says_how_to_start_one() {
+fn refused_names_the_address_not_a_command() {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
     let err = Client::new("127.0.0.1", port).unwrap().status().unwrap_err();
     assert!(matches!(err, Error::Refused { .. }), "{err:?}");
-    assert!(err.to_string().contains("madengine dynolog start"));
+    // What to run is the front end's to say (STYLE rule 21).
+    assert_eq!(
+        err.to_string(),
+        format!("no dynolog daemon at 127.0.0.1:{port} (connection refused)")
+    );
 }
 
 #[test]

@@ -145,6 +145,30 @@ fn a_rejected_request_is_not_retried() {
     assert_eq!(r.bodies.len(), 1);
 }
 
+/// A daemon that is gone (it died during the warm-up) is no rejection:
+/// the outcome says it could not be reached, and the front end can say so
+/// (and exit as for any unreachable daemon).
+#[test]
+fn a_daemon_that_is_gone_is_unreachable_not_a_rejection() {
+    let port = dynolog_client::free_port().unwrap();
+    let client = dynolog_client::Client::new("127.0.0.1", port).unwrap();
+    let mut clock = FakeClock(Duration::ZERO, Vec::new());
+    let outcome = trigger(
+        &client,
+        &TraceRequest::new("/tmp/t.json"),
+        &policy(),
+        &Signals::default(),
+        &FakeProcs(HashMap::new()),
+        &mut clock,
+        &mut |_| {},
+    );
+    assert!(
+        matches!(&outcome, Outcome::DaemonUnreachable { attempts: 1, reason } if reason.contains("connection refused")),
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.as_str(), "daemon_unreachable");
+}
+
 #[test]
 fn gives_up_after_the_attempt_cap() {
     let r = run(vec![json(NO_MATCH); 4], None, &[]);

@@ -21,14 +21,20 @@ use crate::{
     render, settings,
 };
 
+/// The client `args` describe.
+fn client(args: &DaemonArgs) -> Result<Client, Error> {
+    let timeout = Duration::from_secs_f64(args.timeout.max(0.1));
+    Ok(Client::new(&args.host, args.port)?.with_timeout(timeout))
+}
+
 pub(crate) fn status(args: &DaemonArgs) -> Result<Status, Error> {
-    let status = Client::new(&args.host, args.port)?.status()?;
+    let status = client(args)?.status()?;
     render::daemon_value(args.json, "status", &serde_json::json!(status))?;
     Ok(Status::Success)
 }
 
 pub(crate) fn version(args: &DaemonArgs) -> Result<Status, Error> {
-    let version = Client::new(&args.host, args.port)?.version()?;
+    let version = client(args)?.version()?;
     render::daemon_value(args.json, "version", &serde_json::json!(version))?;
     Ok(Status::Success)
 }
@@ -36,8 +42,7 @@ pub(crate) fn version(args: &DaemonArgs) -> Result<Status, Error> {
 pub(crate) fn gputrace(args: &GputraceArgs) -> Result<Status, Error> {
     let request = settings::gputrace_request(args);
     request.check_log_file(args.ondemand_trace_dir.as_deref())?;
-    let client = Client::new(&args.daemon.host, args.daemon.port)?;
-    let reply = client.gputrace(&request)?;
+    let reply = client(&args.daemon)?.gputrace(&request)?;
     let files: Vec<String> = reply
         .activity_profilers_triggered
         .iter()
@@ -48,7 +53,9 @@ pub(crate) fn gputrace(args: &GputraceArgs) -> Result<Status, Error> {
     } else {
         render::gputrace(&reply, &files)?;
     }
-    if reply.processes_matched.is_empty() {
+    // Nothing triggered (none matched, or every match still had a request
+    // pending): no trace will come of this request.
+    if reply.activity_profilers_triggered.is_empty() {
         return Ok(Status::Findings);
     }
     if args.wait {
@@ -118,6 +125,10 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
                 "trigger_pid": started.trigger_pid,
                 "trigger_log": started.trigger_pid.map(|_| lossy(&state.trigger_log())),
                 "hook_site": started.hook_site.as_deref().map(lossy),
+                "workload_env": {
+                    "KINETO_USE_DAEMON": "1",
+                    "KINETO_IPC_SOCKET_DIR": lossy(&state.ipc_dir()),
+                },
             }))?;
         }
         return Ok(Status::Success);
@@ -126,6 +137,9 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
     // (it would configure every Python process), no trigger, no daemon.
     render::error(&err);
     missing_daemon_hint(&err, &args.launch);
+    if let Some(hint) = err.hint() {
+        render::note(&hint);
+    }
     for (name, pid) in
         [("trace trigger", started.trigger_pid), ("dynolog daemon", started.daemon_pid)]
     {
@@ -143,16 +157,29 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
 
 /// The daemon and the trigger of `start`, recorded in `started` as they run.
 fn start_with(args: &StartArgs, state: &RunState, started: &mut Started) -> Result<Status, Error> {
+    // Sockets of its own, as `profile`'s: a node's dynolog service holds the
+    // host-wide IPC endpoint, and a workload registering there would never
+    // reach this daemon.
     let pid = dynolog_client::start_daemon(
         state,
         &args.launch.dynolog_bin,
         args.state.port,
-        None,
+        Some(&state.ipc_dir()),
         Duration::from_secs(15),
-    )?;
+    )?
+    .detach();
     started.daemon_pid = Some(pid);
     state.set_started(started)?;
     render::note(&format!("dynolog daemon started (pid {pid}, port {})", args.state.port));
+    let hooked = match started.hook_site {
+        Some(_) => " (the Kineto hook sets the second in the workload's interpreter)",
+        None => "",
+    };
+    render::note(&format!(
+        "the workload reaches it with KINETO_USE_DAEMON=1 KINETO_IPC_SOCKET_DIR={} in its \
+         environment{hooked}",
+        state.ipc_dir().display()
+    ));
     if !args.no_trigger {
         let mut argv: Vec<OsString> = vec![
             std::env::current_exe()
@@ -329,7 +356,12 @@ pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {
     if args.json {
         render::json(&serde_json::json!({ "outcome": outcome, "state_dir": lossy(&state.dir) }))?;
     }
-    Ok(if matches!(outcome, Outcome::Accepted { .. }) { Status::Success } else { Status::Findings })
+    Ok(match outcome {
+        Outcome::Accepted { .. } => Status::Success,
+        // As for every command that cannot reach the daemon.
+        Outcome::DaemonUnreachable { .. } => Status::Daemon,
+        _ => Status::Findings,
+    })
 }
 
 pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
@@ -347,6 +379,11 @@ pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
         ));
         return Ok(Status::Success);
     };
+    // Gone before it was stopped: the report says so, with what it means.
+    let daemon = started.daemon_pid.map(|pid| {
+        let gone = !dynolog_client::is_running(pid);
+        render::DaemonEnd { pid, gone, how: None }
+    });
     for (name, pid) in
         [("trace trigger", started.trigger_pid), ("dynolog daemon", started.daemon_pid)]
     {
@@ -355,7 +392,8 @@ pub(crate) fn stop(args: &StopArgs) -> Result<Status, Error> {
         }
     }
     state.clear_started()?;
-    collect(&state, &args.output.output_dir, args.json, None)?;
+    let ended = render::Ended { trigger: started.trigger_pid.is_some(), daemon, workload: None };
+    collect(&state, &args.output.output_dir, args.json, &ended)?;
     Ok(Status::Success)
 }
 
@@ -366,12 +404,12 @@ fn stop_noted(name: &str, pid: u32) {
 }
 
 /// Copy the session's traces into `output_dir` and say what happened
-/// (`workload`: how it ended, where this run started it); the copies.
+/// (`ended`: how the session's parts ended); the copies.
 fn collect(
     state: &RunState,
     output_dir: &Path,
     json: bool,
-    workload: Option<dynolog_client::Exit>,
+    ended: &render::Ended,
 ) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(output_dir)
         .map_err(|source| Error::Io { path: output_dir.to_path_buf(), source })?;
@@ -395,7 +433,7 @@ fn collect(
             "output_dir": lossy(output_dir),
         }))?;
     }
-    render::capture_report(&copied, output_dir, outcome.as_ref(), workload, state);
+    render::capture_report(&copied, output_dir, outcome.as_ref(), ended, state);
     Ok(copied)
 }
 
@@ -442,15 +480,20 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<Status, Error> {
     let port = dynolog_client::free_port()
         .map_err(|source| Error::Io { path: "127.0.0.1:0".into(), source })?;
     let hook_site = install_hook(&args.launch, &state)?;
-    let result = profile_with(args, &state, port, &interrupt);
+    let mut keep_log = false;
+    let result = profile_with(args, &state, port, &interrupt, &mut keep_log);
     // Traces captured but not collected (a failed copy) must not go with the
-    // session's temp directory.
+    // session's temp directory; nor the log of a daemon that failed to start,
+    // which the error points at.
     if result.is_err() && state.traces().is_ok_and(|t| !t.is_empty()) {
         let kept = tmp.keep();
         render::warning(&format!(
             "the captured traces were not collected; they are kept in {}",
             kept.join("kineto").display()
         ));
+    } else if keep_log {
+        let kept = tmp.keep();
+        render::note(&format!("the session directory is kept: {}", kept.display()));
     }
     if let Some(site) = &hook_site {
         dynolog_client::remove_hook(&state, site)?;
@@ -463,22 +506,29 @@ fn profile_with(
     state: &RunState,
     port: u16,
     interrupt: &crate::interrupt::Guard,
+    keep_log: &mut bool,
 ) -> Result<Status, Error> {
-    let daemon = match dynolog_client::start_daemon(
+    let handle = match dynolog_client::start_daemon(
         state,
         &args.launch.dynolog_bin,
         port,
         Some(&state.ipc_dir()),
         Duration::from_secs(15),
     ) {
-        Ok(pid) => pid,
+        Ok(handle) => handle,
         Err(e) => {
             let err = Error::from(e);
             render::error(&err);
             missing_daemon_hint(&err, &args.launch);
+            if let Some(hint) = err.hint() {
+                render::note(&hint);
+            }
+            // The error names the daemon's log: keep it, where it says something.
+            *keep_log = std::fs::metadata(state.daemon_log()).is_ok_and(|m| m.len() > 0);
             return Ok(err.status());
         }
     };
+    let daemon = handle.pid();
     render::note(&format!("dynolog daemon started (pid {daemon}, port {port})"));
     if interrupt.cancelled() {
         stop_noted("dynolog daemon", daemon);
@@ -524,12 +574,16 @@ fn profile_with(
         (code, outcome)
     });
     drop(foreground);
+    // How the daemon ended, if it did before its time: the report names it.
+    let how = handle.exited();
+    let daemon_end = render::DaemonEnd { pid: daemon, gone: how.is_some(), how };
     stop_noted("dynolog daemon", daemon);
     let exit = code?;
     if let Err(e) = outcome {
         render::warning(&format!("the trace trigger failed: {e}"));
     }
-    if !collect(state, &args.output.output_dir, false, Some(exit))?.is_empty() {
+    let ended = render::Ended { trigger: true, daemon: Some(daemon_end), workload: Some(exit) };
+    if !collect(state, &args.output.output_dir, false, &ended)?.is_empty() {
         let dir = args.output.output_dir.display();
         render::note(&format!(
             "analyze with: madengine report summary {dir} (TraceLens' core tables, no Python), \

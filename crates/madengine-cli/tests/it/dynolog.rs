@@ -15,11 +15,11 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
 }
 
 #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
-fn madengine(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
+pub(crate) fn madengine(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
     Command::new(crate::binary()).args(args).current_dir(dir).output().unwrap()
 }
 
-fn fast_policy() -> Vec<OsString> {
+pub(crate) fn fast_policy() -> Vec<OsString> {
     ["--warmup-s", "0.5", "--retry-interval-s", "0.3", "--stable-s", "0.3", "--max-attempts", "20"]
         .iter()
         .map(OsString::from)
@@ -33,7 +33,7 @@ fn profile(dir: &Path, extra: &[&str], workload: &[&str]) -> (i32, String, Vec<S
 
 /// As [`profile`], with `env` set for madengine and so for the workload.
 #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
-fn profile_env(
+pub(crate) fn profile_env(
     dir: &Path,
     extra: &[&str],
     workload: &[&str],
@@ -45,7 +45,13 @@ fn profile_env(
         fixture("fake_dynolog.py").into(),
         "--no-hook".into(),
     ];
-    args.extend(fast_policy());
+    // The fast policy, less what the test sets itself.
+    let policy = fast_policy();
+    for pair in policy.chunks(2) {
+        if !extra.iter().any(|e| pair[0] == *e) {
+            args.extend(pair.iter().cloned());
+        }
+    }
     args.extend(extra.iter().map(OsString::from));
     args.push("--".into());
     args.push("python3".into());
@@ -185,20 +191,47 @@ fn a_daemon_that_dies_at_start_is_reported_with_its_log() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{stderr}");
     assert!(
-        stderr.contains("exited during start-up") && stderr.contains("Address already in use"),
+        stderr.contains("exited with status 1 during start-up")
+            && stderr.contains("Address already in use"),
         "{stderr}"
     );
+    // The log the error names is kept (the session's temp directory would go).
+    let log = stderr.split("the end of its log (").nth(1).unwrap().split("):").next().unwrap();
+    assert!(Path::new(log).is_file(), "{log}: {stderr}");
+    assert!(stderr.contains("the session directory is kept"), "{stderr}");
+    let _ = std::fs::remove_dir_all(Path::new(log).parent().unwrap());
+
+    // One that prints nothing (`--dynolog-bin /bin/false`): said so, and no
+    // path to a log that is gone.
+    let out = madengine(
+        dir.path(),
+        &[
+            "profile".as_ref(),
+            "--dynolog-bin".as_ref(),
+            "/bin/false".as_ref(),
+            "--no-hook".as_ref(),
+            "--".as_ref(),
+            "true".as_ref(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("exited with status 1 during start-up; it printed nothing"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("dynolog.log"), "{stderr}");
 }
 
 /// A fake daemon of our own on a free port, for the one-shot commands.
-struct Daemon {
-    child: std::process::Child,
-    port: u16,
+pub(crate) struct Daemon {
+    pub(crate) child: std::process::Child,
+    pub(crate) port: u16,
 }
 
 impl Daemon {
     #[allow(clippy::disallowed_methods, reason = "tests start the fake daemon")]
-    fn start() -> Daemon {
+    pub(crate) fn start() -> Daemon {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(fixture("fake_dynolog.py"))
             .args(["--port", &port.to_string()])
@@ -218,7 +251,7 @@ impl Drop for Daemon {
     }
 }
 
-fn dynolog_client_probe(port: u16) -> bool {
+pub(crate) fn dynolog_client_probe(port: u16) -> bool {
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return true;
@@ -318,7 +351,7 @@ fn no_daemon_exits_5() {
 
 /// The interpreter of a venv of its own under `dir`, so the Kineto hook goes
 /// into a throw-away site-packages.
-fn throwaway_python(dir: &Path) -> PathBuf {
+pub(crate) fn throwaway_python(dir: &Path) -> PathBuf {
     let venv = dir.join("venv");
     #[allow(clippy::disallowed_methods, reason = "test setup")]
     let made =
@@ -414,7 +447,7 @@ fn start_trigger_stop_as_pre_and_post_steps() {
 }
 
 /// `madengine dynolog start` with its state directory, daemon and interpreter.
-fn start_args(state: &Path, dynolog: &Path, python: &Path) -> Vec<OsString> {
+pub(crate) fn start_args(state: &Path, dynolog: &Path, python: &Path) -> Vec<OsString> {
     ["dynolog", "start", "--state"]
         .map(OsString::from)
         .into_iter()

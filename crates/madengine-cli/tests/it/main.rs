@@ -5,6 +5,7 @@
 
 mod diff;
 mod dynolog;
+mod dynolog_faults;
 mod gpu;
 mod k8s;
 mod pytorch;
