@@ -195,6 +195,29 @@ fn normalize(reference: &str) -> String {
     r.trim_start_matches("./").to_string()
 }
 
+/// The file `rel` names under `scripts_dir` (`root`: its canonical form),
+/// when it is inside it once `..` and links are resolved: a script named
+/// `/etc/passwd` or `sub/../../../etc/hostname` is refused, never read into
+/// the ConfigMap.
+fn inside(root: &Path, scripts_dir: &Path, rel: &str) -> Result<PathBuf> {
+    let outside = || {
+        Error::Invalid(format!(
+            "`{rel}` is not inside the scripts directory {}: only its own files are bundled",
+            scripts_dir.display()
+        ))
+    };
+    if Path::new(rel).is_absolute() {
+        return Err(outside());
+    }
+    let path = scripts_dir.join(rel);
+    let real =
+        fs::canonicalize(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+    match real.starts_with(root) {
+        true => Ok(real),
+        false => Err(outside()),
+    }
+}
+
 /// Collect the tools' pre/post scripts from `<scripts_dir>/tools.json`, and
 /// every `.py`/`.sh` helper their text (and their helpers' text) references
 /// that exists under `scripts_dir`.
@@ -220,16 +243,21 @@ pub fn bundle(scripts_dir: &Path, tools: &[String]) -> Result<Bundle> {
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut queue: Vec<String> = pre.iter().chain(&post).cloned().collect();
     queue.push("tools.json".into());
+    let root = fs::canonicalize(scripts_dir)
+        .map_err(|source| Error::Io { path: scripts_dir.to_path_buf(), source })?;
     while let Some(rel) = queue.pop() {
         if files.contains_key(&rel) {
             continue;
         }
-        let path = scripts_dir.join(&rel);
+        let path = inside(&root, scripts_dir, &rel)?;
         let bytes = fs::read(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
         if rel.ends_with(".sh") || rel.ends_with(".py") {
             for m in REFERENCE.find_iter(&String::from_utf8_lossy(&bytes)) {
                 let r = normalize(m.as_str());
-                if !files.contains_key(&r) && scripts_dir.join(&r).is_file() {
+                // An absolute path names a file of the pod's own, not a
+                // helper to bundle.
+                if !files.contains_key(&r) && !r.starts_with('/') && scripts_dir.join(&r).is_file()
+                {
                     queue.push(r);
                 }
             }

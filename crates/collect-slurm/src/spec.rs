@@ -137,16 +137,22 @@ impl JobSpec {
                 return bad(format!("`{k}` is not a valid environment variable name"));
             }
         }
+        // Each goes on an #SBATCH line (results_dir in --output), which a
+        // control character would break or split.
+        let results = self.results_dir.to_string_lossy();
         for line in self
             .sbatch
             .iter()
             .chain(self.partition.iter())
             .chain(self.time.iter())
             .chain(self.account.iter())
+            .map(String::as_str)
+            .chain([results.as_ref()])
         {
-            if line.contains(['\n', '\r']) {
+            if line.chars().any(char::is_control) {
                 return bad(format!(
-                    "{line:?} has a line break; each #SBATCH value must be one line"
+                    "{line:?} has a control character (a line break?); each #SBATCH value must \
+                     be one line of text"
                 ));
             }
         }
@@ -160,12 +166,19 @@ impl JobSpec {
         Ok(())
     }
 
-    /// The sbatch script. `results_dir` should be absolute (the job may run
-    /// from another directory); paths are quoted, `%j` is the job id.
+    /// The sbatch script. A relative `results_dir` is made absolute (from
+    /// the current directory): each node writes into it after changing to
+    /// its own work directory. Paths are quoted, `%j` is the job id. The
+    /// node step is written by a here-document whose delimiter no line of
+    /// it is, so no value (a workload argument with a line break) can end
+    /// it early.
     pub fn render(&self) -> Result<String> {
         self.validate()?;
         let q = shell_quote;
-        let results = self.results_dir.display().to_string();
+        let results = std::path::absolute(&self.results_dir)
+            .unwrap_or_else(|_| self.results_dir.clone())
+            .display()
+            .to_string();
         let mut s = String::from("#!/bin/bash\n# Rendered by madengine (collect-slurm).\n");
         let mut directive = |d: String| s.push_str(&format!("#SBATCH {d}\n"));
         directive(format!("--job-name={}", q(&self.name)));
@@ -204,13 +217,8 @@ impl JobSpec {
         }
         let command = self.command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ");
         let collect = self.collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
-        s.push_str(&format!(
-            r#"
-# The step each node runs: the workload in a node-local directory (nodes
-# never collide, even on one host), then its logs always and its tool output
-# directories when it succeeded, into $RESULTS/node_$SLURM_NODEID.
-cat > "$RESULTS/node_step.sh" <<'MADENGINE_NODE_STEP'
-set -u
+        let step = format!(
+            r#"set -u
 NODE_DIR="$RESULTS/node_$SLURM_NODEID"
 mkdir -p "$NODE_DIR"
 printf '%s\n' "${{SLURMD_NODENAME:-unknown}}" > "$NODE_DIR/slurm_node"
@@ -227,7 +235,16 @@ else
     echo "node $SLURM_NODEID: the workload exited with $rc; collecting its logs only" >&2
 fi
 exit "$rc"
-MADENGINE_NODE_STEP
+"#
+        );
+        let end = delimiter(&step);
+        s.push_str(&format!(
+            r#"
+# The step each node runs: the workload in a node-local directory (nodes
+# never collide, even on one host), then its logs always and its tool output
+# directories when it succeeded, into $RESULTS/node_$SLURM_NODEID.
+cat > "$RESULTS/node_step.sh" <<'{end}'
+{step}{end}
 export RESULTS
 srun --nodes={nodes} --ntasks={nodes} --ntasks-per-node=1 --kill-on-bad-exit=0 bash "$RESULTS/node_step.sh"
 "#,
@@ -235,6 +252,20 @@ srun --nodes={nodes} --ntasks={nodes} --ntasks-per-node=1 --kill-on-bad-exit=0 b
         ));
         Ok(s)
     }
+}
+
+/// A here-document delimiter that no line of `body` is: the body cannot
+/// end the document early (a workload argument holding a line break and the
+/// delimiter would run what follows it as the batch script).
+fn delimiter(body: &str) -> String {
+    let taken = |d: &str| body.lines().any(|l| l == d);
+    let mut end = "MADENGINE_NODE_STEP".to_string();
+    let mut n = 1;
+    while taken(&end) {
+        n += 1;
+        end = format!("MADENGINE_NODE_STEP_{n}");
+    }
+    end
 }
 
 #[cfg(test)]

@@ -45,6 +45,39 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+impl Cli {
+    /// The command line, parsed (on an error, clap's message and exit 2).
+    /// An environment variable behind a flag that is set but empty counts
+    /// as unset, as the original madengine's scripts passed no flag for it
+    /// (`TRACELENS_GPU_ARCH=` in a tools config means no GPU arch).
+    pub(crate) fn parse_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = without_empty_env(Cli::command()).get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// `command` and its subcommands without the `env` of each argument whose
+/// variable is set to nothing.
+fn without_empty_env(mut command: clap::Command) -> clap::Command {
+    let empty: Vec<clap::Id> = command
+        .get_arguments()
+        .filter(|arg| {
+            arg.get_env().is_some_and(|name| std::env::var_os(name).is_some_and(|v| v.is_empty()))
+        })
+        .map(|arg| arg.get_id().clone())
+        .collect();
+    for id in empty {
+        command = command.mut_arg(id, |arg| arg.env(None));
+    }
+    let subcommands: Vec<String> =
+        command.get_subcommands().map(|sub| sub.get_name().to_string()).collect();
+    for name in subcommands {
+        command = command.mut_subcommand(name, without_empty_env);
+    }
+    command
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Find, classify and repair trace files.
@@ -1044,22 +1077,45 @@ pub(crate) struct TracelensArgs {
     #[arg(short, long, default_value = ".", value_name = "DIR")]
     pub(crate) root: PathBuf,
     /// Where reports, logs and summaries go (never searched for traces).
-    #[arg(short, long, default_value = "tracelens_output", value_name = "DIR")]
+    #[arg(
+        short,
+        long,
+        env = "TRACELENS_OUTPUT_DIR",
+        default_value = "tracelens_output",
+        value_name = "DIR"
+    )]
     pub(crate) output_dir: PathBuf,
     /// Which traces to analyze.
-    #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
+    #[arg(long, env = "TRACELENS_MODE", value_enum, default_value_t = ModeArg::Auto)]
     pub(crate) mode: ModeArg,
     /// The interpreter that has TraceLens [default: $TRACELENS_VENV/bin/python3, else python3].
     #[arg(long, value_name = "PATH")]
     pub(crate) python: Option<PathBuf>,
     /// GPU platform for roofline columns (checked against what TraceLens knows, e.g. MI300X).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, env = "TRACELENS_GPU_ARCH", value_name = "NAME")]
     pub(crate) gpu_arch: Option<String>,
     /// World size of the collective report [default: the number of ranked traces].
-    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    #[arg(
+        long,
+        env = "TRACELENS_WORLD_SIZE",
+        value_name = "N",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
     pub(crate) world_size: u32,
+    /// With --world-size, run the collective report on the ranks present when
+    /// some are missing (with a warning), as the original madengine did,
+    /// rather than skip it.
+    #[arg(long)]
+    pub(crate) partial: bool,
     /// Analyze at most N traces of each kind [default: all].
-    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    #[arg(
+        long,
+        env = "TRACELENS_MAX_TRACES",
+        value_name = "N",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
     pub(crate) max_traces: usize,
     /// Of torch.profiler's profiling cycles, analyze only cycle N (1: the
     /// first) or the last, in each run that holds several.
@@ -1139,8 +1195,12 @@ pub(crate) struct SetupTracelensArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) venv: Option<PathBuf>,
     /// What to pip-install: a git URL, a local path or a wheel [default: TraceLens at a pinned commit].
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", env = "TRACELENS_PIP_SPEC", hide_env_values = true)]
     pub(crate) spec: Option<String>,
+    /// Install TraceLens from its GitHub repository at this commit, tag or
+    /// branch instead of the pinned commit (--spec wins).
+    #[arg(long, value_name = "REF", env = "TRACELENS_GIT_REF")]
+    pub(crate) git_ref: Option<String>,
     /// The interpreter that creates the venv.
     #[arg(long, value_name = "PATH", default_value = "python3")]
     pub(crate) python: PathBuf,
@@ -1342,7 +1402,7 @@ pub(crate) struct SanitizeArgs {
     /// from the event it is in.
     #[arg(long, conflicts_with = "check")]
     pub(crate) salvage: bool,
-    /// How many repairs to list in detail.
+    /// How many repairs to list in detail (at most 10,000; the rest are counted).
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub(crate) max_listed: usize,
     /// Print the report as JSON on stdout.

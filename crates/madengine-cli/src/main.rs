@@ -15,10 +15,8 @@ mod settings;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_args();
     interrupt::install();
     match commands::run(cli) {
         Ok(status) => status.into(),

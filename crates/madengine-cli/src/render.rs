@@ -10,9 +10,43 @@ use trace_sanitize::{Compression, CutKind, Defect, FileReport};
 use crate::error::Error;
 
 fn out(text: &str) -> Result<(), Error> {
+    let text = terminal_safe(text);
     let mut stdout = io::stdout().lock();
     stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(Error::Stdout)
 }
+
+/// `text` with every control character that is not a line break or a tab
+/// escaped as Rust escapes it (`\u{1b}`), so that what a trace names (a
+/// kernel, an op, a file) cannot move the cursor, clear the screen, retitle
+/// the window or forge a line; likewise the characters that reorder text
+/// (bidirectional overrides). The colours [`paint`] gives a status stay.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    let mut safe = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(colour) = PAINTS.iter().find(|p| rest.starts_with(**p)) {
+            safe.push_str(colour);
+            rest = &rest[colour.len()..];
+            continue;
+        }
+        match unsafe_char(c) {
+            true => safe.extend(c.escape_default()),
+            false => safe.push(c),
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    safe.into()
+}
+
+/// The only escape sequences madengine prints itself ([`paint`]).
+const PAINTS: [&str; 4] = ["\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[0m"];
 
 /// `error: ...` and each cause as `caused by: ...`, on stderr.
 pub(crate) fn error(err: &Error) {
@@ -519,6 +553,8 @@ static BAR: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex:
 /// `line` on stderr, above the progress bar when one is shown (from any
 /// thread, the Ctrl-C handler's included), so neither garbles the other.
 fn say(line: std::fmt::Arguments<'_>) {
+    let line = line.to_string();
+    let line = terminal_safe(&line);
     let bar = BAR.lock().unwrap_or_else(|e| e.into_inner()).clone();
     match bar {
         Some(bar) => bar.suspend(|| eprintln!("{line}")),
@@ -879,7 +915,7 @@ pub(crate) fn capture_report(
             output_dir.display()
         ));
         for c in copied {
-            eprintln!("    {}", c.display());
+            say(format_args!("    {}", c.display()));
         }
         return;
     }
@@ -947,7 +983,7 @@ pub(crate) fn capture_report(
         (None, _, Some(d)) => format!("{} before the trigger finished", died_how(d)),
         (None, _, None) => "the trigger never finished".to_string(),
     };
-    eprintln!("  why: {why}");
+    say(format_args!("  why: {why}"));
     if killed.is_some_and(dynolog_client::Exit::crashed) {
         // PyTorch 2.11 on CUDA (an H200) aborted or segfaulted so when it
         // ended with a time window still open (docs/user-guide.md).
@@ -959,7 +995,8 @@ pub(crate) fn capture_report(
     }
     for log in [state.daemon_log(), state.trigger_log()] {
         if log.is_file() {
-            eprintln!("=== {} ===\n{}\n===", log.display(), dynolog_client::log_tail(&log, 40));
+            let tail = dynolog_client::log_tail(&log, 40);
+            say(format_args!("=== {} ===\n{tail}\n===", log.display()));
         }
     }
 }

@@ -60,6 +60,7 @@ pub(crate) fn tracelens_config(args: &TracelensArgs) -> Result<Config, String> {
     config.python = interpreter(args.python.as_ref());
     config.gpu_arch = args.gpu_arch.clone();
     config.world_size = args.world_size;
+    config.partial = args.partial;
     config.max_traces = args.max_traces;
     config.cycle = args.cycle;
     config.precheck = !args.no_precheck;
@@ -86,7 +87,11 @@ pub(crate) fn setup_config(args: &SetupTracelensArgs) -> tracelens_driver::Setup
             .clone()
             .or_else(tracelens_venv)
             .unwrap_or_else(|| PathBuf::from(tracelens_driver::DEFAULT_VENV)),
-        spec: args.spec.clone().unwrap_or_else(|| tracelens_driver::DEFAULT_SPEC.into()),
+        spec: match (&args.spec, &args.git_ref) {
+            (Some(spec), _) => spec.clone(),
+            (None, Some(git_ref)) => format!("git+https://github.com/AMD-AGI/TraceLens@{git_ref}"),
+            (None, None) => tracelens_driver::DEFAULT_SPEC.into(),
+        },
         base_python: args.python.clone(),
     }
 }

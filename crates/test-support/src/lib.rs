@@ -7,6 +7,7 @@
 //! - [`damage`]: damage done to a file's bytes, for the property tests of
 //!   every reader;
 //! - [`edit`]: edits of a Kineto trace's text;
+//! - [`measured`]: a command run with its own peak memory measured;
 //! - [`standin`]: the TraceLens stand-in, installed into virtual environments.
 //!
 //! Test code: it reads the environment, prints what it skipped and panics
@@ -15,6 +16,7 @@
 
 pub mod damage;
 pub mod edit;
+pub mod measured;
 pub mod public;
 pub mod required;
 pub mod skip;

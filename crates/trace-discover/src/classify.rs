@@ -215,10 +215,24 @@ pub(crate) struct Head {
     pub(crate) complete: bool,
 }
 
+/// An error unless `path` is a regular file (links followed): a device or
+/// a FIFO is never opened (reading /dev/zero never ends; opening a FIFO
+/// waits for a writer).
+pub(crate) fn regular(path: &Path) -> io::Result<()> {
+    let meta = std::fs::metadata(path)?;
+    match crate::walk::special(meta.file_type()) {
+        Some(what) => {
+            Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{what}, not a regular file")))
+        }
+        None => Ok(()),
+    }
+}
+
 /// Up to `limit` bytes of the file's content. A truncated or corrupt gzip
 /// stream yields what could be decompressed before the damage. Plain reads
 /// into a fixed buffer: no `fstat`, two `read`s for a small file.
 pub(crate) fn read_head(path: &Path, limit: usize) -> io::Result<Head> {
+    regular(path)?;
     let mut file = File::open(path)?;
     let first = limit.min(CONTENT_HEAD);
     let mut raw = vec![0u8; first];

@@ -54,7 +54,7 @@ pub use crate::{
     size::{at_once, json_size},
     walk::{
         Discovery, Options, Problem, SANITIZED_COPY, SANITIZED_ORIGINAL, Trace, Unsupported,
-        classify, discover,
+        classify, discover, special,
     },
     written::export_time_from_file_name,
 };

@@ -12,8 +12,11 @@ use std::{
 /// modulo 4 GiB). Where that is implausible (smaller than the file, as for
 /// a JSON text of 4 GiB or more, or several members), 15 times the file's
 /// length is assumed, about what Kineto's JSON compresses by. 0 when the
-/// file cannot be read.
+/// file cannot be read, or is no regular file (a pipe is never opened).
 pub fn json_size(path: &Path) -> u64 {
+    if crate::classify::regular(path).is_err() {
+        return 0;
+    }
     let Ok(mut file) = File::open(path) else { return 0 };
     let len = file.metadata().map_or(0, |m| m.len());
     let mut magic = [0u8; 2];

@@ -201,6 +201,15 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
         }
         let is_link = entry.file_type().is_symlink();
         if !is_link && !entry.file_type().is_file() {
+            // A device, a FIFO or a socket named as a trace is never opened
+            // (reading /dev/zero never ends; opening a FIFO waits for a
+            // writer), and said.
+            if !excluded(rel)
+                && named_as_trace(rel)
+                && let Some(what) = special(entry.file_type())
+            {
+                found.problems.push(not_read(path, what, None));
+            }
             continue;
         }
         if excluded(rel) {
@@ -212,7 +221,14 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
         if is_link {
             match fs::metadata(path) {
                 Ok(meta) if meta.is_file() => {}
-                Ok(_) => continue,
+                Ok(meta) => {
+                    if named_as_trace(rel)
+                        && let Some(what) = special(meta.file_type())
+                    {
+                        found.problems.push(not_read(path, what, fs::read_link(path).ok()));
+                    }
+                    continue;
+                }
                 Err(e) => {
                     if named_as_trace(rel) {
                         let message = broken_link(path, &e);
@@ -282,6 +298,14 @@ pub fn classify(path: &Path, options: &Options) -> Result<Discovery> {
         unsupported: vec![],
         problems: vec![],
     };
+    if let Some(what) = special(meta.file_type()) {
+        let link = fs::symlink_metadata(path)
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then(|| fs::read_link(path).ok())
+            .flatten();
+        found.problems.push(not_read(path, what, link));
+        return Ok(found);
+    }
     let Some(name) = path.file_name() else { return Ok(found) };
     let parent = absolute(path).ok().and_then(|p| p.parent()?.file_name().map(PathBuf::from));
     let rel = parent.unwrap_or_default().join(name);
@@ -332,6 +356,43 @@ fn named_as_trace(rel: &Path) -> bool {
 /// starts with a dot, at any level.
 fn globbed(rel: &Path) -> bool {
     rel.components().all(|c| !is_hidden(c.as_os_str()))
+}
+
+/// What a file that is not a regular file is (`a character device`, `a
+/// FIFO (a named pipe)`, ...), by its type (a link's: its target's); `None`
+/// for a regular file or a directory.
+pub fn special(file_type: fs::FileType) -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_char_device() {
+            return Some("a character device");
+        }
+        if file_type.is_block_device() {
+            return Some("a block device");
+        }
+        if file_type.is_fifo() {
+            return Some("a FIFO (a pipe)");
+        }
+        if file_type.is_socket() {
+            return Some("a socket");
+        }
+    }
+    (!file_type.is_file() && !file_type.is_dir() && !file_type.is_symlink())
+        .then_some("not a regular file")
+}
+
+/// The problem of a special file (`what`) named as a trace, reached through
+/// the link to `target` where there is one.
+fn not_read(path: &Path, what: &str, target: Option<PathBuf>) -> Problem {
+    let through = target.map(|t| format!(" (a link to {})", t.display())).unwrap_or_default();
+    Problem {
+        path: path.to_path_buf(),
+        message: format!(
+            "{what}{through}, not a regular file: not read (traces are read from files; save \
+             a stream to one first)"
+        ),
+    }
 }
 
 /// Why the symbolic link at `path` cannot be followed.

@@ -109,8 +109,13 @@ pub(crate) struct Closer<W> {
     pending: Vec<u8>,
     released: u64,
     seen: u64,
-    /// Open brackets outside strings (`{` or `[`).
+    /// Open brackets outside strings (`{` or `[`), at most
+    /// [`Break::MAX_DEPTH`] + 1 of them: a document deeper is refused
+    /// ([`Break::TooDeep`]) and the levels past that are only counted
+    /// (`deeper`), so millions of `[` cost no memory.
     stack: Vec<Open>,
+    /// Levels open past the stack's.
+    deeper: u64,
     /// Where the document (the first top-level value) ended.
     end: Option<u64>,
     /// Where the first byte after it other than whitespace is: from there
@@ -232,6 +237,7 @@ impl<W: Write> Closer<W> {
             released: 0,
             seen: 0,
             stack: Vec::new(),
+            deeper: 0,
             end: None,
             after_end: None,
             first: None,
@@ -376,11 +382,19 @@ impl<W: Write> Closer<W> {
     #[inline(always)]
     fn token(&mut self, b: u8, at: u64) {
         let open = match b {
+            b'{' | b'[' if self.stack.len() > Break::MAX_DEPTH => {
+                self.deeper += 1;
+                None
+            }
             b'{' | b'[' => {
                 self.stack.push(Open::new(b));
                 if self.stack.len() > Break::MAX_DEPTH {
                     self.too_deep(b, at);
                 }
+                None
+            }
+            b'}' | b']' if self.deeper > 0 => {
+                self.deeper -= 1;
                 None
             }
             b'}' | b']' => {

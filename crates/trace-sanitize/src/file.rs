@@ -9,7 +9,7 @@ use std::{
     rc::Rc,
 };
 
-use flate2::{read::MultiGzDecoder, write::GzEncoder};
+use flate2::write::GzEncoder;
 use serde::Serialize;
 
 use crate::{
@@ -117,7 +117,7 @@ pub fn sanitize_file(
         match (compression, out_compression, regular) {
             (Compression::None, Compression::None, true) => {
                 // Scan on this thread; a second one writes what it scanned.
-                let out = tmp.as_file();
+                let out = tmp;
                 std::thread::scope(|scope| {
                     let (tx, rx) = copy::channel();
                     let (back, spare) = copy::channel();
@@ -162,7 +162,7 @@ pub fn sanitize_file(
                 if probe.needs_repair() {
                     return repair(file, progress);
                 }
-                io::copy(&mut file, &mut tmp.as_file()).map_err(|source| Error::WriteFile {
+                io::copy(&mut file, &mut &*tmp).map_err(|source| Error::WriteFile {
                     path: output.to_path_buf(),
                     source: io::Error::new(
                         source.kind(),
@@ -207,7 +207,7 @@ pub fn salvage_file(
 /// Let `fill` write into `tmp` through the `encoding` (buffered; gzip
 /// finished), with its write errors naming `output`.
 fn encoded(
-    tmp: &tempfile::NamedTempFile,
+    tmp: &File,
     encoding: Compression,
     output: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<Report>,
@@ -217,7 +217,7 @@ fn encoded(
         Error::Write { source, .. } => write_err(source),
         other => other,
     };
-    let mut buffered = BufWriter::with_capacity(1 << 16, tmp.as_file());
+    let mut buffered = BufWriter::with_capacity(1 << 16, tmp);
     let report = match encoding {
         Compression::None => fill(&mut buffered).map_err(named)?,
         Compression::Gzip => {
@@ -257,14 +257,15 @@ pub fn output_compression(output: &Path) -> Compression {
 fn write_output(
     input: &Path,
     output: &Path,
-    fill: impl FnOnce(File, &Opened, &tempfile::NamedTempFile) -> Result<Report>,
+    fill: impl FnOnce(File, &Opened, &File) -> Result<Report>,
 ) -> Result<FileReport> {
     let (file, size, compression, regular) = open(input)?;
     refuse_same_file(input, &file, output)?;
-    let tmp = temp_beside(output)?;
+    let out = crate::output::Out::begin(output)
+        .map_err(|source| Error::WriteFile { path: output.to_path_buf(), source })?;
     let opened = Opened { size, compression, regular, output: output_compression(output) };
-    let report = fill(file, &opened, &tmp)?;
-    persist(tmp, input, regular, output)?;
+    let report = fill(file, &opened, out.file())?;
+    persist(out, input, regular, output)?;
     Ok(FileReport {
         input: input.to_path_buf(),
         output: Some(output.to_path_buf()),
@@ -302,34 +303,17 @@ fn salvage_into(
     }
 }
 
-/// A temporary file beside `output`, renamed onto it by [`persist`].
-fn temp_beside(output: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    tempfile::Builder::new()
-        .prefix(&format!(".{}.", output.file_name().unwrap_or_default().to_string_lossy()))
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(|source| Error::WriteFile { path: output.to_path_buf(), source })
-}
-
 /// Give the finished temporary file the input's permission bits (rather
 /// than its own 0600; 0644 when the input is a pipe or a device) and rename
 /// it onto `output`.
-fn persist(tmp: tempfile::NamedTempFile, input: &Path, regular: bool, output: &Path) -> Result<()> {
+fn persist(out: crate::output::Out, input: &Path, regular: bool, output: &Path) -> Result<()> {
     let permissions = if regular {
         fs::metadata(input).ok().map(|m| m.permissions())
     } else {
         default_permissions()
     };
-    if let Some(permissions) = permissions {
-        let _ = fs::set_permissions(tmp.path(), permissions);
-    }
-    tmp.persist(output)
-        .map(drop)
-        .map_err(|e| Error::WriteFile { path: output.to_path_buf(), source: e.error })
+    out.finish(permissions)
+        .map_err(|source| Error::WriteFile { path: output.to_path_buf(), source })
 }
 
 /// The input, its size, its compression and whether it is a regular file
@@ -398,7 +382,7 @@ fn scan_file(
     let mut tick = |_| progress(counter.get(), size);
     let input: Box<dyn Read + '_> = match compression {
         Compression::None => Box::new(raw),
-        Compression::Gzip => Box::new(MultiGzDecoder::new(raw)),
+        Compression::Gzip => Box::new(crate::Gunzip::new(io::BufReader::new(raw))),
     };
     let result = match failed {
         None => scan(input, sink, options, &mut tick),
@@ -478,26 +462,19 @@ fn same_inode(_: &fs::Metadata, _: &fs::Metadata) -> bool {
 }
 
 /// Write a file atomically: `fill` writes a temp file beside `path`
-/// (`.<name>.*.partial`), which is then given mode 0644 (what a plain create
-/// gives under the usual umask, not the temp file's 0600) and renamed over
-/// `path`. Readers never see half a file, and a failure leaves no file.
+/// (`.<name>.<pid>.*.partial`), which is then given mode 0644 (what a plain
+/// create gives under the usual umask, not the temp file's 0600) and renamed
+/// over `path`. Readers never see half a file, and a failure leaves no file
+/// (one a killed process left is removed by the next write). A symbolic
+/// link is followed (the file it leads to is written, the link kept); a
+/// device, a FIFO or a socket (`/dev/null`, `/dev/stdout`, `>(cmd)`) is
+/// written through, never replaced by a file.
 ///
 /// The workspace's other outputs (summaries, reports) go through this.
 pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", path.file_name().unwrap_or_default().to_string_lossy()))
-        .suffix(".partial")
-        .tempfile_in(dir)?;
-    fill(tmp.as_file_mut())?;
-    if let Some(permissions) = default_permissions() {
-        fs::set_permissions(tmp.path(), permissions)?;
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    let out = crate::output::Out::begin(path)?;
+    fill(&mut out.file().try_clone()?)?;
+    out.finish(default_permissions())
 }
 
 #[cfg(test)]

@@ -105,7 +105,9 @@ mod engine;
 mod error;
 mod file;
 mod grammar;
+mod gunzip;
 mod lossy;
+mod output;
 mod report;
 mod stream;
 
@@ -116,8 +118,11 @@ pub use crate::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,
         salvage_file, sanitize_file, write_atomic,
     },
+    gunzip::{Gunzip, NotGzip, damaged_gzip},
     report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},
-    stream::{Options, check, compressed_format, is_perfetto, is_sqlite, salvage, sanitize},
+    stream::{
+        MAX_RECORDED, Options, check, compressed_format, is_perfetto, is_sqlite, salvage, sanitize,
+    },
 };
 
 /// The bit trick under this crate's 64-byte blocks, shared with

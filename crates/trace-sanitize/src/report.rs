@@ -380,7 +380,8 @@ impl Recorder {
         Recorder {
             counts: Counts::default(),
             repairs: Vec::new(),
-            max,
+            // Whatever was asked: a trace can need tens of millions.
+            max: max.min(crate::MAX_RECORDED),
             not_json: 0,
             first_not_json: None,
         }

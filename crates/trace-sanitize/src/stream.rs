@@ -19,10 +19,16 @@ use crate::{
 /// How much input is scanned at a time by default (it fits in L2 cache).
 pub(crate) const CHUNK: usize = 128 << 10;
 
+/// The most repairs a report describes in detail ([`Options::max_recorded`]
+/// is capped to it): a trace may need tens of millions, and each kept costs
+/// memory; the rest are counted.
+pub const MAX_RECORDED: usize = 10_000;
+
 /// Settings for a sanitize or check pass.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// How many repairs to describe in detail in the report (all are counted).
+    /// How many repairs to describe in detail in the report (all are
+    /// counted), at most [`MAX_RECORDED`] whatever this says.
     pub max_recorded: usize,
     /// Stop at the first defect (useful for "does this need repair?").
     pub stop_at_first: bool,
@@ -162,12 +168,17 @@ impl ShapeSink {
         if report.stopped_early {
             return Ok(report);
         }
+        // Where nothing is complete, nothing would be dropped to close it:
+        // a break in its grammar (brackets past orjson's depth, say) is
+        // the trace's own, and said.
+        let malformed = self.0.out.inner.malformed.clone();
         match finish_salvage(self.0, report.clone(), None) {
             Ok((_, closed)) => Ok(Report { bytes_written: 0, ..closed }),
-            // The scan already said what the input starts with.
-            Err(Error::NothingComplete { .. } | Error::NotADocument { .. }) => {
-                Ok(Report { complete: Some(false), ..report })
+            Err(Error::NothingComplete { .. }) => {
+                Ok(Report { complete: Some(false), malformed, ..report })
             }
+            // The scan already said what the input starts with.
+            Err(Error::NotADocument { .. }) => Ok(Report { complete: Some(false), ..report }),
             Err(e) => Err(e),
         }
     }
@@ -488,7 +499,17 @@ const PERFETTO_HEAD: usize = 128;
 /// never taken for one; nor is a log line written before one (text does not
 /// read as protobuf fields for long).
 pub fn is_perfetto(head: &[u8]) -> bool {
-    let head = &head[..head.len().min(PERFETTO_HEAD)];
+    let mut head = &head[..head.len().min(PERFETTO_HEAD)];
+    // Empty packets first (a tracing session that recorded nothing yet):
+    // nothing else is made of them; all empty, a trace of empty packets.
+    let mut empty = 0;
+    while let [0x0a, 0x00, rest @ ..] = head {
+        head = rest;
+        empty += 1;
+    }
+    if head.is_empty() {
+        return empty >= 2;
+    }
     let [0x0a, rest @ ..] = head else { return false };
     if rest.first().is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'[')) {
         return false;

@@ -15,6 +15,18 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The path is no regular file (a pipe, a device, a socket): it is not
+    /// opened (reading `/dev/zero` never ends, and a pipe can be read only
+    /// once, where a trace is read more than once).
+    #[error(
+        "{path} is {what}, not a regular file: traces are read from files (save a stream to one first)"
+    )]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is (`a FIFO (a pipe)`, `a character device`, ...).
+        what: &'static str,
+    },
     /// Reading the trace failed part way (a truncated or corrupt gzip stream,
     /// an I/O error).
     #[error("cannot read {path}{}", if *gzip { " as gzip (truncated or corrupt?)" } else { "" })]
@@ -238,10 +250,12 @@ impl Error {
     /// Whether the trace was cut short (its JSON ends early, or its gzip
     /// stream does): what [`crate::Options::salvage`] reads anyway.
     pub fn is_cut_short(&self) -> bool {
-        matches!(
-            self,
-            Error::Truncated { .. } | Error::CutPacket { .. } | Error::Read { gzip: true, .. }
-        )
+        match self {
+            Error::Truncated { .. } | Error::CutPacket { .. } => true,
+            // Not one whose checksum fails, or with data after it.
+            Error::Read { gzip: true, source, .. } => !trace_sanitize::damaged_gzip(source),
+            _ => false,
+        }
     }
 
     /// Whether [`crate::Options::salvage`] reads the trace anyway: it was

@@ -165,6 +165,11 @@ pub(crate) struct Parsed {
     /// What the args of the event being read say of a collective, until
     /// it is kept (a kernel) or dropped.
     collective: Option<CollectiveArgs>,
+    /// The `traceEvents` list the events read are of (its ordinal).
+    events_list: u32,
+    /// `traceEvents` lists before the last one (a key given twice): their
+    /// events are not read, as TraceLens (orjson keeps the last) does not.
+    pub(crate) earlier_event_lists: u32,
 }
 
 impl Parsed {
@@ -202,6 +207,20 @@ impl Parsed {
         (count > 0).then_some(Steps { count, marker: StepMarker::OptimizerStep })
     }
 
+    /// The events of `traceEvents` list `n` are read from now on: those of
+    /// an earlier one (a key given twice) are dropped, as orjson keeps the
+    /// last.
+    fn read_list(&mut self, n: u32) {
+        if self.events_list > 0 {
+            self.read = 0;
+            self.events.clear();
+            self.flows.clear();
+            self.collectives.clear();
+        }
+        self.earlier_event_lists = n.saturating_sub(1);
+        self.events_list = n;
+    }
+
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
         if let Some(&id) = self.lookup.get(s) {
             return id;
@@ -236,6 +255,10 @@ fn parse_in_chunks<R: Read + Send>(reader: R, chunk: usize) -> Result<Parsed, se
             "the trace ends after {total} bytes, before its JSON does (truncated?)"
         )));
     }
+    // A last list that held no event: it is the one TraceLens reads.
+    if scanned.shape.event_lists > parsed.events_list.max(1) {
+        parsed.read_list(scanned.shape.event_lists);
+    }
     parsed.has_trace_events = scanned.shape.has_trace_events;
     parsed.keys = scanned.shape.keys;
     parsed.devices = scanned.shape.devices;
@@ -260,6 +283,11 @@ fn read_events(batch: &Batch<List>, parsed: &mut Parsed) -> Result<(), serde_jso
     // then read without checking each again.
     let text = simdutf8::basic::from_utf8(&batch.bytes[lo..hi]).ok();
     for &(s, e, list) in &batch.elements {
+        if let List::Events(n) = list
+            && n > parsed.events_list
+        {
+            parsed.read_list(n);
+        }
         if list == List::Devices {
             // A GPU: its name, if it reads as one (nothing else depends on it).
             let device: Option<Device> = match text {
@@ -301,8 +329,10 @@ fn read_events(batch: &Batch<List>, parsed: &mut Parsed) -> Result<(), serde_jso
 /// it finds in them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum List {
-    /// `traceEvents`: each object element is an event.
-    Events,
+    /// `traceEvents`: each object element is an event; the list's ordinal
+    /// among the top level's `traceEvents` lists (a key given twice: orjson,
+    /// and so TraceLens, keeps the last).
+    Events(u32),
     /// `deviceProperties`: each object element is a GPU.
     Devices,
 }
@@ -310,7 +340,7 @@ enum List {
 impl List {
     fn of_key(key: &[u8]) -> Option<List> {
         match key {
-            b"traceEvents" => Some(List::Events),
+            b"traceEvents" => Some(List::Events(0)),
             b"deviceProperties" => Some(List::Devices),
             _ => None,
         }
@@ -330,6 +360,8 @@ struct Kineto {
     has_trace_events: bool,
     /// The top-level keys ([`Parsed::keys`]).
     keys: Vec<String>,
+    /// `traceEvents` lists opened at the top level.
+    event_lists: u32,
 }
 
 /// How many top-level keys are kept ([`Parsed::keys`]).
@@ -346,10 +378,14 @@ impl Shape for Kineto {
                 if self.inside == Some(List::Devices) {
                     self.devices = Some(0);
                 }
+                if self.inside == Some(List::Events(0)) {
+                    self.event_lists += 1;
+                    self.inside = Some(List::Events(self.event_lists));
+                }
             }
             (2, _) => self.pending = None,
             (3, b'{') => match self.inside {
-                Some(List::Events) => return Ok(Some(List::Events)),
+                Some(List::Events(n)) => return Ok(Some(List::Events(n))),
                 Some(List::Devices) => {
                     self.devices = self.devices.map(|n| n + 1);
                     return Ok(Some(List::Devices));
@@ -377,7 +413,7 @@ impl Shape for Kineto {
 
     fn key(&mut self, key: &[u8]) {
         self.pending = List::of_key(key);
-        self.has_trace_events |= self.pending == Some(List::Events);
+        self.has_trace_events |= self.pending == Some(List::Events(0));
         if self.keys.len() < MAX_KEYS {
             let key = crate::scan::key_text(key);
             if !self.keys.contains(&key) {

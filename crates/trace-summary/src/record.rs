@@ -32,11 +32,16 @@ pub struct Record {
     pub steps: Option<usize>,
     /// The GPU models it names ([`crate::Summary::gpus`]).
     pub gpus: Vec<String>,
+    /// Why the report is stale, where a later run could not read its trace
+    /// and kept this one (the last good report) rather than delete it.
+    pub stale: Option<String>,
 }
 
 impl Record {
     /// The key [`Record::trace_absolute`] is written under.
     pub const TRACE_ABSOLUTE: &'static str = "trace_absolute";
+    /// The key [`Record::stale`] is written under.
+    pub const STALE: &'static str = "stale";
 
     /// The record of the report in `dir`; `None` when it has none
     /// (TraceLens' reports do not).

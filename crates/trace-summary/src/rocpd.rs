@@ -42,6 +42,13 @@ impl From<rusqlite::Error> for Failure {
             Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
                 " (cut short or damaged: a job killed while rocprofv3 wrote it? a copy cut short?)"
             }
+            Some(rusqlite::ErrorCode::OperationInterrupted) => {
+                " (reading it took more work than a database of its size needs: a view that \
+                 computes without end? not rocprofv3's)"
+            }
+            Some(rusqlite::ErrorCode::TooBig) => {
+                " (a value of over 16 MiB, which no rocprofv3 record holds: not rocprofv3's)"
+            }
             _ => "",
         };
         Failure::Said(format!("{e}{why}"))
@@ -50,19 +57,36 @@ impl From<rusqlite::Error> for Failure {
 
 /// The rows read, and a look at `cancel` every 65,536 of them.
 struct Rows<'a> {
-    read: u32,
+    read: u64,
+    /// The most rows the views may yield ([`row_limit`]).
+    limit: u64,
     cancel: Option<&'a AtomicBool>,
 }
 
+/// The most record rows a database of `bytes` can hold: each row of its
+/// tables takes more than 8 bytes on disk. A view that yields more
+/// generates rows (a recursive query), which rocprofiler-sdk's do not: it
+/// is not read to its end, which may never come.
+fn row_limit(bytes: u64) -> u64 {
+    bytes / 8 + 1024
+}
+
 impl<'a> Rows<'a> {
-    fn new(cancel: Option<&'a AtomicBool>) -> Rows<'a> {
-        Rows { read: 0, cancel }
+    fn new(cancel: Option<&'a AtomicBool>, limit: u64) -> Rows<'a> {
+        Rows { read: 0, limit, cancel }
     }
 
     /// One more row: `Cancelled` when it is time to look and `cancel` was
-    /// raised.
+    /// raised; an error past [`Rows::limit`].
     fn tick(&mut self) -> Result<(), Failure> {
-        self.read = self.read.wrapping_add(1);
+        self.read += 1;
+        if self.read > self.limit {
+            return Err(Failure::Said(format!(
+                "its views yield more rows than a database of its size holds ({} read): they \
+                 generate rows (a recursive query?), which rocprofiler-sdk's views do not",
+                self.read - 1
+            )));
+        }
         if self.read.is_multiple_of(1 << 16) { self.stop() } else { Ok(()) }
     }
 
@@ -78,11 +102,37 @@ impl<'a> Rows<'a> {
 /// The rocpd database at `path`, opened read-only, and its tables and
 /// views; an error that says what it lacks when it is not one.
 fn open(path: &Path) -> Result<(Connection, Vec<String>), Failure> {
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    if bytes == 0 {
+        return Err(Failure::Said("an empty file (0 bytes), not a database".into()));
+    }
+    // Immutable: nothing is written beside it (no `-shm` or `-wal` of a
+    // WAL-mode database), and it opens on a read-only mount.
     let db = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        immutable_uri(path),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
     )?;
+    // A value no record of rocprofv3's comes near (a kernel's formatted
+    // name runs to kilobytes): a view that builds one is refused, not grown.
+    db.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, 16 << 20)?;
+    // Work bounded by the file's size: each call is 100,000 SQLite steps,
+    // and reading a real database takes a few hundred per row.
+    let mut budget = bytes / 4 + 10_000;
+    db.progress_handler(
+        100_000,
+        Some(move || {
+            budget = budget.saturating_sub(1);
+            budget == 0
+        }),
+    );
     let objects = objects(&db)?;
+    if let Some(view) = recursive_view(&db)? {
+        return Err(Failure::Said(format!(
+            "its `{view}` view is a recursive query, which rocprofiler-sdk's are not: not read"
+        )));
+    }
     let has = |name: &str| objects.iter().any(|o| o == name);
     if !has("kernels") || !has("rocpd_info_process") {
         let what = if objects.iter().any(|o| o.starts_with("rocpd_")) {
@@ -138,10 +188,11 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         select(&db, "kernels", &["name", "start", "end", "agent_type_index", "kernel_id"], "")?;
     let mut kernels = db.prepare(&sql)?;
     let mut rows = kernels.query([])?;
-    let mut read = Rows::new(cancel);
+    let mut read = Rows::new(cancel, row_limit(bytes_of(path)));
     while let Some(row) = rows.next()? {
         read.tick()?;
         let (Some(start), Some(end)) = (int(row.get_ref(1)?), int(row.get_ref(2)?)) else {
+            records.dropped += 1;
             continue;
         };
         let view_name;
@@ -161,8 +212,9 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
         let mut rows = copies.query([])?;
         while let Some(row) = rows.next()? {
             read.tick()?;
-            if let (Some(start), Some(end)) = (int(row.get_ref(0)?), int(row.get_ref(1)?)) {
-                records.copy(start, end);
+            match (int(row.get_ref(0)?), int(row.get_ref(1)?)) {
+                (Some(start), Some(end)) => records.copy(start, end),
+                _ => records.dropped += 1,
             }
         }
     }
@@ -251,6 +303,30 @@ fn each_symbol<E: From<Failure> + From<rusqlite::Error>>(
     Ok(())
 }
 
+/// `file:<path>?immutable=1`, the path's special characters escaped.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+            _ if b.is_ascii() && !b.is_ascii_control() => uri.push(b as char),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
+/// The first view of the database defined by a recursive query.
+fn recursive_view(db: &Connection) -> rusqlite::Result<Option<String>> {
+    let mut statement = db.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'view' AND upper(sql) LIKE '%RECURSIVE%' \
+         ORDER BY name LIMIT 1",
+    )?;
+    let mut rows = statement.query([])?;
+    rows.next()?.map(|row| row.get(0)).transpose()
+}
+
 /// The tables and views of the database.
 fn objects(db: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut statement =
@@ -287,6 +363,11 @@ fn holding(db: &Connection, objects: &[String]) -> rusqlite::Result<Vec<String>>
         }
     }
     Ok(held)
+}
+
+/// The size of the file at `path` (0 when it cannot be told).
+fn bytes_of(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// A column's integer value (ns timestamps, indices); a NULL or text is none.
@@ -449,7 +530,7 @@ pub(crate) fn write_json(
 ) -> Result<Converted, Written> {
     let (db, objects) = open(path)?;
     let has = |name: &str| objects.iter().any(|o| o == name);
-    let mut read = Rows::new(cancel);
+    let mut read = Rows::new(cancel, row_limit(bytes_of(path)));
     let mut converted = Converted::default();
 
     // The processes, merged.

@@ -151,6 +151,8 @@ pub(crate) struct Tables {
     pub(crate) gpu_index: Option<u32>,
     /// The processes recorded ([`crate::Summary::processes`]).
     pub(crate) processes: usize,
+    /// Records dropped for want of a time ([`crate::Summary::dropped_records`]).
+    pub(crate) dropped: u64,
 }
 
 /// What the tables read of a rocprofv3 trace, as the scanner finds it.
@@ -345,6 +347,9 @@ pub(crate) struct Records {
     pub(crate) devices: std::collections::BTreeSet<Option<u32>>,
     /// Processes recorded ([`Records::process`] calls).
     pub(crate) processes: usize,
+    /// Records dropped: without a start or an end a time can be read from
+    /// (NULL, text, negative).
+    pub(crate) dropped: u64,
 }
 
 impl Records {
@@ -375,7 +380,8 @@ impl Records {
     /// TraceLens' rocprof `gpu_timeline` and `kernel_summary` of these
     /// records; `lists`: what the run's record lists were.
     pub(crate) fn tables(self, lists: Vec<String>) -> Tables {
-        let Records { init, fini, mut kernels, copies, groups, gpus, devices, processes } = self;
+        let Records { init, fini, mut kernels, copies, groups, gpus, devices, processes, dropped } =
+            self;
         let gpu_index = match devices.len() {
             1 => devices.into_iter().next().flatten(),
             _ => None,
@@ -413,6 +419,7 @@ impl Records {
             gpus: crate::summary::distinct(gpus),
             gpu_index,
             processes,
+            dropped,
         }
     }
 }

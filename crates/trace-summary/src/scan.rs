@@ -105,6 +105,8 @@ struct Nesting<S: Shape> {
     /// match (a stray one throws the levels off); as many as the levels
     /// open.
     opened: Vec<u8>,
+    /// Levels open past [`trace_sanitize::Break::MAX_DEPTH`], only counted.
+    deeper: u64,
     /// At a keyed level, whether a key goes next (after `{` or `,`) rather
     /// than a value (after `:`) or a `,` or the close (after a value).
     expect_key: bool,
@@ -144,6 +146,12 @@ impl<S: Shape> Nesting<S> {
                 return Err(de::Error::custom("the trace is not a JSON object"));
             }
         }
+        // Past orjson's limit (which the sanitizer reports) the levels are
+        // only counted: millions of `[` cost no byte each.
+        if self.opened.len() >= trace_sanitize::Break::MAX_DEPTH {
+            self.deeper += 1;
+            return Ok(());
+        }
         self.opened.push(b);
         self.expect_key = b == b'{';
         let depth = self.depth();
@@ -156,6 +164,10 @@ impl<S: Shape> Nesting<S> {
     /// `b` (`}` or `]`) at `at`.
     #[inline(always)]
     fn close(&mut self, b: u8, at: usize) -> Result<(), serde_json::Error> {
+        if self.deeper > 0 {
+            self.deeper -= 1;
+            return Ok(());
+        }
         let depth = self.depth();
         let Some(opened) = self.opened.pop() else {
             return Err(de::Error::custom("unbalanced brackets in the trace"));
@@ -193,6 +205,7 @@ fn scan_on<R: Read, S: Shape>(
     let mut st = Nesting {
         shape,
         opened: Vec::new(),
+        deeper: 0,
         expect_key: false,
         top_seen: false,
         start: None,

@@ -125,8 +125,13 @@ impl Format {
 
     /// About how much memory [`summarize_file`] takes to read a trace of
     /// this format whose JSON text is `json` bytes, buffers included: a
-    /// Kineto trace's events are kept, about 0.75 of its size (217 MiB for
-    /// a 302.6 MB trace); of a rocprofv3 trace only its records' times and
+    /// Kineto trace's events are kept, about 0.75 of its size for traces as
+    /// profilers write them (217 MiB for a 302.6 MB trace), which is what is
+    /// planned with. Traces unlike those take more, up to about 1.9 times
+    /// their size as measured (1.04-1.06 GB for a trace of 5 M tiny events,
+    /// or one holding a 200 MB string): several such read at once can take
+    /// more than the plan gave them (`report summary --jobs 1` reads one at
+    /// a time). Of a rocprofv3 trace only its records' times and
     /// kernel names, about a sixth (50 MiB for a 298 MB trace, 21 MiB for
     /// 37 MB); the same of a Perfetto trace, whose slices take fewer bytes,
     /// at most about half its size (40 MiB for a 93 MB trace of 571k kernels
@@ -222,6 +227,18 @@ pub struct Summary {
     /// empty `rocprofiler-sdk-tool` list, on which TraceLens' rocprof report
     /// fails with `IndexError`); `None` for Kineto.
     pub processes: Option<usize>,
+    /// `traceEvents` lists before the last one (the key given twice in the
+    /// trace's top object): TraceLens' parser keeps only the last, and so do
+    /// the tables; 0 for a trace with one.
+    pub earlier_event_lists: u32,
+    /// For a rocpd database: its kernel dispatches and memory copies left
+    /// out for want of a time (a start or an end that is NULL, text or
+    /// negative), which rocprofv3 never writes.
+    pub dropped_records: u64,
+    /// GPU events with a negative `dur` (a clock gone backwards, a trace
+    /// edited by hand): counted as TraceLens counts them, so the timeline's
+    /// parts can come out negative.
+    pub negative_durations: usize,
     /// For a trace read with [`Options::salvage`] that was cut short: its
     /// JSON text (decompressed) ends after this many bytes, and the tables
     /// cover the [`Summary::events`] complete before the cut.
@@ -370,6 +387,12 @@ pub fn summarize_with<R: Read + Send>(
     }
     let collectives = crate::collective::collective_summary(&parsed);
     let collective_kernels = crate::collective::selected_kernels(&parsed);
+    let earlier_event_lists = parsed.earlier_event_lists;
+    let negative_durations = parsed
+        .events
+        .iter()
+        .filter(|e| e.cat.modern().is_gpu() && e.dur.is_some_and(|d| d.f() < 0.0))
+        .count();
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         Some(Summary {
@@ -383,6 +406,9 @@ pub fn summarize_with<R: Read + Send>(
             gpu_events,
             collective_kernels,
             processes: None,
+            earlier_event_lists,
+            dropped_records: 0,
+            negative_durations,
             truncated_at,
             data_after_end: None,
             gpu_devices,
@@ -434,6 +460,9 @@ pub fn summarize_with<R: Read + Send>(
         gpu_events,
         collective_kernels,
         processes: None,
+        earlier_event_lists,
+        dropped_records: 0,
+        negative_durations,
         truncated_at,
         data_after_end: None,
         gpu_devices,
@@ -459,6 +488,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         gpus,
         gpu_index,
         processes,
+        dropped,
         ..
     } = tables;
     let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
@@ -473,6 +503,9 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         gpu_events: records,
         collective_kernels: 0,
         processes: Some(processes),
+        earlier_event_lists: 0,
+        dropped_records: dropped,
+        negative_durations: 0,
         truncated_at: None,
         data_after_end: None,
         gpu_devices: None,
@@ -585,6 +618,7 @@ pub fn rocpd_to_json(
 /// [`summarize_file`] with [`Options`]. With [`Options::salvage`] a gzip
 /// stream cut short is salvaged too, up to where it could be read.
 pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
+    refuse_special(path)?;
     // What the file is, by its first bytes (a head that cannot be read is
     // left to the JSON reader, which says why).
     let head = head(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
@@ -621,6 +655,13 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
             // cut, or followed by more, besides.)
             Err(e @ (Error::Truncated { .. } | Error::DataAfterEnd { .. })) => {
                 return Err(unrepairable_in(path, false).unwrap_or(e));
+            }
+            // Said of the file's own first byte, not of what its repair
+            // made of it (an invalid byte read as U+FFFD starts with 0xef).
+            Err(Error::NotADocument { path, first }) => {
+                let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&head);
+                let raw = text.iter().copied().find(|b| !b.is_ascii_whitespace());
+                return Err(Error::NotADocument { path, first: raw.unwrap_or(first) });
             }
             Err(e) => return Err(e),
         };
@@ -690,7 +731,35 @@ pub fn parse_file(path: &Path) -> Result<usize> {
 /// The first 256 bytes of the file, gunzipped when it is gzip: what tells
 /// its format. `None` where they cannot be read (a damaged gzip stream);
 /// an error where the file cannot be opened.
+/// [`Error::NotAFile`] for a path that is a pipe, a device or a socket
+/// (through links): it is never opened.
+fn refuse_special(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let what = if t.is_fifo() {
+            "a FIFO (a pipe)"
+        } else if t.is_char_device() {
+            "a character device"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            return Ok(());
+        };
+        return Err(Error::NotAFile { path: path.to_path_buf(), what });
+    }
+    Ok(())
+}
+
 fn head(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    // A pipe or a device is not opened (to look at it would take what a
+    // reader reads, or never end).
+    if refuse_special(path).is_err() {
+        return Ok(None);
+    }
     let (input, _) = decompressed(path)?;
     let mut head = Vec::with_capacity(256);
     Ok(input.take(256).read_to_end(&mut head).ok().map(|_| head))
@@ -704,7 +773,7 @@ fn decompressed(path: &Path) -> std::io::Result<(Box<dyn Read + Send>, bool)> {
     let gz = file.read(&mut magic)? == 2 && magic == [0x1f, 0x8b];
     let file = File::open(path)?;
     Ok(if gz {
-        (Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(file))), true)
+        (Box::new(trace_sanitize::Gunzip::new(BufReader::new(file))), true)
     } else {
         (Box::new(file), false)
     })
@@ -773,6 +842,13 @@ fn with_sanitized<T>(
             // the input's bytes (decompressed), as a salvage tells a cut.
             (Err(Error::Truncated { path, events, .. }), Ok(report)) => {
                 Err(Error::Truncated { path, bytes: report.bytes_read, events })
+            }
+            // The document was read whole, but the gzip stream fails after
+            // it: a checksum that does not match (the content is damaged:
+            // its tables cannot be trusted), or data after the stream that
+            // Python's gzip refuses. Either way TraceLens refuses the file.
+            (Ok(_), Err(source @ trace_sanitize::Error::Read { .. })) if gz => {
+                Err(Error::Read { path: path.to_path_buf(), gzip: true, source })
             }
             (r, repaired) => r.map(|t| (t, repaired.ok())),
         }

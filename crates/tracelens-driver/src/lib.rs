@@ -78,7 +78,7 @@ pub use crate::{
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
     summary::{
         Counts, Durations, Repaired, Row, RunReports, SUMMARY_CSV, SUMMARY_JSON, Status, Summary,
-        read_csv, this_runs_reports,
+        Written, read_csv, this_runs_reports,
     },
     tool::{Mode, Tool},
 };

@@ -560,6 +560,9 @@ pub fn pair(paths: [&Path; 2], sides: [&[Member]; 2], by: PairedBy) -> Result<Pa
         return Err(PairError::NothingShared { paths: paths.map(Path::to_path_buf), by, unpaired });
     }
     if !keyless.is_empty() {
+        // A run diffed with itself holds each trace on both sides: named once.
+        let mut seen = std::collections::BTreeSet::new();
+        keyless.retain(|p| seen.insert(p.clone()));
         unpaired.push(Unpaired::Keyless { by, traces: keyless });
     }
     Ok(Pairing { pairs, unpaired })

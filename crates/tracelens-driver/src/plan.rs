@@ -36,6 +36,13 @@ pub struct Config {
     pub gpu_arch: Option<String>,
     /// The collective report's world size; 0: the number of ranked traces.
     pub world_size: u32,
+    /// Run the collective report on the ranks present when some of
+    /// `0..world_size` are missing (each rank still once), rather than skip
+    /// it: TraceLens is given the ranks present as a world of their number
+    /// ([`Collective::missing`] says which were not). What the original
+    /// madengine did, less its failure: TraceLens refuses a world with
+    /// missing ranks.
+    pub partial: bool,
     /// Analyze at most this many traces of each kind (0: all).
     pub max_traces: usize,
     /// Of each directory of torch.profiler's profiling cycles, analyze only
@@ -99,6 +106,7 @@ impl Config {
             python: PathBuf::from("python3"),
             gpu_arch: None,
             world_size: 0,
+            partial: false,
             max_traces: 0,
             cycle: None,
             jobs: cpus.clamp(1, 4),
@@ -150,11 +158,49 @@ pub struct Collective {
     /// `(rank, trace)` in rank order.
     #[serde(serialize_with = "crate::plan::members")]
     pub members: Vec<(u32, PathBuf)>,
-    /// `--world_size`.
+    /// `--world_size`: the number of members.
     pub world_size: u32,
     /// Which of torch.profiler's profiling cycles, where `dir` holds
     /// several (a trace per rank each).
     pub cycle: Option<Cycle>,
+    /// With [`Config::partial`]: the ranks of the expected world that have
+    /// no trace (empty for a complete run). TraceLens reads the members as
+    /// ranks `0..members`, in rank order ([`Collective::renumbered`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<u32>,
+}
+
+impl Collective {
+    /// Whether TraceLens numbers the members otherwise than their traces do:
+    /// a partial run whose ranks present are not `0..members`.
+    pub fn renumbered(&self) -> bool {
+        self.members.iter().enumerate().any(|(i, (rank, _))| *rank as usize != i)
+    }
+
+    /// What a partial run leaves out, as a warning; `None` for a complete one.
+    pub fn partial_note(&self) -> Option<String> {
+        if self.missing.is_empty() {
+            return None;
+        }
+        let present = numbers(self.members.iter().map(|(r, _)| *r));
+        let expected = self.members.len() + self.missing.len();
+        let mut note = format!(
+            "partial (--partial): ranks {} of {expected} have no trace; the collective report covers the {} ranks present ({present}) as a world of {}",
+            numbers(self.missing.iter().copied()),
+            self.members.len(),
+            self.members.len(),
+        );
+        if self.renumbered() {
+            note.push_str(&format!(
+                ", so its ranks 0-{} are the traces' ranks {present}",
+                self.members.len() - 1
+            ));
+        }
+        note.push_str(
+            "; collectives that waited on a missing rank are measured from one side only",
+        );
+        Some(note)
+    }
 }
 
 /// The jobs of a run, in the order the summary lists them.
@@ -295,8 +341,22 @@ pub fn report_stem(rel: &Path) -> String {
         }
     }
     let stem = stem.trim_matches('_');
-    if stem.is_empty() { "trace".into() } else { stem.into() }
+    if stem.is_empty() {
+        return "trace".into();
+    }
+    // A deep relative path would make a name past the file system's 255
+    // bytes (with `_memory_copy_csv` and the like after it): its start, and
+    // a digest of the whole that keeps it apart from others.
+    if stem.len() > MAX_STEM {
+        let digest = sha1_smol::Sha1::from(stem).digest().to_string();
+        return format!("{}-{}", &stem[..MAX_STEM - 13], &digest[..12]);
+    }
+    stem.into()
 }
+
+/// The longest [`report_stem`]: room for the longest suffix madengine or
+/// TraceLens puts after it, under the 255 bytes of a file name.
+pub(crate) const MAX_STEM: usize = 200;
 
 /// Report stems made unique within one output directory: a stem already
 /// given out gets `_2`, `_3`, ... (`rank0.json` and `rank0.json.gz` side by
@@ -421,7 +481,8 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
 
     if matches!(config.mode, Mode::Auto | Mode::Collective) {
         let pytorch = by_kind.get("pytorch").cloned().unwrap_or_default();
-        let (groups, reasons) = collective_groups(root, &pytorch, config.world_size);
+        let (groups, reasons) =
+            collective_groups(root, &pytorch, config.world_size, config.partial);
         let several = groups.len() > 1;
         for group in groups {
             let mut name = if several && !group.dir.as_os_str().is_empty() {
@@ -435,10 +496,18 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
             // Not a trace's report (of `multi_rank_collective.json`), which
             // the job would remove before it runs.
             let name = stems.unique(Path::new(&name));
+            let traces = match group.missing.len() {
+                0 => format!("{} per-rank traces", group.members.len()),
+                missing => format!(
+                    "{} of {} per-rank traces",
+                    group.members.len(),
+                    group.members.len() + missing
+                ),
+            };
             let mut label = if several && !group.dir.as_os_str().is_empty() {
-                format!("{} per-rank traces in {}", group.members.len(), group.dir.display())
+                format!("{traces} in {}", group.dir.display())
             } else {
-                format!("{} per-rank traces", group.members.len())
+                traces
             };
             if let Some(cycle) = group.cycle {
                 label.push_str(&format!(", {cycle}"));
@@ -465,6 +534,7 @@ fn collective_groups(
     root: &Path,
     pytorch: &[&Trace],
     world: u32,
+    partial: bool,
 ) -> (Vec<Collective>, Vec<(String, String)>) {
     let n = pytorch.len();
     if n < 2 {
@@ -494,7 +564,19 @@ fn collective_groups(
             )],
         );
     }
-    let (groups, mut reasons) = split_runs(&ranked, RunRule::Complete { world });
+    let rule = if partial { RunRule::Present { world } } else { RunRule::Complete { world } };
+    let (mut groups, mut reasons) = split_runs(&ranked, rule);
+    if partial {
+        for group in &mut groups {
+            let present: BTreeSet<u32> = group.members.iter().map(|(r, _)| *r).collect();
+            let expected = match world {
+                0 => present.last().map_or(0, |r| r + 1),
+                world => world,
+            };
+            group.missing = (0..expected).filter(|r| !present.contains(r)).collect();
+            group.world_size = group.members.len() as u32;
+        }
+    }
     if k < n && !groups.is_empty() {
         // Say what was left out, but still run the complete groups.
         reasons.push((
@@ -517,6 +599,12 @@ pub enum RunRule {
     /// No rank claimed twice: enough to put the ranks side by side, even
     /// when some are missing.
     DistinctRanks,
+    /// No rank claimed twice, and none at or beyond `world` (when not 0):
+    /// the ranks present of a run that misses some ([`Config::partial`]).
+    Present {
+        /// The expected world size; 0: any.
+        world: u32,
+    },
 }
 
 impl RunRule {
@@ -528,6 +616,17 @@ impl RunRule {
                 Some(reason) => Err(reason),
                 None => Ok(traces.iter().map(|(_, r)| r + 1).max().unwrap_or(0)),
             },
+            RunRule::Present { world } => {
+                if let Some(reason) = duplicate_rank(traces) {
+                    return Err(reason);
+                }
+                let beyond: BTreeSet<u32> =
+                    traces.iter().map(|(_, r)| *r).filter(|r| world > 0 && *r >= world).collect();
+                if !beyond.is_empty() {
+                    return Err(format!("ranks beyond --world-size {world}: {}", numbers(beyond)));
+                }
+                Ok(traces.len() as u32)
+            }
         }
     }
 }
@@ -598,6 +697,21 @@ fn split(
         _ => {}
     }
     for (key, part) in parts {
+        if let ([(path, rank)], false) = (&part[..], rule == RunRule::DistinctRanks) {
+            // Alone once split apart: say so, or a trace of each node named
+            // `rank0` would make no collective without a word. (A lone
+            // trace needs no cross-rank table: single-GPU runs side by side.)
+            let within = path.parent().unwrap_or(Path::new(""));
+            reasons.push((
+                runs_label(1, within, None),
+                format!(
+                    "rank {rank} ({}) is the only ranked trace there, and a run needs two ranks or more; \
+                     its directory was taken apart from the others because {reason}",
+                    path.display()
+                ),
+            ));
+            continue;
+        }
         // The files directly here cannot be split further: `depth` stays.
         split(&part, depth + usize::from(key.is_some()), rule, groups, reasons);
     }
@@ -619,7 +733,7 @@ fn collective(
 ) -> Collective {
     let mut members: Vec<(u32, PathBuf)> = traces.iter().map(|(p, r)| (*r, p.clone())).collect();
     members.sort();
-    Collective { dir, members, world_size, cycle }
+    Collective { dir, members, world_size, cycle, missing: Vec::new() }
 }
 
 /// What a set of ranked traces that forms no run is called in its reason.
@@ -727,10 +841,12 @@ fn completeness(traces: &[(PathBuf, u32)], world: u32) -> Result<u32, String> {
             expected.saturating_sub(1)
         );
         if !missing.is_empty() {
-            reason.push_str(&format!("; missing {}", numbers(missing)));
+            reason.push_str(&format!("; missing {}", numbers(missing.iter().copied())));
         }
         if world > 0 && !extra.is_empty() {
             reason.push_str(&format!("; beyond --world-size {world}: {}", numbers(extra)));
+        } else if !missing.is_empty() {
+            reason.push_str(" (--partial runs it on the ranks present)");
         }
         return Err(reason);
     }
@@ -777,6 +893,13 @@ mod tests {
         check("x y/[rank 1].json", "x_y_rank_1");
         check("@@.json", "trace");
         check("m.pftrace", "m");
+        // Too long for a file name with its suffixes: cut, with a digest.
+        let deep = format!("{}/rank0.json", ["level"; 60].join("/"));
+        let stem = report_stem(Path::new(&deep));
+        assert_eq!(stem.len(), MAX_STEM, "{stem}");
+        assert!(stem.starts_with("level_level_"), "{stem}");
+        let other = report_stem(Path::new(&format!("{}/rank1.json", ["level"; 60].join("/"))));
+        assert_ne!(stem, other);
     }
 
     fn set(items: &[(&str, u32)]) -> Vec<(PathBuf, u32)> {
@@ -803,15 +926,18 @@ mod tests {
         );
         assert_eq!(
             completeness(&set(&[("a", 0), ("b", 2)]), 0),
-            Err("the ranks found (0, 2) do not form 0..1; missing 1".into())
+            Err("the ranks found (0, 2) do not form 0..1; missing 1 (--partial runs it on the ranks present)"
+                .into())
         );
         assert_eq!(
             completeness(&set(&[("a", 0), ("b", 1)]), 8),
-            Err("the ranks found (0, 1) do not form 0..7; missing 2-7".into())
+            Err("the ranks found (0, 1) do not form 0..7; missing 2-7 (--partial runs it on the ranks present)"
+                .into())
         );
         assert_eq!(
             completeness(&set(&[("a", 0), ("b", 1)]), 4),
-            Err("the ranks found (0, 1) do not form 0..3; missing 2, 3".into())
+            Err("the ranks found (0, 1) do not form 0..3; missing 2, 3 (--partial runs it on the ranks present)"
+                .into())
         );
     }
 
@@ -1040,7 +1166,8 @@ mod tests {
             [
                 (
                     "2 ranked PyTorch traces, profiling cycle 2 of 3",
-                    "the ranks found (0, 1) do not form 0..2; missing 2"
+                    "the ranks found (0, 1) do not form 0..2; missing 2 (--partial runs it on the \
+                     ranks present)"
                 ),
                 (
                     "1 ranked PyTorch trace, profiling cycle 3 of 3",

@@ -177,6 +177,11 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
 
     let jobs_start = Instant::now();
     events(Event::Planned { jobs: plan.jobs.len() });
+    for job in &plan.jobs {
+        if let Some(note) = job.collective.as_ref().and_then(|c| c.partial_note()) {
+            events(Event::Note(format!("{}: {note}", job.label)));
+        }
+    }
     let mut rows: Vec<Option<Row>> = vec![None; plan.jobs.len()];
     let done = AtomicUsize::new(0);
     let mut per_trace = Vec::new();
@@ -240,6 +245,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
 
     let mut results: Vec<Row> = rows.into_iter().map(|r| r.expect("every job has a row")).collect();
     note_salvaged(&mut results, &plan, config, &repairs);
+    note_partial(&mut results, &plan);
     results.extend(plan.skipped.iter().cloned());
     for row in &plan.skipped {
         if row.tracelens_tool == crate::Tool::Collective.script() {
@@ -379,6 +385,17 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
         };
         let note = format!("salvaged ({}): the report covers {covers}", salvaged.join("; "));
         row.detail = if row.detail.is_empty() { note } else { format!("{note}; {}", row.detail) };
+    }
+}
+
+/// The row of each partial collective run ([`Config::partial`]) says what
+/// it leaves out.
+fn note_partial(results: &mut [Row], plan: &Plan) {
+    for (row, job) in results.iter_mut().zip(&plan.jobs) {
+        if let Some(note) = job.collective.as_ref().and_then(|c| c.partial_note()) {
+            row.detail =
+                if row.detail.is_empty() { note } else { format!("{note}; {}", row.detail) };
+        }
     }
 }
 
@@ -844,13 +861,18 @@ fn stage_collective(
 ) -> std::io::Result<PathBuf> {
     let group = job.collective.as_ref().expect("a collective job");
     let dir = scratch.join(format!("collective-{index}"));
-    for (rank, member) in &group.members {
+    let renumbered = group.renumbered();
+    for (i, (rank, member)) in group.members.iter().enumerate() {
         let original = config.root.join(member);
         let input = readable.get(&original).unwrap_or(&original);
         // The name of what TraceLens reads: the trace's, or the one its
-        // copy or link was given for TraceLens' loader.
+        // copy or link was given for TraceLens' loader. A partial run's
+        // ranks are given as 0..members: TraceLens' regex takes the first
+        // `rank<N>` of the name.
         let base = input.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let name = if trace_discover::rank_from_file_name(base.as_bytes()).is_some() {
+        let name = if renumbered {
+            format!("rank{i}_{base}")
+        } else if trace_discover::rank_from_file_name(base.as_bytes()).is_some() {
             base
         } else {
             format!("rank{rank}_{base}")
@@ -970,11 +992,17 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     let started = Instant::now();
     // Its report is what this run writes: none of an earlier run's tables
     // (of a trace since replaced) is left in it to be read as this one's.
-    if let Err((path, e)) = remove_outputs(job) {
-        let detail = format!("cannot remove the earlier report {}: {e}", path.display());
-        let text = format!("madengine: {detail}; TraceLens was not run\n");
-        return not_run_row(job, &log, started, (Status::Failure, Cause::Other), detail, text);
-    }
+    // Removed once the trace is known to be readable: the last good report
+    // of a trace that cannot be read now is kept (this run's summary names
+    // no report of it, so none is read as this run's).
+    let remove = || match remove_outputs(job) {
+        Ok(()) => None,
+        Err((path, e)) => {
+            let detail = format!("cannot remove the earlier report {}: {e}", path.display());
+            let text = format!("madengine: {detail}; TraceLens was not run\n");
+            Some(not_run_row(job, &log, started, (Status::Failure, Cause::Other), detail, text))
+        }
+    };
     // The precheck reads the trace itself (repairing, and with --salvage
     // closing, on the fly, as the copy was made): its offsets and paths are
     // the ones the user has.
@@ -984,7 +1012,7 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
     let note = match job.is_rocpd() {
         true => match convert(config, job, original, input, &log) {
             Ok(note) => note,
-            Err(row) => return *row,
+            Err(row) => return kept_stale(job, *row),
         },
         false => String::new(),
     };
@@ -994,7 +1022,20 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
         && matches!(job.tool, crate::Tool::Pytorch | crate::Tool::Rocprof)
         && let Some(row) = precheck(config, job, original, &log, started, &mut collective_kernels)
     {
-        return Row { collective_kernels, ..row };
+        // Nothing to report now (no GPU activity): the earlier report goes.
+        if row.status == Status::Skipped
+            && let Some(failed) = remove()
+        {
+            return failed;
+        }
+        let row = Row { collective_kernels, ..row };
+        return match row.status {
+            Status::Failure => kept_stale(job, row),
+            _ => row,
+        };
+    }
+    if let Some(failed) = remove() {
+        return failed;
     }
     let outcome = execute(config, &argv, &log, &note);
     if job.is_rocpd() {
@@ -1027,6 +1068,19 @@ fn run_job(config: &Config, probe: &Probe, job: &Job, input: &Path) -> Row {
         },
         collective_kernels,
     }
+}
+
+/// `row` of a trace that could not be read, saying that the report an
+/// earlier run made of it (where there is one) is kept, stale.
+fn kept_stale(job: &Job, mut row: Row) -> Row {
+    let report = job.main_output();
+    if report.exists() {
+        row.detail.push_str(&format!(
+            "; the report an earlier run made of it is kept, stale: {}",
+            report.display()
+        ));
+    }
+    row
 }
 
 /// The row of a job TraceLens was not run for (`log_text` its log), started
@@ -1191,6 +1245,13 @@ fn precheck(
             let mut why = source.to_string();
             for cause in std::iter::successors(std::error::Error::source(&source), |e| e.source()) {
                 why.push_str(&format!(": {cause}"));
+            }
+            // A checksum that fails, or data after the stream: no cut.
+            if trace_sanitize::damaged_gzip(&source) {
+                return unparseable(
+                    format!("its gzip stream is damaged ({why})"),
+                    "fetch or copy the trace again; the damaged file cannot be trusted",
+                );
             }
             return cut_short(format!("its gzip stream ends early ({why})"));
         }

@@ -179,6 +179,18 @@ impl Summary {
     pub fn any_failed(&self) -> bool {
         self.counts.failed > 0
     }
+
+    /// The summary as `tracelens_summary.json` (and `report tracelens
+    /// --json`) writes it ([`Written`]).
+    pub fn written(&self) -> Written<'_> {
+        Written {
+            summary: self,
+            succeeded: self.counts.succeeded,
+            failed: self.counts.failed,
+            skipped: self.counts.skipped,
+            exit_code: i32::from(self.any_failed()),
+        }
+    }
 }
 
 pub(crate) fn count(rows: &[Row]) -> Counts {
@@ -325,9 +337,29 @@ pub(crate) fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
 
 pub(crate) fn write_json(path: &Path, summary: &Summary) -> Result<()> {
     atomic_write(path, |file| {
-        serde_json::to_writer_pretty(&mut *file, summary).map_err(std::io::Error::from)?;
+        serde_json::to_writer_pretty(&mut *file, &summary.written())
+            .map_err(std::io::Error::from)?;
         file.write_all(b"\n")
     })
+}
+
+/// `tracelens_summary.json` as written: the [`Summary`], and the fields the
+/// original madengine's file has at its top level, for the scripts that
+/// read them (its analyzer's `succeeded`, `failed` and `skipped` counts, and
+/// the `exit_code` its host wrapper added: 1 when a job failed).
+#[derive(Debug, Serialize)]
+pub struct Written<'a> {
+    /// The summary.
+    #[serde(flatten)]
+    pub summary: &'a Summary,
+    /// `SUCCESS` rows (as [`Counts::succeeded`]).
+    pub succeeded: usize,
+    /// `FAILURE` rows.
+    pub failed: usize,
+    /// `SKIPPED` rows.
+    pub skipped: usize,
+    /// What the original's analyzer exited with: 1 when a job failed, else 0.
+    pub exit_code: i32,
 }
 
 /// Write through a temporary file beside `path`, renamed into place.

@@ -187,3 +187,31 @@ fn the_configmap_is_what_kubectl_writes() {
     assert_eq!(objects[0]["data"], theirs["data"]);
     assert_eq!(objects[0].get("binaryData"), theirs.get("binaryData"));
 }
+
+/// Only the scripts directory's own files are bundled: a pre-script named
+/// `/etc/passwd` or `sub/../../../etc/hostname`, or a link inside it to a
+/// file outside, is refused naming it, never read into the ConfigMap.
+#[test]
+fn files_outside_the_scripts_directory_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(scripts.join("sub")).unwrap();
+    std::fs::write(dir.path().join("secret.sh"), "echo secret\n").unwrap();
+    std::os::unix::fs::symlink("../secret.sh", scripts.join("linked.sh")).unwrap();
+    for (script, named) in [
+        ("/etc/passwd", "`/etc/passwd`"),
+        ("sub/../../secret.sh", "`sub/../../secret.sh`"),
+        ("linked.sh", "`linked.sh`"),
+    ] {
+        std::fs::write(
+            scripts.join("tools.json"),
+            format!(r#"{{"t": {{"pre_scripts": ["{script}"]}}}}"#),
+        )
+        .unwrap();
+        let err = bundle(&scripts, &["t".into()]).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("{named} is not inside the scripts directory")),
+            "{script}: {err}"
+        );
+    }
+}

@@ -249,17 +249,32 @@ impl Regression {
     /// asked for), `GPU time changed -3.0%, not the gain of 5% or more
     /// --max-regression -5% asks for`.
     pub(crate) fn said(&self, what: &str) -> String {
-        let (change, limit) = (self.change_percent, self.limit_percent);
-        match (self.exceeded, limit < 0.0) {
+        let change = self.change_percent;
+        let limit = Shown(self.limit_percent);
+        match (self.exceeded, self.limit_percent < 0.0) {
             (true, true) => format!(
                 "{what} changed {change:+.1}%, not the gain of {}% or more --max-regression \
                  {limit}% asks for",
-                -limit
+                Shown(-self.limit_percent)
             ),
             (true, false) => {
                 format!("{what} changed {change:+.1}%, more than --max-regression {limit}%")
             }
             (false, _) => format!("{what} changed {change:+.1}%, within --max-regression {limit}%"),
+        }
+    }
+}
+
+/// A number as a person gave it: `5`, `2.5`, `-5`; a very small or very
+/// large one in scientific notation (`1e-320`, not 330 digits).
+struct Shown(f64);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        match x == 0.0 || (1e-4..1e16).contains(&x.abs()) {
+            true => write!(f, "{x}"),
+            false => write!(f, "{x:e}"),
         }
     }
 }
@@ -343,6 +358,9 @@ impl Records {
     fn read(&mut self, dir: &Path, rank: Option<u32>) -> Result<Member, Error> {
         let mut member = Member { report: true, ..Member::trace(dir, rank) };
         let Some(recorded) = trace_summary::Record::read(dir)? else { return Ok(member) };
+        if let Some(why) = &recorded.stale {
+            render::warning(&format!("the report in {} is stale: {why}", dir.display()));
+        }
         member.rank = recorded.rank.or(rank);
         member.gpu = recorded.gpu_index;
         member.rocprof = recorded.format.is_some_and(Format::rocprof_tables);
@@ -522,6 +540,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         one_cycle(paths[0], &mut found[0], args.cycle.map(|c| c.0[0]), &recorded)?,
         one_cycle(paths[1], &mut found[1], args.cycle.map(|c| c.0[1]), &recorded)?,
     ];
+    if let Some(html) = &args.html {
+        let inputs = found.iter().flatten().map(|m| m.path.as_path());
+        super::check_not_an_input(html, paths.into_iter().chain(inputs))?;
+    }
     let mut by = tracelens_driver::paired_by([&found[0], &found[1]]);
     let mut interrupt = Some(interrupt);
     // rocprofv3 runs pair by the GPU each trace ran its kernels on, which

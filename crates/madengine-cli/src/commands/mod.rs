@@ -134,6 +134,35 @@ pub(crate) fn check_output(path: &std::path::Path, dir: bool) -> Result<(), Erro
     }
 }
 
+/// Refuse an output file (`--html`) that is one of the inputs (the same
+/// file, through a link or a hard link too): writing it would destroy a
+/// trace, as `trace sanitize -o` already refuses.
+pub(crate) fn check_not_an_input<'a>(
+    output: &std::path::Path,
+    inputs: impl IntoIterator<Item = &'a std::path::Path>,
+) -> Result<(), Error> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(out) = std::fs::metadata(output) else { return Ok(()) };
+        for input in inputs {
+            let same = std::fs::metadata(input)
+                .is_ok_and(|i| i.is_file() && i.dev() == out.dev() && i.ino() == out.ino());
+            if same {
+                let what = match output == input {
+                    true => "one of this command's traces".to_string(),
+                    false => format!("the same file as {}, one of its traces", input.display()),
+                };
+                return Err(Error::Usage(format!(
+                    "{} is {what}: writing the page there would destroy it; name another file",
+                    output.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Refuse an `--output-dir` that is, or holds, a directory to search: what
 /// lies in the output directory is never searched for traces (reports are
 /// no traces), so that run would find none (the original said "No

@@ -72,7 +72,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     let summary = summary?;
     render::left_out(&summary.problems);
     if args.json {
-        render::json(&summary)?;
+        render::json(&summary.written())?;
     } else {
         render::tracelens_summary(&summary)?;
     }
@@ -198,7 +198,7 @@ pub(crate) fn analyze_gathered(
     if args.report {
         let report = report_gathered(root, args)?;
         if json {
-            let value = serde_json::to_value(&report).expect("report types serialize");
+            let value = serde_json::to_value(report.written()).expect("report types serialize");
             analyzed.json.insert("tracelens".into(), value);
         } else {
             render::tracelens_summary(&report)?;

@@ -73,6 +73,16 @@ pub(crate) struct TraceView {
     /// trace the tables do not read: TraceLens refuses the trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) malformed: Option<trace_sanitize::Malformed>,
+    /// `traceEvents` lists before the last (the key given twice): not read,
+    /// as TraceLens reads only the last.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) earlier_event_lists: u32,
+    /// rocpd records left out for want of a time.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub(crate) dropped_records: u64,
+    /// GPU events with a negative duration.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub(crate) negative_durations: usize,
     /// For rocprofv3: the lists its buffer_records hold; for Kineto without
     /// a traceEvents list: its top-level keys.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -103,6 +113,18 @@ pub(crate) struct TraceView {
     /// ([`trace_summary::Summary::collective_summary`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) top_collectives: Vec<CollectiveRow>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A trace's cycle as `--json` gives it: `{"number": 2, "of": 3}`.
@@ -221,6 +243,9 @@ impl TraceView {
             repaired: None,
             not_json: None,
             malformed: None,
+            earlier_event_lists: 0,
+            dropped_records: 0,
+            negative_durations: 0,
             record_lists: vec![],
             steps: None,
             steps_marked_by: None,
@@ -252,6 +277,9 @@ impl TraceView {
         self.not_json = summary.not_json.clone();
         self.malformed = summary.malformed.clone();
         self.record_lists = summary.record_lists.clone();
+        self.earlier_event_lists = summary.earlier_event_lists;
+        self.dropped_records = summary.dropped_records;
+        self.negative_durations = summary.negative_durations;
         self.steps = summary.steps.map(|s| s.count);
         self.steps_marked_by = summary.steps.map(|s| s.marker);
     }
@@ -284,7 +312,38 @@ impl TraceView {
                 m.likely()
             )
         });
-        let said: Vec<String> = [salvaged, not_json, malformed].into_iter().flatten().collect();
+        let lists = (self.earlier_event_lists > 0).then(|| {
+            format!(
+                "its top object holds `traceEvents` {} times: only the last list is read, as \
+                 TraceLens' parser keeps only the last ({} events left out)",
+                self.earlier_event_lists + 1,
+                match self.earlier_event_lists {
+                    1 => "the other list's".to_string(),
+                    n => format!("the {n} other lists'"),
+                }
+            )
+        });
+        let dropped = (self.dropped_records > 0).then(|| {
+            format!(
+                "{} left out: without a start or an end that is a time (NULL, text or \
+                 negative), which rocprofv3 never writes (a database edited or damaged?)",
+                crate::render::plural(self.dropped_records as usize, "record")
+            )
+        });
+        let negative = (self.negative_durations > 0).then(|| {
+            format!(
+                "{} a negative duration (a clock gone backwards, a trace edited by hand?): \
+                 counted as TraceLens counts them, so the timeline's parts can be negative",
+                match self.negative_durations {
+                    1 => "1 GPU event has".to_string(),
+                    n => format!("{n} GPU events have"),
+                }
+            )
+        });
+        let said: Vec<String> = [salvaged, not_json, malformed, lists, dropped, negative]
+            .into_iter()
+            .flatten()
+            .collect();
         (!said.is_empty()).then(|| said.join("; "))
     }
 
@@ -653,6 +712,44 @@ fn retire(dir: &Path, trace: &Path) -> Result<(), Error> {
     remove_report(dir, &made_none(trace))
 }
 
+/// `stem` for the report of the trace at `absolute` in `out`, unless its
+/// directory holds the report of another trace that is still there (a run
+/// into the same `--output-dir` of another `rank0.json`): then `Err` of a
+/// name of this trace's own (the stem and a digest of its path), so neither
+/// overwrites the other.
+fn own_stem(out: &Path, stem: String, absolute: Option<&Path>) -> Result<String, String> {
+    let Some(absolute) = absolute else { return Ok(stem) };
+    let recorded = trace_summary::Record::read(&out.join(&stem)).ok().flatten();
+    let other = recorded.and_then(|r| r.trace_absolute).filter(|t| t != absolute);
+    match other {
+        Some(other) if std::fs::symlink_metadata(&other).is_ok() => {
+            let digest = sha1_smol::Sha1::from(absolute.as_os_str().as_encoded_bytes()).digest();
+            Err(format!("{stem}-{}", &digest.to_string()[..12]))
+        }
+        _ => Ok(stem),
+    }
+}
+
+/// Keep the earlier report in `dir` of `trace`, which this run could not
+/// read (`err`): marked stale in its record (`report diff` warns of it), and
+/// said so. A directory without `report summary`'s record is left alone.
+fn keep_stale(dir: &Path, trace: &Path, err: &str) -> Result<(), Error> {
+    let record = dir.join(RECORD);
+    let Ok(text) = std::fs::read(&record) else { return Ok(()) };
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&text) else { return Ok(()) };
+    let first = err.lines().next().unwrap_or(err);
+    let why = format!("{} could not be read by a later run: {first}", trace.display());
+    value[trace_summary::Record::STALE] = serde_json::json!(why);
+    let bytes = serde_json::to_vec_pretty(&value).expect("a value serializes");
+    write_atomic(&record, &bytes)?;
+    render::note(&format!(
+        "kept the earlier report in {}, marked stale: {} could not be read this time",
+        dir.display(),
+        trace.display()
+    ));
+    Ok(())
+}
+
 /// Why the earlier report of `trace`, read this time, goes.
 fn made_none(trace: &Path) -> String {
     format!("{} made none this time", trace.display())
@@ -681,6 +778,8 @@ fn searched(args: &SummaryArgs) -> Vec<&Path> {
 /// searched (absolute), and what in them it could not look at or left out
 /// (the traces of the profiling cycles `--cycle` did not pick).
 struct ThisRun {
+    /// When it started.
+    started: std::time::SystemTime,
     dirs: std::collections::HashSet<std::ffi::OsString>,
     read: std::collections::HashMap<PathBuf, PathBuf>,
     searched: Vec<PathBuf>,
@@ -701,6 +800,13 @@ struct ThisRun {
 /// of a version that did not keep where its trace was.
 fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(out) else { return Ok(()) };
+    // A report written since this run started is another run's (two runs
+    // into one --output-dir at once): it stays.
+    let since_start = |dir: &Path| {
+        std::fs::metadata(dir.join(RECORD))
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m >= run.started)
+    };
     let mut earlier: Vec<PathBuf> = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && !run.dirs.contains(&e.file_name()))
@@ -708,6 +814,9 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
         .collect();
     earlier.sort();
     for dir in earlier {
+        if since_start(&dir) {
+            continue;
+        }
         // A record this version cannot read is not one to act on.
         let Ok(Some(recorded)) = trace_summary::Record::read(&dir) else { continue };
         let Some(trace) = recorded.trace_absolute else { continue };
@@ -793,8 +902,14 @@ fn inputs(
             let claimed = trace_discover::classify(&path, &Default::default())
                 .ok()
                 .and_then(|mut d| (!d.traces.is_empty()).then(|| d.traces.swap_remove(0)));
+            // A pipe or a device is not opened here (reading it would
+            // never end, or take what the summary reads): the summary says
+            // what it is.
+            let special = std::fs::metadata(&path)
+                .is_ok_and(|m| trace_discover::special(m.file_type()).is_some());
             let rank = match &claimed {
                 Some(trace) => trace.rank,
+                None if special => None,
                 None => trace_discover::find_rank(&path).ok().flatten(),
             };
             if claimed.is_some_and(|t| t.kind == trace_discover::TraceKind::Pytorch) {
@@ -1060,6 +1175,7 @@ impl Summarized {
 /// `report summary` up to what it prints: the traces read, their CSVs (and
 /// the page) written. `None` when interrupted (nothing written).
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
+    let started = std::time::SystemTime::now();
     // Before reading traces (minutes for a large run), not after.
     super::check_output(&args.output_dir, true)?;
     let searched = searched(args);
@@ -1070,11 +1186,15 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let (mut left_out, mut other_cycles) = (Vec::new(), Vec::new());
     let inputs = inputs(args, &mut left_out, &mut other_cycles)?;
+    if let Some(html) = &args.html {
+        super::check_not_an_input(html, inputs.iter().map(|i| i.trace.as_path()))?;
+    }
     let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
         return Ok(None);
     };
     let mut stems = tracelens_driver::Stems::default();
     let mut this_run = ThisRun {
+        started,
         dirs: Default::default(),
         read: Default::default(),
         searched: searched.into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
@@ -1093,10 +1213,15 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         view.cycle = input.cycle;
         // Every trace holds its name, read or not, so that a trace's
         // directory does not change with whether another could be read.
-        let stem = stems.unique(&input.rel);
+        let absolute = std::path::absolute(&view.trace).ok();
+        let stem = own_stem(&args.output_dir, stems.unique(&input.rel), absolute.as_deref());
+        let stem = match stem {
+            Ok(stem) => stem,
+            // Another trace's report holds the name: one of this trace's own.
+            Err(alternative) => stems.unique(Path::new(&alternative)),
+        };
         let dir = args.output_dir.join(&stem);
         this_run.dirs.insert(std::ffi::OsString::from(stem));
-        let absolute = std::path::absolute(&view.trace).ok();
         if let Some(absolute) = &absolute {
             this_run.read.insert(absolute.clone(), dir.clone());
         }
@@ -1104,8 +1229,11 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             Ok(summary) => summary,
             Err(err) => {
                 unreadable += 1;
+                // Its last good report stays (marked stale): a trace that
+                // cannot be read now (cut short while still being written,
+                // a pipe, a file gone unreadable) must not cost it.
+                keep_stale(&dir, &view.trace, &err)?;
                 view.error = Some(err);
-                retire(&dir, &view.trace)?;
                 views.push(view);
                 continue;
             }

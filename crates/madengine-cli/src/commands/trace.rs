@@ -193,7 +193,8 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
             Err(err) => {
                 failed += 1;
                 let cut_gzip =
-                    matches!(err, trace_sanitize::Error::ReadFile { compressed: true, .. });
+                    matches!(err, trace_sanitize::Error::ReadFile { compressed: true, .. })
+                        && !trace_sanitize::damaged_gzip(&err);
                 let err = Error::from(err);
                 render::error(&err);
                 if cut_gzip && !args.salvage {

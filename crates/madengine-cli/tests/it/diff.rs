@@ -414,9 +414,11 @@ fn a_second_run_into_the_same_directory_leaves_none_of_the_first_runs_tables() {
     );
 }
 
-/// A trace that no longer makes a report (it cannot be read now, or has
-/// no GPU timeline) takes its earlier run's report with it, said on stderr:
-/// left, it would be read as this run's. A file of the user's own is kept.
+/// A trace read now without a GPU timeline takes its earlier run's report
+/// with it, said on stderr: left, it would be read as this run's. One that
+/// cannot be read now (cut short by a full disk, or while still being
+/// written) keeps its last good report, marked stale. A file of the user's
+/// own is kept.
 #[test]
 fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     let dir = runs();
@@ -442,12 +444,16 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
        no GPU activity (a CPU-only trace): nothing to summarize
 
     ----- stderr -----
-    [madengine] removed the earlier report in summary/rank0_trace: base/rank0_trace.json made none this time
+    [madengine] kept the earlier report in summary/rank0_trace, marked stale: base/rank0_trace.json could not be read this time
     [madengine] removed the earlier report in summary/rank1_trace: base/rank1_trace.json made none this time
     error: 1 of 2 traces could not be read
     ");
     assert_eq!(listed("summary"), "rank0_trace");
-    assert_eq!(listed("summary/rank0_trace"), "notes.txt");
+    assert_eq!(
+        listed("summary/rank0_trace"),
+        "collective_summary.csv gpu_timeline.csv kernel_summary.csv notes.txt ops_summary.csv \
+         summary.json"
+    );
 }
 
 /// Run again over a directory, the reports an earlier run left of traces
@@ -513,15 +519,18 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     let args = ["report", "summary", "base", "-o", "summary"].map(std::ffi::OsStr::new);
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 3"), "{text}");
+    // Its last good report stays, marked stale; the one of it given alone
+    // goes, as it has its report here now.
     for said in [
-        "[madengine] removed the earlier report in summary/base_rank0_trace.sanitized: \
-         base/rank0_trace.sanitized.json made none this time\n",
-        "[madengine] removed the earlier report in summary/rank0_trace.sanitized: \
-         base/rank0_trace.sanitized.json made none this time\n",
+        "[madengine] kept the earlier report in summary/rank0_trace.sanitized, marked stale: \
+         base/rank0_trace.sanitized.json could not be read this time\n",
+        "[madengine] removed the earlier report in summary/base_rank0_trace.sanitized: its \
+         trace base/rank0_trace.sanitized.json has its report in summary/rank0_trace.sanitized \
+         now\n",
     ] {
         assert!(text.contains(said), "{said} not in {text}");
     }
-    assert_eq!(listed(), "new_rank0_trace new_rank1_trace");
+    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace.sanitized");
 }
 
 /// An `--output-dir` that is, or holds, the run directory is refused (exit

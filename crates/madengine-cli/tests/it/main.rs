@@ -7,6 +7,7 @@ mod diff;
 mod dynolog;
 mod dynolog_faults;
 mod gpu;
+mod hostile;
 mod k8s;
 mod pytorch;
 mod report;
@@ -57,13 +58,40 @@ macro_rules! cli_snapshot {
     }};
 }
 
+/// The original madengine's variables `report tracelens` takes its defaults
+/// from.
+pub(crate) const TRACELENS_DEFAULTS: [&str; 5] = [
+    "TRACELENS_OUTPUT_DIR",
+    "TRACELENS_MODE",
+    "TRACELENS_GPU_ARCH",
+    "TRACELENS_WORLD_SIZE",
+    "TRACELENS_MAX_TRACES",
+];
+
+/// Every variable of the original's that a command here takes a default
+/// from, removed for the tests: one left in the environment that runs them
+/// would change their runs.
+pub(crate) const ORIGINAL_VARIABLES: [&str; 7] = [
+    "TRACELENS_OUTPUT_DIR",
+    "TRACELENS_MODE",
+    "TRACELENS_GPU_ARCH",
+    "TRACELENS_WORLD_SIZE",
+    "TRACELENS_MAX_TRACES",
+    "TRACELENS_PIP_SPEC",
+    "TRACELENS_GIT_REF",
+];
+
 pub(crate) fn run_cli(
     dir: &Path,
     args: &[&std::ffi::OsStr],
     env: &[(&str, std::ffi::OsString)],
 ) -> (String, Vec<(String, String)>) {
     #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
-    let output = Command::new(crate::binary())
+    let mut command = Command::new(crate::binary());
+    for key in ORIGINAL_VARIABLES {
+        command.env_remove(key);
+    }
+    let output = command
         .args(args)
         .current_dir(dir)
         .env_remove("TRACELENS_VENV")
@@ -132,7 +160,11 @@ pub(crate) fn run(
     program: &Path,
     args: &[std::ffi::OsString],
 ) -> (i32, String, String) {
-    let out = Command::new(program)
+    let mut command = Command::new(program);
+    for key in ORIGINAL_VARIABLES {
+        command.env_remove(key);
+    }
+    let out = command
         .args(args)
         .current_dir(dir)
         .env_remove("KINETO_USE_DAEMON")

@@ -431,8 +431,22 @@ fn setup_tracelens_installs_the_spec() {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
 fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
+    stopped_by("INT");
+}
+
+/// SIGTERM (`kill`, a batch system's cancel) and SIGHUP (a closed terminal)
+/// stop the run as Ctrl-C does: no TraceLens job left running under PID 1,
+/// no scratch directory left behind.
+#[test]
+fn sigterm_and_sighup_stop_the_jobs_as_ctrl_c_does() {
+    stopped_by("TERM");
+    stopped_by("HUP");
+}
+
+/// `report tracelens` with two TraceLens jobs running, sent SIG`signal`.
+#[allow(clippy::disallowed_methods, reason = "tests run the real binary and kill(1)")]
+fn stopped_by(signal: &str) {
     use std::{process::Command, time::Duration};
     let dir = run_dir();
     let scratch = dir.path().join("tmp");
@@ -462,13 +476,13 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
     assert_eq!(running.len(), 2, "the jobs did not start");
     let copies = fs::read_dir(&scratch).unwrap().count();
     assert_eq!(copies, 1, "no scratch directory while the jobs run");
-    // SIGINT to madengine alone: the jobs (sleeping for 10 minutes) must be
-    // stopped by madengine itself.
-    let Ok(out) = sigint(child) else {
+    // The signal to madengine alone: the jobs (sleeping for 10 minutes)
+    // must be stopped by madengine itself.
+    let Ok(out) = send(child, signal) else {
         for job in &running {
             let _ = Command::new("kill").args(["-KILL", &job.to_string()]).status();
         }
-        panic!("madengine did not stop within a minute of SIGINT");
+        panic!("madengine did not stop within a minute of SIG{signal}");
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
@@ -485,10 +499,16 @@ fn ctrl_c_stops_the_jobs_and_removes_the_sanitized_copies() {
 
 /// SIGINT to `child` alone, then its output; `Err` (after killing it) when it
 /// has not stopped within a minute: a guard against a hang, not a timing check.
+fn sigint(child: std::process::Child) -> Result<std::process::Output, ()> {
+    send(child, "INT")
+}
+
+/// SIG`signal` to `child` alone, as [`sigint`].
 #[allow(clippy::disallowed_methods, reason = "kill(1)")]
-fn sigint(mut child: std::process::Child) -> Result<std::process::Output, ()> {
+fn send(mut child: std::process::Child, signal: &str) -> Result<std::process::Output, ()> {
     let pid = child.id().to_string();
-    let kill = std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let kill =
+        std::process::Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().unwrap();
     assert!(kill.success());
     let mut waited = 0;
     while child.try_wait().unwrap().is_none() && waited < 1200 {
@@ -685,5 +705,246 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
     let record: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
     assert!(
         record["trace_absolute"].as_str().unwrap().ends_with("r\u{fffd}sultat/rank0_trace.json")
+    );
+}
+
+use crate::{ORIGINAL_VARIABLES, TRACELENS_DEFAULTS as ORIGINAL_ENV};
+
+/// `madengine args` in `dir` with `env` (and none of [`ORIGINAL_ENV`] but
+/// those): exit code, stdout, stderr.
+fn with_env(dir: &Path, args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> (i32, String, String) {
+    #[allow(clippy::disallowed_methods, reason = "tests run the real binary")]
+    let mut command = std::process::Command::new(crate::binary());
+    command.args(args).current_dir(dir).env_remove("TRACELENS_VENV").env("NO_COLOR", "1");
+    for key in ORIGINAL_VARIABLES {
+        command.env_remove(key);
+    }
+    let out = command.envs(env.iter().copied()).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A tools config moved over from the original keeps its meaning: each
+/// `TRACELENS_*` variable is its flag's default, shown in `--help`, and a
+/// flag given wins; an empty variable is no value, as the original passed
+/// none.
+#[test]
+fn the_originals_tracelens_environment_is_read_as_defaults() {
+    let dir = run_dir();
+    let py = python(&standin().scripts);
+    let calls = dir.path().join("calls.jsonl");
+    let calls_env = calls.to_str().unwrap();
+    let args = |extra: &[&str]| -> Vec<OsString> {
+        let mut args: Vec<OsString> =
+            vec!["report".into(), "tracelens".into(), "--root".into(), "run".into()];
+        args.extend(["--python".into(), py.clone(), "--json".into()]);
+        args.extend(extra.iter().map(OsString::from));
+        args
+    };
+
+    let env = [
+        ("TRACELENS_OUTPUT_DIR", "run/configured"),
+        ("TRACELENS_MODE", "pytorch"),
+        ("TRACELENS_GPU_ARCH", "MI300X"),
+        ("TRACELENS_MAX_TRACES", "2"),
+        ("DUMMY_TRACELENS_LOG", calls_env),
+    ];
+    let (code, stdout, stderr) = with_env(dir.path(), &os(&args(&[])), &env);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["mode"], "pytorch");
+    assert!(summary["output_dir"].as_str().unwrap().ends_with("run/configured"), "{summary}");
+    assert!(dir.path().join("run/configured/tracelens_summary.json").is_file());
+    assert!(!dir.path().join("tracelens_output").exists());
+    assert_eq!(summary["discovered"], serde_json::json!({"pytorch": 2}));
+    let logged = fs::read_to_string(&calls).unwrap();
+    assert!(logged.contains(r#""--gpu_arch_platform", "MI300X""#), "{logged}");
+    assert!(!logged.contains("perf_report_rocprof"), "--mode pytorch: {logged}");
+
+    // A flag given wins over its variable.
+    fs::remove_file(&calls).unwrap();
+    let (code, stdout, _) =
+        with_env(dir.path(), &os(&args(&["--mode", "rocprof", "--output-dir", "run/flag"])), &env);
+    assert_eq!(code, 0);
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["mode"], "rocprof");
+    assert!(summary["output_dir"].as_str().unwrap().ends_with("run/flag"), "{summary}");
+
+    // TRACELENS_WORLD_SIZE asks for ranks that are not there: the row says
+    // so; `--world-size` wins, and `--partial` runs on the ranks present.
+    let env = [("TRACELENS_WORLD_SIZE", "4"), ("TRACELENS_MODE", "collective")];
+    let collective = |stdout: &str| {
+        let summary: serde_json::Value = serde_json::from_str(stdout).unwrap();
+        // The run's ranks 0 and 1 (the launcher's trace, in a folder of
+        // its own, gets a row of its own saying why it makes no run).
+        let rows = summary["results"].as_array().unwrap();
+        let run: Vec<_> = rows
+            .iter()
+            .filter(|r| {
+                r["tracelens_tool"] == "TraceLens_generate_multi_rank_collective_report_pytorch"
+                    && !r["trace_file"].as_str().unwrap().contains("launcher")
+            })
+            .collect();
+        assert_eq!(run.len(), 1, "{rows:#?}");
+        (
+            run[0]["status"].as_str().unwrap().to_string(),
+            run[0]["detail"].as_str().unwrap().to_string(),
+        )
+    };
+    let (_, stdout, _) = with_env(dir.path(), &os(&args(&[])), &env);
+    let (status, detail) = collective(&stdout);
+    assert_eq!(status, "SKIPPED");
+    assert!(detail.contains("do not form 0..3; missing 2, 3 (--partial"), "{detail}");
+    let (_, stdout, _) = with_env(dir.path(), &os(&args(&["--world-size", "2"])), &env);
+    assert_eq!(collective(&stdout), ("SUCCESS".into(), String::new()));
+    let (_, stdout, stderr) = with_env(dir.path(), &os(&args(&["--partial"])), &env);
+    let (status, detail) = collective(&stdout);
+    assert_eq!(status, "SUCCESS", "{stdout}");
+    assert!(detail.starts_with("partial (--partial): ranks 2, 3 of 4 have no trace"), "{detail}");
+    assert!(stderr.contains("2 of 4 per-rank traces: partial (--partial)"), "{stderr}");
+
+    // Empty values are no values.
+    let env = [
+        ("TRACELENS_OUTPUT_DIR", ""),
+        ("TRACELENS_MODE", ""),
+        ("TRACELENS_GPU_ARCH", ""),
+        ("TRACELENS_WORLD_SIZE", ""),
+        ("TRACELENS_MAX_TRACES", ""),
+    ];
+    let (code, stdout, stderr) = with_env(dir.path(), &os(&args(&[])), &env);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["mode"], "auto");
+    assert!(summary["output_dir"].as_str().unwrap().ends_with("/tracelens_output"), "{summary}");
+
+    // A bad value names its variable.
+    let (code, _, stderr) =
+        with_env(dir.path(), &os(&args(&[])), &[("TRACELENS_MODE", "everything")]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("everything") && stderr.contains("--mode"), "{stderr}");
+
+    // --help shows each variable.
+    let (_, help, _) =
+        with_env(dir.path(), &[os_str("report"), os_str("tracelens"), os_str("--help")], &[]);
+    for key in ORIGINAL_ENV {
+        assert!(help.contains(&format!("[env: {key}=]")), "{key} in {help}");
+    }
+}
+
+fn os(args: &[OsString]) -> Vec<&std::ffi::OsStr> {
+    args.iter().map(|a| a.as_os_str()).collect()
+}
+
+fn os_str(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+/// `tracelens_summary.json` read as the original's consumers read it: its
+/// analyzer's top-level counts, its results rows, and the `exit_code` its
+/// host wrapper added; and `--json` prints the same document.
+#[test]
+fn the_summary_json_keeps_the_originals_fields() {
+    let dir = run_dir();
+    let py = python(&standin().scripts);
+    let fail = [("DUMMY_TRACELENS_FAIL", "TraceLens_generate_perf_report_rocprof")];
+    let (code, stdout, _) = with_env(
+        dir.path(),
+        &[
+            os_str("report"),
+            os_str("tracelens"),
+            os_str("--root"),
+            os_str("run"),
+            os_str("--python"),
+            &py,
+            os_str("--json"),
+        ],
+        &fail,
+    );
+    assert_eq!(code, 1);
+    // What madengine's report command and the scripts around it do with
+    // the file (reference/madengine.md §3-§4).
+    let consumer = r#"
+import json, sys
+summary = json.load(open(sys.argv[1]))
+s, f, k = summary.get("succeeded", 0), summary.get("failed", 0), summary.get("skipped", 0)
+rows = summary["results"]
+assert {"trace_file", "kind", "tracelens_tool", "status", "output", "detail"} <= set(rows[0])
+assert f == sum(1 for r in rows if r["status"] == "FAILURE")
+assert s == sum(1 for r in rows if r["status"] == "SUCCESS")
+assert k == sum(1 for r in rows if r["status"] == "SKIPPED")
+for key in ("root", "output_dir", "mode", "python", "summary_csv", "discovered"):
+    assert key in summary, key
+print(f"{s} report(s) generated, {f} failed, {k} skipped; exit_code {summary['exit_code']}")
+"#;
+    let file = dir.path().join("tracelens_output/tracelens_summary.json");
+    let stdout_file = dir.path().join("stdout.json");
+    fs::write(&stdout_file, &stdout).unwrap();
+    for path in [&file, &stdout_file] {
+        #[allow(clippy::disallowed_methods, reason = "the consumer is a Python script")]
+        let out = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(consumer)
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let said = String::from_utf8_lossy(&out.stdout);
+        // The rocprofv3 JSON trace and the rocpd database.
+        assert!(said.contains(" 2 failed, ") && said.ends_with("exit_code 1\n"), "{said}");
+    }
+    // And a run without failures says exit_code 0.
+    let (code, stdout, _) = with_env(
+        dir.path(),
+        &[
+            os_str("report"),
+            os_str("tracelens"),
+            os_str("--root"),
+            os_str("run"),
+            os_str("--python"),
+            &py,
+            os_str("--json"),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0);
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["exit_code"], 0);
+    assert_eq!(summary["failed"], 0);
+    assert_eq!(summary["counts"]["succeeded"], summary["succeeded"]);
+}
+
+/// `setup tracelens` installs `$TRACELENS_PIP_SPEC` as the original's
+/// installer did (the spec never printed), and `$TRACELENS_GIT_REF` names
+/// the commit of the GitHub repository otherwise.
+#[test]
+fn setup_tracelens_reads_the_originals_pip_spec_and_git_ref() {
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().join("venv");
+    let wheel = standin().wheel.clone();
+    let setup = [os_str("setup"), os_str("tracelens"), os_str("--venv"), venv.as_os_str()];
+    let mut json = setup.to_vec();
+    json.push(os_str("--json"));
+    let (code, stdout, stderr) =
+        with_env(dir.path(), &json, &[("TRACELENS_PIP_SPEC", wheel.to_str().unwrap())]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let outcome: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(outcome["installed"], true, "{outcome}");
+    assert_eq!(outcome["spec"], wheel.to_str().unwrap());
+    assert!(venv.join("bin/python3").exists());
+    // The ref makes the spec; an unreachable GitHub fails, naming it
+    // without a token.
+    let other = dir.path().join("other");
+    let (code, stdout, stderr) = with_env(
+        dir.path(),
+        &[os_str("setup"), os_str("tracelens"), os_str("--venv"), other.as_os_str()],
+        &[("TRACELENS_GIT_REF", "v0.0.0-none"), ("PIP_NO_INDEX", "1")],
+    );
+    assert_ne!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("git+https://github.com/AMD-AGI/TraceLens@v0.0.0-none"),
+        "{stdout}{stderr}"
     );
 }

@@ -416,3 +416,16 @@ fn check_reports_without_writing_and_stops_only_when_asked() {
     let clean = trace_sanitize::check(&b"{}"[..], &first).unwrap();
     assert!(!clean.needs_repair() && !clean.stopped_early);
 }
+
+/// However many repairs `max_recorded` asks to be listed, at most
+/// `MAX_RECORDED` are kept (a trace can need tens of millions: listing them
+/// all once aborted for want of memory); all are counted.
+#[test]
+fn the_repairs_listed_are_capped_whatever_is_asked() {
+    let n = trace_sanitize::MAX_RECORDED + 500;
+    let input = format!("{{\"a\": \"{}\"}}", "\u{1}".repeat(n));
+    let options = trace_sanitize::Options { max_recorded: usize::MAX, ..Default::default() };
+    let (_, report) = run_with(input.as_bytes(), &options);
+    assert_eq!(report.counts.total(), n as u64);
+    assert_eq!(report.repairs.len(), trace_sanitize::MAX_RECORDED);
+}

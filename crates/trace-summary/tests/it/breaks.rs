@@ -106,3 +106,33 @@ fn the_format_and_memory_of_a_trace_are_told_before_it_is_read() {
     assert!(Format::Rocprofv3.memory_needed(298_000_000) >= 50 << 20);
     assert!(Format::Rocprofv3.memory_needed(37_000_000) >= 21 << 20);
 }
+
+/// `traceEvents` given twice in the top object: orjson, and so TraceLens,
+/// keeps the last list, so the tables are of its events alone (they were of
+/// both added up), and the summary says how many lists were left out; a last
+/// list that is empty leaves nothing.
+#[test]
+fn a_trace_events_key_given_twice_reads_the_last_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = |name: &str, ts: u32| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 5, "args": {{"correlation": {ts}}}}}"#
+        )
+    };
+    let path = dir.path().join("t.json");
+    let text = format!(
+        r#"{{"traceEvents": [{}, {}], "other": 1, "traceEvents": [{}]}}"#,
+        kernel("first_a", 10),
+        kernel("first_b", 20),
+        kernel("last", 30)
+    );
+    std::fs::write(&path, &text).unwrap();
+    let summary = summarize_file(&path).unwrap();
+    assert_eq!((summary.events, summary.earlier_event_lists), (1, 1));
+    let kernels = summary.kernel_summary.unwrap().to_csv();
+    assert!(kernels.contains("last") && !kernels.contains("first_"), "{kernels}");
+    let empty_last = format!(r#"{{"traceEvents": [{}], "traceEvents": []}}"#, kernel("first", 10));
+    std::fs::write(&path, empty_last).unwrap();
+    let summary = summarize_file(&path).unwrap();
+    assert_eq!((summary.events, summary.earlier_event_lists), (0, 1));
+}

@@ -350,3 +350,73 @@ fn a_conversion_that_fails_leaves_no_file() {
         std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(files, ["app_results.db"]);
 }
+
+const DISPATCH: &str = "rocpd_kernel_dispatch_0198c0de_2a3b_7c4d_8e5f_a0b1c2d3e4f5";
+
+/// A `kernels` view that is a recursive query (it generates rows without
+/// end: `trace convert` wrote forever, `report summary` aborted for want of
+/// memory) is refused before it is read; one that generates rows without
+/// saying so is stopped once it yields more than the file could hold.
+#[test]
+fn views_that_generate_rows_are_refused() {
+    let (dir, recursive) = changed(
+        "DROP VIEW kernels; CREATE VIEW kernels AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL \
+         SELECT x + 1 FROM c) SELECT 'k' AS name, x AS start, x + 1 AS \"end\", 0 AS \
+         agent_type_index, NULL AS kernel_id FROM c;",
+    );
+    for err in [
+        trace_summary::summarize_file(&recursive).unwrap_err(),
+        trace_summary::rocpd_to_json(&recursive, &dir.path().join("o.json"), None).unwrap_err(),
+    ] {
+        assert!(err.to_string().contains("view is a recursive query"), "{err}");
+    }
+    assert!(!dir.path().join("o.json").exists());
+    // Rows multiplied by a cross join of the dispatches with a made-up table.
+    let (_dir, many) = changed(
+        "CREATE TABLE n(x); \
+         INSERT INTO n WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20000) SELECT x FROM c; \
+         DROP VIEW kernels; CREATE VIEW kernels AS SELECT 'k' AS name, a.x AS start, a.x + 1 AS \"end\", \
+         0 AS agent_type_index, NULL AS kernel_id FROM n a, n b;",
+    );
+    let err = trace_summary::summarize_file(&many).unwrap_err();
+    assert!(
+        err.to_string().contains("its views yield more rows than a database of its size holds"),
+        "{err}"
+    );
+}
+
+/// Dispatches whose times cannot be read (NULL, text) are left out, and
+/// counted (3 dispatches became 1 with no word).
+#[test]
+fn records_without_times_are_counted_not_dropped_silently() {
+    let (_dir, db) = changed(&format!(
+        "UPDATE {DISPATCH} SET start = NULL WHERE id = (SELECT MIN(id) FROM {DISPATCH}); \
+                  UPDATE {DISPATCH} SET \"end\" = 'late' WHERE id = (SELECT MAX(id) FROM {DISPATCH});"
+    ));
+    let summary = trace_summary::summarize_file(&db).unwrap();
+    assert_eq!(summary.dropped_records, 2);
+    assert_eq!(summary.gpu_events, 2, "one dispatch and the copy are left");
+}
+
+/// A database that is an empty file is said so (it was "a SQLite
+/// database, but not rocprofv3's"); a WAL-mode one is read without a
+/// `-shm` or `-wal` file left beside it.
+#[test]
+fn empty_and_wal_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("9_results.db");
+    std::fs::write(&empty, b"").unwrap();
+    let err = trace_summary::rocpd_to_json(&empty, &dir.path().join("o.json"), None).unwrap_err();
+    assert!(err.to_string().contains("an empty file (0 bytes), not a database"), "{err}");
+    let (wal_dir, wal) = changed("PRAGMA journal_mode = WAL;");
+    let before: Vec<String> = crate::public_dir::files_under(wal_dir.path())
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    trace_summary::summarize_file(&wal).unwrap();
+    let after: Vec<String> = crate::public_dir::files_under(wal_dir.path())
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(after, before, "files were left beside the database");
+}

@@ -60,7 +60,7 @@ fn ranks_claimed_twice_split_into_runs_by_directory() {
         kineto("root/a/rank1.json", Some(1), 10.0, 1.0),
         kineto("root/b/rank0.json", Some(0), 8.0, 2.0),
         kineto("root/b/rank1.json", Some(1), 9.0, 1.0),
-        // Alone in its directory: no run, and no reason.
+        // Alone in its directory: no run, and no reason (a single-GPU run).
         kineto("root/c/rank0.json", Some(0), 8.0, 2.0),
     ];
     let (rows, reasons) = super::cross_rank(&traces);

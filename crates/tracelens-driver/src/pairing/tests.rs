@@ -48,6 +48,16 @@ fn runs_pair_by_rank_and_say_which_ranks_one_of_them_lacks() {
              summary.json): new/launcher"
         ]
     );
+    // A run diffed with itself: its trace without a rank is named once (it
+    // was "2 traces" for one).
+    let same = [ranked("run/r0", Some(0)), ranked("run/launcher", None), ranked("run/r1", Some(1))];
+    let (pairs, unpaired) = super::tests::pairs(&same, &same, PairedBy::Rank);
+    assert_eq!(pairs.len(), 2);
+    assert_eq!(
+        unpaired,
+        ["1 trace without a rank (from its name, a trace's distributedInfo, or a report's \
+          summary.json): run/launcher"]
+    );
     // A scaling run: ranks 8 to 15 are new, said as a range.
     let eight: Vec<Member> = (0..8).map(|r| ranked(&format!("base/r{r}"), Some(r))).collect();
     let sixteen: Vec<Member> = (0..16).map(|r| ranked(&format!("new/r{r}"), Some(r))).collect();

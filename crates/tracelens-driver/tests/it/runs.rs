@@ -1356,3 +1356,73 @@ fn a_rocprofv3_trace_of_no_process_is_skipped() {
     let log = fs::read_to_string(summary.results[0].log.as_ref().unwrap()).unwrap();
     assert!(log.contains("IndexError"), "{log}");
 }
+
+/// `--world-size 4` with ranks 0 and 1 present: skipped with why, and run on
+/// the ranks present with `--partial`, which the row says; ranks with a
+/// gap between them are given to TraceLens as 0..members.
+#[test]
+fn missing_ranks_skip_the_collective_unless_partial() {
+    let mut case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("rank1_trace.json", GPU_RANK1);
+    case.config.world_size = 4;
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 ranked PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the ranks found (0, 1) do not form 0..3; missing 2, 3 (--partial runs it on the ranks present)");
+    assert!(!case.ran("generate_multi_rank_collective_report_pytorch"));
+
+    case.config.partial = true;
+    let mut notes = Vec::new();
+    let summary = tracelens_driver::run(&case.config, &mut |e| {
+        if let Event::Note(n) = e {
+            notes.push(n)
+        }
+    })
+    .unwrap();
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SUCCESS pytorch 2 of 4 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | partial (--partial): ranks 2, 3 of 4 have no trace; the collective report covers the 2 ranks present (0, 1) as a world of 2; collectives that waited on a missing rank are measured from one side only");
+    assert!(notes.iter().any(|n| n.starts_with("2 of 4 per-rank traces: partial")), "{notes:?}");
+    let calls = case.calls();
+    assert!(calls.iter().any(|c| c.contains(r#""--world_size", "2""#)), "{calls:#?}");
+
+    // Ranks 0 and 3: TraceLens reads them as ranks 0 and 1.
+    let mut case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("rank3_trace.json", GPU_RANK1);
+    case.config.world_size = 4;
+    case.config.partial = true;
+    let summary = case.run();
+    let row = summary.results.last().unwrap();
+    assert_eq!(row.status, Status::Success, "{:#?}", summary.results);
+    assert!(row.detail.contains("so its ranks 0-1 are the traces' ranks 0, 3"), "{}", row.detail);
+    let calls = case.calls();
+    let resolved = calls.iter().find(|c| c.contains("resolved")).unwrap();
+    assert!(
+        resolved.contains(r#""0": "rank0_rank0_trace.json""#)
+            && resolved.contains(r#""1": "rank1_rank3_trace.json""#),
+        "{resolved}"
+    );
+
+    // A rank beyond the world size is still refused.
+    let mut case = Case::new();
+    case.fixture("rank0_trace.json", GPU);
+    case.fixture("rank5_trace.json", GPU_RANK1);
+    case.config.world_size = 4;
+    case.config.partial = true;
+    let summary = case.run();
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 ranked PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | ranks beyond --world-size 4: 5");
+}
+
+/// A trace named `rank0` in each of two node folders: no collective, and a
+/// row per folder saying why.
+#[test]
+fn one_rank_per_node_folder_says_why_there_is_no_collective() {
+    let case = Case::new();
+    case.fixture("node_0/rank0_trace.json", GPU);
+    case.fixture("node_1/rank0_trace.json", GPU);
+    let summary = case.run();
+    let collectives: Vec<_> =
+        rows(&summary).into_iter().filter(|r| r.contains("collective")).collect();
+    insta::assert_snapshot!(collectives.join("\n"), @r"
+    SKIPPED pytorch 1 ranked PyTorch trace in node_0 TraceLens_generate_multi_rank_collective_report_pytorch | rank 0 (node_0/rank0_trace.json) is the only ranked trace there, and a run needs two ranks or more; its directory was taken apart from the others because rank 0 is claimed by 2 traces (node_0/rank0_trace.json, node_1/rank0_trace.json)
+    SKIPPED pytorch 1 ranked PyTorch trace in node_1 TraceLens_generate_multi_rank_collective_report_pytorch | rank 0 (node_1/rank0_trace.json) is the only ranked trace there, and a run needs two ranks or more; its directory was taken apart from the others because rank 0 is claimed by 2 traces (node_0/rank0_trace.json, node_1/rank0_trace.json)
+    ");
+}
