@@ -126,12 +126,13 @@ impl Format {
     /// About how much memory [`summarize_file`] takes to read a trace of
     /// this format whose JSON text is `json` bytes, buffers included: a
     /// Kineto trace's events are kept, about 0.75 of its size for traces as
-    /// profilers write them (217 MiB for a 302.6 MB trace), which is what is
-    /// planned with. Traces unlike those take more, up to about 1.9 times
-    /// their size as measured (1.04-1.06 GB for a trace of 5 M tiny events,
-    /// or one holding a 200 MB string): several such read at once can take
-    /// more than the plan gave them (`report summary --jobs 1` reads one at
-    /// a time). Of a rocprofv3 trace only its records' times and
+    /// profilers write them (217 MiB for a 302.6 MB trace; 0.7-0.95 on the
+    /// public traces). A trace of many small events takes more, as each
+    /// event costs about 320 bytes whatever its text: [`memory_needed`]
+    /// (of a file) counts the events in its first MiB and plans with the
+    /// larger figure (3.0 times the size for 300k kernels of 100 bytes
+    /// each). One long string (200 MB of a kernel name) takes about 1.9
+    /// times its size and is not foreseen. Of a rocprofv3 trace only its records' times and
     /// kernel names, about a sixth (50 MiB for a 298 MB trace, 21 MiB for
     /// 37 MB); the same of a Perfetto trace, whose slices take fewer bytes,
     /// at most about half its size (40 MiB for a 93 MB trace of 571k kernels
@@ -158,9 +159,34 @@ pub fn memory_needed(path: &Path, json: u64) -> u64 {
         Ok(Some(head)) if trace_sanitize::is_sqlite(&head) => {
             std::fs::metadata(path).map_or(0, |m| m.len()) * 3 + BUFFERS
         }
-        Ok(Some(head)) => Format::of_head(&head).memory_needed(json),
+        Ok(Some(head)) => match Format::of_head(&head) {
+            Format::Kineto => {
+                Format::Kineto.memory_needed(json).max(by_events(path, json) + BUFFERS)
+            }
+            format => format.memory_needed(json),
+        },
         _ => Format::Kineto.memory_needed(json),
     }
+}
+
+/// What a Kineto trace's events take in memory, about 320 bytes each (307
+/// measured for 100-byte kernels, 217-228 for the events of real traces),
+/// their number taken from how densely its first MiB holds them; 0 when
+/// that MiB holds too few to tell (metadata, one long string).
+fn by_events(path: &Path, json: u64) -> u64 {
+    const SAMPLE: u64 = 1 << 20;
+    const PER_EVENT: f64 = 320.0;
+    let Ok((input, _)) = decompressed(path) else { return 0 };
+    let mut sample = Vec::new();
+    if input.take(SAMPLE).read_to_end(&mut sample).is_err() && sample.is_empty() {
+        return 0;
+    }
+    let events = memchr::memmem::find_iter(&sample, b"\"ph\"").count();
+    if events < 100 {
+        return 0;
+    }
+    let per_byte = events as f64 / sample.len() as f64;
+    (json as f64 * per_byte * PER_EVENT) as u64
 }
 
 /// How to read a trace.
