@@ -9,10 +9,11 @@ use crate::cmd::{cargo, cmd};
 
 /// The declared layers, bottom first: a crate may depend only on crates
 /// before it. Keep in sync with docs/ARCHITECTURE.md.
-pub(crate) const LAYERS: [&str; 8] = [
+pub(crate) const LAYERS: [&str; 9] = [
     "trace-sanitize",
     "trace-discover",
     "trace-summary",
+    "trace-report",
     "dynolog-client",
     "tracelens-driver",
     "collect-slurm",

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use tracelens_driver::CyclePick;
+use trace_report::CyclePick;
 
 const EXIT_CODES: &str = "\
 Exit codes:

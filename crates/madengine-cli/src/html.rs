@@ -6,7 +6,7 @@ use std::{fmt::Write as _, path::Path};
 
 use trace_summary::{DiffRow, Measure};
 
-use tracelens_driver::{CycleRow, GpuRow, RankRow, by_dir, by_job, by_run, vs_first};
+use trace_report::{CycleRow, GpuRow, RankRow, by_dir, by_job, by_run, vs_first};
 
 use crate::{
     commands::{

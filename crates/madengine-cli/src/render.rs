@@ -1061,12 +1061,12 @@ pub(crate) fn slurm_summary(summary: &collect_slurm::Summary) -> Result<(), Erro
     out(&text)
 }
 
-/// Lines under a run's cross-rank table ([`tracelens_driver::spread`]), so
+/// Lines under a run's cross-rank table ([`trace_report::spread`]), so
 /// a run of many ranks need not be read row by row: its slowest rank against
 /// its fastest and (with 3 or more) the median; and the rank with the least
 /// exposed communication, the one the others waited for.
-pub(crate) fn spread(run: &[tracelens_driver::RankRow]) -> Vec<String> {
-    let spread = tracelens_driver::spread(run);
+pub(crate) fn spread(run: &[trace_report::RankRow]) -> Vec<String> {
+    let spread = trace_report::spread(run);
     let mut lines = Vec::new();
     if let Some((slowest, fastest)) = spread.slowest {
         // A rank with no GPU time at all has no ratio to it.
@@ -1095,7 +1095,7 @@ pub(crate) fn spread(run: &[tracelens_driver::RankRow]) -> Vec<String> {
 
 /// What names a profiling cycle's slowest trace: its rank, and its path in
 /// the run.
-pub(crate) fn slowest_text(c: &tracelens_driver::CycleRow) -> String {
+pub(crate) fn slowest_text(c: &trace_report::CycleRow) -> String {
     let path = c.slowest.strip_prefix(&c.run).unwrap_or(&c.slowest).display();
     match c.rank {
         Some(rank) => format!("rank {rank}: {path}"),
@@ -1104,13 +1104,13 @@ pub(crate) fn slowest_text(c: &tracelens_driver::CycleRow) -> String {
 }
 
 /// Why a rocprofv3 trace is in no cross-GPU table, as a note says it.
-pub(crate) fn left_out_of_gpus(left: &tracelens_driver::LeftOut) -> String {
+pub(crate) fn left_out_of_gpus(left: &trace_report::LeftOut) -> String {
     match left {
-        tracelens_driver::LeftOut::SeveralGpus { trace } => format!(
+        trace_report::LeftOut::SeveralGpus { trace } => format!(
             "{} ran its kernels on several GPUs: left out of the cross-GPU table",
             trace.display()
         ),
-        tracelens_driver::LeftOut::GpuTwice { dir, traces, gpu, claimed_by: [a, b] } => format!(
+        trace_report::LeftOut::GpuTwice { dir, traces, gpu, claimed_by: [a, b] } => format!(
             "no cross-GPU table for the {traces} rocprofv3 traces in {}: GPU {gpu} ran the kernels \
              of two ({} and {}), so they are not one run's",
             if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir }.display(),
@@ -1122,9 +1122,9 @@ pub(crate) fn left_out_of_gpus(left: &tracelens_driver::LeftOut) -> String {
 
 pub(crate) fn summaries(
     views: &[crate::commands::SummaryView],
-    ranks: &[tracelens_driver::RankRow],
-    cycles: &[tracelens_driver::CycleRow],
-    gpus: &[tracelens_driver::GpuRow],
+    ranks: &[trace_report::RankRow],
+    cycles: &[trace_report::CycleRow],
+    gpus: &[trace_report::GpuRow],
 ) -> Result<(), Error> {
     let mut text = String::new();
     let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
@@ -1209,7 +1209,7 @@ pub(crate) fn summaries(
         }
         text.push('\n');
     }
-    let runs = tracelens_driver::by_run(ranks);
+    let runs = trace_report::by_run(ranks);
     for run in &runs {
         let rows: Vec<[String; 7]> = run
             .iter()
@@ -1244,13 +1244,13 @@ pub(crate) fn summaries(
             text.push('\n');
         }
     }
-    for job in tracelens_driver::by_job(cycles) {
+    for job in trace_report::by_job(cycles) {
         if !text.is_empty() && !text.ends_with("\n\n") {
             text.push('\n');
         }
         let rows: Vec<[String; 5]> = job
             .iter()
-            .zip(tracelens_driver::vs_first(job))
+            .zip(trace_report::vs_first(job))
             .map(|(c, change)| {
                 [
                     format!("{} of {}", c.cycle.number, c.cycle.of),
@@ -1273,7 +1273,7 @@ pub(crate) fn summaries(
             &[false, true, true, true, false],
         );
     }
-    let dirs = tracelens_driver::by_dir(gpus);
+    let dirs = trace_report::by_dir(gpus);
     for run in &dirs {
         if !text.is_empty() && !text.ends_with("\n\n") {
             text.push('\n');
@@ -1628,7 +1628,7 @@ mod tests {
 
     #[test]
     fn the_spread_line_names_the_slowest_the_fastest_and_the_median() {
-        let row = |rank: u32, total: f64, slowest: bool| tracelens_driver::RankRow {
+        let row = |rank: u32, total: f64, slowest: bool| trace_report::RankRow {
             rank,
             total,
             slowest,

@@ -13,7 +13,7 @@ pub enum Error {
     /// [`crate::Config::cycle`] names a profiling cycle a directory does not
     /// hold, or one its traces' names do not tell apart.
     #[error(transparent)]
-    Cycle(#[from] crate::CycleError),
+    Cycle(#[from] trace_report::CycleError),
     /// The interpreter could not be started.
     #[error("cannot run the Python interpreter {python}")]
     Python {

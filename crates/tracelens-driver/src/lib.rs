@@ -10,12 +10,9 @@
 //! writes `tracelens_summary.csv` and `.json` atomically, after removing any
 //! left by an earlier run.
 //!
-//! [`cross_rank`], [`cross_gpu`] and [`cycle_trend`] set a run's traces side
-//! by side from their GPU timelines ([`Timed`]): the straggler rank and the
-//! one the others waited for, rocprofv3's processes GPU by GPU, and how GPU
-//! time moved across profiling cycles.
-//! [`pair`] says which trace of one run compares with which of another
-//! (rank by rank; rocprofv3 processes GPU by GPU, node by node).
+//! What needs no TraceLens (splitting ranked traces into runs and cycles,
+//! cross-rank tables, pairing two runs, report names) lives in
+//! `trace-report`, which this crate uses for the same answers.
 //!
 //! TraceLens always runs out of process: the console script beside the
 //! chosen interpreter, or `python -c` importing its module. PATH is never
@@ -39,13 +36,10 @@
 //! ```
 #![deny(missing_docs)]
 
-mod across;
 mod cmd;
 mod compare;
-mod cycles;
 mod error;
 mod extra;
-mod pairing;
 mod plan;
 mod python;
 mod run;
@@ -54,21 +48,10 @@ mod summary;
 mod tool;
 
 pub use crate::{
-    across::{
-        CycleRow, GpuRow, LeftOut, RankRow, Spread, Timed, by_dir, by_job, by_run, cross_gpu,
-        cross_rank, cycle_trend, spread, vs_first,
-    },
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
-    cycles::{
-        Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
-        profiling_cycles,
-    },
     error::{Error, INSTALL_HINT, Result, SetupFailure},
     extra::check_extra_args,
-    pairing::{
-        Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
-    },
-    plan::{Collective, Config, Job, Plan, ROCPD, RunRule, Stems, plan, report_stem, split_runs},
+    plan::{Config, Job, Plan, ROCPD, partial_note, plan},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{
         Event, NO_COLLECTIVES, NO_COLLECTIVES_DETAIL, NO_GPU_DETAIL, NO_GPU_EVENTS,

@@ -178,7 +178,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let jobs_start = Instant::now();
     events(Event::Planned { jobs: plan.jobs.len() });
     for job in &plan.jobs {
-        if let Some(note) = job.collective.as_ref().and_then(|c| c.partial_note()) {
+        if let Some(note) = job.collective.as_ref().and_then(crate::partial_note) {
             events(Event::Note(format!("{}: {note}", job.label)));
         }
     }
@@ -392,7 +392,7 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
 /// it leaves out.
 fn note_partial(results: &mut [Row], plan: &Plan) {
     for (row, job) in results.iter_mut().zip(&plan.jobs) {
-        if let Some(note) = job.collective.as_ref().and_then(|c| c.partial_note()) {
+        if let Some(note) = job.collective.as_ref().and_then(crate::partial_note) {
             row.detail =
                 if row.detail.is_empty() { note } else { format!("{note}; {}", row.detail) };
         }
@@ -430,19 +430,19 @@ pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
 }
 
 /// With [`Config::cycle`], leave out of `found` the PyTorch traces of the
-/// other profiling cycles ([`crate::keep_cycle`]): how many, and which
+/// other profiling cycles ([`trace_report::keep_cycle`]): how many, and which
 /// cycle each directory of several kept.
 fn leave_other_cycles(
     config: &Config,
     found: &mut trace_discover::Discovery,
-) -> Result<(usize, Vec<crate::Picked>)> {
+) -> Result<(usize, Vec<trace_report::Picked>)> {
     let Some(pick) = config.cycle else { return Ok((0, Vec::new())) };
     let entries: Vec<Option<(PathBuf, Option<u32>)>> = found
         .traces
         .iter()
         .map(|t| (t.kind == TraceKind::Pytorch).then(|| (t.path.clone(), t.rank.map(|r| r.rank))))
         .collect();
-    let (keep, picked) = crate::keep_cycle(&entries, pick)?;
+    let (keep, picked) = trace_report::keep_cycle(&entries, pick)?;
     let before = found.traces.len();
     let mut keep = keep.into_iter();
     found.traces.retain(|_| keep.next().unwrap_or(true));

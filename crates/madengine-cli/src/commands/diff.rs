@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use trace_report::{CyclePick, Member, PairedBy};
 use trace_summary::{Diff, DiffRow, Format, Tables};
-use tracelens_driver::{CyclePick, Member, PairedBy};
 
 use super::summary::{Input, TraceView, read_all, write_set};
 use crate::{
@@ -25,7 +25,7 @@ pub(crate) struct Side {
     #[serde(serialize_with = "trace_discover::lossy::paths")]
     pub(crate) traces: Vec<PathBuf>,
     /// The profiling cycle compared (`--cycle`), of a directory of several.
-    pub(crate) cycle: Option<tracelens_driver::Cycle>,
+    pub(crate) cycle: Option<trace_report::Cycle>,
     /// A report read back (its CSVs), not a trace.
     pub(crate) report: bool,
     pub(crate) format: Format,
@@ -444,7 +444,7 @@ fn traces_of(
 
 /// With `--cycle`, keep of `members`, the traces of the side given as
 /// `path`, those of the profiling cycle picked, as `report summary --cycle`
-/// picks it ([`tracelens_driver::pick_cycle`]); say which it is, of how
+/// picks it ([`trace_report::pick_cycle`]); say which it is, of how
 /// many. A side with a trace per rank (or one trace) is one cycle. Without
 /// `--cycle`, a side of several cycles is refused with how to pick one.
 fn one_cycle(
@@ -452,7 +452,7 @@ fn one_cycle(
     members: &mut Vec<Member>,
     pick: Option<CyclePick>,
     recorded: &Records,
-) -> Result<Option<tracelens_driver::Cycle>, Error> {
+) -> Result<Option<trace_report::Cycle>, Error> {
     // PyTorch traces, by their names; a report by the name of the trace it
     // was made of, as `report summary` recorded it (or `report tracelens`'
     // summary names it). rocprofv3 traces have no cycles.
@@ -463,7 +463,7 @@ fn one_cycle(
     let entries: Vec<Option<(PathBuf, Option<u32>)>> =
         members.iter().map(|m| Some((named(m).filter(|_| !m.rocprof)?, m.rank))).collect();
     let Some(pick) = pick else {
-        let Ok((_, picked)) = tracelens_driver::keep_cycle(&entries, CyclePick::Last) else {
+        let Ok((_, picked)) = trace_report::keep_cycle(&entries, CyclePick::Last) else {
             return Ok(None);
         };
         let Some(several) = picked.first() else { return Ok(None) };
@@ -480,14 +480,14 @@ fn one_cycle(
             path.display()
         )));
     };
-    let (keep, picked) = tracelens_driver::keep_cycle(&entries, pick).map_err(cycle_error)?;
+    let (keep, picked) = trace_report::keep_cycle(&entries, pick).map_err(cycle_error)?;
     let Some(first) = picked.first() else { return Ok(None) };
     let mut keep = keep.into_iter();
     members.retain(|_| keep.next().unwrap_or(true));
     Ok(Some(first.cycle))
 }
 
-fn cycle_error(e: tracelens_driver::CycleError) -> Error {
+fn cycle_error(e: trace_report::CycleError) -> Error {
     Error::Usage(e.to_string())
 }
 
@@ -544,7 +544,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         let inputs = found.iter().flatten().map(|m| m.path.as_path());
         super::check_not_an_input(html, paths.into_iter().chain(inputs))?;
     }
-    let mut by = tracelens_driver::paired_by([&found[0], &found[1]]);
+    let mut by = trace_report::paired_by([&found[0], &found[1]]);
     let mut interrupt = Some(interrupt);
     // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
     // only reading them tells: every trace is read first (once).
@@ -579,12 +579,12 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
                 member.gpu = summary.gpu_index;
             }
         }
-        if let Some(nodes) = tracelens_driver::by_node(&mut found) {
+        if let Some(nodes) = trace_report::by_node(&mut found) {
             by = PairedBy::NodeGpu;
             render::note(&nodes.to_string());
         }
     }
-    let pairing = tracelens_driver::pair(paths, [&found[0], &found[1]], by)
+    let pairing = trace_report::pair(paths, [&found[0], &found[1]], by)
         .map_err(|e| Error::Usage(e.to_string()))?;
     let pairs = pairing.pairs;
     let unpaired: Vec<String> = pairing.unpaired.iter().map(ToString::to_string).collect();
@@ -704,7 +704,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         return Err(Error::Usage(format!(
             "--per-step: the steps of {} are not known (a trace without ProfilerStep# or \
              Optimizer.step# annotations, or a TraceLens report: it does not record them)",
-            tracelens_driver::list_paths(&unknown)
+            trace_report::list_paths(&unknown)
         )));
     };
     let ranks: Vec<RankDiff> = match n {

@@ -24,11 +24,11 @@ pub(crate) struct TraceView {
     pub(crate) trace: PathBuf,
     pub(crate) rank: Option<u32>,
     /// Which of torch.profiler's profiling cycles, where its directory holds
-    /// several ([`tracelens_driver::cycles_of`]: what `--cycle` picks by),
+    /// several ([`trace_report::cycles_of`]: what `--cycle` picks by),
     /// and the directory of the job whose cycle that is (its node
     /// directories' parent, for a multi-node job; not in `--json`).
     #[serde(serialize_with = "cycle_only", skip_serializing_if = "Option::is_none")]
-    pub(crate) cycle: Option<tracelens_driver::Picked>,
+    pub(crate) cycle: Option<trace_report::Picked>,
     /// What the trace was read as; `None` when it could not be read.
     pub(crate) format: Option<trace_summary::Format>,
     /// Which rule applied; `None` when the trace could not be read.
@@ -129,7 +129,7 @@ fn is_zero_usize(n: &usize) -> bool {
 
 /// A trace's cycle as `--json` gives it: `{"number": 2, "of": 3}`.
 fn cycle_only<S: serde::Serializer>(
-    picked: &Option<tracelens_driver::Picked>,
+    picked: &Option<trace_report::Picked>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
     picked.as_ref().map(|p| p.cycle).serialize(s)
@@ -579,8 +579,8 @@ impl TraceView {
     }
 
     /// What the tables across traces read of it.
-    pub(crate) fn timed(&self) -> tracelens_driver::Timed {
-        tracelens_driver::Timed {
+    pub(crate) fn timed(&self) -> trace_report::Timed {
+        trace_report::Timed {
             trace: self.trace.clone(),
             rank: self.rank,
             cycle: self.cycle.clone(),
@@ -859,7 +859,7 @@ pub(crate) struct Input {
     pub(crate) rank: Option<u32>,
     /// Its profiling cycle, and its job's directory, where the job holds
     /// several.
-    pub(crate) cycle: Option<tracelens_driver::Picked>,
+    pub(crate) cycle: Option<trace_report::Picked>,
 }
 
 impl Input {
@@ -943,7 +943,7 @@ fn inputs(
     pytorch.retain(|&i| once[i]);
     let traces: Vec<(PathBuf, Option<u32>)> =
         pytorch.iter().map(|&i| (inputs[i].trace.clone(), inputs[i].rank)).collect();
-    for (&i, cycle) in pytorch.iter().zip(tracelens_driver::cycles_of(&traces)) {
+    for (&i, cycle) in pytorch.iter().zip(trace_report::cycles_of(&traces)) {
         inputs[i].cycle = cycle;
     }
     // With --cycle, whether to read each: not the other cycles' traces.
@@ -954,8 +954,8 @@ fn inputs(
             entries[i] = Some(trace);
         }
         let picked;
-        (read, picked) = tracelens_driver::keep_cycle(&entries, pick)
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        (read, picked) =
+            trace_report::keep_cycle(&entries, pick).map_err(|e| Error::Usage(e.to_string()))?;
         for p in &picked {
             render::note(&format!("{}: {} (--cycle)", p.dir.display(), p.cycle));
         }
@@ -1133,9 +1133,9 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
 /// printed.
 pub(crate) struct Summarized {
     views: Vec<TraceView>,
-    ranks: Vec<tracelens_driver::RankRow>,
-    gpus: Vec<tracelens_driver::GpuRow>,
-    cycles: Vec<tracelens_driver::CycleRow>,
+    ranks: Vec<trace_report::RankRow>,
+    gpus: Vec<trace_report::GpuRow>,
+    cycles: Vec<trace_report::CycleRow>,
     unreadable: usize,
     /// The paths the search could not look at (a link to a trace that is
     /// gone): warned about, and in `--json`.
@@ -1192,7 +1192,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
         return Ok(None);
     };
-    let mut stems = tracelens_driver::Stems::default();
+    let mut stems = trace_report::Stems::default();
     let mut this_run = ThisRun {
         started,
         dirs: Default::default(),
@@ -1303,16 +1303,16 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         views.push(view);
     }
     retire_stale(&args.output_dir, &this_run)?;
-    let timed: Vec<tracelens_driver::Timed> = views.iter().map(TraceView::timed).collect();
-    let (ranks, no_run) = tracelens_driver::cross_rank(&timed);
+    let timed: Vec<trace_report::Timed> = views.iter().map(TraceView::timed).collect();
+    let (ranks, no_run) = trace_report::cross_rank(&timed);
     for (what, why) in no_run {
         render::note(&format!("no cross-rank table for {what}: {why}"));
     }
-    let (gpus, left_out_of_gpus) = tracelens_driver::cross_gpu(&timed);
+    let (gpus, left_out_of_gpus) = trace_report::cross_gpu(&timed);
     for left in &left_out_of_gpus {
         render::note(&render::left_out_of_gpus(left));
     }
-    let cycles = tracelens_driver::cycle_trend(&timed);
+    let cycles = trace_report::cycle_trend(&timed);
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &left_out)?;
     }

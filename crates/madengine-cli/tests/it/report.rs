@@ -803,8 +803,8 @@ fn the_originals_tracelens_environment_is_read_as_defaults() {
     let (_, stdout, stderr) = with_env(dir.path(), &os(&args(&["--partial"])), &env);
     let (status, detail) = collective(&stdout);
     assert_eq!(status, "SUCCESS", "{stdout}");
-    assert!(detail.starts_with("partial (--partial): ranks 2, 3 of 4 have no trace"), "{detail}");
-    assert!(stderr.contains("2 of 4 per-rank traces: partial (--partial)"), "{stderr}");
+    assert!(detail.starts_with("partial: ranks 2, 3 of 4 have no trace"), "{detail}");
+    assert!(stderr.contains("2 of 4 per-rank traces: partial"), "{stderr}");
 
     // Empty values are no values.
     let env = [

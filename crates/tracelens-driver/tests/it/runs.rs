@@ -1378,7 +1378,7 @@ fn missing_ranks_skip_the_collective_unless_partial() {
         }
     })
     .unwrap();
-    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SUCCESS pytorch 2 of 4 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | partial (--partial): ranks 2, 3 of 4 have no trace; the collective report covers the 2 ranks present (0, 1) as a world of 2; collectives that waited on a missing rank are measured from one side only");
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SUCCESS pytorch 2 of 4 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | partial: ranks 2, 3 of 4 have no trace; the collective report covers the 2 ranks present (0, 1) as a world of 2; collectives that waited on a missing rank are measured from one side only");
     assert!(notes.iter().any(|n| n.starts_with("2 of 4 per-rank traces: partial")), "{notes:?}");
     let calls = case.calls();
     assert!(calls.iter().any(|c| c.contains(r#""--world_size", "2""#)), "{calls:#?}");
@@ -1408,7 +1408,7 @@ fn missing_ranks_skip_the_collective_unless_partial() {
     case.config.world_size = 4;
     case.config.partial = true;
     let summary = case.run();
-    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 ranked PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | ranks beyond --world-size 4: 5");
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 ranked PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | ranks beyond the world size 4: 5");
 }
 
 /// A trace named `rank0` in each of two node folders: no collective, and a

@@ -108,7 +108,7 @@ impl RankRow {
 /// # Example
 ///
 /// ```
-/// use tracelens_driver::{Timed, cross_rank, spread};
+/// use trace_report::{Timed, cross_rank, spread};
 ///
 /// let rank = |r: u32, total: f64| Timed {
 ///     timeline: vec![("total_time".into(), total), ("exposed_comm_time".into(), 20.0 - total)],

@@ -329,7 +329,7 @@ impl fmt::Display for Unpaired {
                     PairedBy::NodeGpu => {
                         keys.iter().map(|k| by.label(*k)).collect::<Vec<_>>().join(", ")
                     }
-                    _ => format!("{} {}", by.word(), crate::plan::numbers(keys.iter().copied())),
+                    _ => format!("{} {}", by.word(), crate::numbers(keys.iter().copied())),
                 };
                 write!(f, "{said} only in the {role} run")
             }
@@ -485,7 +485,7 @@ pub fn list_paths<P: AsRef<Path>>(paths: &[P]) -> String {
 ///
 /// ```
 /// use std::path::Path;
-/// use tracelens_driver::{Member, PairedBy, pair, paired_by};
+/// use trace_report::{Member, PairedBy, pair, paired_by};
 ///
 /// let base = [Member::trace("base/rank0.json", Some(0)), Member::trace("base/rank1.json", Some(1))];
 /// let new = [Member::trace("new/rank1.json", Some(1)), Member::trace("new/rank2.json", Some(2))];
@@ -496,7 +496,7 @@ pub fn list_paths<P: AsRef<Path>>(paths: &[P]) -> String {
 /// assert_eq!(pairing.pairs, [(Some(1), 1, 0)]);
 /// let unpaired: Vec<String> = pairing.unpaired.iter().map(|u| u.to_string()).collect();
 /// assert_eq!(unpaired, ["rank 0 only in the baseline run", "rank 2 only in the new run"]);
-/// # Ok::<(), tracelens_driver::PairError>(())
+/// # Ok::<(), trace_report::PairError>(())
 /// ```
 pub fn pair(paths: [&Path; 2], sides: [&[Member]; 2], by: PairedBy) -> Result<Pairing, PairError> {
     let reports = |i: usize| sides[i].iter().all(|m| m.report);

@@ -73,7 +73,7 @@ impl NoCycles {
 ///
 /// ```
 /// use std::path::PathBuf;
-/// use tracelens_driver::{NoCycles, profiling_cycles};
+/// use trace_report::{NoCycles, profiling_cycles};
 ///
 /// let traces: Vec<(PathBuf, u32)> = [
 ///     ("r0.1764720005000000000.pt.trace.json", 0),
@@ -269,7 +269,7 @@ fn job_cycles(traces: &[(PathBuf, Option<u32>)], members: &[usize]) -> JobCycles
 ///
 /// ```
 /// use std::path::PathBuf;
-/// use tracelens_driver::{Cycle, cycles_of};
+/// use trace_report::{Cycle, cycles_of};
 ///
 /// let traces: Vec<(PathBuf, Option<u32>)> = [
 ///     ("run/r0.1764720005000000000.pt.trace.json", Some(0)),
@@ -347,7 +347,7 @@ pub fn pick_cycle(
 ///
 /// ```
 /// use std::path::PathBuf;
-/// use tracelens_driver::{CyclePick, keep_cycle};
+/// use trace_report::{CyclePick, keep_cycle};
 ///
 /// let entries = [
 ///     Some((PathBuf::from("run/r0.1764720000000000000.pt.trace.json"), Some(0))),

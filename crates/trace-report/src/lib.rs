@@ -1,0 +1,71 @@
+//! Run-level analysis of GPU profiler traces: what a set of traces says
+//! that no single trace does. No TraceLens, no Python, no I/O of its own:
+//! it works on paths, ranks and the timelines `trace-summary` reads.
+//!
+//! - [`split_runs`] splits ranked traces into runs: by directory wherever a
+//!   rank is claimed twice (two jobs under one root), then by the profiling
+//!   cycles of torch.profiler's schedule ([`profiling_cycles`]), with the
+//!   reason each set that forms no run fails ([`RunRule`]).
+//! - [`cross_rank`], [`cross_gpu`] and [`cycle_trend`] set a run's traces
+//!   side by side from their GPU timelines ([`Timed`]): the straggler rank
+//!   and the one the others waited for, rocprofv3's processes GPU by GPU,
+//!   and how GPU time moved across profiling cycles.
+//! - [`pair`] says which trace of one run compares with which of another
+//!   (rank by rank; rocprofv3 processes GPU by GPU, node by node).
+//! - [`report_stem`] and [`Stems`] name a trace's report in an output
+//!   directory, as the original madengine did, unique and short enough.
+//!
+//! # Example
+//!
+//! ```
+//! use std::path::PathBuf;
+//! use trace_report::{RunRule, split_runs};
+//!
+//! // Two jobs under one root, each of ranks 0 and 1.
+//! let traces: Vec<(PathBuf, u32)> = ["job_1", "job_2"]
+//!     .iter()
+//!     .flat_map(|job| (0..2).map(move |r| (PathBuf::from(format!("{job}/rank{r}.json")), r)))
+//!     .collect();
+//! let (runs, no_run) = split_runs(&traces, RunRule::Complete { world: 0 });
+//! assert!(no_run.is_empty());
+//! let dirs: Vec<_> = runs.iter().map(|r| (r.dir.display().to_string(), r.world_size)).collect();
+//! assert_eq!(dirs, [("job_1".to_string(), 2), ("job_2".to_string(), 2)]);
+//! ```
+#![deny(missing_docs)]
+
+mod across;
+mod cycles;
+mod pairing;
+mod runs;
+
+pub use crate::{
+    across::{
+        CycleRow, GpuRow, LeftOut, RankRow, Spread, Timed, by_dir, by_job, by_run, cross_gpu,
+        cross_rank, cycle_trend, spread, vs_first,
+    },
+    cycles::{
+        Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
+        profiling_cycles,
+    },
+    pairing::{
+        Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
+    },
+    runs::{MAX_STEM, RankedRun, RunRule, Stems, numbers, report_stem, split_runs},
+};
+
+/// What can go wrong here: a profiling cycle asked for that a directory
+/// does not hold, or two runs whose traces do not pair.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// See [`CycleError`].
+    #[error(transparent)]
+    Cycle(#[from] CycleError),
+    /// See [`PairError`].
+    #[error(transparent)]
+    Pair(#[from] PairError),
+}
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;
