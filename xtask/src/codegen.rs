@@ -1,5 +1,6 @@
 //! `cargo xtask codegen [--check]`: docs/cli-reference.md from the CLI's own
-//! `--help` (clap), so the reference can never drift from the binary.
+//! `--help` (clap), and the output shown in README.md from the commands
+//! themselves, so neither can drift from the binary.
 
 use std::{fs, path::Path};
 
@@ -71,18 +72,108 @@ pub(crate) fn generate(root: &Path) -> Result<String, String> {
 }
 
 pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
-    let doc = generate(root)?;
-    let path = root.join(TARGET);
-    let current = fs::read_to_string(&path).unwrap_or_default();
-    if current == doc {
-        return Ok(());
+    let readme = fs::read_to_string(root.join(README)).map_err(|e| format!("{README}: {e}"))?;
+    for (target, doc) in [(TARGET, generate(root)?), (README, snippets(root, &readme)?)] {
+        let path = root.join(target);
+        let current = fs::read_to_string(&path).unwrap_or_default();
+        if current == doc {
+            continue;
+        }
+        if check {
+            return Err(format!("{target} is stale; run `cargo xtask codegen`"));
+        }
+        fs::write(&path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {target}");
     }
-    if check {
-        return Err(format!("{TARGET} is stale; run `cargo xtask codegen`"));
-    }
-    fs::write(&path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("wrote {TARGET}");
     Ok(())
+}
+
+const README: &str = "README.md";
+const OPEN: &str = "<!-- codegen: ";
+const CLOSE: &str = "<!-- /codegen -->";
+
+/// `text` with each generated snippet made again: after a line
+/// `<!-- codegen: madengine ARGS -->` and up to `<!-- /codegen -->`, the
+/// command as a reader types it and what it prints (stdout, then stderr),
+/// run in a scratch directory where `fixtures/` is the repository's, so
+/// that the paths it prints are the reader's.
+fn snippets(root: &Path, text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(OPEN) {
+        let line_end = rest[at..].find('\n').map_or(rest.len(), |n| at + n + 1);
+        let command = rest[at + OPEN.len()..line_end].trim_end().trim_end_matches("-->").trim();
+        let close = rest[line_end..]
+            .find(CLOSE)
+            .map(|n| line_end + n)
+            .ok_or_else(|| format!("{README}: `{OPEN}{command}` has no `{CLOSE}`"))?;
+        out.push_str(&rest[..line_end]);
+        out.push_str(&format!("```console\n$ {command}\n{}```\n", printed(root, command)?));
+        rest = &rest[close..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// What `command` (`madengine ARGS`) prints, as [`snippets`] runs it.
+fn printed(root: &Path, command: &str) -> Result<String, String> {
+    let args: Vec<&str> = command
+        .strip_prefix("madengine ")
+        .ok_or_else(|| format!("{README}: `{command}` is not a madengine command"))?
+        .split_whitespace()
+        .collect();
+    let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    std::os::unix::fs::symlink(root.join("fixtures"), scratch.path().join("fixtures"))
+        .map_err(|e| e.to_string())?;
+    let manifest = root.join("Cargo.toml");
+    let mut argv: Vec<String> = vec![
+        "run".into(),
+        "--quiet".into(),
+        "--manifest-path".into(),
+        manifest.display().to_string(),
+        "-p".into(),
+        "madengine-cli".into(),
+        "--".into(),
+    ];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let out = cmd(cargo(), &argv)
+        .dir(scratch.path())
+        .env("COLUMNS", "100")
+        .env("NO_COLOR", "1")
+        .env_remove("TRACELENS_VENV")
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .map_err(|e| format!("`{command}`: {e}"))?;
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Ok(trimmed(&text))
+}
+
+/// `text` with each trace's block that says what an earlier one said (its
+/// lines but the heading and where its CSVs went) cut to its heading and
+/// `   ... (as above)`: the README shows the output, not the same lines twice.
+fn trimmed(text: &str) -> String {
+    let mut seen: Vec<Vec<&str>> = Vec::new();
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let lines: Vec<&str> = block.lines().collect();
+        if lines.first().is_some_and(|l| l.starts_with("== ")) {
+            let body: Vec<&str> = lines[1..]
+                .iter()
+                .copied()
+                .filter(|l| !l.trim_start().starts_with("CSVs:"))
+                .collect();
+            if body.len() > 1 && seen.contains(&body) {
+                out.push(format!("{}\n   ... (as above)", lines[0]));
+                continue;
+            }
+            seen.push(body);
+        }
+        out.push(block.to_string());
+    }
+    out.join("\n\n")
 }
 
 #[cfg(test)]
@@ -91,5 +182,14 @@ mod tests {
     fn finds_subcommands() {
         let help = "Usage: x\n\nCommands:\n  trace   Find\n  report  Turn\n          more text\n  help    Print\n\nOptions:\n  -h\n";
         assert_eq!(super::subcommands(help), ["trace", "report"]);
+    }
+
+    #[test]
+    fn a_block_said_twice_is_shown_once() {
+        let text = "== a\n   x\n   y\n   CSVs: out/a\n\n== b\n   x\n   y\n   CSVs: out/b\n\n== c\n   z\n   y\n";
+        assert_eq!(
+            super::trimmed(text),
+            "== a\n   x\n   y\n   CSVs: out/a\n\n== b\n   ... (as above)\n\n== c\n   z\n   y\n"
+        );
     }
 }

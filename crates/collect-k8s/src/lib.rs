@@ -45,3 +45,8 @@ pub use crate::{
     },
     kubectl::{Gathered, Kubectl, PodResults, gather, gather_live},
 };
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

@@ -44,3 +44,8 @@ pub use crate::{
     spec::{DEFAULT_COLLECT, JobSpec},
     submit::{Submitted, follow, follow_with, submit},
 };
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

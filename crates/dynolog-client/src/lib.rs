@@ -65,3 +65,8 @@ pub use crate::{
     setup::{DEFAULT_DEB_URL, Installed, find_on_path, install_dynolog},
     trigger::{Clock, Event, Outcome, Policy, Signals, SystemClock, trigger},
 };
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

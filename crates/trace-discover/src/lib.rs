@@ -58,3 +58,8 @@ pub use crate::{
     },
     written::export_time_from_file_name,
 };
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

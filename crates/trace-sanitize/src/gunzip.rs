@@ -46,7 +46,7 @@ pub fn damaged_gzip(err: &(dyn std::error::Error + 'static)) -> bool {
     })
 }
 
-/// The content of a gzip file read from `R` ([module docs](self)).
+/// The content of a gzip file read from `R`.
 #[derive(Debug)]
 pub struct Gunzip<R: BufRead> {
     member: Option<GzDecoder<Counted<R>>>,

@@ -129,3 +129,8 @@ pub use crate::{
 /// trace-summary's scanner (not part of the API).
 #[doc(hidden)]
 pub use crate::engine::prefix_xor;
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

@@ -72,3 +72,8 @@ pub use crate::{
         rocpd_to_json, summarize, summarize_file, summarize_file_with, summarize_with,
     },
 };
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

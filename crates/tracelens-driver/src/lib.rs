@@ -65,3 +65,8 @@ pub use crate::{
     },
     tool::{Mode, Tool},
 };
+
+/// The README's example, run as a doctest so that it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;
