@@ -64,11 +64,15 @@ pub struct JobFile {
     pub gpu_vendor: GpuVendor,
     /// The workload, as an argv.
     pub command: Vec<String>,
-    /// Tools whose scripts are bundled (names in `<scripts_dir>/tools.json`).
+    /// Tools to run in each pod: a tool `<scripts_dir>/tools.json` defines
+    /// runs its scripts; any other must be one of madengine's built-in tools
+    /// (`collect_slurm::tools::BUILTIN`: `torch_profiler_dynolog`,
+    /// `rocprofv3`, `summary`, `tracelens`, ...), which need no scripts.
     #[serde(default)]
     pub tools: Vec<String>,
-    /// Where the tools' scripts are: a `tools.json` mapping each tool to its
-    /// `pre_scripts` and `post_scripts` (paths relative to this directory).
+    /// Where custom tools' scripts are: a `tools.json` mapping each tool to its
+    /// `pre_scripts` and `post_scripts` (paths relative to this directory);
+    /// it may also override a built-in tool of the same name.
     #[serde(default)]
     #[serde(serialize_with = "trace_discover::lossy::option")]
     pub scripts_dir: Option<PathBuf>,
@@ -170,6 +174,25 @@ pub struct Bundle {
     pub data: BTreeMap<String, String>,
     /// key -> base64 of non-UTF-8 content.
     pub binary_data: BTreeMap<String, String>,
+    /// The built-in tools to run (those no `tools.json` defines), in order.
+    pub builtin: Vec<String>,
+}
+
+/// The bundle of a job without a scripts directory: every tool must be a
+/// built-in one.
+pub fn builtin_bundle(tools: &[String]) -> Result<Bundle> {
+    let mut bundle = Bundle::default();
+    for tool in tools {
+        if collect_slurm::tools::builtin(tool).is_none() {
+            return Err(Error::Invalid(format!(
+                "unknown tool `{tool}`: the built-in tools are {}; a custom tool needs a \
+                 `scripts_dir` whose tools.json defines it",
+                collect_slurm::tools::builtin_names()
+            )));
+        }
+        bundle.builtin.push(tool.clone());
+    }
+    Ok(bundle)
 }
 
 #[derive(Deserialize)]
@@ -229,14 +252,20 @@ pub fn bundle(scripts_dir: &Path, tools: &[String]) -> Result<Bundle> {
         .map_err(|e| Error::Invalid(format!("{}: {e}", tools_json.display())))?;
     let mut pre = Vec::new();
     let mut post = Vec::new();
+    let mut builtin = Vec::new();
     for tool in tools {
-        let entry = known.get(tool).ok_or_else(|| {
-            Error::Invalid(format!(
-                "unknown tool `{tool}`; {} defines: {}",
+        let Some(entry) = known.get(tool) else {
+            if collect_slurm::tools::builtin(tool).is_some() {
+                builtin.push(tool.clone());
+                continue;
+            }
+            return Err(Error::Invalid(format!(
+                "unknown tool `{tool}`; {} defines: {}, and the built-in tools are {}",
                 tools_json.display(),
-                known.keys().cloned().collect::<Vec<_>>().join(", ")
-            ))
-        })?;
+                known.keys().cloned().collect::<Vec<_>>().join(", "),
+                collect_slurm::tools::builtin_names()
+            )));
+        };
         pre.extend(entry.pre_scripts.iter().map(|p| normalize(p)));
         post.extend(entry.post_scripts.iter().map(|p| normalize(p)));
     }
@@ -264,8 +293,14 @@ pub fn bundle(scripts_dir: &Path, tools: &[String]) -> Result<Bundle> {
         }
         files.insert(rel, bytes);
     }
-    let mut bundle =
-        Bundle { files: vec![], pre, post, data: BTreeMap::new(), binary_data: BTreeMap::new() };
+    let mut bundle = Bundle {
+        files: vec![],
+        pre,
+        post,
+        data: BTreeMap::new(),
+        binary_data: BTreeMap::new(),
+        builtin,
+    };
     let mut keys: BTreeMap<String, String> = BTreeMap::new();
     let mut total = 0;
     for (rel, bytes) in files {
@@ -378,9 +413,12 @@ impl JobFile {
                 p = q(p)
             ));
         }
+        let tools: Vec<&collect_slurm::tools::Tool> =
+            bundle.builtin.iter().filter_map(|t| collect_slurm::tools::builtin(t)).collect();
+        let command = collect_slurm::tools::wrapped(&tools, &self.command);
         s.push_str(&format!(
             "{}\nrc=$?\n",
-            self.command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ")
+            command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ")
         ));
         for p in &bundle.post {
             s.push_str(&format!(
@@ -388,7 +426,16 @@ impl JobFile {
                 p = q(p)
             ));
         }
-        let dirs = self.collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
+        for tool in &tools {
+            for line in tool.after {
+                s.push_str(&format!(
+                    "{line} || echo \"warning: tool {name} failed ($?); continuing\" >&2\n",
+                    name = tool.name
+                ));
+            }
+        }
+        let collect = collect_slurm::tools::with_outputs(&tools, &self.collect);
+        let dirs = collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
         s.push_str(&format!(
             "DEST=\"/results/$HOSTNAME\"\nmkdir -p \"$DEST\"\necho \"$rc\" > \"$DEST/exit_code\"\n\
              for d in {dirs}; do\n    if [ -d \"$d\" ]; then cp -r \"$d\" \"$DEST/\" && echo \"copied $d to $DEST\"; fi\ndone\n\

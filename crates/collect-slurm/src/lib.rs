@@ -36,6 +36,7 @@ mod gather;
 mod slurm;
 mod spec;
 mod submit;
+pub mod tools;
 
 pub use crate::{
     error::{Error, Result},

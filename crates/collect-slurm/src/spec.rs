@@ -45,8 +45,11 @@ pub struct JobSpec {
     /// The workload, as an argv (quoted for the shell when rendered).
     pub command: Vec<String>,
     /// Directories (relative to the node's work directory) to collect from
-    /// each node whose step succeeded.
+    /// each node whose step succeeded (each tool's output is added).
     pub collect: Vec<String>,
+    /// Built-in tools ([`crate::tools::BUILTIN`]) run on each node: a
+    /// profiler wraps the workload, an analysis runs after it.
+    pub tools: Vec<String>,
     /// Where `<job_id>/node_<N>/` go; must be on a filesystem every node sees.
     #[serde(serialize_with = "trace_discover::lossy::path")]
     pub results_dir: PathBuf,
@@ -67,6 +70,7 @@ impl Default for JobSpec {
             setup: vec![],
             command: vec![],
             collect: DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect(),
+            tools: vec![],
             results_dir: PathBuf::from("slurm_results"),
         }
     }
@@ -156,6 +160,14 @@ impl JobSpec {
                 ));
             }
         }
+        for name in &self.tools {
+            if crate::tools::builtin(name).is_none() {
+                return bad(format!(
+                    "unknown tool `{name}`; the built-in tools are: {}",
+                    crate::tools::builtin_names()
+                ));
+            }
+        }
         for dir in &self.collect {
             if dir.is_empty() || dir.starts_with('/') || dir.split('/').any(|c| c == "..") {
                 return bad(format!(
@@ -215,8 +227,23 @@ impl JobSpec {
                 s.push('\n');
             }
         }
-        let command = self.command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ");
-        let collect = self.collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
+        let tools: Vec<&crate::tools::Tool> =
+            self.tools.iter().filter_map(|t| crate::tools::builtin(t)).collect();
+        let command = crate::tools::wrapped(&tools, &self.command);
+        let command = command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ");
+        let collect = crate::tools::with_outputs(&tools, &self.collect);
+        let collect = collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
+        // The tools' analyses, after the workload (a failure is a warning),
+        // their output beside it: into the node's logs.
+        let mut after = String::new();
+        for tool in &tools {
+            for line in tool.after {
+                after.push_str(&format!(
+                    "{line} >> \"$NODE_DIR/stdout.out\" 2>> \"$NODE_DIR/stderr.err\" || echo \"node $SLURM_NODEID: {name} failed ($?)\" >&2\n",
+                    name = tool.name
+                ));
+            }
+        }
         let step = format!(
             r#"set -u
 NODE_DIR="$RESULTS/node_$SLURM_NODEID"
@@ -228,7 +255,7 @@ mkdir -p "$WORK" && cd "$WORK" || exit 1
 rc=$?
 printf '%s\n' "$rc" > "$NODE_DIR/exit_code"
 if [ "$rc" -eq 0 ]; then
-    for d in {collect}; do
+{after}    for d in {collect}; do
         if [ -d "$d" ]; then cp -r "$d" "$NODE_DIR/" && echo "node $SLURM_NODEID: collected $d"; fi
     done
 else

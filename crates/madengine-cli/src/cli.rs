@@ -135,10 +135,17 @@ pub(crate) enum K8sCommand {
 const K8S_RENDER_HELP: &str = "\
 The job file (JSON) holds: name, namespace, image, nodes, gpus_per_node,
 gpu_vendor (amd|nvidia), command (argv list), results_storage (e.g. \"10Gi\"),
-and optionally tools + scripts_dir (scripts_dir/tools.json maps each tool to
-its pre_scripts and post_scripts), node_selector, tolerations, env,
+and optionally tools, scripts_dir, node_selector, tolerations, env,
 storage_class, tools_image, image_has_madengine, workdir, collect. Unknown
-keys are an error. A relative scripts_dir is relative to the job file.
+keys are an error.
+
+tools are built in, and need no scripts: torch_profiler_dynolog (the command
+runs under `madengine profile`), rocprofv3 and rocprofv3_perfetto (under
+rocprofv3), summary (`madengine report summary` after it), tracelens
+(`madengine report tracelens --no-fail` after it); each tool's output
+directory is collected. A custom tool needs a scripts_dir whose tools.json
+maps it to its pre_scripts and post_scripts (which may also override a
+built-in one); a relative scripts_dir is relative to the job file.
 
 Examples:
   madengine k8s render --config job.json -o manifests/
@@ -269,7 +276,7 @@ command failed.";
 #[derive(Debug, Clone, Args)]
 pub(crate) struct JobArgs {
     /// A JSON job file with any of: name, nodes, ntasks_per_node, gpus_per_node, partition, time,
-    /// account, sbatch, env ([[K, V]...]), setup, command, collect, results_dir.
+    /// account, sbatch, env ([[K, V]...]), setup, command, collect, tools, results_dir.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<std::path::PathBuf>,
     /// Nodes to allocate.
@@ -305,6 +312,13 @@ pub(crate) struct JobArgs {
     /// A shell command to run before the workload (repeatable).
     #[arg(long = "setup", value_name = "CMD")]
     pub(crate) setup: Vec<String>,
+    /// A built-in tool to run on each node (repeatable): torch_profiler_dynolog
+    /// (the workload under `madengine profile`), rocprofv3, rocprofv3_perfetto
+    /// (under rocprofv3), summary (`report summary` after it), tracelens
+    /// (`report tracelens --no-fail` after it). Each tool's output directory
+    /// is collected.
+    #[arg(long = "tool", value_name = "NAME")]
+    pub(crate) tools: Vec<String>,
     /// The workload command (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
     pub(crate) command: Vec<String>,

@@ -196,6 +196,11 @@ pub(crate) fn job_spec(
     }
     spec.sbatch.extend(args.sbatch.iter().cloned());
     spec.setup.extend(args.setup.iter().cloned());
+    for tool in &args.tools {
+        if !spec.tools.contains(tool) {
+            spec.tools.push(tool.clone());
+        }
+    }
     if !args.command.is_empty() {
         spec.command = args.command.clone();
     }

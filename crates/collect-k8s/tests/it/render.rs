@@ -215,3 +215,42 @@ fn files_outside_the_scripts_directory_are_refused() {
         );
     }
 }
+
+/// Built-in tools need no scripts directory: the workload runs under
+/// `madengine profile`, `report summary` runs after it, and their output
+/// directories are collected; the manifests pass the strict schemas. A
+/// tools.json may define a tool of its own beside a built-in one.
+#[test]
+fn built_in_tools_need_no_scripts() {
+    let mut j = job("");
+    j.command = vec!["torchrun".into(), "--nnodes".into(), "2".into(), "train.py".into()];
+    j.tools = vec!["torch_profiler_dynolog".into(), "summary".into()];
+    j.collect = vec!["rocprof_output".into()];
+    let b = collect_k8s::builtin_bundle(&j.tools).unwrap();
+    assert!(b.files.is_empty());
+    let script = j.pod_script(&b);
+    assert!(
+        script.contains("\nmadengine profile -- torchrun --nnodes 2 train.py\nrc=$?\n"),
+        "{script}"
+    );
+    assert!(
+        script.contains(
+            "madengine report summary . --output-dir summary_output || echo \"warning: tool summary failed ($?); continuing\" >&2\n"
+        ),
+        "{script}"
+    );
+    assert!(
+        script.contains("for d in rocprof_output torch_profiler_output summary_output; do"),
+        "{script}"
+    );
+    let objects = j.render(&b).unwrap();
+    validate(&objects).unwrap();
+    // Not a built-in one, and no scripts: refused, naming what there is.
+    let err = collect_k8s::builtin_bundle(&["nope".into()]).unwrap_err().to_string();
+    assert!(err.contains("unknown tool `nope`") && err.contains("torch_profiler_dynolog"), "{err}");
+    // With a scripts directory: its tools run their scripts, a built-in one beside them.
+    let mixed =
+        bundle(&fixtures().join("scripts"), &["tracelens".into(), "summary".into()]).unwrap();
+    assert_eq!(mixed.post, ["scripts/common/post_scripts/tracelens.sh"]);
+    assert_eq!(mixed.builtin, ["summary"]);
+}

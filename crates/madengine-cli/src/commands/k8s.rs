@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use collect_k8s::{Bundle, JobFile, Kubectl};
+use collect_k8s::{JobFile, Kubectl};
 
 use crate::{
     cli::{K8sApplyArgs, K8sGatherArgs, K8sRenderArgs, KubectlArgs},
@@ -21,13 +21,7 @@ fn manifests(config: &std::path::Path) -> Result<Vec<serde_json::Value>, Error> 
             };
             collect_k8s::bundle(&dir, &job.tools)?
         }
-        None if job.tools.is_empty() => Bundle::default(),
-        None => {
-            return Err(Error::Usage(format!(
-                "{}: `tools` needs a `scripts_dir`",
-                config.display()
-            )));
-        }
+        None => collect_k8s::builtin_bundle(&job.tools)?,
     };
     Ok(job.render(&bundle)?)
 }

@@ -39,7 +39,7 @@ fn script_from_flags_and_a_job_file() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: bad.json: unknown field `gpu_per_node`, expected one of `name`, `nodes`, `ntasks_per_node`, `gpus_per_node`, `partition`, `time`, `account`, `sbatch`, `env`, `setup`, `command`, `collect`, `results_dir` at line 1 column 27
+    error: bad.json: unknown field `gpu_per_node`, expected one of `name`, `nodes`, `ntasks_per_node`, `gpus_per_node`, `partition`, `time`, `account`, `sbatch`, `env`, `setup`, `command`, `collect`, `tools`, `results_dir` at line 1 column 27
     ");
 }
 
@@ -206,4 +206,105 @@ fn ctrl_c_while_waiting_says_the_job_goes_on() {
             && rest.contains("madengine slurm gather "),
         "{rest}"
     );
+}
+
+/// Built-in tools around the workload: a profiler wraps it, an analysis
+/// runs after it on each node, and their outputs are collected.
+#[test]
+fn tools_wrap_the_workload_and_analyze_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "script".as_ref(),
+            "--tool".as_ref(),
+            "torch_profiler_dynolog".as_ref(),
+            "--tool".as_ref(),
+            "summary".as_ref(),
+            "--".as_ref(),
+            "python3".as_ref(),
+            "train.py".as_ref(),
+        ],
+        &[],
+    );
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    assert!(
+        text.contains("\nmadengine profile -- python3 train.py > \"$NODE_DIR/stdout.out\""),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "madengine report summary . --output-dir summary_output >> \"$NODE_DIR/stdout.out\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("tracelens_output torch_profiler_output summary_output; do")
+            || text.contains(" summary_output; do"),
+        "{text}"
+    );
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "script".as_ref(),
+            "--tool".as_ref(),
+            "nope".as_ref(),
+            "--".as_ref(),
+            "true".as_ref(),
+        ],
+        &[],
+    );
+    assert!(
+        text.contains("unknown tool `nope`; the built-in tools are: torch_profiler_dynolog"),
+        "{text}"
+    );
+}
+
+/// On the test cluster: `--tool summary` summarizes each node's traces on
+/// the node, and the reports come back with the traces.
+#[test]
+fn the_summary_tool_runs_on_each_node() {
+    let Some(conf) = cluster() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("SLURM_CONF", conf)];
+    let bin = crate::binary();
+    let path = format!("export PATH={}:$PATH", bin.parent().unwrap().display());
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "submit".as_ref(),
+            "--nodes".as_ref(),
+            "2".as_ref(),
+            "--results-dir".as_ref(),
+            "results".as_ref(),
+            "--setup".as_ref(),
+            path.as_ref(),
+            "--tool".as_ref(),
+            "summary".as_ref(),
+            "--wait".as_ref(),
+            "--timeout".as_ref(),
+            "120".as_ref(),
+            "--json".as_ref(),
+            "--".as_ref(),
+            "bash".as_ref(),
+            "-c".as_ref(),
+            WORKLOAD.as_ref(),
+        ],
+        &env,
+    );
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let json: serde_json::Value = crate::stdout_json(&text);
+    let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
+    for node in ["node_0", "node_1"] {
+        let reports: Vec<_> = std::fs::read_dir(results.join(node).join("summary_output"))
+            .unwrap_or_else(|e| panic!("{node}: {e}: {text}"))
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(reports.len(), 1, "{node}: {reports:?}");
+        assert!(reports[0].join("summary.json").is_file(), "{:?}", reports[0]);
+    }
 }
