@@ -50,6 +50,12 @@ pub struct JobSpec {
     /// Built-in tools ([`crate::tools::BUILTIN`]) run on each node: a
     /// profiler wraps the workload, an analysis runs after it.
     pub tools: Vec<String>,
+    /// Summarize each node's traces on the node (the `summary` tool) and
+    /// collect its reports, not its traces (unless `gather_traces`): KB per
+    /// rank instead of the traces' hundreds of MB.
+    pub summarize_on_nodes: bool,
+    /// With `summarize_on_nodes`: collect the traces too.
+    pub gather_traces: bool,
     /// Where `<job_id>/node_<N>/` go; must be on a filesystem every node sees.
     #[serde(serialize_with = "trace_discover::lossy::path")]
     pub results_dir: PathBuf,
@@ -71,6 +77,8 @@ impl Default for JobSpec {
             command: vec![],
             collect: DEFAULT_COLLECT.iter().map(|s| s.to_string()).collect(),
             tools: vec![],
+            summarize_on_nodes: false,
+            gather_traces: false,
             results_dir: PathBuf::from("slurm_results"),
         }
     }
@@ -160,6 +168,11 @@ impl JobSpec {
                 ));
             }
         }
+        if self.gather_traces && !self.summarize_on_nodes {
+            return bad("gather_traces goes with summarize_on_nodes (traces are gathered \
+                        unless the nodes summarize them)"
+                .into());
+        }
         for name in &self.tools {
             if crate::tools::builtin(name).is_none() {
                 return bad(format!(
@@ -227,11 +240,18 @@ impl JobSpec {
                 s.push('\n');
             }
         }
-        let tools: Vec<&crate::tools::Tool> =
+        let mut tools: Vec<&crate::tools::Tool> =
             self.tools.iter().filter_map(|t| crate::tools::builtin(t)).collect();
+        let summary = crate::tools::builtin("summary").expect("a built-in tool");
+        if self.summarize_on_nodes && !tools.contains(&summary) {
+            tools.push(summary);
+        }
         let command = crate::tools::wrapped(&tools, &self.command);
         let command = command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ");
-        let collect = crate::tools::with_outputs(&tools, &self.collect);
+        let mut collect = crate::tools::with_outputs(&tools, &self.collect);
+        if self.summarize_on_nodes && !self.gather_traces {
+            collect.retain(|d| !crate::tools::TRACE_DIRS.contains(&d.as_str()));
+        }
         let collect = collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
         // The tools' analyses, after the workload (a failure is a warning),
         // their output beside it: into the node's logs.

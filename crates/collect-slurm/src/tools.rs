@@ -63,7 +63,7 @@ pub const BUILTIN: &[Tool] = &[
         name: "summary",
         about: "TraceLens' core tables of every trace, natively (`madengine report summary`)",
         wrap: &[],
-        after: &["madengine report summary . --output-dir summary_output"],
+        after: &["madengine report summary --output-dir summary_output"],
         output: "summary_output",
     },
     Tool {
@@ -85,6 +85,12 @@ const ROCPROF_JSON: &[&str] = &[
     "rocprof_output",
     "--",
 ];
+
+/// The directories profilers leave their traces in (the original's tool
+/// outputs, less the reports): what summarizing on the nodes spares the
+/// gathering.
+pub const TRACE_DIRS: &[&str] =
+    &["rocprof_output", "rpd_output", "rocm_trace_lite_output", "torch_profiler_output"];
 
 /// The built-in tool of this name.
 pub fn builtin(name: &str) -> Option<&'static Tool> {

@@ -276,7 +276,8 @@ command failed.";
 #[derive(Debug, Clone, Args)]
 pub(crate) struct JobArgs {
     /// A JSON job file with any of: name, nodes, ntasks_per_node, gpus_per_node, partition, time,
-    /// account, sbatch, env ([[K, V]...]), setup, command, collect, tools, results_dir.
+    /// account, sbatch, env ([[K, V]...]), setup, command, collect, tools, summarize_on_nodes,
+    /// gather_traces, results_dir.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<std::path::PathBuf>,
     /// Nodes to allocate.
@@ -319,6 +320,14 @@ pub(crate) struct JobArgs {
     /// is collected.
     #[arg(long = "tool", value_name = "NAME")]
     pub(crate) tools: Vec<String>,
+    /// Summarize each node's traces on the node (the summary tool) and
+    /// gather its reports (KB per rank), not its traces: `gather --summary`
+    /// builds the cross-rank tables from them.
+    #[arg(long)]
+    pub(crate) summarize_on_nodes: bool,
+    /// With --summarize-on-nodes: gather the traces too.
+    #[arg(long, requires = "summarize_on_nodes")]
+    pub(crate) gather_traces: bool,
     /// The workload command (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
     pub(crate) command: Vec<String>,
@@ -388,6 +397,11 @@ pub(crate) struct GatherReportArgs {
     /// only cycle N (1: the first) or the last, as `report tracelens --cycle`.
     #[arg(long, value_name = "N|last", value_parser = cycle_pick, requires = "analysis")]
     pub(crate) cycle: Option<CyclePick>,
+    /// With --summary: read the traces the nodes left even where the nodes
+    /// summarized them (--summarize-on-nodes); by default their reports
+    /// are read, and no trace is read again.
+    #[arg(long, requires = "summary")]
+    pub(crate) from_traces: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1120,6 +1120,19 @@ pub(crate) fn left_out_of_gpus(left: &trace_report::LeftOut) -> String {
     }
 }
 
+/// The reports the nodes made, read in place of their traces.
+pub(crate) fn node_reports(reports: &[std::path::PathBuf]) -> Result<(), Error> {
+    let mut text = format!(
+        "{} made on the nodes read (no trace read again; --from-traces reads the traces):\n",
+        plural(reports.len(), "report")
+    );
+    for report in reports {
+        text.push_str(&format!("   {}\n", report.display()));
+    }
+    text.push('\n');
+    out(&text)
+}
+
 pub(crate) fn summaries(
     views: &[crate::commands::SummaryView],
     ranks: &[trace_report::RankRow],

@@ -196,6 +196,8 @@ pub(crate) fn job_spec(
     }
     spec.sbatch.extend(args.sbatch.iter().cloned());
     spec.setup.extend(args.setup.iter().cloned());
+    spec.summarize_on_nodes |= args.summarize_on_nodes;
+    spec.gather_traces |= args.gather_traces;
     for tool in &args.tools {
         if !spec.tools.contains(tool) {
             spec.tools.push(tool.clone());

@@ -235,7 +235,7 @@ fn built_in_tools_need_no_scripts() {
     );
     assert!(
         script.contains(
-            "madengine report summary . --output-dir summary_output || echo \"warning: tool summary failed ($?); continuing\" >&2\n"
+            "madengine report summary --output-dir summary_output || echo \"warning: tool summary failed ($?); continuing\" >&2\n"
         ),
         "{script}"
     );

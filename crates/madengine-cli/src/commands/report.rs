@@ -182,9 +182,19 @@ pub(crate) fn analyze_gathered(
             salvage: args.salvage,
             cycle: args.cycle,
         };
-        let Some(summarized) = super::summary::summarize(&summary_args)? else {
-            analyzed.status = Status::Interrupted;
-            return Ok(analyzed);
+        let from_nodes = match args.from_traces {
+            true => None,
+            false => super::summary::from_node_reports(root)?,
+        };
+        let summarized = match from_nodes {
+            Some(summarized) => summarized,
+            None => match super::summary::summarize(&summary_args)? {
+                Some(summarized) => summarized,
+                None => {
+                    analyzed.status = Status::Interrupted;
+                    return Ok(analyzed);
+                }
+            },
         };
         if json {
             analyzed.json.insert("summary".into(), summarized.json());

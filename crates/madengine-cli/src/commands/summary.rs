@@ -1133,6 +1133,9 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
 /// printed.
 pub(crate) struct Summarized {
     views: Vec<TraceView>,
+    /// Read instead of traces: the reports the nodes made of theirs
+    /// ([`from_node_reports`]).
+    node_reports: Vec<PathBuf>,
     ranks: Vec<trace_report::RankRow>,
     gpus: Vec<trace_report::GpuRow>,
     cycles: Vec<trace_report::CycleRow>,
@@ -1145,18 +1148,27 @@ pub(crate) struct Summarized {
 impl Summarized {
     /// As `--json` prints it.
     pub(crate) fn json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "traces": self.views,
             "cross_rank": self.ranks,
             "cross_gpu": self.gpus,
             "cycles": self.cycles,
             "unreadable": self.unreadable,
             "left_out": self.left_out,
-        })
+        });
+        if !self.node_reports.is_empty() {
+            let reports: Vec<String> =
+                self.node_reports.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            json["node_reports"] = serde_json::json!(reports);
+        }
+        json
     }
 
     /// As the terminal shows it.
     pub(crate) fn print(&self) -> Result<(), Error> {
+        if !self.node_reports.is_empty() {
+            render::node_reports(&self.node_reports)?;
+        }
         render::summaries(&self.views, &self.ranks, &self.cycles, &self.gpus)
     }
 
@@ -1316,7 +1328,103 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &left_out)?;
     }
-    Ok(Some(Summarized { views, ranks, gpus, cycles, unreadable, left_out }))
+    Ok(Some(Summarized { views, node_reports: vec![], ranks, gpus, cycles, unreadable, left_out }))
+}
+
+/// The tables across a gathered run's traces from the reports its nodes
+/// made of them (`<node>/summary_output/<report>/summary.json`, the
+/// `summary` tool's), each read back as the trace it was made of
+/// (`<node>/<trace>`): the same cross-rank, cross-GPU and cycle tables as
+/// reading the traces, without reading one. `None` when no node holds such
+/// reports.
+pub(crate) fn from_node_reports(root: &Path) -> Result<Option<Summarized>, Error> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let mut reports = Vec::new();
+    let mut nodes: Vec<PathBuf> = std::fs::read_dir(root)
+        .map_err(io(root))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("summary_output").is_dir())
+        .collect();
+    nodes.sort();
+    for node in &nodes {
+        let out = node.join("summary_output");
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+            .map_err(io(&out))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join(RECORD).is_file())
+            .collect();
+        dirs.sort();
+        reports.extend(dirs.into_iter().map(|d| (node.clone(), d)));
+    }
+    if reports.is_empty() {
+        return Ok(None);
+    }
+    let mut timed = Vec::new();
+    let mut read = Vec::new();
+    for (node, dir) in reports {
+        let path = dir.join(RECORD);
+        let text = std::fs::read(&path).map_err(io(&path))?;
+        let record: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
+            Error::Usage(format!(
+                "{}: not the record `report summary` writes ({e})",
+                path.display()
+            ))
+        })?;
+        let Some(trace) = record["trace"].as_str() else { continue };
+        // As the node named it, from its work directory: under the node's.
+        let trace: PathBuf = node.join(
+            Path::new(trace)
+                .components()
+                .filter(|c| *c != std::path::Component::CurDir)
+                .collect::<PathBuf>(),
+        );
+        let timeline: Vec<(String, f64)> = record["timeline"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|row| Some((row[0].as_str()?.to_string(), row[1].as_f64()?)))
+            .collect();
+        let number = |key: &str| record[key].as_u64();
+        timed.push(trace_report::Timed {
+            rocprof: record["outcome"] == "rocprofv3",
+            gpu_index: number("gpu_index").map(|n| n as u32),
+            comm_ms: record["comm_ms"].as_f64(),
+            steps: number("steps").map(|n| n as usize),
+            timeline,
+            ..trace_report::Timed::new(trace, number("rank").map(|n| n as u32))
+        });
+        read.push(dir);
+    }
+    // Profiling cycles, as the traces' names tell them apart.
+    let pytorch: Vec<usize> = (0..timed.len()).filter(|&i| !timed[i].rocprof).collect();
+    let named: Vec<(PathBuf, Option<u32>)> =
+        pytorch.iter().map(|&i| (timed[i].trace.clone(), timed[i].rank)).collect();
+    for (&i, cycle) in pytorch.iter().zip(trace_report::cycles_of(&named)) {
+        timed[i].cycle = cycle;
+    }
+    let (ranks, no_run) = trace_report::cross_rank(&timed);
+    for (what, why) in no_run {
+        render::note(&format!("no cross-rank table for {what}: {why}"));
+    }
+    let (gpus, left_out_of_gpus) = trace_report::cross_gpu(&timed);
+    for left in &left_out_of_gpus {
+        render::note(&render::left_out_of_gpus(left));
+    }
+    let cycles = trace_report::cycle_trend(&timed);
+    Ok(Some(Summarized {
+        views: vec![],
+        node_reports: read,
+        ranks,
+        gpus,
+        cycles,
+        unreadable: 0,
+        left_out: vec![],
+    }))
 }
 
 #[cfg(test)]

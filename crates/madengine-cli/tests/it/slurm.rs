@@ -39,7 +39,7 @@ fn script_from_flags_and_a_job_file() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: bad.json: unknown field `gpu_per_node`, expected one of `name`, `nodes`, `ntasks_per_node`, `gpus_per_node`, `partition`, `time`, `account`, `sbatch`, `env`, `setup`, `command`, `collect`, `tools`, `results_dir` at line 1 column 27
+    error: bad.json: unknown field `gpu_per_node`, expected one of `name`, `nodes`, `ntasks_per_node`, `gpus_per_node`, `partition`, `time`, `account`, `sbatch`, `env`, `setup`, `command`, `collect`, `tools`, `summarize_on_nodes`, `gather_traces`, `results_dir` at line 1 column 27
     ");
 }
 
@@ -235,7 +235,7 @@ fn tools_wrap_the_workload_and_analyze_after_it() {
     );
     assert!(
         text.contains(
-            "madengine report summary . --output-dir summary_output >> \"$NODE_DIR/stdout.out\""
+            "madengine report summary --output-dir summary_output >> \"$NODE_DIR/stdout.out\""
         ),
         "{text}"
     );
@@ -307,4 +307,80 @@ fn the_summary_tool_runs_on_each_node() {
         assert_eq!(reports.len(), 1, "{node}: {reports:?}");
         assert!(reports[0].join("summary.json").is_file(), "{:?}", reports[0]);
     }
+}
+
+/// `--summarize-on-nodes`: each node summarizes its traces, and `gather
+/// --summary` builds the cross-rank table from the reports that came back,
+/// reading no trace: the table the traces give (`--from-traces`, with
+/// `--gather-traces`). Without `--gather-traces` no trace comes back.
+#[test]
+fn summarized_on_the_nodes_the_cross_rank_table_reads_no_trace() {
+    let Some(conf) = cluster() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("SLURM_CONF", conf)];
+    let bin = crate::binary();
+    let path = format!("export PATH={}:$PATH", bin.parent().unwrap().display());
+    let submit = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = [
+            "slurm",
+            "submit",
+            "--nodes",
+            "4",
+            "--results-dir",
+            "results",
+            "--setup",
+            &path,
+            "--summarize-on-nodes",
+            "--wait",
+            "--timeout",
+            "120",
+            "--summary",
+            "--json",
+        ]
+        .into_iter()
+        .map(std::ffi::OsStr::new)
+        .collect();
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.extend(["--", "bash", "-c", WORKLOAD].iter().map(std::ffi::OsStr::new));
+        let (text, _) = crate::run_cli(dir.path(), &args, &env);
+        assert!(text.starts_with("exit code: 0"), "{text}");
+        crate::stdout_json(&text)
+    };
+    let json = submit(&["--gather-traces"]);
+    let summary = &json["summary"]["summary"];
+    assert_eq!(summary["node_reports"].as_array().map(Vec::len), Some(4), "{json:#}");
+    let ranks: Vec<&serde_json::Value> =
+        summary["cross_rank"].as_array().unwrap().iter().map(|r| &r["rank"]).collect();
+    assert_eq!(ranks, [0, 1, 2, 3], "{json:#}");
+    // The same table from the traces.
+    let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
+    let (text, _) = crate::run_cli(
+        dir.path(),
+        &[
+            "slurm".as_ref(),
+            "gather".as_ref(),
+            results.as_os_str(),
+            "--summary".as_ref(),
+            "--from-traces".as_ref(),
+            "--json".as_ref(),
+        ],
+        &env,
+    );
+    let from_traces = crate::stdout_json(&text);
+    assert!(from_traces["summary"].get("node_reports").is_none(), "{from_traces:#}");
+    assert_eq!(from_traces["summary"]["cross_rank"], summary["cross_rank"]);
+    // Reports only: no trace came back, and the table is the same.
+    let json = submit(&[]);
+    let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
+    for node in ["node_0", "node_1", "node_2", "node_3"] {
+        assert!(results.join(node).join("summary_output").is_dir(), "{node}");
+        assert!(!results.join(node).join("torch_profiler_output").exists(), "{node}");
+    }
+    let ranks: Vec<&serde_json::Value> = json["summary"]["summary"]["cross_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["rank"])
+        .collect();
+    assert_eq!(ranks, [0, 1, 2, 3], "{json:#}");
 }
