@@ -102,6 +102,13 @@ pub struct JobFile {
     /// Tool output directories each pod copies to the results volume.
     #[serde(default = "default_collect")]
     pub collect: Vec<String>,
+    /// Summarize each pod's traces in the pod (the `summary` tool) and copy
+    /// its reports, not its traces (unless `gather_traces`).
+    #[serde(default)]
+    pub summarize_on_nodes: bool,
+    /// With `summarize_on_nodes`: copy the traces too.
+    #[serde(default)]
+    pub gather_traces: bool,
 }
 
 fn default_tools_image() -> String {
@@ -413,8 +420,12 @@ impl JobFile {
                 p = q(p)
             ));
         }
-        let tools: Vec<&collect_slurm::tools::Tool> =
+        let mut tools: Vec<&collect_slurm::tools::Tool> =
             bundle.builtin.iter().filter_map(|t| collect_slurm::tools::builtin(t)).collect();
+        let summary = collect_slurm::tools::builtin("summary").expect("a built-in tool");
+        if self.summarize_on_nodes && !tools.contains(&summary) {
+            tools.push(summary);
+        }
         let command = collect_slurm::tools::wrapped(&tools, &self.command);
         s.push_str(&format!(
             "{}\nrc=$?\n",
@@ -434,7 +445,10 @@ impl JobFile {
                 ));
             }
         }
-        let collect = collect_slurm::tools::with_outputs(&tools, &self.collect);
+        let mut collect = collect_slurm::tools::with_outputs(&tools, &self.collect);
+        if self.summarize_on_nodes && !self.gather_traces {
+            collect.retain(|d| !collect_slurm::tools::TRACE_DIRS.contains(&d.as_str()));
+        }
         let dirs = collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
         s.push_str(&format!(
             "DEST=\"/results/$HOSTNAME\"\nmkdir -p \"$DEST\"\necho \"$rc\" > \"$DEST/exit_code\"\n\

@@ -136,8 +136,10 @@ const K8S_RENDER_HELP: &str = "\
 The job file (JSON) holds: name, namespace, image, nodes, gpus_per_node,
 gpu_vendor (amd|nvidia), command (argv list), results_storage (e.g. \"10Gi\"),
 and optionally tools, scripts_dir, node_selector, tolerations, env,
-storage_class, tools_image, image_has_madengine, workdir, collect. Unknown
-keys are an error.
+storage_class, tools_image, image_has_madengine, workdir, collect,
+summarize_on_nodes (each pod summarizes its traces and copies its reports,
+not its traces), gather_traces (with it, the traces too). Unknown keys are
+an error.
 
 tools are built in, and need no scripts: torch_profiler_dynolog (the command
 runs under `madengine profile`), rocprofv3 and rocprofv3_perfetto (under

@@ -254,3 +254,23 @@ fn built_in_tools_need_no_scripts() {
     assert_eq!(mixed.post, ["scripts/common/post_scripts/tracelens.sh"]);
     assert_eq!(mixed.builtin, ["summary"]);
 }
+
+/// `summarize_on_nodes`: the summary tool runs in each pod, and only its
+/// reports are copied to the results volume (`gather_traces` copies the
+/// traces too).
+#[test]
+fn summarized_in_the_pods_only_reports_are_copied() {
+    let mut j = job(r#", "summarize_on_nodes": true"#);
+    j.tools = vec!["torch_profiler_dynolog".into()];
+    let b = collect_k8s::builtin_bundle(&j.tools).unwrap();
+    let script = j.pod_script(&b);
+    assert!(script.contains("madengine report summary --output-dir summary_output"), "{script}");
+    assert!(script.contains("for d in tracelens_output summary_output; do"), "{script}");
+    validate(&j.render(&b).unwrap()).unwrap();
+    j.gather_traces = true;
+    let script = j.pod_script(&b);
+    assert!(
+        script.contains("torch_profiler_output tracelens_output summary_output; do"),
+        "{script}"
+    );
+}

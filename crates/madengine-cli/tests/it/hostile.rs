@@ -378,3 +378,75 @@ fn the_memory_planned_for_small_events_is_what_they_take() {
         planned >> 10
     );
 }
+
+/// Two traces whose reports would take one name (`.../run/rank0.json` of
+/// two jobs, given by absolute path, name theirs `run_rank0`) keep apart:
+/// the second gets a name of its own, the first's report stays. And a
+/// report written into the output directory after this run started (by
+/// another run at the same time) is not retired as stale, though its trace
+/// is gone.
+#[test]
+fn reports_of_other_traces_and_other_runs_are_never_overwritten_or_retired() {
+    let dir = tempfile::tempdir().unwrap();
+    let good =
+        std::fs::read(synthetic("torch_profiler_output/libkineto_trace_rank0_1.json")).unwrap();
+    let a = dir.path().join("a/run/rank0.json");
+    let b = dir.path().join("b/run/rank0.json");
+    for trace in [&a, &b] {
+        std::fs::create_dir_all(trace.parent().unwrap()).unwrap();
+        std::fs::write(trace, &good).unwrap();
+    }
+    let summary = |trace: &Path| {
+        bounded(
+            dir.path(),
+            &[os("report"), os("summary"), trace.as_os_str(), os("--output-dir"), os("out")],
+        )
+    };
+    assert_eq!(summary(&a).code, Some(0));
+    assert_eq!(summary(&b).code, Some(0));
+    let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[0], "run_rank0");
+    assert!(names[1].starts_with("run_rank0-"), "{names:?}");
+    let record = |name: &str| {
+        std::fs::read_to_string(dir.path().join("out").join(name).join("summary.json")).unwrap()
+    };
+    assert!(record(&names[0]).contains(&a.display().to_string()), "{}", record(&names[0]));
+    assert!(record(&names[1]).contains(&b.display().to_string()), "{}", record(&names[1]));
+
+    // A report of a trace gone, under a searched directory: retired...
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("rank0.json"), &good).unwrap();
+    std::fs::write(run.join("rank1.json"), &good).unwrap();
+    let searched = || {
+        bounded(
+            dir.path(),
+            &[os("report"), os("summary"), run.as_os_str(), os("--output-dir"), os("runs")],
+        )
+    };
+    assert_eq!(searched().code, Some(0));
+    std::fs::remove_file(run.join("rank1.json")).unwrap();
+    // ...unless it was written after this run started (another run's): its
+    // record dated in the future stands for that.
+    let other = dir.path().join("runs/rank1/summary.json");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&other).unwrap().set_modified(later).unwrap();
+    let run_again = searched();
+    assert_eq!(run_again.code, Some(0), "{run_again:?}");
+    assert!(other.is_file(), "another run's report was retired: {run_again:?}");
+    // Dated now, it goes, and the run says so.
+    std::fs::File::options()
+        .write(true)
+        .open(&other)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+        .unwrap();
+    let run_again = searched();
+    assert!(!other.exists(), "{run_again:?}");
+    assert!(run_again.stderr.contains("removed the earlier report"), "{run_again:?}");
+}
