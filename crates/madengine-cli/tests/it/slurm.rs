@@ -384,3 +384,78 @@ fn summarized_on_the_nodes_the_cross_rank_table_reads_no_trace() {
         .collect();
     assert_eq!(ranks, [0, 1, 2, 3], "{json:#}");
 }
+
+/// A profiled 2-node job with nothing but madengine: `--tool
+/// torch_profiler_dynolog --summarize-on-nodes` captures on each node
+/// through a dynolog daemon of its own (the fake one, with the fake Kineto
+/// workload of dynolog-client's tests), summarizes there, and the
+/// cross-rank table comes from the reports gathered; no trace comes back.
+#[test]
+fn a_profiled_job_with_built_in_tools_ends_in_a_cross_rank_table() {
+    let Some(conf) = cluster() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("SLURM_CONF", conf)];
+    let bin = crate::binary();
+    let path = format!("export PATH={}:$PATH", bin.parent().unwrap().display());
+    let daemon = format!("DYNOLOG_BIN={}", crate::dynolog::fixture("fake_dynolog.py").display());
+    let workload = format!(
+        "RANK=$SLURM_NODEID exec python3 {} 5",
+        crate::dynolog::fixture("fake_workload.py").display()
+    );
+    let args: Vec<&str> = vec![
+        "slurm",
+        "submit",
+        "--nodes",
+        "2",
+        "--results-dir",
+        "results",
+        "--setup",
+        &path,
+        "--env",
+        &daemon,
+        "--env",
+        "WORLD_SIZE=2",
+        "--env",
+        "TORCH_PROFILE_WARMUP_S=0.5",
+        "--env",
+        "TORCH_PROFILE_RETRY_INTERVAL_S=0.3",
+        "--env",
+        "TORCH_PROFILE_STABLE_S=0.3",
+        "--env",
+        "TORCH_PROFILE_MAX_ATTEMPTS=20",
+        "--tool",
+        "torch_profiler_dynolog",
+        "--summarize-on-nodes",
+        "--wait",
+        "--timeout",
+        "180",
+        "--summary",
+        "--json",
+        "--",
+        "bash",
+        "-c",
+        &workload,
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.into_iter().map(std::ffi::OsStr::new).collect();
+    let (text, _) = crate::run_cli(dir.path(), &args, &env);
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let json = crate::stdout_json(&text);
+    let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
+    let logs = || {
+        ["node_0", "node_1"]
+            .iter()
+            .map(|n| {
+                std::fs::read_to_string(results.join(n).join("stderr.err")).unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let summary = &json["summary"]["summary"];
+    assert_eq!(summary["node_reports"].as_array().map(Vec::len), Some(2), "{json:#}\n{}", logs());
+    let ranks: Vec<&serde_json::Value> =
+        summary["cross_rank"].as_array().unwrap().iter().map(|r| &r["rank"]).collect();
+    assert_eq!(ranks, [0, 1], "{json:#}");
+    for node in ["node_0", "node_1"] {
+        assert!(!results.join(node).join("torch_profiler_output").exists(), "{node}");
+    }
+}
