@@ -420,12 +420,7 @@ impl JobFile {
                 p = q(p)
             ));
         }
-        let mut tools: Vec<&collect_slurm::tools::Tool> =
-            bundle.builtin.iter().filter_map(|t| collect_slurm::tools::builtin(t)).collect();
-        let summary = collect_slurm::tools::builtin("summary").expect("a built-in tool");
-        if self.summarize_on_nodes && !tools.contains(&summary) {
-            tools.push(summary);
-        }
+        let tools = collect_slurm::tools::chosen(&bundle.builtin, self.summarize_on_nodes);
         let command = collect_slurm::tools::wrapped(&tools, &self.command);
         s.push_str(&format!(
             "{}\nrc=$?\n",
@@ -445,10 +440,12 @@ impl JobFile {
                 ));
             }
         }
-        let mut collect = collect_slurm::tools::with_outputs(&tools, &self.collect);
-        if self.summarize_on_nodes && !self.gather_traces {
-            collect.retain(|d| !collect_slurm::tools::TRACE_DIRS.contains(&d.as_str()));
-        }
+        let collect = collect_slurm::tools::collected(
+            &tools,
+            &self.collect,
+            self.summarize_on_nodes,
+            self.gather_traces,
+        );
         let dirs = collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
         s.push_str(&format!(
             "DEST=\"/results/$HOSTNAME\"\nmkdir -p \"$DEST\"\necho \"$rc\" > \"$DEST/exit_code\"\n\

@@ -240,18 +240,15 @@ impl JobSpec {
                 s.push('\n');
             }
         }
-        let mut tools: Vec<&crate::tools::Tool> =
-            self.tools.iter().filter_map(|t| crate::tools::builtin(t)).collect();
-        let summary = crate::tools::builtin("summary").expect("a built-in tool");
-        if self.summarize_on_nodes && !tools.contains(&summary) {
-            tools.push(summary);
-        }
+        let tools = crate::tools::chosen(&self.tools, self.summarize_on_nodes);
         let command = crate::tools::wrapped(&tools, &self.command);
         let command = command.iter().map(|a| q(a)).collect::<Vec<_>>().join(" ");
-        let mut collect = crate::tools::with_outputs(&tools, &self.collect);
-        if self.summarize_on_nodes && !self.gather_traces {
-            collect.retain(|d| !crate::tools::TRACE_DIRS.contains(&d.as_str()));
-        }
+        let collect = crate::tools::collected(
+            &tools,
+            &self.collect,
+            self.summarize_on_nodes,
+            self.gather_traces,
+        );
         let collect = collect.iter().map(|d| q(d)).collect::<Vec<_>>().join(" ");
         // The tools' analyses, after the workload (a failure is a warning),
         // their output beside it: into the node's logs.

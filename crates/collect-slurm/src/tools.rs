@@ -123,6 +123,32 @@ pub fn with_outputs(tools: &[&Tool], collect: &[String]) -> Vec<String> {
     all
 }
 
+/// The built-in tools of `names` (unknown names left out: a job checks
+/// them first), with `summary` added where the nodes summarize.
+pub fn chosen(names: &[String], summarize_on_nodes: bool) -> Vec<&'static Tool> {
+    let mut tools: Vec<&Tool> = names.iter().filter_map(|t| builtin(t)).collect();
+    let summary = builtin("summary").expect("a built-in tool");
+    if summarize_on_nodes && !tools.contains(&summary) {
+        tools.push(summary);
+    }
+    tools
+}
+
+/// What a node copies back: `collect` and the tools' outputs, less the
+/// traces where the nodes summarize them and `gather_traces` is not asked.
+pub fn collected(
+    tools: &[&Tool],
+    collect: &[String],
+    summarize_on_nodes: bool,
+    gather_traces: bool,
+) -> Vec<String> {
+    let mut all = with_outputs(tools, collect);
+    if summarize_on_nodes && !gather_traces {
+        all.retain(|d| !TRACE_DIRS.contains(&d.as_str()));
+    }
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1316,19 +1316,27 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     }
     retire_stale(&args.output_dir, &this_run)?;
     let timed: Vec<trace_report::Timed> = views.iter().map(TraceView::timed).collect();
-    let (ranks, no_run) = trace_report::cross_rank(&timed);
-    for (what, why) in no_run {
-        render::note(&format!("no cross-rank table for {what}: {why}"));
-    }
-    let (gpus, left_out_of_gpus) = trace_report::cross_gpu(&timed);
-    for left in &left_out_of_gpus {
-        render::note(&render::left_out_of_gpus(left));
-    }
-    let cycles = trace_report::cycle_trend(&timed);
+    let (ranks, gpus, cycles) = across(&timed);
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &left_out)?;
     }
     Ok(Some(Summarized { views, node_reports: vec![], ranks, gpus, cycles, unreadable, left_out }))
+}
+
+/// The tables across traces: cross-rank, cross-GPU and profiling cycles;
+/// what makes no table is said in a note.
+fn across(
+    timed: &[trace_report::Timed],
+) -> (Vec<trace_report::RankRow>, Vec<trace_report::GpuRow>, Vec<trace_report::CycleRow>) {
+    let (ranks, no_run) = trace_report::cross_rank(timed);
+    for (what, why) in no_run {
+        render::note(&format!("no cross-rank table for {what}: {why}"));
+    }
+    let (gpus, left_out_of_gpus) = trace_report::cross_gpu(timed);
+    for left in &left_out_of_gpus {
+        render::note(&render::left_out_of_gpus(left));
+    }
+    (ranks, gpus, trace_report::cycle_trend(timed))
 }
 
 /// The tables across a gathered run's traces from the reports its nodes
@@ -1407,15 +1415,7 @@ pub(crate) fn from_node_reports(root: &Path) -> Result<Option<Summarized>, Error
     for (&i, cycle) in pytorch.iter().zip(trace_report::cycles_of(&named)) {
         timed[i].cycle = cycle;
     }
-    let (ranks, no_run) = trace_report::cross_rank(&timed);
-    for (what, why) in no_run {
-        render::note(&format!("no cross-rank table for {what}: {why}"));
-    }
-    let (gpus, left_out_of_gpus) = trace_report::cross_gpu(&timed);
-    for left in &left_out_of_gpus {
-        render::note(&render::left_out_of_gpus(left));
-    }
-    let cycles = trace_report::cycle_trend(&timed);
+    let (ranks, gpus, cycles) = across(&timed);
     Ok(Some(Summarized {
         views: vec![],
         node_reports: read,
