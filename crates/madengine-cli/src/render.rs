@@ -1120,6 +1120,87 @@ pub(crate) fn left_out_of_gpus(left: &trace_report::LeftOut) -> String {
     }
 }
 
+/// Each multi-rank run's collective report: the matched collectives that
+/// cost the most, and the straggler table (who arrived last, how long the
+/// others waited).
+fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives]) {
+    let num = |m: &serde_json::Map<String, serde_json::Value>, k: &str| {
+        m.get(k).and_then(serde_json::Value::as_f64)
+    };
+    let shown =
+        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    for r in reports {
+        let mut heading = format!("collectives matched across ranks (µs), run {}", r.run.display());
+        if let Some(cycle) = r.cycle {
+            heading.push_str(&format!(", {cycle}"));
+        }
+        if !text.is_empty() && !text.ends_with("\n\n") {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "{heading}: {} matched{}; CSVs: {}\n",
+            r.matched,
+            if r.simplified {
+                " by their order in each rank (the traces name no process group)"
+            } else {
+                ""
+            },
+            r.csv_dir.display()
+        ));
+        if !r.top.is_empty() {
+            text.push_str(
+                "  ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE\n",
+            );
+            for t in &r.top {
+                let name = [
+                    t.get("Collective name").and_then(|v| v.as_str()).unwrap_or("(not named)"),
+                    t.get("dtype").and_then(|v| v.as_str()).unwrap_or(""),
+                ]
+                .join(" ");
+                let size = num(t, "Full msg size (MB)")
+                    .map(|mb| format!(", {mb:.1} MiB"))
+                    .unwrap_or_default();
+                text.push_str(&format!(
+                    "  {:<16} {:>8} {:>11} {:>6} {:>9} {:>8}  {}{}\n",
+                    t.get("collective_id").and_then(|v| v.as_str()).unwrap_or(""),
+                    shown(num(t, "comm_latency"), 1),
+                    shown(num(t, "skew in start time"), 1),
+                    shown(num(t, "earliest arrival rank"), 0),
+                    shown(num(t, "skew in end time"), 1),
+                    num(t, "bus bw (GB/s)").map_or("-".to_string(), |b| format!("{b:.1} GB/s")),
+                    name.trim(),
+                    size,
+                ));
+            }
+        }
+        if !r.straggler.is_empty() {
+            text.push_str(
+                "  RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs\n",
+            );
+            // The one that arrived last most often first.
+            let mut rows: Vec<&serde_json::Map<String, serde_json::Value>> =
+                r.straggler.iter().collect();
+            rows.sort_by(|a, b| {
+                let last = |m: &serde_json::Map<String, serde_json::Value>| {
+                    num(m, "times_arrived_last").unwrap_or(0.0)
+                };
+                last(b).total_cmp(&last(a))
+            });
+            for s in rows {
+                text.push_str(&format!(
+                    "  {:<4}  {:>6} ({:>5}%)  {:>17}  {:>16}  {:>14}\n",
+                    shown(num(s, "rank"), 0),
+                    shown(num(s, "times_arrived_last"), 0),
+                    shown(num(s, "pct_arrived_last"), 1),
+                    shown(num(s, "total_wait_time_us"), 1),
+                    shown(num(s, "mean_wait_time_us"), 1),
+                    shown(num(s, "total_nccl_dur_us"), 1),
+                ));
+            }
+        }
+    }
+}
+
 /// The reports the nodes made, read in place of their traces.
 pub(crate) fn node_reports(reports: &[std::path::PathBuf]) -> Result<(), Error> {
     let mut text = format!(
@@ -1138,6 +1219,7 @@ pub(crate) fn summaries(
     ranks: &[trace_report::RankRow],
     cycles: &[trace_report::CycleRow],
     gpus: &[trace_report::GpuRow],
+    collectives: &[crate::commands::RunCollectives],
 ) -> Result<(), Error> {
     let mut text = String::new();
     let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
@@ -1315,6 +1397,7 @@ pub(crate) fn summaries(
         let numbers = [false, true, true, true, true, true, true, false, false];
         aligned(&mut text, &header, &rows, &numbers);
     }
+    run_collectives(&mut text, collectives);
     if views.is_empty() {
         text.push_str("no PyTorch or rocprofv3 traces found\n");
     }

@@ -12,6 +12,9 @@
 //!   and how GPU time moved across profiling cycles.
 //! - [`pair`] says which trace of one run compares with which of another
 //!   (rank by rank; rocprofv3 processes GPU by GPU, node by node).
+//! - [`collective_report`] matches each NCCL/RCCL collective across a run's
+//!   ranks, as TraceLens' multi-rank collective report does: its latency
+//!   once the last rank arrived, the skew of the arrivals, the straggler.
 //! - [`report_stem`] and [`Stems`] name a trace's report in an output
 //!   directory, as the original madengine did, unique and short enough.
 //!
@@ -34,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod across;
+mod collective;
 mod cycles;
 mod pairing;
 mod runs;
@@ -43,6 +47,7 @@ pub use crate::{
         CycleRow, GpuRow, LeftOut, RankRow, Spread, Timed, by_dir, by_job, by_run, cross_gpu,
         cross_rank, cycle_trend, spread, vs_first,
     },
+    collective::{CollectiveError, CollectiveReport, RankKernels, collective_report},
     cycles::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
         profiling_cycles,
@@ -63,6 +68,9 @@ pub enum Error {
     /// See [`PairError`].
     #[error(transparent)]
     Pair(#[from] PairError),
+    /// See [`CollectiveError`].
+    #[error(transparent)]
+    Collective(#[from] CollectiveError),
 }
 
 /// The README's example, run as a doctest so that it cannot go stale.

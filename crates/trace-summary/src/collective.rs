@@ -85,13 +85,138 @@ pub(crate) fn selected_kernels(p: &Parsed) -> usize {
         .count()
 }
 
+/// One collective kernel as TraceLens' collective analysis reads it (its
+/// reference's §10.1): what its `args` say of the call, each field `None`
+/// where the kernel does not say it, and its time.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CollectiveKernel {
+    /// `ts` (µs), an integer or a float as the trace wrote it.
+    #[serde(serialize_with = "cell_number")]
+    pub ts: Cell,
+    /// `dur` (µs), as `ts`.
+    #[serde(serialize_with = "cell_number")]
+    pub dur: Cell,
+    /// `stream`: an integer, or text.
+    #[serde(serialize_with = "cell_number")]
+    pub stream: Cell,
+    /// `Process Group Name`.
+    pub process_group_name: Option<String>,
+    /// `Process Group Ranks`, as written (`[0, 1]`).
+    pub process_group_ranks: Option<String>,
+    /// `Collective name` (`allreduce` for a `cross_device_reduce` kernel
+    /// that names none).
+    pub collective_name: Option<String>,
+    /// `Group size`.
+    pub group_size: Option<u64>,
+    /// `dtype`.
+    pub dtype: Option<String>,
+    /// `In msg nelems`.
+    pub in_nelems: Option<u64>,
+    /// `Out msg nelems`.
+    pub out_nelems: Option<u64>,
+    /// `In split size`, as written.
+    pub in_split: Option<String>,
+    /// `Out split size`, as written.
+    pub out_split: Option<String>,
+}
+
+fn cell_number<S: serde::Serializer>(cell: &Cell, s: S) -> Result<S::Ok, S::Error> {
+    match cell {
+        Cell::Int(i) => s.serialize_i64(*i),
+        Cell::Float(f) => s.serialize_f64(*f),
+        Cell::Str(t) => s.serialize_str(t),
+        Cell::Empty => s.serialize_none(),
+    }
+}
+
+impl CollectiveKernel {
+    /// Bytes per element of its `dtype` as TraceLens' collective analysis
+    /// knows them (`Float` 4, `Int` 4, `Long` 8, `BFloat16` 2, `Bool` 1,
+    /// `Byte` 1, `Double` 8, `Half` 2, `Short` 2); `None` for any other.
+    pub fn dtype_bytes(&self) -> Option<u64> {
+        Some(match self.dtype.as_deref()? {
+            "Float" | "Int" => 4,
+            "Long" | "Double" => 8,
+            "BFloat16" | "Half" | "Short" => 2,
+            "Bool" | "Byte" => 1,
+            _ => return None,
+        })
+    }
+
+    /// `In msg size (MB)` and `Out msg size (MB)` (MiB, as TraceLens
+    /// divides by 1024²): where the dtype is known and `In msg nelems` said.
+    pub fn msg_sizes_mb(&self) -> (Option<f64>, Option<f64>) {
+        match (self.dtype_bytes(), self.in_nelems) {
+            (Some(bytes), Some(inn)) => {
+                let mb = |n: u64| match n.checked_mul(bytes) {
+                    Some(b) => b as f64 / (1024.0 * 1024.0),
+                    None => n as f64 * bytes as f64 / (1024.0 * 1024.0),
+                };
+                (Some(mb(inn)), self.out_nelems.map(mb))
+            }
+            _ => (None, None),
+        }
+    }
+}
+
+/// The kernels TraceLens' collective analysis selects ([`selected_kernels`]),
+/// in file order, with what their args say.
+pub(crate) fn collective_kernels(p: &Parsed) -> Vec<CollectiveKernel> {
+    let linked = |k: Option<Key>| k.is_some_and(|k| k != Key::Null);
+    let args: FxHashMap<usize, CollectiveArgs> = p.collectives.iter().copied().collect();
+    let text = |id: Option<u32>| id.map(|i| p.str(i).to_string());
+    let number = |n: Option<crate::parse::Num>| match n {
+        Some(crate::parse::Num::Int(i)) => Cell::Int(i),
+        Some(crate::parse::Num::Float(f)) => Cell::Float(f),
+        None => Cell::Empty,
+    };
+    p.events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.cat == Cat::Kernel
+                && (linked(e.correlation) || linked(e.external_id))
+                && crate::compute::is_comm_name(p.str(e.name))
+        })
+        .map(|(i, e)| {
+            let a = args.get(&i).copied().unwrap_or_default();
+            let mut collective_name = text(a.name);
+            if collective_name.is_none()
+                && p.str(e.name).to_ascii_lowercase().contains("cross_device_reduce")
+            {
+                collective_name = Some("allreduce".into());
+            }
+            CollectiveKernel {
+                ts: number(e.ts),
+                dur: number(e.dur),
+                stream: match e.stream {
+                    Some(Key::Int(i)) => Cell::Int(i),
+                    Some(Key::Big(u)) => Cell::Str(u.to_string()),
+                    Some(Key::Str(s)) => Cell::Str(p.str(s).to_string()),
+                    _ => Cell::Empty,
+                },
+                process_group_name: text(a.pg_name),
+                process_group_ranks: text(a.pg_ranks),
+                collective_name,
+                group_size: a.group_size,
+                dtype: text(a.dtype),
+                in_nelems: a.in_nelems,
+                out_nelems: a.out_nelems,
+                in_split: text(a.in_split),
+                out_split: text(a.out_split),
+            }
+        })
+        .collect()
+}
+
 pub(crate) fn collective_summary(p: &Parsed) -> Option<Table> {
     // A dtype is an interned string, or not said.
     type Call = (u32, Option<u32>, u64, u64, u64);
     let mut calls: FxHashMap<Call, Vec<f64>> = FxHashMap::default();
     let mut order: Vec<Call> = Vec::new();
     for (index, args) in &p.collectives {
-        let CollectiveArgs { name: Some(name), dtype, in_nelems, out_nelems, group_size } = *args
+        let CollectiveArgs { name: Some(name), dtype, in_nelems, out_nelems, group_size, .. } =
+            *args
         else {
             continue;
         };

@@ -59,6 +59,7 @@ mod summary;
 
 pub use crate::{
     category::{Category, kernel_categories, op_categories},
+    collective::CollectiveKernel,
     compute::{Cell, Table},
     csv::py_float,
     diff::{Diff, DiffRow, Measure, Tables},

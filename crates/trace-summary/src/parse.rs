@@ -5,7 +5,10 @@ use std::{fmt, io::Read};
 
 use rustc_hash::FxHashMap;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{
+    Deserialize,
+    de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor},
+};
 
 use crate::scan::{Batch, CHUNK, Shape, scan};
 use crate::summary::{StepMarker, Steps};
@@ -120,6 +123,15 @@ pub(crate) struct CollectiveArgs {
     pub(crate) out_nelems: Option<u64>,
     /// `Group size`: the ranks taking part.
     pub(crate) group_size: Option<u64>,
+    /// `Process Group Name`, interned (a number as its text).
+    pub(crate) pg_name: Option<u32>,
+    /// `Process Group Ranks`, interned as written (Kineto writes the text
+    /// `[0, 1]`; a JSON list as Python's tuple repr, as TraceLens takes it).
+    pub(crate) pg_ranks: Option<u32>,
+    /// `In split size`, as `pg_ranks`.
+    pub(crate) in_split: Option<u32>,
+    /// `Out split size`, as `pg_ranks`.
+    pub(crate) out_split: Option<u32>,
 }
 
 /// A flow event (`ph` `s` or `f` of a flow category), kept apart from the
@@ -446,6 +458,10 @@ enum Field {
     InNelems,
     OutNelems,
     GroupSize,
+    PgName,
+    PgRanks,
+    InSplit,
+    OutSplit,
     Other,
 }
 
@@ -482,6 +498,10 @@ impl Visitor<'_> for KeyName {
             "In msg nelems" => Field::InNelems,
             "Out msg nelems" => Field::OutNelems,
             "Group size" => Field::GroupSize,
+            "Process Group Name" => Field::PgName,
+            "Process Group Ranks" => Field::PgRanks,
+            "In split size" => Field::InSplit,
+            "Out split size" => Field::OutSplit,
             _ => Field::Other,
         })
     }
@@ -598,6 +618,16 @@ impl<'de> Visitor<'de> for ArgsSeed<'_, '_> {
                         _ => args.dtype = text,
                     }
                 }
+                Field::PgName | Field::PgRanks | Field::InSplit | Field::OutSplit => {
+                    let text = map.next_value_seed(ReprSeed(self.p))?;
+                    let args = self.p.collective.get_or_insert_default();
+                    match key {
+                        Field::PgName => args.pg_name = text,
+                        Field::PgRanks => args.pg_ranks = text,
+                        Field::InSplit => args.in_split = text,
+                        _ => args.out_split = text,
+                    }
+                }
                 Field::InNelems | Field::OutNelems | Field::GroupSize => {
                     let n = match map.next_value_seed(NumSeed)? {
                         Some(Num::Int(n)) => u64::try_from(n).ok(),
@@ -644,6 +674,53 @@ impl<'de> Visitor<'de> for ArgsSeed<'_, '_> {
 }
 
 /// A string value, interned; non-strings give `None`.
+/// A value as Python prints what `json.loads` (orjson) made of it, the
+/// way TraceLens' collective tables print it: text as it is, a number as
+/// its repr, a list as a tuple (`(0, 1)`, `(5,)`); `None` for null, a bool
+/// or an object (not seen in these args).
+struct ReprSeed<'a>(&'a mut Parsed);
+
+impl<'de> DeserializeSeed<'de> for ReprSeed<'_> {
+    type Value = Option<u32>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<u32>, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        let text = match &value {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(_) => python_repr(&value),
+            serde_json::Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(python_repr).collect();
+                match items.len() {
+                    1 => format!("({},)", items[0]),
+                    _ => format!("({})", items.join(", ")),
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(self.0.intern(&text)))
+    }
+}
+
+/// Python's repr of a JSON value as `json.loads` gives it.
+fn python_repr(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => "None".into(),
+        serde_json::Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (None, Some(u), _) => u.to_string(),
+            (None, None, Some(f)) => crate::csv::py_float(f),
+            _ => n.to_string(),
+        },
+        serde_json::Value::String(s) => {
+            format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+        }
+        serde_json::Value::Array(items) => {
+            format!("[{}]", items.iter().map(python_repr).collect::<Vec<_>>().join(", "))
+        }
+        serde_json::Value::Object(_) => value.to_string(),
+    }
+}
+
 struct StrSeed<'a>(&'a mut Parsed);
 
 impl<'de> DeserializeSeed<'de> for StrSeed<'_> {

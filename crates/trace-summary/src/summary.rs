@@ -248,6 +248,10 @@ pub struct Summary {
     /// its `args`. Its multi-rank report fails (`KeyError:
     /// 'collective_id'`) when no rank has one; 0 for rocprofv3 and Perfetto.
     pub collective_kernels: usize,
+    /// Those kernels, in file order, as TraceLens' collective analysis
+    /// reads them (the input of a run's multi-rank collective report);
+    /// empty for rocprofv3 and Perfetto.
+    pub collective_events: Vec<crate::CollectiveKernel>,
     /// For rocprofv3 (its JSON, database or Perfetto trace): the processes
     /// it recorded, `Some(0)` for a run whose tool recorded nothing (an
     /// empty `rocprofiler-sdk-tool` list, on which TraceLens' rocprof report
@@ -413,6 +417,7 @@ pub fn summarize_with<R: Read + Send>(
     }
     let collectives = crate::collective::collective_summary(&parsed);
     let collective_kernels = crate::collective::selected_kernels(&parsed);
+    let collective_events = crate::collective::collective_kernels(&parsed);
     let earlier_event_lists = parsed.earlier_event_lists;
     let negative_durations = parsed
         .events
@@ -431,6 +436,7 @@ pub fn summarize_with<R: Read + Send>(
             events,
             gpu_events,
             collective_kernels,
+            collective_events: collective_events.clone(),
             processes: None,
             earlier_event_lists,
             dropped_records: 0,
@@ -485,6 +491,7 @@ pub fn summarize_with<R: Read + Send>(
         events,
         gpu_events,
         collective_kernels,
+        collective_events,
         processes: None,
         earlier_event_lists,
         dropped_records: 0,
@@ -528,6 +535,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         events: records,
         gpu_events: records,
         collective_kernels: 0,
+        collective_events: Vec::new(),
         processes: Some(processes),
         earlier_event_lists: 0,
         dropped_records: dropped,

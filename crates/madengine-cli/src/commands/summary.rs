@@ -113,6 +113,10 @@ pub(crate) struct TraceView {
     /// ([`trace_summary::Summary::collective_summary`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) top_collectives: Vec<CollectiveRow>,
+    /// Its collective kernels, for the run's collective report (not in
+    /// `--json`: the report is).
+    #[serde(skip)]
+    pub(crate) collective_events: Vec<trace_summary::CollectiveKernel>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -256,6 +260,7 @@ impl TraceView {
             top_op_categories: vec![],
             top_kernel_categories: vec![],
             top_collectives: vec![],
+            collective_events: vec![],
         }
     }
 
@@ -282,6 +287,7 @@ impl TraceView {
         self.negative_durations = summary.negative_durations;
         self.steps = summary.steps.map(|s| s.count);
         self.steps_marked_by = summary.steps.map(|s| s.marker);
+        self.collective_events = summary.collective_events.clone();
     }
 
     /// Said first: what a trace read with --salvage left out, and what
@@ -817,6 +823,26 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
         if since_start(&dir) {
             continue;
         }
+        // A run's collective report whose run lay where this run searched,
+        // and made none this time (fewer ranks now, no collective).
+        if let Some((named, run_dir, cycle)) = collectives_run(&dir) {
+            // A cycle's report stays where --cycle read another cycle of
+            // its run (the traces of that run this run left out).
+            let other_cycle = cycle && run.left_out.iter().any(|p| p.starts_with(&run_dir));
+            if run.searched.iter().any(|s| run_dir.starts_with(s))
+                && !run.left_out.iter().any(|p| run_dir.starts_with(p))
+                && !other_cycle
+            {
+                write_set(&dir, &COLLECTIVE_SET, &[])?;
+                let _ = std::fs::remove_dir(&dir);
+                render::note(&format!(
+                    "removed the earlier collective report in {}: its run {named} made none \
+                     this time",
+                    dir.display(),
+                ));
+            }
+            continue;
+        }
         // A record this version cannot read is not one to act on.
         let Ok(Some(recorded)) = trace_summary::Record::read(&dir) else { continue };
         let Some(trace) = recorded.trace_absolute else { continue };
@@ -1139,6 +1165,8 @@ pub(crate) struct Summarized {
     ranks: Vec<trace_report::RankRow>,
     gpus: Vec<trace_report::GpuRow>,
     cycles: Vec<trace_report::CycleRow>,
+    /// Each multi-rank run's collective report.
+    collectives: Vec<RunCollectives>,
     unreadable: usize,
     /// The paths the search could not look at (a link to a trace that is
     /// gone): warned about, and in `--json`.
@@ -1153,6 +1181,7 @@ impl Summarized {
             "cross_rank": self.ranks,
             "cross_gpu": self.gpus,
             "cycles": self.cycles,
+            "collectives": self.collectives,
             "unreadable": self.unreadable,
             "left_out": self.left_out,
         });
@@ -1169,7 +1198,7 @@ impl Summarized {
         if !self.node_reports.is_empty() {
             render::node_reports(&self.node_reports)?;
         }
-        render::summaries(&self.views, &self.ranks, &self.cycles, &self.gpus)
+        render::summaries(&self.views, &self.ranks, &self.cycles, &self.gpus, &self.collectives)
     }
 
     /// The status to exit with: Io when a trace could not be read, which
@@ -1314,13 +1343,199 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         }
         views.push(view);
     }
-    retire_stale(&args.output_dir, &this_run)?;
     let timed: Vec<trace_report::Timed> = views.iter().map(TraceView::timed).collect();
     let (ranks, gpus, cycles) = across(&timed);
+    let collectives = run_collectives(&views, &ranks, &args.output_dir, &mut this_run)?;
+    retire_stale(&args.output_dir, &this_run)?;
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &left_out)?;
     }
-    Ok(Some(Summarized { views, node_reports: vec![], ranks, gpus, cycles, unreadable, left_out }))
+    Ok(Some(Summarized {
+        views,
+        node_reports: vec![],
+        ranks,
+        gpus,
+        cycles,
+        collectives,
+        unreadable,
+        left_out,
+    }))
+}
+
+/// A multi-rank run's collective report ([`trace_report::collective_report`]),
+/// as `--json` gives it; its CSVs are in `csv_dir`.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunCollectives {
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub(crate) run: PathBuf,
+    pub(crate) cycle: Option<trace_report::Cycle>,
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub(crate) csv_dir: PathBuf,
+    /// Collectives matched across the ranks (`nccl_implicit_sync` rows).
+    pub(crate) matched: usize,
+    /// Matched by order alone (no process group names in the traces).
+    pub(crate) simplified: bool,
+    /// `straggler_summary`'s rows, as objects (its CSV's columns).
+    pub(crate) straggler: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// The matched collectives that cost the most once the last rank
+    /// arrived: `nccl_implicit_sync` rows by `comm_latency` (at most 5).
+    pub(crate) top: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The rows of `table` as objects (numbers as numbers), the first `n`.
+fn objects(
+    table: &Table,
+    n: usize,
+    keep: &[&str],
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    table
+        .rows
+        .iter()
+        .take(n)
+        .map(|row| {
+            table
+                .header
+                .iter()
+                .zip(row)
+                .filter(|(h, _)| keep.is_empty() || keep.contains(&h.as_str()))
+                .map(|(h, c)| {
+                    let value = match c {
+                        trace_summary::Cell::Int(i) => serde_json::json!(i),
+                        trace_summary::Cell::Float(f) if f.is_finite() => serde_json::json!(f),
+                        trace_summary::Cell::Str(s) => serde_json::json!(s),
+                        _ => serde_json::Value::Null,
+                    };
+                    (h.clone(), value)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The collective report of each run of two ranks or more whose traces
+/// hold collective kernels, its CSVs written beside the traces' reports
+/// (`<output-dir>/<run>_collectives/`).
+fn run_collectives(
+    views: &[TraceView],
+    ranks: &[trace_report::RankRow],
+    out: &Path,
+    this_run: &mut ThisRun,
+) -> Result<Vec<RunCollectives>, Error> {
+    let mut reports = Vec::new();
+    for run in trace_report::by_run(ranks) {
+        let members: Vec<(u32, &TraceView)> = run
+            .iter()
+            .filter_map(|r| Some((r.rank, views.iter().find(|v| v.trace == r.trace)?)))
+            .collect();
+        if members.len() < 2 {
+            continue;
+        }
+        let kernels: Vec<trace_report::RankKernels<'_>> = members
+            .iter()
+            .map(|(rank, v)| trace_report::RankKernels {
+                rank: *rank,
+                kernels: &v.collective_events,
+            })
+            .collect();
+        let gpus_per_node = members[0].1.gpu_devices.filter(|n| *n > 0);
+        let what = match run[0].cycle {
+            Some(cycle) => format!("run {}, {cycle}", run[0].run.display()),
+            None => format!("run {}", run[0].run.display()),
+        };
+        let report = match trace_report::collective_report(&kernels, gpus_per_node) {
+            Ok(report) => report,
+            // A gloo job, or a CPU one: the cross-rank table says enough.
+            Err(trace_report::CollectiveError::NoCollectives) => continue,
+            Err(e) => {
+                render::note(&format!("no collective report for {what}: {e}"));
+                continue;
+            }
+        };
+        // Named after the run's directory (two runs of one name apart).
+        let name =
+            run[0].run.file_name().map_or("run".into(), |n| n.to_string_lossy().into_owned());
+        let mut stem = trace_report::report_stem(Path::new(&name));
+        if let Some(cycle) = run[0].cycle {
+            stem.push_str(&format!("_cycle{}", cycle.number));
+        }
+        let mut stem = format!("{stem}_collectives");
+        if this_run.dirs.contains(std::ffi::OsStr::new(&stem)) {
+            let digest = sha1_smol::Sha1::from(run[0].run.as_os_str().as_encoded_bytes()).digest();
+            stem = format!("{stem}-{}", &digest.to_string()[..12]);
+        }
+        let dir = out.join(&stem);
+        this_run.dirs.insert(std::ffi::OsString::from(&stem));
+        let mut files: Vec<(String, Vec<u8>)> = report
+            .tables
+            .iter()
+            .map(|(n, t)| (format!("{n}.csv"), trace_report::CollectiveReport::csv(t).into_bytes()))
+            .collect();
+        let absolute = std::path::absolute(&run[0].run).unwrap_or_else(|_| run[0].run.clone());
+        let record = serde_json::json!({
+            "run": run[0].run.to_string_lossy(),
+            "run_absolute": absolute.to_string_lossy(),
+            "cycle": run[0].cycle,
+        });
+        files.push((COLLECTIVE_RECORD.into(), serde_json::to_vec_pretty(&record).expect("json")));
+        write_set(&dir, &COLLECTIVE_SET, &files)?;
+        let implicit =
+            report.table("nccl_implicit_sync").cloned().unwrap_or(Table::new(&[], vec![]));
+        let mut top = implicit.clone();
+        if let Some(latency) = top.column("comm_latency") {
+            top.rows.sort_by(|a, b| {
+                let key = |r: &Vec<trace_summary::Cell>| r[latency].number().unwrap_or(0.0);
+                key(b).total_cmp(&key(a))
+            });
+        }
+        let keep = [
+            "collective_id",
+            "Collective name",
+            "dtype",
+            "Full msg size (MB)",
+            "comm_latency",
+            "skew in start time",
+            "earliest arrival rank",
+            "skew in end time",
+            "bus bw (GB/s)",
+        ];
+        reports.push(RunCollectives {
+            run: run[0].run.clone(),
+            cycle: run[0].cycle,
+            csv_dir: dir,
+            matched: implicit.rows.len(),
+            simplified: report.simplified,
+            straggler: report
+                .table("straggler_summary")
+                .map(|t| objects(t, usize::MAX, &[]))
+                .unwrap_or_default(),
+            top: objects(&top, 5, &keep),
+        });
+    }
+    Ok(reports)
+}
+
+/// What a collective report's directory holds besides its CSVs: where its
+/// run was (absolute), for a later run to retire it.
+const COLLECTIVE_RECORD: &str = "collectives.json";
+
+/// Every file of a collective report's directory.
+const COLLECTIVE_SET: [&str; 6] = [
+    "nccl_summary_implicit_sync.csv",
+    "nccl_summary_long.csv",
+    "nccl_long.csv",
+    "nccl_implicit_sync.csv",
+    "straggler_summary.csv",
+    COLLECTIVE_RECORD,
+];
+
+/// The run a collective report's directory is of (as named, and
+/// absolute), when `dir` is one.
+fn collectives_run(dir: &Path) -> Option<(String, PathBuf, bool)> {
+    let text = std::fs::read(dir.join(COLLECTIVE_RECORD)).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let absolute = PathBuf::from(value["run_absolute"].as_str()?);
+    let named = value["run"].as_str().map_or_else(|| absolute.display().to_string(), String::from);
+    Some((named, absolute, !value["cycle"].is_null()))
 }
 
 /// The tables across traces: cross-rank, cross-GPU and profiling cycles;
@@ -1422,6 +1637,7 @@ pub(crate) fn from_node_reports(root: &Path) -> Result<Option<Summarized>, Error
         ranks,
         gpus,
         cycles,
+        collectives: vec![],
         unreadable: 0,
         left_out: vec![],
     }))

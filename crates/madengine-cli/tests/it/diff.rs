@@ -289,12 +289,33 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     // And the cycles side by side: the last one's slow rank 1.
     let at = text.find("\nprofiling cycles").unwrap_or_else(|| panic!("{text}"));
     let cycles = text[at + 1..].split("----- stderr").next().unwrap();
-    insta::assert_snapshot!(cycles, @r"
+    insta::assert_snapshot!(cycles, @"
     profiling cycles (ms, the slowest trace of each), run base:
     CYCLE   TRACES  GPU TIME  VS CYCLE 1  SLOWEST
     1 of 3       2     0.009           -  rank 0: gpu-node_4242.1764720000000000000.pt.trace.json
     2 of 3       2     0.009       +0.0%  rank 0: gpu-node_4242.1764720005000000000.pt.trace.json
     3 of 3       2     0.017     +100.0%  rank 1: gpu-node_4243.1764720010000000001.pt.trace.json
+
+    collectives matched across ranks (µs), run base, profiling cycle 1 of 3: 1 matched; CSVs: kept/base_cycle1_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
+
+    collectives matched across ranks (µs), run base, profiling cycle 2 of 3: 1 matched; CSVs: kept/base_cycle2_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
+
+    collectives matched across ranks (µs), run base, profiling cycle 3 of 3: 1 matched; CSVs: kept/base_cycle3_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
     ");
     let args = ["report", "summary", "base", "-o", "kept", "--top", "0", "--json"];
     let json =
@@ -426,7 +447,7 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     let (text, _) = crate::run_cli(dir.path(), &summary, &[]);
     assert!(text.starts_with("exit code: 0"), "{text}");
     let listed = |sub: &str| crate::names_in(&dir.path().join(sub)).join(" ");
-    assert_eq!(listed("summary"), "rank0_trace rank1_trace");
+    assert_eq!(listed("summary"), "base_collectives rank0_trace rank1_trace");
     fs::write(dir.path().join("summary/rank0_trace/notes.txt"), "mine").unwrap();
     // Rank 0 cut short by a full disk; rank 1 now only its CPU side.
     let rank0 = dir.path().join("base/rank0_trace.json");
@@ -434,7 +455,7 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     fs::write(&rank0, &text[..text.len() / 2]).unwrap();
     let cpu_only = synthetic().join("run/torch_profiler_output/libkineto_trace_4242.json");
     fs::copy(&cpu_only, dir.path().join("base/rank1_trace.json")).unwrap();
-    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary"], @r"
+    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary"], @"
     exit code: 3
     ----- stdout -----
     == base/rank0_trace.json (rank 0)
@@ -446,6 +467,7 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     ----- stderr -----
     [madengine] kept the earlier report in summary/rank0_trace, marked stale: base/rank0_trace.json could not be read this time
     [madengine] removed the earlier report in summary/rank1_trace: base/rank1_trace.json made none this time
+    [madengine] removed the earlier collective report in summary/base_collectives: its run base made none this time
     error: 1 of 2 traces could not be read
     ");
     assert_eq!(listed("summary"), "rank0_trace");
@@ -479,13 +501,14 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     let listed = || crate::names_in(&dir.path().join("summary")).join(" ");
     assert_eq!(
         listed(),
-        "base_rank0_trace new_rank0_trace new_rank1_trace rank0_trace rank1_trace rank2_trace"
+        "base_collectives base_rank0_trace new_collectives new_rank0_trace new_rank1_trace \
+         rank0_trace rank1_trace rank2_trace"
     );
     // The link removed is the trace gone, though what it led to is there.
     fs::remove_file(dir.path().join("base/rank1_trace.json")).unwrap();
     fs::remove_file(dir.path().join("base/rank2_trace.json")).unwrap();
     fs::remove_file(dir.path().join("new/rank0_trace.json")).unwrap();
-    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @r"
+    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @"
     exit code: 0
     ----- stdout -----
     == base/rank0_trace.json (rank 0, AMD Instinct MI300X)
@@ -493,11 +516,12 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
        CSVs: summary/rank0_trace
 
     ----- stderr -----
+    [madengine] removed the earlier collective report in summary/base_collectives: its run base made none this time
     [madengine] removed the earlier report in summary/base_rank0_trace: its trace base/rank0_trace.json has its report in summary/rank0_trace now
     [madengine] removed the earlier report in summary/rank1_trace: its trace base/rank1_trace.json is gone
     [madengine] removed the earlier report in summary/rank2_trace: its trace base/rank2_trace.json is gone
     ");
-    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace");
+    assert_eq!(listed(), "new_collectives new_rank0_trace new_rank1_trace rank0_trace");
     run(&["trace", "sanitize", "base/rank0_trace.json"]);
     cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @r"
     exit code: 0
@@ -510,7 +534,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     [madengine] left out base/rank0_trace.json: its copy `madengine trace sanitize` wrote beside it since (the same name with `.sanitized`) is read instead
     [madengine] removed the earlier report in summary/rank0_trace: its trace base/rank0_trace.json is no longer read as one (`madengine trace discover` says why)
     ");
-    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace.sanitized");
+    assert_eq!(listed(), "new_collectives new_rank0_trace new_rank1_trace rank0_trace.sanitized");
     // Given alone, then read under its own name and cut short: it made none.
     run(&["report", "summary", "base/rank0_trace.sanitized.json", "-o", "summary"]);
     let copy = dir.path().join("base/rank0_trace.sanitized.json");
@@ -530,7 +554,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     ] {
         assert!(text.contains(said), "{said} not in {text}");
     }
-    assert_eq!(listed(), "new_rank0_trace new_rank1_trace rank0_trace.sanitized");
+    assert_eq!(listed(), "new_collectives new_rank0_trace new_rank1_trace rank0_trace.sanitized");
 }
 
 /// An `--output-dir` that is, or holds, the run directory is refused (exit

@@ -1048,7 +1048,7 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     let tables = &text[text.find("cross-rank").unwrap()..];
     // Rank 0 twice: job_a and job_b are split apart. job_b misses no rank
     // it needs to be compared; job_c cannot be split and gets a note.
-    insta::assert_snapshot!(tables, @r"
+    insta::assert_snapshot!(tables, @"
     cross-rank (ms), run job_a:
     RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL    TRACE
     0           0.009         0.000  0.000  0.009    rank0.json
@@ -1060,6 +1060,20 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     1           0.009         0.000  0.000  0.009    node_1/rank1.json
     2           0.009         0.000  0.000  0.009    node_1/rank2.json
 
+    collectives matched across ranks (µs), run job_a: 1 matched; CSVs: out/job_a_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
+
+    collectives matched across ranks (µs), run job_b: 1 matched; CSVs: out/job_b_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      2       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
+      2          0 (  0.0%)                0.0               0.0            20.0
     ----- stderr -----
     [madengine] no cross-rank table for 2 ranked PyTorch traces in job_c: rank 0 is claimed by 2 traces (job_c/rank0.json, job_c/retry_rank0.json)
     ");
@@ -1097,7 +1111,7 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
     let args = ["report", "summary", "traces", "--top", "0", "-o", "out", "--html", "page.html"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     let tables = &text[text.find("cross-rank").unwrap()..];
-    insta::assert_snapshot!(tables, @r"
+    insta::assert_snapshot!(tables, @"
     cross-rank (ms), run traces, profiling cycle 1 of 2:
     RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL    TRACE
     0           0.009         0.000  0.000  0.009    gpu-node_4242.1764720000000000000.pt.trace.json
@@ -1113,6 +1127,20 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
     CYCLE   TRACES  GPU TIME  VS CYCLE 1  SLOWEST
     1 of 2       2     0.009           -  rank 0: gpu-node_4242.1764720000000000000.pt.trace.json
     2 of 2       2     0.018     +117.6%  rank 1: gpu-node_4243.1764720005000000001.pt.trace.json
+
+    collectives matched across ranks (µs), run traces, profiling cycle 1 of 2: 1 matched; CSVs: out/traces_cycle1_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
+
+    collectives matched across ranks (µs), run traces, profiling cycle 2 of 2: 1 matched; CSVs: out/traces_cycle2_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
     ----- stderr -----
     ");
     let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
@@ -1137,12 +1165,19 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
     let args = ["report", "summary", "traces", "--top", "0", "-o", "out", "--cycle", "last"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     let tables = &text[text.find("cross-rank").unwrap()..];
-    insta::assert_snapshot!(tables, @r"
+    insta::assert_snapshot!(tables, @"
     cross-rank (ms), run traces:
     RANK  COMPUTATION  EXPOSED COMM   IDLE  TOTAL              TRACE
     0           0.009         0.000  0.000  0.009              gpu-node_4242.1764720005000000000.pt.trace.json
     1           0.018         0.000  0.000  0.018  <- slowest  gpu-node_4243.1764720005000000001.pt.trace.json
     rank 1 is the slowest, 0.018 ms: 2.18x rank 0, the fastest (0.009 ms)
+
+    collectives matched across ranks (µs), run traces: 1 matched; CSVs: out/traces_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0          1 (100.0%)                0.0               0.0            20.0
+      1          0 (  0.0%)                0.0               0.0            20.0
     ----- stderr -----
     [madengine] traces: profiling cycle 2 of 2 (--cycle)
     [madengine] 2 PyTorch traces of other profiling cycles not read (--cycle)
@@ -1468,10 +1503,27 @@ fn a_cross_rank_table_says_its_spread_and_whom_the_others_waited_for() {
     let args = ["report", "summary", run, "--top", "0", "-o", "out", "--html", "page.html"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     let below = &text[text.find("\n7 ").unwrap() + 1..];
-    let below = &below[below.find('\n').unwrap() + 1..];
-    insta::assert_snapshot!(below, @r"
+    let below = &below[below.find('\n').unwrap() + 1..].replace(run, "[PUBLIC]/param-dlrm-8rank");
+    insta::assert_snapshot!(below, @"
     rank 1 is the slowest, 18.467 ms: 1.68x rank 7, the fastest (10.967 ms); median 14.700 ms over 8 ranks
     least exposed comm: rank 7, 1.580 ms (in a job that synchronizes, the rank the others waited for)
+
+    collectives matched across ranks (µs), run [PUBLIC]/param-dlrm-8rank: 8 matched by their order in each rank (the traces name no process group); CSVs: out/param-dlrm-8rank_collectives
+      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
+      4                    86.0       223.0      1       5.0        -  (not named)
+      7                    69.0       885.0      0       7.0        -  (not named)
+      6                    20.0       584.0      3       5.0        -  (not named)
+      0                    10.0      7624.0      1       2.0        -  (not named)
+      5                    10.0       534.0      1       3.0        -  (not named)
+      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      7          5 ( 62.5%)             1534.0             191.8          1746.0
+      5          2 ( 25.0%)             6041.0             755.1          6251.0
+      4          1 ( 12.5%)             6370.0             796.2          6587.0
+      2          0 (  0.0%)             3280.0             410.0          3492.0
+      6          0 (  0.0%)             3342.0             417.8          3558.0
+      0          0 (  0.0%)             5580.0             697.5          5798.0
+      3          0 (  0.0%)             9571.0            1196.4          9774.0
+      1          0 (  0.0%)            11125.0            1390.6         11336.0
     ----- stderr -----
     ");
     let page = fs::read_to_string(dir.path().join("page.html")).unwrap();

@@ -1,0 +1,184 @@
+//! The multi-rank collective report against TraceLens' own output on the
+//! public multi-rank traces (`tracelens-expected-full/collective/`): the
+//! same files, the same columns in order, the same rows (as sets: TraceLens'
+//! own runs order tied rows differently), numbers equal as Python's
+//! `float()` reads them.
+
+use std::path::{Path, PathBuf};
+
+use trace_report::{CollectiveReport, RankKernels, collective_report};
+
+/// A CSV's header and rows, each cell a number where it reads as one.
+fn read(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    if text == "\n" {
+        return (vec![], vec![]);
+    }
+    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(text.as_bytes());
+    let header = reader.headers().unwrap().iter().map(str::to_string).collect();
+    let mut rows: Vec<Vec<String>> = reader
+        .records()
+        .map(|r| {
+            r.unwrap()
+                .iter()
+                .map(|c| match c.parse::<f64>() {
+                    Ok(f) => format!("{f:?}"),
+                    Err(_) => c.to_string(),
+                })
+                .collect()
+        })
+        .collect();
+    rows.sort();
+    (header, rows)
+}
+
+fn check(set: &str, traces: Vec<(u32, PathBuf)>) {
+    let Some(public) = test_support::public::public_fixtures() else {
+        test_support::skip::missing(
+            "the public traces (../shared/fixtures/public)",
+            "check out the shared fixtures beside the repository",
+        );
+        return;
+    };
+    let summaries: Vec<(u32, trace_summary::Summary)> = traces
+        .iter()
+        .map(|(rank, path)| {
+            let summary = trace_summary::summarize_file(&public.join(path))
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (*rank, summary)
+        })
+        .collect();
+    let ranks: Vec<RankKernels<'_>> = summaries
+        .iter()
+        .map(|(rank, s)| RankKernels { rank: *rank, kernels: &s.collective_events })
+        .collect();
+    let gpus_per_node = summaries[0].1.gpu_devices.filter(|n| *n > 0);
+    let report = collective_report(&ranks, gpus_per_node).unwrap();
+    let expected_dir = public.join("tracelens-expected-full/collective/kineto-multirank").join(set);
+    let mut expected: Vec<String> = std::fs::read_dir(&expected_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    expected.sort();
+    let mut ours: Vec<String> = report.tables.iter().map(|(n, _)| format!("{n}.csv")).collect();
+    ours.sort();
+    assert_eq!(ours, expected, "{set}: the files");
+    for (name, table) in &report.tables {
+        let theirs = std::fs::read_to_string(expected_dir.join(format!("{name}.csv"))).unwrap();
+        let text = CollectiveReport::csv(table);
+        let (h1, r1) = read(&text);
+        let (h2, r2) = read(&theirs);
+        assert_eq!(h1, h2, "{set}/{name}.csv: the columns");
+        assert_eq!(r1.len(), r2.len(), "{set}/{name}.csv: the rows\n{text}\n---\n{theirs}");
+        for (a, b) in r1.iter().zip(&r2) {
+            assert_eq!(
+                a, b,
+                "{set}/{name}.csv: a row ({:?})\nours:\n{text}\ntheirs:\n{theirs}",
+                h1
+            );
+        }
+        // Integers stay integers, floats floats: byte for byte where the
+        // row order is TraceLens' (one row, or none).
+        if r2.len() <= 1 {
+            assert_eq!(text, theirs, "{set}/{name}.csv");
+        }
+    }
+}
+
+#[test]
+fn dlrm_8_ranks_match_tracelens() {
+    let dir = Path::new("kineto-multirank/param-dlrm-8rank");
+    let names = [
+        "worker0_step_12.1694128201545.pt.trace.json",
+        "worker1_step_12.1694128201556.pt.trace.json",
+        "worker2_step_12.1694128201554.pt.trace.json",
+        "worker3_step_12.1694128201557.pt.trace.json",
+        "worker4_step_12.1694128201547.pt.trace.json",
+        "worker5_step_12.1694128201549.pt.trace.json",
+        "worker6_step_12.1694128201553.pt.trace.json",
+        "worker7_step_12.1694128201553.pt.trace.json",
+    ];
+    check(
+        "param-dlrm-8rank",
+        names.iter().enumerate().map(|(r, n)| (r as u32, dir.join(n))).collect(),
+    );
+}
+
+#[test]
+fn hta_sampled_2_ranks_match_tracelens() {
+    let dir = Path::new("kineto-multirank/hta-trace_filter-2rank");
+    check(
+        "hta-trace_filter-2rank",
+        (0..2).map(|r| (r, dir.join(format!("sampled_rank-{r}.json.gz")))).collect(),
+    );
+}
+
+fn kernel(
+    ts: i64,
+    dur: i64,
+    name: Option<&str>,
+    in_nelems: u64,
+) -> trace_summary::CollectiveKernel {
+    use trace_summary::Cell;
+    trace_summary::CollectiveKernel {
+        ts: Cell::Int(ts),
+        dur: Cell::Int(dur),
+        stream: Cell::Int(7),
+        process_group_name: Some("0".into()),
+        process_group_ranks: Some("[0, 1]".into()),
+        collective_name: name.map(Into::into),
+        group_size: Some(2),
+        dtype: Some("Float".into()),
+        in_nelems: Some(in_nelems),
+        out_nelems: Some(in_nelems),
+        in_split: Some("[]".into()),
+        out_split: Some("[]".into()),
+    }
+}
+
+/// A 2-rank allreduce with its metadata, by the formulas of TraceLens'
+/// reference (§11.3, §11.7): rank 0 arrives 10 µs before rank 1, which the
+/// others (rank 0) waited for.
+#[test]
+fn an_allreduce_of_two_ranks_by_the_formulas() {
+    let r0 = [kernel(100, 50, Some("allreduce"), 1 << 20)];
+    let r1 = [kernel(110, 45, Some("allreduce"), 1 << 20)];
+    let ranks = [RankKernels { rank: 0, kernels: &r0 }, RankKernels { rank: 1, kernels: &r1 }];
+    let report = collective_report(&ranks, Some(8)).unwrap();
+    assert!(!report.simplified);
+    let implicit = CollectiveReport::csv(report.table("nccl_implicit_sync").unwrap());
+    let algo = (4.0f64 / 1024.0) / (45.0 / 1e6);
+    assert_eq!(
+        implicit,
+        format!(
+            "collective_id,Process Group Name,Process Group Ranks,Collective name,Group size,dtype,In msg nelems,Out msg nelems,In msg size (MB),Out msg size (MB),Full msg size (MB),comm_latency,skew in start time,earliest arrival rank,avg_wait_time,skew in end time,algo bw (GB/s),bus bw (GB/s),rank_0_ts,rank_0_dur,rank_1_ts,rank_1_dur,rank_0_wait_time,rank_1_wait_time,node_span\n\
+             0_0,0,\"[0, 1]\",allreduce,2,Float,1048576,1048576,4.0,4.0,4.0,45,10,0,5.0,5,{},{},100,50,110,45,10,0,intra_node\n",
+            trace_summary::py_float(algo),
+            trace_summary::py_float(algo * 1.0),
+        )
+    );
+    let straggler = CollectiveReport::csv(report.table("straggler_summary").unwrap());
+    assert_eq!(
+        straggler,
+        "rank,total_wait_time_us,mean_wait_time_us,times_arrived_last,times_arrived_first,pct_arrived_last,num_collectives,total_nccl_dur_us,node_id\n\
+         1,0,0.0,1,0,100.0,1,45,0\n\
+         0,10,10.0,0,1,0.0,1,50,0\n"
+    );
+    let long = CollectiveReport::csv(report.table("nccl_summary_long").unwrap());
+    assert!(long.contains("\n0,0,\"[0, 1]\",allreduce,2,Float,1048576,1048576,[],[],7,4.0,4.0,50,50.0,,50,50,1,0,intra_node\n"), "{long}");
+}
+
+/// Ranks that disagree on what a matched collective is abort the report,
+/// as TraceLens' do; a run without a collective kernel has none.
+#[test]
+fn a_mismatch_or_no_collective_is_an_error() {
+    let r0 = [kernel(100, 50, Some("allreduce"), 1 << 20)];
+    let r1 = [kernel(110, 45, Some("allreduce"), 1 << 10)];
+    let ranks = [RankKernels { rank: 0, kernels: &r0 }, RankKernels { rank: 1, kernels: &r1 }];
+    let err = collective_report(&ranks, None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "the ranks disagree on the In msg nelems of collective 0_0: Some(1024), Some(1048576)"
+    );
+    let none = [RankKernels { rank: 0, kernels: &[] }, RankKernels { rank: 1, kernels: &[] }];
+    assert_eq!(collective_report(&none, None), Err(trace_report::CollectiveError::NoCollectives));
+}

@@ -1,0 +1,3 @@
+//! trace-report against what the real TraceLens wrote.
+
+mod collective;
