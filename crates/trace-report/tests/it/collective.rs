@@ -175,10 +175,88 @@ fn a_mismatch_or_no_collective_is_an_error() {
     let r1 = [kernel(110, 45, Some("allreduce"), 1 << 10)];
     let ranks = [RankKernels { rank: 0, kernels: &r0 }, RankKernels { rank: 1, kernels: &r1 }];
     let err = collective_report(&ranks, None).unwrap_err().to_string();
-    assert_eq!(
-        err,
-        "the ranks disagree on the In msg nelems of collective 0_0: Some(1024), Some(1048576)"
-    );
+    assert_eq!(err, "the ranks disagree on the In msg nelems of collective 0_0: 1024, 1048576");
     let none = [RankKernels { rank: 0, kernels: &[] }, RankKernels { rank: 1, kernels: &[] }];
     assert_eq!(collective_report(&none, None), Err(trace_report::CollectiveError::NoCollectives));
+}
+
+/// `all_to_allv` collectives (no public trace holds one) get their own
+/// tables, by the reference's rules, the largest total first; they do not
+/// synchronize ranks, so no implicit-sync row.
+#[test]
+fn all_to_allv_by_the_formulas() {
+    let a2av = |ts, dur, n| kernel(ts, dur, Some("all_to_allv"), n);
+    let r0 = [a2av(0, 10, 4), a2av(100, 50, 1 << 20)];
+    let r1 = [a2av(2, 10, 4), a2av(110, 60, 1 << 19)];
+    let ranks = [RankKernels { rank: 0, kernels: &r0 }, RankKernels { rank: 1, kernels: &r1 }];
+    let report = collective_report(&ranks, Some(8)).unwrap();
+    let names: Vec<&str> = report.tables.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [
+            "nccl_summary_implicit_sync",
+            "nccl_summary_long",
+            "nccl_summary_all2allv",
+            "nccl_long",
+            "nccl_implicit_sync",
+            "nccl_all2allv"
+        ]
+    );
+    let py = trace_summary::py_float;
+    let table = CollectiveReport::csv(report.table("nccl_all2allv").unwrap());
+    let mut lines = table.lines();
+    let per_rank = |r: u32| {
+        [
+            "ts",
+            "dur",
+            "In msg nelems",
+            "Out msg nelems",
+            "In msg size (MB)",
+            "Out msg size (MB)",
+            "In split size",
+            "Out split size",
+            "skew in start time",
+            "skew in end time",
+        ]
+        .map(|c| format!("rank_{r}_{c}"))
+        .join(",")
+    };
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "collective_id,Process Group Name,Process Group Ranks,Collective name,Group size,dtype,stream,total data communicated (MB),total nelems communicated,wall_time (us),max_rank_dur (us),min_rank_dur (us),avg_rank_dur (us),throughput (GB/s),max_rank_throughput (GB/s),min_rank_throughput (GB/s),size_imbalance,skew in start time,skew in end time,{},{},node_span",
+            per_rank(0),
+            per_rank(1)
+        )
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "0_1,0,\"[0, 1]\",all_to_allv,2,Float,7,6.0,1572864,70,60,50,55.0,{},{},{},{},10,20,\
+             100,50,1048576,1048576,4.0,4.0,[],[],0,20,110,60,524288,524288,2.0,2.0,[],[],10,0,intra_node",
+            py((6.0 / 1024.0) / (70.0 / 1e6)),
+            py((4.0 / 1024.0) / (50.0 / 1e6)),
+            py((2.0 / 1024.0) / (60.0 / 1e6)),
+            py(4.0 / 3.0),
+        )
+    );
+    assert!(lines.next().unwrap().starts_with("0_0,"));
+    assert_eq!(lines.next(), None);
+    let summary = CollectiveReport::csv(report.table("nccl_summary_all2allv").unwrap());
+    let mut lines = summary.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "Process Group Name,dtype,total data communicated (MB)_mean,total data communicated (MB)_median,total data communicated (MB)_min,total data communicated (MB)_max,wall_time (us)_mean,wall_time (us)_median,wall_time (us)_min,wall_time (us)_max,throughput (GB/s)_mean,throughput (GB/s)_median,throughput (GB/s)_min,throughput (GB/s)_max,size_imbalance_mean,size_imbalance_max,max_rank_dur (us)_mean,max_rank_dur (us)_max,skew in start time_mean,skew in start time_max,skew in end time_mean,skew in end time_max,count,Process Group Ranks,Collective name,Group size,Total wall_time (us),Total wall_time (ms)"
+    );
+    let row = lines.next().unwrap();
+    assert!(row.starts_with("0,Float,"), "{row}");
+    assert!(row.ends_with(",2,\"[0, 1]\",all_to_allv,2,82,0.082"), "{row}");
+    // A mismatch in what all_to_allv ranks agree on aborts the report.
+    let mut other = r1.clone();
+    other[1].stream = trace_summary::Cell::Int(9);
+    let ranks = [RankKernels { rank: 0, kernels: &r0 }, RankKernels { rank: 1, kernels: &other }];
+    assert_eq!(
+        collective_report(&ranks, None).unwrap_err().to_string(),
+        "the ranks disagree on the stream of collective 0_1: 7, 9"
+    );
 }

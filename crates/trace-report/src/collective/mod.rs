@@ -4,11 +4,14 @@
 //! waited for. The tables and their rules are those of
 //! `TraceLens_generate_multi_rank_collective_report_pytorch` (its
 //! reference's §10-§11): `nccl_long`, `nccl_implicit_sync`,
-//! `nccl_summary_implicit_sync`, `nccl_summary_long` and
-//! `straggler_summary`, with the same columns, rows and values (pandas'
-//! types and aggregation arithmetic included).
+//! `nccl_summary_implicit_sync`, `nccl_summary_long`,
+//! `straggler_summary`, and `nccl_all2allv` with `nccl_summary_all2allv`
+//! where some collective is an `all_to_allv`, with the same columns, rows
+//! and values (pandas' types and aggregation arithmetic included).
 
 use std::collections::BTreeMap;
+
+mod all2allv;
 
 use trace_summary::{Cell, CollectiveKernel, Table};
 
@@ -51,8 +54,10 @@ pub enum CollectiveError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CollectiveReport {
     /// `(file stem, table)`: `nccl_summary_implicit_sync`,
-    /// `nccl_summary_long`, `nccl_long`, `nccl_implicit_sync`, and
-    /// `straggler_summary` when some collective synchronizes the ranks.
+    /// `nccl_summary_long`, `nccl_summary_all2allv` (when some collective
+    /// is an `all_to_allv`), `nccl_long`, `nccl_implicit_sync`,
+    /// `nccl_all2allv` (as its summary) and `straggler_summary` (when some
+    /// collective synchronizes the ranks).
     pub tables: Vec<(&'static str, Table)>,
     /// Whether TraceLens' simplified matching applied (no process group
     /// names, one stream per rank): collectives matched by their order in
@@ -353,9 +358,16 @@ pub fn collective_report(
     let implicit = implicit_sync(&rows, simplified, gpus_per_node)?;
     tables.push(("nccl_summary_implicit_sync", implicit_summary(&implicit)));
     tables.push(("nccl_summary_long", summary_long(&rows, gpus_per_node)));
+    let all2allv = all2allv::table(&rows, gpus_per_node)?;
+    if let Some(t) = &all2allv {
+        tables.push(("nccl_summary_all2allv", all2allv::summary(t)));
+    }
     tables.push(("nccl_long", long(&rows, gpus_per_node)));
     let straggler = straggler(&implicit, &rows, gpus_per_node);
     tables.push(("nccl_implicit_sync", implicit.table));
+    if let Some(t) = all2allv {
+        tables.push(("nccl_all2allv", t.table));
+    }
     if let Some(straggler) = straggler {
         tables.push(("straggler_summary", straggler));
     }
@@ -503,18 +515,7 @@ fn implicit_sync(
     simplified: bool,
     gpus_per_node: Option<usize>,
 ) -> Result<Implicit, CollectiveError> {
-    // collective_id in first-appearance order, with its rows.
-    let mut order: Vec<&str> = Vec::new();
-    let mut members: BTreeMap<&str, Vec<&Row<'_>>> = BTreeMap::new();
-    for r in rows {
-        members
-            .entry(&r.id)
-            .or_insert_with(|| {
-                order.push(&r.id);
-                Vec::new()
-            })
-            .push(r);
-    }
+    let (order, members) = by_collective(rows);
     let mut kept: Vec<(&str, Option<&'static str>)> = Vec::new();
     for id in &order {
         let first = members[id][0].kernel;
@@ -678,8 +679,35 @@ fn implicit_sync(
     Ok(Implicit { table: Table::new(&header, out), waits, summary })
 }
 
+/// Each `collective_id` in first-appearance order, and its rows.
+type Members<'r, 'a> = (Vec<&'r str>, BTreeMap<&'r str, Vec<&'r Row<'a>>>);
+
+fn by_collective<'r, 'a>(rows: &'r [Row<'a>]) -> Members<'r, 'a> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut members: BTreeMap<&str, Vec<&Row<'_>>> = BTreeMap::new();
+    for r in rows {
+        members
+            .entry(&r.id)
+            .or_insert_with(|| {
+                order.push(&r.id);
+                Vec::new()
+            })
+            .push(r);
+    }
+    (order, members)
+}
+
 fn kept_kernel<'a>(members: &BTreeMap<&str, Vec<&Row<'a>>>, id: &str) -> &'a CollectiveKernel {
     members[id][0].kernel
+}
+
+/// A value as a mismatch error names it.
+fn shown<T: std::fmt::Display>(value: &Option<T>) -> String {
+    value.as_ref().map_or_else(|| "missing".to_string(), T::to_string)
+}
+
+fn shown_cell(cell: &Cell) -> String {
+    if *cell == Cell::Empty { "missing".to_string() } else { cell.text() }
 }
 
 /// TraceLens' check that the ranks agree on what a matched collective is.
@@ -687,14 +715,14 @@ fn check_consistent(id: &str, rows: &[&Row<'_>]) -> Result<(), CollectiveError> 
     type Field = (&'static str, fn(&Row<'_>) -> String);
     let fields: [Field; 9] = [
         ("Process Group Name", |r| r.group.clone()),
-        ("Process Group Ranks", |r| format!("{:?}", r.kernel.process_group_ranks)),
-        ("Collective name", |r| format!("{:?}", r.kernel.collective_name)),
-        ("Group size", |r| format!("{:?}", r.kernel.group_size)),
-        ("dtype", |r| format!("{:?}", r.kernel.dtype)),
-        ("In msg nelems", |r| format!("{:?}", r.kernel.in_nelems)),
-        ("Out msg nelems", |r| format!("{:?}", r.kernel.out_nelems)),
-        ("In msg size (MB)", |r| format!("{:?}", r.kernel.msg_sizes_mb().0)),
-        ("Out msg size (MB)", |r| format!("{:?}", r.kernel.msg_sizes_mb().1)),
+        ("Process Group Ranks", |r| shown(&r.kernel.process_group_ranks)),
+        ("Collective name", |r| shown(&r.kernel.collective_name)),
+        ("Group size", |r| shown(&r.kernel.group_size)),
+        ("dtype", |r| shown(&r.kernel.dtype)),
+        ("In msg nelems", |r| shown(&r.kernel.in_nelems)),
+        ("Out msg nelems", |r| shown(&r.kernel.out_nelems)),
+        ("In msg size (MB)", |r| shown(&r.kernel.msg_sizes_mb().0)),
+        ("Out msg size (MB)", |r| shown(&r.kernel.msg_sizes_mb().1)),
     ];
     for (field, get) in fields {
         let mut values: Vec<String> = rows.iter().map(|r| get(r)).collect();
