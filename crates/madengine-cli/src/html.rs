@@ -10,8 +10,8 @@ use trace_report::{CycleRow, GpuRow, RankRow, by_dir, by_job, by_run, vs_first};
 
 use crate::{
     commands::{
-        Compared, KINETO_PARTS, ROCPROF_BAR, Regression, SummaryView, TopRow, counts_text,
-        ratio_text,
+        Compared, KINETO_PARTS, ROCPROF_BAR, Regression, RunCollectives, SummaryView, TopRow,
+        counts_text, ratio_text,
     },
     error::Error,
     render,
@@ -310,6 +310,7 @@ pub(crate) fn page(
     ranks: &[RankRow],
     cycles: &[CycleRow],
     gpus: &[GpuRow],
+    collectives: &[RunCollectives],
     left_out: &[trace_discover::Problem],
 ) -> String {
     let mut page =
@@ -339,6 +340,9 @@ pub(crate) fn page(
         page.push_str("</ul>");
     }
     cross_rank_section(&mut page, ranks);
+    for r in collectives {
+        collectives_section(&mut page, r);
+    }
     for job in by_job(cycles) {
         cycles_table(&mut page, job);
     }
@@ -362,9 +366,161 @@ pub(crate) fn write(
     ranks: &[RankRow],
     cycles: &[CycleRow],
     gpus: &[GpuRow],
+    collectives: &[RunCollectives],
     left_out: &[trace_discover::Problem],
 ) -> Result<(), Error> {
-    crate::commands::write_atomic(path, page(views, ranks, cycles, gpus, left_out).as_bytes())
+    let page = page(views, ranks, cycles, gpus, collectives, left_out);
+    crate::commands::write_atomic(path, page.as_bytes())
+}
+
+type Object = serde_json::Map<String, serde_json::Value>;
+
+fn number(m: &Object, key: &str) -> Option<f64> {
+    m.get(key).and_then(serde_json::Value::as_f64)
+}
+
+fn shown(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// One matched collective as a strip per rank: where each rank arrived and
+/// left, against the last arrival (the wait the others paid is the gap
+/// before it).
+fn strips(page: &mut String, c: &Object) {
+    let mut ranks: Vec<(u64, f64, f64)> = c
+        .keys()
+        .filter_map(|k| k.strip_prefix("rank_")?.strip_suffix("_ts")?.parse::<u64>().ok())
+        .filter_map(|r| {
+            let ts = number(c, &format!("rank_{r}_ts"))?;
+            let dur = number(c, &format!("rank_{r}_dur"))?;
+            Some((r, ts, ts + dur))
+        })
+        .collect();
+    ranks.sort_by_key(|(r, _, _)| *r);
+    let Some(start) = ranks.iter().map(|r| r.1).reduce(f64::min) else { return };
+    let end = ranks.iter().map(|r| r.2).fold(start, f64::max);
+    let last = ranks.iter().map(|r| r.1).fold(start, f64::max);
+    let span = (end - start).max(1e-9);
+    let (width, label) = (600.0, 48.0);
+    let row = if ranks.len() > 64 {
+        3.0
+    } else if ranks.len() > 16 {
+        6.0
+    } else {
+        14.0
+    };
+    let height = row * ranks.len() as f64 + 14.0;
+    let x = |t: f64| label + (t - start) / span * width;
+    let _ = write!(
+        page,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img">"#,
+        label + width + 4.0
+    );
+    for (i, (rank, ts, end)) in ranks.iter().enumerate() {
+        let y = i as f64 * row;
+        if row >= 10.0 {
+            let _ = write!(
+                page,
+                r#"<text x="0" y="{:.1}" font-size="10">rank {rank}</text>"#,
+                y + row - 3.0
+            );
+        }
+        let _ = write!(
+            page,
+            r##"<rect x="{:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" fill="#1565c0"><title>rank {rank}: arrived at +{:.1} µs, left at +{:.1} µs</title></rect>"##,
+            x(*ts),
+            ((end - ts) / span * width).max(0.5),
+            (row - 1.0).max(1.0),
+            ts - start,
+            end - start,
+        );
+    }
+    let bottom = row * ranks.len() as f64;
+    let _ = write!(
+        page,
+        r##"<line x1="{0:.2}" x2="{0:.2}" y1="0" y2="{bottom:.1}" stroke="#c62828" stroke-width="1.5"><title>last arrival, +{1:.1} µs</title></line><text x="{label}" y="{2:.1}" font-size="10">0</text><text x="{3:.1}" y="{2:.1}" font-size="10" text-anchor="end">{4:.1} µs</text></svg>"##,
+        x(last),
+        last - start,
+        bottom + 12.0,
+        label + width,
+        end - start,
+    );
+}
+
+/// A multi-rank run's collective report: the matched collectives that
+/// cost the most, each a strip per rank (arrival to exit), and the
+/// straggler table.
+fn collectives_section(page: &mut String, r: &RunCollectives) {
+    let mut title = format!("Collectives matched across ranks, run {}", r.run.display());
+    if let Some(cycle) = r.cycle {
+        title.push_str(&format!(", {cycle}"));
+    }
+    let _ = write!(
+        page,
+        "<section><h2>{}</h2><p>{} collective(s) matched{}. Each strip is one rank, from its arrival to its exit; the red line is the last arrival: the gap before it is what the rank waited. CSVs: <code>{}</code></p>",
+        esc(&title),
+        r.matched,
+        if r.simplified {
+            " by their order in each rank (the traces name no process group)"
+        } else {
+            ""
+        },
+        esc(&r.csv_dir.display().to_string())
+    );
+    for c in &r.top {
+        let name = [
+            c.get("Collective name").and_then(|v| v.as_str()).unwrap_or("(not named)"),
+            c.get("dtype").and_then(|v| v.as_str()).unwrap_or(""),
+        ]
+        .join(" ");
+        let bus =
+            number(c, "bus bw (GB/s)").map_or(String::new(), |b| format!(", bus {b:.1} GB/s"));
+        let _ = write!(
+            page,
+            "<h3>{} <code>{}</code>: latency {} µs, start skew {} µs (rank {} first), end skew {} µs{}</h3>",
+            esc(name.trim()),
+            esc(c.get("collective_id").and_then(|v| v.as_str()).unwrap_or("")),
+            shown(number(c, "comm_latency"), 1),
+            shown(number(c, "skew in start time"), 1),
+            shown(number(c, "earliest arrival rank"), 0),
+            shown(number(c, "skew in end time"), 1),
+            esc(&bus),
+        );
+        strips(page, c);
+    }
+    if !r.straggler.is_empty() {
+        // The node of each rank, where the ranks span nodes.
+        let distinct: std::collections::BTreeSet<String> =
+            r.straggler.iter().map(|s| shown(number(s, "node_id"), 0)).collect();
+        let nodes = distinct.len() > 1;
+        page.push_str("<h3>Stragglers</h3><table><tr><th>rank</th>");
+        if nodes {
+            page.push_str("<th>node</th>");
+        }
+        page.push_str("<th>arrived last</th><th>share</th><th>waited µs (total)</th><th>waited µs (mean)</th><th>in collectives µs</th></tr>");
+        let mut rows: Vec<&Object> = r.straggler.iter().collect();
+        rows.sort_by(|a, b| {
+            let last = |m: &Object| number(m, "times_arrived_last").unwrap_or(0.0);
+            last(b).total_cmp(&last(a))
+        });
+        for s in rows {
+            let _ = write!(page, "<tr><td>{}</td>", shown(number(s, "rank"), 0));
+            if nodes {
+                let _ = write!(page, "<td>{}</td>", shown(number(s, "node_id"), 0));
+            }
+            let _ = write!(
+                page,
+                "<td>{}</td><td>{}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                shown(number(s, "times_arrived_last"), 0),
+                shown(number(s, "pct_arrived_last"), 1),
+                shown(number(s, "total_wait_time_us"), 1),
+                shown(number(s, "mean_wait_time_us"), 1),
+                shown(number(s, "total_nccl_dur_us"), 1),
+            );
+        }
+        page.push_str("</table>");
+    }
+    page.push_str("</section>");
 }
 
 /// Timeline rows that add up to the total, for a stacked bar: `(row, label)`,
@@ -611,8 +767,40 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         &compared.diff.collectives,
         top,
     );
+    matched_table(&mut page, &compared.matched, top);
     page.push_str("</body></html>\n");
     page
+}
+
+/// Two multi-rank runs' collectives matched across ranks, per type, dtype
+/// and size, before and after.
+fn matched_table(page: &mut String, matched: &[trace_report::CollectiveDiff], top: usize) {
+    if matched.is_empty() || top == 0 {
+        return;
+    }
+    page.push_str("<h3>Collectives matched across ranks: mean latency once the last rank arrived, and bus bandwidth</h3><table><tr><th>matched</th><th>latency µs before</th><th>after</th><th>ratio (total)</th><th>bus GB/s before</th><th>after</th><th class=\"name\">collective</th></tr>");
+    let one = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    for m in matched.iter().take(top) {
+        let count = |s: &Option<trace_report::CollectiveSide>| {
+            s.as_ref().map_or("-".into(), |s| s.count.to_string())
+        };
+        let size = m.full_mb.map_or(String::new(), |mb| format!(", {mb:.1} MiB"));
+        let _ = write!(
+            page,
+            r#"<tr><td>{} &rarr; {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="name">{} {}{}</td></tr>"#,
+            count(&m.base),
+            count(&m.new),
+            one(m.base.as_ref().and_then(|s| s.latency_mean_us)),
+            one(m.new.as_ref().and_then(|s| s.latency_mean_us)),
+            m.ratio().map_or("-".into(), |r| format!("{r:.2}x")),
+            one(m.base.as_ref().and_then(|s| s.bus_bw_mean_gbs)),
+            one(m.new.as_ref().and_then(|s| s.bus_bw_mean_gbs)),
+            esc(&m.collective),
+            esc(&m.dtype),
+            esc(&size),
+        );
+    }
+    page.push_str("</table>");
 }
 
 /// Write `report diff`'s page to `path` atomically.
@@ -635,7 +823,7 @@ mod tests {
             path: "run/<rank1>.json".into(),
             message: "a symbolic link to /scratch/gone, which does not exist".into(),
         }];
-        let page = page(&[], &[], &[], &[], &left_out);
+        let page = page(&[], &[], &[], &[], &[], &left_out);
         assert!(
             page.contains(
                 "<p class=\"error\">Left out: 1 path(s) that could not be looked at.</p><ul><li>\
@@ -644,7 +832,7 @@ mod tests {
             ),
             "{page}"
         );
-        assert!(!super::page(&[], &[], &[], &[], &[]).contains("Left out"));
+        assert!(!super::page(&[], &[], &[], &[], &[], &[]).contains("Left out"));
     }
 
     #[test]

@@ -1149,7 +1149,7 @@ fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives
         ));
         if !r.top.is_empty() {
             text.push_str(
-                "  ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE\n",
+                "  ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE\n",
             );
             for t in &r.top {
                 let name = [
@@ -1161,7 +1161,7 @@ fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives
                     .map(|mb| format!(", {mb:.1} MiB"))
                     .unwrap_or_default();
                 text.push_str(&format!(
-                    "  {:<16} {:>8} {:>11} {:>6} {:>9} {:>8}  {}{}\n",
+                    "  {:<16} {:>8} {:>11} {:>6} {:>9} {:>11}  {}{}\n",
                     t.get("collective_id").and_then(|v| v.as_str()).unwrap_or(""),
                     shown(num(t, "comm_latency"), 1),
                     shown(num(t, "skew in start time"), 1),
@@ -1174,9 +1174,14 @@ fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives
             }
         }
         if !r.straggler.is_empty() {
-            text.push_str(
-                "  RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs\n",
-            );
+            // The node of each rank, where the ranks span nodes.
+            let nodes: std::collections::BTreeSet<String> =
+                r.straggler.iter().map(|s| shown(num(s, "node_id"), 0)).collect();
+            let node_column = nodes.len() > 1;
+            text.push_str(&format!(
+                "  RANK{}  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs\n",
+                if node_column { "  NODE" } else { "" }
+            ));
             // The one that arrived last most often first.
             let mut rows: Vec<&serde_json::Map<String, serde_json::Value>> =
                 r.straggler.iter().collect();
@@ -1188,8 +1193,13 @@ fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives
             });
             for s in rows {
                 text.push_str(&format!(
-                    "  {:<4}  {:>6} ({:>5}%)  {:>17}  {:>16}  {:>14}\n",
+                    "  {:<4}{}  {:>3} ({:>5}%)  {:>17}  {:>16}  {:>14}\n",
                     shown(num(s, "rank"), 0),
+                    if node_column {
+                        format!("  {:<4}", shown(num(s, "node_id"), 0))
+                    } else {
+                        String::new()
+                    },
                     shown(num(s, "times_arrived_last"), 0),
                     shown(num(s, "pct_arrived_last"), 1),
                     shown(num(s, "total_wait_time_us"), 1),
@@ -1669,6 +1679,7 @@ pub(crate) fn diff(
             text.push_str(&format!("({})\n", tail.join(", ")));
         }
     }
+    matched_collectives(&mut text, &compared.matched, top);
     if written.is_empty() {
         if [&diff.kernels, &diff.ops, &diff.collectives].iter().any(|rows| rows.len() > top) {
             text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
@@ -1681,6 +1692,64 @@ pub(crate) fn diff(
         text.push_str(&format!("HTML: {}\n", html.display()));
     }
     out(&text)
+}
+
+/// Two multi-rank runs' collectives matched across ranks, per type, dtype
+/// and size: latency once the last rank arrived and bus bandwidth, before
+/// and after.
+fn matched_collectives(text: &mut String, matched: &[trace_report::CollectiveDiff], top: usize) {
+    if matched.is_empty() || top == 0 {
+        return;
+    }
+    let one = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let side = |s: &Option<trace_report::CollectiveSide>| match s {
+        Some(s) => [
+            s.count.to_string(),
+            one(s.latency_mean_us),
+            s.bus_bw_mean_gbs.map_or("-".into(), |b| format!("{b:.1}")),
+        ],
+        None => ["-".to_string(), "-".to_string(), "-".to_string()],
+    };
+    let rows: Vec<[String; 7]> = matched
+        .iter()
+        .take(top)
+        .map(|m| {
+            let [bc, bl, bb] = side(&m.base);
+            let [nc, nl, nb] = side(&m.new);
+            let size = match (m.full_mb, m.in_nelems.as_str()) {
+                (Some(mb), _) => format!(", {mb:.1} MiB"),
+                (None, "Unknown") => String::new(),
+                (None, n) => format!(", {n} elements"),
+            };
+            let name = match (m.collective.as_str(), m.dtype.as_str()) {
+                ("Unknown", "Unknown") => "(not named)".to_string(),
+                (c, "Unknown") => c.to_string(),
+                (c, d) => format!("{c} {d}"),
+            };
+            [
+                format!("{bc} -> {nc}"),
+                bl,
+                nl,
+                m.ratio().map_or("-".into(), |r| format!("{r:.2}x")),
+                bb,
+                nb,
+                format!("{name}{size}"),
+            ]
+        })
+        .collect();
+    text.push_str(
+        "\ncollectives matched across ranks (mean latency once the last rank arrived µs, bus GB/s; ratio of total latency):\n",
+    );
+    let numbers = [true, true, true, true, true, true, false];
+    aligned(
+        text,
+        &["MATCHED", "LATENCY BEFORE", "AFTER", "RATIO", "BUS BW BEFORE", "AFTER", "COLLECTIVE"],
+        &rows,
+        &numbers,
+    );
+    if matched.len() > top {
+        text.push_str(&format!("({} more)\n", matched.len() - top));
+    }
 }
 
 /// `n` with thousands separated by commas.

@@ -14,7 +14,8 @@
 //!   (rank by rank; rocprofv3 processes GPU by GPU, node by node).
 //! - [`collective_report`] matches each NCCL/RCCL collective across a run's
 //!   ranks, as TraceLens' multi-rank collective report does: its latency
-//!   once the last rank arrived, the skew of the arrivals, the straggler.
+//!   once the last rank arrived, the skew of the arrivals, the straggler;
+//!   [`compare_collectives`] sets two runs' reports side by side.
 //! - [`report_stem`] and [`Stems`] name a trace's report in an output
 //!   directory, as the original madengine did, unique and short enough.
 //!
@@ -47,7 +48,10 @@ pub use crate::{
         CycleRow, GpuRow, LeftOut, RankRow, Spread, Timed, by_dir, by_job, by_run, cross_gpu,
         cross_rank, cycle_trend, spread, vs_first,
     },
-    collective::{CollectiveError, CollectiveReport, RankKernels, collective_report},
+    collective::{
+        CollectiveDiff, CollectiveError, CollectiveReport, CollectiveSide, RankKernels,
+        collective_report, compare_collectives,
+    },
     cycles::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
         profiling_cycles,

@@ -75,6 +75,46 @@ pub(crate) struct Compared {
     pub(crate) unpaired: Vec<String>,
     /// Times and counts are per profiler step (`--per-step`).
     pub(crate) per_step: bool,
+    /// Two multi-rank runs of traces: their collectives matched across
+    /// ranks, per type, dtype and size, side by side.
+    pub(crate) matched: Vec<trace_report::CollectiveDiff>,
+}
+
+/// Each side's collective report, when two runs of traces (not reports)
+/// were compared rank by rank and both have collective kernels; what
+/// stops one is said in a note.
+fn matched_collectives(
+    views: &[TraceView],
+    keys: &[u32],
+    reports: &[bool],
+    by: PairedBy,
+) -> Vec<trace_report::CollectiveDiff> {
+    let n = keys.len();
+    if n < 2 || by != PairedBy::Rank || reports.iter().any(|r| *r) {
+        return vec![];
+    }
+    let report = |side: &[TraceView], role: &str| {
+        let kernels: Vec<trace_report::RankKernels<'_>> = side
+            .iter()
+            .zip(keys)
+            .map(|(v, rank)| trace_report::RankKernels {
+                rank: *rank,
+                kernels: &v.collective_events,
+            })
+            .collect();
+        match trace_report::collective_report(&kernels, side[0].gpu_devices.filter(|g| *g > 0)) {
+            Ok(r) => Some(r),
+            Err(trace_report::CollectiveError::NoCollectives) => None,
+            Err(e) => {
+                render::note(&format!("no collectives matched across the {role} run's ranks: {e}"));
+                None
+            }
+        }
+    };
+    match (report(&views[..n], "baseline"), report(&views[n..], "new")) {
+        (Some(b), Some(nw)) => trace_report::compare_collectives(&b, &nw),
+        _ => vec![],
+    }
 }
 
 /// The one of a run the headline shows: the slowest rank (a job that
@@ -763,7 +803,13 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             }
         };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
-    let compared = Compared { sides, ranks, by, diff, unpaired, per_step: args.per_step };
+    let keys: Vec<u32> = pairs.iter().map(|p| p.0.unwrap_or_default()).collect();
+    let matched = match args.per_step {
+        // Per step, the report's totals would not be.
+        true => vec![],
+        false => matched_collectives(&views, &keys, &reports, by),
+    };
+    let compared = Compared { sides, ranks, by, diff, unpaired, per_step: args.per_step, matched };
     let regression = compared.regression(args.max_regression);
     if args.max_regression.is_some() && regression.is_none() {
         let (_, what) = compared.headline();
@@ -797,6 +843,9 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "op_categories": Rows(&d.op_categories),
             "kernel_categories": Rows(&d.kernel_categories),
             "collectives": Rows(&d.collectives),
+            // Multi-rank runs of traces: collectives matched across ranks,
+            // per type, dtype and size (µs, ms, GB/s), each side's.
+            "collectives_matched": compared.matched,
             // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
             "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
             "csvs": written.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),

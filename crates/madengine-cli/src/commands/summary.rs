@@ -1348,7 +1348,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let collectives = run_collectives(&views, &ranks, &args.output_dir, &mut this_run)?;
     retire_stale(&args.output_dir, &this_run)?;
     if let Some(html) = &args.html {
-        crate::html::write(html, &views, &ranks, &cycles, &gpus, &left_out)?;
+        crate::html::write(html, &views, &ranks, &cycles, &gpus, &collectives, &left_out)?;
     }
     Ok(Some(Summarized {
         views,
@@ -1378,7 +1378,9 @@ pub(crate) struct RunCollectives {
     /// `straggler_summary`'s rows, as objects (its CSV's columns).
     pub(crate) straggler: Vec<serde_json::Map<String, serde_json::Value>>,
     /// The matched collectives that cost the most once the last rank
-    /// arrived: `nccl_implicit_sync` rows by `comm_latency` (at most 5).
+    /// arrived: `nccl_implicit_sync` rows by `comm_latency` (at most 5),
+    /// each rank's arrival and duration (`rank_<r>_ts`, `rank_<r>_dur`)
+    /// included.
     pub(crate) top: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
@@ -1386,7 +1388,7 @@ pub(crate) struct RunCollectives {
 fn objects(
     table: &Table,
     n: usize,
-    keep: &[&str],
+    keep: impl Fn(&str) -> bool,
 ) -> Vec<serde_json::Map<String, serde_json::Value>> {
     table
         .rows
@@ -1397,7 +1399,7 @@ fn objects(
                 .header
                 .iter()
                 .zip(row)
-                .filter(|(h, _)| keep.is_empty() || keep.contains(&h.as_str()))
+                .filter(|(h, _)| keep(h))
                 .map(|(h, c)| {
                     let value = match c {
                         trace_summary::Cell::Int(i) => serde_json::json!(i),
@@ -1506,9 +1508,12 @@ fn run_collectives(
             simplified: report.simplified,
             straggler: report
                 .table("straggler_summary")
-                .map(|t| objects(t, usize::MAX, &[]))
+                .map(|t| objects(t, usize::MAX, |_| true))
                 .unwrap_or_default(),
-            top: objects(&top, 5, &keep),
+            top: objects(&top, 5, |h| {
+                keep.contains(&h)
+                    || (h.starts_with("rank_") && (h.ends_with("_ts") || h.ends_with("_dur")))
+            }),
         });
     }
     Ok(reports)
@@ -1519,11 +1524,13 @@ fn run_collectives(
 const COLLECTIVE_RECORD: &str = "collectives.json";
 
 /// Every file of a collective report's directory.
-const COLLECTIVE_SET: [&str; 6] = [
+const COLLECTIVE_SET: [&str; 8] = [
     "nccl_summary_implicit_sync.csv",
     "nccl_summary_long.csv",
+    "nccl_summary_all2allv.csv",
     "nccl_long.csv",
     "nccl_implicit_sync.csv",
+    "nccl_all2allv.csv",
     "straggler_summary.csv",
     COLLECTIVE_RECORD,
 ];

@@ -91,7 +91,7 @@ fn two_traces_side_by_side() {
 #[test]
 fn two_runs_rank_by_rank() {
     let dir = runs();
-    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--top", "1"], @r"
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--top", "1"], @"
     exit code: 0
     ----- stdout -----
     baseline  base (2 traces, PyTorch, AMD Instinct MI300X, 4 kernel launches)
@@ -121,6 +121,10 @@ fn two_runs_rank_by_rank() {
     BASELINE  NEW  DELTA  RATIO  CALLS  CALL
           40   60    +20  1.50x      2  allreduce Float[1048576], 2 ranks
 
+    collectives matched across ranks (mean latency once the last rank arrived µs, bus GB/s; ratio of total latency):
+    MATCHED  LATENCY BEFORE  AFTER  RATIO  BUS BW BEFORE  AFTER  COLLECTIVE
+     1 -> 1            20.0   20.0  1.00x          195.3  195.3  allreduce Float, 4.0 MiB
+
     every row: --output-dir DIR (CSVs) or --json
     ----- stderr -----
     ");
@@ -135,6 +139,51 @@ fn two_runs_rank_by_rank() {
     assert_eq!((&json["paired_by"], &ranks[1]["rank"]), (&"rank".into(), &1.into()));
     assert_eq!(json["baseline"]["kernel_launches"], 4);
     assert_eq!(json["kernels"][0]["delta"], 20.0, "{json}");
+}
+
+/// Two multi-rank runs: their collectives matched across ranks, per type
+/// and size, with the latency once the last rank arrived and the bus
+/// bandwidth before and after. Both ranks' allreduce takes twice as long.
+#[test]
+fn collectives_matched_across_ranks_before_and_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let nccl = (r#""ts": 150.000, "dur": 20.000"#, r#""ts": 150.000, "dur": 40.000"#);
+    for (run, edits) in [("base", &[][..]), ("new", &[nccl][..])] {
+        for (rank, from) in
+            [(0, "libkineto_trace_rank0_1.json"), (1, "libkineto_trace_rank1_2.json")]
+        {
+            trace(dir.path(), &format!("{run}/rank{rank}_trace.json"), from, edits);
+        }
+    }
+    let args = ["report", "diff", "base", "new", "--top", "0"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(!text.contains("matched across ranks"), "--top 0 shows no table: {text}");
+    let args = ["report", "diff", "base", "new", "--top", "3"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    let shown = &text[text.find("collectives matched").unwrap()..];
+    insta::assert_snapshot!(shown, @"
+    collectives matched across ranks (mean latency once the last rank arrived µs, bus GB/s; ratio of total latency):
+    MATCHED  LATENCY BEFORE  AFTER  RATIO  BUS BW BEFORE  AFTER  COLLECTIVE
+     1 -> 1            20.0   40.0  2.00x          195.3   97.7  allreduce Float, 4.0 MiB
+    ----- stderr -----
+    ");
+    let args = ["report", "diff", "base", "new", "--json"].map(std::ffi::OsStr::new);
+    let json = crate::stdout_json(&crate::run_cli(dir.path(), &args, &[]).0);
+    let matched = &json["collectives_matched"][0];
+    assert_eq!(
+        (&matched["collective"], &matched["in_nelems"]),
+        (&"allreduce".into(), &"1048576".into())
+    );
+    assert_eq!(
+        (&matched["base"]["latency_mean_us"], &matched["new"]["latency_mean_us"]),
+        (&20.0.into(), &40.0.into())
+    );
+    let bus = |side: &str| matched[side]["bus_bw_mean_gbs"].as_f64().unwrap();
+    assert!((bus("base") / bus("new") - 2.0).abs() < 1e-9, "{matched}");
+    let args = ["report", "diff", "base", "new", "--html", "diff.html"].map(std::ffi::OsStr::new);
+    crate::run_cli(dir.path(), &args, &[]);
+    let page = fs::read_to_string(dir.path().join("diff.html")).unwrap();
+    assert!(page.contains("<td>1 &rarr; 1</td><td>20.0</td><td>40.0</td><td>2.00x</td>"), "{page}");
 }
 
 #[test]
@@ -204,7 +253,7 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     ----- stderr -----
     error: base holds 3 of torch.profiler's profiling cycles (told apart by the time tensorboard_trace_handler put in the names of its traces): runs are compared one cycle at a time; pick one with --cycle N (1 to 3) or --cycle last, or one for each side (--cycle 1,last)
     ");
-    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--cycle", "last", "--top", "1"], @r"
+    cli_snapshot!(dir.path(), ["report", "diff", "base", "new", "--cycle", "last", "--top", "1"], @"
     exit code: 0
     ----- stdout -----
     baseline  base (profiling cycle 3 of 3, 2 traces, PyTorch, AMD Instinct MI300X, 4 kernel launches)
@@ -231,6 +280,10 @@ fn profiling_cycles_are_compared_one_at_a_time() {
 
     collectives (NCCL/RCCL kernels by call), all 2 ranks, largest changes first (µs):
     no change
+
+    collectives matched across ranks (mean latency once the last rank arrived µs, bus GB/s; ratio of total latency):
+    MATCHED  LATENCY BEFORE  AFTER  RATIO  BUS BW BEFORE  AFTER  COLLECTIVE
+     1 -> 1            20.0   20.0  1.00x          195.3  195.3  allreduce Float, 4.0 MiB
 
     every row: --output-dir DIR (CSVs) or --json
     ----- stderr -----
@@ -297,25 +350,25 @@ fn profiling_cycles_are_compared_one_at_a_time() {
     3 of 3       2     0.017     +100.0%  rank 1: gpu-node_4243.1764720010000000001.pt.trace.json
 
     collectives matched across ranks (µs), run base, profiling cycle 1 of 3: 1 matched; CSVs: kept/base_cycle1_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
 
     collectives matched across ranks (µs), run base, profiling cycle 2 of 3: 1 matched; CSVs: kept/base_cycle2_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
 
     collectives matched across ranks (µs), run base, profiling cycle 3 of 3: 1 matched; CSVs: kept/base_cycle3_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
     ");
     let args = ["report", "summary", "base", "-o", "kept", "--top", "0", "--json"];
     let json =

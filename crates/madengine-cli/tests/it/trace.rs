@@ -1061,19 +1061,19 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     2           0.009         0.000  0.000  0.009    node_1/rank2.json
 
     collectives matched across ranks (µs), run job_a: 1 matched; CSVs: out/job_a_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
 
     collectives matched across ranks (µs), run job_b: 1 matched; CSVs: out/job_b_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      2       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
-      2          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      2       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
+      2     2       0 (  0.0%)                0.0               0.0            20.0
     ----- stderr -----
     [madengine] no cross-rank table for 2 ranked PyTorch traces in job_c: rank 0 is claimed by 2 traces (job_c/rank0.json, job_c/retry_rank0.json)
     ");
@@ -1129,18 +1129,18 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
     2 of 2       2     0.018     +117.6%  rank 1: gpu-node_4243.1764720005000000001.pt.trace.json
 
     collectives matched across ranks (µs), run traces, profiling cycle 1 of 2: 1 matched; CSVs: out/traces_cycle1_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
 
     collectives matched across ranks (µs), run traces, profiling cycle 2 of 2: 1 matched; CSVs: out/traces_cycle2_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
     ----- stderr -----
     ");
     let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
@@ -1173,11 +1173,11 @@ fn report_summary_gives_each_profiling_cycle_its_own_cross_rank_table() {
     rank 1 is the slowest, 0.018 ms: 2.18x rank 0, the fastest (0.009 ms)
 
     collectives matched across ranks (µs), run traces: 1 matched; CSVs: out/traces_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      0_0                  20.0         0.0      1       0.0 195.3 GB/s  allreduce Float, 4.0 MiB
-      RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      0          1 (100.0%)                0.0               0.0            20.0
-      1          0 (  0.0%)                0.0               0.0            20.0
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      0_0                  20.0         0.0      1       0.0  195.3 GB/s  allreduce Float, 4.0 MiB
+      RANK  NODE  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
+      0     0       1 (100.0%)                0.0               0.0            20.0
+      1     1       0 (  0.0%)                0.0               0.0            20.0
     ----- stderr -----
     [madengine] traces: profiling cycle 2 of 2 (--cycle)
     [madengine] 2 PyTorch traces of other profiling cycles not read (--cycle)
@@ -1509,25 +1509,35 @@ fn a_cross_rank_table_says_its_spread_and_whom_the_others_waited_for() {
     least exposed comm: rank 7, 1.580 ms (in a job that synchronizes, the rank the others waited for)
 
     collectives matched across ranks (µs), run [PUBLIC]/param-dlrm-8rank: 8 matched by their order in each rank (the traces name no process group); CSVs: out/param-dlrm-8rank_collectives
-      ID                LATENCY  START SKEW  FIRST  END SKEW   BUS BW  COLLECTIVE
-      4                    86.0       223.0      1       5.0        -  (not named)
-      7                    69.0       885.0      0       7.0        -  (not named)
-      6                    20.0       584.0      3       5.0        -  (not named)
-      0                    10.0      7624.0      1       2.0        -  (not named)
-      5                    10.0       534.0      1       3.0        -  (not named)
+      ID                LATENCY  START SKEW  FIRST  END SKEW      BUS BW  COLLECTIVE
+      4                    86.0       223.0      1       5.0           -  (not named)
+      7                    69.0       885.0      0       7.0           -  (not named)
+      6                    20.0       584.0      3       5.0           -  (not named)
+      0                    10.0      7624.0      1       2.0           -  (not named)
+      5                    10.0       534.0      1       3.0           -  (not named)
       RANK  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs
-      7          5 ( 62.5%)             1534.0             191.8          1746.0
-      5          2 ( 25.0%)             6041.0             755.1          6251.0
-      4          1 ( 12.5%)             6370.0             796.2          6587.0
-      2          0 (  0.0%)             3280.0             410.0          3492.0
-      6          0 (  0.0%)             3342.0             417.8          3558.0
-      0          0 (  0.0%)             5580.0             697.5          5798.0
-      3          0 (  0.0%)             9571.0            1196.4          9774.0
-      1          0 (  0.0%)            11125.0            1390.6         11336.0
+      7       5 ( 62.5%)             1534.0             191.8          1746.0
+      5       2 ( 25.0%)             6041.0             755.1          6251.0
+      4       1 ( 12.5%)             6370.0             796.2          6587.0
+      2       0 (  0.0%)             3280.0             410.0          3492.0
+      6       0 (  0.0%)             3342.0             417.8          3558.0
+      0       0 (  0.0%)             5580.0             697.5          5798.0
+      3       0 (  0.0%)             9571.0            1196.4          9774.0
+      1       0 (  0.0%)            11125.0            1390.6         11336.0
     ----- stderr -----
     ");
     let page = fs::read_to_string(dir.path().join("page.html")).unwrap();
     assert!(page.contains("<p>least exposed comm: rank 7, 1.580 ms (in a job"), "{page}");
+    // The page draws each top collective as a strip per rank (arrival to
+    // exit, the last arrival marked), and the straggler table.
+    let section = &page[page.find("<h2>Collectives matched across ranks").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert_eq!(section.matches("<svg").count(), 5, "{section}");
+    let first = &section[..section.find("</svg>").unwrap()];
+    assert_eq!(first.matches("<rect").count(), 8, "{first}");
+    assert!(first.contains("<title>rank 4: arrived at +214.0 µs, left at +309.0 µs</title>"));
+    assert!(first.contains("<title>last arrival, +223.0 µs</title>"), "{first}");
+    assert!(section.contains("<tr><td>7</td><td>5</td><td>62.5%</td><td>1534.0</td>"), "{section}");
     let args = ["report", "summary", run, "--top", "0", "-o", "out", "--json"];
     let json =
         crate::stdout_json(&crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]).0);
@@ -1536,6 +1546,18 @@ fn a_cross_rank_table_says_its_spread_and_whom_the_others_waited_for() {
         rows.iter().filter(|r| r[flag] == true).map(|r| r["rank"].as_u64().unwrap()).collect()
     };
     assert_eq!((flagged("slowest"), flagged("least_exposed_comm")), (vec![1], vec![7]));
+    // --json carries the collective report: the top collectives with each
+    // rank's arrival, and the straggler rows.
+    let run_report = &json["collectives"][0];
+    assert_eq!(run_report["matched"], 8, "{run_report}");
+    assert_eq!(run_report["top"][0]["rank_4_ts"], 1694128201436454i64, "{run_report}");
+    let straggler = &run_report["straggler"];
+    assert_eq!(straggler.as_array().unwrap().len(), 8);
+    let rank7 = straggler.as_array().unwrap().iter().find(|r| r["rank"] == 7).unwrap();
+    assert_eq!(
+        (&rank7["times_arrived_last"], &rank7["total_wait_time_us"]),
+        (&5.into(), &1534.into())
+    );
 }
 
 /// Collective kernels that carry PyTorch's collective args get a table of

@@ -12,6 +12,9 @@
 use std::collections::BTreeMap;
 
 mod all2allv;
+mod compare;
+
+pub use compare::{CollectiveDiff, CollectiveSide, compare_collectives};
 
 use trace_summary::{Cell, CollectiveKernel, Table};
 
