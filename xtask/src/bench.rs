@@ -15,6 +15,7 @@ pub(crate) enum Which {
     Sanitize,
     Discover,
     Summary,
+    Collective,
     All,
 }
 
@@ -79,6 +80,7 @@ impl Bench {
         let mut peak = 0;
         for _ in 0..self.runs.max(1) {
             let _ = fs::remove_file(cleanup);
+            let _ = fs::remove_dir_all(cleanup);
             let _ = cmd("sync", Vec::<String>::new()).run();
             let mut full = vec!["-f".to_string(), "%M".to_string(), "--".to_string()];
             full.extend(argv.iter().cloned());
@@ -176,6 +178,9 @@ pub(crate) fn run(
         summary(&mut b, root, &scratch)?;
         summary_ranks(&mut b, root, &scratch, &madengine)?;
         summary_rocprof(&mut b, root, &scratch, &madengine)?;
+    }
+    if matches!(which, Which::Collective | Which::All) {
+        collective(&mut b, root, &scratch, &madengine)?;
     }
     let _ = fs::remove_dir_all(&scratch);
     print!("{}", table(&b.rows));
@@ -726,6 +731,81 @@ fn diff_runs(b: &mut Bench, run: &Path, scratch: &Path, madengine: &Path) -> Res
     b.time("diff", "report diff of the two runs, rank by rank", &diff, &out, Some(both))?;
     let _ = fs::remove_dir_all(&other);
     let _ = fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// The DLRM job's 8 ranks, replicated.
+const DLRM: &str = "fixtures/public/kineto-multirank/param-dlrm-8rank";
+
+/// A run of `ranks` ranks in `dir`: rank r is the DLRM job's rank r % 8,
+/// its `distributedInfo` saying rank r of `ranks`, its timestamps shifted
+/// by 13 µs per copy (so the copies arrive apart, as ranks of a larger
+/// job do). Returns its size in bytes.
+fn replicated_run(root: &Path, dir: &Path, ranks: u32) -> Result<u64, String> {
+    let source = root.join("../shared").join(DLRM);
+    let mut workers: Vec<PathBuf> = fs::read_dir(&source)
+        .map_err(|e| format!("the collective bench needs {}: {e}", source.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".pt.trace.json"))
+        .collect();
+    workers.sort();
+    let parsed: Vec<serde_json::Value> = workers
+        .iter()
+        .map(|p| {
+            let text = fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", p.display()))
+        })
+        .collect::<Result<_, String>>()?;
+    if parsed.len() != 8 {
+        return Err(format!("{} should hold 8 rank traces", source.display()));
+    }
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut size = 0;
+    for rank in 0..ranks {
+        let mut trace = parsed[(rank % 8) as usize].clone();
+        let shift = i64::from(rank / 8) * 13;
+        trace["distributedInfo"]["rank"] = rank.into();
+        trace["distributedInfo"]["world_size"] = ranks.into();
+        for event in trace["traceEvents"].as_array_mut().into_iter().flatten() {
+            if let Some(ts) = event.get("ts").and_then(serde_json::Value::as_i64) {
+                event["ts"] = (ts + shift).into();
+            }
+        }
+        let path = dir.join(format!("rank{rank}.pt.trace.json"));
+        let text = serde_json::to_vec(&trace).map_err(|e| format!("{}: {e}", path.display()))?;
+        size += text.len() as u64;
+        fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(size)
+}
+
+/// `report summary` of runs of 8, 64 and 256 ranks (the DLRM job's,
+/// replicated), which reads every rank (in parallel), writes each one's
+/// tables and builds the run's collective report: the 8-rank run is the
+/// baseline, and the time should grow linearly with the ranks.
+fn collective(b: &mut Bench, root: &Path, scratch: &Path, madengine: &Path) -> Result<(), String> {
+    let mut baseline = None;
+    for ranks in [8u32, 64, 256] {
+        let run = scratch.join(format!("collective-{ranks}"));
+        eprintln!("generating a {ranks}-rank run...");
+        let size = replicated_run(root, &run, ranks)?;
+        let out = scratch.join(format!("collective-{ranks}-summary"));
+        let argv = argv![madengine, "report", "summary", run, "-o", out, "--top", "0", "--json"];
+        let subject = format!(
+            "report summary with the collective report, {ranks} ranks ({:.0} MB)",
+            size as f64 / 1e6
+        );
+        let timing = b.measure(&argv, &out)?;
+        // The report is made: its CSVs are there.
+        let made = out.join(format!("collective-{ranks}_collectives/straggler_summary.csv"));
+        if !made.is_file() {
+            return Err(format!("the {ranks}-rank run made no {}", made.display()));
+        }
+        let row = b.row("collective", subject, timing, baseline);
+        baseline.get_or_insert(row);
+        let _ = fs::remove_dir_all(&run);
+        let _ = fs::remove_dir_all(&out);
+    }
     Ok(())
 }
 
