@@ -88,16 +88,19 @@ pub(crate) fn selected_kernels(p: &Parsed) -> usize {
 /// One collective kernel as TraceLens' collective analysis reads it (its
 /// reference's §10.1): what its `args` say of the call, each field `None`
 /// where the kernel does not say it, and its time.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+///
+/// It serializes to JSON and back unchanged (`report summary` keeps each
+/// trace's in its record, for a run's collective report from the records).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CollectiveKernel {
     /// `ts` (µs), an integer or a float as the trace wrote it.
-    #[serde(serialize_with = "cell_number")]
+    #[serde(serialize_with = "cell_number", deserialize_with = "number_cell")]
     pub ts: Cell,
     /// `dur` (µs), as `ts`.
-    #[serde(serialize_with = "cell_number")]
+    #[serde(serialize_with = "cell_number", deserialize_with = "number_cell")]
     pub dur: Cell,
     /// `stream`: an integer, or text.
-    #[serde(serialize_with = "cell_number")]
+    #[serde(serialize_with = "cell_number", deserialize_with = "number_cell")]
     pub stream: Cell,
     /// `Process Group Name`.
     pub process_group_name: Option<String>,
@@ -118,6 +121,19 @@ pub struct CollectiveKernel {
     pub in_split: Option<String>,
     /// `Out split size`, as written.
     pub out_split: Option<String>,
+}
+
+/// A cell [`cell_number`] wrote: an integer, a float, text or null.
+fn number_cell<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cell, D::Error> {
+    use serde::Deserialize;
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Cell::Int(i),
+            None => Cell::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        serde_json::Value::String(s) => Cell::Str(s),
+        _ => Cell::Empty,
+    })
 }
 
 fn cell_number<S: serde::Serializer>(cell: &Cell, s: S) -> Result<S::Ok, S::Error> {
@@ -318,5 +334,33 @@ mod tests {
         // Without a collective's name, no call; without args, no table.
         assert_eq!(table(r#""dtype":"Float","Group size":4"#), None);
         assert_eq!(table(""), None);
+    }
+
+    /// A collective kernel written to JSON reads back as it was: integer
+    /// and float times, numeric and text streams, missing fields.
+    #[test]
+    fn a_collective_kernel_round_trips_through_json() {
+        let kernel = |ts: Cell, stream: Cell| CollectiveKernel {
+            ts,
+            dur: Cell::Float(44.096000000000004),
+            stream,
+            process_group_name: Some("0".into()),
+            process_group_ranks: Some("[0, 1]".into()),
+            collective_name: Some("allreduce".into()),
+            group_size: Some(2),
+            dtype: None,
+            in_nelems: Some(u64::MAX),
+            out_nelems: None,
+            in_split: Some("[]".into()),
+            out_split: None,
+        };
+        for k in [
+            kernel(Cell::Int(1694128201436454), Cell::Int(7)),
+            kernel(Cell::Float(9072000000000.123), Cell::Str("7:3".into())),
+            kernel(Cell::Float(1.5), Cell::Empty),
+        ] {
+            let text = serde_json::to_string(&k).unwrap();
+            assert_eq!(serde_json::from_str::<CollectiveKernel>(&text).unwrap(), k, "{text}");
+        }
     }
 }

@@ -184,7 +184,7 @@ pub(crate) fn analyze_gathered(
         };
         let from_nodes = match args.from_traces {
             true => None,
-            false => super::summary::from_node_reports(root)?,
+            false => super::summary::from_node_reports(root, &summary_args.output_dir)?,
         };
         let summarized = match from_nodes {
             Some(summarized) => summarized,

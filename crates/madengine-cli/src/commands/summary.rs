@@ -1335,6 +1335,12 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                 recorded[trace_summary::Record::TRACE_ABSOLUTE] =
                     serde_json::json!(absolute.to_string_lossy());
             }
+            // Its collective kernels, for a run's collective report from
+            // the records (`gather --summary` of reports made on the nodes).
+            if !view.collective_events.is_empty() {
+                recorded[COLLECTIVE_EVENTS] = serde_json::to_value(&view.collective_events)
+                    .expect("collective kernels serialize");
+            }
             let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
             files.push((RECORD.to_string(), recorded));
             write_set(&dir, &TRACE_FILES, &files)?;
@@ -1345,7 +1351,15 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     }
     let timed: Vec<trace_report::Timed> = views.iter().map(TraceView::timed).collect();
     let (ranks, gpus, cycles) = across(&timed);
-    let collectives = run_collectives(&views, &ranks, &args.output_dir, &mut this_run)?;
+    let traces: Vec<Collectives<'_>> = views
+        .iter()
+        .map(|v| Collectives {
+            trace: &v.trace,
+            kernels: &v.collective_events,
+            gpu_devices: v.gpu_devices,
+        })
+        .collect();
+    let collectives = run_collectives(&traces, &ranks, &args.output_dir, &mut this_run.dirs)?;
     retire_stale(&args.output_dir, &this_run)?;
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &collectives, &left_out)?;
@@ -1414,30 +1428,36 @@ fn objects(
         .collect()
 }
 
+/// A trace's collective kernels, for its run's collective report: read
+/// from the trace, or from the record of its report.
+struct Collectives<'a> {
+    trace: &'a Path,
+    kernels: &'a [trace_summary::CollectiveKernel],
+    /// Its GPUs (`deviceProperties`): the GPUs per node of its run.
+    gpu_devices: Option<usize>,
+}
+
 /// The collective report of each run of two ranks or more whose traces
 /// hold collective kernels, its CSVs written beside the traces' reports
 /// (`<output-dir>/<run>_collectives/`).
 fn run_collectives(
-    views: &[TraceView],
+    traces: &[Collectives<'_>],
     ranks: &[trace_report::RankRow],
     out: &Path,
-    this_run: &mut ThisRun,
+    dirs: &mut std::collections::HashSet<std::ffi::OsString>,
 ) -> Result<Vec<RunCollectives>, Error> {
     let mut reports = Vec::new();
     for run in trace_report::by_run(ranks) {
-        let members: Vec<(u32, &TraceView)> = run
+        let members: Vec<(u32, &Collectives<'_>)> = run
             .iter()
-            .filter_map(|r| Some((r.rank, views.iter().find(|v| v.trace == r.trace)?)))
+            .filter_map(|r| Some((r.rank, traces.iter().find(|t| t.trace == r.trace)?)))
             .collect();
         if members.len() < 2 {
             continue;
         }
         let kernels: Vec<trace_report::RankKernels<'_>> = members
             .iter()
-            .map(|(rank, v)| trace_report::RankKernels {
-                rank: *rank,
-                kernels: &v.collective_events,
-            })
+            .map(|(rank, t)| trace_report::RankKernels { rank: *rank, kernels: t.kernels })
             .collect();
         let gpus_per_node = members[0].1.gpu_devices.filter(|n| *n > 0);
         let what = match run[0].cycle {
@@ -1461,12 +1481,12 @@ fn run_collectives(
             stem.push_str(&format!("_cycle{}", cycle.number));
         }
         let mut stem = format!("{stem}_collectives");
-        if this_run.dirs.contains(std::ffi::OsStr::new(&stem)) {
+        if dirs.contains(std::ffi::OsStr::new(&stem)) {
             let digest = sha1_smol::Sha1::from(run[0].run.as_os_str().as_encoded_bytes()).digest();
             stem = format!("{stem}-{}", &digest.to_string()[..12]);
         }
         let dir = out.join(&stem);
-        this_run.dirs.insert(std::ffi::OsString::from(&stem));
+        dirs.insert(std::ffi::OsString::from(&stem));
         let mut files: Vec<(String, Vec<u8>)> = report
             .tables
             .iter()
@@ -1519,6 +1539,9 @@ fn run_collectives(
     Ok(reports)
 }
 
+/// The key of a trace's collective kernels in its report's record.
+const COLLECTIVE_EVENTS: &str = "collective_events";
+
 /// What a collective report's directory holds besides its CSVs: where its
 /// run was (absolute), for a later run to retire it.
 const COLLECTIVE_RECORD: &str = "collectives.json";
@@ -1567,7 +1590,7 @@ fn across(
 /// (`<node>/<trace>`): the same cross-rank, cross-GPU and cycle tables as
 /// reading the traces, without reading one. `None` when no node holds such
 /// reports.
-pub(crate) fn from_node_reports(root: &Path) -> Result<Option<Summarized>, Error> {
+pub(crate) fn from_node_reports(root: &Path, out: &Path) -> Result<Option<Summarized>, Error> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| Error::Io { path, source }
@@ -1596,6 +1619,7 @@ pub(crate) fn from_node_reports(root: &Path) -> Result<Option<Summarized>, Error
     }
     let mut timed = Vec::new();
     let mut read = Vec::new();
+    let mut kernels: Vec<(Vec<trace_summary::CollectiveKernel>, Option<usize>)> = Vec::new();
     for (node, dir) in reports {
         let path = dir.join(RECORD);
         let text = std::fs::read(&path).map_err(io(&path))?;
@@ -1628,6 +1652,16 @@ pub(crate) fn from_node_reports(root: &Path) -> Result<Option<Summarized>, Error
             timeline,
             ..trace_report::Timed::new(trace, number("rank").map(|n| n as u32))
         });
+        let events = match record.get(COLLECTIVE_EVENTS) {
+            None => vec![],
+            Some(events) => serde_json::from_value(events.clone()).map_err(|e| {
+                Error::Usage(format!(
+                    "{}: its {COLLECTIVE_EVENTS} are not what `report summary` writes ({e})",
+                    path.display()
+                ))
+            })?,
+        };
+        kernels.push((events, number("gpu_devices").map(|n| n as usize)));
         read.push(dir);
     }
     // Profiling cycles, as the traces' names tell them apart.
@@ -1638,13 +1672,24 @@ pub(crate) fn from_node_reports(root: &Path) -> Result<Option<Summarized>, Error
         timed[i].cycle = cycle;
     }
     let (ranks, gpus, cycles) = across(&timed);
+    // Each run's collective report, from the kernels the records keep.
+    let traces: Vec<Collectives<'_>> = timed
+        .iter()
+        .zip(&kernels)
+        .map(|(t, (events, gpu_devices))| Collectives {
+            trace: &t.trace,
+            kernels: events,
+            gpu_devices: *gpu_devices,
+        })
+        .collect();
+    let collectives = run_collectives(&traces, &ranks, out, &mut Default::default())?;
     Ok(Some(Summarized {
         views: vec![],
         node_reports: read,
         ranks,
         gpus,
         cycles,
-        collectives: vec![],
+        collectives,
         unreadable: 0,
         left_out: vec![],
     }))

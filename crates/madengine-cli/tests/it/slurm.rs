@@ -65,6 +65,12 @@ fn gather_salvage_goes_with_an_analysis() {
     ");
 }
 
+/// As [`WORKLOAD`], with an allreduce kernel PyTorch's way (a correlation,
+/// the call's args) that each rank enters 10 µs after the one before: a
+/// run the collective report matches across ranks.
+const COLLECTIVE_WORKLOAD: &str = r#"mkdir -p torch_profiler_output
+printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 0, "tid": 7, "ts": %s, "dur": 50, "args": {"correlation": 1, "stream": 7, "Collective name": "allreduce", "dtype": "Float", "In msg nelems": 1048576, "Out msg nelems": 1048576, "Group size": 4}}], "distributedInfo": {"rank": %s, "world_size": 4}}' "$((100 + 10 * SLURM_NODEID))" "$SLURM_NODEID" > "torch_profiler_output/libkineto_trace_$$.json""#;
+
 const WORKLOAD: &str = r#"mkdir -p torch_profiler_output
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {}}], "distributedInfo": {"rank": %s, "world_size": 4}}' "$SLURM_NODEID" > "torch_profiler_output/libkineto_trace_$$.json""#;
 
@@ -341,7 +347,7 @@ fn summarized_on_the_nodes_the_cross_rank_table_reads_no_trace() {
         .map(std::ffi::OsStr::new)
         .collect();
         args.extend(extra.iter().map(std::ffi::OsStr::new));
-        args.extend(["--", "bash", "-c", WORKLOAD].iter().map(std::ffi::OsStr::new));
+        args.extend(["--", "bash", "-c", COLLECTIVE_WORKLOAD].iter().map(std::ffi::OsStr::new));
         let (text, _) = crate::run_cli(dir.path(), &args, &env);
         assert!(text.starts_with("exit code: 0"), "{text}");
         crate::stdout_json(&text)
@@ -352,8 +358,22 @@ fn summarized_on_the_nodes_the_cross_rank_table_reads_no_trace() {
     let ranks: Vec<&serde_json::Value> =
         summary["cross_rank"].as_array().unwrap().iter().map(|r| &r["rank"]).collect();
     assert_eq!(ranks, [0, 1, 2, 3], "{json:#}");
-    // The same table from the traces.
+    // The collective report from the kernels the nodes' records keep: rank
+    // 3 entered last, and the others waited 30, 20 and 10 µs for it.
+    let collectives = &summary["collectives"][0];
+    assert_eq!(collectives["matched"], 1, "{json:#}");
+    let waits: Vec<(u64, u64)> = collectives["straggler"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["rank"].as_u64().unwrap(), r["total_wait_time_us"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(waits, [(3, 0), (2, 10), (1, 20), (0, 30)], "{json:#}");
     let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
+    let csv_dir = Path::new(collectives["csv_dir"].as_str().unwrap());
+    assert!(csv_dir.starts_with(results.join("summary_output")), "{}", csv_dir.display());
+    assert!(csv_dir.join("straggler_summary.csv").is_file());
+    // The same tables from the traces.
     let (text, _) = crate::run_cli(
         dir.path(),
         &[
@@ -369,6 +389,7 @@ fn summarized_on_the_nodes_the_cross_rank_table_reads_no_trace() {
     let from_traces = crate::stdout_json(&text);
     assert!(from_traces["summary"].get("node_reports").is_none(), "{from_traces:#}");
     assert_eq!(from_traces["summary"]["cross_rank"], summary["cross_rank"]);
+    assert_eq!(from_traces["summary"]["collectives"], summary["collectives"]);
     // Reports only: no trace came back, and the table is the same.
     let json = submit(&[]);
     let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
