@@ -407,7 +407,7 @@ fn summarized_on_the_nodes_the_cross_rank_table_reads_no_trace() {
 }
 
 /// A profiled 2-node job with nothing but madengine: `--tool
-/// torch_profiler_dynolog --summarize-on-nodes` captures on each node
+/// torch_profiler_dynolog --tool summary --summarize-on-nodes` captures on each node
 /// through a dynolog daemon of its own (the fake one, with the fake Kineto
 /// workload of dynolog-client's tests), summarizes there, and the
 /// cross-rank table comes from the reports gathered; no trace comes back.
@@ -446,6 +446,8 @@ fn a_profiled_job_with_built_in_tools_ends_in_a_cross_rank_table() {
         "TORCH_PROFILE_MAX_ATTEMPTS=20",
         "--tool",
         "torch_profiler_dynolog",
+        "--tool",
+        "summary",
         "--summarize-on-nodes",
         "--wait",
         "--timeout",
