@@ -1466,8 +1466,6 @@ fn run_collectives(
         };
         let report = match trace_report::collective_report(&kernels, gpus_per_node) {
             Ok(report) => report,
-            // A gloo job, or a CPU one: the cross-rank table says enough.
-            Err(trace_report::CollectiveError::NoCollectives) => continue,
             Err(e) => {
                 render::note(&format!("no collective report for {what}: {e}"));
                 continue;

@@ -1560,6 +1560,33 @@ fn a_cross_rank_table_says_its_spread_and_whom_the_others_waited_for() {
     );
 }
 
+/// A run of ranks without NCCL/RCCL kernels (a gloo job: its collectives
+/// run on the CPU) gets no collective report, and a note says why, where
+/// TraceLens fails with `KeyError: 'collective_id'`.
+#[test]
+fn a_run_without_collective_kernels_says_there_is_nothing_to_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = crate::synthetic().join("run/torch_profiler_output");
+    for (rank, name) in [(0, "libkineto_trace_rank0_1.json"), (1, "libkineto_trace_rank1_2.json")] {
+        let text = fs::read_to_string(source.join(name)).unwrap();
+        let gloo = text.replace(
+            "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+            "elementwise_kernel",
+        );
+        assert_ne!(gloo, text);
+        fs::create_dir_all(dir.path().join("gloo")).unwrap();
+        fs::write(dir.path().join(format!("gloo/rank{rank}.json")), gloo).unwrap();
+    }
+    let args = ["report", "summary", "gloo", "--top", "0", "-o", "out"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(
+        text.contains("[madengine] no collective report for run gloo: no rank holds an NCCL/RCCL collective kernel (with a correlation or External id), so there is nothing to match: a gloo job's collectives run on the CPU\n"),
+        "{text}"
+    );
+    assert!(!text.contains("collectives matched across ranks"), "{text}");
+    assert!(!dir.path().join("out/gloo_collectives").exists());
+}
+
 /// Collective kernels that carry PyTorch's collective args get a table of
 /// their calls: `collective_summary.csv`, and the largest in the view.
 #[test]
