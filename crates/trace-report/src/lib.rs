@@ -50,7 +50,7 @@ pub use crate::{
     },
     collective::{
         CollectiveDiff, CollectiveError, CollectiveReport, CollectiveSide, RankKernels,
-        collective_report, compare_collectives,
+        coll_analysis, collective_report, compare_collectives,
     },
     cycles::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,

@@ -691,8 +691,9 @@ impl<'p> Analysis<'p> {
         Some(Table { header, rows: table_rows })
     }
 
-    /// `ops_summary`, for traces with cpu_op events.
-    pub(crate) fn ops_summary(&self) -> Option<Table> {
+    /// `ops_summary` and `ops_summary_by_category`, for traces with cpu_op
+    /// events.
+    pub(crate) fn ops_summary(&self) -> Option<(Table, Table)> {
         if !self.has_cpu_ops() {
             return None;
         }
@@ -767,6 +768,7 @@ impl<'p> Analysis<'p> {
                 }
             })
             .collect();
+        let by_category = by_category(ls.iter().map(|l| (l.cat, l.direct)));
         let direct_int = ls.iter().all(|l| l.direct_int);
         let subtree_int = ls.iter().all(|l| l.subtree_int);
         // group by name, name order; sums in launcher order
@@ -832,8 +834,53 @@ impl<'p> Analysis<'p> {
             "Percentage (%)",
             "Cumulative Percentage (%)",
         ];
-        Some(Table::new(&header, rows))
+        Some((Table::new(&header, rows), by_category))
     }
+}
+
+/// `ops_summary_by_category`: the launchers (category, direct kernel µs,
+/// in launcher order) added up by category, the most time first
+/// (reference/tracelens-perf-model.md §3).
+fn by_category<'a>(launchers: impl Iterator<Item = (&'a str, f64)>) -> Table {
+    let mut members: Vec<(&str, Vec<f64>)> = Vec::new();
+    for (cat, direct) in launchers {
+        match members.iter_mut().find(|(c, _)| *c == cat) {
+            Some((_, v)) => v.push(direct),
+            None => members.push((cat, vec![direct])),
+        }
+    }
+    // Groups in key order, then by the µs sum, largest first.
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    let mut groups: Vec<(&str, usize, f64)> =
+        members.iter().map(|(c, v)| (*c, v.len(), kahan(v.iter().copied()))).collect();
+    groups.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let ms: Vec<f64> = groups.iter().map(|g| g.2 / 1000.0).collect();
+    let total = pairwise(&ms);
+    let mut cumulative = 0.0;
+    let rows = groups
+        .iter()
+        .zip(&ms)
+        .map(|((cat, count, _), ms)| {
+            let pct = ms / total * 100.0;
+            cumulative += pct;
+            let number = |v: f64| if v.is_nan() { Cell::Empty } else { Cell::Float(v) };
+            vec![
+                Cell::Str(cat.to_string()),
+                Cell::Int(*count as i64),
+                Cell::Float(*ms),
+                number(pct),
+                number(cumulative),
+            ]
+        })
+        .collect();
+    let header = [
+        "op category",
+        "Count",
+        "total_direct_kernel_time_ms",
+        "Percentage (%)",
+        "Cumulative Percentage (%)",
+    ];
+    Table::new(&header, rows)
 }
 
 /// A stream value for grouping: numbers sort numerically; a string is

@@ -232,6 +232,10 @@ pub struct Summary {
     pub kernel_summary: Option<Table>,
     /// `ops_summary` (traces with `cpu_op` events).
     pub ops_summary: Option<Table>,
+    /// `ops_summary_by_category`: `ops_summary`'s launchers added up by op
+    /// category (GEMM, elementwise, ...), with their share of the time;
+    /// where `ops_summary` is.
+    pub ops_summary_by_category: Option<Table>,
     /// `collective_summary`: madengine's own table (not TraceLens') of the
     /// NCCL/RCCL collective calls whose kernels carry PyTorch's collective
     /// args (`Collective name`, message sizes, `Group size`): count,
@@ -426,11 +430,17 @@ pub fn summarize_with<R: Read + Send>(
         .count();
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
+        let (ops_summary, ops_summary_by_category) =
+            match if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() } {
+                Some((ops, by_category)) => (Some(ops), Some(by_category)),
+                None => (None, None),
+            };
         Some(Summary {
             format: Format::Kineto,
             outcome,
             kernel_summary: analysis.kernel_summary(total),
-            ops_summary: if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() },
+            ops_summary,
+            ops_summary_by_category,
             gpu_timeline: Some(timeline),
             collective_summary: collectives.clone(),
             events,
@@ -487,6 +497,7 @@ pub fn summarize_with<R: Read + Send>(
         gpu_timeline: None,
         kernel_summary: None,
         ops_summary: None,
+        ops_summary_by_category: None,
         collective_summary: collectives,
         events,
         gpu_events,
@@ -531,6 +542,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         gpu_timeline: (outcome == Outcome::Rocprofv3).then_some(timeline),
         kernel_summary: kernels,
         ops_summary: None,
+        ops_summary_by_category: None,
         collective_summary: None,
         events: records,
         gpu_events: records,

@@ -873,8 +873,15 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 5] =
-    ["gpu_timeline.csv", "kernel_summary.csv", "ops_summary.csv", "collective_summary.csv", RECORD];
+const TRACE_FILES: [&str; 7] = [
+    "gpu_timeline.csv",
+    "kernel_summary.csv",
+    "ops_summary.csv",
+    "ops_summary_by_category.csv",
+    "coll_analysis.csv",
+    "collective_summary.csv",
+    RECORD,
+];
 
 /// One trace to read, and what names its CSV directory.
 #[derive(Clone)]
@@ -1313,6 +1320,16 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             if let Some(c) = &summary.collective_summary {
                 csv("collective_summary", c);
                 view.top_collectives = CollectiveRow::top(c, args.top);
+            }
+            if let Some(o) = &summary.ops_summary_by_category {
+                csv("ops_summary_by_category", o);
+            }
+            // TraceLens' per-trace collective table, where it writes one:
+            // traces with CPU ops.
+            if summary.ops_summary.is_some()
+                && let Some(c) = trace_report::coll_analysis(&summary.collective_events)
+            {
+                csv("coll_analysis", &c);
             }
             if let Some(o) = &summary.ops_summary {
                 csv("ops_summary", o);

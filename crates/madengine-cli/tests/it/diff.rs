@@ -480,7 +480,8 @@ fn a_second_run_into_the_same_directory_leaves_none_of_the_first_runs_tables() {
     run(&diff);
     assert_eq!(
         listed(report),
-        "gpu_timeline.csv kernel_summary.csv notes.txt ops_summary.csv summary.json"
+        "gpu_timeline.csv kernel_summary.csv notes.txt ops_summary.csv ops_summary_by_category.csv \
+         summary.json"
     );
     assert_eq!(
         listed("out"),
@@ -526,8 +527,8 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     assert_eq!(listed("summary"), "rank0_trace");
     assert_eq!(
         listed("summary/rank0_trace"),
-        "collective_summary.csv gpu_timeline.csv kernel_summary.csv notes.txt ops_summary.csv \
-         summary.json"
+        "coll_analysis.csv collective_summary.csv gpu_timeline.csv kernel_summary.csv notes.txt \
+         ops_summary.csv ops_summary_by_category.csv summary.json"
     );
 }
 

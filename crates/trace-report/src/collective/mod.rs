@@ -311,6 +311,30 @@ pub fn collective_report(
         return Err(CollectiveError::NoCollectives);
     }
     let gpus_per_node = gpus_per_node.filter(|g| *g > 0);
+    let (rows, simplified) = matched_rows(ranks);
+    let mut tables = Vec::new();
+    let implicit = implicit_sync(&rows, simplified, gpus_per_node)?;
+    tables.push(("nccl_summary_implicit_sync", implicit_summary(&implicit)));
+    tables.push(("nccl_summary_long", summary_long(&rows, gpus_per_node)));
+    let all2allv = all2allv::table(&rows, gpus_per_node)?;
+    if let Some(t) = &all2allv {
+        tables.push(("nccl_summary_all2allv", all2allv::summary(t)));
+    }
+    tables.push(("nccl_long", long(&rows, gpus_per_node)));
+    let straggler = straggler(&implicit, &rows, gpus_per_node);
+    tables.push(("nccl_implicit_sync", implicit.table));
+    if let Some(t) = all2allv {
+        tables.push(("nccl_all2allv", t.table));
+    }
+    if let Some(straggler) = straggler {
+        tables.push(("straggler_summary", straggler));
+    }
+    Ok(CollectiveReport { tables, simplified })
+}
+
+/// The rows of `nccl_long`: each rank's kernels with their group, index
+/// and `collective_id`; and whether the simplified matching applied.
+fn matched_rows<'a>(ranks: &[RankKernels<'a>]) -> (Vec<Row<'a>>, bool) {
     // Simplified matching: no process group names, one stream per rank.
     let unnamed = ranks
         .iter()
@@ -357,24 +381,17 @@ pub fn collective_report(
             }
         }
     }
-    let mut tables = Vec::new();
-    let implicit = implicit_sync(&rows, simplified, gpus_per_node)?;
-    tables.push(("nccl_summary_implicit_sync", implicit_summary(&implicit)));
-    tables.push(("nccl_summary_long", summary_long(&rows, gpus_per_node)));
-    let all2allv = all2allv::table(&rows, gpus_per_node)?;
-    if let Some(t) = &all2allv {
-        tables.push(("nccl_summary_all2allv", all2allv::summary(t)));
-    }
-    tables.push(("nccl_long", long(&rows, gpus_per_node)));
-    let straggler = straggler(&implicit, &rows, gpus_per_node);
-    tables.push(("nccl_implicit_sync", implicit.table));
-    if let Some(t) = all2allv {
-        tables.push(("nccl_all2allv", t.table));
-    }
-    if let Some(straggler) = straggler {
-        tables.push(("straggler_summary", straggler));
-    }
-    Ok(CollectiveReport { tables, simplified })
+    (rows, simplified)
+}
+
+/// `coll_analysis`, the per-trace collective table of TraceLens' perf
+/// report (its reference's §10): one trace's collective kernels grouped by
+/// call, as rank 0. `None` when no kernel has every key (TraceLens then
+/// writes no file). TraceLens writes it for traces with CPU ops only.
+pub fn coll_analysis(kernels: &[CollectiveKernel]) -> Option<Table> {
+    let (rows, _) = matched_rows(&[RankKernels { rank: 0, kernels }]);
+    let table = summary_long(&rows, None);
+    (!table.rows.is_empty()).then_some(table)
 }
 
 /// The columns of `nccl_long`, before the node columns.

@@ -260,3 +260,61 @@ fn all_to_allv_by_the_formulas() {
         "the ranks disagree on the stream of collective 0_1: 7, 9"
     );
 }
+
+/// `coll_analysis`, the per-trace collective table of TraceLens' perf
+/// report, on every trace of `tracelens-expected-full/default/` with CPU
+/// ops (TraceLens writes it for no other): written where TraceLens wrote
+/// it, its rows equal as a multiset.
+#[test]
+fn coll_analysis_matches_tracelens() {
+    let Some(root) = test_support::public::public_fixtures() else { return };
+    let base = root.join("tracelens-expected-full/default");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut dirs = Vec::new();
+    let mut stack = vec![base.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.join("gpu_timeline.csv").is_file() {
+                dirs.push(p);
+            } else if p.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    assert_eq!(dirs.len(), 24);
+    let (mut written, mut failures) = (0, Vec::new());
+    for dir in dirs {
+        let rel = dir.strip_prefix(&base).unwrap();
+        let trace = if rel.starts_with("fixtures") { repo.join(rel) } else { root.join(rel) };
+        let summary = trace_summary::summarize_file(&trace).unwrap();
+        let ours = match summary.ops_summary {
+            Some(_) => trace_report::coll_analysis(&summary.collective_events),
+            None => None,
+        };
+        let theirs = std::fs::read_to_string(dir.join("coll_analysis.csv")).ok();
+        match (ours.map(|t| CollectiveReport::csv(&t)), theirs) {
+            (None, None) => {}
+            (Some(ours), Some(theirs)) => {
+                written += 1;
+                let sorted = |csv: &str| {
+                    let mut lines: Vec<String> = csv.lines().map(String::from).collect();
+                    lines[1..].sort();
+                    lines
+                };
+                if sorted(&ours) != sorted(&theirs) {
+                    failures
+                        .push(format!("{}:\n ours:\n{ours}\n theirs:\n{theirs}", rel.display()));
+                }
+            }
+            (o, t) => failures.push(format!(
+                "{}: ours {} theirs {}",
+                rel.display(),
+                o.is_some(),
+                t.is_some()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(written, 3);
+}

@@ -9,6 +9,7 @@ mod diff;
 mod fidelity;
 mod gpu;
 mod mangled;
+mod perf_report;
 mod pftrace;
 mod rocpd;
 mod truncated;

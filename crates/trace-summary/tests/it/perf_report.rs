@@ -1,0 +1,102 @@
+//! The tables of TraceLens' whole perf report this crate computes beyond
+//! the core three, against TraceLens' own outputs on every trace of
+//! `shared/fixtures/public/tracelens-expected-full/default/` (24 traces, the
+//! project's H200 fixtures among them): the same files written, headers
+//! equal, rows equal as multisets, cumulative columns as sequences.
+
+use std::{
+    collections::BTreeMap,
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// Each expected trace directory, with the trace it was made of.
+fn expected(root: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let base = root.join("tracelens-expected-full/default");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = Vec::new();
+    let mut stack = vec![base.clone()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if !p.is_dir() {
+                continue;
+            }
+            if p.join("gpu_timeline.csv").is_file() {
+                let rel = p.strip_prefix(&base).unwrap();
+                let trace =
+                    if rel.starts_with("fixtures") { repo.join(rel) } else { root.join(rel) };
+                out.push((p, trace));
+            } else {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Where `ours` differs from TraceLens' `theirs`: headers, rows as
+/// multisets (the last column apart, compared as a sequence, when
+/// `cumulative`).
+fn differs(ours: &str, theirs: &str, cumulative: bool) -> Option<String> {
+    let split = |csv: &str| -> (String, Vec<String>, Vec<String>) {
+        let mut lines = csv.lines().map(str::to_string);
+        let header = lines.next().unwrap_or_default();
+        let (mut rows, mut last) = (Vec::new(), Vec::new());
+        for l in lines {
+            match cumulative {
+                true => {
+                    let (a, b) = l.rsplit_once(',').unwrap();
+                    rows.push(a.to_string());
+                    last.push(b.to_string());
+                }
+                false => rows.push(l),
+            }
+        }
+        (header, rows, last)
+    };
+    let (h1, r1, c1) = split(ours);
+    let (h2, r2, c2) = split(theirs);
+    if h1 != h2 {
+        return Some(format!("header\n ours:   {h1}\n theirs: {h2}"));
+    }
+    let count = |rows: Vec<String>| {
+        let mut m = BTreeMap::new();
+        for r in rows {
+            *m.entry(r).or_insert(0) += 1;
+        }
+        m
+    };
+    let (m1, m2) = (count(r1), count(r2));
+    if m1 != m2 {
+        let only_ours: Vec<_> = m1.keys().filter(|k| m1.get(*k) != m2.get(*k)).take(3).collect();
+        let only_theirs: Vec<_> = m2.keys().filter(|k| m1.get(*k) != m2.get(*k)).take(3).collect();
+        return Some(format!("rows\n ours:   {only_ours:#?}\n theirs: {only_theirs:#?}"));
+    }
+    (c1 != c2).then(|| format!("cumulative column\n ours:   {c1:?}\n theirs: {c2:?}"))
+}
+
+#[test]
+fn ops_summary_by_category_matches_tracelens() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let sets = expected(&root);
+    assert_eq!(sets.len(), 24, "{sets:?}");
+    let mut failures = Vec::new();
+    for (dir, trace) in &sets {
+        let summary = trace_summary::summarize_file(trace).unwrap();
+        let theirs = fs::read_to_string(dir.join("ops_summary_by_category.csv")).ok();
+        let ours = summary.ops_summary_by_category.as_ref().map(|t| t.to_csv());
+        let what = format!("{}: ops_summary_by_category", trace.display());
+        match (ours, theirs) {
+            (None, None) => {}
+            (Some(ours), Some(theirs)) => {
+                if let Some(d) = differs(&ours, &theirs, true) {
+                    failures.push(format!("{what}: {d}"));
+                }
+            }
+            (o, t) => failures.push(format!("{what}: ours {} theirs {}", o.is_some(), t.is_some())),
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
+}
