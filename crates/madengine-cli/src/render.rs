@@ -1295,6 +1295,17 @@ pub(crate) fn summaries(
                 ));
             }
         }
+        if let Some(short) = v.short_kernels.filter(|s| s.launches > 0) {
+            let share = short
+                .percent_of_total
+                .map_or(String::new(), |p| format!(", {p:.1}% of the GPU time"));
+            text.push_str(&format!(
+                "   short kernels (< 10 µs): {} launch{}, {:.3} ms{share}\n",
+                short.launches,
+                if short.launches == 1 { "" } else { "es" },
+                short.time_us / 1000.0
+            ));
+        }
         if !v.top_collectives.is_empty() {
             text.push_str("   collectives (total µs, calls, mean µs, bus bandwidth):\n");
         }

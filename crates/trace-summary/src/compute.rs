@@ -211,6 +211,10 @@ pub(crate) fn kahan(v: impl IntoIterator<Item = f64>) -> f64 {
     sum
 }
 
+mod short;
+
+pub use short::ShortKernels;
+
 /// The analysed trace.
 pub(crate) struct Analysis<'p> {
     p: &'p Parsed,
@@ -415,7 +419,7 @@ impl<'p> Analysis<'p> {
     }
 
     /// 4.5: the parent cpu_op of a kernel (starting at its launcher, inclusive).
-    fn parent_cpu_op(&self, gpu: usize) -> Option<usize> {
+    pub(crate) fn parent_cpu_op(&self, gpu: usize) -> Option<usize> {
         let mut cur = self.gpu_parent[gpu];
         while let Some(c) = cur {
             if ev(self.p, c).cat == Cat::CpuOp {

@@ -60,7 +60,7 @@ mod summary;
 pub use crate::{
     category::{Category, kernel_categories, op_categories},
     collective::CollectiveKernel,
-    compute::{Cell, Table},
+    compute::{Cell, ShortKernels, Table},
     csv::py_float,
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},

@@ -109,6 +109,19 @@ pub(crate) struct Event {
     pub(crate) stream: Option<Key>,
 }
 
+/// What a `cpu_op`'s `args` say of its inputs, each as Python's repr of
+/// the value with lists made tuples (`((512,), (141, 512))`), interned, as
+/// TraceLens' short-kernel study keys its rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ShapeArgs {
+    /// `Input Dims`.
+    pub(crate) dims: Option<u32>,
+    /// `Input Strides`.
+    pub(crate) strides: Option<u32>,
+    /// `Concrete Inputs`.
+    pub(crate) concrete: Option<u32>,
+}
+
 /// What a collective kernel's `args` say of its call (PyTorch 2.x writes
 /// them on NCCL/RCCL kernels, and on the CPU's `record_param_comms`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -177,6 +190,12 @@ pub(crate) struct Parsed {
     /// What the args of the event being read say of a collective, until
     /// it is kept (a kernel) or dropped.
     collective: Option<CollectiveArgs>,
+    /// The `cpu_op`s whose args give their inputs' shapes: `(index in
+    /// events, what they say)`, in event order.
+    pub(crate) shapes: Vec<(usize, ShapeArgs)>,
+    /// What the args of the event being read say of its inputs, until it
+    /// is kept (a `cpu_op`) or dropped.
+    shape: Option<ShapeArgs>,
     /// The `traceEvents` list the events read are of (its ordinal).
     events_list: u32,
     /// `traceEvents` lists before the last one (a key given twice): their
@@ -228,6 +247,7 @@ impl Parsed {
             self.events.clear();
             self.flows.clear();
             self.collectives.clear();
+            self.shapes.clear();
         }
         self.earlier_event_lists = n.saturating_sub(1);
         self.events_list = n;
@@ -319,8 +339,14 @@ fn read_events(batch: &Batch<List>, parsed: &mut Parsed) -> Result<(), serde_jso
         };
         let read = read?;
         let collective = parsed.collective.take();
+        let shape = parsed.shape.take();
         if let Some(ev) = read {
             parsed.read += 1;
+            if let Some(args) = shape
+                && ev.cat == Cat::CpuOp
+            {
+                parsed.shapes.push((parsed.events.len(), args));
+            }
             if let Some(args) = collective
                 && ev.cat == Cat::Kernel
             {
@@ -462,6 +488,9 @@ enum Field {
     PgRanks,
     InSplit,
     OutSplit,
+    InputDims,
+    InputStrides,
+    ConcreteInputs,
     Other,
 }
 
@@ -502,6 +531,9 @@ impl Visitor<'_> for KeyName {
             "Process Group Ranks" => Field::PgRanks,
             "In split size" => Field::InSplit,
             "Out split size" => Field::OutSplit,
+            "Input Dims" => Field::InputDims,
+            "Input Strides" => Field::InputStrides,
+            "Concrete Inputs" => Field::ConcreteInputs,
             _ => Field::Other,
         })
     }
@@ -628,6 +660,16 @@ impl<'de> Visitor<'de> for ArgsSeed<'_, '_> {
                         _ => args.out_split = text,
                     }
                 }
+                Field::InputDims | Field::InputStrides | Field::ConcreteInputs => {
+                    let value = map.next_value::<serde_json::Value>()?;
+                    let text = self.p.intern(&tuple_repr(&value));
+                    let args = self.p.shape.get_or_insert_default();
+                    match key {
+                        Field::InputDims => args.dims = Some(text),
+                        Field::InputStrides => args.strides = Some(text),
+                        _ => args.concrete = Some(text),
+                    }
+                }
                 Field::InNelems | Field::OutNelems | Field::GroupSize => {
                     let n = match map.next_value_seed(NumSeed)? {
                         Some(Num::Int(n)) => u64::try_from(n).ok(),
@@ -719,6 +761,48 @@ fn python_repr(value: &serde_json::Value) -> String {
         }
         serde_json::Value::Object(_) => value.to_string(),
     }
+}
+
+/// Python's repr of a JSON value as TraceLens makes it a key: lists
+/// become tuples, all the way down (`[[512], []]` is `((512,), ())`).
+fn tuple_repr(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(tuple_repr).collect();
+            match items.len() {
+                1 => format!("({},)", items[0]),
+                _ => format!("({})", items.join(", ")),
+            }
+        }
+        serde_json::Value::String(s) => py_str_repr(s),
+        other => python_repr(other),
+    }
+}
+
+/// Python's `repr` of a string: single quotes unless it holds one and no
+/// double quote; backslashes, the quote and control characters escaped.
+fn py_str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 struct StrSeed<'a>(&'a mut Parsed);

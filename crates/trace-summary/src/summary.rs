@@ -236,6 +236,17 @@ pub struct Summary {
     /// category (GEMM, elementwise, ...), with their share of the time;
     /// where `ops_summary` is.
     pub ops_summary_by_category: Option<Table>,
+    /// `short_kernel_histogram` (TraceLens' `--short_kernel_study`): the
+    /// kernels shorter than 10 µs, their durations in 100 equal bins; a
+    /// header alone without any. Kineto traces with a GPU timeline.
+    pub short_kernel_histogram: Option<Table>,
+    /// `short_kernels_summary`: those kernels grouped by parent op, its
+    /// input shapes and the kernel's name (by name alone in a trace without
+    /// CPU ops), the most time first: launches too short to be worth their
+    /// overhead. As TraceLens writes it, empty shapes included.
+    pub short_kernels_summary: Option<Table>,
+    /// The kernels shorter than 10 µs in all, where the tables are.
+    pub short_kernels: Option<crate::ShortKernels>,
     /// `collective_summary`: madengine's own table (not TraceLens') of the
     /// NCCL/RCCL collective calls whose kernels carry PyTorch's collective
     /// args (`Collective name`, message sizes, `Group size`): count,
@@ -430,6 +441,7 @@ pub fn summarize_with<R: Read + Send>(
         .count();
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
+        let (short_histogram, short_summary, short) = analysis.short_kernels(total);
         let (ops_summary, ops_summary_by_category) =
             match if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() } {
                 Some((ops, by_category)) => (Some(ops), Some(by_category)),
@@ -441,6 +453,9 @@ pub fn summarize_with<R: Read + Send>(
             kernel_summary: analysis.kernel_summary(total),
             ops_summary,
             ops_summary_by_category,
+            short_kernel_histogram: Some(short_histogram),
+            short_kernels_summary: Some(short_summary),
+            short_kernels: Some(short),
             gpu_timeline: Some(timeline),
             collective_summary: collectives.clone(),
             events,
@@ -498,6 +513,9 @@ pub fn summarize_with<R: Read + Send>(
         kernel_summary: None,
         ops_summary: None,
         ops_summary_by_category: None,
+        short_kernel_histogram: None,
+        short_kernels_summary: None,
+        short_kernels: None,
         collective_summary: collectives,
         events,
         gpu_events,
@@ -543,6 +561,9 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         kernel_summary: kernels,
         ops_summary: None,
         ops_summary_by_category: None,
+        short_kernel_histogram: None,
+        short_kernels_summary: None,
+        short_kernels: None,
         collective_summary: None,
         events: records,
         gpu_events: records,

@@ -113,6 +113,10 @@ pub(crate) struct TraceView {
     /// ([`trace_summary::Summary::collective_summary`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) top_collectives: Vec<CollectiveRow>,
+    /// Its kernels shorter than 10 µs, in all (Kineto traces with a GPU
+    /// timeline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) short_kernels: Option<trace_summary::ShortKernels>,
     /// Its collective kernels, for the run's collective report (not in
     /// `--json`: the report is).
     #[serde(skip)]
@@ -260,6 +264,7 @@ impl TraceView {
             top_op_categories: vec![],
             top_kernel_categories: vec![],
             top_collectives: vec![],
+            short_kernels: None,
             collective_events: vec![],
         }
     }
@@ -288,6 +293,7 @@ impl TraceView {
         self.steps = summary.steps.map(|s| s.count);
         self.steps_marked_by = summary.steps.map(|s| s.marker);
         self.collective_events = summary.collective_events.clone();
+        self.short_kernels = summary.short_kernels;
     }
 
     /// Said first: what a trace read with --salvage left out, and what
@@ -873,12 +879,14 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 7] = [
+const TRACE_FILES: [&str; 9] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
     "ops_summary_by_category.csv",
     "coll_analysis.csv",
+    "short_kernel_histogram.csv",
+    "short_kernels_summary.csv",
     "collective_summary.csv",
     RECORD,
 ];
@@ -1323,6 +1331,12 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             }
             if let Some(o) = &summary.ops_summary_by_category {
                 csv("ops_summary_by_category", o);
+            }
+            if let Some(h) = &summary.short_kernel_histogram {
+                csv("short_kernel_histogram", h);
+            }
+            if let Some(s) = &summary.short_kernels_summary {
+                csv("short_kernels_summary", s);
             }
             // TraceLens' per-trace collective table, where it writes one:
             // traces with CPU ops.

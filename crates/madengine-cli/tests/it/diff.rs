@@ -481,7 +481,7 @@ fn a_second_run_into_the_same_directory_leaves_none_of_the_first_runs_tables() {
     assert_eq!(
         listed(report),
         "gpu_timeline.csv kernel_summary.csv notes.txt ops_summary.csv ops_summary_by_category.csv \
-         summary.json"
+         short_kernel_histogram.csv short_kernels_summary.csv summary.json"
     );
     assert_eq!(
         listed("out"),
@@ -528,7 +528,8 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     assert_eq!(
         listed("summary/rank0_trace"),
         "coll_analysis.csv collective_summary.csv gpu_timeline.csv kernel_summary.csv notes.txt \
-         ops_summary.csv ops_summary_by_category.csv summary.json"
+         ops_summary.csv ops_summary_by_category.csv short_kernel_histogram.csv \
+         short_kernels_summary.csv summary.json"
     );
 }
 
@@ -567,6 +568,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     ----- stdout -----
     == base/rank0_trace.json (rank 0, AMD Instinct MI300X)
        GPU time 0.009 ms: computation 0.009 ms (100.0%), exposed comm 0.000 ms (0.0%), exposed memcpy 0.000 ms (0.0%), idle 0.000 ms (0.0%)
+       short kernels (< 10 µs): 1 launch, 0.009 ms, 100.0% of the GPU time
        CSVs: summary/rank0_trace
 
     ----- stderr -----
@@ -577,11 +579,12 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     ");
     assert_eq!(listed(), "new_collectives new_rank0_trace new_rank1_trace rank0_trace");
     run(&["trace", "sanitize", "base/rank0_trace.json"]);
-    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @r"
+    cli_snapshot!(dir.path(), ["report", "summary", "base", "-o", "summary", "--top", "0"], @"
     exit code: 0
     ----- stdout -----
     == base/rank0_trace.sanitized.json (rank 0, AMD Instinct MI300X)
        GPU time 0.009 ms: computation 0.009 ms (100.0%), exposed comm 0.000 ms (0.0%), exposed memcpy 0.000 ms (0.0%), idle 0.000 ms (0.0%)
+       short kernels (< 10 µs): 1 launch, 0.009 ms, 100.0% of the GPU time
        CSVs: summary/rank0_trace.sanitized
 
     ----- stderr -----

@@ -77,26 +77,45 @@ fn differs(ours: &str, theirs: &str, cumulative: bool) -> Option<String> {
     (c1 != c2).then(|| format!("cumulative column\n ours:   {c1:?}\n theirs: {c2:?}"))
 }
 
+/// `ops_summary_by_category`, `short_kernel_histogram` and
+/// `short_kernels_summary` on every expected trace: written where
+/// TraceLens wrote them, and equal.
 #[test]
-fn ops_summary_by_category_matches_tracelens() {
+fn perf_report_tables_match_tracelens() {
     let Some(root) = crate::public_dir::public_fixtures() else { return };
     let sets = expected(&root);
     assert_eq!(sets.len(), 24, "{sets:?}");
     let mut failures = Vec::new();
+    let mut compared = BTreeMap::new();
     for (dir, trace) in &sets {
         let summary = trace_summary::summarize_file(trace).unwrap();
-        let theirs = fs::read_to_string(dir.join("ops_summary_by_category.csv")).ok();
-        let ours = summary.ops_summary_by_category.as_ref().map(|t| t.to_csv());
-        let what = format!("{}: ops_summary_by_category", trace.display());
-        match (ours, theirs) {
-            (None, None) => {}
-            (Some(ours), Some(theirs)) => {
-                if let Some(d) = differs(&ours, &theirs, true) {
-                    failures.push(format!("{what}: {d}"));
+        for (name, ours, cumulative) in [
+            ("ops_summary_by_category", &summary.ops_summary_by_category, true),
+            ("short_kernel_histogram", &summary.short_kernel_histogram, false),
+            ("short_kernels_summary", &summary.short_kernels_summary, false),
+        ] {
+            let theirs = fs::read_to_string(dir.join(format!("{name}.csv"))).ok();
+            let ours = ours.as_ref().map(|t| t.to_csv());
+            let what = format!("{}: {name}", trace.display());
+            match (ours, theirs) {
+                (None, None) => {}
+                (Some(ours), Some(theirs)) => {
+                    *compared.entry(name).or_insert(0) += 1;
+                    if let Some(d) = differs(&ours, &theirs, cumulative) {
+                        failures.push(format!("{what}: {d}"));
+                    }
+                }
+                (o, t) => {
+                    failures.push(format!("{what}: ours {} theirs {}", o.is_some(), t.is_some()))
                 }
             }
-            (o, t) => failures.push(format!("{what}: ours {} theirs {}", o.is_some(), t.is_some())),
         }
     }
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
+    let expected = [
+        ("ops_summary_by_category", 23),
+        ("short_kernel_histogram", 24),
+        ("short_kernels_summary", 24),
+    ];
+    assert_eq!(compared, BTreeMap::from(expected));
 }
