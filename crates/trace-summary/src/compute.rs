@@ -212,6 +212,7 @@ pub(crate) fn kahan(v: impl IntoIterator<Item = f64>) -> f64 {
 }
 
 mod short;
+mod unique_args;
 
 pub use short::ShortKernels;
 
@@ -695,9 +696,9 @@ impl<'p> Analysis<'p> {
         Some(Table { header, rows: table_rows })
     }
 
-    /// `ops_summary` and `ops_summary_by_category`, for traces with cpu_op
-    /// events.
-    pub(crate) fn ops_summary(&self) -> Option<(Table, Table)> {
+    /// `ops_summary`, `ops_summary_by_category` and `ops_unique_args`, for
+    /// traces with cpu_op events.
+    pub(crate) fn ops_summary(&self) -> Option<(Table, Table, Table)> {
         if !self.has_cpu_ops() {
             return None;
         }
@@ -775,6 +776,18 @@ impl<'p> Analysis<'p> {
         let by_category = by_category(ls.iter().map(|l| (l.cat, l.direct)));
         let direct_int = ls.iter().all(|l| l.direct_int);
         let subtree_int = ls.iter().all(|l| l.subtree_int);
+        let unique_args: Vec<unique_args::Launcher<'_>> = launchers
+            .iter()
+            .zip(&ls)
+            .map(|(&l, row)| unique_args::Launcher {
+                event: l,
+                direct: row.direct,
+                subtree: row.subtree,
+                cat: row.cat,
+                kernels: &direct[&l],
+            })
+            .collect();
+        let unique_args = self.unique_args(&unique_args, (direct_int, subtree_int));
         // group by name, name order; sums in launcher order
         let mut group_of: HashMap<u32, usize> = HashMap::default();
         let mut members: Vec<Vec<&L<'_>>> = Vec::new();
@@ -838,7 +851,7 @@ impl<'p> Analysis<'p> {
             "Percentage (%)",
             "Cumulative Percentage (%)",
         ];
-        Some((Table::new(&header, rows), by_category))
+        Some((Table::new(&header, rows), by_category, unique_args))
     }
 }
 

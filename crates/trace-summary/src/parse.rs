@@ -107,6 +107,8 @@ pub(crate) struct Event {
     pub(crate) correlation: Option<Key>,
     pub(crate) external_id: Option<Key>,
     pub(crate) stream: Option<Key>,
+    /// TraceLens' UID: its 0-based index in the `traceEvents` list.
+    pub(crate) uid: u32,
 }
 
 /// What a `cpu_op`'s `args` say of its inputs, each as Python's repr of
@@ -120,6 +122,27 @@ pub(crate) struct ShapeArgs {
     pub(crate) strides: Option<u32>,
     /// `Concrete Inputs`.
     pub(crate) concrete: Option<u32>,
+    /// `Input type`.
+    pub(crate) types: Option<u32>,
+}
+
+/// What the args of the `cpu_op` at `event` say of its inputs, if any
+/// (the shapes are kept in event order).
+pub(crate) fn shape_of(p: &Parsed, event: usize) -> Option<ShapeArgs> {
+    let i = p.shapes.binary_search_by_key(&event, |(e, _)| *e).ok()?;
+    Some(p.shapes[i].1)
+}
+
+/// A metadata event (`ph` `M`): `process_name`, `thread_name` (`args.name`)
+/// or `process_labels` (`args.labels`), of a pid and tid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub(crate) pid: Option<Key>,
+    pub(crate) tid: Option<Key>,
+    /// The event's name (`process_name`, ...), interned.
+    pub(crate) name: u32,
+    /// Its value, interned.
+    pub(crate) value: u32,
 }
 
 /// What a collective kernel's `args` say of its call (PyTorch 2.x writes
@@ -196,6 +219,15 @@ pub(crate) struct Parsed {
     /// What the args of the event being read say of its inputs, until it
     /// is kept (a `cpu_op`) or dropped.
     shape: Option<ShapeArgs>,
+    /// The metadata events' values, in file order.
+    pub(crate) metadata: Vec<Meta>,
+    /// `args.name` or `args.labels` of the event being read, until it is
+    /// kept (a metadata event) or dropped.
+    meta_value: Option<u32>,
+    /// Elements of the `traceEvents` list read so far (the next one's UID).
+    elements: u32,
+    /// A buffer for [`TupleRepr`], kept between values.
+    repr: String,
     /// The `traceEvents` list the events read are of (its ordinal).
     events_list: u32,
     /// `traceEvents` lists before the last one (a key given twice): their
@@ -248,6 +280,8 @@ impl Parsed {
             self.flows.clear();
             self.collectives.clear();
             self.shapes.clear();
+            self.metadata.clear();
+            self.elements = 0;
         }
         self.earlier_event_lists = n.saturating_sub(1);
         self.events_list = n;
@@ -338,10 +372,17 @@ fn read_events(batch: &Batch<List>, parsed: &mut Parsed) -> Result<(), serde_jso
                 .deserialize(&mut serde_json::Deserializer::from_slice(&batch.bytes[s..e])),
         };
         let read = read?;
+        parsed.elements += 1;
         let collective = parsed.collective.take();
         let shape = parsed.shape.take();
+        let meta_value = parsed.meta_value.take();
         if let Some(ev) = read {
             parsed.read += 1;
+            if let Some(value) = meta_value
+                && ev.ph == b'M'
+            {
+                parsed.metadata.push(Meta { pid: ev.pid, tid: ev.tid, name: ev.name, value });
+            }
             if let Some(args) = shape
                 && ev.cat == Cat::CpuOp
             {
@@ -491,6 +532,8 @@ enum Field {
     InputDims,
     InputStrides,
     ConcreteInputs,
+    InputType,
+    Labels,
     Other,
 }
 
@@ -534,6 +577,8 @@ impl Visitor<'_> for KeyName {
             "Input Dims" => Field::InputDims,
             "Input Strides" => Field::InputStrides,
             "Concrete Inputs" => Field::ConcreteInputs,
+            "Input type" => Field::InputType,
+            "labels" => Field::Labels,
             _ => Field::Other,
         })
     }
@@ -591,6 +636,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
             correlation: None,
             external_id: None,
             stream: None,
+            uid: p.elements,
         };
         while let Some(key) = map.next_key_seed(KeyName)? {
             match key {
@@ -660,14 +706,29 @@ impl<'de> Visitor<'de> for ArgsSeed<'_, '_> {
                         _ => args.out_split = text,
                     }
                 }
-                Field::InputDims | Field::InputStrides | Field::ConcreteInputs => {
-                    let value = map.next_value::<serde_json::Value>()?;
-                    let text = self.p.intern(&tuple_repr(&value));
+                Field::InputDims
+                | Field::InputStrides
+                | Field::ConcreteInputs
+                | Field::InputType => {
+                    let mut repr = std::mem::take(&mut self.p.repr);
+                    repr.clear();
+                    map.next_value_seed(TupleRepr(&mut repr))?;
+                    let text = self.p.intern(&repr);
+                    self.p.repr = repr;
                     let args = self.p.shape.get_or_insert_default();
                     match key {
                         Field::InputDims => args.dims = Some(text),
                         Field::InputStrides => args.strides = Some(text),
+                        Field::InputType => args.types = Some(text),
                         _ => args.concrete = Some(text),
+                    }
+                }
+                // A metadata event's value (`process_name` and
+                // `thread_name` say it as `name`, `process_labels` as
+                // `labels`).
+                Field::Name | Field::Labels => {
+                    if let Some(text) = map.next_value_seed(StrSeed(self.p))? {
+                        self.p.meta_value = Some(text);
                     }
                 }
                 Field::InNelems | Field::OutNelems | Field::GroupSize => {
@@ -763,25 +824,84 @@ fn python_repr(value: &serde_json::Value) -> String {
     }
 }
 
-/// Python's repr of a JSON value as TraceLens makes it a key: lists
-/// become tuples, all the way down (`[[512], []]` is `((512,), ())`).
-fn tuple_repr(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(tuple_repr).collect();
-            match items.len() {
-                1 => format!("({},)", items[0]),
-                _ => format!("({})", items.join(", ")),
+/// Python's repr of a JSON value as TraceLens makes it a key, written
+/// into the buffer as it is read: lists become tuples, all the way down
+/// (`[[512], []]` is `((512,), ())`).
+struct TupleRepr<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for TupleRepr<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TupleRepr<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let out = self.0;
+        out.push('(');
+        let mut n = 0;
+        loop {
+            if n > 0 {
+                // Peek by reading: a separator is only written before an
+                // element that is there.
+                let mark = out.len();
+                out.push_str(", ");
+                if seq.next_element_seed(TupleRepr(&mut *out))?.is_none() {
+                    out.truncate(mark);
+                    break;
+                }
+            } else if seq.next_element_seed(TupleRepr(&mut *out))?.is_none() {
+                break;
             }
+            n += 1;
         }
-        serde_json::Value::String(s) => py_str_repr(s),
-        other => python_repr(other),
+        if n == 1 {
+            out.push(',');
+        }
+        out.push(')');
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(&py_str_repr(v));
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        use std::fmt::Write as _;
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        use std::fmt::Write as _;
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.0.push_str(&crate::csv::py_float(v));
+        Ok(())
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.0.push_str(if v { "True" } else { "False" });
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.0.push_str("None");
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let value = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        self.0.push_str(&python_repr(&value));
+        Ok(())
     }
 }
 
 /// Python's `repr` of a string: single quotes unless it holds one and no
 /// double quote; backslashes, the quote and control characters escaped.
-fn py_str_repr(s: &str) -> String {
+pub(crate) fn py_str_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
@@ -1037,6 +1157,27 @@ impl<'de> Visitor<'de> for PhSeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Args become the Python reprs TraceLens keys its tables on: lists as
+    /// tuples all the way down, strings quoted as Python quotes them.
+    #[test]
+    fn args_read_as_python_tuple_reprs() {
+        let repr = |json: &str| {
+            let mut out = String::new();
+            TupleRepr(&mut out).deserialize(&mut serde_json::Deserializer::from_str(json)).unwrap();
+            out
+        };
+        assert_eq!(
+            repr("[[512], [141, 512], [512, 512], [], []]"),
+            "((512,), (141, 512), (512, 512), (), ())"
+        );
+        assert_eq!(repr(r#"["", "", "", "1", "1"]"#), "('', '', '', '1', '1')");
+        assert_eq!(repr(r#"["c10::BFloat16", "Scalar"]"#), "('c10::BFloat16', 'Scalar')");
+        assert_eq!(repr(r#"["it's", "a \"b\"", "tab\t"]"#), r#"("it's", 'a "b"', 'tab\t')"#);
+        assert_eq!(repr("[1.5, 2.0, 1e-05, null, true]"), "(1.5, 2.0, 1e-05, None, True)");
+        assert_eq!(repr("[]"), "()");
+        assert_eq!(repr("7"), "7");
+    }
 
     /// A trace whose events hide brackets, quotes and backslashes in
     /// strings and nest objects and arrays, shifted by `pad` bytes so that

@@ -236,6 +236,11 @@ pub struct Summary {
     /// category (GEMM, elementwise, ...), with their share of the time;
     /// where `ops_summary` is.
     pub ops_summary_by_category: Option<Table>,
+    /// `ops_unique_args`: the launchers grouped by name and argument
+    /// signature (input shapes, types, strides, concrete values), with
+    /// their direct and subtree kernel times and their kernels summarized;
+    /// where `ops_summary` is.
+    pub ops_unique_args: Option<Table>,
     /// `short_kernel_histogram` (TraceLens' `--short_kernel_study`): the
     /// kernels shorter than 10 µs, their durations in 100 equal bins; a
     /// header alone without any. Kineto traces with a GPU timeline.
@@ -442,10 +447,10 @@ pub fn summarize_with<R: Read + Send>(
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         let (short_histogram, short_summary, short) = analysis.short_kernels(total);
-        let (ops_summary, ops_summary_by_category) =
+        let (ops_summary, ops_summary_by_category, ops_unique_args) =
             match if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() } {
-                Some((ops, by_category)) => (Some(ops), Some(by_category)),
-                None => (None, None),
+                Some((ops, by_category, unique)) => (Some(ops), Some(by_category), Some(unique)),
+                None => (None, None, None),
             };
         Some(Summary {
             format: Format::Kineto,
@@ -453,6 +458,7 @@ pub fn summarize_with<R: Read + Send>(
             kernel_summary: analysis.kernel_summary(total),
             ops_summary,
             ops_summary_by_category,
+            ops_unique_args,
             short_kernel_histogram: Some(short_histogram),
             short_kernels_summary: Some(short_summary),
             short_kernels: Some(short),
@@ -513,6 +519,7 @@ pub fn summarize_with<R: Read + Send>(
         kernel_summary: None,
         ops_summary: None,
         ops_summary_by_category: None,
+        ops_unique_args: None,
         short_kernel_histogram: None,
         short_kernels_summary: None,
         short_kernels: None,
@@ -561,6 +568,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         kernel_summary: kernels,
         ops_summary: None,
         ops_summary_by_category: None,
+        ops_unique_args: None,
         short_kernel_histogram: None,
         short_kernels_summary: None,
         short_kernels: None,

@@ -879,11 +879,12 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 9] = [
+const TRACE_FILES: [&str; 10] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
     "ops_summary_by_category.csv",
+    "ops_unique_args.csv",
     "coll_analysis.csv",
     "short_kernel_histogram.csv",
     "short_kernels_summary.csv",
@@ -1331,6 +1332,9 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             }
             if let Some(o) = &summary.ops_summary_by_category {
                 csv("ops_summary_by_category", o);
+            }
+            if let Some(o) = &summary.ops_unique_args {
+                csv("ops_unique_args", o);
             }
             if let Some(h) = &summary.short_kernel_histogram {
                 csv("short_kernel_histogram", h);

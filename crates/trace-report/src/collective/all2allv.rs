@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use trace_summary::{Cell, Table};
 
 use super::{
-    CollectiveError, Row, V, by_collective, column, extreme, mean, median, mixed, node_span, shown,
-    shown_cell, sizes, sum, text,
+    CollectiveError, Field, Row, V, by_collective, check_agree, column, extreme, mean, median,
+    mixed, node_span, shown, shown_cell, sizes, sum, text,
 };
 
 /// `nccl_all2allv`, and what its summary reads of it.
@@ -59,7 +59,6 @@ const GENERAL: [&str; 20] = [
 
 /// The ranks' agreement TraceLens checks before an `all_to_allv` row.
 fn check_consistent(id: &str, rows: &[&Row<'_>]) -> Result<(), CollectiveError> {
-    type Field = (&'static str, fn(&Row<'_>) -> String);
     let fields: [Field; 6] = [
         ("Process Group Name", |r| r.group.clone()),
         ("Process Group Ranks", |r| shown(&r.kernel.process_group_ranks)),
@@ -68,17 +67,7 @@ fn check_consistent(id: &str, rows: &[&Row<'_>]) -> Result<(), CollectiveError> 
         ("dtype", |r| shown(&r.kernel.dtype)),
         ("stream", |r| shown_cell(&r.kernel.stream)),
     ];
-    for (field, get) in fields {
-        let values: BTreeSet<String> = rows.iter().map(|r| get(r)).collect();
-        if values.len() > 1 {
-            return Err(CollectiveError::MetadataMismatch {
-                collective: id.to_string(),
-                field,
-                values: values.into_iter().collect::<Vec<_>>().join(", "),
-            });
-        }
-    }
-    Ok(())
+    check_agree(id, rows, &fields)
 }
 
 fn div(a: V, b: V) -> V {

@@ -730,9 +730,28 @@ fn shown_cell(cell: &Cell) -> String {
     if *cell == Cell::Empty { "missing".to_string() } else { cell.text() }
 }
 
-/// TraceLens' check that the ranks agree on what a matched collective is.
+/// A field of a matched collective the ranks must agree on, and how a
+/// row gives it.
+type Field = (&'static str, fn(&Row<'_>) -> String);
+
+/// TraceLens' check that the ranks agree on what a matched collective is:
+/// each of `fields` has one value across `rows`.
+fn check_agree(id: &str, rows: &[&Row<'_>], fields: &[Field]) -> Result<(), CollectiveError> {
+    for (field, get) in fields {
+        let values: std::collections::BTreeSet<String> = rows.iter().map(|r| get(r)).collect();
+        if values.len() > 1 {
+            return Err(CollectiveError::MetadataMismatch {
+                collective: id.to_string(),
+                field,
+                values: values.into_iter().collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// [`check_agree`] on what an implicit-sync collective's ranks agree on.
 fn check_consistent(id: &str, rows: &[&Row<'_>]) -> Result<(), CollectiveError> {
-    type Field = (&'static str, fn(&Row<'_>) -> String);
     let fields: [Field; 9] = [
         ("Process Group Name", |r| r.group.clone()),
         ("Process Group Ranks", |r| shown(&r.kernel.process_group_ranks)),
@@ -744,19 +763,7 @@ fn check_consistent(id: &str, rows: &[&Row<'_>]) -> Result<(), CollectiveError> 
         ("In msg size (MB)", |r| shown(&r.kernel.msg_sizes_mb().0)),
         ("Out msg size (MB)", |r| shown(&r.kernel.msg_sizes_mb().1)),
     ];
-    for (field, get) in fields {
-        let mut values: Vec<String> = rows.iter().map(|r| get(r)).collect();
-        values.sort();
-        values.dedup();
-        if values.len() > 1 {
-            return Err(CollectiveError::MetadataMismatch {
-                collective: id.to_string(),
-                field,
-                values: values.join(", "),
-            });
-        }
-    }
-    Ok(())
+    check_agree(id, rows, &fields)
 }
 
 /// `nccl_summary_implicit_sync`: the implicit-sync rows grouped by

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::{Analysis, ev, kahan};
 use crate::{
     compute::{Cell, Table},
-    parse::{Cat, Num, ShapeArgs},
+    parse::{Cat, Num, shape_of},
 };
 
 /// TraceLens' default `--short_kernel_threshold_us`: shorter is short.
@@ -55,7 +55,6 @@ impl Analysis<'_> {
         }
         let p = self.p;
         let gpu_only = !self.has_cpu_ops();
-        let shapes: HashMap<usize, ShapeArgs> = p.shapes.iter().copied().collect();
         // The group keys of each short kernel; `None` where one is missing.
         type Key = (Option<u32>, [Option<u32>; 3], u32);
         let key = |k: usize| -> Option<Key> {
@@ -64,7 +63,7 @@ impl Analysis<'_> {
                 return Some((None, [None; 3], name));
             }
             let op = self.parent_cpu_op(k)?;
-            let s = shapes.get(&op)?;
+            let s = shape_of(p, op)?;
             Some((Some(ev(p, op).name), [Some(s.dims?), Some(s.strides?), Some(s.concrete?)], name))
         };
         let mut order: Vec<Key> = Vec::new();

@@ -91,6 +91,7 @@ fn perf_report_tables_match_tracelens() {
         let summary = trace_summary::summarize_file(trace).unwrap();
         for (name, ours, cumulative) in [
             ("ops_summary_by_category", &summary.ops_summary_by_category, true),
+            ("ops_unique_args", &summary.ops_unique_args, true),
             ("short_kernel_histogram", &summary.short_kernel_histogram, false),
             ("short_kernels_summary", &summary.short_kernels_summary, false),
         ] {
@@ -114,6 +115,7 @@ fn perf_report_tables_match_tracelens() {
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
     let expected = [
         ("ops_summary_by_category", 23),
+        ("ops_unique_args", 23),
         ("short_kernel_histogram", 24),
         ("short_kernels_summary", 24),
     ];
