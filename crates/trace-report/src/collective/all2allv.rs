@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use trace_summary::{Cell, Table};
 
 use super::{
-    CollectiveError, Field, Row, V, by_collective, check_agree, column, extreme, mean, median,
-    mixed, node_span, shown, shown_cell, sizes, sum, text,
+    CollectiveError, Field, GROUP_FIELDS, Row, V, by_collective, check_agree, column, extreme,
+    mean, median, mixed, node_span, shown_cell, sizes, sum, text,
 };
 
 /// `nccl_all2allv`, and what its summary reads of it.
@@ -59,15 +59,8 @@ const GENERAL: [&str; 20] = [
 
 /// The ranks' agreement TraceLens checks before an `all_to_allv` row.
 fn check_consistent(id: &str, rows: &[&Row<'_>]) -> Result<(), CollectiveError> {
-    let fields: [Field; 6] = [
-        ("Process Group Name", |r| r.group.clone()),
-        ("Process Group Ranks", |r| shown(&r.kernel.process_group_ranks)),
-        ("Collective name", |r| shown(&r.kernel.collective_name)),
-        ("Group size", |r| shown(&r.kernel.group_size)),
-        ("dtype", |r| shown(&r.kernel.dtype)),
-        ("stream", |r| shown_cell(&r.kernel.stream)),
-    ];
-    check_agree(id, rows, &fields)
+    let stream: Field = ("stream", |r| shown_cell(&r.kernel.stream));
+    check_agree(id, rows, &[&GROUP_FIELDS[..], &[stream]].concat())
 }
 
 fn div(a: V, b: V) -> V {

@@ -750,20 +750,25 @@ fn check_agree(id: &str, rows: &[&Row<'_>], fields: &[Field]) -> Result<(), Coll
     Ok(())
 }
 
+/// What the ranks of every matched collective must agree on: its group,
+/// what it is, its size and dtype.
+const GROUP_FIELDS: [Field; 5] = [
+    ("Process Group Name", |r| r.group.clone()),
+    ("Process Group Ranks", |r| shown(&r.kernel.process_group_ranks)),
+    ("Collective name", |r| shown(&r.kernel.collective_name)),
+    ("Group size", |r| shown(&r.kernel.group_size)),
+    ("dtype", |r| shown(&r.kernel.dtype)),
+];
+
 /// [`check_agree`] on what an implicit-sync collective's ranks agree on.
 fn check_consistent(id: &str, rows: &[&Row<'_>]) -> Result<(), CollectiveError> {
-    let fields: [Field; 9] = [
-        ("Process Group Name", |r| r.group.clone()),
-        ("Process Group Ranks", |r| shown(&r.kernel.process_group_ranks)),
-        ("Collective name", |r| shown(&r.kernel.collective_name)),
-        ("Group size", |r| shown(&r.kernel.group_size)),
-        ("dtype", |r| shown(&r.kernel.dtype)),
+    let sizes: [Field; 4] = [
         ("In msg nelems", |r| shown(&r.kernel.in_nelems)),
         ("Out msg nelems", |r| shown(&r.kernel.out_nelems)),
         ("In msg size (MB)", |r| shown(&r.kernel.msg_sizes_mb().0)),
         ("Out msg size (MB)", |r| shown(&r.kernel.msg_sizes_mb().1)),
     ];
-    check_agree(id, rows, &fields)
+    check_agree(id, rows, &[&GROUP_FIELDS[..], &sizes[..]].concat())
 }
 
 /// `nccl_summary_implicit_sync`: the implicit-sync rows grouped by
