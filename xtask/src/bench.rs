@@ -737,11 +737,8 @@ fn diff_runs(b: &mut Bench, run: &Path, scratch: &Path, madengine: &Path) -> Res
 /// The DLRM job's 8 ranks, replicated.
 const DLRM: &str = "fixtures/public/kineto-multirank/param-dlrm-8rank";
 
-/// A run of `ranks` ranks in `dir`: rank r is the DLRM job's rank r % 8,
-/// its `distributedInfo` saying rank r of `ranks`, its timestamps shifted
-/// by 13 µs per copy (so the copies arrive apart, as ranks of a larger
-/// job do). Returns its size in bytes.
-fn replicated_run(root: &Path, dir: &Path, ranks: u32) -> Result<u64, String> {
+/// The DLRM job's 8 rank traces, parsed, in rank order.
+fn dlrm_ranks(root: &Path) -> Result<Vec<serde_json::Value>, String> {
     let source = root.join("../shared").join(DLRM);
     let mut workers: Vec<PathBuf> = fs::read_dir(&source)
         .map_err(|e| format!("the collective bench needs {}: {e}", source.display()))?
@@ -759,6 +756,14 @@ fn replicated_run(root: &Path, dir: &Path, ranks: u32) -> Result<u64, String> {
     if parsed.len() != 8 {
         return Err(format!("{} should hold 8 rank traces", source.display()));
     }
+    Ok(parsed)
+}
+
+/// A run of `ranks` ranks in `dir`: rank r is the DLRM job's rank r % 8
+/// (`parsed`), its `distributedInfo` saying rank r of `ranks`, its
+/// timestamps shifted by 13 µs per copy (so the copies arrive apart, as
+/// ranks of a larger job do). Returns its size in bytes.
+fn replicated_run(parsed: &[serde_json::Value], dir: &Path, ranks: u32) -> Result<u64, String> {
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut size = 0;
     for rank in 0..ranks {
@@ -785,10 +790,11 @@ fn replicated_run(root: &Path, dir: &Path, ranks: u32) -> Result<u64, String> {
 /// baseline, and the time should grow linearly with the ranks.
 fn collective(b: &mut Bench, root: &Path, scratch: &Path, madengine: &Path) -> Result<(), String> {
     let mut baseline = None;
+    let parsed = dlrm_ranks(root)?;
     for ranks in [8u32, 64, 256] {
         let run = scratch.join(format!("collective-{ranks}"));
         eprintln!("generating a {ranks}-rank run...");
-        let size = replicated_run(root, &run, ranks)?;
+        let size = replicated_run(&parsed, &run, ranks)?;
         let out = scratch.join(format!("collective-{ranks}-summary"));
         let argv = argv![madengine, "report", "summary", run, "-o", out, "--top", "0", "--json"];
         let subject = format!(

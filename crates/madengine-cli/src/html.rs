@@ -373,15 +373,7 @@ pub(crate) fn write(
     crate::commands::write_atomic(path, page.as_bytes())
 }
 
-type Object = serde_json::Map<String, serde_json::Value>;
-
-fn number(m: &Object, key: &str) -> Option<f64> {
-    m.get(key).and_then(serde_json::Value::as_f64)
-}
-
-fn shown(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
-}
+use crate::commands::{Object, number, shown};
 
 /// One matched collective as a strip per rank: where each rank arrived and
 /// left, against the last arrival (the wait the others paid is the gap
@@ -489,21 +481,13 @@ fn collectives_section(page: &mut String, r: &RunCollectives) {
         strips(page, c);
     }
     if !r.straggler.is_empty() {
-        // The node of each rank, where the ranks span nodes.
-        let distinct: std::collections::BTreeSet<String> =
-            r.straggler.iter().map(|s| shown(number(s, "node_id"), 0)).collect();
-        let nodes = distinct.len() > 1;
+        let nodes = r.spans_nodes();
         page.push_str("<h3>Stragglers</h3><table><tr><th>rank</th>");
         if nodes {
             page.push_str("<th>node</th>");
         }
         page.push_str("<th>arrived last</th><th>share</th><th>waited µs (total)</th><th>waited µs (mean)</th><th>in collectives µs</th></tr>");
-        let mut rows: Vec<&Object> = r.straggler.iter().collect();
-        rows.sort_by(|a, b| {
-            let last = |m: &Object| number(m, "times_arrived_last").unwrap_or(0.0);
-            last(b).total_cmp(&last(a))
-        });
-        for s in rows {
+        for s in r.stragglers() {
             let _ = write!(page, "<tr><td>{}</td>", shown(number(s, "rank"), 0));
             if nodes {
                 let _ = write!(page, "<td>{}</td>", shown(number(s, "node_id"), 0));

@@ -1124,11 +1124,7 @@ pub(crate) fn left_out_of_gpus(left: &trace_report::LeftOut) -> String {
 /// cost the most, and the straggler table (who arrived last, how long the
 /// others waited).
 fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives]) {
-    let num = |m: &serde_json::Map<String, serde_json::Value>, k: &str| {
-        m.get(k).and_then(serde_json::Value::as_f64)
-    };
-    let shown =
-        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    use crate::commands::{number as num, shown};
     for r in reports {
         let mut heading = format!("collectives matched across ranks (µs), run {}", r.run.display());
         if let Some(cycle) = r.cycle {
@@ -1174,24 +1170,12 @@ fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives
             }
         }
         if !r.straggler.is_empty() {
-            // The node of each rank, where the ranks span nodes.
-            let nodes: std::collections::BTreeSet<String> =
-                r.straggler.iter().map(|s| shown(num(s, "node_id"), 0)).collect();
-            let node_column = nodes.len() > 1;
+            let node_column = r.spans_nodes();
             text.push_str(&format!(
                 "  RANK{}  ARRIVED LAST  WAITED µs (TOTAL)  WAITED µs (MEAN)  COLLECTIVES µs\n",
                 if node_column { "  NODE" } else { "" }
             ));
-            // The one that arrived last most often first.
-            let mut rows: Vec<&serde_json::Map<String, serde_json::Value>> =
-                r.straggler.iter().collect();
-            rows.sort_by(|a, b| {
-                let last = |m: &serde_json::Map<String, serde_json::Value>| {
-                    num(m, "times_arrived_last").unwrap_or(0.0)
-                };
-                last(b).total_cmp(&last(a))
-            });
-            for s in rows {
+            for s in r.stragglers() {
                 text.push_str(&format!(
                     "  {:<4}{}  {:>3} ({:>5}%)  {:>17}  {:>16}  {:>14}\n",
                     shown(num(s, "rank"), 0),

@@ -198,6 +198,27 @@ pub(crate) fn pairwise(v: &[f64]) -> f64 {
     pairwise(&v[..n2]) + pairwise(&v[n2..])
 }
 
+/// pandas' sample standard deviation (ddof 1), by Welford's update in
+/// order, so the last digits agree; `None` for fewer than two values.
+pub(crate) fn sample_std(values: &[f64]) -> Option<f64> {
+    let (mut n, mut mean, mut m2) = (0.0f64, 0.0f64, 0.0f64);
+    for &x in values {
+        n += 1.0;
+        let delta = x - mean;
+        mean += delta / n;
+        m2 += delta * (x - mean);
+    }
+    (n >= 2.0).then(|| (m2 / (n - 1.0)).sqrt())
+}
+
+/// The median: the middle value, or the mean of the middle two.
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
+}
+
 /// pandas' Kahan-compensated group sum.
 pub(crate) fn kahan(v: impl IntoIterator<Item = f64>) -> f64 {
     let mut sum = 0.0f64;

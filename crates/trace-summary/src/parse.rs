@@ -814,9 +814,7 @@ fn python_repr(value: &serde_json::Value) -> String {
             (None, None, Some(f)) => crate::csv::py_float(f),
             _ => n.to_string(),
         },
-        serde_json::Value::String(s) => {
-            format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
-        }
+        serde_json::Value::String(s) => py_str_repr(s),
         serde_json::Value::Array(items) => {
             format!("[{}]", items.iter().map(python_repr).collect::<Vec<_>>().join(", "))
         }

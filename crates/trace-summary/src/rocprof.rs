@@ -562,32 +562,8 @@ fn category(name: &str) -> &'static str {
         .map_or("Other", |(c, _)| c)
 }
 
-/// Sample standard deviation by Welford's update, in record order (pandas'
-/// groupby `std`, so the last digits agree).
-fn std_dev(values: &[u64]) -> Option<f64> {
-    if values.len() < 2 {
-        return None;
-    }
-    let (mut n, mut mean, mut ssqdm) = (0.0f64, 0.0f64, 0.0f64);
-    for &v in values {
-        let v = v as f64;
-        n += 1.0;
-        let old = mean;
-        mean += (v - old) / n;
-        ssqdm += (v - mean) * (v - old);
-    }
-    Some((ssqdm / (n - 1.0)).sqrt())
-}
-
-fn median(values: &[u64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid] as f64
-    } else {
-        (sorted[mid - 1] as f64 + sorted[mid] as f64) / 2.0
-    }
+fn as_f64(values: &[u64]) -> Vec<f64> {
+    values.iter().map(|&v| v as f64).collect()
 }
 
 /// `kernel_summary` with TraceLens' rocprof quirks kept: the "µs" statistics
@@ -611,8 +587,8 @@ fn kernel_summary(groups: FxHashMap<String, Vec<u64>>) -> Option<Table> {
                 Cell::Str(name.clone()),
                 Cell::Int(v.len() as i64),
                 Cell::Float(sum as f64 / v.len() as f64),
-                Cell::Float(median(v)),
-                std_dev(v).map_or(Cell::Empty, Cell::Float),
+                Cell::Float(crate::compute::median(&as_f64(v))),
+                crate::compute::sample_std(&as_f64(v)).map_or(Cell::Empty, Cell::Float),
                 Cell::Int(v.iter().copied().min().unwrap_or(0) as i64),
                 Cell::Int(v.iter().copied().max().unwrap_or(0) as i64),
                 Cell::Float(pct),

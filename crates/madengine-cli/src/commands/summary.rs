@@ -1433,6 +1433,37 @@ pub(crate) struct RunCollectives {
     pub(crate) top: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// A row of a collective report table as `--json` carries it.
+pub(crate) type Object = serde_json::Map<String, serde_json::Value>;
+
+/// The number in `key` of a row, if it holds one.
+pub(crate) fn number(row: &Object, key: &str) -> Option<f64> {
+    row.get(key).and_then(serde_json::Value::as_f64)
+}
+
+/// A number with `digits` decimals, `-` where there is none.
+pub(crate) fn shown(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+impl RunCollectives {
+    /// Whether the ranks span nodes (their straggler rows name more than
+    /// one `node_id`): then each row says its node.
+    pub(crate) fn spans_nodes(&self) -> bool {
+        let nodes: std::collections::BTreeSet<String> =
+            self.straggler.iter().map(|s| shown(number(s, "node_id"), 0)).collect();
+        nodes.len() > 1
+    }
+
+    /// The straggler rows, the rank that arrived last most often first.
+    pub(crate) fn stragglers(&self) -> Vec<&Object> {
+        let mut rows: Vec<&Object> = self.straggler.iter().collect();
+        let last = |m: &Object| number(m, "times_arrived_last").unwrap_or(0.0);
+        rows.sort_by(|a, b| last(b).total_cmp(&last(a)));
+        rows
+    }
+}
+
 /// The rows of `table` as objects (numbers as numbers), the first `n`.
 fn objects(
     table: &Table,
@@ -1523,7 +1554,7 @@ fn run_collectives(
         let mut files: Vec<(String, Vec<u8>)> = report
             .tables
             .iter()
-            .map(|(n, t)| (format!("{n}.csv"), trace_report::CollectiveReport::csv(t).into_bytes()))
+            .map(|(n, t)| (format!("{n}.csv"), t.to_csv().into_bytes()))
             .collect();
         let absolute = std::path::absolute(&run[0].run).unwrap_or_else(|_| run[0].run.clone());
         let record = serde_json::json!({

@@ -73,12 +73,6 @@ impl CollectiveReport {
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables.iter().find(|(n, _)| *n == name).map(|(_, t)| t)
     }
-
-    /// The CSV text TraceLens writes for `table` (an empty table of no
-    /// columns, as an empty DataFrame, is a line break alone).
-    pub fn csv(table: &Table) -> String {
-        if table.header.is_empty() { "\n".to_string() } else { table.to_csv() }
-    }
 }
 
 /// A number as pandas holds it in a column: an integer, a float, or

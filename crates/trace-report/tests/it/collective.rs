@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use trace_report::{CollectiveReport, RankKernels, collective_report};
+use trace_report::{RankKernels, collective_report};
 
 /// A CSV's header and rows, each cell a number where it reads as one.
 fn read(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
@@ -64,7 +64,7 @@ fn check(set: &str, traces: Vec<(u32, PathBuf)>) {
     assert_eq!(ours, expected, "{set}: the files");
     for (name, table) in &report.tables {
         let theirs = std::fs::read_to_string(expected_dir.join(format!("{name}.csv"))).unwrap();
-        let text = CollectiveReport::csv(table);
+        let text = table.to_csv();
         let (h1, r1) = read(&text);
         let (h2, r2) = read(&theirs);
         assert_eq!(h1, h2, "{set}/{name}.csv: the columns");
@@ -145,7 +145,7 @@ fn an_allreduce_of_two_ranks_by_the_formulas() {
     let ranks = [RankKernels { rank: 0, kernels: &r0 }, RankKernels { rank: 1, kernels: &r1 }];
     let report = collective_report(&ranks, Some(8)).unwrap();
     assert!(!report.simplified);
-    let implicit = CollectiveReport::csv(report.table("nccl_implicit_sync").unwrap());
+    let implicit = report.table("nccl_implicit_sync").unwrap().to_csv();
     let algo = (4.0f64 / 1024.0) / (45.0 / 1e6);
     assert_eq!(
         implicit,
@@ -156,14 +156,14 @@ fn an_allreduce_of_two_ranks_by_the_formulas() {
             trace_summary::py_float(algo * 1.0),
         )
     );
-    let straggler = CollectiveReport::csv(report.table("straggler_summary").unwrap());
+    let straggler = report.table("straggler_summary").unwrap().to_csv();
     assert_eq!(
         straggler,
         "rank,total_wait_time_us,mean_wait_time_us,times_arrived_last,times_arrived_first,pct_arrived_last,num_collectives,total_nccl_dur_us,node_id\n\
          1,0,0.0,1,0,100.0,1,45,0\n\
          0,10,10.0,0,1,0.0,1,50,0\n"
     );
-    let long = CollectiveReport::csv(report.table("nccl_summary_long").unwrap());
+    let long = report.table("nccl_summary_long").unwrap().to_csv();
     assert!(long.contains("\n0,0,\"[0, 1]\",allreduce,2,Float,1048576,1048576,[],[],7,4.0,4.0,50,50.0,,50,50,1,0,intra_node\n"), "{long}");
 }
 
@@ -203,7 +203,7 @@ fn all_to_allv_by_the_formulas() {
         ]
     );
     let py = trace_summary::py_float;
-    let table = CollectiveReport::csv(report.table("nccl_all2allv").unwrap());
+    let table = report.table("nccl_all2allv").unwrap().to_csv();
     let mut lines = table.lines();
     let per_rank = |r: u32| {
         [
@@ -242,7 +242,7 @@ fn all_to_allv_by_the_formulas() {
     );
     assert!(lines.next().unwrap().starts_with("0_0,"));
     assert_eq!(lines.next(), None);
-    let summary = CollectiveReport::csv(report.table("nccl_summary_all2allv").unwrap());
+    let summary = report.table("nccl_summary_all2allv").unwrap().to_csv();
     let mut lines = summary.lines();
     assert_eq!(
         lines.next().unwrap(),
@@ -293,7 +293,7 @@ fn coll_analysis_matches_tracelens() {
             None => None,
         };
         let theirs = std::fs::read_to_string(dir.join("coll_analysis.csv")).ok();
-        match (ours.map(|t| CollectiveReport::csv(&t)), theirs) {
+        match (ours.map(|t| t.to_csv()), theirs) {
             (None, None) => {}
             (Some(ours), Some(theirs)) => {
                 written += 1;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Analysis, ev, kahan, pairwise};
+use super::{Analysis, ev, kahan, median, pairwise, sample_std};
 use crate::{
     compute::{Cell, Table},
     csv::py_float,
@@ -134,15 +134,12 @@ impl Analysis<'_> {
                 let float = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Float);
                 let stats = |v: &[f64]| {
                     let sum = kahan(v.iter().copied());
-                    let mut sorted = v.to_vec();
-                    sorted.sort_by(f64::total_cmp);
-                    let n = sorted.len();
-                    let median = if n % 2 == 1 {
-                        sorted[n / 2]
-                    } else {
-                        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-                    };
-                    (sum, sum / n as f64, median, welford(v), sorted[0], sorted[n - 1])
+                    let n = v.len() as f64;
+                    let (min, max) =
+                        v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                            (lo.min(x), hi.max(x))
+                        });
+                    (sum, sum / n, median(v), sample_std(v), min, max)
                 };
                 let (ds, dmean, dmed, dstd, dmin, dmax) = stats(&direct);
                 let (ss, smean, smed, sstd, smin, smax) = stats(&subtree);
@@ -218,19 +215,6 @@ impl Analysis<'_> {
     }
 }
 
-/// pandas' sample standard deviation (ddof 1) by Welford's algorithm;
-/// `None` for one value.
-fn welford(values: &[f64]) -> Option<f64> {
-    let (mut n, mut mean, mut m2) = (0.0f64, 0.0f64, 0.0f64);
-    for &x in values {
-        n += 1.0;
-        let delta = x - mean;
-        mean += delta / n;
-        m2 += delta * (x - mean);
-    }
-    (n >= 2.0).then(|| (m2 / (n - 1.0)).sqrt())
-}
-
 /// A NumPy scalar as it prints inside a list (`np.int64(2)`,
 /// `np.float64(2.0)`).
 fn np(v: f64, int: bool) -> String {
@@ -279,23 +263,16 @@ fn kernel_details(
             let mean = total / count as f64;
             let deviations: Vec<f64> = v.iter().map(|x| (x - mean) * (x - mean)).collect();
             let std = (pairwise(&deviations) / count as f64).sqrt();
-            let mut sorted = v.clone();
-            sorted.sort_by(f64::total_cmp);
-            let median = if count % 2 == 1 {
-                sorted[count / 2]
-            } else {
-                (sorted[count / 2 - 1] + sorted[count / 2]) / 2.0
-            };
             Stat {
                 name: t.name,
                 stream: t.stream,
                 count,
                 total,
                 mean,
-                median,
+                median: median(&v),
                 std,
-                min: sorted[0],
-                max: sorted[count - 1],
+                min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
                 int: d.iter().all(|x| x.is_int()),
             }
         })
