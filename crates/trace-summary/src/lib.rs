@@ -64,7 +64,7 @@ pub use crate::{
     csv::py_float,
     diff::{Diff, DiffRow, Measure, Tables},
     error::{Error, Result},
-    many::{Failed, Progress, summarize_files},
+    many::{Failed, Progress, summarize_files, summarize_files_into},
     record::{RECORD, Record},
     rocpd::Converted,
     rocprof::truncated_kernel_name,

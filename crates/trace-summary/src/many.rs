@@ -37,10 +37,10 @@ pub enum Failed {
 }
 
 /// A message from a worker.
-enum Message {
+enum Message<T> {
     Started(usize),
-    /// Boxed: a summary is large and most messages are not.
-    Done(usize, Box<Result<Summary, Failed>>),
+    /// Boxed: a result may be large and most messages are not.
+    Done(usize, Box<T>),
 }
 
 /// Summarize each of `paths` ([`summarize_file_with`]), `jobs` at a time,
@@ -77,9 +77,44 @@ pub fn summarize_files(
     options: &Options,
     progress: &mut dyn FnMut(Progress),
 ) -> Option<Vec<Result<Summary, Failed>>> {
+    summarize_files_into(paths, jobs, options, progress, &|_, result| result)
+}
+
+/// [`summarize_files`], each trace's result handed to `into` on the worker
+/// thread that read it, as soon as it is read, and what `into` makes of it
+/// kept in its place: a caller that writes each summary out (or keeps only
+/// what it needs of it) holds one trace's summary per worker at a time,
+/// not every trace's until the last is read.
+///
+/// When [`Options::cancel`] is raised, what `into` made is dropped, in
+/// this call, before it returns `None`.
+///
+/// # Example
+///
+/// ```
+/// use trace_summary::{Options, summarize_files_into};
+///
+/// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+///     .join("../../fixtures/synthetic/run/torch_profiler_output");
+/// let paths = [dir.join("libkineto_trace_rank0_1.json"), dir.join("gone.json")];
+/// // Only the number of events of each trace is kept.
+/// let events = summarize_files_into(&paths, 2, &Options::default(), &mut |_| {}, &|_, read| {
+///     read.map(|summary| summary.events).ok()
+/// })
+/// .expect("not cancelled");
+/// assert!(events[0].is_some_and(|n| n > 0));
+/// assert_eq!(events[1], None);
+/// ```
+pub fn summarize_files_into<T: Send>(
+    paths: &[PathBuf],
+    jobs: usize,
+    options: &Options,
+    progress: &mut dyn FnMut(Progress),
+    into: &(dyn Fn(usize, Result<Summary, Failed>) -> T + Sync),
+) -> Option<Vec<T>> {
     let cancelled =
         || options.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst));
-    let mut results: Vec<Option<Result<Summary, Failed>>> = paths.iter().map(|_| None).collect();
+    let mut results: Vec<Option<T>> = paths.iter().map(|_| None).collect();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
@@ -95,7 +130,8 @@ pub fn summarize_files(
                     }
                     let _ = tx.send(Message::Started(i));
                     let result = guarded(path, |path| summarize_file_with(path, options));
-                    if tx.send(Message::Done(i, Box::new(result))).is_err() {
+                    let made = into(i, result);
+                    if tx.send(Message::Done(i, Box::new(made))).is_err() {
                         break;
                     }
                 }
@@ -105,8 +141,8 @@ pub fn summarize_files(
         for message in rx {
             match message {
                 Message::Started(i) => progress(Progress::Started(i)),
-                Message::Done(i, result) => {
-                    results[i] = Some(*result);
+                Message::Done(i, made) => {
+                    results[i] = Some(*made);
                     progress(Progress::Done(i));
                 }
             }

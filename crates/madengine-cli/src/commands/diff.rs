@@ -599,7 +599,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .map(input)
             .collect();
         let interrupt = interrupt.take().expect("the guard is set up once");
-        let Some(results) = read_all(interrupt, &traces, args.jobs, args.salvage, !args.json)
+        let Some(results) =
+            read_all(interrupt, &traces, args.jobs, args.salvage, !args.json, &|_, r| r)
         else {
             return Ok(Status::Interrupted);
         };
@@ -641,7 +642,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let traces: Vec<Input> = paired.iter().filter(|m| !m.report).map(|m| input(m)).collect();
     let results = match interrupt {
         Some(interrupt) => {
-            match read_all(interrupt, &traces, args.jobs, args.salvage, !args.json) {
+            match read_all(interrupt, &traces, args.jobs, args.salvage, !args.json, &|_, r| r) {
                 Some(results) => results,
                 None => return Ok(Status::Interrupted),
             }

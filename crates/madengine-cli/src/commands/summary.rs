@@ -677,39 +677,99 @@ pub(crate) fn write_set(
     ours: &[&str],
     files: &[(String, Vec<u8>)],
 ) -> Result<(), Error> {
-    super::in_dir(dir, || write_staged(dir, ours, files))
+    Staged::new(dir, ours, files)?.commit()
 }
 
-/// [`write_set`] into `dir`, which is there.
-fn write_staged(dir: &Path, ours: &[&str], files: &[(String, Vec<u8>)]) -> Result<(), Error> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { path, source }
-    };
-    let staging = tempfile::Builder::new()
-        .prefix(".madengine-")
-        .suffix(".partial")
-        .tempdir_in(dir)
-        .map_err(io(dir))?;
-    // The staging directory is what makes the set atomic: each file is
-    // written straight into it.
-    for (name, bytes) in files {
-        debug_assert!(ours.contains(&name.as_str()), "{name} is not one of {ours:?}");
-        let path = staging.path().join(name);
-        std::fs::write(&path, bytes).map_err(io(&path))?;
-    }
-    for name in ours {
-        let to = dir.join(name);
-        let done = match files.iter().any(|(n, _)| n == name) {
-            true => std::fs::rename(staging.path().join(name), &to),
-            false => match std::fs::remove_file(&to) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                done => done,
-            },
+/// A set of files ([`write_set`]) written to its staging directory in
+/// `dir`, not yet in place: [`Staged::commit`] puts it there. Dropped
+/// uncommitted (Ctrl-C while other traces are read, an error), it leaves
+/// nothing: its staging directory goes, and the directories made for it,
+/// where that left them empty.
+pub(crate) struct Staged {
+    dir: PathBuf,
+    ours: Vec<String>,
+    names: Vec<String>,
+    staging: Option<tempfile::TempDir>,
+    /// The directories made for it, deepest first.
+    made: Vec<PathBuf>,
+}
+
+impl Staged {
+    /// Write `files` to a new staging directory in `dir` (made, with its
+    /// parents, if it is not there).
+    pub(crate) fn new(
+        dir: &Path,
+        ours: &[&str],
+        files: &[(String, Vec<u8>)],
+    ) -> Result<Staged, Error> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
         };
-        done.map_err(io(&to))?;
+        let ours = ours.iter().map(|n| n.to_string()).collect();
+        let made = dir
+            .ancestors()
+            .take_while(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_err())
+            .map(Path::to_path_buf)
+            .collect();
+        let mut staged =
+            Staged { dir: dir.to_path_buf(), ours, names: vec![], staging: None, made };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".madengine-")
+            .suffix(".partial")
+            .tempdir_in(dir)
+            .map_err(io(dir))?;
+        // The staging directory is what makes the set atomic: each file is
+        // written straight into it.
+        let into = staging.path().to_path_buf();
+        staged.staging = Some(staging);
+        for (name, bytes) in files {
+            debug_assert!(staged.ours.contains(name), "{name} is not one of {:?}", staged.ours);
+            let path = into.join(name);
+            std::fs::write(&path, bytes).map_err(io(&path))?;
+            staged.names.push(name.clone());
+        }
+        Ok(staged)
     }
-    staging.close().map_err(io(dir))
+
+    /// Rename each file into place, and remove those of its command's
+    /// files it does not hold.
+    pub(crate) fn commit(mut self) -> Result<(), Error> {
+        let staging = self.staging.take().expect("a staged set is committed once");
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
+        };
+        let done = (|| {
+            for name in &self.ours {
+                let to = self.dir.join(name);
+                let done = match self.names.iter().any(|n| n == name) {
+                    true => std::fs::rename(staging.path().join(name), &to),
+                    false => match std::fs::remove_file(&to) {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                        done => done,
+                    },
+                };
+                done.map_err(io(&to))?;
+            }
+            staging.close().map_err(io(&self.dir))
+        })();
+        if done.is_ok() {
+            // In place: the directories made for it are its.
+            self.made.clear();
+        }
+        done
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        drop(self.staging.take());
+        for dir in &self.made {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 /// Remove the report an earlier run wrote in `dir` of a trace this run
@@ -1092,13 +1152,14 @@ fn failed(why: trace_summary::Failed, salvage: bool) -> String {
 /// Each input's summary, `jobs` at a time, the bar naming the traces being
 /// read. Once `cancel` is raised, the traces being read stop and no other
 /// is started: `None`.
-fn summarize_all(
+fn summarize_all<T: Send>(
     inputs: &[Input],
     jobs: usize,
     salvage: bool,
     cancel: &Arc<AtomicBool>,
     bar: Option<&ProgressBar>,
-) -> Option<Vec<Read>> {
+    into: &(dyn Fn(usize, Read) -> T + Sync),
+) -> Option<Vec<T>> {
     let options = match salvage {
         true => trace_summary::Options::salvaging(),
         false => trace_summary::Options::default(),
@@ -1106,44 +1167,54 @@ fn summarize_all(
     let options = options.cancelled_by(Arc::clone(cancel));
     let paths: Vec<PathBuf> = inputs.iter().map(|i| i.trace.clone()).collect();
     let mut running = Vec::new();
-    let results = trace_summary::summarize_files(&paths, jobs, &options, &mut |progress| {
-        match progress {
-            trace_summary::Progress::Started(i) => running.push(i),
-            trace_summary::Progress::Done(i) => {
-                running.retain(|r| *r != i);
-                if let Some(bar) = bar {
-                    bar.inc(1);
+    let read = |i: usize, result: Result<trace_summary::Summary, trace_summary::Failed>| {
+        into(i, result.map_err(|f| failed(f, salvage)))
+    };
+    trace_summary::summarize_files_into(
+        &paths,
+        jobs,
+        &options,
+        &mut |progress| {
+            match progress {
+                trace_summary::Progress::Started(i) => running.push(i),
+                trace_summary::Progress::Done(i) => {
+                    running.retain(|r| *r != i);
+                    if let Some(bar) = bar {
+                        bar.inc(1);
+                    }
                 }
             }
-        }
-        if let Some(bar) = bar {
-            let names: Vec<String> =
-                running.iter().map(|r| inputs[*r].rel.display().to_string()).collect();
-            bar.set_message(names.join(", "));
-        }
-    })?;
-    Some(results.into_iter().map(|r| r.map_err(|f| failed(f, salvage))).collect())
+            if let Some(bar) = bar {
+                let names: Vec<String> =
+                    running.iter().map(|r| inputs[*r].rel.display().to_string()).collect();
+                bar.set_message(names.join(", "));
+            }
+        },
+        &read,
+    )
 }
 
 /// Read `inputs`, `chosen` at a time (else as many as [`jobs`] allows),
-/// with a progress bar when `show`. Ctrl-C (`interrupt`, set up before the
+/// with a progress bar when `show`, each result handed to `into` on the
+/// thread that read it, and what that made kept. Ctrl-C (`interrupt`, set up before the
 /// traces were looked for, which opens them) stops the reading, and nothing
 /// is to be written then: `None`, said. (Writing the results afterwards
 /// takes milliseconds, and goes to its end.)
-pub(crate) fn read_all(
+pub(crate) fn read_all<T: Send>(
     interrupt: crate::interrupt::Guard,
     inputs: &[Input],
     chosen: Option<u32>,
     salvage: bool,
     show: bool,
-) -> Option<Vec<Read>> {
+    into: &(dyn Fn(usize, Read) -> T + Sync),
+) -> Option<Vec<T>> {
     let jobs = jobs(chosen, inputs);
     let progress = render::Progress::new(
         inputs.len() as u64,
         "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
         show && !inputs.is_empty(),
     );
-    let results = summarize_all(inputs, jobs, salvage, &interrupt.flag(), progress.bar());
+    let results = summarize_all(inputs, jobs, salvage, &interrupt.flag(), progress.bar(), into);
     drop(progress);
     drop(interrupt);
     if results.is_none() {
@@ -1231,6 +1302,115 @@ impl Summarized {
 
 /// `report summary` up to what it prints: the traces read, their CSVs (and
 /// the page) written. `None` when interrupted (nothing written).
+/// Where a trace's report goes: its directory, and the trace's absolute
+/// path (recorded, for a later run to tell it is gone).
+struct Planned {
+    dir: PathBuf,
+    absolute: Option<PathBuf>,
+}
+
+/// A trace read: its view, and its report staged.
+struct Prepared {
+    view: TraceView,
+    made: Made,
+}
+
+/// What was made of a trace's report.
+enum Made {
+    /// Staged in its directory, to be put in place.
+    Staged(Staged),
+    /// It could not be read (why).
+    Unreadable(String),
+    /// It was read, and has no GPU timeline: no report.
+    Nothing,
+}
+
+/// The files of the report of a trace read (`summary`): its CSVs and its
+/// record, `view` filled in as they are made; `None` when it has no GPU
+/// timeline (no report).
+fn report_files(
+    view: &mut TraceView,
+    summary: &trace_summary::Summary,
+    plan: &Planned,
+    n: usize,
+) -> Option<Vec<(String, Vec<u8>)>> {
+    view.read(summary);
+    let t = summary.gpu_timeline.as_ref()?;
+    let mut files = Vec::new();
+    let mut csv = |name: &str, table: &Table| {
+        files.push((format!("{name}.csv"), table.to_csv().into_bytes()));
+    };
+    csv("gpu_timeline", t);
+    view.timeline =
+        t.rows.iter().map(|r| (r[0].text(), r[1].number().unwrap_or(0.0), r[2].number())).collect();
+    if let Some(k) = &summary.kernel_summary {
+        csv("kernel_summary", k);
+        view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
+            // TraceLens' rocprof table: its "(ms)" total is really µs.
+            let value = "Total Kernel Time (ms)";
+            let categories = trace_summary::kernel_categories(k);
+            // Its collective kernels: TraceLens' COMM category.
+            view.comm_ms = categories
+                .as_ref()
+                .map(|all| all.iter().find(|c| c.name == "COMM").map_or(0.0, |c| c.ms));
+            view.top_kernel_categories = top_categories(categories, n);
+            top(k, "name", value, "Percentage (%)", Grouped::default(), n)
+        } else {
+            let grouped =
+                Grouped { stream: Some("Kernel stream"), parent_op: Some("Parent cpu_op") };
+            let (value, pct) = ("Kernel duration (µs)_sum", "Percent of kernels time (%)");
+            top(k, "Kernel name", value, pct, grouped, n)
+        };
+    }
+    if let Some(c) = &summary.collective_summary {
+        csv("collective_summary", c);
+        view.top_collectives = CollectiveRow::top(c, n);
+    }
+    if let Some(o) = &summary.ops_summary_by_category {
+        csv("ops_summary_by_category", o);
+    }
+    if let Some(o) = &summary.ops_unique_args {
+        csv("ops_unique_args", o);
+    }
+    if let Some(h) = &summary.short_kernel_histogram {
+        csv("short_kernel_histogram", h);
+    }
+    if let Some(s) = &summary.short_kernels_summary {
+        csv("short_kernels_summary", s);
+    }
+    // TraceLens' per-trace collective table, where it writes one: traces
+    // with CPU ops.
+    if summary.ops_summary.is_some()
+        && let Some(c) = trace_report::coll_analysis(&summary.collective_events)
+    {
+        csv("coll_analysis", &c);
+    }
+    if let Some(o) = &summary.ops_summary {
+        csv("ops_summary", o);
+        view.top_ops =
+            top(o, "name", "total_direct_kernel_time_ms", "Percentage (%)", Grouped::default(), n);
+        view.top_op_categories = top_categories(trace_summary::op_categories(o), n);
+    }
+    view.csv_dir = Some(plan.dir.clone());
+    // What the CSVs do not hold (the rank, the steps), for `report diff` to
+    // read back: the trace's --json object, and where the trace was (for a
+    // later run to tell it is gone).
+    let mut recorded = serde_json::to_value(&*view).expect("a view serializes");
+    if let Some(absolute) = &plan.absolute {
+        recorded[trace_summary::Record::TRACE_ABSOLUTE] =
+            serde_json::json!(absolute.to_string_lossy());
+    }
+    // Its collective kernels, for a run's collective report from the
+    // records (`gather --summary` of reports made on the nodes).
+    if !view.collective_events.is_empty() {
+        recorded[COLLECTIVE_EVENTS] =
+            serde_json::to_value(&view.collective_events).expect("collective kernels serialize");
+    }
+    let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
+    files.push((RECORD.to_string(), recorded));
+    Some(files)
+}
+
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
     let started = std::time::SystemTime::now();
     // Before reading traces (minutes for a large run), not after.
@@ -1246,9 +1426,6 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     if let Some(html) = &args.html {
         super::check_not_an_input(html, inputs.iter().map(|i| i.trace.as_path()))?;
     }
-    let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json) else {
-        return Ok(None);
-    };
     let mut stems = trace_report::Stems::default();
     let mut this_run = ThisRun {
         started,
@@ -1263,14 +1440,12 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             .filter_map(|p| std::path::absolute(p).ok())
             .collect(),
     };
-    let mut views = Vec::new();
-    let mut unreadable = 0;
-    for (input, result) in inputs.into_iter().zip(results) {
-        let mut view = TraceView::new(input.trace, input.rank);
-        view.cycle = input.cycle;
-        // Every trace holds its name, read or not, so that a trace's
-        // directory does not change with whether another could be read.
-        let absolute = std::path::absolute(&view.trace).ok();
+    // Each trace's report directory, named before any is read: every trace
+    // holds its name, read or not, so that a trace's directory does not
+    // change with whether another could be read.
+    let mut planned = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        let absolute = std::path::absolute(&input.trace).ok();
         let stem = own_stem(&args.output_dir, stems.unique(&input.rel), absolute.as_deref());
         let stem = match stem {
             Ok(stem) => stem,
@@ -1282,105 +1457,47 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         if let Some(absolute) = &absolute {
             this_run.read.insert(absolute.clone(), dir.clone());
         }
-        let summary = match result {
-            Ok(summary) => summary,
-            Err(err) => {
-                unreadable += 1;
-                // Its last good report stays (marked stale): a trace that
-                // cannot be read now (cut short while still being written,
-                // a pipe, a file gone unreadable) must not cost it.
-                keep_stale(&dir, &view.trace, &err)?;
-                view.error = Some(err);
-                views.push(view);
-                continue;
-            }
+        planned.push(Planned { dir, absolute });
+    }
+    // Each trace's report is made, and staged in its directory, by the
+    // worker that read it, as soon as it is read: what is held until the
+    // last trace is read is its view (the top rows, its collective
+    // kernels), not its tables. The sets are put in place once all are
+    // read; Ctrl-C before that leaves none.
+    let prepare = |i: usize, read: Read| -> Result<Prepared, Error> {
+        let input = &inputs[i];
+        let mut view = TraceView::new(input.trace.clone(), input.rank);
+        view.cycle = input.cycle.clone();
+        let made = match read {
+            Err(err) => Made::Unreadable(err),
+            Ok(summary) => match report_files(&mut view, &summary, &planned[i], args.top) {
+                Some(files) => Made::Staged(Staged::new(&planned[i].dir, &TRACE_FILES, &files)?),
+                None => Made::Nothing,
+            },
         };
-        view.read(&summary);
-        if let Some(t) = &summary.gpu_timeline {
-            let mut files = Vec::new();
-            let mut csv = |name: &str, table: &Table| {
-                files.push((format!("{name}.csv"), table.to_csv().into_bytes()));
-            };
-            csv("gpu_timeline", t);
-            view.timeline = t
-                .rows
-                .iter()
-                .map(|r| (r[0].text(), r[1].number().unwrap_or(0.0), r[2].number()))
-                .collect();
-            if let Some(k) = &summary.kernel_summary {
-                csv("kernel_summary", k);
-                view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
-                    // TraceLens' rocprof table: its "(ms)" total is really µs.
-                    let value = "Total Kernel Time (ms)";
-                    let categories = trace_summary::kernel_categories(k);
-                    // Its collective kernels: TraceLens' COMM category.
-                    view.comm_ms = categories
-                        .as_ref()
-                        .map(|all| all.iter().find(|c| c.name == "COMM").map_or(0.0, |c| c.ms));
-                    view.top_kernel_categories = top_categories(categories, args.top);
-                    top(k, "name", value, "Percentage (%)", Grouped::default(), args.top)
-                } else {
-                    let grouped =
-                        Grouped { stream: Some("Kernel stream"), parent_op: Some("Parent cpu_op") };
-                    let (value, pct) = ("Kernel duration (µs)_sum", "Percent of kernels time (%)");
-                    top(k, "Kernel name", value, pct, grouped, args.top)
-                };
+        Ok(Prepared { view, made })
+    };
+    let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json, &prepare)
+    else {
+        return Ok(None);
+    };
+    let mut views = Vec::new();
+    let mut unreadable = 0;
+    // Errors first (a set that could not be staged), before any is put in
+    // place; each trace's set then, in the order of the traces.
+    let results = results.into_iter().collect::<Result<Vec<Prepared>, Error>>()?;
+    for (Prepared { mut view, made }, plan) in results.into_iter().zip(&planned) {
+        match made {
+            Made::Staged(staged) => staged.commit()?,
+            // Its last good report stays (marked stale): a trace that
+            // cannot be read now (cut short while still being written,
+            // a pipe, a file gone unreadable) must not cost it.
+            Made::Unreadable(err) => {
+                unreadable += 1;
+                keep_stale(&plan.dir, &view.trace, &err)?;
+                view.error = Some(err);
             }
-            if let Some(c) = &summary.collective_summary {
-                csv("collective_summary", c);
-                view.top_collectives = CollectiveRow::top(c, args.top);
-            }
-            if let Some(o) = &summary.ops_summary_by_category {
-                csv("ops_summary_by_category", o);
-            }
-            if let Some(o) = &summary.ops_unique_args {
-                csv("ops_unique_args", o);
-            }
-            if let Some(h) = &summary.short_kernel_histogram {
-                csv("short_kernel_histogram", h);
-            }
-            if let Some(s) = &summary.short_kernels_summary {
-                csv("short_kernels_summary", s);
-            }
-            // TraceLens' per-trace collective table, where it writes one:
-            // traces with CPU ops.
-            if summary.ops_summary.is_some()
-                && let Some(c) = trace_report::coll_analysis(&summary.collective_events)
-            {
-                csv("coll_analysis", &c);
-            }
-            if let Some(o) = &summary.ops_summary {
-                csv("ops_summary", o);
-                view.top_ops = top(
-                    o,
-                    "name",
-                    "total_direct_kernel_time_ms",
-                    "Percentage (%)",
-                    Grouped::default(),
-                    args.top,
-                );
-                view.top_op_categories = top_categories(trace_summary::op_categories(o), args.top);
-            }
-            view.csv_dir = Some(dir.clone());
-            // What the CSVs do not hold (the rank, the steps), for `report
-            // diff` to read back: the trace's --json object, and where the
-            // trace was (for a later run to tell it is gone).
-            let mut recorded = serde_json::to_value(&view).expect("a view serializes");
-            if let Some(absolute) = &absolute {
-                recorded[trace_summary::Record::TRACE_ABSOLUTE] =
-                    serde_json::json!(absolute.to_string_lossy());
-            }
-            // Its collective kernels, for a run's collective report from
-            // the records (`gather --summary` of reports made on the nodes).
-            if !view.collective_events.is_empty() {
-                recorded[COLLECTIVE_EVENTS] = serde_json::to_value(&view.collective_events)
-                    .expect("collective kernels serialize");
-            }
-            let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
-            files.push((RECORD.to_string(), recorded));
-            write_set(&dir, &TRACE_FILES, &files)?;
-        } else {
-            retire(&dir, &view.trace)?;
+            Made::Nothing => retire(&plan.dir, &view.trace)?,
         }
         views.push(view);
     }
@@ -1808,6 +1925,36 @@ mod tests {
         super::write_set(&into, &["a.csv", "no/c.csv"], &files).unwrap_err();
         assert!(dir.path().join("out").is_dir());
         assert!(!into.exists());
+    }
+
+    /// A set staged while other traces are read, and dropped (Ctrl-C),
+    /// leaves nothing: not its staging directory, not the directories made
+    /// for it; one that was there keeps its files.
+    #[test]
+    fn a_staged_set_dropped_uncommitted_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("out/rank0_trace");
+        let kept = dir.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        std::fs::write(kept.join("a.csv"), "old a").unwrap();
+        let files = [("a.csv".to_string(), b"new a".to_vec())];
+        let staged = [
+            super::Staged::new(&fresh, &["a.csv"], &files).unwrap(),
+            super::Staged::new(&kept, &["a.csv"], &files).unwrap(),
+        ];
+        assert!(fresh.is_dir(), "staged in its directory");
+        drop(staged);
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["kept"]);
+        let names: Vec<_> =
+            std::fs::read_dir(&kept).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["a.csv"]);
+        assert_eq!(std::fs::read_to_string(kept.join("a.csv")).unwrap(), "old a");
+        // Committed, it is in place, its directories with it.
+        super::Staged::new(&fresh, &["a.csv"], &files).unwrap().commit().unwrap();
+        assert_eq!(std::fs::read_to_string(fresh.join("a.csv")).unwrap(), "new a");
+        assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 1);
     }
 
     fn row(name: &str, stream: Option<&str>) -> TopRow {
