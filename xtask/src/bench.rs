@@ -16,6 +16,7 @@ pub(crate) enum Which {
     Discover,
     Summary,
     Collective,
+    Gzip,
     All,
 }
 
@@ -182,6 +183,9 @@ pub(crate) fn run(
     if matches!(which, Which::Collective | Which::All) {
         collective(&mut b, root, &scratch, &madengine)?;
     }
+    if matches!(which, Which::Gzip | Which::All) {
+        gzip(&mut b, root, &scratch, &madengine)?;
+    }
     let _ = fs::remove_dir_all(&scratch);
     print!("{}", table(&b.rows));
     Ok(())
@@ -272,6 +276,89 @@ fn sanitize(
     }
     let _ = fs::remove_file(&cut);
     Ok(())
+}
+
+/// The gzip decoders the workspace can use, on the 302.6 MB Kineto bench
+/// trace gzipped (`gzip -6`): madengine's reader (`trace_sanitize::Gunzip`,
+/// the `gunzip` example) built with each of flate2's backends, the one the
+/// workspace uses (zlib-rs, trace-sanitize's default feature) and flate2's
+/// default (miniz_oxide, trace-sanitize without its default), against
+/// `gzip -dc` and, where installed, `pigz -dc`; then `trace sanitize
+/// --check` of the `.json.gz` against the same of the `.json` (what reading
+/// through the decoder adds to a pass).
+fn gzip(b: &mut Bench, root: &Path, scratch: &Path, madengine: &Path) -> Result<(), String> {
+    let generator = shared(root, "bench/make_big_kineto.py")?;
+    let source = shared(root, KINETO_SOURCE)?;
+    let trace = scratch.join("gz_kineto.json");
+    eprintln!("generating a ~300 MB Kineto trace, and gzipping it...");
+    cmd("python3", [generator.as_os_str(), source.as_os_str(), trace.as_os_str(), "300".as_ref()])
+        .stdout_null()
+        .run()
+        .map_err(|e| format!("make_big_kineto.py failed: {e}"))?;
+    let gz = scratch.join("gz_kineto.json.gz");
+    cmd(
+        "gzip",
+        ["-6", "-k", "-f"].map(std::ffi::OsString::from).into_iter().chain([trace.clone().into()]),
+    )
+    .run()
+    .map_err(|e| format!("gzip failed: {e}"))?;
+    let (size, packed) = (file_len(&trace), file_len(&gz));
+    let mut decoders = Vec::new();
+    for (backend, flag) in [("zlib-rs", None), ("miniz_oxide", Some("--no-default-features"))] {
+        eprintln!("building the gunzip example with flate2's {backend} backend (release)...");
+        let mut args =
+            vec!["build", "--release", "--quiet", "-p", "trace-sanitize", "--example", "gunzip"];
+        args.extend(flag);
+        cmd(cargo(), args).dir(root).run().map_err(|e| format!("cargo build failed: {e}"))?;
+        let built = scratch.join(format!("gunzip-{backend}"));
+        fs::copy(root.join("target/release/examples/gunzip"), &built)
+            .map_err(|e| format!("{}: {e}", built.display()))?;
+        decoders.push((backend, built));
+    }
+    let bench = "gzip";
+    let out = scratch.join("gunzipped.json");
+    let to_out = |argv: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let quoted: Vec<String> =
+            argv.iter().map(|a| format!("'{}'", Path::new(a.as_ref()).display())).collect();
+        // To /dev/null: the decoder's speed, not the page cache's.
+        argv!["sh", "-c", format!("{} > /dev/null", quoted.join(" "))]
+    };
+    let what = format!("({:.0} MB .json.gz of {:.0} MB)", packed as f64 / 1e6, size as f64 / 1e6);
+    let gzip_dc =
+        b.time(bench, format!("gzip -dc {what}"), &to_out(&[&"gzip", &"-dc", &gz]), &out, None)?;
+    let mut fastest = (gzip_dc, b.rows[gzip_dc].timing.seconds);
+    if cmd("pigz", ["--version"]).stdout_null().stderr_null().run().is_ok() {
+        let pigz =
+            b.time(bench, "pigz -dc", &to_out(&[&"pigz", &"-dc", &gz]), &out, Some(gzip_dc))?;
+        if b.rows[pigz].timing.seconds < fastest.1 {
+            fastest = (pigz, b.rows[pigz].timing.seconds);
+        }
+    } else {
+        eprintln!("pigz is not installed: no pigz row (apt-get install pigz)");
+    }
+    let fastest = fastest.0;
+    let mut first = None;
+    for (backend, built) in &decoders {
+        let subject = match first {
+            None => format!("madengine's reader, flate2 {backend} (the workspace's)"),
+            Some(_) => format!("madengine's reader, flate2 {backend}"),
+        };
+        let row =
+            b.time(bench, subject, &to_out(&[built, &gz]), &out, Some(first.unwrap_or(fastest)))?;
+        first = first.or(Some(row));
+    }
+    let _ = fs::remove_file(&out);
+    // What the decoder adds to a pass over the trace (exit 0: a clean trace).
+    let check = |path: &Path| argv![madengine, "trace", "sanitize", "--check", path];
+    let plain = b.time(bench, "trace sanitize --check, the .json", &check(&trace), &out, None)?;
+    b.time(bench, "trace sanitize --check, the .json.gz", &check(&gz), &out, Some(plain))?;
+    let _ = fs::remove_file(&trace);
+    let _ = fs::remove_file(&gz);
+    Ok(())
+}
+
+fn file_len(path: &Path) -> u64 {
+    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 /// TraceLens itself cannot run on these machines; its figures on the same

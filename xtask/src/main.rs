@@ -8,7 +8,7 @@
 //! - `trim IN -o OUT`: cut a real trace down to the fixture size cap.
 //! - `slurm up|down`: a private SLURM cluster for the tests.
 //! - `e2e [--dry-run]`: the whole path on a GPU node, with the real tools.
-//! - `bench [sanitize|discover|summary|collective|all]`: benchmarks against named baselines
+//! - `bench [sanitize|discover|summary|collective|gzip|all]`: benchmarks against named baselines
 //!   (`summary` includes `report diff`; `collective`: the multi-rank collective report of 8,
 //!   64 and 256 ranks).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a command-line tool")]
