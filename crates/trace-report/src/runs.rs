@@ -51,7 +51,11 @@ impl RankedRun {
 /// The report stem of a trace, as the original's: the path relative to the
 /// root, the first of `.json.gz`, `.pt.trace.json`, `.pftrace`, `.json`
 /// stripped, runs of characters outside `[A-Za-z0-9._-]` made `_`, leading
-/// and trailing `_` removed; `trace` when nothing is left.
+/// and trailing `_` removed; `trace` when nothing is left. Unlike the
+/// original's, leading dots go too: a stem is a directory or file name in
+/// the output directory, and `..` (of a trace named `...json`) would put a
+/// report beside it instead, `.` into it, and `.._x` (of `../x.json`) would
+/// hide it.
 pub fn report_stem(rel: &Path) -> String {
     let text = rel.to_string_lossy();
     let text = [".json.gz", ".pt.trace.json", ".pftrace", ".json"]
@@ -69,7 +73,7 @@ pub fn report_stem(rel: &Path) -> String {
             in_run = true;
         }
     }
-    let stem = stem.trim_matches('_');
+    let stem = stem.trim_start_matches(['_', '.']).trim_end_matches('_');
     if stem.is_empty() {
         return "trace".into();
     }
@@ -415,6 +419,13 @@ mod tests {
         check("x y/[rank 1].json", "x_y_rank_1");
         check("@@.json", "trace");
         check("m.pftrace", "m");
+        // Never a name that leaves or hides in the output directory.
+        check("...json", "trace");
+        check("..json", "trace");
+        check("../x/y.json", "x_y");
+        check("./rank0.json", "rank0");
+        check(".hidden.json", "hidden");
+        check("a/../b.json", "a_.._b");
         // Too long for a file name with its suffixes: cut, with a digest.
         let deep = format!("{}/rank0.json", ["level"; 60].join("/"));
         let stem = report_stem(Path::new(&deep));

@@ -113,6 +113,47 @@ fn names_from_a_trace_reach_the_terminal_escaped() {
     }
 }
 
+/// A trace named so that its report's name would leave the output
+/// directory (`...json`: `..`), land in it (`..json`: `.`) or hide (`../x.json`:
+/// `.._x`): each report goes to a visible directory of its own inside it,
+/// and nothing is written beside it.
+#[test]
+fn a_trace_name_cannot_put_its_report_outside_or_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let source = synthetic("torch_profiler_output/libkineto_trace_rank0_1.json");
+    for name in ["...json", "..json"] {
+        std::fs::copy(&source, runs.join(name)).unwrap();
+    }
+    std::fs::create_dir(dir.path().join("x")).unwrap();
+    std::fs::copy(&source, dir.path().join("x/rank1.json")).unwrap();
+    let args = [
+        os("report"),
+        os("summary"),
+        os("...json"),
+        os("..json"),
+        os("../x/rank1.json"),
+        os("-o"),
+        os("../out/rep"),
+    ];
+    let run = measured(&runs, &args);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let listed = |path: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(listed(&dir.path().join("out")), ["rep"], "nothing beside the output directory");
+    assert_eq!(listed(&dir.path().join("out/rep")), ["trace", "trace_2", "x_rank1"]);
+    for report in ["trace", "trace_2", "x_rank1"] {
+        assert!(dir.path().join("out/rep").join(report).join("gpu_timeline.csv").is_file());
+    }
+}
+
 /// `madengine args...` in `dir`, ended after 60 s whatever it does (a test
 /// of what must not hang).
 fn bounded(dir: &Path, args: &[&std::ffi::OsStr]) -> Measured {
