@@ -1,0 +1,312 @@
+//! `report diff`: the comparison of two runs.
+
+use super::*;
+
+/// `report diff`'s view: both sides, the timeline side by side (rank by
+/// rank for two runs), then the kernels and ops whose time changed most.
+pub(crate) fn diff(
+    compared: &crate::commands::Compared,
+    top: usize,
+    written: &[std::path::PathBuf],
+    html: Option<&std::path::Path>,
+) -> Result<(), Error> {
+    use trace_summary::{DiffRow, Measure};
+    let mut text = String::new();
+    let (sides, diff) = (&compared.sides, &compared.diff);
+    let ranked = !compared.ranks.is_empty();
+    let by = compared.by.word();
+    for side in sides {
+        let kind = match side.format {
+            trace_summary::Format::Rocprofv3 => "rocprofv3",
+            trace_summary::Format::Kineto => "PyTorch",
+            trace_summary::Format::Perfetto => "Perfetto",
+        };
+        let mut traces =
+            if ranked { format!("{} traces, ", side.traces.len()) } else { String::new() };
+        if let Some(cycle) = side.cycle {
+            traces.insert_str(0, &format!("{cycle}, "));
+        }
+        let kind = if side.report { format!("{kind} report") } else { kind.to_string() };
+        let kind = side.gpus.iter().fold(kind, |kind, gpu| format!("{kind}, {gpu}"));
+        let launches = side
+            .kernel_launches
+            .map(|n| format!(", {} kernel launches", thousands(n)))
+            .unwrap_or_default();
+        let shown = if ranked { &side.path } else { &side.traces[0] };
+        let steps = side.steps.map(|n| format!(", {}", plural(n, "step"))).unwrap_or_default();
+        text.push_str(&format!(
+            "{:<8}  {} ({traces}{kind}{steps}{launches})\n",
+            side.role,
+            shown.display()
+        ));
+        for note in &side.notes {
+            text.push_str(&format!("{:<8}  note: {note}\n", ""));
+        }
+    }
+    if let Some(note) = compared.gpus_note() {
+        text.push_str(&format!("note: {note}\n"));
+    }
+    if let Some(note) = compared.coverage_note() {
+        text.push_str(&format!("note: {note}\n"));
+    }
+    let ms = |v: f64| format!("{v:.3}");
+    let unit = if compared.per_step { "ms per step" } else { "ms" };
+    // A change too small for 3 decimals still shows its sign.
+    let signed = |d: f64, f: &dyn Fn(f64) -> String| {
+        let sign = if d > 0.0 { "+" } else { "-" };
+        match f(d.abs()) {
+            _ if d == 0.0 => "0".to_string(),
+            shown if shown.chars().all(|c| c == '0' || c == '.') => format!("{sign}<0.001"),
+            shown => format!("{sign}{shown}"),
+        }
+    };
+    let ratio = crate::commands::ratio_text;
+    let time = |m: Option<Measure>, f: &dyn Fn(f64) -> String| {
+        m.map_or_else(|| "-".to_string(), |m| f(m.time))
+    };
+    let (headline, what) = compared.headline();
+    let row_of = |rows: &[DiffRow], name: &str| rows.iter().find(|r| r.name == name).cloned();
+    // rocprofv3's collective kernels ([`trace_summary::Diff::collective_kernels`]).
+    const COLLECTIVES: &str = "collectives";
+    let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
+    let said = compared.headline_times();
+    if ranked {
+        if let Some(line) = compared.runs_headline("->") {
+            text.push_str(&format!("\n{line}\n"));
+        }
+        // rocprofv3's kernel time holds its collective kernels' (when the
+        // run has any), shown after it.
+        let comm = compared.ranks.iter().any(|r| r.collectives().is_some());
+        let parts: &[(&str, &str)] = match (compared.rocprof(), comm) {
+            (true, true) => &[
+                ("kernel", "KERNEL"),
+                (COLLECTIVES, "COLLECTIVES"),
+                ("memory", "MEMORY"),
+                ("idle", "IDLE"),
+            ],
+            (true, false) => &[("kernel", "KERNEL"), ("memory", "MEMORY"), ("idle", "IDLE")],
+            (false, _) => &[
+                ("computation_time", "COMPUTATION"),
+                ("exposed_comm_time", "EXPOSED COMM"),
+                ("idle_time", "IDLE"),
+            ],
+        };
+        let rows: Vec<Vec<String>> = compared
+            .ranks
+            .iter()
+            .map(|r| {
+                let total = row_of(&r.timeline, headline);
+                let part = |name: &str| {
+                    let row = match name {
+                        COLLECTIVES => r.collectives().cloned(),
+                        _ => row_of(&r.timeline, name),
+                    };
+                    row.map_or("-".into(), |p| signed(p.delta(), &ms))
+                };
+                let mut row = vec![
+                    compared.by.value(r.key),
+                    time(total.as_ref().and_then(|t| t.base), &ms),
+                    time(total.as_ref().and_then(|t| t.new), &ms),
+                    total.as_ref().map_or("-".into(), |t| signed(t.delta(), &ms)),
+                    total.as_ref().map_or("-".into(), ratio),
+                ];
+                row.extend(parts.iter().map(|(name, _)| part(name)));
+                row
+            })
+            .collect();
+        let last = match parts.len() {
+            3 => "the last three",
+            _ => "the last four",
+        };
+        let within = if comm { ", COLLECTIVES within KERNEL" } else { "" };
+        text.push_str(&format!("\n{what} per {by} ({unit}; {last}: change by part{within}):\n"));
+        let mut header = vec![compared.by.column(), "BASELINE", "NEW", "DELTA", "RATIO"];
+        header.extend(parts.iter().map(|(_, column)| *column));
+        let mut numbers = vec![true; header.len()];
+        numbers[0] = false;
+        aligned(&mut text, &header, &rows, &numbers);
+    } else {
+        if let Some(h) = &said {
+            // rocprofv3's busy time holds its collective kernels'.
+            let comm = match diff.collective_kernels.as_ref().filter(|r| crate::commands::timed(r))
+            {
+                Some(c) => format!(
+                    ", of which collective kernels {} -> {} {unit}{}",
+                    time(c.base, &ms),
+                    time(c.new, &ms),
+                    change(c.ratio()).unwrap_or_default()
+                ),
+                None => String::new(),
+            };
+            text.push_str(&format!(
+                "\n{what} {:.3} -> {:.3} {unit}{}{comm}\n",
+                h.base,
+                h.new,
+                change(h.ratio()).unwrap_or_default()
+            ));
+        }
+        text.push('\n');
+        let rows: Vec<[String; 5]> = diff
+            .timeline
+            .iter()
+            .map(|r| {
+                [
+                    r.name.clone(),
+                    time(r.base, &ms),
+                    time(r.new, &ms),
+                    signed(r.delta(), &ms),
+                    ratio(r),
+                ]
+            })
+            .collect();
+        let numbers = [false, true, true, true, true];
+        let title = format!("TIMELINE ({unit})");
+        aligned(&mut text, &[&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, &numbers);
+    }
+    let count = |r: &DiffRow| crate::commands::counts_text(r, " -> ");
+    let over = match ranked {
+        true => format!(", all {} {}", compared.ranks.len(), compared.by.plural()),
+        false => String::new(),
+    };
+    let ms: &dyn Fn(f64) -> String = &ms;
+    for (rows, title, [what, calls], unit, f) in [
+        (&diff.kernels, "kernels", ["KERNEL", "LAUNCHES"], "µs", &py as &dyn Fn(f64) -> String),
+        (
+            &diff.ops,
+            "ops (GPU time of the kernels each launched directly)",
+            ["OP", "CALLS"],
+            "ms",
+            ms,
+        ),
+        (
+            &diff.op_categories,
+            "op categories (GPU time their ops launched directly)",
+            ["CATEGORY", "CALLS"],
+            "ms",
+            ms,
+        ),
+        (&diff.kernel_categories, "kernel categories", ["CATEGORY", "LAUNCHES"], "ms", ms),
+        (
+            &diff.collectives,
+            "collectives (NCCL/RCCL kernels by call)",
+            ["CALL", "CALLS"],
+            "µs",
+            &py,
+        ),
+    ] {
+        if rows.is_empty() || top == 0 {
+            continue;
+        }
+        let changed: Vec<&DiffRow> = rows.iter().filter(|r| r.delta() != 0.0).collect();
+        let shown: Vec<[String; 6]> = changed
+            .iter()
+            .take(top)
+            .map(|r| {
+                [
+                    time(r.base, f),
+                    time(r.new, f),
+                    signed(r.delta(), f),
+                    ratio(r),
+                    count(r),
+                    shorten(&r.name),
+                ]
+            })
+            .collect();
+        let unit = if compared.per_step { format!("{unit} per step") } else { unit.to_string() };
+        text.push_str(&format!("\n{title}{over}, largest changes first ({unit}):\n"));
+        if shown.is_empty() {
+            text.push_str("no change\n");
+            continue;
+        }
+        let numbers = [true, true, true, true, true, false];
+        aligned(&mut text, &["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, &numbers);
+        let only = |side: fn(&DiffRow) -> bool| rows.iter().filter(|r| side(r)).count();
+        let mut tail = Vec::new();
+        if changed.len() > shown.len() {
+            tail.push(format!("{} more changed", changed.len() - shown.len()));
+        }
+        match only(|r| r.new.is_none()) {
+            0 => {}
+            gone => tail.push(format!("{gone} only in the baseline")),
+        }
+        match only(|r| r.base.is_none()) {
+            0 => {}
+            fresh => tail
+                .push(format!("{fresh} only in the new {}", if ranked { "run" } else { "trace" })),
+        }
+        if !tail.is_empty() {
+            text.push_str(&format!("({})\n", tail.join(", ")));
+        }
+    }
+    matched_collectives(&mut text, &compared.matched, top);
+    if written.is_empty() {
+        if [&diff.kernels, &diff.ops, &diff.collectives].iter().any(|rows| rows.len() > top) {
+            text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
+        }
+    } else {
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        text.push_str(&format!("\nCSVs: {}\n", names.join(", ")));
+    }
+    if let Some(html) = html {
+        text.push_str(&format!("HTML: {}\n", html.display()));
+    }
+    out(&text)
+}
+
+/// Two multi-rank runs' collectives matched across ranks, per type, dtype
+/// and size: latency once the last rank arrived and bus bandwidth, before
+/// and after.
+fn matched_collectives(text: &mut String, matched: &[trace_report::CollectiveDiff], top: usize) {
+    if matched.is_empty() || top == 0 {
+        return;
+    }
+    let one = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let side = |s: &Option<trace_report::CollectiveSide>| match s {
+        Some(s) => [
+            s.count.to_string(),
+            one(s.latency_mean_us),
+            s.bus_bw_mean_gbs.map_or("-".into(), |b| format!("{b:.1}")),
+        ],
+        None => ["-".to_string(), "-".to_string(), "-".to_string()],
+    };
+    let rows: Vec<[String; 7]> = matched
+        .iter()
+        .take(top)
+        .map(|m| {
+            let [bc, bl, bb] = side(&m.base);
+            let [nc, nl, nb] = side(&m.new);
+            let size = match (m.full_mb, m.in_nelems.as_str()) {
+                (Some(mb), _) => format!(", {mb:.1} MiB"),
+                (None, "Unknown") => String::new(),
+                (None, n) => format!(", {n} elements"),
+            };
+            let name = match (m.collective.as_str(), m.dtype.as_str()) {
+                ("Unknown", "Unknown") => "(not named)".to_string(),
+                (c, "Unknown") => c.to_string(),
+                (c, d) => format!("{c} {d}"),
+            };
+            [
+                format!("{bc} -> {nc}"),
+                bl,
+                nl,
+                m.ratio().map_or("-".into(), |r| format!("{r:.2}x")),
+                bb,
+                nb,
+                format!("{name}{size}"),
+            ]
+        })
+        .collect();
+    text.push_str(
+        "\ncollectives matched across ranks (mean latency once the last rank arrived µs, bus GB/s; ratio of total latency):\n",
+    );
+    let numbers = [true, true, true, true, true, true, false];
+    aligned(
+        text,
+        &["MATCHED", "LATENCY BEFORE", "AFTER", "RATIO", "BUS BW BEFORE", "AFTER", "COLLECTIVE"],
+        &rows,
+        &numbers,
+    );
+    if matched.len() > top {
+        text.push_str(&format!("({} more)\n", matched.len() - top));
+    }
+}
