@@ -232,6 +232,7 @@ pub(crate) fn kahan(v: impl IntoIterator<Item = f64>) -> f64 {
     sum
 }
 
+mod perf_model;
 mod short;
 mod unique_args;
 

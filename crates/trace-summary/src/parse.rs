@@ -299,6 +299,10 @@ impl Parsed {
     pub(crate) fn str(&self, id: u32) -> &str {
         &self.strings[id as usize]
     }
+    /// The id of `s`, if some event holds it.
+    pub(crate) fn find(&self, s: &str) -> Option<u32> {
+        self.lookup.get(s).copied()
+    }
 }
 
 /// Parse a trace: the `traceEvents` elements are found in the stream by

@@ -241,6 +241,12 @@ pub struct Summary {
     /// their direct and subtree kernel times and their kernels summarized;
     /// where `ops_summary` is.
     pub ops_unique_args: Option<Table>,
+    /// `GEMM` (TraceLens' perf-model sheet): each GEMM op (`aten::mm`,
+    /// `addmm`, `bmm`, `baddbmm`, `_scaled_mm`, vLLM's unquantized GEMM)
+    /// grouped by its M, N, K, bias, strides and dtypes, with its FLOPs,
+    /// bytes moved and the TFLOPS/s and TB/s its kernels reached; Kineto
+    /// traces holding such ops with their input shapes (`record_shapes`).
+    pub gemm: Option<Table>,
     /// `short_kernel_histogram` (TraceLens' `--short_kernel_study`): the
     /// kernels shorter than 10 µs, their durations in 100 equal bins; a
     /// header alone without any. Kineto traces with a GPU timeline.
@@ -459,6 +465,7 @@ pub fn summarize_with<R: Read + Send>(
             ops_summary,
             ops_summary_by_category,
             ops_unique_args,
+            gemm: if outcome == Outcome::Unlinked { None } else { analysis.gemm_sheet() },
             short_kernel_histogram: Some(short_histogram),
             short_kernels_summary: Some(short_summary),
             short_kernels: Some(short),
@@ -522,6 +529,7 @@ pub fn summarize_with<R: Read + Send>(
         ops_unique_args: None,
         short_kernel_histogram: None,
         short_kernels_summary: None,
+        gemm: None,
         short_kernels: None,
         collective_summary: collectives,
         events,
@@ -571,6 +579,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         ops_unique_args: None,
         short_kernel_histogram: None,
         short_kernels_summary: None,
+        gemm: None,
         short_kernels: None,
         collective_summary: None,
         events: records,

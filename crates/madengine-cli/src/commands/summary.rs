@@ -939,12 +939,13 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 10] = [
+const TRACE_FILES: [&str; 11] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
     "ops_summary_by_category.csv",
     "ops_unique_args.csv",
+    "GEMM.csv",
     "coll_analysis.csv",
     "short_kernel_histogram.csv",
     "short_kernels_summary.csv",
@@ -1371,6 +1372,9 @@ fn report_files(
     }
     if let Some(o) = &summary.ops_unique_args {
         csv("ops_unique_args", o);
+    }
+    if let Some(g) = &summary.gemm {
+        csv("GEMM", g);
     }
     if let Some(h) = &summary.short_kernel_histogram {
         csv("short_kernel_histogram", h);

@@ -27,10 +27,45 @@ pub(super) struct Launcher<'a> {
 
 /// One kernel of a launcher's `kernel_details`.
 #[derive(Clone, Copy)]
-struct Detail {
+pub(super) struct Detail {
     name: u32,
     stream: Option<Key>,
     dur: Num,
+}
+
+impl Detail {
+    /// Of the GPU event at `k`.
+    pub(super) fn of(p: &crate::parse::Parsed, k: usize) -> Detail {
+        let g = ev(p, k);
+        Detail { name: g.name, stream: g.stream, dur: g.dur.unwrap_or(Num::Int(0)) }
+    }
+}
+
+/// The process and thread labels of an op (the reference's §2.1):
+/// `process_name` and `process_labels` of its pid (tid 0), `thread_name` of
+/// its pid and tid; the later metadata event winning.
+pub(super) struct Labels<'p> {
+    meta: HashMap<(Option<Key>, Option<Key>, &'p str), u32>,
+}
+
+impl<'p> Labels<'p> {
+    pub(super) fn new(p: &'p crate::parse::Parsed) -> Labels<'p> {
+        let mut meta = HashMap::default();
+        for m in &p.metadata {
+            meta.insert((m.pid, m.tid, p.str(m.name)), m.value);
+        }
+        Labels { meta }
+    }
+
+    /// `[process_name, process_label, thread_name]` (`None`: Unknown).
+    pub(super) fn of(&self, pid: Option<Key>, tid: Option<Key>) -> [Option<u32>; 3] {
+        let at = |tid: Option<Key>, name: &str| self.meta.get(&(pid, tid, name)).copied();
+        [
+            at(Some(Key::Int(0)), "process_name"),
+            at(Some(Key::Int(0)), "process_labels"),
+            at(tid, "thread_name"),
+        ]
+    }
 }
 
 impl Analysis<'_> {
@@ -38,14 +73,7 @@ impl Analysis<'_> {
     /// whether every direct and every subtree time is an integer.
     pub(super) fn unique_args(&self, launchers: &[Launcher<'_>], ints: (bool, bool)) -> Table {
         let p = self.p;
-        // metadata[pid][tid][name], the later event winning.
-        let mut meta: HashMap<(Option<Key>, Option<Key>, &str), u32> = HashMap::default();
-        for m in &p.metadata {
-            meta.insert((m.pid, m.tid, p.str(m.name)), m.value);
-        }
-        let label = |pid: Option<Key>, tid: Option<Key>, name: &str| -> Option<u32> {
-            meta.get(&(pid, tid, name)).copied()
-        };
+        let labels = Labels::new(p);
         // Small and Copy: a trace holds up to millions of launchers.
         #[derive(Clone, Copy)]
         struct RowData<'c> {
@@ -66,11 +94,7 @@ impl Analysis<'_> {
                 RowData {
                     name: e.name,
                     cat: l.cat,
-                    labels: [
-                        label(e.pid, Some(Key::Int(0)), "process_name"),
-                        label(e.pid, Some(Key::Int(0)), "process_labels"),
-                        label(e.pid, e.tid, "thread_name"),
-                    ],
+                    labels: labels.of(e.pid, e.tid),
                     args: [s.dims, s.types, s.strides, s.concrete],
                     uid: e.uid,
                     direct: l.direct,
@@ -83,13 +107,7 @@ impl Analysis<'_> {
         let details = |l: &Launcher<'_>| -> Vec<Detail> {
             let mut kernels: Vec<usize> = l.kernels.to_vec();
             kernels.sort_by(|&a, &b| self.interval(a).0.total_cmp(&self.interval(b).0));
-            kernels
-                .iter()
-                .map(|&k| {
-                    let g = ev(p, k);
-                    Detail { name: g.name, stream: g.stream, dur: g.dur.unwrap_or(Num::Int(0)) }
-                })
-                .collect()
+            kernels.iter().map(|&k| Detail::of(p, k)).collect()
         };
         // Groups by the text of the nine keys, in first-appearance order.
         type GroupKey<'c> = (u32, &'c str, [Option<u32>; 3], [Option<u32>; 4]);
@@ -224,7 +242,7 @@ fn np(v: f64, int: bool) -> String {
 /// `kernel_details_summary` and `trunc_kernel_details` of a group's
 /// per-launcher kernel lists (the reference's §2.8); `None` for an empty
 /// summary.
-fn kernel_details(
+pub(super) fn kernel_details(
     p: &crate::parse::Parsed,
     lists: &[&[Detail]],
 ) -> (Option<String>, Option<String>) {

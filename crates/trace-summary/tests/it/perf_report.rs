@@ -77,9 +77,10 @@ fn differs(ours: &str, theirs: &str, cumulative: bool) -> Option<String> {
     (c1 != c2).then(|| format!("cumulative column\n ours:   {c1:?}\n theirs: {c2:?}"))
 }
 
-/// `ops_summary_by_category`, `short_kernel_histogram` and
-/// `short_kernels_summary` on every expected trace: written where
-/// TraceLens wrote them, and equal.
+/// `ops_summary_by_category`, `ops_unique_args`, the `GEMM` perf-model
+/// sheet, `short_kernel_histogram` and `short_kernels_summary` on every
+/// expected trace: written where TraceLens wrote them, and equal (`GEMM`
+/// byte for byte).
 #[test]
 fn perf_report_tables_match_tracelens() {
     let Some(root) = crate::public_dir::public_fixtures() else { return };
@@ -92,6 +93,7 @@ fn perf_report_tables_match_tracelens() {
         for (name, ours, cumulative) in [
             ("ops_summary_by_category", &summary.ops_summary_by_category, true),
             ("ops_unique_args", &summary.ops_unique_args, true),
+            ("GEMM", &summary.gemm, false),
             ("short_kernel_histogram", &summary.short_kernel_histogram, false),
             ("short_kernels_summary", &summary.short_kernels_summary, false),
         ] {
@@ -104,6 +106,9 @@ fn perf_report_tables_match_tracelens() {
                     *compared.entry(name).or_insert(0) += 1;
                     if let Some(d) = differs(&ours, &theirs, cumulative) {
                         failures.push(format!("{what}: {d}"));
+                    } else if name == "GEMM" && ours != theirs {
+                        // Sorted by kernel time, then UID: a total order.
+                        failures.push(format!("{what}: the rows' order"));
                     }
                 }
                 (o, t) => {
@@ -114,6 +119,7 @@ fn perf_report_tables_match_tracelens() {
     }
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
     let expected = [
+        ("GEMM", 19),
         ("ops_summary_by_category", 23),
         ("ops_unique_args", 23),
         ("short_kernel_histogram", 24),

@@ -1,0 +1,712 @@
+//! TraceLens' perf-model sheets (its reference's §6-§7): each modelled op
+//! of a trace with its parameters (a GEMM's M, N, K, ...), FLOPs and bytes
+//! moved from its input shapes, and the TFLOPS/s and TB/s its kernels
+//! reached, grouped by op and parameters. `GEMM.csv` today: the aten GEMMs
+//! (`aten::mm`, `addmm`, `bmm`, `baddbmm`, `_scaled_mm` and its aliases)
+//! and vLLM's `rocm_unquantized_gemm`.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::{Analysis, ev, kahan, length, median, sample_std, union, unique_args};
+use crate::{
+    compute::{Cell, Table},
+    parse::{Num, Parsed, shape_of},
+};
+
+/// A value of a cpu_op's argument lists, read back from its Python repr.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Py {
+    Int(i64),
+    /// Any other scalar (a float, a bool, `None`, a dict): its repr.
+    Other(String),
+    Str(String),
+    Seq(Vec<Py>),
+}
+
+impl Py {
+    /// Parse the repr [`crate::parse`] keeps of an argument list (lists
+    /// as tuples). `None` for what it does not read.
+    pub(super) fn parse(text: &str) -> Option<Py> {
+        let mut r = Reader { s: text.as_bytes(), at: 0 };
+        let v = r.value()?;
+        (r.at == r.s.len()).then_some(v)
+    }
+
+    fn seq(&self) -> Option<&[Py]> {
+        match self {
+            Py::Seq(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn int(&self) -> Option<i64> {
+        match self {
+            Py::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    fn str(&self) -> Option<&str> {
+        match self {
+            Py::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Its Python repr, sequences as tuples (`tuple`) or as lists.
+    pub(super) fn repr(&self, tuple: bool) -> String {
+        match self {
+            Py::Int(i) => i.to_string(),
+            Py::Other(s) => s.clone(),
+            Py::Str(s) => crate::parse::py_str_repr(s),
+            Py::Seq(items) => {
+                let inner: Vec<String> = items.iter().map(|i| i.repr(tuple)).collect();
+                match (tuple, items.len()) {
+                    (true, 1) => format!("({},)", inner[0]),
+                    (true, _) => format!("({})", inner.join(", ")),
+                    (false, _) => format!("[{}]", inner.join(", ")),
+                }
+            }
+        }
+    }
+}
+
+struct Reader<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.at).copied()
+    }
+
+    fn value(&mut self) -> Option<Py> {
+        match self.peek()? {
+            b'(' | b'[' => {
+                let close = if self.peek()? == b'(' { b')' } else { b']' };
+                self.at += 1;
+                let mut items = Vec::new();
+                loop {
+                    if self.peek()? == close {
+                        self.at += 1;
+                        return Some(Py::Seq(items));
+                    }
+                    items.push(self.value()?);
+                    match self.peek()? {
+                        b',' => {
+                            self.at += 1;
+                            if self.peek() == Some(b' ') {
+                                self.at += 1;
+                            }
+                        }
+                        c if c == close => {}
+                        _ => return None,
+                    }
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                self.at += 1;
+                let mut out = String::new();
+                loop {
+                    let rest = std::str::from_utf8(&self.s[self.at..]).ok()?;
+                    let c = rest.chars().next()?;
+                    self.at += c.len_utf8();
+                    match c {
+                        '\\' => {
+                            let e = rest[1..].chars().next()?;
+                            self.at += e.len_utf8();
+                            match e {
+                                'n' => out.push('\n'),
+                                'r' => out.push('\r'),
+                                't' => out.push('\t'),
+                                'x' => {
+                                    let hex =
+                                        std::str::from_utf8(self.s.get(self.at..self.at + 2)?)
+                                            .ok()?;
+                                    out.push(char::from_u32(u32::from_str_radix(hex, 16).ok()?)?);
+                                    self.at += 2;
+                                }
+                                other => out.push(other),
+                            }
+                        }
+                        c if c as u32 == u32::from(q) => return Some(Py::Str(out)),
+                        c => out.push(c),
+                    }
+                }
+            }
+            b'{' => {
+                // A dict (as Python prints it): kept as its text.
+                let start = self.at;
+                let mut depth = 0usize;
+                let mut quote: Option<u8> = None;
+                while let Some(c) = self.peek() {
+                    self.at += 1;
+                    match (quote, c) {
+                        (Some(_), b'\\') => self.at += 1,
+                        (Some(q), c) if c == q => quote = None,
+                        (Some(_), _) => {}
+                        (None, b'\'' | b'"') => quote = Some(c),
+                        (None, b'{' | b'[' | b'(') => depth += 1,
+                        (None, b'}' | b']' | b')') => {
+                            depth -= 1;
+                            if depth == 0 {
+                                let text = std::str::from_utf8(&self.s[start..self.at]).ok()?;
+                                return Some(Py::Other(text.to_string()));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                None
+            }
+            _ => {
+                let start = self.at;
+                while let Some(c) = self.peek() {
+                    if matches!(c, b',' | b')' | b']') {
+                        break;
+                    }
+                    self.at += 1;
+                }
+                let text = std::str::from_utf8(&self.s[start..self.at]).ok()?;
+                Some(match text.parse::<i64>() {
+                    Ok(i) => Py::Int(i),
+                    Err(_) => Py::Other(text.to_string()),
+                })
+            }
+        }
+    }
+}
+
+/// A `param: <key>` value of a model.
+#[derive(Debug, Clone, PartialEq)]
+enum Param {
+    Int(i64),
+    Bool(bool),
+    /// A tuple, a string: its `str()`.
+    Text(String),
+    /// `None`: a missing cell.
+    Missing,
+}
+
+/// What a model makes of one op: its parameters in order, FLOPs, bytes
+/// (`None`: an element size it does not know) and `Compute Spec`.
+struct Model {
+    params: Vec<(&'static str, Param)>,
+    flops: i128,
+    bytes: Option<i128>,
+    spec: String,
+}
+
+/// Bytes per element of a dtype (the reference's §7.1 `bpe`).
+fn bpe(dtype: &str) -> Option<i128> {
+    Some(match dtype.to_lowercase().as_str() {
+        "double" | "long int" => 8,
+        "float" | "scalar" | "int" => 4,
+        "c10::half" | "c10::bfloat16" => 2,
+        "c10::float8_e4m3fnuz"
+        | "c10::float8_e4m3fn"
+        | "c10::float8_e5m2"
+        | "c10::float8_e8m0fnu"
+        | "unsigned char"
+        | "signed char"
+        | "fp8"
+        | "c10::float4_e2m1fn_x2"
+        | "fp4" => 1,
+        _ => return None,
+    })
+}
+
+/// The compute precision of a dtype (§7.1 `prec`).
+fn prec(dtype: &str) -> Option<&'static str> {
+    Some(match dtype.to_lowercase().as_str() {
+        "float" => "fp32",
+        "double" => "fp64",
+        "c10::half" => "fp16",
+        "c10::bfloat16" => "bf16",
+        "c10::float8_e4m3fnuz" | "c10::float8_e4m3fn" | "unsigned char" | "fp8" => "fp8",
+        "fp4" | "mxfp4" | "c10::float4_e2m1fn_x2" => "fp4",
+        _ => return None,
+    })
+}
+
+/// The GEMM ops modelled, by name.
+const GEMM_OPS: [&str; 8] = [
+    "aten::mm",
+    "aten::addmm",
+    "aten::_scaled_mm",
+    "trtllm::cublas_scaled_mm",
+    "bitsandbytes::int8_linear_matmul",
+    "aten::bmm",
+    "aten::baddbmm",
+    "vllm::rocm_unquantized_gemm",
+];
+
+/// An op's argument lists, read back.
+struct Args {
+    dims: Vec<Py>,
+    types: Vec<Py>,
+    strides: Option<Vec<Py>>,
+}
+
+impl Args {
+    fn dim(&self, i: usize, j: usize) -> Option<i64> {
+        self.dims.get(i)?.seq()?.get(j)?.int()
+    }
+
+    fn dims_of(&self, i: usize) -> Option<&[Py]> {
+        self.dims.get(i)?.seq()
+    }
+
+    fn dtype(&self, i: usize) -> Option<&str> {
+        self.types.get(i)?.str()
+    }
+
+    /// `stride_A`-style parameter: the strides of input `i`, `None` when
+    /// the op records no strides.
+    fn stride(&self, i: usize) -> Option<Param> {
+        match &self.strides {
+            None => Some(Param::Missing),
+            Some(s) => Some(Param::Text(s.get(i)?.repr(true))),
+        }
+    }
+}
+
+/// The GEMM model of op `name` (§7.4.1); `None` where TraceLens' model
+/// raises (a missing shape, an index out of range): the op has no row.
+fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -> Option<Model> {
+    let pair = |x: &str, y: &str| Param::Text(format!("({}, {})", py(x), py(y)));
+    let (mut params, flops, bytes, dtype) = match name {
+        "aten::mm"
+        | "aten::addmm"
+        | "aten::_scaled_mm"
+        | "trtllm::cublas_scaled_mm"
+        | "bitsandbytes::int8_linear_matmul" => {
+            // aten::addmm's inputs: bias, then A and B.
+            let o = usize::from(name == "aten::addmm");
+            let (m, k, n) = (a.dim(o, 0)?, a.dim(o, 1)?, a.dim(o + 1, 1)?);
+            let (ta, tb) = (a.dtype(o)?, a.dtype(o + 1)?);
+            let bias = match name {
+                "aten::addmm" => true,
+                "aten::mm" => false,
+                _ => a.dims.len() == 3,
+            };
+            let (m, n, k) = (i128::from(m), i128::from(n), i128::from(k));
+            let flops = 2 * m * n * k + if bias { m * n } else { 0 };
+            let size = bpe(ta);
+            let bytes = if name.contains("scaled_mm") || name.starts_with("bitsandbytes") {
+                // Output 2 bytes for 1-byte inputs; bpe(T1) must be known.
+                bpe(tb)?;
+                let e = size?;
+                let out = match e {
+                    1 => Some(2),
+                    2 | 4 => Some(e),
+                    _ => None,
+                };
+                out.map(|out| m * k * e + k * n * e + m * n * out + if bias { n * e } else { 0 })
+            } else {
+                size.map(|e| m * k * e + k * n * e + m * n * e + if bias { n * e } else { 0 })
+            };
+            let params = vec![
+                ("M", Param::Int(m as i64)),
+                ("N", Param::Int(n as i64)),
+                ("K", Param::Int(k as i64)),
+                ("bias", Param::Bool(bias)),
+                ("stride_A", a.stride(o)?),
+                ("stride_B", a.stride(o + 1)?),
+                ("dtype_A_B", pair(ta, tb)),
+                ("B", Param::Int(1)),
+            ];
+            (params, flops, bytes, ta)
+        }
+        "aten::bmm" | "aten::baddbmm" => {
+            let o = usize::from(name == "aten::baddbmm");
+            let d = a.dims_of(o)?;
+            if d.len() != 3 {
+                return None;
+            }
+            let (b, m, k) = (d[0].int()?, d[1].int()?, d[2].int()?);
+            let n = a.dim(o + 1, 2)?;
+            let (ta, tb) = (a.dtype(o)?, a.dtype(o + 1)?);
+            let bias = o == 1;
+            let (b, m, n, k) = (i128::from(b), i128::from(m), i128::from(n), i128::from(k));
+            let flops = b * (2 * m * n * k + if bias { m * n } else { 0 });
+            let bytes = bpe(ta)
+                .map(|e| b * (m * k * e + k * n * e + m * n * e + if bias { n * e } else { 0 }));
+            let params = vec![
+                ("B", Param::Int(b as i64)),
+                ("M", Param::Int(m as i64)),
+                ("N", Param::Int(n as i64)),
+                ("K", Param::Int(k as i64)),
+                ("bias", Param::Bool(bias)),
+                ("stride_A", a.stride(o)?),
+                ("stride_B", a.stride(o + 1)?),
+                ("dtype_A_B", pair(ta, tb)),
+            ];
+            (params, flops, bytes, ta)
+        }
+        "vllm::rocm_unquantized_gemm" => {
+            let (m, n, k) = (a.dim(0, 0)?, a.dim(1, 0)?, a.dim(0, 1)?);
+            let bias = a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty());
+            let (t0, t1) = (a.dtype(0)?, a.dtype(1)?);
+            let t2 = a.dtype(2).unwrap_or("");
+            let (m, n, k) = (i128::from(m), i128::from(n), i128::from(k));
+            let flops = 2 * m * n * k + if bias { m * n } else { 0 };
+            let out = if bias { bpe(t2) } else { bpe(t1) };
+            let bytes = match (bpe(t0), bpe(t1), out) {
+                (Some(e0), Some(e1), Some(eo)) => {
+                    Some(m * k * e0 + k * n * e1 + m * n * eo + if bias { n * eo } else { 0 })
+                }
+                _ => None,
+            };
+            let params = vec![
+                ("M", Param::Int(m as i64)),
+                ("N", Param::Int(n as i64)),
+                ("K", Param::Int(k as i64)),
+                ("bias", Param::Bool(bias)),
+                ("dtype_A_B", Param::Text(format!("({}, {}, {})", py(t0), py(t1), py(t2)))),
+                ("B", Param::Int(1)),
+            ];
+            (params, flops, bytes, t0)
+        }
+        _ => return None,
+    };
+    if let Some((ta, tb)) = transpose {
+        let flag = |f: Option<bool>| match f {
+            Some(true) => "True",
+            Some(false) => "False",
+            None => "None",
+        };
+        params.push(("transpose", Param::Text(format!("({}, {})", flag(ta), flag(tb)))));
+    }
+    let spec = prec(dtype).map_or_else(String::new, |p| format!("matrix_{p}"));
+    Some(Model { params, flops, bytes, spec })
+}
+
+fn py(s: &str) -> String {
+    crate::parse::py_str_repr(s)
+}
+
+/// The transpose flags a GEMM kernel's name tells (§7.4.1): rocBLAS /
+/// hipBLASLt `Cijk_Alik_Bljk_...` names, cuBLAS `nvjet_..._TN` ones.
+fn transpose_of(name: &str) -> Option<(Option<bool>, Option<bool>)> {
+    if let Some(rest) = name.strip_prefix("nvjet") {
+        let last = rest.rsplit('_').next().unwrap_or(rest);
+        let mut c = last.chars();
+        let (a, b) = (c.next()?, c.next()?);
+        return Some((Some(a == 'T'), Some(b == 'T')));
+    }
+    let b = name.as_bytes();
+    let lower = |s: &[u8]| s.iter().all(u8::is_ascii_lowercase);
+    let found = (0..b.len().saturating_sub(13)).any(|i| {
+        b[i] == b'C'
+            && lower(&b[i + 1..i + 4])
+            && &b[i + 4..i + 6] == b"_A"
+            && lower(&b[i + 6..i + 9])
+            && &b[i + 9..i + 11] == b"_B"
+            && lower(&b[i + 11..i + 14])
+    });
+    if !found {
+        return None;
+    }
+    let flag = |no: &str, yes: &str| {
+        if name.contains(no) {
+            Some(false)
+        } else if name.contains(yes) {
+            Some(true)
+        } else {
+            None
+        }
+    };
+    Some((flag("_Ailk_", "_Alik_"), flag("_Bljk_", "_Bjlk_")))
+}
+
+/// One modelled op of the trace: its row of the sheet before grouping.
+struct Instance {
+    event: usize,
+    model: Model,
+    /// Kernel Time (µs), and whether it is an integer.
+    time: f64,
+    time_int: bool,
+    labels: [Option<u32>; 3],
+    args: [Option<u32>; 4],
+    details: Vec<unique_args::Detail>,
+}
+
+impl Analysis<'_> {
+    /// `GEMM.csv`: `None` when the trace has no GEMM op the models read.
+    pub(crate) fn gemm_sheet(&self) -> Option<Table> {
+        let p = self.p;
+        let ids: Vec<Option<u32>> = GEMM_OPS.iter().map(|n| p.find(n)).collect();
+        if ids.iter().all(Option::is_none) {
+            return None;
+        }
+        let is_gemm = |name: u32| ids.contains(&Some(name));
+        // Every event of those names, in file order.
+        let ops: Vec<usize> = (0..p.events.len()).filter(|&i| is_gemm(ev(p, i).name)).collect();
+        if ops.is_empty() {
+            return None;
+        }
+        // The GPU events of each op's subtree: of each runtime event under
+        // it, the ones that runtime event launched.
+        let mut slot: HashMap<usize, usize> = HashMap::default();
+        for (s, &e) in ops.iter().enumerate() {
+            slot.insert(e, s);
+        }
+        let mut kernels: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
+        for &(rt, g) in &self.links {
+            let mut cur = Some(rt);
+            while let Some(c) = cur {
+                if let Some(&s) = slot.get(&c) {
+                    kernels[s].push(g);
+                }
+                cur = self.parent[c];
+            }
+        }
+        let labels = unique_args::Labels::new(p);
+        let is_int_iv = |i: usize| {
+            let e = ev(p, i);
+            e.ts.is_some_and(Num::is_int) && e.dur.is_some_and(Num::is_int)
+        };
+        let mut rows: Vec<Instance> = Vec::new();
+        for (s, &e) in ops.iter().enumerate() {
+            let list = &mut kernels[s];
+            list.sort_by(|&a, &b| self.interval(a).0.total_cmp(&self.interval(b).0));
+            let shape = shape_of(p, e).unwrap_or_default();
+            let read = |id: Option<u32>| id.and_then(|id| Py::parse(p.str(id)));
+            let seq = |v: Option<Py>| match v {
+                Some(Py::Seq(items)) => Some(items),
+                _ => None,
+            };
+            // `Input Dims` and `Input type` are required; strides are not.
+            let (Some(dims), Some(types)) = (seq(read(shape.dims)), seq(read(shape.types))) else {
+                continue;
+            };
+            let args = Args { dims, types, strides: seq(read(shape.strides)) };
+            let transpose = list.iter().find_map(|&k| transpose_of(p.str(ev(p, k).name)));
+            let Some(model) = gemm(p.str(ev(p, e).name), &args, transpose) else { continue };
+            let time = length(&union(list.iter().map(|&g| self.interval(g)).collect()));
+            let event = ev(p, e);
+            rows.push(Instance {
+                event: e,
+                model,
+                time,
+                time_int: list.iter().all(|&g| is_int_iv(g)),
+                labels: labels.of(event.pid, event.tid),
+                args: [shape.dims, shape.types, shape.strides, shape.concrete],
+                details: list.iter().map(|&k| unique_args::Detail::of(p, k)).collect(),
+            });
+        }
+        (!rows.is_empty()).then(|| sheet(p, &rows))
+    }
+}
+
+/// The sheet of `rows` (§6.4): grouped by op and parameters, summarized,
+/// sorted by kernel time.
+fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
+    // The parameter columns, by first appearance.
+    let mut keys: Vec<&'static str> = Vec::new();
+    for r in rows {
+        for (k, _) in &r.model.params {
+            if !keys.contains(k) {
+                keys.push(k);
+            }
+        }
+    }
+    let value = |r: &Instance, k: &str| -> Param {
+        r.model.params.iter().find(|(key, _)| *key == k).map_or(Param::Missing, |(_, v)| v.clone())
+    };
+    // A column of ints with a row without the key prints its ints as
+    // floats (pandas' float64).
+    let floaty: Vec<bool> = keys
+        .iter()
+        .map(|k| {
+            let values: Vec<Param> = rows.iter().map(|r| value(r, k)).collect();
+            values.contains(&Param::Missing)
+                && values.iter().all(|v| matches!(v, Param::Int(_) | Param::Missing))
+        })
+        .collect();
+    let text = |v: &Param, floaty: bool| -> Option<String> {
+        match v {
+            Param::Int(i) if floaty => Some(format!("{i}.0")),
+            Param::Int(i) => Some(i.to_string()),
+            Param::Bool(b) => Some(if *b { "True" } else { "False" }.into()),
+            Param::Text(t) => Some(t.clone()),
+            Param::Missing => None,
+        }
+    };
+    let mut order: Vec<Vec<usize>> = Vec::new();
+    let mut index: HashMap<(u32, Vec<Option<String>>), usize> = HashMap::default();
+    for (i, r) in rows.iter().enumerate() {
+        let key: Vec<Option<String>> =
+            keys.iter().zip(&floaty).map(|(k, f)| text(&value(r, k), *f)).collect();
+        let g = *index.entry((ev(p, r.event).name, key)).or_insert_with(|| {
+            order.push(Vec::new());
+            order.len() - 1
+        });
+        order[g].push(i);
+    }
+    let time_int = rows.iter().all(|r| r.time_int);
+    let kernel_time = |v: f64| if time_int { Cell::Int(v as i64) } else { Cell::Float(v) };
+    let float = |v: Option<f64>| v.filter(|x| !x.is_nan()).map_or(Cell::Empty, Cell::Float);
+    // mean, median, std, min, max of the values that are numbers.
+    let stats = |values: Vec<f64>| -> [Cell; 5] {
+        let v: Vec<f64> = values.into_iter().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return std::array::from_fn(|_| Cell::Empty);
+        }
+        let mean = kahan(v.iter().copied()) / v.len() as f64;
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        [
+            Cell::Float(mean),
+            Cell::Float(median(&v)),
+            float(sample_std(&v)),
+            Cell::Float(min),
+            Cell::Float(max),
+        ]
+    };
+    struct Out {
+        cells: Vec<Cell>,
+        sum: f64,
+        uid: u32,
+    }
+    let mut out: Vec<Out> = order
+        .iter()
+        .map(|members| {
+            let group: Vec<&Instance> = members.iter().map(|&m| &rows[m]).collect();
+            let first = group[0];
+            let mut cells = vec![Cell::Str(p.str(ev(p, first.event).name).to_string())];
+            for (k, f) in keys.iter().zip(&floaty) {
+                // The group's first value (all are equal but for missing).
+                let v = group.iter().find_map(|r| text(&value(r, k), *f));
+                cells.push(v.map_or(Cell::Empty, Cell::Str));
+            }
+            // Per instance: GFLOPS, Data Moved (MB), FLOPS/Byte, TB/s, TFLOPS/s.
+            let metrics: Vec<[f64; 5]> = group
+                .iter()
+                .map(|r| {
+                    let gflops = r.model.flops as f64 / 1e9;
+                    let t = r.time;
+                    let tflops = if t > 0.0 { (gflops / 1e3) / (t / 1e6) } else { f64::NAN };
+                    let (moved, per_byte, tbs) = match r.model.bytes {
+                        Some(b) => {
+                            let b = b as f64;
+                            let per_byte = if b > 0.0 { (gflops * 1e9) / b } else { f64::NAN };
+                            let tbs = if t > 0.0 { (b / 1e12) / (t / 1e6) } else { f64::NAN };
+                            (b / (1024.0 * 1024.0), per_byte, tbs)
+                        }
+                        None => (f64::NAN, f64::NAN, f64::NAN),
+                    };
+                    [gflops, moved, per_byte, tbs, tflops]
+                })
+                .collect();
+            let first_of = |i: usize| metrics.iter().map(|m| m[i]).find(|x| !x.is_nan());
+            cells.extend([float(first_of(0)), float(first_of(1)), float(first_of(2))]);
+            cells.extend(stats(metrics.iter().map(|m| m[3]).collect()));
+            cells.extend(stats(metrics.iter().map(|m| m[4]).collect()));
+            let text_of = |id: Option<u32>| {
+                id.map_or_else(|| Cell::Str("Unknown".into()), |id| Cell::Str(p.str(id).into()))
+            };
+            cells.extend(first.labels.iter().map(|&l| text_of(l)));
+            cells.push(Cell::Str(first.model.spec.clone()));
+            let lists: Vec<&[unique_args::Detail]> =
+                group.iter().map(|r| r.details.as_slice()).collect();
+            let (summary, trunc) = unique_args::kernel_details(p, &lists);
+            cells.push(summary.map_or(Cell::Empty, Cell::Str));
+            cells.push(trunc.map_or(Cell::Empty, Cell::Str));
+            // The args as the trace holds them: lists.
+            for a in 0..4 {
+                let v = group.iter().find_map(|r| r.args[a]).and_then(|id| Py::parse(p.str(id)));
+                cells.push(v.map_or(Cell::Empty, |v| Cell::Str(v.repr(false))));
+            }
+            let times: Vec<f64> = group.iter().map(|r| r.time).collect();
+            let sum =
+                if time_int { times.iter().sum::<f64>() } else { kahan(times.iter().copied()) };
+            let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            cells.extend([
+                Cell::Float(sum / times.len() as f64),
+                Cell::Float(median(&times)),
+                float(sample_std(&times)),
+                kernel_time(min),
+                kernel_time(max),
+                kernel_time(sum),
+                Cell::Int(group.len() as i64),
+            ]);
+            let uid = ev(p, first.event).uid;
+            cells.push(Cell::Int(i64::from(uid)));
+            Out { cells, sum, uid }
+        })
+        .collect();
+    out.sort_by(|a, b| b.sum.total_cmp(&a.sum).then(a.uid.cmp(&b.uid)));
+    let mut header: Vec<String> = vec!["name".into()];
+    header.extend(keys.iter().map(|k| format!("param: {k}")));
+    for h in [
+        "GFLOPS_first",
+        "Data Moved (MB)_first",
+        "FLOPS/Byte_first",
+        "TB/s_mean",
+        "TB/s_median",
+        "TB/s_std",
+        "TB/s_min",
+        "TB/s_max",
+        "TFLOPS/s_mean",
+        "TFLOPS/s_median",
+        "TFLOPS/s_std",
+        "TFLOPS/s_min",
+        "TFLOPS/s_max",
+        "process_name_first",
+        "process_label_first",
+        "thread_name_first",
+        "Compute Spec",
+        "kernel_details__summarize_kernel_stats",
+        "trunc_kernel_details",
+        "Input Dims_first",
+        "Input type_first",
+        "Input Strides_first",
+        "Concrete Inputs_first",
+        "Kernel Time (µs)_mean",
+        "Kernel Time (µs)_median",
+        "Kernel Time (µs)_std",
+        "Kernel Time (µs)_min",
+        "Kernel Time (µs)_max",
+        "Kernel Time (µs)_sum",
+        "name_count",
+        "UID_first",
+    ] {
+        header.push(h.into());
+    }
+    Table { header, rows: out.into_iter().map(|o| o.cells).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Py, transpose_of};
+
+    #[test]
+    fn reprs_read_back_and_print_as_lists() {
+        let text = "((512,), (141, 512), (), None, 'c10::BFloat16', {'a': [1]}, 'it''s')";
+        assert_eq!(Py::parse(text), None, "not a repr");
+        let text = "((512,), (141, 512), (), None, 'c10::BFloat16', {'a': [1, (2)]}, \"it's\")";
+        let v = Py::parse(text).unwrap();
+        assert_eq!(v.repr(true), text);
+        assert_eq!(
+            v.repr(false),
+            "[[512], [141, 512], [], None, 'c10::BFloat16', {'a': [1, (2)]}, \"it's\"]"
+        );
+        assert_eq!(Py::parse("('a\\\\b\\n',)").unwrap().repr(false), "['a\\\\b\\n']");
+    }
+
+    #[test]
+    fn transpose_flags_from_kernel_names() {
+        let rocm = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x128";
+        assert_eq!(transpose_of(rocm), Some((Some(true), Some(false))));
+        assert_eq!(transpose_of("Cijk_Axyz_Bxyz_S"), Some((None, None)));
+        assert_eq!(
+            transpose_of("nvjet_tst_64x8_64x16_4x1_v_bz_TN"),
+            Some((Some(true), Some(false)))
+        );
+        assert_eq!(transpose_of("void cutlass::Kernel<gemm>"), None);
+    }
+}
