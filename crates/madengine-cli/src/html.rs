@@ -182,6 +182,25 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         }
         page.push_str("</table>");
     }
+    if !v.top_gemms.is_empty() {
+        page.push_str(
+            r#"<h3>GEMMs (by shape; rates per call, mean)</h3><table><tr><th>total µs</th><th>calls</th><th>TFLOPS/s</th><th>TB/s</th><th class="name">op, B×M×N×K, dtype</th></tr>"#,
+        );
+        for g in &v.top_gemms {
+            let rate =
+                |r: Option<f64>, digits: usize| r.map_or("-".into(), |r| format!("{r:.digits$}"));
+            let _ = write!(
+                page,
+                r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td class="name">{}</td></tr>"#,
+                g.total_us,
+                g.count,
+                rate(g.tflops_per_s, 1),
+                rate(g.tb_per_s, 2),
+                esc(&g.call())
+            );
+        }
+        page.push_str("</table>");
+    }
     if let Some(dir) = &v.csv_dir {
         let _ = write!(page, "<p>CSVs: <code>{}</code></p>", esc(&dir.display().to_string()));
     }

@@ -113,6 +113,10 @@ pub(crate) struct TraceView {
     /// ([`trace_summary::Summary::collective_summary`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) top_collectives: Vec<CollectiveRow>,
+    /// GEMM shapes by total kernel time, largest first, with the TFLOPS/s
+    /// and TB/s they reached ([`trace_summary::Summary::gemm`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) top_gemms: Vec<GemmRow>,
     /// Its kernels shorter than 10 µs, in all (Kineto traces with a GPU
     /// timeline).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,6 +187,83 @@ impl CollectiveRow {
     pub(crate) fn call(&self) -> String {
         let size = self.bytes.map(|b| format!(", {}", bytes_text(b))).unwrap_or_default();
         format!("{} {}{size}, {} ranks", self.name, self.dtype, self.group_size)
+    }
+}
+
+/// A row of the `GEMM` sheet: one GEMM op and shape.
+#[derive(Debug, Serialize)]
+pub(crate) struct GemmRow {
+    pub(crate) name: String,
+    /// `M`, `N`, `K` and the batch `B`.
+    pub(crate) m: Option<i64>,
+    pub(crate) n: Option<i64>,
+    pub(crate) k: Option<i64>,
+    pub(crate) b: Option<i64>,
+    /// Its input dtypes, as TraceLens prints them: `('c10::BFloat16', 'c10::BFloat16')`.
+    pub(crate) dtypes: String,
+    pub(crate) count: i64,
+    pub(crate) total_us: f64,
+    /// The mean over its calls of each call's rate; `None` where its
+    /// kernels took no time, or its bytes are unknown.
+    pub(crate) tflops_per_s: Option<f64>,
+    pub(crate) tb_per_s: Option<f64>,
+}
+
+impl GemmRow {
+    /// The first `n` rows of a `GEMM` table.
+    fn top(t: &Table, n: usize) -> Vec<GemmRow> {
+        let cell = |r: &[trace_summary::Cell], name: &str| t.column(name).map(|c| r[c].clone());
+        let int = |r: &[trace_summary::Cell], name: &str| {
+            cell(r, name).and_then(|c| c.number()).map(|v| v as i64)
+        };
+        let number = |r: &[trace_summary::Cell], name: &str| cell(r, name).and_then(|c| c.number());
+        t.rows
+            .iter()
+            .take(n)
+            .map(|r| GemmRow {
+                name: r[0].text(),
+                m: int(r, "param: M"),
+                n: int(r, "param: N"),
+                k: int(r, "param: K"),
+                b: int(r, "param: B"),
+                dtypes: cell(r, "param: dtype_A_B").map(|c| c.text()).unwrap_or_default(),
+                count: int(r, "name_count").unwrap_or(0),
+                total_us: number(r, "Kernel Time (µs)_sum").unwrap_or(0.0),
+                tflops_per_s: number(r, "TFLOPS/s_mean"),
+                tb_per_s: number(r, "TB/s_mean"),
+            })
+            .collect()
+    }
+
+    /// `aten::mm 64x2798x4096 float` (`8x...` for a batch of 8).
+    pub(crate) fn call(&self) -> String {
+        let dim = |d: Option<i64>| d.map_or("?".into(), |d| d.to_string());
+        let batch = self.b.filter(|b| *b != 1).map(|b| format!("{b}x")).unwrap_or_default();
+        // `('float', 'float')` as `fp32`; two dtypes as `fp8*bf16`.
+        let dtypes: Vec<&str> = self
+            .dtypes
+            .trim_matches(|c| c == '(' || c == ')')
+            .split(", ")
+            .map(|d| d.trim_matches('\''))
+            .filter(|d| !d.is_empty())
+            .map(|d| match d {
+                "float" => "fp32",
+                "double" => "fp64",
+                "c10::BFloat16" => "bf16",
+                "c10::Half" => "fp16",
+                other => other.strip_prefix("c10::").unwrap_or(other),
+            })
+            .collect();
+        let mut unique = dtypes.clone();
+        unique.dedup();
+        format!(
+            "{} {batch}{}x{}x{} {}",
+            self.name,
+            dim(self.m),
+            dim(self.n),
+            dim(self.k),
+            unique.join("*")
+        )
     }
 }
 
@@ -264,6 +345,7 @@ impl TraceView {
             top_op_categories: vec![],
             top_kernel_categories: vec![],
             top_collectives: vec![],
+            top_gemms: vec![],
             short_kernels: None,
             collective_events: vec![],
         }
@@ -1375,6 +1457,7 @@ fn report_files(
     }
     if let Some(g) = &summary.gemm {
         csv("GEMM", g);
+        view.top_gemms = GemmRow::top(g, n);
     }
     if let Some(h) = &summary.short_kernel_histogram {
         csv("short_kernel_histogram", h);

@@ -245,6 +245,21 @@ pub(crate) fn summaries(
                 c.call()
             ));
         }
+        if !v.top_gemms.is_empty() {
+            text.push_str("   GEMMs (total µs, calls, TFLOPS/s and TB/s per call, mean):\n");
+        }
+        for g in &v.top_gemms {
+            let rate =
+                |r: Option<f64>, digits: usize| r.map_or("-".into(), |r| format!("{r:.digits$}"));
+            text.push_str(&format!(
+                "     {:>12}  {:>5}x  {:>7} TFLOPS/s  {:>6} TB/s  {}\n",
+                py(g.total_us),
+                g.count,
+                rate(g.tflops_per_s, 1),
+                rate(g.tb_per_s, 2),
+                g.call()
+            ));
+        }
         if let Some(dir) = &v.csv_dir {
             text.push_str(&format!("   CSVs: {}\n", dir.display()));
         }

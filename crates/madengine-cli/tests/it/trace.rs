@@ -305,15 +305,18 @@ fn salvage_closes_a_cut_trace_and_a_cut_gzip_gets_a_hint() {
     let out = fs::read(dir.path().join("cut.sanitized.json")).unwrap();
     assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
 
+    // The offset is where the half of the compressed stream ends, so it
+    // moves with the compressor (the workspace's flate2 backend): every
+    // decoder stops there (Python's zlib too, on the same file).
     write_cut_gzip(&dir.path().join("cut.json.gz"), &whole.repeat(50));
-    cli_snapshot!(dir.path(), ["trace", "sanitize", "cut.json.gz"], @r#"
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "cut.json.gz"], @"
     exit code: 3
     ----- stdout -----
     ----- stderr -----
-    error: failed to read cut.json.gz at byte 563 of its decompressed content
+    error: failed to read cut.json.gz at byte 814 of its decompressed content
       caused by: incomplete deflate stream
     [madengine] a .json.gz cut short (a job killed while writing it)? --salvage keeps what can be read and closes it
-    "#);
+    ");
     assert!(!dir.path().join("cut.sanitized.json.gz").exists());
     // --check says the same (an error, and the hint).
     let run = |args: &[&str]| {
