@@ -1001,6 +1001,15 @@ pub(crate) struct SummaryArgs {
     /// records before that string.
     #[arg(long)]
     pub(crate) salvage: bool,
+    /// Compare each GEMM shape with this GPU's roofline: a bundled spec
+    /// (MI300X, MI325X) or TraceLens' arch JSON file; `none` for no roofline
+    /// [default: the trace's own GPU, where a bundled spec matches it].
+    ///
+    /// GEMM.csv then gains TraceLens' roofline columns (the time the op
+    /// would take at the roofline, the roof that bounds it, the share of it
+    /// reached), and the view says how close each shape came.
+    #[arg(long, value_name = "NAME|FILE.json|none")]
+    pub(crate) gpu_arch: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

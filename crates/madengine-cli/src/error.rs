@@ -58,6 +58,8 @@ pub(crate) enum Error {
     K8s(#[from] collect_k8s::Error),
     #[error(transparent)]
     Summary(#[from] trace_summary::Error),
+    #[error(transparent)]
+    Arch(#[from] trace_summary::ArchError),
     #[error("cannot write {path}")]
     Io {
         path: std::path::PathBuf,
@@ -108,6 +110,8 @@ impl Error {
             Error::K8s(_) => Status::Io,
             Error::Summary(trace_summary::Error::Cancelled { .. }) => Status::Interrupted,
             Error::Summary(_) => Status::Io,
+            Error::Arch(trace_summary::ArchError::Unknown { .. }) => Status::Usage,
+            Error::Arch(_) => Status::Io,
             Error::Sanitize(_)
             | Error::Discover(_)
             | Error::Tracelens(_)
@@ -130,6 +134,14 @@ impl Error {
             );
         }
         let client = match self {
+            Error::Arch(trace_summary::ArchError::Unknown { .. }) => {
+                return Some(
+                    "for another GPU, write its peaks as TraceLens' arch JSON (name, \
+                     mem_bw_gbps, max_achievable_tflops by spec: matrix_bf16, vector_fp32, ...) \
+                     and give --gpu-arch FILE.json"
+                        .into(),
+                );
+            }
             Error::Dynolog(e) | Error::Session(S::Client(e)) => e,
             Error::Session(S::PortTaken { port, holder }) => {
                 let dynolog = holder.as_ref().is_some_and(|h| h.command.contains("dynolog"));

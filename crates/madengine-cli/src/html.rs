@@ -184,20 +184,32 @@ fn trace_section(page: &mut String, v: &SummaryView) {
     }
     if !v.top_gemms.is_empty() {
         page.push_str(
-            r#"<h3>GEMMs (by shape; rates per call, mean)</h3><table><tr><th>total µs</th><th>calls</th><th>TFLOPS/s</th><th>TB/s</th><th class="name">op, B×M×N×K, dtype</th></tr>"#,
+            r#"<h3>GEMMs (by shape; rates per call, mean)</h3><table><tr><th>total µs</th><th>calls</th><th>TFLOPS/s</th><th>TB/s</th>"#,
         );
+        if let Some(arch) = &v.gpu_arch {
+            let _ = write!(page, "<th>% of the {} roofline</th><th>bound</th>", esc(arch));
+        }
+        page.push_str(r#"<th class="name">op, B×M×N×K, dtype</th></tr>"#);
         for g in &v.top_gemms {
             let rate =
                 |r: Option<f64>, digits: usize| r.map_or("-".into(), |r| format!("{r:.digits$}"));
             let _ = write!(
                 page,
-                r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td class="name">{}</td></tr>"#,
+                r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>"#,
                 g.total_us,
                 g.count,
                 rate(g.tflops_per_s, 1),
                 rate(g.tb_per_s, 2),
-                esc(&g.call())
             );
+            if v.gpu_arch.is_some() {
+                let _ = write!(
+                    page,
+                    "<td>{}</td><td>{}</td>",
+                    rate(g.pct_roofline, 1),
+                    g.bound.unwrap_or("-")
+                );
+            }
+            let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(&g.call()));
         }
         page.push_str("</table>");
     }

@@ -40,6 +40,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod arch;
 mod category;
 mod chan;
 mod collective;
@@ -58,6 +59,7 @@ mod scan;
 mod summary;
 
 pub use crate::{
+    arch::{ArchChoice, ArchError, GpuArch},
     category::{Category, kernel_categories, op_categories},
     collective::CollectiveKernel,
     compute::{Cell, ShortKernels, Table},

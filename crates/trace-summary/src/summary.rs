@@ -204,6 +204,9 @@ pub struct Options {
     /// Raised by the caller (a Ctrl-C handler) to stop: [`summarize_file_with`]
     /// then ends with [`Error::Cancelled`] after the chunk it is reading.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Whose roofline the perf-model sheets compare each op with
+    /// ([`crate::ArchChoice`]; none by default, as TraceLens).
+    pub gpu_arch: crate::ArchChoice,
 }
 
 impl Options {
@@ -216,6 +219,12 @@ impl Options {
     /// `None`: never).
     pub fn cancelled_by(self, cancel: impl Into<Option<Arc<AtomicBool>>>) -> Options {
         Options { cancel: cancel.into(), ..self }
+    }
+
+    /// These options, with the perf-model sheets compared with a roofline
+    /// ([`Options::gpu_arch`]).
+    pub fn with_gpu_arch(self, gpu_arch: crate::ArchChoice) -> Options {
+        Options { gpu_arch, ..self }
     }
 }
 
@@ -247,6 +256,9 @@ pub struct Summary {
     /// bytes moved and the TFLOPS/s and TB/s its kernels reached; Kineto
     /// traces holding such ops with their input shapes (`record_shapes`).
     pub gemm: Option<Table>,
+    /// The roofline the perf-model sheets were compared with
+    /// ([`Options::gpu_arch`]), if any.
+    pub gpu_arch: Option<crate::GpuArch>,
     /// `short_kernel_histogram` (TraceLens' `--short_kernel_study`): the
     /// kernels shorter than 10 µs, their durations in 100 equal bins; a
     /// header alone without any. Kineto traces with a GPU timeline.
@@ -450,6 +462,11 @@ pub fn summarize_with<R: Read + Send>(
         .iter()
         .filter(|e| e.cat.modern().is_gpu() && e.dur.is_some_and(|d| d.f() < 0.0))
         .count();
+    let gpu_arch = match &options.gpu_arch {
+        crate::ArchChoice::None => None,
+        crate::ArchChoice::Given(arch) => Some(arch.clone()),
+        crate::ArchChoice::FromTrace => gpus.iter().find_map(|g| crate::GpuArch::for_device(g)),
+    };
     let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
         let (timeline, total) = analysis.gpu_timeline()?;
         let (short_histogram, short_summary, short) = analysis.short_kernels(total);
@@ -465,7 +482,11 @@ pub fn summarize_with<R: Read + Send>(
             ops_summary,
             ops_summary_by_category,
             ops_unique_args,
-            gemm: if outcome == Outcome::Unlinked { None } else { analysis.gemm_sheet() },
+            gemm: match outcome {
+                Outcome::Unlinked => None,
+                _ => analysis.gemm_sheet(gpu_arch.as_ref()),
+            },
+            gpu_arch: gpu_arch.clone(),
             short_kernel_histogram: Some(short_histogram),
             short_kernels_summary: Some(short_summary),
             short_kernels: Some(short),
@@ -530,6 +551,7 @@ pub fn summarize_with<R: Read + Send>(
         short_kernel_histogram: None,
         short_kernels_summary: None,
         gemm: None,
+        gpu_arch: None,
         short_kernels: None,
         collective_summary: collectives,
         events,
@@ -580,6 +602,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         short_kernel_histogram: None,
         short_kernels_summary: None,
         gemm: None,
+        gpu_arch: None,
         short_kernels: None,
         collective_summary: None,
         events: records,

@@ -599,9 +599,15 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .map(input)
             .collect();
         let interrupt = interrupt.take().expect("the guard is set up once");
-        let Some(results) =
-            read_all(interrupt, &traces, args.jobs, args.salvage, !args.json, &|_, r| r)
-        else {
+        let Some(results) = read_all(
+            interrupt,
+            &traces,
+            args.jobs,
+            args.salvage,
+            &trace_summary::ArchChoice::None,
+            !args.json,
+            &|_, r| r,
+        ) else {
             return Ok(Status::Interrupted);
         };
         let mut failed = false;
@@ -642,7 +648,15 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let traces: Vec<Input> = paired.iter().filter(|m| !m.report).map(|m| input(m)).collect();
     let results = match interrupt {
         Some(interrupt) => {
-            match read_all(interrupt, &traces, args.jobs, args.salvage, !args.json, &|_, r| r) {
+            match read_all(
+                interrupt,
+                &traces,
+                args.jobs,
+                args.salvage,
+                &trace_summary::ArchChoice::None,
+                !args.json,
+                &|_, r| r,
+            ) {
                 Some(results) => results,
                 None => return Ok(Status::Interrupted),
             }

@@ -180,6 +180,7 @@ pub(crate) fn analyze_gathered(
             json,
             html: Some(root.join("summary.html")),
             salvage: args.salvage,
+            gpu_arch: None,
             cycle: args.cycle,
         };
         let from_nodes = match args.from_traces {

@@ -47,6 +47,10 @@ pub(crate) struct TraceView {
     /// ([`trace_summary::Summary::gpu_index`]: rocprofv3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_index: Option<u32>,
+    /// The GPU whose roofline its GEMM shapes are compared with
+    /// (`--gpu-arch`, else its own GPU's bundled spec), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpu_arch: Option<String>,
     /// For rocprofv3: the time of its collective (RCCL/NCCL) kernels, the
     /// kernel table's `COMM` rows added up (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,6 +211,13 @@ pub(crate) struct GemmRow {
     /// kernels took no time, or its bytes are unknown.
     pub(crate) tflops_per_s: Option<f64>,
     pub(crate) tb_per_s: Option<f64>,
+    /// With a roofline: the mean over its calls of the share of the
+    /// roofline each reached (%), and which roof bounds it (`memory`,
+    /// `compute`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pct_roofline: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bound: Option<&'static str>,
 }
 
 impl GemmRow {
@@ -231,6 +242,12 @@ impl GemmRow {
                 total_us: number(r, "Kernel Time (µs)_sum").unwrap_or(0.0),
                 tflops_per_s: number(r, "TFLOPS/s_mean"),
                 tb_per_s: number(r, "TB/s_mean"),
+                pct_roofline: number(r, "Pct Roofline_mean"),
+                bound: cell(r, "Roofline Bound_first").and_then(|c| match c.text().as_str() {
+                    "MEMORY_BOUND" => Some("memory"),
+                    "COMPUTE_BOUND" => Some("compute"),
+                    _ => None,
+                }),
             })
             .collect()
     }
@@ -325,6 +342,7 @@ impl TraceView {
             gpu_devices: None,
             gpus: vec![],
             gpu_index: None,
+            gpu_arch: None,
             comm_ms: None,
             error: None,
             truncated: None,
@@ -359,6 +377,7 @@ impl TraceView {
         self.gpu_devices = summary.gpu_devices;
         self.gpus = summary.gpus.clone();
         self.gpu_index = summary.gpu_index;
+        self.gpu_arch = summary.gpu_arch.as_ref().map(|a| a.name.clone());
         self.truncated = summary.truncated_at.map(|bytes| Truncated {
             bytes,
             events: summary.events,
@@ -1239,6 +1258,7 @@ fn summarize_all<T: Send>(
     inputs: &[Input],
     jobs: usize,
     salvage: bool,
+    gpu_arch: &trace_summary::ArchChoice,
     cancel: &Arc<AtomicBool>,
     bar: Option<&ProgressBar>,
     into: &(dyn Fn(usize, Read) -> T + Sync),
@@ -1247,7 +1267,7 @@ fn summarize_all<T: Send>(
         true => trace_summary::Options::salvaging(),
         false => trace_summary::Options::default(),
     };
-    let options = options.cancelled_by(Arc::clone(cancel));
+    let options = options.cancelled_by(Arc::clone(cancel)).with_gpu_arch(gpu_arch.clone());
     let paths: Vec<PathBuf> = inputs.iter().map(|i| i.trace.clone()).collect();
     let mut running = Vec::new();
     let read = |i: usize, result: Result<trace_summary::Summary, trace_summary::Failed>| {
@@ -1288,6 +1308,7 @@ pub(crate) fn read_all<T: Send>(
     inputs: &[Input],
     chosen: Option<u32>,
     salvage: bool,
+    gpu_arch: &trace_summary::ArchChoice,
     show: bool,
     into: &(dyn Fn(usize, Read) -> T + Sync),
 ) -> Option<Vec<T>> {
@@ -1297,7 +1318,8 @@ pub(crate) fn read_all<T: Send>(
         "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
         show && !inputs.is_empty(),
     );
-    let results = summarize_all(inputs, jobs, salvage, &interrupt.flag(), progress.bar(), into);
+    let results =
+        summarize_all(inputs, jobs, salvage, gpu_arch, &interrupt.flag(), progress.bar(), into);
     drop(progress);
     drop(interrupt);
     if results.is_none() {
@@ -1507,6 +1529,15 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     if let Some(html) = &args.html {
         super::check_output(html, false)?;
     }
+    // The roofline (a bundled spec, or an arch file read now: before the
+    // traces, not after).
+    let gpu_arch = match args.gpu_arch.as_deref() {
+        None => trace_summary::ArchChoice::FromTrace,
+        Some(none) if none.eq_ignore_ascii_case("none") => trace_summary::ArchChoice::None,
+        Some(spec) => {
+            trace_summary::ArchChoice::Given(trace_summary::GpuArch::named_or_file(spec)?)
+        }
+    };
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let (mut left_out, mut other_cycles) = (Vec::new(), Vec::new());
     let inputs = inputs(args, &mut left_out, &mut other_cycles)?;
@@ -1564,7 +1595,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         };
         Ok(Prepared { view, made })
     };
-    let Some(results) = read_all(interrupt, &inputs, args.jobs, args.salvage, !args.json, &prepare)
+    let Some(results) =
+        read_all(interrupt, &inputs, args.jobs, args.salvage, &gpu_arch, !args.json, &prepare)
     else {
         return Ok(None);
     };

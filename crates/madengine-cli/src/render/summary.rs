@@ -246,13 +246,24 @@ pub(crate) fn summaries(
             ));
         }
         if !v.top_gemms.is_empty() {
-            text.push_str("   GEMMs (total µs, calls, TFLOPS/s and TB/s per call, mean):\n");
+            let roof = match &v.gpu_arch {
+                Some(arch) => format!("; share of the {arch} roofline and its bound"),
+                None => String::new(),
+            };
+            text.push_str(&format!(
+                "   GEMMs (total µs, calls, TFLOPS/s and TB/s per call, mean{roof}):\n"
+            ));
         }
         for g in &v.top_gemms {
             let rate =
                 |r: Option<f64>, digits: usize| r.map_or("-".into(), |r| format!("{r:.digits$}"));
+            let roof = match (g.pct_roofline, g.bound) {
+                (Some(pct), Some(bound)) => format!("  {:>6}  {bound:<7}", format!("{pct:.1}%")),
+                _ if v.gpu_arch.is_some() => format!("  {:>6}  {:<7}", "-", ""),
+                _ => String::new(),
+            };
             text.push_str(&format!(
-                "     {:>12}  {:>5}x  {:>7} TFLOPS/s  {:>6} TB/s  {}\n",
+                "     {:>12}  {:>5}x  {:>7} TFLOPS/s  {:>6} TB/s{roof}  {}\n",
                 py(g.total_us),
                 g.count,
                 rate(g.tflops_per_s, 1),

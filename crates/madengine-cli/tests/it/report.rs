@@ -948,3 +948,60 @@ fn setup_tracelens_reads_the_originals_pip_spec_and_git_ref() {
         "{stdout}{stderr}"
     );
 }
+
+/// The GEMM shapes of a public MI300X trace against the roofline: its own
+/// GPU's bundled spec by default, another's with `--gpu-arch`, an arch
+/// file's, none with `none`; GEMM.csv carries TraceLens' roofline columns
+/// then, and an unknown name is refused before any trace is read.
+#[test]
+fn gemm_shapes_are_compared_with_the_roofline() {
+    let Some(public) = crate::public_dir::public_fixtures() else { return };
+    let trace = public.join("kineto/tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let summary = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["report", "summary", trace.to_str().unwrap(), "-o", "out", "--json"];
+        args.extend(extra);
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        let json = text.split("----- stdout -----\n").nth(1).unwrap();
+        let json = json.split("----- stderr -----").next().unwrap();
+        assert!(text.starts_with("exit code: 0"), "{text}");
+        serde_json::from_str(json).unwrap()
+    };
+    let csv = || {
+        let out = dir.path().join("out");
+        let report = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+        std::fs::read_to_string(report.join("GEMM.csv")).unwrap()
+    };
+    let own = summary(&[]);
+    let view = &own["traces"][0];
+    assert_eq!(view["gpu_arch"], "MI300X");
+    let top = &view["top_gemms"][0];
+    assert_eq!(
+        (top["name"].as_str(), top["m"].as_i64(), top["count"].as_i64()),
+        (Some("aten::addmm"), Some(141), Some(17))
+    );
+    assert_eq!(top["bound"], "memory");
+    assert!((top["pct_roofline"].as_f64().unwrap() - 3.0512).abs() < 1e-3, "{top}");
+    assert!(csv().lines().next().unwrap().contains("Roofline Bound_first"));
+    let other = summary(&["--gpu-arch", "MI325X"]);
+    assert_eq!(other["traces"][0]["gpu_arch"], "MI325X");
+    let none = summary(&["--gpu-arch", "none"]);
+    assert!(none["traces"][0].get("gpu_arch").is_none());
+    assert!(none["traces"][0]["top_gemms"][0].get("pct_roofline").is_none());
+    assert!(!csv().contains("Roofline"));
+    std::fs::write(
+        dir.path().join("h100.json"),
+        r#"{"name": "H100", "mem_bw_gbps": 3350, "max_achievable_tflops": {"matrix_bf16": 989}}"#,
+    )
+    .unwrap();
+    let file = summary(&["--gpu-arch", "h100.json"]);
+    assert_eq!(file["traces"][0]["gpu_arch"], "H100");
+    cli_snapshot!(dir.path(), ["report", "summary", "nowhere.json", "--gpu-arch", "H100"], @"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: no bundled GPU arch is named `H100`; bundled: MI300X, MI325X
+    [madengine] for another GPU, write its peaks as TraceLens' arch JSON (name, mem_bw_gbps, max_achievable_tflops by spec: matrix_bf16, vector_fp32, ...) and give --gpu-arch FILE.json
+    ");
+}

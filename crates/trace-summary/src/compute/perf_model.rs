@@ -421,6 +421,16 @@ fn transpose_of(name: &str) -> Option<(Option<bool>, Option<bool>)> {
     Some((flag("_Ailk_", "_Alik_"), flag("_Bljk_", "_Bjlk_")))
 }
 
+/// An op's place against the roofline (§8.2): the time it would take at
+/// the roofline (µs), whether that is the compute roof, and the share of
+/// it the op reached (%; NaN without kernel time).
+#[derive(Clone, Copy)]
+struct Roofline {
+    time: f64,
+    compute: bool,
+    pct: f64,
+}
+
 /// One modelled op of the trace: its row of the sheet before grouping.
 struct Instance {
     event: usize,
@@ -428,6 +438,7 @@ struct Instance {
     /// Kernel Time (µs), and whether it is an integer.
     time: f64,
     time_int: bool,
+    roofline: Option<Roofline>,
     labels: [Option<u32>; 3],
     args: [Option<u32>; 4],
     details: Vec<unique_args::Detail>,
@@ -435,7 +446,7 @@ struct Instance {
 
 impl Analysis<'_> {
     /// `GEMM.csv`: `None` when the trace has no GEMM op the models read.
-    pub(crate) fn gemm_sheet(&self) -> Option<Table> {
+    pub(crate) fn gemm_sheet(&self, arch: Option<&crate::GpuArch>) -> Option<Table> {
         let p = self.p;
         let ids: Vec<Option<u32>> = GEMM_OPS.iter().map(|n| p.find(n)).collect();
         if ids.iter().all(Option::is_none) {
@@ -486,12 +497,20 @@ impl Analysis<'_> {
             let transpose = list.iter().find_map(|&k| transpose_of(p.str(ev(p, k).name)));
             let Some(model) = gemm(p.str(ev(p, e).name), &args, transpose) else { continue };
             let time = length(&union(list.iter().map(|&g| self.interval(g)).collect()));
+            // Its roofline (§8.2): where the arch has its spec's peak.
+            let roofline = arch.zip(model.bytes).and_then(|(arch, bytes)| {
+                let gflops = model.flops as f64 / 1e9;
+                let (at, compute) = arch.roofline(&model.spec, gflops, bytes as f64)?;
+                let pct = if time > 0.0 { (at / time) * 100.0 } else { f64::NAN };
+                Some(Roofline { time: at, compute, pct })
+            });
             let event = ev(p, e);
             rows.push(Instance {
                 event: e,
                 model,
                 time,
                 time_int: list.iter().all(|&g| is_int_iv(g)),
+                roofline,
                 labels: labels.of(event.pid, event.tid),
                 args: [shape.dims, shape.types, shape.strides, shape.concrete],
                 details: list.iter().map(|&k| unique_args::Detail::of(p, k)).collect(),
@@ -547,6 +566,8 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
         order[g].push(i);
     }
     let time_int = rows.iter().all(|r| r.time_int);
+    // The roofline columns, where a row has one.
+    let rooflines = rows.iter().any(|r| r.roofline.is_some());
     let kernel_time = |v: f64| if time_int { Cell::Int(v as i64) } else { Cell::Float(v) };
     let float = |v: Option<f64>| v.filter(|x| !x.is_nan()).map_or(Cell::Empty, Cell::Float);
     // mean, median, std, min, max of the values that are numbers.
@@ -610,6 +631,16 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
             };
             cells.extend(first.labels.iter().map(|&l| text_of(l)));
             cells.push(Cell::Str(first.model.spec.clone()));
+            if rooflines {
+                let roof = group.iter().find_map(|r| r.roofline);
+                cells.push(float(roof.map(|r| r.time)));
+                cells.push(roof.map_or(Cell::Empty, |r| {
+                    Cell::Str(if r.compute { "COMPUTE_BOUND" } else { "MEMORY_BOUND" }.into())
+                }));
+                cells.extend(stats(
+                    group.iter().map(|r| r.roofline.map_or(f64::NAN, |r| r.pct)).collect(),
+                ));
+            }
             let lists: Vec<&[unique_args::Detail]> =
                 group.iter().map(|r| r.details.as_slice()).collect();
             let (summary, trunc) = unique_args::kernel_details(p, &lists);
@@ -660,6 +691,23 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
         "process_label_first",
         "thread_name_first",
         "Compute Spec",
+    ] {
+        header.push(h.into());
+    }
+    if rooflines {
+        for h in [
+            "Roofline Time (µs)_first",
+            "Roofline Bound_first",
+            "Pct Roofline_mean",
+            "Pct Roofline_median",
+            "Pct Roofline_std",
+            "Pct Roofline_min",
+            "Pct Roofline_max",
+        ] {
+            header.push(h.into());
+        }
+    }
+    for h in [
         "kernel_details__summarize_kernel_stats",
         "trunc_kernel_details",
         "Input Dims_first",

@@ -12,7 +12,12 @@ use std::{
 
 /// Each expected trace directory, with the trace it was made of.
 fn expected(root: &Path) -> Vec<(PathBuf, PathBuf)> {
-    let base = root.join("tracelens-expected-full/default");
+    expected_in(root, "default")
+}
+
+/// [`expected`] of one set (`default`, `arch-MI300X`).
+fn expected_in(root: &Path, set: &str) -> Vec<(PathBuf, PathBuf)> {
+    let base = root.join("tracelens-expected-full").join(set);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut out = Vec::new();
     let mut stack = vec![base.clone()];
@@ -126,4 +131,40 @@ fn perf_report_tables_match_tracelens() {
         ("short_kernels_summary", 24),
     ];
     assert_eq!(compared, BTreeMap::from(expected));
+}
+
+/// With MI300X's roofline (TraceLens' `--gpu_arch_platform MI300X`, on
+/// every trace, NVIDIA ones too, for the arithmetic): `GEMM.csv` gains the
+/// roofline columns, byte for byte as TraceLens writes them; from the
+/// trace's own GPU, only the MI300X traces get them, and the same.
+#[test]
+fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let sets = expected_in(&root, "arch-MI300X");
+    assert_eq!(sets.len(), 24, "{sets:?}");
+    let mi300x = trace_summary::GpuArch::bundled("MI300X").unwrap();
+    let given = trace_summary::Options::default()
+        .with_gpu_arch(trace_summary::ArchChoice::Given(mi300x.clone()));
+    let from_trace =
+        trace_summary::Options::default().with_gpu_arch(trace_summary::ArchChoice::FromTrace);
+    let (mut compared, mut detected, mut failures) = (0, 0, Vec::new());
+    for (dir, trace) in &sets {
+        let theirs = fs::read_to_string(dir.join("GEMM.csv")).ok();
+        let summary = trace_summary::summarize_file_with(trace, &given).unwrap();
+        let ours = summary.gemm.as_ref().map(|t| t.to_csv());
+        if ours != theirs {
+            failures.push(format!("{}: GEMM.csv differs", trace.display()));
+        }
+        compared += usize::from(theirs.is_some());
+        let own = trace_summary::summarize_file_with(trace, &from_trace).unwrap();
+        if own.gpus.iter().any(|g| g.contains("MI300X")) {
+            detected += 1;
+            assert_eq!(own.gpu_arch.as_ref(), Some(&mi300x), "{}", trace.display());
+            assert_eq!(own.gemm.map(|t| t.to_csv()), theirs, "{}", trace.display());
+        } else {
+            assert_eq!(own.gpu_arch, None, "{}: {:?}", trace.display(), own.gpus);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!((compared, detected), (19, 4));
 }
