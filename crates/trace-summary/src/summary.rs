@@ -259,6 +259,11 @@ pub struct Summary {
     /// The roofline the perf-model sheets were compared with
     /// ([`Options::gpu_arch`]), if any.
     pub gpu_arch: Option<crate::GpuArch>,
+    /// Whether its CPU ops carry their input shapes (`Input Dims`: what
+    /// torch.profiler's `record_shapes=True` records, and what the
+    /// perf-model sheets and `ops_unique_args` are made of); `None` for a
+    /// trace without CPU ops (rocprofv3, a GPU-only trace).
+    pub shapes_recorded: Option<bool>,
     /// `short_kernel_histogram` (TraceLens' `--short_kernel_study`): the
     /// kernels shorter than 10 µs, their durations in 100 equal bins; a
     /// header alone without any. Kineto traces with a GPU timeline.
@@ -462,6 +467,11 @@ pub fn summarize_with<R: Read + Send>(
         .iter()
         .filter(|e| e.cat.modern().is_gpu() && e.dur.is_some_and(|d| d.f() < 0.0))
         .count();
+    let shapes_recorded = parsed
+        .events
+        .iter()
+        .any(|e| e.cat == crate::parse::Cat::CpuOp)
+        .then(|| parsed.shapes.iter().any(|(_, s)| s.dims.is_some()));
     let gpu_arch = match &options.gpu_arch {
         crate::ArchChoice::None => None,
         crate::ArchChoice::Given(arch) => Some(arch.clone()),
@@ -487,6 +497,7 @@ pub fn summarize_with<R: Read + Send>(
                 _ => analysis.gemm_sheet(gpu_arch.as_ref()),
             },
             gpu_arch: gpu_arch.clone(),
+            shapes_recorded,
             short_kernel_histogram: Some(short_histogram),
             short_kernels_summary: Some(short_summary),
             short_kernels: Some(short),
@@ -552,6 +563,7 @@ pub fn summarize_with<R: Read + Send>(
         short_kernels_summary: None,
         gemm: None,
         gpu_arch: None,
+        shapes_recorded: None,
         short_kernels: None,
         collective_summary: collectives,
         events,
@@ -603,6 +615,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         short_kernels_summary: None,
         gemm: None,
         gpu_arch: None,
+        shapes_recorded: None,
         short_kernels: None,
         collective_summary: None,
         events: records,

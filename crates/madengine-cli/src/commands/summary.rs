@@ -51,6 +51,10 @@ pub(crate) struct TraceView {
     /// (`--gpu-arch`, else its own GPU's bundled spec), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_arch: Option<String>,
+    /// Whether its CPU ops carry their input shapes
+    /// ([`trace_summary::Summary::shapes_recorded`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) shapes_recorded: Option<bool>,
     /// For rocprofv3: the time of its collective (RCCL/NCCL) kernels, the
     /// kernel table's `COMM` rows added up (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -343,6 +347,7 @@ impl TraceView {
             gpus: vec![],
             gpu_index: None,
             gpu_arch: None,
+            shapes_recorded: None,
             comm_ms: None,
             error: None,
             truncated: None,
@@ -378,6 +383,7 @@ impl TraceView {
         self.gpus = summary.gpus.clone();
         self.gpu_index = summary.gpu_index;
         self.gpu_arch = summary.gpu_arch.as_ref().map(|a| a.name.clone());
+        self.shapes_recorded = summary.shapes_recorded;
         self.truncated = summary.truncated_at.map(|bytes| Truncated {
             bytes,
             events: summary.events,

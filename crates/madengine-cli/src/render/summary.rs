@@ -245,6 +245,13 @@ pub(crate) fn summaries(
                 c.call()
             ));
         }
+        if v.shapes_recorded == Some(false) && !v.top_ops.is_empty() {
+            text.push_str(
+                "   no input shapes: its ops were recorded without record_shapes, so there are no \
+                 GEMM shapes and FLOPs (record with torch.profiler's record_shapes=True; \
+                 `madengine profile` records them)\n",
+            );
+        }
         if !v.top_gemms.is_empty() {
             let roof = match &v.gpu_arch {
                 Some(arch) => format!("; share of the {arch} roofline and its bound"),

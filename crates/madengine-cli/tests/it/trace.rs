@@ -1601,10 +1601,11 @@ fn report_summary_shows_the_collective_calls() {
     let args = ["report", "summary", trace, "--top", "2", "-o", "out", "--html", "page.html"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     let shown = &text[text.find("   collectives").unwrap()..text.find("   CSVs").unwrap()];
-    insta::assert_snapshot!(shown, @r"
+    insta::assert_snapshot!(shown, @"
     collectives (total µs, calls, mean µs, bus bandwidth):
          11820.962      3x      3940.3     2.1 GB/s  allreduce Float, 8.2 MB, 2 ranks
          11081.355      3x      3693.8     8.5 GB/s  allreduce Float, 31.5 MB, 2 ranks
+    no input shapes: its ops were recorded without record_shapes, so there are no GEMM shapes and FLOPs (record with torch.profiler's record_shapes=True; `madengine profile` records them)
     ");
     let csv = fs::read_to_string(
         dir.path().join("out/nccl_parser_config_nccl_data/collective_summary.csv"),

@@ -399,9 +399,9 @@ fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
     let summary = case.run();
     let rows = rows(&summary);
     assert_eq!(rows.len(), 3, "{rows:#?}");
-    insta::assert_snapshot!(rows.join("\n"), @r"
+    insta::assert_snapshot!(rows.join("\n"), @"
     FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 2507 bytes, with 8 complete events before the cut; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
-    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 27330: incomplete deflate stream); TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
+    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 27588: incomplete deflate stream); TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
     FAILURE pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | not run: TraceLens cannot parse per-rank trace(s) (cut_rank0.pt.trace.json, gz_rank1.pt.trace.json.gz)
     ");
     for row in &summary.results[..2] {
