@@ -779,10 +779,12 @@ Examples:
   madengine report diff runs/base runs/new --html diff.html
   madengine report diff base_results.json new_results.json --json
   madengine report diff kept/ nightly/ --max-regression 5   # exit 1: 5% slower
+  madengine report diff kept/ nightly/ --max-gemm-regression 10  # a GEMM shape 10% slower
   madengine report diff base/ new/ --cycle last   # torch.profiler's cycles
   madengine report diff run/ run/ --cycle 1,last  # warm-up against steady state
 
-Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows;
+Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows, or a GEMM
+shape lost more TFLOPS/s than --max-gemm-regression allows;
 2 usage error (traces of different kinds, traces that cannot be paired);
 3 a trace cannot be read or has no GPU activity.";
 
@@ -880,6 +882,13 @@ pub(crate) struct DiffArgs {
     /// the new run is at least 5% faster (a change that must keep its win).
     #[arg(long, value_name = "PCT", value_parser = percent, allow_negative_numbers = true)]
     pub(crate) max_regression: Option<f64>,
+    /// Exit 1 when a GEMM shape in both sides lost more than PCT percent of
+    /// its TFLOPS/s: a gate on the shapes, not on the total.
+    ///
+    /// The shapes are GEMM.csv's (PyTorch traces recorded with
+    /// record_shapes), all ranks added up; each offending shape is named.
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub(crate) max_gemm_regression: Option<f64>,
     /// Traces read at the same time [default: as `report summary`].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,

@@ -33,6 +33,8 @@ pub struct Tables {
     pub ops_summary: Option<Table>,
     /// `collective_summary` ([`Summary::collective_summary`]).
     pub collective_summary: Option<Table>,
+    /// `GEMM`, the GEMM perf-model sheet ([`Summary::gemm`]).
+    pub gemm: Option<Table>,
     /// The steps the tables cover ([`Summary::steps`], its count); `None`
     /// when not known (a report without the [`crate::Record`] that keeps
     /// them: TraceLens' own).
@@ -47,6 +49,7 @@ impl From<&Summary> for Tables {
             kernel_summary: s.kernel_summary.clone(),
             ops_summary: s.ops_summary.clone(),
             collective_summary: s.collective_summary.clone(),
+            gemm: s.gemm.clone(),
             steps: s.steps.map(|s| s.count),
         }
     }
@@ -60,6 +63,7 @@ const KINETO_KERNELS: [&str; 3] =
 // (reference/tracelens-metrics.md, section 10).
 const ROCPROF_KERNELS: [&str; 3] = ["name", "Total Kernel Time (ms)", "Count"];
 const OPS: [&str; 3] = ["name", "total_direct_kernel_time_ms", "Count"];
+const GEMM: [&str; 4] = ["name", "GFLOPS_first", "Kernel Time (µs)_sum", "name_count"];
 
 impl Tables {
     /// Whether `dir` holds a report: a `gpu_timeline.csv`.
@@ -105,6 +109,7 @@ impl Tables {
                 "collective_summary",
                 &crate::collective::HEADER,
             )?,
+            gemm: optional("GEMM.csv", "GEMM", &GEMM)?,
             steps: crate::Record::read(dir)?.and_then(|r| r.steps),
         })
     }
@@ -215,6 +220,70 @@ pub struct Diff {
     /// Kineto tables (their timeline has `exposed_comm_time`), or unless
     /// both sides have a `kernel_summary` with its `Category` column.
     pub collective_kernels: Option<DiffRow>,
+    /// GEMM shapes ([`Summary::gemm`]: µs of their kernels, calls), named
+    /// by op, shape and dtypes ([`gemm_shape`]), the largest change first,
+    /// with the TFLOPS/s each side reached. Empty unless both sides have a
+    /// GEMM sheet.
+    pub gemms: Vec<GemmDiffRow>,
+}
+
+/// One GEMM shape in both traces: its time and calls each side, and the
+/// FLOPs of one call, so each side's TFLOPS/s.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GemmDiffRow {
+    /// Times (µs) and calls.
+    #[serde(flatten)]
+    pub row: DiffRow,
+    /// GFLOPs of one call.
+    pub gflops: f64,
+}
+
+impl GemmDiffRow {
+    /// TFLOPS/s of one side: its calls' FLOPs over their kernel time;
+    /// `None` without calls or time.
+    pub fn tflops(&self, side: Option<Measure>) -> Option<f64> {
+        let m = side?;
+        let calls = m.count?;
+        (m.time > 0.0).then(|| (self.gflops * calls / 1e3) / (m.time / 1e6))
+    }
+
+    /// How the TFLOPS/s changed, in % of the baseline's (negative: slower);
+    /// `None` unless both sides have a rate.
+    pub fn change_pct(&self) -> Option<f64> {
+        let (b, n) = (self.tflops(self.row.base)?, self.tflops(self.row.new)?);
+        (b > 0.0).then(|| (n / b - 1.0) * 100.0)
+    }
+}
+
+/// A GEMM sheet row's shape, as the comparison names it: `aten::addmm
+/// 141x512x512 bf16` (`8x...` for a batch of 8; both dtypes where they
+/// differ). `None` for a table without the GEMM columns.
+pub fn gemm_shape(t: &Table, row: &[Cell]) -> Option<String> {
+    let text = |name: &str| t.column(name).map(|c| row[c].text()).filter(|s| !s.is_empty());
+    let dims = ["param: M", "param: N", "param: K"].map(|c| text(c).unwrap_or_else(|| "?".into()));
+    let batch = text("param: B").filter(|b| b != "1" && b != "1.0").map(|b| format!("{b}x"));
+    let dtypes = text("param: dtype_A_B").unwrap_or_default();
+    let mut short: Vec<&str> = dtypes
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(", ")
+        .map(|d| d.trim_matches('\''))
+        .filter(|d| !d.is_empty())
+        .map(|d| match d {
+            "float" => "fp32",
+            "double" => "fp64",
+            "c10::BFloat16" => "bf16",
+            "c10::Half" => "fp16",
+            other => other.strip_prefix("c10::").unwrap_or(other),
+        })
+        .collect();
+    short.dedup();
+    Some(format!(
+        "{} {}{} {}",
+        row[t.column("name")?].text(),
+        batch.unwrap_or_default(),
+        dims.join("x"),
+        short.join("*")
+    ))
 }
 
 impl Diff {
@@ -279,7 +348,30 @@ impl Diff {
             kernel_categories: both(kernel_categories_of),
             collectives: both(collectives),
             collective_kernels: both(collective_kernels).pop(),
+            gemms: gemm_rows(&base, &new, both(gemms)),
         }
+    }
+
+    /// The GEMM shapes as a table: `shape`, `baseline count`, `new count`,
+    /// `baseline µs`, `new µs`, `delta µs`, `ratio`, `GFLOPS per call`,
+    /// `baseline TFLOPS/s`, `new TFLOPS/s`, `TFLOPS/s change %`.
+    pub fn gemms_table(&self) -> Table {
+        let rows: Vec<DiffRow> = self.gemms.iter().map(|g| g.row.clone()).collect();
+        let mut t = table(&rows, "shape", "µs", true);
+        t.header.extend(
+            ["GFLOPS per call", "baseline TFLOPS/s", "new TFLOPS/s", "TFLOPS/s change %"]
+                .map(String::from),
+        );
+        let cell = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Float);
+        for (cells, g) in t.rows.iter_mut().zip(&self.gemms) {
+            cells.extend([
+                Cell::Float(g.gflops),
+                cell(g.tflops(g.row.base)),
+                cell(g.tflops(g.row.new)),
+                cell(g.change_pct()),
+            ]);
+        }
+        t
     }
 
     /// The timeline rows as a table: `type`, `baseline ms`, `new ms`,
@@ -436,6 +528,38 @@ fn timeline(s: &Tables) -> Named {
 fn kernels(s: &Tables) -> Option<Named> {
     let [name, time, count] = if s.rocprof { ROCPROF_KERNELS } else { KINETO_KERNELS };
     named(s.kernel_summary.as_ref()?, name, time, Some(count))
+}
+
+/// A GEMM sheet's shapes ([`gemm_shape`]): kernel time (µs) and calls.
+fn gemms(s: &Tables) -> Option<Named> {
+    let t = s.gemm.as_ref()?;
+    let (time, count) = (t.column(GEMM[2])?, t.column(GEMM[3])?);
+    let rows: Option<Named> = t
+        .rows
+        .iter()
+        .map(|row| {
+            let m = Measure { time: num(&row[time]).unwrap_or(0.0), count: num(&row[count]) };
+            Some((gemm_shape(t, row)?, m))
+        })
+        .collect();
+    Some(add_up(std::iter::once(rows?)))
+}
+
+/// `rows` with each shape's GFLOPs per call, from the first side's sheet
+/// that has the shape.
+fn gemm_rows(base: &[&Tables], new: &[&Tables], rows: Vec<DiffRow>) -> Vec<GemmDiffRow> {
+    let mut gflops: BTreeMap<String, f64> = BTreeMap::new();
+    for t in base.iter().chain(new).filter_map(|s| s.gemm.as_ref()) {
+        let Some(g) = t.column(GEMM[1]) else { continue };
+        for row in &t.rows {
+            if let (Some(shape), Some(v)) = (gemm_shape(t, row), num(&row[g])) {
+                gflops.entry(shape).or_insert(v);
+            }
+        }
+    }
+    rows.into_iter()
+        .map(|row| GemmDiffRow { gflops: gflops.get(&row.name).copied().unwrap_or(0.0), row })
+        .collect()
 }
 
 /// A collective table's calls, named by what tells them apart.

@@ -826,6 +826,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     };
     let compared = Compared { sides, ranks, by, diff, unpaired, per_step: args.per_step, matched };
     let regression = compared.regression(args.max_regression);
+    let gemm_regressions = gemm_regressions(&compared.diff, args.max_gemm_regression);
     if args.max_regression.is_some() && regression.is_none() {
         let (_, what) = compared.headline();
         return Err(Error::Usage(format!(
@@ -863,6 +864,9 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "collectives_matched": compared.matched,
             // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
             "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
+            // GEMM shapes (µs, calls; TFLOPS/s each side), all ranks.
+            "gemms": d.gemms.iter().map(gemm_json).collect::<Vec<_>>(),
+            "gemm_regressions": gemm_regressions,
             "csvs": written.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "html": args.html.as_deref().map(Path::to_string_lossy),
             "regression": regression,
@@ -872,14 +876,80 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     } else {
         render::diff(&compared, args.top, &written, args.html.as_deref())?;
     }
-    let Some(r) = regression else { return Ok(Status::Success) };
-    let said = r.said(compared.headline().1);
-    if r.exceeded {
-        render::error_line(&said);
-        return Ok(Status::Findings);
+    let mut status = Status::Success;
+    if let Some(r) = regression {
+        let said = r.said(compared.headline().1);
+        if r.exceeded {
+            render::error_line(&said);
+            status = Status::Findings;
+        } else {
+            render::note(&said);
+        }
     }
-    render::note(&said);
-    Ok(Status::Success)
+    if let Some(limit) = args.max_gemm_regression {
+        for g in &gemm_regressions {
+            render::error_line(&format!(
+                "GEMM {} lost {:.1}% of its TFLOPS/s ({:.1} -> {:.1}), more than \
+                 --max-gemm-regression {limit}%",
+                g.shape, -g.change_pct, g.baseline_tflops, g.new_tflops
+            ));
+        }
+        match gemm_regressions.is_empty() {
+            true if compared.diff.gemms.iter().any(|g| g.change_pct().is_some()) => {
+                render::note(&format!(
+                    "every GEMM shape of both sides kept its TFLOPS/s within \
+                     --max-gemm-regression {limit}%"
+                ));
+            }
+            true => render::note(
+                "--max-gemm-regression: no GEMM shape is in both sides with a rate (GEMM.csv: \
+                 PyTorch traces recorded with record_shapes)",
+            ),
+            false => status = Status::Findings,
+        }
+    }
+    Ok(status)
+}
+
+/// A GEMM shape whose TFLOPS/s fell by more than `--max-gemm-regression`.
+#[derive(Debug, Serialize)]
+struct GemmRegression {
+    shape: String,
+    baseline_tflops: f64,
+    new_tflops: f64,
+    change_pct: f64,
+}
+
+/// The GEMM shapes of both sides that lost more than `limit` % of their
+/// TFLOPS/s (none without a limit), the most first.
+fn gemm_regressions(diff: &Diff, limit: Option<f64>) -> Vec<GemmRegression> {
+    let Some(limit) = limit else { return vec![] };
+    let mut out: Vec<GemmRegression> = diff
+        .gemms
+        .iter()
+        .filter_map(|g| {
+            let change = g.change_pct()?;
+            (-change > limit).then(|| GemmRegression {
+                shape: g.row.name.clone(),
+                baseline_tflops: g.tflops(g.row.base).unwrap_or(0.0),
+                new_tflops: g.tflops(g.row.new).unwrap_or(0.0),
+                change_pct: change,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.change_pct.total_cmp(&b.change_pct));
+    out
+}
+
+/// A GEMM shape's row as `--json` gives it: [`JsonRow`]'s fields, its
+/// GFLOPs per call, and each side's TFLOPS/s.
+fn gemm_json(g: &trace_summary::GemmDiffRow) -> serde_json::Value {
+    let mut v = serde_json::to_value(JsonRow::of(&g.row)).expect("a row serializes");
+    v["gflops_per_call"] = serde_json::json!(g.gflops);
+    v["baseline_tflops"] = serde_json::json!(g.tflops(g.row.base));
+    v["new_tflops"] = serde_json::json!(g.tflops(g.row.new));
+    v["tflops_change_pct"] = serde_json::json!(g.change_pct());
+    v
 }
 
 /// Every row as CSVs in `dir`: `gpu_timeline_diff.csv` (per rank, with a
@@ -933,6 +1003,7 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         ("op_category_diff.csv", d.op_categories_table()),
         ("kernel_category_diff.csv", d.kernel_categories_table()),
         ("collective_diff.csv", d.collectives_table()),
+        ("gemm_diff.csv", d.gemms_table()),
         ("collective_kernels_diff.csv", comm),
     ];
     let ours: Vec<&str> = tables.iter().map(|(name, _)| *name).collect();

@@ -202,6 +202,8 @@ impl CollectiveRow {
 #[derive(Debug, Serialize)]
 pub(crate) struct GemmRow {
     pub(crate) name: String,
+    /// `aten::addmm 141x512x512 bf16` ([`trace_summary::gemm_shape`]).
+    pub(crate) shape: String,
     /// `M`, `N`, `K` and the batch `B`.
     pub(crate) m: Option<i64>,
     pub(crate) n: Option<i64>,
@@ -237,6 +239,7 @@ impl GemmRow {
             .take(n)
             .map(|r| GemmRow {
                 name: r[0].text(),
+                shape: trace_summary::gemm_shape(t, r).unwrap_or_else(|| r[0].text()),
                 m: int(r, "param: M"),
                 n: int(r, "param: N"),
                 k: int(r, "param: K"),
@@ -256,35 +259,9 @@ impl GemmRow {
             .collect()
     }
 
-    /// `aten::mm 64x2798x4096 float` (`8x...` for a batch of 8).
+    /// `aten::mm 64x2798x4096 fp32` ([`trace_summary::gemm_shape`]).
     pub(crate) fn call(&self) -> String {
-        let dim = |d: Option<i64>| d.map_or("?".into(), |d| d.to_string());
-        let batch = self.b.filter(|b| *b != 1).map(|b| format!("{b}x")).unwrap_or_default();
-        // `('float', 'float')` as `fp32`; two dtypes as `fp8*bf16`.
-        let dtypes: Vec<&str> = self
-            .dtypes
-            .trim_matches(|c| c == '(' || c == ')')
-            .split(", ")
-            .map(|d| d.trim_matches('\''))
-            .filter(|d| !d.is_empty())
-            .map(|d| match d {
-                "float" => "fp32",
-                "double" => "fp64",
-                "c10::BFloat16" => "bf16",
-                "c10::Half" => "fp16",
-                other => other.strip_prefix("c10::").unwrap_or(other),
-            })
-            .collect();
-        let mut unique = dtypes.clone();
-        unique.dedup();
-        format!(
-            "{} {batch}{}x{}x{} {}",
-            self.name,
-            dim(self.m),
-            dim(self.n),
-            dim(self.k),
-            unique.join("*")
-        )
+        self.shape.clone()
     }
 }
 

@@ -239,6 +239,7 @@ pub(crate) fn diff(
         }
     }
     matched_collectives(&mut text, &compared.matched, top);
+    gemm_shapes(&mut text, &diff.gemms, &over, top);
     if written.is_empty() {
         if [&diff.kernels, &diff.ops, &diff.collectives].iter().any(|rows| rows.len() > top) {
             text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
@@ -308,5 +309,37 @@ fn matched_collectives(text: &mut String, matched: &[trace_report::CollectiveDif
     );
     if matched.len() > top {
         text.push_str(&format!("({} more)\n", matched.len() - top));
+    }
+}
+
+/// The GEMM shapes of both sides, the largest change of time first: each
+/// side's TFLOPS/s and the change.
+fn gemm_shapes(text: &mut String, gemms: &[trace_summary::GemmDiffRow], over: &str, top: usize) {
+    let both: Vec<&trace_summary::GemmDiffRow> =
+        gemms.iter().filter(|g| g.change_pct().is_some()).collect();
+    if both.is_empty() || top == 0 {
+        return;
+    }
+    text.push_str(&format!(
+        "\nGEMM shapes{over}, largest changes of time first (TFLOPS/s per side):\n"
+    ));
+    let rate = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+    let rows: Vec<[String; 5]> = both
+        .iter()
+        .take(top)
+        .map(|g| {
+            [
+                rate(g.tflops(g.row.base)),
+                rate(g.tflops(g.row.new)),
+                g.change_pct().map_or("-".into(), |c| format!("{c:+.1}%")),
+                crate::commands::counts_text(&g.row, " -> "),
+                g.row.name.clone(),
+            ]
+        })
+        .collect();
+    let numbers = [true, true, true, true, false];
+    aligned(text, &["BASELINE", "NEW", "CHANGE", "CALLS", "SHAPE"], &rows, &numbers);
+    if both.len() > rows.len() {
+        text.push_str(&format!("({} more)\n", both.len() - rows.len()));
     }
 }

@@ -1504,3 +1504,75 @@ fn pftrace_runs_without_gpu_indices_say_how_to_get_them() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--agent-index type-relative"), "{stderr}");
 }
+
+/// The same BERT on an MI300X and an H100 (public traces): their GEMM
+/// shapes match by op, shape and dtype, each side's TFLOPS/s is that
+/// shape's FLOPs over its kernel time, and `--max-gemm-regression` names
+/// the shapes that lost more (exit 1), from traces and from the report
+/// directories `report summary` wrote alike.
+#[test]
+fn gemm_shapes_compare_by_tflops_and_gate() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let trace = |gpu: &str| {
+        root.join(format!("kineto/tracelens/{gpu}/gaunernst_bert-small-uncased__1016001.json.gz"))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&std::ffi::OsStr]| crate::run_cli(dir.path(), args, &[]).0;
+    let (mi300, h100) = (trace("mi300"), trace("h100"));
+    let text = run(&[
+        "report".as_ref(),
+        "diff".as_ref(),
+        mi300.as_os_str(),
+        h100.as_os_str(),
+        "--top".as_ref(),
+        "2".as_ref(),
+        "--max-gemm-regression".as_ref(),
+        "30".as_ref(),
+    ]);
+    let at = text.find("\nGEMM shapes").unwrap() + 1;
+    let section = &text[at..at + text[at..].find("\n\n").unwrap()];
+    insta::assert_snapshot!(section, @"
+    GEMM shapes, largest changes of time first (TFLOPS/s per side):
+    BASELINE    NEW  CHANGE  CALLS  SHAPE
+       172.7  106.9  -38.1%      1  aten::addmm 141x30522x512 bf16
+        14.7   12.7  -13.2%     17  aten::addmm 141x512x512 bf16
+    (2 more)
+    ");
+    assert!(text.starts_with("exit code: 1"), "{text}");
+    let stderr = text.split("----- stderr -----\n").nth(1).unwrap();
+    insta::assert_snapshot!(stderr, @"error: GEMM aten::addmm 141x30522x512 bf16 lost 38.1% of its TFLOPS/s (172.7 -> 106.9), more than --max-gemm-regression 30%");
+    // The same from the report directories.
+    for (gpu, t) in [("a", &mi300), ("b", &h100)] {
+        let out = run(&[
+            "report".as_ref(),
+            "summary".as_ref(),
+            t.as_os_str(),
+            "-o".as_ref(),
+            gpu.as_ref(),
+        ]);
+        assert!(out.starts_with("exit code: 0"), "{out}");
+    }
+    let report = |side: &str| {
+        std::fs::read_dir(dir.path().join(side)).unwrap().next().unwrap().unwrap().path()
+    };
+    let (a, b) = (report("a"), report("b"));
+    let json = run(&[
+        "report".as_ref(),
+        "diff".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--json".as_ref(),
+        "--max-gemm-regression".as_ref(),
+        "30".as_ref(),
+    ]);
+    assert!(json.starts_with("exit code: 1"), "{json}");
+    let body = json.split("----- stdout -----\n").nth(1).unwrap();
+    let body = body.split("----- stderr -----").next().unwrap();
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    let regressed = v["gemm_regressions"].as_array().unwrap();
+    assert_eq!(regressed.len(), 1, "{regressed:?}");
+    assert_eq!(regressed[0]["shape"], "aten::addmm 141x30522x512 bf16");
+    let first = &v["gemms"][0];
+    assert_eq!(first["name"], "aten::addmm 141x30522x512 bf16");
+    assert!((first["tflops_change_pct"].as_f64().unwrap() + 38.137).abs() < 1e-3, "{first}");
+}
