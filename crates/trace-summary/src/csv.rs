@@ -20,6 +20,7 @@ pub fn py_float(v: f64) -> String {
     let exp: i32 = exp.parse().expect("integer exponent");
     let negative = mantissa.starts_with('-');
     let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let digits = tie_to_even(v.abs(), digits, exp);
     let sign = if negative { "-" } else { "" };
     if !(-4..16).contains(&exp) {
         let mut m = digits[..1].to_string();
@@ -39,6 +40,55 @@ pub fn py_float(v: f64) -> String {
         format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
     };
     format!("{sign}{body}")
+}
+
+/// Of two shortest digit strings that both read back as `v` and lie
+/// equally far from it (`v` exactly halfway between them), the one whose
+/// last digit is even, as Python's `repr` picks (Rust's `{:e}` may give the
+/// other: 1003528/1048576 is `0.9570388793945312` in Python).
+fn tie_to_even(v: f64, digits: String, exp: i32) -> String {
+    let k = digits.len() as i32;
+    let Ok(n) = digits.parse::<u64>() else { return digits };
+    if k < 2 || n % 2 == 0 {
+        return digits;
+    }
+    for (mid, alt) in [(n * 10 - 5, n - 1), (n * 10 + 5, n + 1)] {
+        let text = alt.to_string();
+        if text.len() != digits.len() || !exactly(v, mid, exp - k) {
+            continue;
+        }
+        let back: Option<f64> = format!("{text}e{}", exp - k + 1).parse().ok();
+        if back == Some(v) {
+            return text;
+        }
+    }
+    digits
+}
+
+/// Whether `v` (positive, finite) is exactly `n` × 10^`q`; `false` where
+/// the check would overflow 128 bits (values far from 1).
+fn exactly(v: f64, n: u64, q: i32) -> bool {
+    let bits = v.to_bits();
+    let (raw_exp, frac) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+    let (m, e) = match raw_exp {
+        0 => (frac, -1074),
+        _ => (frac | (1 << 52), raw_exp as i32 - 1075),
+    };
+    let pow10 = |p: i32| 10u128.checked_pow(p as u32);
+    let shift = |x: u128, p: i32| if p >= 128 { None } else { x.checked_mul(1u128 << p) };
+    let lhs = match (e >= 0, q < 0) {
+        (true, true) => shift(u128::from(m), e).and_then(|x| x.checked_mul(pow10(-q)?)),
+        (true, false) => shift(u128::from(m), e),
+        (false, true) => pow10(-q).and_then(|p| u128::from(m).checked_mul(p)),
+        (false, false) => Some(u128::from(m)),
+    };
+    let rhs = match (e >= 0, q < 0) {
+        (true, true) => Some(u128::from(n)),
+        (true, false) => pow10(q).and_then(|p| u128::from(n).checked_mul(p)),
+        (false, true) => shift(u128::from(n), -e),
+        (false, false) => pow10(q).and_then(|p| shift(u128::from(n), -e)?.checked_mul(p)),
+    };
+    matches!((lhs, rhs), (Some(a), Some(b)) if a == b)
 }
 
 fn field(text: &str) -> String {
@@ -88,6 +138,10 @@ mod tests {
         check(1234567890123456.0, "1234567890123456.0");
         check(0.0001, "0.0001");
         check(-2.5, "-2.5");
+        // Halfway between two shortest strings: the even last digit, as
+        // Python (Rust's own shortest digits end in 3 here).
+        check(1003528.0 / 1048576.0, "0.9570388793945312");
+        check(-1003528.0 / 1048576.0, "-0.9570388793945312");
         check(116.046560546875, "116.046560546875");
     }
 }

@@ -256,6 +256,11 @@ pub struct Summary {
     /// bytes moved and the TFLOPS/s and TB/s its kernels reached; Kineto
     /// traces holding such ops with their input shapes (`record_shapes`).
     pub gemm: Option<Table>,
+    /// The other perf-model sheets this crate models, by file stem
+    /// (`UnaryElementwise`, `BinaryElementwise`): the aten element-wise ops
+    /// with their shapes, elements, bytes, TFLOPS/s and TB/s, as TraceLens
+    /// writes them; those with rows.
+    pub perf_sheets: Vec<(String, Table)>,
     /// The roofline the perf-model sheets were compared with
     /// ([`Options::gpu_arch`]), if any.
     pub gpu_arch: Option<crate::GpuArch>,
@@ -496,6 +501,14 @@ pub fn summarize_with<R: Read + Send>(
                 Outcome::Unlinked => None,
                 _ => analysis.gemm_sheet(gpu_arch.as_ref()),
             },
+            perf_sheets: match outcome {
+                Outcome::Unlinked => vec![],
+                _ => analysis
+                    .elementwise_sheets(gpu_arch.as_ref())
+                    .into_iter()
+                    .map(|(n, t)| (n.to_string(), t))
+                    .collect(),
+            },
             gpu_arch: gpu_arch.clone(),
             shapes_recorded,
             short_kernel_histogram: Some(short_histogram),
@@ -562,6 +575,7 @@ pub fn summarize_with<R: Read + Send>(
         short_kernel_histogram: None,
         short_kernels_summary: None,
         gemm: None,
+        perf_sheets: vec![],
         gpu_arch: None,
         shapes_recorded: None,
         short_kernels: None,
@@ -614,6 +628,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         short_kernel_histogram: None,
         short_kernels_summary: None,
         gemm: None,
+        perf_sheets: vec![],
         gpu_arch: None,
         shapes_recorded: None,
         short_kernels: None,

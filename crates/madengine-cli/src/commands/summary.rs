@@ -1023,13 +1023,15 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 11] = [
+const TRACE_FILES: [&str; 13] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
     "ops_summary_by_category.csv",
     "ops_unique_args.csv",
     "GEMM.csv",
+    "UnaryElementwise.csv",
+    "BinaryElementwise.csv",
     "coll_analysis.csv",
     "short_kernel_histogram.csv",
     "short_kernels_summary.csv",
@@ -1463,6 +1465,9 @@ fn report_files(
     if let Some(g) = &summary.gemm {
         csv("GEMM", g);
         view.top_gemms = GemmRow::top(g, n);
+    }
+    for (name, sheet) in &summary.perf_sheets {
+        csv(name, sheet);
     }
     if let Some(h) = &summary.short_kernel_histogram {
         csv("short_kernel_histogram", h);

@@ -387,6 +387,134 @@ fn py(s: &str) -> String {
     crate::parse::py_str_repr(s)
 }
 
+/// The unary element-wise ops modelled (`core.aten_unary_elementwise`).
+const UNARY_OPS: [&str; 11] = [
+    "aten::copy",
+    "aten::copy_",
+    "aten::clamp_min",
+    "aten::clamp_min_",
+    "aten::clamp_max",
+    "aten::clamp_max_",
+    "aten::sigmoid",
+    "aten::rsqrt",
+    "aten::silu",
+    "aten::neg",
+    "aten::pow",
+];
+
+/// The binary element-wise ops modelled (`core.aten_binary_elementwise`,
+/// `core.liger_silu_mul_function`).
+const BINARY_OPS: [&str; 9] = [
+    "aten::div",
+    "aten::div_",
+    "aten::mul",
+    "aten::mul_",
+    "aten::add",
+    "aten::add_",
+    "aten::sigmoid_backward",
+    "aten::threshold_backward",
+    "LigerSiLUMulFunction",
+];
+
+/// The number of elements of a shape (`prod(()) = 1`).
+fn elements(shape: &[Py]) -> Option<i128> {
+    shape.iter().try_fold(1i128, |n, d| Some(n * i128::from(d.int()?)))
+}
+
+/// `Some(text)` of a parameter that may be `None`.
+fn opt_repr(v: Option<&Py>) -> Param {
+    v.map_or(Param::Missing, |v| Param::Text(v.repr(true)))
+}
+
+/// A dtype inside a parameter tuple: its repr, or `None`.
+fn dtype_repr(t: Option<&str>) -> String {
+    t.map_or_else(|| "None".into(), py)
+}
+
+/// The unary element-wise model (§7.4.4): `n` elements read and written.
+fn unary(_name: &str, a: &Args) -> Option<Model> {
+    let shape = a.dims_of(0)?;
+    let strides = a.strides.as_ref()?;
+    let stride_in = strides.first()?;
+    let has_out = a.dims.len() > 1 && a.dims_of(1).is_some_and(|d| !d.is_empty());
+    let t0 = a.dtype(0)?;
+    let t1 = if has_out { Some(a.dtype(1)?) } else { None };
+    let stride_out = if has_out { Some(strides.get(1)?) } else { None };
+    let n = elements(shape)?;
+    let e_in = bpe(t0);
+    let e_out = match t1 {
+        Some(t) => bpe(t),
+        None => e_in,
+    };
+    let bytes = e_in.zip(e_out).map(|(i, o)| n * i + n * o);
+    let params = vec![
+        ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+        ("dtype_in_out", Param::Text(format!("({}, {})", py(t0), dtype_repr(t1)))),
+        ("stride_input", Param::Text(stride_in.repr(true))),
+        ("stride_output", opt_repr(stride_out)),
+    ];
+    let spec = prec(t0).map_or_else(String::new, |p| format!("vector_{p}"));
+    Some(Model { params, flops: n, bytes, spec })
+}
+
+/// The binary element-wise model (§7.4.5): two inputs broadcast to an
+/// output.
+fn binary(name: &str, a: &Args) -> Option<Model> {
+    let (s1, s2) = (a.dims_of(0)?, a.dims_of(1)?);
+    let strides = a.strides.as_ref()?;
+    let (st1, st2) = (strides.first()?, strides.get(1)?);
+    let liger = name == "LigerSiLUMulFunction";
+    let has_out = !liger && a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty());
+    let (t1, t2) = (a.dtype(0)?, a.dtype(1)?);
+    let t_out = if has_out { Some(a.dtype(2)?) } else { None };
+    let stride_out = if has_out { Some(strides.get(2)?) } else { None };
+    let (n1, n2) = (elements(s1)?, elements(s2)?);
+    // Right-aligned, the shorter padded with 1s; each pair equal or one 1.
+    let (d1, d2): (Vec<i128>, Vec<i128>) = (
+        s1.iter().map(|d| d.int().map(i128::from)).collect::<Option<_>>()?,
+        s2.iter().map(|d| d.int().map(i128::from)).collect::<Option<_>>()?,
+    );
+    let rank = d1.len().max(d2.len());
+    let at = |d: &[i128], i: usize| {
+        let pad = rank - d.len();
+        if i < pad { 1 } else { d[i - pad] }
+    };
+    let mut n_out = 1i128;
+    for i in 0..rank {
+        let (x, y) = (at(&d1, i), at(&d2, i));
+        if x != y && x != 1 && y != 1 {
+            return None;
+        }
+        n_out *= x.max(y);
+    }
+    let (e1, e2) = (bpe(t1), bpe(t2));
+    let e_out = match t_out {
+        Some(t) => bpe(t),
+        None => match (e1, e2) {
+            (Some(x), Some(y)) if !s1.is_empty() && !s2.is_empty() => Some(x.max(y)),
+            (Some(x), Some(_)) => Some(x),
+            _ => None,
+        },
+    };
+    let bytes = match (e1, e2, e_out) {
+        (Some(x), Some(y), Some(o)) => Some(n1 * x + n2 * y + n_out * o),
+        _ => None,
+    };
+    let params = vec![
+        ("shape_in1", Param::Text(Py::Seq(s1.to_vec()).repr(true))),
+        ("shape_in2", Param::Text(Py::Seq(s2.to_vec()).repr(true))),
+        (
+            "dtype_in1_in2_out",
+            Param::Text(format!("({}, {}, {})", py(t1), py(t2), dtype_repr(t_out))),
+        ),
+        ("stride_input1", Param::Text(st1.repr(true))),
+        ("stride_input2", Param::Text(st2.repr(true))),
+        ("stride_output", opt_repr(stride_out)),
+    ];
+    let spec = prec(t1).map_or_else(String::new, |p| format!("vector_{p}"));
+    Some(Model { params, flops: n_out, bytes, spec })
+}
+
 /// The transpose flags a GEMM kernel's name tells (§7.4.1): rocBLAS /
 /// hipBLASLt `Cijk_Alik_Bljk_...` names, cuBLAS `nvjet_..._TN` ones.
 fn transpose_of(name: &str) -> Option<(Option<bool>, Option<bool>)> {
@@ -447,14 +575,44 @@ struct Instance {
 impl Analysis<'_> {
     /// `GEMM.csv`: `None` when the trace has no GEMM op the models read.
     pub(crate) fn gemm_sheet(&self, arch: Option<&crate::GpuArch>) -> Option<Table> {
+        self.sheet_of(&GEMM_OPS, arch, &|name, args, kernels| {
+            let transpose =
+                kernels.iter().find_map(|&k| transpose_of(self.p.str(ev(self.p, k).name)));
+            gemm(name, args, transpose)
+        })
+    }
+
+    /// The single-table element-wise sheets (§6.2, §7.4.4-§7.4.5):
+    /// `UnaryElementwise` and `BinaryElementwise`, those with rows.
+    pub(crate) fn elementwise_sheets(
+        &self,
+        arch: Option<&crate::GpuArch>,
+    ) -> Vec<(&'static str, Table)> {
+        let unary = self.sheet_of(&UNARY_OPS, arch, &|name, args, _| unary(name, args));
+        let binary = self.sheet_of(&BINARY_OPS, arch, &|name, args, _| binary(name, args));
+        [("UnaryElementwise", unary), ("BinaryElementwise", binary)]
+            .into_iter()
+            .filter_map(|(n, t)| Some((n, t?)))
+            .collect()
+    }
+
+    /// The sheet of the events named one of `names` (§6.1), each modelled
+    /// by `model` (its name, its args and its subtree's GPU events, in
+    /// time order); `None` without a row.
+    fn sheet_of(
+        &self,
+        names: &[&str],
+        arch: Option<&crate::GpuArch>,
+        model: &dyn Fn(&str, &Args, &[usize]) -> Option<Model>,
+    ) -> Option<Table> {
         let p = self.p;
-        let ids: Vec<Option<u32>> = GEMM_OPS.iter().map(|n| p.find(n)).collect();
+        let ids: Vec<Option<u32>> = names.iter().map(|n| p.find(n)).collect();
         if ids.iter().all(Option::is_none) {
             return None;
         }
-        let is_gemm = |name: u32| ids.contains(&Some(name));
+        let is_modelled = |name: u32| ids.contains(&Some(name));
         // Every event of those names, in file order.
-        let ops: Vec<usize> = (0..p.events.len()).filter(|&i| is_gemm(ev(p, i).name)).collect();
+        let ops: Vec<usize> = (0..p.events.len()).filter(|&i| is_modelled(ev(p, i).name)).collect();
         if ops.is_empty() {
             return None;
         }
@@ -494,8 +652,7 @@ impl Analysis<'_> {
                 continue;
             };
             let args = Args { dims, types, strides: seq(read(shape.strides)) };
-            let transpose = list.iter().find_map(|&k| transpose_of(p.str(ev(p, k).name)));
-            let Some(model) = gemm(p.str(ev(p, e).name), &args, transpose) else { continue };
+            let Some(model) = model(p.str(ev(p, e).name), &args, list) else { continue };
             let time = length(&union(list.iter().map(|&g| self.interval(g)).collect()));
             // Its roofline (§8.2): where the arch has its spec's peak.
             let roofline = arch.zip(model.bytes).and_then(|(arch, bytes)| {

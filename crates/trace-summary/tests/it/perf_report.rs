@@ -95,10 +95,16 @@ fn perf_report_tables_match_tracelens() {
     let mut compared = BTreeMap::new();
     for (dir, trace) in &sets {
         let summary = trace_summary::summarize_file(trace).unwrap();
+        let sheet = |name: &str| {
+            summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone())
+        };
+        let (unary, binary) = (sheet("UnaryElementwise"), sheet("BinaryElementwise"));
         for (name, ours, cumulative) in [
             ("ops_summary_by_category", &summary.ops_summary_by_category, true),
             ("ops_unique_args", &summary.ops_unique_args, true),
             ("GEMM", &summary.gemm, false),
+            ("UnaryElementwise", &unary, false),
+            ("BinaryElementwise", &binary, false),
             ("short_kernel_histogram", &summary.short_kernel_histogram, false),
             ("short_kernels_summary", &summary.short_kernels_summary, false),
         ] {
@@ -111,7 +117,10 @@ fn perf_report_tables_match_tracelens() {
                     *compared.entry(name).or_insert(0) += 1;
                     if let Some(d) = differs(&ours, &theirs, cumulative) {
                         failures.push(format!("{what}: {d}"));
-                    } else if name == "GEMM" && ours != theirs {
+                    } else if !cumulative
+                        && name.chars().next().unwrap().is_uppercase()
+                        && ours != theirs
+                    {
                         // Sorted by kernel time, then UID: a total order.
                         failures.push(format!("{what}: the rows' order"));
                     }
@@ -124,7 +133,9 @@ fn perf_report_tables_match_tracelens() {
     }
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
     let expected = [
+        ("BinaryElementwise", 7),
         ("GEMM", 19),
+        ("UnaryElementwise", 8),
         ("ops_summary_by_category", 23),
         ("ops_unique_args", 23),
         ("short_kernel_histogram", 24),
@@ -134,8 +145,9 @@ fn perf_report_tables_match_tracelens() {
 }
 
 /// With MI300X's roofline (TraceLens' `--gpu_arch_platform MI300X`, on
-/// every trace, NVIDIA ones too, for the arithmetic): `GEMM.csv` gains the
-/// roofline columns, byte for byte as TraceLens writes them; from the
+/// every trace, NVIDIA ones too, for the arithmetic): `GEMM.csv` and the
+/// element-wise sheets gain the roofline columns, byte for byte as
+/// TraceLens writes them; from the
 /// trace's own GPU, only the MI300X traces get them, and the same.
 #[test]
 fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
@@ -147,13 +159,21 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
         .with_gpu_arch(trace_summary::ArchChoice::Given(mi300x.clone()));
     let from_trace =
         trace_summary::Options::default().with_gpu_arch(trace_summary::ArchChoice::FromTrace);
-    let (mut compared, mut detected, mut failures) = (0, 0, Vec::new());
+    let (mut compared, mut detected, mut failures, mut sheets) = (0, 0, Vec::new(), 0);
     for (dir, trace) in &sets {
         let theirs = fs::read_to_string(dir.join("GEMM.csv")).ok();
         let summary = trace_summary::summarize_file_with(trace, &given).unwrap();
         let ours = summary.gemm.as_ref().map(|t| t.to_csv());
         if ours != theirs {
             failures.push(format!("{}: GEMM.csv differs", trace.display()));
+        }
+        for name in ["UnaryElementwise", "BinaryElementwise"] {
+            let theirs = fs::read_to_string(dir.join(format!("{name}.csv"))).ok();
+            let ours = summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.to_csv());
+            if ours != theirs {
+                failures.push(format!("{}: {name}.csv differs", trace.display()));
+            }
+            sheets += usize::from(theirs.is_some());
         }
         compared += usize::from(theirs.is_some());
         let own = trace_summary::summarize_file_with(trace, &from_trace).unwrap();
@@ -166,5 +186,5 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!((compared, detected), (19, 4));
+    assert_eq!((compared, detected, sheets), (19, 4, 15));
 }
