@@ -559,6 +559,9 @@ struct Roofline {
     pct: f64,
 }
 
+/// A family's model: of an op's name, args and subtree GPU events.
+type ModelFn<'a> = dyn Fn(&str, &Args, &[usize]) -> Option<Model> + 'a;
+
 /// One modelled op of the trace: its row of the sheet before grouping.
 struct Instance {
     event: usize,
@@ -603,7 +606,7 @@ impl Analysis<'_> {
         &self,
         names: &[&str],
         arch: Option<&crate::GpuArch>,
-        model: &dyn Fn(&str, &Args, &[usize]) -> Option<Model>,
+        model: &ModelFn<'_>,
     ) -> Option<Table> {
         let p = self.p;
         let ids: Vec<Option<u32>> = names.iter().map(|n| p.find(n)).collect();
