@@ -257,9 +257,9 @@ pub struct Summary {
     /// traces holding such ops with their input shapes (`record_shapes`).
     pub gemm: Option<Table>,
     /// The other perf-model sheets this crate models, by file stem
-    /// (`UnaryElementwise`, `BinaryElementwise`): the aten element-wise ops
-    /// with their shapes, elements, bytes, TFLOPS/s and TB/s, as TraceLens
-    /// writes them; those with rows.
+    /// (`SDPA_fwd`, `UnaryElementwise`, `BinaryElementwise`): the aten
+    /// attention and element-wise ops with their shapes, FLOPs, bytes,
+    /// TFLOPS/s and TB/s, as TraceLens writes them; those with rows.
     pub perf_sheets: Vec<(String, Table)>,
     /// The roofline the perf-model sheets were compared with
     /// ([`Options::gpu_arch`]), if any.

@@ -7,7 +7,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Analysis, ev, kahan, length, median, sample_std, union, unique_args};
+use super::{Analysis, ev, kahan, length, median, pairwise, sample_std, union, unique_args};
 use crate::{
     compute::{Cell, Table},
     parse::{Num, Parsed, shape_of},
@@ -193,7 +193,7 @@ enum Param {
 /// (`None`: an element size it does not know) and `Compute Spec`.
 struct Model {
     params: Vec<(&'static str, Param)>,
-    flops: i128,
+    flops: f64,
     bytes: Option<i128>,
     spec: String,
 }
@@ -247,6 +247,8 @@ struct Args {
     dims: Vec<Py>,
     types: Vec<Py>,
     strides: Option<Vec<Py>>,
+    /// `Concrete Inputs` (strings in Kineto traces).
+    concrete: Option<Vec<Py>>,
 }
 
 impl Args {
@@ -380,7 +382,7 @@ fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -
         params.push(("transpose", Param::Text(format!("({}, {})", flag(ta), flag(tb)))));
     }
     let spec = prec(dtype).map_or_else(String::new, |p| format!("matrix_{p}"));
-    Some(Model { params, flops, bytes, spec })
+    Some(Model { params, flops: flops as f64, bytes, spec })
 }
 
 fn py(s: &str) -> String {
@@ -415,6 +417,71 @@ const BINARY_OPS: [&str; 9] = [
     "aten::threshold_backward",
     "LigerSiLUMulFunction",
 ];
+
+/// The attention ops modelled (the aten SDPA kernels, §7.4.3).
+const SDPA_OPS: [&str; 3] = [
+    "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+];
+
+/// The forward model of PyTorch's scaled-dot-product attention ops
+/// (§7.4.3): q, k, v as (B, H, N, d); two matmuls' FLOPs (halved when
+/// causal), q, k, v and the output read or written once at 2 bytes.
+fn sdpa(name: &str, a: &Args) -> Option<Model> {
+    let concrete = a.concrete.as_deref();
+    let shape = |i: usize| -> Option<[i128; 4]> {
+        let d = a.dims_of(i)?;
+        if d.len() != 4 {
+            return None;
+        }
+        Some([0, 1, 2, 3].map(|j| d[j].int().map(i128::from)).map(|x| x.unwrap_or(-1)))
+            .filter(|d| d.iter().all(|&x| x >= 0))
+    };
+    let (q, k, v) = (shape(0)?, shape(1)?, shape(2)?);
+    let (b, h_q, n_q, d_qk) = (q[0], q[1], q[2], q[3]);
+    let (h_kv, n_kv, d_v) = (k[1], k[2], v[3]);
+    if k[0] != b || v[0] != b || k[1] != v[1] || k[2] != v[2] || k[3] != d_qk {
+        return None;
+    }
+    let text = |i: usize| concrete.and_then(|c| c.get(i)).and_then(Py::str).unwrap_or("");
+    let (dropout_at, causal_at) = match name {
+        "aten::_scaled_dot_product_flash_attention" => (3, 4),
+        _ => (5, 6),
+    };
+    let dropout = text(dropout_at).trim().parse::<f64>().unwrap_or(0.0);
+    let causal = text(causal_at).eq_ignore_ascii_case("true");
+    let flash = name == "aten::_scaled_dot_product_flash_attention";
+    let total = b * h_q * 2 * n_q * n_kv * d_qk + b * h_q * 2 * n_q * d_v * n_kv;
+    let flops = match causal {
+        true if n_q != n_kv => return None,
+        true => total as f64 / 2.0,
+        false => total as f64,
+    };
+    let bytes = (b * n_q * h_q * d_qk
+        + b * n_kv * h_kv * d_qk
+        + b * n_kv * h_kv * d_v
+        + b * n_q * h_q * d_v)
+        * 2;
+    let (t0, t1) = (a.dtype(0)?, a.dtype(1)?);
+    let int = |x: i128| Param::Int(x as i64);
+    let flag = |x: bool| Param::Bool(x);
+    let params = vec![
+        ("B", int(b)),
+        ("N_Q", int(n_q)),
+        ("H_Q", int(h_q)),
+        ("N_KV", int(n_kv)),
+        ("H_KV", int(h_kv)),
+        ("d_h_qk", int(d_qk)),
+        ("d_h_v", int(d_v)),
+        ("dropout", Param::Text(crate::csv::py_float(dropout))),
+        ("causal", flag(causal)),
+        ("flash_impl", flag(flash)),
+        ("dtype_A_B", Param::Text(format!("({}, {})", py(t0), py(t1)))),
+    ];
+    let spec = prec(t0).map_or_else(String::new, |p| format!("matrix_{p}"));
+    Some(Model { params, flops, bytes: Some(bytes), spec })
+}
 
 /// The number of elements of a shape (`prod(()) = 1`).
 fn elements(shape: &[Py]) -> Option<i128> {
@@ -454,7 +521,7 @@ fn unary(_name: &str, a: &Args) -> Option<Model> {
         ("stride_output", opt_repr(stride_out)),
     ];
     let spec = prec(t0).map_or_else(String::new, |p| format!("vector_{p}"));
-    Some(Model { params, flops: n, bytes, spec })
+    Some(Model { params, flops: n as f64, bytes, spec })
 }
 
 /// The binary element-wise model (§7.4.5): two inputs broadcast to an
@@ -512,7 +579,7 @@ fn binary(name: &str, a: &Args) -> Option<Model> {
         ("stride_output", opt_repr(stride_out)),
     ];
     let spec = prec(t1).map_or_else(String::new, |p| format!("vector_{p}"));
-    Some(Model { params, flops: n_out, bytes, spec })
+    Some(Model { params, flops: n_out as f64, bytes, spec })
 }
 
 /// The transpose flags a GEMM kernel's name tells (§7.4.1): rocBLAS /
@@ -585,15 +652,18 @@ impl Analysis<'_> {
         })
     }
 
-    /// The single-table element-wise sheets (§6.2, §7.4.4-§7.4.5):
-    /// `UnaryElementwise` and `BinaryElementwise`, those with rows.
+    /// The other sheets modelled: `SDPA_fwd` (the aten attention ops'
+    /// forward pass; their backward rows, `SDPA_bwd`, are not made), and the
+    /// single-table element-wise sheets (§6.2, §7.4.3-§7.4.5),
+    /// `UnaryElementwise` and `BinaryElementwise`; those with rows.
     pub(crate) fn elementwise_sheets(
         &self,
         arch: Option<&crate::GpuArch>,
     ) -> Vec<(&'static str, Table)> {
         let unary = self.sheet_of(&UNARY_OPS, arch, &|name, args, _| unary(name, args));
         let binary = self.sheet_of(&BINARY_OPS, arch, &|name, args, _| binary(name, args));
-        [("UnaryElementwise", unary), ("BinaryElementwise", binary)]
+        let sdpa = self.sheet_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args));
+        [("SDPA_fwd", sdpa), ("UnaryElementwise", unary), ("BinaryElementwise", binary)]
             .into_iter()
             .filter_map(|(n, t)| Some((n, t?)))
             .collect()
@@ -654,12 +724,17 @@ impl Analysis<'_> {
             let (Some(dims), Some(types)) = (seq(read(shape.dims)), seq(read(shape.types))) else {
                 continue;
             };
-            let args = Args { dims, types, strides: seq(read(shape.strides)) };
+            let args = Args {
+                dims,
+                types,
+                strides: seq(read(shape.strides)),
+                concrete: seq(read(shape.concrete)),
+            };
             let Some(model) = model(p.str(ev(p, e).name), &args, list) else { continue };
             let time = length(&union(list.iter().map(|&g| self.interval(g)).collect()));
             // Its roofline (§8.2): where the arch has its spec's peak.
             let roofline = arch.zip(model.bytes).and_then(|(arch, bytes)| {
-                let gflops = model.flops as f64 / 1e9;
+                let gflops = model.flops / 1e9;
                 let (at, compute) = arch.roofline(&model.spec, gflops, bytes as f64)?;
                 let pct = if time > 0.0 { (at / time) * 100.0 } else { f64::NAN };
                 Some(Roofline { time: at, compute, pct })
@@ -715,16 +790,52 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
         }
     };
     let mut order: Vec<Vec<usize>> = Vec::new();
+    let mut keys_of: Vec<(&str, Vec<Option<String>>)> = Vec::new();
+    let mut group_of: Vec<usize> = Vec::with_capacity(rows.len());
     let mut index: HashMap<(u32, Vec<Option<String>>), usize> = HashMap::default();
     for (i, r) in rows.iter().enumerate() {
         let key: Vec<Option<String>> =
             keys.iter().zip(&floaty).map(|(k, f)| text(&value(r, k), *f)).collect();
-        let g = *index.entry((ev(p, r.event).name, key)).or_insert_with(|| {
+        let name = ev(p, r.event).name;
+        let g = *index.entry((name, key.clone())).or_insert_with(|| {
             order.push(Vec::new());
+            keys_of.push((p.str(name), key));
             order.len() - 1
         });
         order[g].push(i);
+        group_of.push(g);
     }
+    // pandas sums a group as its first value plus NumPy's pairwise sum of
+    // the rest, not compensated, when the rows come grouped contiguously
+    // in sorted key order (a single group, say): the reference's
+    // tracelens-metrics §8.
+    let mut by_key: Vec<usize> = (0..order.len()).collect();
+    by_key.sort_by(|&a, &b| {
+        let (x, y) = (&keys_of[a], &keys_of[b]);
+        x.0.cmp(y.0).then_with(|| {
+            x.1.iter()
+                .zip(&y.1)
+                .map(|(u, v)| match (u, v) {
+                    (Some(u), Some(v)) => u.cmp(v),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    });
+    let mut rank = vec![0usize; order.len()];
+    for (r, &g) in by_key.iter().enumerate() {
+        rank[g] = r;
+    }
+    let sorted_input = group_of.windows(2).all(|w| rank[w[0]] <= rank[w[1]]);
+    let group_sum = |v: &[f64]| -> f64 {
+        match (sorted_input, v.split_first()) {
+            (true, Some((first, rest))) => first + pairwise(rest),
+            _ => kahan(v.iter().copied()),
+        }
+    };
     let time_int = rows.iter().all(|r| r.time_int);
     // The roofline columns, where a row has one.
     let rooflines = rows.iter().any(|r| r.roofline.is_some());
@@ -736,7 +847,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
         if v.is_empty() {
             return std::array::from_fn(|_| Cell::Empty);
         }
-        let mean = kahan(v.iter().copied()) / v.len() as f64;
+        let mean = group_sum(&v) / v.len() as f64;
         let min = v.iter().copied().fold(f64::INFINITY, f64::min);
         let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         [
@@ -767,7 +878,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
             let metrics: Vec<[f64; 5]> = group
                 .iter()
                 .map(|r| {
-                    let gflops = r.model.flops as f64 / 1e9;
+                    let gflops = r.model.flops / 1e9;
                     let t = r.time;
                     let tflops = if t > 0.0 { (gflops / 1e3) / (t / 1e6) } else { f64::NAN };
                     let (moved, per_byte, tbs) = match r.model.bytes {
@@ -812,8 +923,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
                 cells.push(v.map_or(Cell::Empty, |v| Cell::Str(v.repr(false))));
             }
             let times: Vec<f64> = group.iter().map(|r| r.time).collect();
-            let sum =
-                if time_int { times.iter().sum::<f64>() } else { kahan(times.iter().copied()) };
+            let sum = if time_int { times.iter().sum::<f64>() } else { group_sum(&times) };
             let min = times.iter().copied().fold(f64::INFINITY, f64::min);
             let max = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             cells.extend([

@@ -99,12 +99,14 @@ fn perf_report_tables_match_tracelens() {
             summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone())
         };
         let (unary, binary) = (sheet("UnaryElementwise"), sheet("BinaryElementwise"));
+        let sdpa = sheet("SDPA_fwd");
         for (name, ours, cumulative) in [
             ("ops_summary_by_category", &summary.ops_summary_by_category, true),
             ("ops_unique_args", &summary.ops_unique_args, true),
             ("GEMM", &summary.gemm, false),
             ("UnaryElementwise", &unary, false),
             ("BinaryElementwise", &binary, false),
+            ("SDPA_fwd", &sdpa, false),
             ("short_kernel_histogram", &summary.short_kernel_histogram, false),
             ("short_kernels_summary", &summary.short_kernels_summary, false),
         ] {
@@ -135,6 +137,7 @@ fn perf_report_tables_match_tracelens() {
     let expected = [
         ("BinaryElementwise", 7),
         ("GEMM", 19),
+        ("SDPA_fwd", 3),
         ("UnaryElementwise", 8),
         ("ops_summary_by_category", 23),
         ("ops_unique_args", 23),
@@ -167,7 +170,7 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
         if ours != theirs {
             failures.push(format!("{}: GEMM.csv differs", trace.display()));
         }
-        for name in ["UnaryElementwise", "BinaryElementwise"] {
+        for name in ["UnaryElementwise", "BinaryElementwise", "SDPA_fwd"] {
             let theirs = fs::read_to_string(dir.join(format!("{name}.csv"))).ok();
             let ours = summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.to_csv());
             if ours != theirs {
@@ -186,5 +189,5 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!((compared, detected, sheets), (19, 4, 15));
+    assert_eq!((compared, detected, sheets), (19, 4, 18));
 }
