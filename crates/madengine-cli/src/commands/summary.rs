@@ -1023,13 +1023,15 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 14] = [
+const TRACE_FILES: [&str; 16] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
     "ops_summary_by_category.csv",
     "ops_unique_args.csv",
     "GEMM.csv",
+    "CONV_fwd.csv",
+    "CONV_bwd.csv",
     "SDPA_fwd.csv",
     "UnaryElementwise.csv",
     "BinaryElementwise.csv",

@@ -483,6 +483,119 @@ fn sdpa(name: &str, a: &Args) -> Option<Model> {
     Some(Model { params, flops, bytes: Some(bytes), spec })
 }
 
+/// The convolution ops modelled (`core.aten_conv`, `core.aten_conv_bwd`).
+const CONV_OPS: [&str; 2] = ["aten::convolution", "aten::convolution_backward"];
+
+/// The convolution models (§7.4.2): `aten::convolution`'s forward FLOPs
+/// and bytes, `aten::convolution_backward`'s backward ones (its rows go
+/// to `CONV_bwd`).
+fn conv(name: &str, a: &Args) -> Option<Model> {
+    let backward = name == "aten::convolution_backward";
+    let o = usize::from(backward);
+    let c = a.concrete.as_deref().unwrap_or(&[]);
+    let text = |i: usize| c.get(i).and_then(Py::str);
+    let int_shape = |i: usize| -> Option<Vec<i128>> {
+        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
+    };
+    let (x, w) = (int_shape(o)?, int_shape(o + 1)?);
+    let convnd = match x.len() {
+        3 => "conv1d",
+        4 => "conv2d",
+        5 => "conv3d",
+        _ => return None,
+    };
+    let ndims = x.len() - 2;
+    // `[1, 1]`: its first and last characters dropped, split on commas;
+    // one value repeated over the spatial dimensions; `default` for "".
+    let ints = |i: usize, default: i128| -> Option<Vec<i128>> {
+        let t = text(i).unwrap_or("");
+        if t.is_empty() {
+            return Some(vec![default; ndims]);
+        }
+        let inner = t.get(1..t.len().saturating_sub(1))?;
+        let v: Vec<i128> =
+            inner.split(',').map(|s| s.trim().parse().ok()).collect::<Option<_>>()?;
+        match v.len() {
+            1 => Some(vec![v[0]; ndims]),
+            _ => Some(v),
+        }
+    };
+    let (stride, padding, dilation) = (ints(o + 3, 1)?, ints(o + 4, 0)?, ints(o + 5, 1)?);
+    let transposed = match text(o + 6)? {
+        "True" => true,
+        "False" => false,
+        _ => return None,
+    };
+    let output_padding = ints(o + 7, 0)?;
+    let groups: i64 = text(o + 8)?.trim().parse().ok()?;
+    let (t0, t1) = (a.dtype(o)?, a.dtype(o + 1)?);
+    if t0 != t1 || w.len() < 2 || [&stride, &padding, &dilation].iter().any(|v| v.len() < ndims) {
+        return None;
+    }
+    // bias: forward, three inputs (never, as Kineto records nine);
+    // backward, `bias_sizes` given and not empty (`[]` printed as is).
+    let (bias, bias_param) = match backward {
+        false => (a.dims.len() == 3, Param::Bool(a.dims.len() == 3)),
+        true => match a.dims.get(3) {
+            None => (false, Param::Bool(false)),
+            Some(Py::Seq(d)) if d.is_empty() => (false, Param::Text("[]".into())),
+            Some(_) => (true, Param::Bool(true)),
+        },
+    };
+    let oc = if transposed { w[1] } else { w[0] };
+    let mut out = vec![x[0], oc];
+    for i in 0..ndims {
+        let (xi, wi) = (x[i + 2], w[i + 2]);
+        let (s, p, d) = (stride[i], padding[i], dilation[i]);
+        out.push(match transposed {
+            false => ((xi + 2 * p - d * (wi - 1) - 1) as f64 / s as f64 + 1.0).trunc() as i128,
+            true => (xi - 1) * s - 2 * p + d * (wi - 1) + output_padding.get(i).copied()? + 1,
+        });
+    }
+    let prod = |v: &[i128]| v.iter().product::<i128>();
+    let (px, pw, pout) = (prod(&x), prod(&w), prod(&out));
+    let e = bpe(t0);
+    let (flops, bytes) = match backward {
+        false => {
+            let flops = 2 * prod(&w[1..]) * if transposed { px } else { pout }
+                + if bias { pout } else { 0 };
+            let bytes = e.map(|e| (px + pw + if bias { out[1] } else { 0 } + pout) * e);
+            (flops, bytes)
+        }
+        true => {
+            let (i, wgt) = match transposed {
+                false => (2 * prod(&w[1..]) * pout, 2 * pw * out[0] * prod(&out[2..])),
+                true => (2 * prod(&w[1..]) * px, 2 * pw * x[0] * prod(&x[2..])),
+            };
+            let flops = i + wgt + if bias { pout } else { 0 };
+            let bytes = e.map(|e| 2 * (pout + pw + px) * e + if bias { pout + out[1] } else { 0 });
+            (flops, bytes)
+        }
+    };
+    let tuple = |v: &[i128]| Py::Seq(v.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true);
+    let stride_of = |i: usize| match &a.strides {
+        None => Param::Missing,
+        Some(s) => s.get(i).map_or(Param::Missing, |v| Param::Text(v.repr(true))),
+    };
+    let params = vec![
+        ("convNd", Param::Text(convnd.into())),
+        ("input_shape", Param::Text(tuple(&x))),
+        ("filter_shape", Param::Text(tuple(&w))),
+        ("dtype_input_weight", Param::Text(format!("({}, {})", py(t0), py(t1)))),
+        ("input_stride", stride_of(o)),
+        ("weight_stride", stride_of(o + 1)),
+        ("bias", bias_param),
+        ("stride", Param::Text(tuple(&stride))),
+        ("padding", Param::Text(tuple(&padding))),
+        ("dilation", Param::Text(tuple(&dilation))),
+        ("transposed_conv", Param::Bool(transposed)),
+        ("output_padding", Param::Text(tuple(&output_padding))),
+        ("groups", Param::Int(groups)),
+    ];
+    let spec = prec(t0).map_or_else(String::new, |p| format!("matrix_{p}"));
+    Some(Model { params, flops: flops as f64, bytes, spec })
+}
+
 /// The number of elements of a shape (`prod(()) = 1`).
 fn elements(shape: &[Py]) -> Option<i128> {
     shape.iter().try_fold(1i128, |n, d| Some(n * i128::from(d.int()?)))
@@ -663,10 +776,29 @@ impl Analysis<'_> {
         let unary = self.sheet_of(&UNARY_OPS, arch, &|name, args, _| unary(name, args));
         let binary = self.sheet_of(&BINARY_OPS, arch, &|name, args, _| binary(name, args));
         let sdpa = self.sheet_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args));
-        [("SDPA_fwd", sdpa), ("UnaryElementwise", unary), ("BinaryElementwise", binary)]
-            .into_iter()
-            .filter_map(|(n, t)| Some((n, t?)))
-            .collect()
+        // The backward op's rows move from the forward table to CONV_bwd
+        // (§6.2), each part in its order.
+        let (conv_fwd, conv_bwd) = match self.sheet_of(&CONV_OPS, arch, &|n, a, _| conv(n, a)) {
+            Some(t) => {
+                let (bwd, fwd): (Vec<_>, Vec<_>) =
+                    t.rows.into_iter().partition(|r| r[0].text() == "aten::convolution_backward");
+                let part = |rows: Vec<Vec<Cell>>| {
+                    (!rows.is_empty()).then(|| Table { header: t.header.clone(), rows })
+                };
+                (part(fwd), part(bwd))
+            }
+            None => (None, None),
+        };
+        [
+            ("CONV_fwd", conv_fwd),
+            ("CONV_bwd", conv_bwd),
+            ("SDPA_fwd", sdpa),
+            ("UnaryElementwise", unary),
+            ("BinaryElementwise", binary),
+        ]
+        .into_iter()
+        .filter_map(|(n, t)| Some((n, t?)))
+        .collect()
     }
 
     /// The sheet of the events named one of `names` (§6.1), each modelled
