@@ -258,8 +258,9 @@ pub struct Summary {
     pub gemm: Option<Table>,
     /// The other perf-model sheets this crate models, by file stem
     /// (`CONV_fwd`, `CONV_bwd`, `SDPA_fwd`, `UnaryElementwise`,
-    /// `BinaryElementwise`): the aten convolution, attention and
-    /// element-wise ops with their shapes, FLOPs, bytes,
+    /// `BinaryElementwise`, `Normalization`): the aten convolution,
+    /// attention, element-wise and normalization ops with their shapes,
+    /// FLOPs, bytes,
     /// TFLOPS/s and TB/s, as TraceLens writes them; those with rows.
     pub perf_sheets: Vec<(String, Table)>,
     /// The roofline the perf-model sheets were compared with

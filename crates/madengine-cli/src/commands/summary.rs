@@ -1023,7 +1023,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 16] = [
+const TRACE_FILES: [&str; 17] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1035,6 +1035,7 @@ const TRACE_FILES: [&str; 16] = [
     "SDPA_fwd.csv",
     "UnaryElementwise.csv",
     "BinaryElementwise.csv",
+    "Normalization.csv",
     "coll_analysis.csv",
     "short_kernel_histogram.csv",
     "short_kernels_summary.csv",

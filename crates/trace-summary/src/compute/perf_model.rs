@@ -194,7 +194,7 @@ enum Param {
 struct Model {
     params: Vec<(&'static str, Param)>,
     flops: f64,
-    bytes: Option<i128>,
+    bytes: Option<f64>,
     spec: String,
 }
 
@@ -382,7 +382,7 @@ fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -
         params.push(("transpose", Param::Text(format!("({}, {})", flag(ta), flag(tb)))));
     }
     let spec = prec(dtype).map_or_else(String::new, |p| format!("matrix_{p}"));
-    Some(Model { params, flops: flops as f64, bytes, spec })
+    Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
 }
 
 fn py(s: &str) -> String {
@@ -480,7 +480,7 @@ fn sdpa(name: &str, a: &Args) -> Option<Model> {
         ("dtype_A_B", Param::Text(format!("({}, {})", py(t0), py(t1)))),
     ];
     let spec = prec(t0).map_or_else(String::new, |p| format!("matrix_{p}"));
-    Some(Model { params, flops, bytes: Some(bytes), spec })
+    Some(Model { params, flops, bytes: Some(bytes as f64), spec })
 }
 
 /// The convolution ops modelled (`core.aten_conv`, `core.aten_conv_bwd`).
@@ -593,7 +593,165 @@ fn conv(name: &str, a: &Args) -> Option<Model> {
         ("groups", Param::Int(groups)),
     ];
     let spec = prec(t0).map_or_else(String::new, |p| format!("matrix_{p}"));
-    Some(Model { params, flops: flops as f64, bytes, spec })
+    Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
+}
+
+/// The normalization ops modelled (§7.4.7), forward and backward (the
+/// `Normalization` sheet holds both).
+const NORM_OPS: [&str; 24] = [
+    "aten::batch_norm",
+    "aten::native_batch_norm",
+    "aten::miopen_batch_norm",
+    "aten::cudnn_batch_norm",
+    "aten::batch_norm_backward",
+    "aten::native_batch_norm_backward",
+    "aten::miopen_batch_norm_backward",
+    "aten::cudnn_batch_norm_backward",
+    "aten::layer_norm",
+    "aten::native_layer_norm",
+    "aten::miopen_layer_norm",
+    "aten::cudnn_layer_norm",
+    "aten::layer_norm_backward",
+    "aten::native_layer_norm_backward",
+    "aten::miopen_layer_norm_backward",
+    "aten::cudnn_layer_norm_backward",
+    "aten::group_norm",
+    "aten::native_group_norm",
+    "aten::miopen_group_norm",
+    "aten::cudnn_group_norm",
+    "aten::_fused_rms_norm",
+    "aten::rms_norm_backward",
+    "aten::native_rms_norm_backward",
+    "aten::_fused_rms_norm_backward",
+];
+
+/// A list literal of a `Concrete Inputs` text (`[512]`, `[True, False]`).
+fn literal_list(text: &str) -> Option<Vec<Py>> {
+    match Py::parse(text.trim())? {
+        Py::Seq(items) => Some(items),
+        _ => None,
+    }
+}
+
+/// The normalization models (§7.4.7).
+fn norm(name: &str, a: &Args) -> Option<Model> {
+    let c = a.concrete.as_deref().unwrap_or(&[]);
+    let text = |i: usize| c.get(i).and_then(Py::str);
+    let present = |i: usize| a.dims.get(i).is_some();
+    let product = |i: usize| -> Option<i128> {
+        literal_list(text(i)?)?.iter().try_fold(1i128, |n, d| Some(n * i128::from(d.int()?)))
+    };
+    let bools = |i: usize| -> Option<Vec<bool>> {
+        literal_list(text(i)?)?
+            .iter()
+            .map(|b| match b {
+                Py::Other(t) if t == "True" => Some(true),
+                Py::Other(t) if t == "False" => Some(false),
+                _ => None,
+            })
+            .collect()
+    };
+    let backward = name.ends_with("_backward");
+    // (input index, C, has_bias, affine, training, output_mask).
+    let (idx, channels, hb, af, tr, mask): (usize, f64, bool, bool, bool, Option<Vec<bool>>) =
+        if name.contains("batch_norm") {
+            if backward {
+                let cudnn = name.contains("cudnn") || name.contains("miopen");
+                let idx = if cudnn { 0 } else { 1 };
+                let tr = !cudnn && !text(7)?.is_empty();
+                let ch = a.dim(idx, 1)? as f64;
+                (idx, ch, true, present(2), tr, Some(vec![present(0)]))
+            } else {
+                let tr = !text(5)?.is_empty();
+                (0, a.dim(0, 1)? as f64, true, present(2), tr, None)
+            }
+        } else if name.contains("layer_norm") {
+            if backward {
+                let m = bools(7)?;
+                let (af, hb) = (*m.get(1)?, *m.get(2)?);
+                (1, product(2)? as f64, hb, af, true, Some(m))
+            } else {
+                (0, product(1)? as f64, present(3), present(2), true, None)
+            }
+        } else if name.contains("group_norm") {
+            (0, a.dim(0, 1)? as f64, true, present(2), true, None)
+        } else if backward {
+            // The RMSNorm backward: its own formulas below.
+            (1, product(2)? as f64, false, present(4), false, Some(bools(5)?))
+        } else {
+            (0, product(1)? as f64, false, present(2), false, None)
+        };
+    let shape = a.dims_of(idx)?;
+    let e_count = elements(shape)? as f64;
+    let dtype = a.dtype(idx)?;
+    let stride = a.strides.as_ref()?.get(idx)?;
+    let e_in = bpe(dtype).map(|e| e as f64);
+    let (cc, e) = (channels, e_count);
+    let rms = name.contains("rms_norm");
+    let (flops, bytes) = match (rms, backward) {
+        (true, false) => {
+            let flops = (e / cc) * (2.0 * cc + 2.0) + e * if af { 2.0 } else { 1.0 };
+            (flops, e_in.map(|b| e * b + e * b + if af { cc * b } else { 0.0 }))
+        }
+        (true, true) => {
+            let m = mask.as_deref().unwrap_or(&[]);
+            let (m0, m1) =
+                (m.first().copied().unwrap_or(false), m.get(1).copied().unwrap_or(false));
+            let flops = if af { e } else { 0.0 }
+                + e
+                + if m0 { 6.0 * e } else { 0.0 }
+                + if m1 && af { e + if e / cc > 1.0 { e } else { 0.0 } } else { 0.0 };
+            (flops, e_in.map(|b| e * b + 2.0 * e * b + if af { 2.0 * cc * b } else { 0.0 }))
+        }
+        (false, false) => {
+            let flops = 3.0 * cc + if tr { 3.0 * e } else { 0.0 } + 3.0 * cc + 2.0 * e;
+            let w = 2.0
+                + if af { 1.0 + if hb { 1.0 } else { 0.0 } } else { 0.0 }
+                + if tr { 2.0 } else { 0.0 };
+            (flops, e_in.map(|b| e * b + e * b + w * cc * b))
+        }
+        (false, true) => {
+            let m0 = mask.as_ref().and_then(|m| m.first().copied()).unwrap_or(false);
+            let flops = cc
+                * ((if tr { 0.0 } else { 3.0 })
+                    + 4.0 * (e / cc)
+                    + if m0 { if tr { 5.0 * (e / cc) } else { 0.0 } } else { 2.0 * (e / cc) });
+            let bytes = e_in.map(|b| {
+                e * b
+                    + e * b * if m0 && tr { 2.0 } else { 1.0 }
+                    + if tr { cc * b } else { 0.0 }
+                    + if af {
+                        cc * b + if tr { cc * b * if hb { 2.0 } else { 1.0 } } else { 0.0 }
+                    } else {
+                        0.0
+                    }
+            });
+            (flops, bytes)
+        }
+    };
+    let flag = |b: bool| if b { "True" } else { "False" };
+    let mut params = vec![
+        ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+        ("dtype_in_out", Param::Text(format!("({}, None)", py(dtype)))),
+        ("stride_input", Param::Text(stride.repr(true))),
+        ("stride_output", Param::Missing),
+        (
+            "num_channels",
+            match cc.fract() == 0.0 {
+                true => Param::Int(cc as i64),
+                false => Param::Text(crate::csv::py_float(cc)),
+            },
+        ),
+        ("has_bias", Param::Bool(hb)),
+        ("is_affine", Param::Bool(af)),
+        ("is_training", Param::Bool(tr)),
+    ];
+    if let Some(m) = &mask {
+        let list: Vec<&str> = m.iter().map(|&b| flag(b)).collect();
+        params.push(("output_mask", Param::Text(format!("[{}]", list.join(", ")))));
+    }
+    let spec = prec(dtype).map_or_else(String::new, |p| format!("vector_{p}"));
+    Some(Model { params, flops, bytes, spec })
 }
 
 /// The number of elements of a shape (`prod(()) = 1`).
@@ -634,7 +792,7 @@ fn unary(_name: &str, a: &Args) -> Option<Model> {
         ("stride_output", opt_repr(stride_out)),
     ];
     let spec = prec(t0).map_or_else(String::new, |p| format!("vector_{p}"));
-    Some(Model { params, flops: n as f64, bytes, spec })
+    Some(Model { params, flops: n as f64, bytes: bytes.map(|b| b as f64), spec })
 }
 
 /// The binary element-wise model (§7.4.5): two inputs broadcast to an
@@ -692,7 +850,7 @@ fn binary(name: &str, a: &Args) -> Option<Model> {
         ("stride_output", opt_repr(stride_out)),
     ];
     let spec = prec(t1).map_or_else(String::new, |p| format!("vector_{p}"));
-    Some(Model { params, flops: n_out as f64, bytes, spec })
+    Some(Model { params, flops: n_out as f64, bytes: bytes.map(|b| b as f64), spec })
 }
 
 /// The transpose flags a GEMM kernel's name tells (§7.4.1): rocBLAS /
@@ -789,12 +947,14 @@ impl Analysis<'_> {
             }
             None => (None, None),
         };
+        let norm = self.sheet_of(&NORM_OPS, arch, &|name, args, _| norm(name, args));
         [
             ("CONV_fwd", conv_fwd),
             ("CONV_bwd", conv_bwd),
             ("SDPA_fwd", sdpa),
             ("UnaryElementwise", unary),
             ("BinaryElementwise", binary),
+            ("Normalization", norm),
         ]
         .into_iter()
         .filter_map(|(n, t)| Some((n, t?)))
@@ -867,7 +1027,7 @@ impl Analysis<'_> {
             // Its roofline (§8.2): where the arch has its spec's peak.
             let roofline = arch.zip(model.bytes).and_then(|(arch, bytes)| {
                 let gflops = model.flops / 1e9;
-                let (at, compute) = arch.roofline(&model.spec, gflops, bytes as f64)?;
+                let (at, compute) = arch.roofline(&model.spec, gflops, bytes)?;
                 let pct = if time > 0.0 { (at / time) * 100.0 } else { f64::NAN };
                 Some(Roofline { time: at, compute, pct })
             });
@@ -1015,7 +1175,6 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
                     let tflops = if t > 0.0 { (gflops / 1e3) / (t / 1e6) } else { f64::NAN };
                     let (moved, per_byte, tbs) = match r.model.bytes {
                         Some(b) => {
-                            let b = b as f64;
                             let per_byte = if b > 0.0 { (gflops * 1e9) / b } else { f64::NAN };
                             let tbs = if t > 0.0 { (b / 1e12) / (t / 1e6) } else { f64::NAN };
                             (b / (1024.0 * 1024.0), per_byte, tbs)

@@ -101,6 +101,7 @@ fn perf_report_tables_match_tracelens() {
         let (unary, binary) = (sheet("UnaryElementwise"), sheet("BinaryElementwise"));
         let sdpa = sheet("SDPA_fwd");
         let (conv_fwd, conv_bwd) = (sheet("CONV_fwd"), sheet("CONV_bwd"));
+        let norm = sheet("Normalization");
         for (name, ours, cumulative) in [
             ("ops_summary_by_category", &summary.ops_summary_by_category, true),
             ("ops_unique_args", &summary.ops_unique_args, true),
@@ -110,6 +111,7 @@ fn perf_report_tables_match_tracelens() {
             ("SDPA_fwd", &sdpa, false),
             ("CONV_fwd", &conv_fwd, false),
             ("CONV_bwd", &conv_bwd, false),
+            ("Normalization", &norm, false),
             ("short_kernel_histogram", &summary.short_kernel_histogram, false),
             ("short_kernels_summary", &summary.short_kernels_summary, false),
         ] {
@@ -142,6 +144,7 @@ fn perf_report_tables_match_tracelens() {
         ("CONV_bwd", 4),
         ("CONV_fwd", 4),
         ("GEMM", 19),
+        ("Normalization", 3),
         ("SDPA_fwd", 3),
         ("UnaryElementwise", 8),
         ("ops_summary_by_category", 23),
@@ -175,7 +178,14 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
         if ours != theirs {
             failures.push(format!("{}: GEMM.csv differs", trace.display()));
         }
-        for name in ["UnaryElementwise", "BinaryElementwise", "SDPA_fwd", "CONV_fwd", "CONV_bwd"] {
+        for name in [
+            "UnaryElementwise",
+            "BinaryElementwise",
+            "SDPA_fwd",
+            "CONV_fwd",
+            "CONV_bwd",
+            "Normalization",
+        ] {
             let theirs = fs::read_to_string(dir.join(format!("{name}.csv"))).ok();
             let ours = summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.to_csv());
             if ours != theirs {
@@ -194,5 +204,5 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!((compared, detected, sheets), (19, 4, 26));
+    assert_eq!((compared, detected, sheets), (19, 4, 29));
 }
