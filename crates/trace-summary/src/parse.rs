@@ -124,6 +124,8 @@ pub(crate) struct ShapeArgs {
     pub(crate) concrete: Option<u32>,
     /// `Input type`.
     pub(crate) types: Option<u32>,
+    /// `Output type`.
+    pub(crate) output_types: Option<u32>,
 }
 
 /// What the args of the `cpu_op` at `event` say of its inputs, if any
@@ -221,6 +223,12 @@ pub(crate) struct Parsed {
     shape: Option<ShapeArgs>,
     /// The metadata events' values, in file order.
     pub(crate) metadata: Vec<Meta>,
+    /// The events whose args give a `Sequence number` (autograd's link of
+    /// a forward op to its backward): `(index in events, number)`, in
+    /// event order.
+    pub(crate) sequences: Vec<(usize, i64)>,
+    /// The `Sequence number` of the event being read, until it is kept.
+    sequence: Option<i64>,
     /// `args.name` or `args.labels` of the event being read, until it is
     /// kept (a metadata event) or dropped.
     meta_value: Option<u32>,
@@ -281,6 +289,7 @@ impl Parsed {
             self.collectives.clear();
             self.shapes.clear();
             self.metadata.clear();
+            self.sequences.clear();
             self.elements = 0;
         }
         self.earlier_event_lists = n.saturating_sub(1);
@@ -380,8 +389,15 @@ fn read_events(batch: &Batch<List>, parsed: &mut Parsed) -> Result<(), serde_jso
         let collective = parsed.collective.take();
         let shape = parsed.shape.take();
         let meta_value = parsed.meta_value.take();
+        let sequence = parsed.sequence.take();
         if let Some(ev) = read {
             parsed.read += 1;
+            if let Some(n) = sequence
+                && !(matches!(ev.cat, Cat::Ac2g | Cat::LegacyFlow)
+                    && (ev.ph == b's' || ev.ph == b'f'))
+            {
+                parsed.sequences.push((parsed.events.len(), n));
+            }
             if let Some(value) = meta_value
                 && ev.ph == b'M'
             {
@@ -537,6 +553,8 @@ enum Field {
     InputStrides,
     ConcreteInputs,
     InputType,
+    OutputType,
+    SequenceNumber,
     Labels,
     Other,
 }
@@ -582,6 +600,8 @@ impl Visitor<'_> for KeyName {
             "Input Strides" => Field::InputStrides,
             "Concrete Inputs" => Field::ConcreteInputs,
             "Input type" => Field::InputType,
+            "Output type" => Field::OutputType,
+            "Sequence number" => Field::SequenceNumber,
             "labels" => Field::Labels,
             _ => Field::Other,
         })
@@ -710,10 +730,16 @@ impl<'de> Visitor<'de> for ArgsSeed<'_, '_> {
                         _ => args.out_split = text,
                     }
                 }
+                Field::SequenceNumber => {
+                    if let Some(Num::Int(n)) = map.next_value_seed(NumSeed)? {
+                        self.p.sequence = Some(n);
+                    }
+                }
                 Field::InputDims
                 | Field::InputStrides
                 | Field::ConcreteInputs
-                | Field::InputType => {
+                | Field::InputType
+                | Field::OutputType => {
                     let mut repr = std::mem::take(&mut self.p.repr);
                     repr.clear();
                     map.next_value_seed(TupleRepr(&mut repr))?;
@@ -724,6 +750,7 @@ impl<'de> Visitor<'de> for ArgsSeed<'_, '_> {
                         Field::InputDims => args.dims = Some(text),
                         Field::InputStrides => args.strides = Some(text),
                         Field::InputType => args.types = Some(text),
+                        Field::OutputType => args.output_types = Some(text),
                         _ => args.concrete = Some(text),
                     }
                 }

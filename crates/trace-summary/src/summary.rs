@@ -258,9 +258,9 @@ pub struct Summary {
     pub gemm: Option<Table>,
     /// The other perf-model sheets this crate models, by file stem
     /// (`CONV_fwd`, `CONV_bwd`, `SDPA_fwd`, `UnaryElementwise`,
-    /// `BinaryElementwise`, `Normalization`): the aten convolution,
-    /// attention, element-wise and normalization ops with their shapes,
-    /// FLOPs, bytes,
+    /// `BinaryElementwise`, `Normalization`, `Reduce_fwd`, `Reduce_bwd`):
+    /// the aten convolution, attention, element-wise, normalization and
+    /// reduction ops with their shapes, FLOPs, bytes,
     /// TFLOPS/s and TB/s, as TraceLens writes them; those with rows.
     pub perf_sheets: Vec<(String, Table)>,
     /// The roofline the perf-model sheets were compared with

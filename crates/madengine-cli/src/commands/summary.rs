@@ -1023,7 +1023,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 17] = [
+const TRACE_FILES: [&str; 19] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1036,6 +1036,8 @@ const TRACE_FILES: [&str; 17] = [
     "UnaryElementwise.csv",
     "BinaryElementwise.csv",
     "Normalization.csv",
+    "Reduce_fwd.csv",
+    "Reduce_bwd.csv",
     "coll_analysis.csv",
     "short_kernel_histogram.csv",
     "short_kernels_summary.csv",

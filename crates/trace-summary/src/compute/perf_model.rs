@@ -247,6 +247,8 @@ struct Args {
     dims: Vec<Py>,
     types: Vec<Py>,
     strides: Option<Vec<Py>>,
+    /// `Output type`, where the trace records it.
+    output_types: Option<Vec<Py>>,
     /// `Concrete Inputs` (strings in Kineto traces).
     concrete: Option<Vec<Py>>,
 }
@@ -754,6 +756,61 @@ fn norm(name: &str, a: &Args) -> Option<Model> {
     Some(Model { params, flops, bytes, spec })
 }
 
+/// The reductions modelled (`core.aten_reduce`).
+const REDUCE_OPS: [&str; 13] = [
+    "aten::sum",
+    "aten::mean",
+    "aten::max",
+    "aten::min",
+    "aten::norm",
+    "aten::linalg_norm",
+    "aten::std",
+    "aten::var",
+    "aten::logsumexp",
+    "aten::cumsum",
+    "aten::cumprod",
+    "aten::amin",
+    "aten::amax",
+];
+
+/// The reduction model (§7.4.6): its input read, its output written (one
+/// element: Kineto's `Concrete Inputs` never give the dims), as many FLOPs
+/// as input elements; forward and backward alike.
+fn reduce(name: &str, a: &Args) -> Option<Model> {
+    let Some(shape) = a.dims_of(0) else {
+        // No input shape: a row of zeros, without a reduce type.
+        let params = vec![
+            ("num_input_elems", Param::Int(0)),
+            ("num_output_elems", Param::Int(0)),
+            ("dtype_in_out", Param::Text("(None, None)".into())),
+        ];
+        return Some(Model { params, flops: 0.0, bytes: None, spec: String::new() });
+    };
+    let n_in = elements(shape)?;
+    let n_out = if name.contains("cumsum") || name.contains("cumprod") { n_in } else { 1 };
+    let dtype_in = a.dtype(0).filter(|t| !t.is_empty());
+    let dtype_out = a.output_types.as_deref().and_then(|t| t.first()).and_then(Py::str);
+    let e_in = dtype_in.and_then(bpe);
+    let e_out = match dtype_out {
+        Some(t) => bpe(t),
+        None => e_in,
+    };
+    let bytes = e_in.zip(e_out).map(|(i, o)| (n_in * i + n_out * o) as f64);
+    let reduce_type =
+        ["mean", "max", "min", "norm"].into_iter().find(|t| name.contains(t)).unwrap_or("sum");
+    let params = vec![
+        ("num_input_elems", Param::Int(n_in as i64)),
+        ("num_output_elems", Param::Int(n_out as i64)),
+        (
+            "dtype_in_out",
+            Param::Text(format!("({}, {})", dtype_repr(a.dtype(0)), dtype_repr(dtype_out))),
+        ),
+        ("reduce_type", Param::Text(reduce_type.into())),
+    ];
+    let spec = dtype_in.and_then(prec).map_or_else(String::new, |p| format!("vector_{p}"));
+    Some(Model { params, flops: n_in as f64, bytes, spec })
+}
+
 /// The number of elements of a shape (`prod(()) = 1`).
 fn elements(shape: &[Py]) -> Option<i128> {
     shape.iter().try_fold(1i128, |n, d| Some(n * i128::from(d.int()?)))
@@ -948,6 +1005,8 @@ impl Analysis<'_> {
             None => (None, None),
         };
         let norm = self.sheet_of(&NORM_OPS, arch, &|name, args, _| norm(name, args));
+        let reduce_fwd = self.sheet_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args));
+        let reduce_bwd = self.pass_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args), true);
         [
             ("CONV_fwd", conv_fwd),
             ("CONV_bwd", conv_bwd),
@@ -955,6 +1014,8 @@ impl Analysis<'_> {
             ("UnaryElementwise", unary),
             ("BinaryElementwise", binary),
             ("Normalization", norm),
+            ("Reduce_fwd", reduce_fwd),
+            ("Reduce_bwd", reduce_bwd),
         ]
         .into_iter()
         .filter_map(|(n, t)| Some((n, t?)))
@@ -970,33 +1031,72 @@ impl Analysis<'_> {
         arch: Option<&crate::GpuArch>,
         model: &ModelFn<'_>,
     ) -> Option<Table> {
+        self.pass_of(names, arch, model, false)
+    }
+
+    /// The forward pass ([`Analysis::sheet_of`]), or the backward pass
+    /// (§6.2): the ops with backward events of their own, each with the
+    /// GPU events under its subtree's backward events.
+    fn pass_of(
+        &self,
+        names: &[&str],
+        arch: Option<&crate::GpuArch>,
+        model: &ModelFn<'_>,
+        backward: bool,
+    ) -> Option<Table> {
         let p = self.p;
         let ids: Vec<Option<u32>> = names.iter().map(|n| p.find(n)).collect();
         if ids.iter().all(Option::is_none) {
             return None;
         }
         let is_modelled = |name: u32| ids.contains(&Some(name));
-        // Every event of those names, in file order.
-        let ops: Vec<usize> = (0..p.events.len()).filter(|&i| is_modelled(ev(p, i).name)).collect();
+        // Every event of those names, in file order; backward, those with
+        // backward events of their own.
+        let links = if backward { self.backward_links() } else { HashMap::default() };
+        let ops: Vec<usize> = (0..p.events.len())
+            .filter(|&i| is_modelled(ev(p, i).name))
+            .filter(|i| !backward || links.contains_key(i))
+            .collect();
         if ops.is_empty() {
             return None;
         }
-        // The GPU events of each op's subtree: of each runtime event under
-        // it, the ones that runtime event launched.
-        let mut slot: HashMap<usize, usize> = HashMap::default();
-        for (s, &e) in ops.iter().enumerate() {
-            slot.insert(e, s);
-        }
-        let mut kernels: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
-        for &(rt, g) in &self.links {
-            let mut cur = Some(rt);
-            while let Some(c) = cur {
-                if let Some(&s) = slot.get(&c) {
-                    kernels[s].push(g);
+        let mut kernels = match backward {
+            false => self.subtree_gpu_events(&ops),
+            true => {
+                // The backward events of each op's subtree (its own and its
+                // descendants'), then the GPU events under those.
+                let mut slot: HashMap<usize, usize> = HashMap::default();
+                for (s, &e) in ops.iter().enumerate() {
+                    slot.insert(e, s);
                 }
-                cur = self.parent[c];
+                let mut bwd: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
+                for (&f, bs) in &links {
+                    let mut cur = Some(f);
+                    while let Some(c) = cur {
+                        if let Some(&s) = slot.get(&c) {
+                            bwd[s].extend(bs);
+                        }
+                        cur = self.parent[c];
+                    }
+                }
+                let mut all: Vec<usize> = bwd.iter().flatten().copied().collect();
+                all.sort_unstable();
+                all.dedup();
+                let under = self.subtree_gpu_events(&all);
+                bwd.iter()
+                    .map(|bs| {
+                        let mut set: Vec<usize> = bs.clone();
+                        set.sort_unstable();
+                        set.dedup();
+                        set.iter()
+                            .flat_map(|b| {
+                                under[all.binary_search(b).expect("listed")].iter().copied()
+                            })
+                            .collect()
+                    })
+                    .collect()
             }
-        }
+        };
         let labels = unique_args::Labels::new(p);
         let is_int_iv = |i: usize| {
             let e = ev(p, i);
@@ -1012,14 +1112,13 @@ impl Analysis<'_> {
                 Some(Py::Seq(items)) => Some(items),
                 _ => None,
             };
-            // `Input Dims` and `Input type` are required; strides are not.
-            let (Some(dims), Some(types)) = (seq(read(shape.dims)), seq(read(shape.types))) else {
-                continue;
-            };
+            // Without `Input Dims` or `Input type` each model fails where
+            // it needs them (a reduction still makes a row of zeros).
             let args = Args {
-                dims,
-                types,
+                dims: seq(read(shape.dims)).unwrap_or_default(),
+                types: seq(read(shape.types)).unwrap_or_default(),
                 strides: seq(read(shape.strides)),
+                output_types: seq(read(shape.output_types)),
                 concrete: seq(read(shape.concrete)),
             };
             let Some(model) = model(p.str(ev(p, e).name), &args, list) else { continue };
@@ -1044,6 +1143,59 @@ impl Analysis<'_> {
             });
         }
         (!rows.is_empty()).then(|| sheet(p, &rows))
+    }
+}
+
+impl Analysis<'_> {
+    /// The GPU events of each of `ops`' subtrees: of each runtime event
+    /// under it, the ones that runtime event launched.
+    fn subtree_gpu_events(&self, ops: &[usize]) -> Vec<Vec<usize>> {
+        let mut slot: HashMap<usize, usize> = HashMap::default();
+        for (s, &e) in ops.iter().enumerate() {
+            slot.insert(e, s);
+        }
+        let mut kernels: Vec<Vec<usize>> = vec![Vec::new(); ops.len()];
+        for &(rt, g) in &self.links {
+            let mut cur = Some(rt);
+            while let Some(c) = cur {
+                if let Some(&s) = slot.get(&c) {
+                    kernels[s].push(g);
+                }
+                cur = self.parent[c];
+            }
+        }
+        kernels
+    }
+
+    /// Each forward op's backward events (the reference's §2.3): the
+    /// events sharing a `Sequence number` grouped; in each, the first
+    /// `autograd::engine::evaluate_function:` event is the backward, and
+    /// the latest-starting member on another thread (the first of equals)
+    /// its forward.
+    fn backward_links(&self) -> HashMap<usize, Vec<usize>> {
+        let p = self.p;
+        let mut groups: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+        for &(e, n) in &p.sequences {
+            groups.entry(n).or_default().push(e);
+        }
+        let mut out: HashMap<usize, Vec<usize>> = HashMap::default();
+        for members in groups.values() {
+            let is_backward =
+                |m: usize| p.str(ev(p, m).name).starts_with("autograd::engine::evaluate_function:");
+            let Some(&b) = members.iter().find(|&&m| is_backward(m)) else { continue };
+            let thread = |m: usize| (ev(p, m).pid, ev(p, m).tid);
+            let ts = |m: usize| ev(p, m).ts.map_or(f64::NEG_INFINITY, Num::f);
+            let mut leaf: Option<usize> = None;
+            for &m in members.iter().filter(|&&m| thread(m) != thread(b)) {
+                if leaf.is_none_or(|l| ts(m) > ts(l)) {
+                    leaf = Some(m);
+                }
+            }
+            if let Some(f) = leaf {
+                out.entry(f).or_default().push(b);
+            }
+        }
+        out
     }
 }
 

@@ -102,6 +102,7 @@ fn perf_report_tables_match_tracelens() {
         let sdpa = sheet("SDPA_fwd");
         let (conv_fwd, conv_bwd) = (sheet("CONV_fwd"), sheet("CONV_bwd"));
         let norm = sheet("Normalization");
+        let (reduce_fwd, reduce_bwd) = (sheet("Reduce_fwd"), sheet("Reduce_bwd"));
         for (name, ours, cumulative) in [
             ("ops_summary_by_category", &summary.ops_summary_by_category, true),
             ("ops_unique_args", &summary.ops_unique_args, true),
@@ -112,6 +113,8 @@ fn perf_report_tables_match_tracelens() {
             ("CONV_fwd", &conv_fwd, false),
             ("CONV_bwd", &conv_bwd, false),
             ("Normalization", &norm, false),
+            ("Reduce_fwd", &reduce_fwd, false),
+            ("Reduce_bwd", &reduce_bwd, false),
             ("short_kernel_histogram", &summary.short_kernel_histogram, false),
             ("short_kernels_summary", &summary.short_kernels_summary, false),
         ] {
@@ -145,6 +148,8 @@ fn perf_report_tables_match_tracelens() {
         ("CONV_fwd", 4),
         ("GEMM", 19),
         ("Normalization", 3),
+        ("Reduce_bwd", 14),
+        ("Reduce_fwd", 17),
         ("SDPA_fwd", 3),
         ("UnaryElementwise", 8),
         ("ops_summary_by_category", 23),
@@ -185,6 +190,8 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
             "CONV_fwd",
             "CONV_bwd",
             "Normalization",
+            "Reduce_fwd",
+            "Reduce_bwd",
         ] {
             let theirs = fs::read_to_string(dir.join(format!("{name}.csv"))).ok();
             let ours = summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.to_csv());
@@ -204,5 +211,5 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!((compared, detected, sheets), (19, 4, 29));
+    assert_eq!((compared, detected, sheets), (19, 4, 60));
 }
