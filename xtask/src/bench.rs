@@ -380,7 +380,7 @@ fn summary(b: &mut Bench, root: &Path, scratch: &Path) -> Result<(), String> {
     let recorded = Timing::recorded(TRACELENS_SECONDS, TRACELENS_PEAK_MIB);
     let tracelens =
         b.row(bench, "TraceLens perf report (recorded on this machine kind)", recorded, None);
-    let subject = format!("trace-summary, 3 tables ({:.0} MB/s end to end)", mb_s(full));
+    let subject = format!("trace-summary, every table ({:.0} MB/s end to end)", mb_s(full));
     b.row(bench, subject, full, Some(tracelens));
     let subject = format!(
         "trace-summary, parse alone ({:.0} MB/s: gunzip/sanitize/scan/deserialize)",
