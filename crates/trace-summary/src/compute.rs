@@ -220,6 +220,21 @@ pub(crate) fn median(values: &[f64]) -> f64 {
 }
 
 /// pandas' Kahan-compensated group sum.
+/// A summarized group's row with its sort key: the most time first, then
+/// the smallest UID (the order of `ops_unique_args` and the perf sheets).
+pub(crate) struct Ranked {
+    pub(crate) cells: Vec<Cell>,
+    pub(crate) sum: f64,
+    pub(crate) uid: u32,
+}
+
+impl Ranked {
+    /// Sort by the sum, descending, then the UID: a total order.
+    pub(crate) fn sort(rows: &mut [Ranked]) {
+        rows.sort_by(|a, b| b.sum.total_cmp(&a.sum).then(a.uid.cmp(&b.uid)));
+    }
+}
+
 pub(crate) fn kahan(v: impl IntoIterator<Item = f64>) -> f64 {
     let mut sum = 0.0f64;
     let mut comp = 0.0f64;

@@ -7,7 +7,9 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Analysis, ev, kahan, length, median, pairwise, sample_std, union, unique_args};
+use super::{
+    Analysis, Ranked, ev, kahan, length, median, pairwise, sample_std, union, unique_args,
+};
 use crate::{
     compute::{Cell, Table},
     parse::{Num, Parsed, shape_of},
@@ -311,16 +313,8 @@ fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -
             } else {
                 size.map(|e| m * k * e + k * n * e + m * n * e + if bias { n * e } else { 0 })
             };
-            let params = vec![
-                ("M", Param::Int(m as i64)),
-                ("N", Param::Int(n as i64)),
-                ("K", Param::Int(k as i64)),
-                ("bias", Param::Bool(bias)),
-                ("stride_A", a.stride(o)?),
-                ("stride_B", a.stride(o + 1)?),
-                ("dtype_A_B", pair(ta, tb)),
-                ("B", Param::Int(1)),
-            ];
+            let params =
+                gemm_params(1, [m, n, k], bias, [a.stride(o)?, a.stride(o + 1)?], pair(ta, tb));
             (params, flops, bytes, ta)
         }
         "aten::bmm" | "aten::baddbmm" => {
@@ -337,16 +331,10 @@ fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -
             let flops = b * (2 * m * n * k + if bias { m * n } else { 0 });
             let bytes = bpe(ta)
                 .map(|e| b * (m * k * e + k * n * e + m * n * e + if bias { n * e } else { 0 }));
-            let params = vec![
-                ("B", Param::Int(b as i64)),
-                ("M", Param::Int(m as i64)),
-                ("N", Param::Int(n as i64)),
-                ("K", Param::Int(k as i64)),
-                ("bias", Param::Bool(bias)),
-                ("stride_A", a.stride(o)?),
-                ("stride_B", a.stride(o + 1)?),
-                ("dtype_A_B", pair(ta, tb)),
-            ];
+            let mut params =
+                gemm_params(b, [m, n, k], bias, [a.stride(o)?, a.stride(o + 1)?], pair(ta, tb));
+            // The batched models name B first.
+            params.rotate_right(1);
             (params, flops, bytes, ta)
         }
         "vllm::rocm_unquantized_gemm" => {
@@ -385,6 +373,27 @@ fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -
     }
     let spec = prec(dtype).map_or_else(String::new, |p| format!("matrix_{p}"));
     Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
+}
+
+/// The GEMM base parameters (§7.4.1): M, N, K, bias, the strides, the
+/// dtypes, then the batch B.
+fn gemm_params(
+    b: i128,
+    [m, n, k]: [i128; 3],
+    bias: bool,
+    [stride_a, stride_b]: [Param; 2],
+    dtypes: Param,
+) -> Vec<(&'static str, Param)> {
+    vec![
+        ("M", Param::Int(m as i64)),
+        ("N", Param::Int(n as i64)),
+        ("K", Param::Int(k as i64)),
+        ("bias", Param::Bool(bias)),
+        ("stride_A", stride_a),
+        ("stride_B", stride_b),
+        ("dtype_A_B", dtypes),
+        ("B", Param::Int(b as i64)),
+    ]
 }
 
 fn py(s: &str) -> String {
@@ -1302,12 +1311,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
             Cell::Float(max),
         ]
     };
-    struct Out {
-        cells: Vec<Cell>,
-        sum: f64,
-        uid: u32,
-    }
-    let mut out: Vec<Out> = order
+    let mut out: Vec<Ranked> = order
         .iter()
         .map(|members| {
             let group: Vec<&Instance> = members.iter().map(|&m| &rows[m]).collect();
@@ -1380,10 +1384,10 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
             ]);
             let uid = ev(p, first.event).uid;
             cells.push(Cell::Int(i64::from(uid)));
-            Out { cells, sum, uid }
+            Ranked { cells, sum, uid }
         })
         .collect();
-    out.sort_by(|a, b| b.sum.total_cmp(&a.sum).then(a.uid.cmp(&b.uid)));
+    Ranked::sort(&mut out);
     let mut header: Vec<String> = vec!["name".into()];
     header.extend(keys.iter().map(|k| format!("param: {k}")));
     for h in [

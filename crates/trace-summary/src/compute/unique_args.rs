@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Analysis, ev, kahan, median, pairwise, sample_std};
+use super::{Analysis, Ranked, ev, kahan, median, pairwise, sample_std};
 use crate::{
     compute::{Cell, Table},
     csv::py_float,
@@ -121,12 +121,7 @@ impl Analysis<'_> {
             order[g].push(i);
         }
         let (direct_int, subtree_int) = ints;
-        struct Out {
-            cells: Vec<Cell>,
-            sum: f64,
-            uid: u32,
-        }
-        let mut out: Vec<Out> = order
+        let mut out: Vec<Ranked> = order
             .iter()
             .map(|members| {
                 let first = &rows[members[0]];
@@ -182,10 +177,10 @@ impl Analysis<'_> {
                 let (summary, trunc) = kernel_details(p, &lists);
                 cells.push(summary.map_or(Cell::Empty, Cell::Str));
                 cells.push(trunc.map_or(Cell::Empty, Cell::Str));
-                Out { cells, sum: ds, uid: first.uid }
+                Ranked { cells, sum: ds, uid: first.uid }
             })
             .collect();
-        out.sort_by(|a, b| b.sum.total_cmp(&a.sum).then(a.uid.cmp(&b.uid)));
+        Ranked::sort(&mut out);
         let sums: Vec<f64> = out.iter().map(|o| o.sum).collect();
         let total = pairwise(&sums);
         let mut cumulative = 0.0;
