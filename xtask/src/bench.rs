@@ -280,9 +280,8 @@ fn sanitize(
 
 /// The gzip decoders the workspace can use, on the 302.6 MB Kineto bench
 /// trace gzipped (`gzip -6`): madengine's reader (`trace_sanitize::Gunzip`,
-/// the `gunzip` example; flate2 with its zlib-rs backend, which the
-/// workspace turns on: 5-15% faster than its default, miniz_oxide, when both
-/// were measured here, docs/benchmarks.md), against
+/// the `gunzip` example; flate2 with the zlib-rs backend the workspace
+/// turns on, docs/benchmarks.md says why), against
 /// `gzip -dc` and, where installed, `pigz -dc`; then `trace sanitize
 /// --check` of the `.json.gz` against the same of the `.json` (what reading
 /// through the decoder adds to a pass).

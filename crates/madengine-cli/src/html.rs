@@ -191,25 +191,23 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         }
         page.push_str(r#"<th class="name">op, B×M×N×K, dtype</th></tr>"#);
         for g in &v.top_gemms {
-            let rate =
-                |r: Option<f64>, digits: usize| r.map_or("-".into(), |r| format!("{r:.digits$}"));
             let _ = write!(
                 page,
                 r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>"#,
                 g.total_us,
                 g.count,
-                rate(g.tflops_per_s, 1),
-                rate(g.tb_per_s, 2),
+                crate::commands::shown(g.tflops_per_s, 1),
+                crate::commands::shown(g.tb_per_s, 2),
             );
             if v.gpu_arch.is_some() {
                 let _ = write!(
                     page,
                     "<td>{}</td><td>{}</td>",
-                    rate(g.pct_roofline, 1),
+                    crate::commands::shown(g.pct_roofline, 1),
                     g.bound.unwrap_or("-")
                 );
             }
-            let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(&g.call()));
+            let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(&g.shape));
         }
         page.push_str("</table>");
     }

@@ -1,8 +1,7 @@
 //! `gunzip FILE.gz`: the content of a gzip file, as madengine reads
 //! `.json.gz` traces ([`trace_sanitize::Gunzip`]: member after member, the
 //! checksum checked), to stdout. `cargo xtask bench gzip` times it against
-//! `gzip -dc` (and `pigz -dc` where installed), built with each of flate2's
-//! backends.
+//! `gzip -dc` (and `pigz -dc` where installed).
 
 #![allow(clippy::print_stderr, reason = "an example program")]
 

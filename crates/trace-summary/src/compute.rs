@@ -268,6 +268,8 @@ pub(crate) struct Analysis<'p> {
     include_unlinked: bool,
     /// See [`Analysis::direct_map`].
     direct: std::cell::OnceCell<DirectMap>,
+    /// See [`Analysis::modelled`].
+    modelled: std::cell::OnceCell<perf_model::Modelled>,
 }
 
 /// Launchers in order, and each launcher's direct GPU events.
@@ -407,6 +409,7 @@ impl<'p> Analysis<'p> {
             links,
             include_unlinked: false,
             direct: Default::default(),
+            modelled: Default::default(),
         }
     }
 

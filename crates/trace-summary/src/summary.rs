@@ -506,7 +506,7 @@ pub fn summarize_with<R: Read + Send>(
             perf_sheets: match outcome {
                 Outcome::Unlinked => vec![],
                 _ => analysis
-                    .elementwise_sheets(gpu_arch.as_ref())
+                    .perf_sheets(gpu_arch.as_ref())
                     .into_iter()
                     .map(|(n, t)| (n.to_string(), t))
                     .collect(),

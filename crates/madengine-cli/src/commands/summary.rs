@@ -258,11 +258,6 @@ impl GemmRow {
             })
             .collect()
     }
-
-    /// `aten::mm 64x2798x4096 fp32` ([`trace_summary::gemm_shape`]).
-    pub(crate) fn call(&self) -> String {
-        self.shape.clone()
-    }
 }
 
 /// Bytes in decimal units, as bandwidths are: `26.6 MB`.

@@ -323,7 +323,7 @@ fn gemm_shapes(text: &mut String, gemms: &[trace_summary::GemmDiffRow], over: &s
     text.push_str(&format!(
         "\nGEMM shapes{over}, largest changes of time first (TFLOPS/s per side):\n"
     ));
-    let rate = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+    let rate = |v: Option<f64>| crate::commands::shown(v, 1);
     let rows: Vec<[String; 5]> = both
         .iter()
         .take(top)

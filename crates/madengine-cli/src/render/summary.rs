@@ -262,8 +262,6 @@ pub(crate) fn summaries(
             ));
         }
         for g in &v.top_gemms {
-            let rate =
-                |r: Option<f64>, digits: usize| r.map_or("-".into(), |r| format!("{r:.digits$}"));
             let roof = match (g.pct_roofline, g.bound) {
                 (Some(pct), Some(bound)) => format!("  {:>6}  {bound:<7}", format!("{pct:.1}%")),
                 _ if v.gpu_arch.is_some() => format!("  {:>6}  {:<7}", "-", ""),
@@ -273,9 +271,9 @@ pub(crate) fn summaries(
                 "     {:>12}  {:>5}x  {:>7} TFLOPS/s  {:>6} TB/s{roof}  {}\n",
                 py(g.total_us),
                 g.count,
-                rate(g.tflops_per_s, 1),
-                rate(g.tb_per_s, 2),
-                g.call()
+                crate::commands::shown(g.tflops_per_s, 1),
+                crate::commands::shown(g.tb_per_s, 2),
+                g.shape
             ));
         }
         if let Some(dir) = &v.csv_dir {

@@ -993,10 +993,7 @@ impl Analysis<'_> {
     /// forward pass; their backward rows, `SDPA_bwd`, are not made), and the
     /// single-table element-wise sheets (§6.2, §7.4.3-§7.4.5),
     /// `UnaryElementwise` and `BinaryElementwise`; those with rows.
-    pub(crate) fn elementwise_sheets(
-        &self,
-        arch: Option<&crate::GpuArch>,
-    ) -> Vec<(&'static str, Table)> {
+    pub(crate) fn perf_sheets(&self, arch: Option<&crate::GpuArch>) -> Vec<(&'static str, Table)> {
         let unary = self.sheet_of(&UNARY_OPS, arch, &|name, args, _| unary(name, args));
         let binary = self.sheet_of(&BINARY_OPS, arch, &|name, args, _| binary(name, args));
         let sdpa = self.sheet_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args));
@@ -1058,19 +1055,21 @@ impl Analysis<'_> {
         if ids.iter().all(Option::is_none) {
             return None;
         }
-        let is_modelled = |name: u32| ids.contains(&Some(name));
-        // Every event of those names, in file order; backward, those with
-        // backward events of their own.
+        // Of the modelled ops, those of these names, in file order, with
+        // their subtrees' GPU events; backward, those with backward events
+        // of their own.
+        let modelled = self.modelled();
         let links = if backward { self.backward_links() } else { HashMap::default() };
-        let ops: Vec<usize> = (0..p.events.len())
-            .filter(|&i| is_modelled(ev(p, i).name))
-            .filter(|i| !backward || links.contains_key(i))
+        let picked: Vec<usize> = (0..modelled.ops.len())
+            .filter(|&i| ids.contains(&Some(ev(p, modelled.ops[i]).name)))
+            .filter(|&i| !backward || links.contains_key(&modelled.ops[i]))
             .collect();
+        let ops: Vec<usize> = picked.iter().map(|&i| modelled.ops[i]).collect();
         if ops.is_empty() {
             return None;
         }
-        let mut kernels = match backward {
-            false => self.subtree_gpu_events(&ops),
+        let mut kernels: Vec<Vec<usize>> = match backward {
+            false => picked.iter().map(|&i| modelled.kernels[i].clone()).collect(),
             true => {
                 // The backward events of each op's subtree (its own and its
                 // descendants'), then the GPU events under those.
@@ -1155,7 +1154,32 @@ impl Analysis<'_> {
     }
 }
 
+/// Every event a perf model reads (any family's op name), in file order,
+/// with the GPU events of its subtree: found once per trace, for all the
+/// sheets.
+pub(crate) struct Modelled {
+    ops: Vec<usize>,
+    kernels: Vec<Vec<usize>>,
+}
+
 impl Analysis<'_> {
+    /// [`Modelled`], made on first use.
+    fn modelled(&self) -> &Modelled {
+        self.modelled.get_or_init(|| {
+            let p = self.p;
+            let families: [&[&str]; 7] =
+                [&GEMM_OPS, &CONV_OPS, &SDPA_OPS, &UNARY_OPS, &BINARY_OPS, &NORM_OPS, &REDUCE_OPS];
+            let ids: rustc_hash::FxHashSet<u32> =
+                families.iter().flat_map(|f| f.iter()).filter_map(|n| p.find(n)).collect();
+            let ops: Vec<usize> = match ids.is_empty() {
+                true => vec![],
+                false => (0..p.events.len()).filter(|&i| ids.contains(&ev(p, i).name)).collect(),
+            };
+            let kernels = self.subtree_gpu_events(&ops);
+            Modelled { ops, kernels }
+        })
+    }
+
     /// The GPU events of each of `ops`' subtrees: of each runtime event
     /// under it, the ones that runtime event launched.
     fn subtree_gpu_events(&self, ops: &[usize]) -> Vec<Vec<usize>> {
