@@ -235,6 +235,48 @@ impl Ranked {
     }
 }
 
+/// pandas' sum of a group's float values: the first plus NumPy's pairwise
+/// sum of the rest, uncompensated, when the rows come grouped contiguously
+/// in sorted key order (`sorted`; METRICS §8), else Kahan's compensated sum.
+#[derive(Clone, Copy)]
+pub(crate) struct GroupSum {
+    pub(crate) sorted: bool,
+}
+
+impl GroupSum {
+    /// Whether rows whose groups are `group_of` (in row order) come
+    /// grouped in the order of `rank` (each group's place by its key).
+    pub(crate) fn of(group_of: &[usize], rank: &[usize]) -> GroupSum {
+        GroupSum { sorted: group_of.windows(2).all(|w| rank[w[0]] <= rank[w[1]]) }
+    }
+
+    pub(crate) fn sum(self, v: &[f64]) -> f64 {
+        match (self.sorted, v.split_first()) {
+            (true, Some((first, rest))) => first + pairwise(rest),
+            _ => kahan(v.iter().copied()),
+        }
+    }
+
+    /// mean, median, std, min, max of the values that are numbers (NaN
+    /// skipped); empty cells without any.
+    pub(crate) fn stats(self, values: Vec<f64>) -> [Cell; 5] {
+        let v: Vec<f64> = values.into_iter().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return std::array::from_fn(|_| Cell::Empty);
+        }
+        let mean = self.sum(&v) / v.len() as f64;
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        [
+            Cell::Float(mean),
+            Cell::Float(median(&v)),
+            sample_std(&v).map_or(Cell::Empty, Cell::Float),
+            Cell::Float(min),
+            Cell::Float(max),
+        ]
+    }
+}
+
 pub(crate) fn kahan(v: impl IntoIterator<Item = f64>) -> f64 {
     let mut sum = 0.0f64;
     let mut comp = 0.0f64;
@@ -247,8 +289,10 @@ pub(crate) fn kahan(v: impl IntoIterator<Item = f64>) -> f64 {
     sum
 }
 
+mod modelled;
 mod perf_model;
 mod short;
+mod unified;
 mod unique_args;
 
 pub use short::ShortKernels;
@@ -429,6 +473,18 @@ impl<'p> Analysis<'p> {
         (s, self.end[i].unwrap_or(s))
     }
 
+    /// The busy time of GPU events `gpu` (the union of their intervals,
+    /// µs; the reference's §2.2), and whether it is an integer (every
+    /// `ts` and `dur` is, or there are none).
+    fn busy(&self, gpu: &[usize]) -> (f64, bool) {
+        let time = length(&union(gpu.iter().map(|&g| self.interval(g)).collect()));
+        let int = gpu.iter().all(|&g| {
+            let e = ev(self.p, g);
+            e.ts.is_some_and(Num::is_int) && e.dur.is_some_and(Num::is_int)
+        });
+        (time, int)
+    }
+
     pub(crate) fn linked_gpu(&self) -> Vec<usize> {
         (0..self.p.events.len())
             .filter(|&i| {
@@ -497,7 +553,13 @@ impl<'p> Analysis<'p> {
     }
 
     fn category(&self, op: usize, direct: &HashMap<usize, Vec<usize>>) -> &'static str {
-        let name = self.name(op);
+        self.category_of(self.name(op), direct.get(&op).map(Vec::as_slice))
+    }
+
+    /// The op category of an op named `name` whose `kernel_details` are
+    /// `kernels` (METRICS §6.1): the registry's, a prefix's, else its first
+    /// kernel's kind.
+    fn category_of(&self, name: &str, kernels: Option<&[usize]>) -> &'static str {
         if let Ok(i) = REGISTRY.binary_search_by(|(n, _)| n.cmp(&name)) {
             return REGISTRY[i].1;
         }
@@ -507,7 +569,7 @@ impl<'p> Analysis<'p> {
         if name.starts_with("record_param_comms") {
             return "record_param_comms";
         }
-        if let Some(list) = direct.get(&op) {
+        if let Some(list) = kernels {
             let first = list
                 .iter()
                 .copied()

@@ -244,6 +244,12 @@ pub(crate) struct Parsed {
 }
 
 impl Parsed {
+    /// How many elements the (last) `traceEvents` list held: every event
+    /// numbered, flows and metadata too (TraceLens' UIDs run to one less).
+    pub(crate) fn elements(&self) -> u32 {
+        self.elements
+    }
+
     /// The steps the trace holds ([`Steps`]): its distinct
     /// `ProfilerStep#N` names (event names are interned, so each step's
     /// name is one string however many events carry it); without any, the

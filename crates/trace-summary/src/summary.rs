@@ -250,6 +250,13 @@ pub struct Summary {
     /// their direct and subtree kernel times and their kernels summarized;
     /// where `ops_summary` is.
     pub ops_unique_args: Option<Table>,
+    /// `unified_perf_summary`: one row per op and argument signature,
+    /// where the op is the modelled op at or above each kernel launch (a
+    /// GEMM above its launcher, say), else the launcher, with the busy
+    /// time of all its kernels and, where modelled, FLOPs, bytes, TFLOPS/s,
+    /// TB/s and the roofline; kernels no op claims as synthetic ops,
+    /// communication left out. Where `ops_summary` is.
+    pub unified_perf_summary: Option<Table>,
     /// `GEMM` (TraceLens' perf-model sheet): each GEMM op (`aten::mm`,
     /// `addmm`, `bmm`, `baddbmm`, `_scaled_mm`, vLLM's unquantized GEMM)
     /// grouped by its M, N, K, bias, strides and dtypes, with its FLOPs,
@@ -492,12 +499,17 @@ pub fn summarize_with<R: Read + Send>(
                 Some((ops, by_category, unique)) => (Some(ops), Some(by_category), Some(unique)),
                 None => (None, None, None),
             };
+        let unified_perf_summary = match &ops_summary {
+            Some(_) => analysis.unified_perf_summary(gpu_arch.as_ref()),
+            None => None,
+        };
         Some(Summary {
             format: Format::Kineto,
             outcome,
             kernel_summary: analysis.kernel_summary(total),
             ops_summary,
             ops_summary_by_category,
+            unified_perf_summary,
             ops_unique_args,
             gemm: match outcome {
                 Outcome::Unlinked => None,
@@ -574,6 +586,7 @@ pub fn summarize_with<R: Read + Send>(
         ops_summary: None,
         ops_summary_by_category: None,
         ops_unique_args: None,
+        unified_perf_summary: None,
         short_kernel_histogram: None,
         short_kernels_summary: None,
         gemm: None,
@@ -627,6 +640,7 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
         ops_summary: None,
         ops_summary_by_category: None,
         ops_unique_args: None,
+        unified_perf_summary: None,
         short_kernel_histogram: None,
         short_kernels_summary: None,
         gemm: None,

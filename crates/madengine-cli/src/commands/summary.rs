@@ -1018,18 +1018,20 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 19] = [
+const TRACE_FILES: [&str; 21] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
     "ops_summary_by_category.csv",
     "ops_unique_args.csv",
+    "unified_perf_summary.csv",
     "GEMM.csv",
+    "SDPA_fwd.csv",
+    "SDPA_bwd.csv",
     "CONV_fwd.csv",
     "CONV_bwd.csv",
-    "SDPA_fwd.csv",
-    "UnaryElementwise.csv",
     "BinaryElementwise.csv",
+    "UnaryElementwise.csv",
     "Normalization.csv",
     "Reduce_fwd.csv",
     "Reduce_bwd.csv",
@@ -1462,6 +1464,9 @@ fn report_files(
     }
     if let Some(o) = &summary.ops_unique_args {
         csv("ops_unique_args", o);
+    }
+    if let Some(u) = &summary.unified_perf_summary {
+        csv("unified_perf_summary", u);
     }
     if let Some(g) = &summary.gemm {
         csv("GEMM", g);

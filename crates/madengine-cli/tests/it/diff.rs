@@ -481,7 +481,8 @@ fn a_second_run_into_the_same_directory_leaves_none_of_the_first_runs_tables() {
     assert_eq!(
         listed(report),
         "gpu_timeline.csv kernel_summary.csv notes.txt ops_summary.csv ops_summary_by_category.csv \
-         ops_unique_args.csv short_kernel_histogram.csv short_kernels_summary.csv summary.json"
+         ops_unique_args.csv short_kernel_histogram.csv short_kernels_summary.csv summary.json \
+         unified_perf_summary.csv"
     );
     assert_eq!(
         listed("out"),
@@ -529,7 +530,8 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
         listed("summary/rank0_trace"),
         "coll_analysis.csv collective_summary.csv gpu_timeline.csv kernel_summary.csv notes.txt \
          ops_summary.csv ops_summary_by_category.csv ops_unique_args.csv \
-         short_kernel_histogram.csv short_kernels_summary.csv summary.json"
+         short_kernel_histogram.csv short_kernels_summary.csv summary.json \
+         unified_perf_summary.csv"
     );
 }
 

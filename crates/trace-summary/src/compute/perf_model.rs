@@ -7,9 +7,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{
-    Analysis, Ranked, ev, kahan, length, median, pairwise, sample_std, union, unique_args,
-};
+use super::{Analysis, GroupSum, Ranked, ev, median, sample_std, unique_args};
 use crate::{
     compute::{Cell, Table},
     parse::{Num, Parsed, shape_of},
@@ -182,22 +180,24 @@ impl Reader<'_> {
 
 /// A `param: <key>` value of a model.
 #[derive(Debug, Clone, PartialEq)]
-enum Param {
+pub(super) enum Param {
     Int(i64),
     Bool(bool),
-    /// A tuple, a string: its `str()`.
+    /// A tuple, a number: its `str()` (its repr).
     Text(String),
+    /// A string: itself in a cell, quoted inside `perf_params`.
+    Str(String),
     /// `None`: a missing cell.
     Missing,
 }
 
 /// What a model makes of one op: its parameters in order, FLOPs, bytes
 /// (`None`: an element size it does not know) and `Compute Spec`.
-struct Model {
-    params: Vec<(&'static str, Param)>,
-    flops: f64,
-    bytes: Option<f64>,
-    spec: String,
+pub(super) struct Model {
+    pub(super) params: Vec<(&'static str, Param)>,
+    pub(super) flops: f64,
+    pub(super) bytes: Option<f64>,
+    pub(super) spec: String,
 }
 
 /// Bytes per element of a dtype (the reference's §7.1 `bpe`).
@@ -439,7 +439,9 @@ const SDPA_OPS: [&str; 3] = [
 /// The forward model of PyTorch's scaled-dot-product attention ops
 /// (§7.4.3): q, k, v as (B, H, N, d); two matmuls' FLOPs (halved when
 /// causal), q, k, v and the output read or written once at 2 bytes.
-fn sdpa(name: &str, a: &Args) -> Option<Model> {
+/// `backward`: the backward pass's FLOPs and bytes of the forward op
+/// (§6.3's backward mode: its `SDPA_bwd` metrics).
+fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
     let concrete = a.concrete.as_deref();
     let shape = |i: usize| -> Option<[i128; 4]> {
         let d = a.dims_of(i)?;
@@ -463,15 +465,27 @@ fn sdpa(name: &str, a: &Args) -> Option<Model> {
     let dropout = text(dropout_at).trim().parse::<f64>().unwrap_or(0.0);
     let causal = text(causal_at).eq_ignore_ascii_case("true");
     let flash = name == "aten::_scaled_dot_product_flash_attention";
-    let total = b * h_q * 2 * n_q * n_kv * d_qk + b * h_q * 2 * n_q * d_v * n_kv;
+    let total = match backward {
+        false => b * h_q * 2 * n_q * n_kv * d_qk + b * h_q * 2 * n_q * d_v * n_kv,
+        true => {
+            // Python's floor division; the heads are positive.
+            let groups = if h_kv > 0 { h_q.div_euclid(h_kv) } else { return None };
+            (if flash { b * h_q * 2 * n_q * n_kv * d_qk } else { 0 })
+                + (b * h_q * 2 * n_kv * n_q * d_v + b * n_kv * d_v * (groups - 1))
+                + b * h_q * 2 * n_q * n_kv * d_v
+                + b * h_q * 2 * n_q * n_kv * d_qk
+                + (b * h_q * 2 * n_kv * n_q * d_qk + b * n_kv * d_qk * (groups - 1))
+        }
+    };
     let flops = match causal {
         true if n_q != n_kv => return None,
         true => total as f64 / 2.0,
         false => total as f64,
     };
-    let bytes = (b * n_q * h_q * d_qk
-        + b * n_kv * h_kv * d_qk
-        + b * n_kv * h_kv * d_v
+    let twice = i128::from(backward) + 1;
+    let bytes = (twice * b * n_q * h_q * d_qk
+        + twice * b * n_kv * h_kv * d_qk
+        + twice * b * n_kv * h_kv * d_v
         + b * n_q * h_q * d_v)
         * 2;
     let (t0, t1) = (a.dtype(0)?, a.dtype(1)?);
@@ -500,9 +514,12 @@ const CONV_OPS: [&str; 2] = ["aten::convolution", "aten::convolution_backward"];
 /// The convolution models (§7.4.2): `aten::convolution`'s forward FLOPs
 /// and bytes, `aten::convolution_backward`'s backward ones (its rows go
 /// to `CONV_bwd`).
-fn conv(name: &str, a: &Args) -> Option<Model> {
-    let backward = name == "aten::convolution_backward";
-    let o = usize::from(backward);
+/// `backward_pass`: the backward FLOPs and bytes of the forward op
+/// (§6.3's backward mode).
+fn conv(name: &str, a: &Args, backward_pass: bool) -> Option<Model> {
+    let backward_op = name == "aten::convolution_backward";
+    let backward = backward_op || backward_pass;
+    let o = usize::from(backward_op);
     let c = a.concrete.as_deref().unwrap_or(&[]);
     let text = |i: usize| c.get(i).and_then(Py::str);
     let int_shape = |i: usize| -> Option<Vec<i128>> {
@@ -545,7 +562,7 @@ fn conv(name: &str, a: &Args) -> Option<Model> {
     }
     // bias: forward, three inputs (never, as Kineto records nine);
     // backward, `bias_sizes` given and not empty (`[]` printed as is).
-    let (bias, bias_param) = match backward {
+    let (bias, bias_param) = match backward_op {
         false => (a.dims.len() == 3, Param::Bool(a.dims.len() == 3)),
         true => match a.dims.get(3) {
             None => (false, Param::Bool(false)),
@@ -589,7 +606,7 @@ fn conv(name: &str, a: &Args) -> Option<Model> {
         Some(s) => s.get(i).map_or(Param::Missing, |v| Param::Text(v.repr(true))),
     };
     let params = vec![
-        ("convNd", Param::Text(convnd.into())),
+        ("convNd", Param::Str(convnd.into())),
         ("input_shape", Param::Text(tuple(&x))),
         ("filter_shape", Param::Text(tuple(&w))),
         ("dtype_input_weight", Param::Text(format!("({}, {})", py(t0), py(t1)))),
@@ -814,7 +831,7 @@ fn reduce(name: &str, a: &Args) -> Option<Model> {
             "dtype_in_out",
             Param::Text(format!("({}, {})", dtype_repr(a.dtype(0)), dtype_repr(dtype_out))),
         ),
-        ("reduce_type", Param::Text(reduce_type.into())),
+        ("reduce_type", Param::Str(reduce_type.into())),
     ];
     let spec = dtype_in.and_then(prec).map_or_else(String::new, |p| format!("vector_{p}"));
     Some(Model { params, flops: n_in as f64, bytes, spec })
@@ -957,10 +974,59 @@ fn transpose_of(name: &str) -> Option<(Option<bool>, Option<bool>)> {
 /// the roofline (µs), whether that is the compute roof, and the share of
 /// it the op reached (%; NaN without kernel time).
 #[derive(Clone, Copy)]
-struct Roofline {
-    time: f64,
-    compute: bool,
-    pct: f64,
+pub(super) struct Roofline {
+    pub(super) time: f64,
+    pub(super) compute: bool,
+    pub(super) pct: f64,
+}
+
+impl Roofline {
+    /// An op's place against `arch`'s roofline (§8.2), given the busy
+    /// time of its kernels: where the arch has its spec's peak, its bytes
+    /// are known and it does work.
+    pub(super) fn of(arch: Option<&crate::GpuArch>, model: &Model, time: f64) -> Option<Roofline> {
+        let (arch, bytes) = arch.zip(model.bytes)?;
+        let (at, compute) = arch.roofline(&model.spec, model.flops / 1e9, bytes)?;
+        let pct = if time > 0.0 { (at / time) * 100.0 } else { f64::NAN };
+        Some(Roofline { time: at, compute, pct })
+    }
+}
+
+/// An op's `[GFLOPS, Data Moved (MB), FLOPS/Byte, TB/s, TFLOPS/s]` over
+/// `time` µs of kernels (§6.3 steps 5-8, in its order of arithmetic; NaN
+/// for what is undefined).
+pub(super) fn rates(model: &Model, time: f64) -> [f64; 5] {
+    let gflops = model.flops / 1e9;
+    let tflops = if time > 0.0 { (gflops / 1e3) / (time / 1e6) } else { f64::NAN };
+    let (moved, per_byte, tbs) = match model.bytes {
+        Some(b) => {
+            let per_byte = if b > 0.0 { (gflops * 1e9) / b } else { f64::NAN };
+            let tbs = if time > 0.0 { (b / 1e12) / (time / 1e6) } else { f64::NAN };
+            (b / (1024.0 * 1024.0), per_byte, tbs)
+        }
+        None => (f64::NAN, f64::NAN, f64::NAN),
+    };
+    [gflops, moved, per_byte, tbs, tflops]
+}
+
+/// The argument lists of the op at `e`, read back, and where they are.
+/// Without `Input Dims` or `Input type` each model fails where it needs
+/// them (a reduction still makes a row of zeros).
+fn args_of(p: &Parsed, e: usize) -> (Args, crate::parse::ShapeArgs) {
+    let shape = shape_of(p, e).unwrap_or_default();
+    let read = |id: Option<u32>| id.and_then(|id| Py::parse(p.str(id)));
+    let seq = |v: Option<Py>| match v {
+        Some(Py::Seq(items)) => Some(items),
+        _ => None,
+    };
+    let args = Args {
+        dims: seq(read(shape.dims)).unwrap_or_default(),
+        types: seq(read(shape.types)).unwrap_or_default(),
+        strides: seq(read(shape.strides)),
+        output_types: seq(read(shape.output_types)),
+        concrete: seq(read(shape.concrete)),
+    };
+    (args, shape)
 }
 
 /// A family's model: of an op's name, args and subtree GPU events.
@@ -989,17 +1055,21 @@ impl Analysis<'_> {
         })
     }
 
-    /// The other sheets modelled: `SDPA_fwd` (the aten attention ops'
-    /// forward pass; their backward rows, `SDPA_bwd`, are not made), and the
-    /// single-table element-wise sheets (§6.2, §7.4.3-§7.4.5),
-    /// `UnaryElementwise` and `BinaryElementwise`; those with rows.
+    /// The other sheets modelled, in TraceLens' order, those with rows:
+    /// `SDPA_fwd` and `SDPA_bwd` (the aten attention ops' forward and
+    /// backward passes), `CONV_fwd` and `CONV_bwd`, the single-table
+    /// `BinaryElementwise`, `UnaryElementwise` and `Normalization`, and
+    /// `Reduce_fwd` and `Reduce_bwd` (§6.2, §7.4.2-§7.4.7).
     pub(crate) fn perf_sheets(&self, arch: Option<&crate::GpuArch>) -> Vec<(&'static str, Table)> {
         let unary = self.sheet_of(&UNARY_OPS, arch, &|name, args, _| unary(name, args));
         let binary = self.sheet_of(&BINARY_OPS, arch, &|name, args, _| binary(name, args));
-        let sdpa = self.sheet_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args));
+        let sdpa_fwd = self.sheet_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args, false));
+        let sdpa_bwd = self.pass_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args, true), true);
         // The backward op's rows move from the forward table to CONV_bwd
         // (§6.2), each part in its order.
-        let (conv_fwd, conv_bwd) = match self.sheet_of(&CONV_OPS, arch, &|n, a, _| conv(n, a)) {
+        let (conv_fwd, conv_bwd) = match self
+            .sheet_of(&CONV_OPS, arch, &|n, a, _| conv(n, a, false))
+        {
             Some(t) => {
                 let (bwd, fwd): (Vec<_>, Vec<_>) =
                     t.rows.into_iter().partition(|r| r[0].text() == "aten::convolution_backward");
@@ -1013,12 +1083,14 @@ impl Analysis<'_> {
         let norm = self.sheet_of(&NORM_OPS, arch, &|name, args, _| norm(name, args));
         let reduce_fwd = self.sheet_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args));
         let reduce_bwd = self.pass_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args), true);
+        // In the order of TraceLens' families (§1).
         [
+            ("SDPA_fwd", sdpa_fwd),
+            ("SDPA_bwd", sdpa_bwd),
             ("CONV_fwd", conv_fwd),
             ("CONV_bwd", conv_bwd),
-            ("SDPA_fwd", sdpa),
-            ("UnaryElementwise", unary),
             ("BinaryElementwise", binary),
+            ("UnaryElementwise", unary),
             ("Normalization", norm),
             ("Reduce_fwd", reduce_fwd),
             ("Reduce_bwd", reduce_bwd),
@@ -1106,44 +1178,20 @@ impl Analysis<'_> {
             }
         };
         let labels = unique_args::Labels::new(p);
-        let is_int_iv = |i: usize| {
-            let e = ev(p, i);
-            e.ts.is_some_and(Num::is_int) && e.dur.is_some_and(Num::is_int)
-        };
         let mut rows: Vec<Instance> = Vec::new();
         for (s, &e) in ops.iter().enumerate() {
             let list = &mut kernels[s];
             list.sort_by(|&a, &b| self.interval(a).0.total_cmp(&self.interval(b).0));
-            let shape = shape_of(p, e).unwrap_or_default();
-            let read = |id: Option<u32>| id.and_then(|id| Py::parse(p.str(id)));
-            let seq = |v: Option<Py>| match v {
-                Some(Py::Seq(items)) => Some(items),
-                _ => None,
-            };
-            // Without `Input Dims` or `Input type` each model fails where
-            // it needs them (a reduction still makes a row of zeros).
-            let args = Args {
-                dims: seq(read(shape.dims)).unwrap_or_default(),
-                types: seq(read(shape.types)).unwrap_or_default(),
-                strides: seq(read(shape.strides)),
-                output_types: seq(read(shape.output_types)),
-                concrete: seq(read(shape.concrete)),
-            };
+            let (args, shape) = args_of(p, e);
             let Some(model) = model(p.str(ev(p, e).name), &args, list) else { continue };
-            let time = length(&union(list.iter().map(|&g| self.interval(g)).collect()));
-            // Its roofline (§8.2): where the arch has its spec's peak.
-            let roofline = arch.zip(model.bytes).and_then(|(arch, bytes)| {
-                let gflops = model.flops / 1e9;
-                let (at, compute) = arch.roofline(&model.spec, gflops, bytes)?;
-                let pct = if time > 0.0 { (at / time) * 100.0 } else { f64::NAN };
-                Some(Roofline { time: at, compute, pct })
-            });
+            let (time, time_int) = self.busy(list);
+            let roofline = Roofline::of(arch, &model, time);
             let event = ev(p, e);
             rows.push(Instance {
                 event: e,
                 model,
                 time,
-                time_int: list.iter().all(|&g| is_int_iv(g)),
+                time_int,
                 roofline,
                 labels: labels.of(event.pid, event.tid),
                 args: [shape.dims, shape.types, shape.strides, shape.concrete],
@@ -1182,7 +1230,7 @@ impl Analysis<'_> {
 
     /// The GPU events of each of `ops`' subtrees: of each runtime event
     /// under it, the ones that runtime event launched.
-    fn subtree_gpu_events(&self, ops: &[usize]) -> Vec<Vec<usize>> {
+    pub(super) fn subtree_gpu_events(&self, ops: &[usize]) -> Vec<Vec<usize>> {
         let mut slot: HashMap<usize, usize> = HashMap::default();
         for (s, &e) in ops.iter().enumerate() {
             slot.insert(e, s);
@@ -1205,7 +1253,7 @@ impl Analysis<'_> {
     /// `autograd::engine::evaluate_function:` event is the backward, and
     /// the latest-starting member on another thread (the first of equals)
     /// its forward.
-    fn backward_links(&self) -> HashMap<usize, Vec<usize>> {
+    pub(super) fn backward_links(&self) -> HashMap<usize, Vec<usize>> {
         let p = self.p;
         let mut groups: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
         for &(e, n) in &p.sequences {
@@ -1262,7 +1310,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
             Param::Int(i) if floaty => Some(format!("{i}.0")),
             Param::Int(i) => Some(i.to_string()),
             Param::Bool(b) => Some(if *b { "True" } else { "False" }.into()),
-            Param::Text(t) => Some(t.clone()),
+            Param::Text(t) | Param::Str(t) => Some(t.clone()),
             Param::Missing => None,
         }
     };
@@ -1306,35 +1354,13 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
     for (r, &g) in by_key.iter().enumerate() {
         rank[g] = r;
     }
-    let sorted_input = group_of.windows(2).all(|w| rank[w[0]] <= rank[w[1]]);
-    let group_sum = |v: &[f64]| -> f64 {
-        match (sorted_input, v.split_first()) {
-            (true, Some((first, rest))) => first + pairwise(rest),
-            _ => kahan(v.iter().copied()),
-        }
-    };
+    let sums = GroupSum::of(&group_of, &rank);
     let time_int = rows.iter().all(|r| r.time_int);
     // The roofline columns, where a row has one.
     let rooflines = rows.iter().any(|r| r.roofline.is_some());
     let kernel_time = |v: f64| if time_int { Cell::Int(v as i64) } else { Cell::Float(v) };
     let float = |v: Option<f64>| v.filter(|x| !x.is_nan()).map_or(Cell::Empty, Cell::Float);
-    // mean, median, std, min, max of the values that are numbers.
-    let stats = |values: Vec<f64>| -> [Cell; 5] {
-        let v: Vec<f64> = values.into_iter().filter(|x| !x.is_nan()).collect();
-        if v.is_empty() {
-            return std::array::from_fn(|_| Cell::Empty);
-        }
-        let mean = group_sum(&v) / v.len() as f64;
-        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        [
-            Cell::Float(mean),
-            Cell::Float(median(&v)),
-            float(sample_std(&v)),
-            Cell::Float(min),
-            Cell::Float(max),
-        ]
-    };
+    let stats = |values: Vec<f64>| sums.stats(values);
     let mut out: Vec<Ranked> = order
         .iter()
         .map(|members| {
@@ -1347,23 +1373,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
                 cells.push(v.map_or(Cell::Empty, Cell::Str));
             }
             // Per instance: GFLOPS, Data Moved (MB), FLOPS/Byte, TB/s, TFLOPS/s.
-            let metrics: Vec<[f64; 5]> = group
-                .iter()
-                .map(|r| {
-                    let gflops = r.model.flops / 1e9;
-                    let t = r.time;
-                    let tflops = if t > 0.0 { (gflops / 1e3) / (t / 1e6) } else { f64::NAN };
-                    let (moved, per_byte, tbs) = match r.model.bytes {
-                        Some(b) => {
-                            let per_byte = if b > 0.0 { (gflops * 1e9) / b } else { f64::NAN };
-                            let tbs = if t > 0.0 { (b / 1e12) / (t / 1e6) } else { f64::NAN };
-                            (b / (1024.0 * 1024.0), per_byte, tbs)
-                        }
-                        None => (f64::NAN, f64::NAN, f64::NAN),
-                    };
-                    [gflops, moved, per_byte, tbs, tflops]
-                })
-                .collect();
+            let metrics: Vec<[f64; 5]> = group.iter().map(|r| rates(&r.model, r.time)).collect();
             let first_of = |i: usize| metrics.iter().map(|m| m[i]).find(|x| !x.is_nan());
             cells.extend([float(first_of(0)), float(first_of(1)), float(first_of(2))]);
             cells.extend(stats(metrics.iter().map(|m| m[3]).collect()));
@@ -1394,7 +1404,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
                 cells.push(v.map_or(Cell::Empty, |v| Cell::Str(v.repr(false))));
             }
             let times: Vec<f64> = group.iter().map(|r| r.time).collect();
-            let sum = if time_int { times.iter().sum::<f64>() } else { group_sum(&times) };
+            let sum = if time_int { times.iter().sum::<f64>() } else { sums.sum(&times) };
             let min = times.iter().copied().fold(f64::INFINITY, f64::min);
             let max = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             cells.extend([
@@ -1469,9 +1479,242 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
     Table { header, rows: out.into_iter().map(|o| o.cells).collect() }
 }
 
+/// What a model made of one op (the reference's §7.5): its figures, an
+/// error (TraceLens' other exceptions: a missing shape, an index out of
+/// range), or `NotImplementedError`.
+pub(super) enum Eval {
+    Model(Model),
+    Failed,
+    NotImplemented,
+}
+
+/// The entry of `name` in TraceLens' op→model map (§7.3).
+pub(super) fn modelled(
+    name: &str,
+) -> Option<&'static (&'static str, &'static str, Option<&'static str>)> {
+    let map = &super::modelled::MODELLED;
+    map.binary_search_by(|(n, _, _)| n.cmp(&name)).ok().map(|i| &map[i])
+}
+
+/// Whether `name` is a torch.compile Triton kernel's op (§7.4.16).
+fn triton_name(name: &str) -> bool {
+    ["triton_poi_", "triton_red_", "triton_per_"].iter().any(|p| name.starts_with(p))
+}
+
+impl Analysis<'_> {
+    /// Whether the op at `e` has a perf model (§5.1): its name is in the
+    /// map, or it is a Triton kernel's op whose `Concrete Inputs`, `Input
+    /// Dims` and `Input type` are all there and not empty.
+    pub(super) fn has_model(&self, e: usize) -> bool {
+        let name = self.name(e);
+        if triton_name(name) {
+            let Some(s) = shape_of(self.p, e) else { return false };
+            let full = |id: Option<u32>| {
+                id.and_then(|id| Py::parse(self.p.str(id)))
+                    .is_some_and(|v| v.seq().is_some_and(|s| !s.is_empty()))
+            };
+            return full(s.concrete) && full(s.dims) && full(s.types);
+        }
+        modelled(name).is_some()
+    }
+
+    /// The model of the op at `e` over `kernels` (its subtree's GPU
+    /// events by start; GEMMs read their transposes there); `backward`:
+    /// the figures of its backward pass (§6.3). Ops of the map whose model
+    /// this crate does not implement (the extension models) fail, as a
+    /// model that raises does.
+    pub(super) fn evaluate(&self, e: usize, kernels: &[usize], backward: bool) -> Eval {
+        let p = self.p;
+        let name = self.name(e);
+        let (args, _) = args_of(p, e);
+        let is = |ops: &[&str]| ops.contains(&name);
+        let model = if triton_name(name) {
+            match backward {
+                true => return Eval::NotImplemented,
+                false => return triton(name, &args),
+            }
+        } else if is(&SDPA_OPS) {
+            sdpa(name, &args, backward)
+        } else if is(&CONV_OPS) {
+            conv(name, &args, backward)
+        } else if backward {
+            // No other model here computes a backward pass.
+            return Eval::NotImplemented;
+        } else if is(&GEMM_OPS) {
+            let transpose = kernels.iter().find_map(|&k| transpose_of(self.name(k)));
+            gemm(name, &args, transpose)
+        } else if is(&UNARY_OPS) {
+            unary(name, &args)
+        } else if is(&BINARY_OPS) {
+            binary(name, &args)
+        } else if is(&NORM_OPS) {
+            norm(name, &args)
+        } else if is(&REDUCE_OPS) {
+            reduce(name, &args)
+        } else if name.contains("instance_norm_backward") {
+            // `core.InstanceNormBwd` raises at construction.
+            return Eval::NotImplemented;
+        } else {
+            None
+        };
+        model.map_or(Eval::Failed, Eval::Model)
+    }
+}
+
+/// The Triton model of a torch.compile kernel's op (§7.4.16): the fused
+/// aten ops its name lists, over `xnumel`·`rnumel` elements, and the
+/// bytes of its tensors.
+fn triton(name: &str, a: &Args) -> Eval {
+    let sizes: Vec<i64> = a
+        .concrete
+        .iter()
+        .flatten()
+        .filter_map(Py::str)
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| t.trim().parse().ok())
+        .collect();
+    let reduction = !name.starts_with("triton_poi_");
+    let (xnumel, rnumel) = match sizes.as_slice() {
+        [.., x, r] if reduction => (*x, *r),
+        [.., x] => (*x, 1),
+        [] => return Eval::NotImplemented,
+    };
+    let ops = fused_ops(name);
+    let per_element: i64 = ops
+        .iter()
+        .map(|op| match *op {
+            "add" | "sub" | "mul" | "div" | "relu" | "mean" | "sum" | "abs" | "neg" | "ne"
+            | "eq" | "lt" | "gt" => 1,
+            "pow" | "sqrt" | "rsqrt" | "var" | "reciprocal" => 2,
+            "exp" | "log" | "sigmoid" | "tanh" | "silu" => 4,
+            "gelu" => 8,
+            _ => 0,
+        })
+        .sum();
+    let flops = (i128::from(per_element) * i128::from(xnumel) * i128::from(rnumel)) as f64;
+    // The Triton byte table: exact names, 0 for any other.
+    let size = |t: &str| -> i128 {
+        match t {
+            "c10::BFloat16" | "c10::Half" => 2,
+            "c10::Float" | "c10::Int" => 4,
+            "c10::Double" | "c10::Long" => 8,
+            "c10::Byte" | "c10::Char" => 1,
+            _ => 0,
+        }
+    };
+    let mut bytes: i128 = 0;
+    let mut first: Option<&str> = None;
+    let mut precision: Option<&str> = None;
+    for (d, t) in a.dims.iter().zip(&a.types) {
+        let (Some(d), Some(t)) = (d.seq(), t.str()) else { continue };
+        if t == "Scalar" || d.is_empty() {
+            continue;
+        }
+        let Some(n) = elements(d) else { return Eval::Failed };
+        bytes += n * size(t);
+        first.get_or_insert(t);
+        if precision.is_none() && size(t) > 0 {
+            precision = Some(t);
+        }
+    }
+    if !reduction && let Some(t) = first {
+        bytes += size(t) * i128::from(xnumel);
+    }
+    let spec = precision.map_or_else(String::new, |t| {
+        format!("vector_{}", t.rsplit("::").next().unwrap_or(t).to_lowercase())
+    });
+    let joined: Vec<String> = ops.iter().map(|op| format!("aten.{op}")).collect();
+    let params = vec![
+        ("fused_ops", Param::Str(joined.join(", "))),
+        ("xnumel", Param::Int(xnumel)),
+        ("rnumel", Param::Int(rnumel)),
+    ];
+    Eval::Model(Model { params, flops, bytes: Some(bytes as f64), spec })
+}
+
+/// The aten ops of `triton_(poi|red|per)_fused_<body>_<digits>`: `<body>`'s
+/// `_`-separated tokens segmented into registry names, backtracking from
+/// the end through the longest name that ends at each step; none without
+/// a complete segmentation.
+fn fused_ops(name: &str) -> Vec<&str> {
+    let Some(rest) = ["triton_poi_fused_", "triton_red_fused_", "triton_per_fused_"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
+    else {
+        return vec![];
+    };
+    let Some((body, digits)) = rest.rsplit_once('_') else { return vec![] };
+    if body.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return vec![];
+    }
+    // Token boundaries: byte offsets where each token starts, and the end.
+    let mut starts: Vec<usize> = vec![0];
+    starts.extend(body.match_indices('_').map(|(i, _)| i + 1));
+    let n = starts.len();
+    let span = |i: usize, j: usize| -> &str {
+        // Tokens i..j, joined by their underscores.
+        let end = if j == n { body.len() } else { starts[j] - 1 };
+        &body[starts[i]..end]
+    };
+    let known = |s: &str| super::modelled::TRITON_OPS.binary_search(&s).is_ok();
+    // ok[j]: tokens ..j segment completely.
+    let mut ok = vec![false; n + 1];
+    ok[0] = true;
+    for j in 1..=n {
+        ok[j] = (0..j).any(|i| ok[i] && known(span(i, j)));
+    }
+    if !ok[n] {
+        return vec![];
+    }
+    let mut ops = Vec::new();
+    let mut j = n;
+    while j > 0 {
+        let i = (0..j).find(|&i| ok[i] && known(span(i, j))).expect("segmentable");
+        ops.push(span(i, j));
+        j = i;
+    }
+    ops.reverse();
+    ops
+}
+
+/// The text of a parameter dict (`perf_params`): `{'M': 141, ...}`.
+pub(super) fn params_dict(params: &[(&str, Param)]) -> String {
+    let items: Vec<String> = params
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Param::Int(i) => i.to_string(),
+                Param::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+                Param::Text(t) => t.clone(),
+                Param::Str(t) => py(t),
+                Param::Missing => "None".to_string(),
+            };
+            format!("{}: {v}", py(k))
+        })
+        .collect();
+    format!("{{{}}}", items.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Py, transpose_of};
+    use super::{Py, fused_ops, transpose_of};
+
+    #[test]
+    fn triton_names_split_into_the_longest_registry_ops() {
+        assert_eq!(fused_ops("triton_poi_fused__unsafe_view_add_3"), ["_unsafe_view", "add"]);
+        assert_eq!(
+            fused_ops("triton_red_fused__unsafe_view_add_mean_mul_pow_rsqrt_1"),
+            ["_unsafe_view", "add", "mean", "mul", "pow", "rsqrt"]
+        );
+        assert_eq!(
+            fused_ops("triton_poi_fused_add_bitwise_and_bitwise_not_ge_0"),
+            ["add", "bitwise_and", "bitwise_not", "ge"]
+        );
+        // No complete segmentation, no number, another kind: none.
+        assert!(fused_ops("triton_poi_fused_add_notanop_0").is_empty());
+        assert!(fused_ops("triton_poi_fused_add").is_empty());
+        assert!(fused_ops("triton_tem_fused_mm_0").is_empty());
+    }
 
     #[test]
     fn reprs_read_back_and_print_as_lists() {

@@ -99,7 +99,7 @@ fn perf_report_tables_match_tracelens() {
             summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone())
         };
         let (unary, binary) = (sheet("UnaryElementwise"), sheet("BinaryElementwise"));
-        let sdpa = sheet("SDPA_fwd");
+        let (sdpa, sdpa_bwd) = (sheet("SDPA_fwd"), sheet("SDPA_bwd"));
         let (conv_fwd, conv_bwd) = (sheet("CONV_fwd"), sheet("CONV_bwd"));
         let norm = sheet("Normalization");
         let (reduce_fwd, reduce_bwd) = (sheet("Reduce_fwd"), sheet("Reduce_bwd"));
@@ -110,6 +110,7 @@ fn perf_report_tables_match_tracelens() {
             ("UnaryElementwise", &unary, false),
             ("BinaryElementwise", &binary, false),
             ("SDPA_fwd", &sdpa, false),
+            ("SDPA_bwd", &sdpa_bwd, false),
             ("CONV_fwd", &conv_fwd, false),
             ("CONV_bwd", &conv_bwd, false),
             ("Normalization", &norm, false),
@@ -187,6 +188,7 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
             "UnaryElementwise",
             "BinaryElementwise",
             "SDPA_fwd",
+            "SDPA_bwd",
             "CONV_fwd",
             "CONV_bwd",
             "Normalization",
@@ -212,4 +214,150 @@ fn the_gemm_sheet_with_a_roofline_matches_tracelens() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!((compared, detected, sheets), (19, 4, 60));
+}
+
+/// `unified_perf_summary` on every expected trace, with and without
+/// MI300X's roofline: written where TraceLens wrote it (23 traces; not the
+/// GPU-only one), rows equal as multisets, the cumulative column as a
+/// sequence.
+#[test]
+fn the_unified_perf_summary_matches_tracelens() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let mi300x = trace_summary::GpuArch::bundled("MI300X").unwrap();
+    let mut failures = Vec::new();
+    let mut compared = BTreeMap::new();
+    for (set, arch) in [
+        ("default", trace_summary::ArchChoice::None),
+        ("arch-MI300X", trace_summary::ArchChoice::Given(mi300x)),
+    ] {
+        let sets = expected_in(&root, set);
+        assert_eq!(sets.len(), 24, "{sets:?}");
+        let options = trace_summary::Options::default().with_gpu_arch(arch);
+        for (dir, trace) in &sets {
+            let summary = trace_summary::summarize_file_with(trace, &options).unwrap();
+            let theirs = fs::read_to_string(dir.join("unified_perf_summary.csv")).ok();
+            let ours = summary.unified_perf_summary.as_ref().map(|t| t.to_csv());
+            let what = format!("{set} {}: unified_perf_summary", trace.display());
+            match (ours, theirs) {
+                (None, None) => {}
+                (Some(ours), Some(theirs)) => {
+                    *compared.entry(set).or_insert(0) += 1;
+                    if let Some(d) = differs(&ours, &theirs, true) {
+                        failures.push(format!("{what}: {d}"));
+                    }
+                }
+                (o, t) => {
+                    failures.push(format!("{what}: ours {} theirs {}", o.is_some(), t.is_some()))
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
+    assert_eq!(compared, BTreeMap::from([("arch-MI300X", 23), ("default", 23)]));
+}
+
+/// A Kineto trace of `events` (objects as JSON text).
+fn kineto(events: &[String]) -> String {
+    format!("{{\"traceEvents\": [{}]}}", events.join(", "))
+}
+
+/// A complete event.
+fn x(cat: &str, name: &str, tid: u32, ts: u64, dur: u64, args: &str) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 1, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
+    )
+}
+
+/// A launch at `ts` on thread `tid` and its kernel on stream 7, linked by
+/// `correlation` (the flow pair too).
+fn launch(tid: u32, ts: u64, kernel: &str, at: u64, correlation: u32) -> Vec<String> {
+    let flow = |ph: &str, tid: u32, ts: u64| {
+        format!(
+            r#"{{"ph": "{ph}", "cat": "ac2g", "name": "ac2g", "id": {correlation}, "pid": 1, "tid": {tid}, "ts": {ts}{}}}"#,
+            if ph == "f" { r#", "bp": "e""# } else { "" }
+        )
+    };
+    let c = format!(r#""correlation": {correlation}"#);
+    vec![
+        x("cuda_runtime", "cudaLaunchKernel", tid, ts, 2, &c),
+        x("kernel", kernel, 7, at, 10, &format!(r#"{c}, "stream": 7"#)),
+        flow("s", tid, ts),
+        flow("f", 7, at),
+    ]
+}
+
+/// The unified table's rules on a hand-built training step: the attention
+/// backward's wrapper op, with no model of its own but the sole backward
+/// op of a modelled forward, is its row, with the forward's backward
+/// FLOPs (§5.1, §7.4.3; `SDPA_bwd` the sheet of that pass); a kernel
+/// no collected op claims is a synthetic op under its CPU op, with the next
+/// UID after the last element's.
+#[test]
+fn a_sole_backward_op_and_a_synthetic_op_in_the_unified_table() {
+    let dims = r#""Input Dims": [[1, 8, 128, 64], [1, 8, 128, 64], [1, 8, 128, 64], [], [], []], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar", ""], "Input Strides": [[], [], [], [], [], []], "Concrete Inputs": ["", "", "", "0.0", "False", ""]"#;
+    let mut events = vec![x(
+        "cpu_op",
+        "aten::_scaled_dot_product_flash_attention",
+        1,
+        100,
+        50,
+        &format!(r#"{dims}, "Sequence number": 5"#),
+    )];
+    events.extend(launch(1, 110, "flash_fwd_kernel", 200, 1));
+    events.push(x(
+        "cpu_op",
+        "autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0",
+        2,
+        1000,
+        100,
+        r#""Sequence number": 5"#,
+    ));
+    events.push(x("cpu_op", "ScaledDotProductFlashAttentionBackward0", 2, 1005, 90, ""));
+    events.push(x("cpu_op", "aten::_scaled_dot_product_flash_attention_backward", 2, 1010, 80, ""));
+    events.extend(launch(2, 1020, "flash_bwd_kernel", 1100, 2));
+    // An op launching one kernel itself and one through a modelled child.
+    events.push(x("cpu_op", "aten::index", 1, 2000, 100, ""));
+    events.extend(launch(1, 2010, "index_kernel", 2100, 3));
+    events.push(x("cpu_op", "aten::copy_", 1, 2020, 50, ""));
+    events.extend(launch(1, 2030, "copy_kernel", 2200, 4));
+    let text = kineto(&events);
+    let summary =
+        trace_summary::summarize(text.as_bytes(), std::path::Path::new("t.json")).unwrap();
+    let table = summary.unified_perf_summary.expect("collected ops");
+    let col = |n: &str| table.column(n).unwrap_or_else(|| panic!("{n}: {:?}", table.header));
+    let row = |name: &str| {
+        table
+            .rows
+            .iter()
+            .find(|r| r[0].text() == name)
+            .unwrap_or_else(|| panic!("{name}: {table:?}"))
+    };
+    let b = row("ScaledDotProductFlashAttentionBackward0");
+    assert_eq!(b[col("op category")].text(), "SDPA_bwd");
+    assert_eq!(b[col("has_perf_model")].text(), "True");
+    // Five matmuls of 1·8·2·128·128·64 FLOPs.
+    assert_eq!(b[col("GFLOPS")].text(), "0.08388608");
+    assert_eq!(b[col("Kernel Time (µs)_sum")].text(), "10");
+    let f = row("aten::_scaled_dot_product_flash_attention");
+    assert_eq!(f[col("GFLOPS")].text(), "0.033554432");
+    assert!(
+        table
+            .rows
+            .iter()
+            .all(|r| r[0].text() != "aten::_scaled_dot_product_flash_attention_backward")
+    );
+    // aten::copy_ (modelled, failing without strides) is collected; the
+    // gather kernel its parent launched is a synthetic op.
+    let copy = row("aten::copy_");
+    assert_eq!(
+        (copy[col("has_perf_model")].text(), copy[col("perf_params")].text()),
+        ("True".into(), String::new())
+    );
+    let s = row("aten::index->index_kernel (Synthetic Op)");
+    assert_eq!(s[col("ex_UID")].text(), events.len().to_string());
+    assert_eq!(s[col("has_perf_model")].text(), "False");
+    let sheet = summary.perf_sheets.iter().find(|(n, _)| n == "SDPA_bwd").expect("SDPA_bwd");
+    assert_eq!(sheet.1.rows.len(), 1);
+    assert_eq!(sheet.1.rows[0][0].text(), "aten::_scaled_dot_product_flash_attention");
+    assert_eq!(sheet.1.rows[0][sheet.1.column("GFLOPS_first").unwrap()].text(), "0.08388608");
 }
