@@ -373,14 +373,18 @@ fn summary(b: &mut Bench, root: &Path, scratch: &Path) -> Result<(), String> {
     let example = root.join("target/release/examples/summarize");
     let unused = scratch.join("unused");
     let parse = b.measure(&argv![example, "--parse-only", trace], &unused)?;
+    let core = b.measure(&argv![example, "--core", trace], &unused)?;
     let full = b.measure(&argv![example, trace], &unused)?;
     let mb_s = |t: Timing| size as f64 / t.seconds / 1e6;
     let bench = "summary";
     let recorded = Timing::recorded(TRACELENS_SECONDS, TRACELENS_PEAK_MIB);
     let tracelens =
         b.row(bench, "TraceLens perf report (recorded on this machine kind)", recorded, None);
+    let subject = format!("trace-summary, the core tables ({:.0} MB/s end to end)", mb_s(core));
+    let core = b.row(bench, subject, core, Some(tracelens));
     let subject = format!("trace-summary, every table ({:.0} MB/s end to end)", mb_s(full));
-    b.row(bench, subject, full, Some(tracelens));
+    b.row(bench, subject.clone(), full, Some(tracelens));
+    b.row(bench, format!("{subject}, against the core tables"), full, Some(core));
     let subject = format!(
         "trace-summary, parse alone ({:.0} MB/s: gunzip/sanitize/scan/deserialize)",
         mb_s(parse)

@@ -207,6 +207,10 @@ pub struct Options {
     /// Whose roofline the perf-model sheets compare each op with
     /// ([`crate::ArchChoice`]; none by default, as TraceLens).
     pub gpu_arch: crate::ArchChoice,
+    /// Leave out the perf-model tables ([`Summary::gemm`],
+    /// [`Summary::perf_sheets`], [`Summary::unified_perf_summary`]): the
+    /// core tables alone, sooner.
+    pub skip_perf_models: bool,
 }
 
 impl Options {
@@ -219,6 +223,12 @@ impl Options {
     /// `None`: never).
     pub fn cancelled_by(self, cancel: impl Into<Option<Arc<AtomicBool>>>) -> Options {
         Options { cancel: cancel.into(), ..self }
+    }
+
+    /// These options, with the perf-model tables left out or not
+    /// ([`Options::skip_perf_models`]).
+    pub fn skipping_perf_models(self, skip: bool) -> Options {
+        Options { skip_perf_models: skip, ..self }
     }
 
     /// These options, with the perf-model sheets compared with a roofline
@@ -499,9 +509,10 @@ pub fn summarize_with<R: Read + Send>(
                 Some((ops, by_category, unique)) => (Some(ops), Some(by_category), Some(unique)),
                 None => (None, None, None),
             };
+        let models = outcome != Outcome::Unlinked && !options.skip_perf_models;
         let unified_perf_summary = match &ops_summary {
-            Some(_) => analysis.unified_perf_summary(gpu_arch.as_ref()),
-            None => None,
+            Some(_) if models => analysis.unified_perf_summary(gpu_arch.as_ref()),
+            _ => None,
         };
         Some(Summary {
             format: Format::Kineto,
@@ -511,13 +522,13 @@ pub fn summarize_with<R: Read + Send>(
             ops_summary_by_category,
             unified_perf_summary,
             ops_unique_args,
-            gemm: match outcome {
-                Outcome::Unlinked => None,
-                _ => analysis.gemm_sheet(gpu_arch.as_ref()),
+            gemm: match models {
+                false => None,
+                true => analysis.gemm_sheet(gpu_arch.as_ref()),
             },
-            perf_sheets: match outcome {
-                Outcome::Unlinked => vec![],
-                _ => analysis
+            perf_sheets: match models {
+                false => vec![],
+                true => analysis
                     .perf_sheets(gpu_arch.as_ref())
                     .into_iter()
                     .map(|(n, t)| (n.to_string(), t))
