@@ -177,7 +177,7 @@ fn reaches(
 /// tidy: code can pass every test and still break for users (a `(?i)` regex
 /// needs regex's `unicode-case`, which insta turned on for the tests only;
 /// the shipped binary panicked).
-const TEST_ONLY_FEATURES: [(&str, &str, &str); 7] = [
+const TEST_ONLY_FEATURES: [(&str, &str, &str); 9] = [
     ("getrandom", "std", "std::error::Error for its error type; tempfile only calls fill"),
     ("getrandom", "sys_rng", "a rand_core RNG type (proptest's rand); tempfile does not use it"),
     ("libc", "default", "turns on `std` alone"),
@@ -185,6 +185,16 @@ const TEST_ONLY_FEATURES: [(&str, &str, &str); 7] = [
     ("libc", "extra_traits", "Debug, Eq and Hash for libc's types, unused where they are off"),
     ("rustix", "termios", "terminal calls, which a crate that compiles without them never makes"),
     ("syn", "full", "syntax a derive parses at compile time: without it a build fails, loudly"),
+    (
+        "syn",
+        "visit",
+        "a syntax walker for derives (the workbook zip's zeroize): a build fails, loudly",
+    ),
+    (
+        "simd-adler32",
+        "std",
+        "runtime CPU detection for miniz_oxide's checksum; flate2 reads gzip with zlib-rs instead",
+    ),
 ];
 
 /// The packages each build holds (`name vX.Y.Z`), with their features.

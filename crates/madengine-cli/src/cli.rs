@@ -1019,6 +1019,15 @@ pub(crate) struct SummaryArgs {
     /// reached), and the view says how close each shape came.
     #[arg(long, value_name = "NAME|FILE.json|none")]
     pub(crate) gpu_arch: Option<String>,
+    /// Also write each trace's TraceLens tables as one Excel workbook.
+    ///
+    /// A sheet per table, named and ordered as TraceLens' perf report names
+    /// and orders them (gpu_timeline first), numbers as numbers: the file
+    /// TraceLens' users open. With several traces, one workbook each, the
+    /// trace's report name put before the extension (`perf.xlsx` becomes
+    /// `perf_rank0_trace.xlsx`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) xlsx: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -66,6 +66,12 @@ pub(crate) enum Error {
         #[source]
         source: io::Error,
     },
+    #[error("cannot make the workbook {path}")]
+    Workbook {
+        path: std::path::PathBuf,
+        #[source]
+        source: rust_xlsxwriter::XlsxError,
+    },
     #[error("cannot read {path}: {detail}")]
     Read { path: std::path::PathBuf, detail: String },
     #[error("{0}")]
@@ -117,6 +123,7 @@ impl Error {
             | Error::Tracelens(_)
             | Error::Session(_)
             | Error::Io { .. }
+            | Error::Workbook { .. }
             | Error::Read { .. }
             | Error::Stdout(_) => Status::Io,
         }

@@ -399,6 +399,34 @@ pub struct Summary {
     pub steps: Option<Steps>,
 }
 
+impl Summary {
+    /// TraceLens' perf-report tables this summary holds, by sheet name, in
+    /// the order TraceLens writes them (its reference's §1): the timeline,
+    /// the op tables, `unified_perf_summary`, the perf-model sheets,
+    /// `kernel_summary`, the short-kernel study. (`coll_analysis`, made of
+    /// [`Summary::collective_events`], is `trace_report`'s.)
+    pub fn tracelens_tables(&self) -> Vec<(&str, &Table)> {
+        let mut out: Vec<(&str, &Table)> = Vec::new();
+        let named = [
+            ("gpu_timeline", &self.gpu_timeline),
+            ("ops_summary_by_category", &self.ops_summary_by_category),
+            ("ops_summary", &self.ops_summary),
+            ("ops_unique_args", &self.ops_unique_args),
+            ("unified_perf_summary", &self.unified_perf_summary),
+            ("GEMM", &self.gemm),
+        ];
+        out.extend(named.into_iter().filter_map(|(n, t)| Some((n, t.as_ref()?))));
+        out.extend(self.perf_sheets.iter().map(|(n, t)| (n.as_str(), t)));
+        let named = [
+            ("kernel_summary", &self.kernel_summary),
+            ("short_kernel_histogram", &self.short_kernel_histogram),
+            ("short_kernels_summary", &self.short_kernels_summary),
+        ];
+        out.extend(named.into_iter().filter_map(|(n, t)| Some((n, t.as_ref()?))));
+        out
+    }
+}
+
 /// Each name once, in order, without empty ones.
 pub(crate) fn distinct(names: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -181,6 +181,7 @@ pub(crate) fn analyze_gathered(
             html: Some(root.join("summary.html")),
             salvage: args.salvage,
             gpu_arch: None,
+            xlsx: None,
             cycle: args.cycle,
         };
         let from_nodes = match args.from_traces {

@@ -1406,6 +1406,38 @@ struct Planned {
 struct Prepared {
     view: TraceView,
     made: Made,
+    /// Its workbook (`--xlsx`): where, and its bytes.
+    workbook: Option<(PathBuf, Vec<u8>)>,
+}
+
+/// Where trace `dir`'s workbook goes: `xlsx` itself for a single trace,
+/// else `xlsx` with the report's name before its extension.
+fn workbook_path(xlsx: &Path, dir: &Path, traces: usize) -> PathBuf {
+    if traces <= 1 {
+        return xlsx.to_path_buf();
+    }
+    let stem = xlsx.file_stem().unwrap_or_default().to_string_lossy();
+    let report = dir.file_name().unwrap_or_default().to_string_lossy();
+    let name = match xlsx.extension() {
+        Some(ext) => format!("{stem}_{report}.{}", ext.to_string_lossy()),
+        None => format!("{stem}_{report}"),
+    };
+    xlsx.with_file_name(name)
+}
+
+/// The workbook of a trace's TraceLens tables, `coll_analysis` last where
+/// the report has it.
+fn workbook(summary: &trace_summary::Summary, path: &Path) -> Result<Vec<u8>, Error> {
+    let mut sheets = summary.tracelens_tables();
+    let coll = match summary.ops_summary {
+        Some(_) => trace_report::coll_analysis(&summary.collective_events),
+        None => None,
+    };
+    if let Some(c) = &coll {
+        sheets.push(("coll_analysis", c));
+    }
+    crate::render::xlsx::workbook(&sheets)
+        .map_err(|source| Error::Workbook { path: path.to_path_buf(), source })
 }
 
 /// What was made of a trace's report.
@@ -1520,8 +1552,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     super::check_output(&args.output_dir, true)?;
     let searched = searched(args);
     super::check_not_searched(&args.output_dir, &searched)?;
-    if let Some(html) = &args.html {
-        super::check_output(html, false)?;
+    for file in args.html.iter().chain(&args.xlsx) {
+        super::check_output(file, false)?;
     }
     // The roofline (a bundled spec, or an arch file read now: before the
     // traces, not after).
@@ -1535,8 +1567,8 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
     let (mut left_out, mut other_cycles) = (Vec::new(), Vec::new());
     let inputs = inputs(args, &mut left_out, &mut other_cycles)?;
-    if let Some(html) = &args.html {
-        super::check_not_an_input(html, inputs.iter().map(|i| i.trace.as_path()))?;
+    for file in args.html.iter().chain(&args.xlsx) {
+        super::check_not_an_input(file, inputs.iter().map(|i| i.trace.as_path()))?;
     }
     let mut stems = trace_report::Stems::default();
     let mut this_run = ThisRun {
@@ -1580,14 +1612,21 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         let input = &inputs[i];
         let mut view = TraceView::new(input.trace.clone(), input.rank);
         view.cycle = input.cycle.clone();
+        let mut workbook_made = None;
         let made = match read {
             Err(err) => Made::Unreadable(err),
             Ok(summary) => match report_files(&mut view, &summary, &planned[i], args.top) {
-                Some(files) => Made::Staged(Staged::new(&planned[i].dir, &TRACE_FILES, &files)?),
+                Some(files) => {
+                    if let Some(xlsx) = &args.xlsx {
+                        let path = workbook_path(xlsx, &planned[i].dir, inputs.len());
+                        workbook_made = Some((path.clone(), workbook(&summary, &path)?));
+                    }
+                    Made::Staged(Staged::new(&planned[i].dir, &TRACE_FILES, &files)?)
+                }
                 None => Made::Nothing,
             },
         };
-        Ok(Prepared { view, made })
+        Ok(Prepared { view, made, workbook: workbook_made })
     };
     let Some(results) =
         read_all(interrupt, &inputs, args.jobs, args.salvage, &gpu_arch, !args.json, &prepare)
@@ -1599,7 +1638,9 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     // Errors first (a set that could not be staged), before any is put in
     // place; each trace's set then, in the order of the traces.
     let results = results.into_iter().collect::<Result<Vec<Prepared>, Error>>()?;
-    for (Prepared { mut view, made }, plan) in results.into_iter().zip(&planned) {
+    let mut workbooks = Vec::new();
+    for (Prepared { mut view, made, workbook }, plan) in results.into_iter().zip(&planned) {
+        workbooks.extend(workbook);
         match made {
             Made::Staged(staged) => staged.commit()?,
             // Its last good report stays (marked stale): a trace that
@@ -1626,6 +1667,9 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         .collect();
     let collectives = run_collectives(&traces, &ranks, &args.output_dir, &mut this_run.dirs)?;
     retire_stale(&args.output_dir, &this_run)?;
+    for (path, bytes) in &workbooks {
+        write_atomic(path, bytes)?;
+    }
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &collectives, &left_out)?;
     }

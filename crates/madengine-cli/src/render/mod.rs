@@ -89,6 +89,7 @@ mod slurm;
 mod summary;
 mod trace;
 mod tracelens;
+pub(crate) mod xlsx;
 
 pub(crate) use self::{diff::*, dynolog::*, slurm::*, summary::*, trace::*, tracelens::*};
 

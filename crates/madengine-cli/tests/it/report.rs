@@ -1005,3 +1005,108 @@ fn gemm_shapes_are_compared_with_the_roofline() {
     [madengine] for another GPU, write its peaks as TraceLens' arch JSON (name, mem_bw_gbps, max_achievable_tflops by spec: matrix_bf16, vector_fp32, ...) and give --gpu-arch FILE.json
     ");
 }
+
+/// A Python that imports openpyxl (the reader pandas, and TraceLens' users,
+/// open workbooks with), if this machine has one.
+fn openpyxl() -> Option<&'static str> {
+    ["python3", "/usr/bin/python3"].into_iter().find(|python| {
+        #[allow(clippy::disallowed_methods, reason = "a probe of the machine's Python")]
+        let probe = std::process::Command::new(python).args(["-c", "import openpyxl"]).output();
+        probe.is_ok_and(|o| o.status.success())
+    })
+}
+
+/// A workbook as openpyxl reads it: its sheets in order, each its rows of
+/// cells (numbers, text, null).
+fn read_workbook(
+    python: &str,
+    path: &std::path::Path,
+) -> Vec<(String, Vec<Vec<serde_json::Value>>)> {
+    let script = "import json, sys, openpyxl\n\
+        book = openpyxl.load_workbook(sys.argv[1], read_only=True)\n\
+        print(json.dumps([[s.title, [list(r) for r in s.iter_rows(values_only=True)]] for s in book.worksheets]))";
+    #[allow(clippy::disallowed_methods, reason = "the reader is Python's")]
+    let out = std::process::Command::new(python).args(["-c", script]).arg(path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `--xlsx`: the workbook holds a sheet per TraceLens table, in TraceLens'
+/// order (gpu_timeline first, the perf-model sheets after
+/// unified_perf_summary), each cell what the CSV says (numbers as
+/// numbers), read back by openpyxl; with two traces, one workbook each,
+/// named after its report.
+#[test]
+fn the_tables_come_as_one_workbook_in_tracelens_order() {
+    let Some(public) = crate::public_dir::public_fixtures() else { return };
+    let Some(python) = openpyxl() else {
+        return test_support::skip::missing("openpyxl", "apt-get install python3-openpyxl");
+    };
+    let traces = [
+        public.join("kineto/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"),
+        public.join("kineto/hta/triton_example/triton_example.json.gz"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let run = |traces: &[&std::path::Path], xlsx: &str| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["report".as_ref(), "summary".as_ref()];
+        args.extend(traces.iter().map(|t| t.as_os_str()));
+        args.extend(["-o", "out", "--xlsx", xlsx].map(std::ffi::OsStr::new));
+        let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+        assert!(text.starts_with("exit code: 0"), "{text}");
+    };
+    run(&[&traces[0]], "perf.xlsx");
+    let out = dir.path().join("out");
+    let report = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+    let book = read_workbook(python, &dir.path().join("perf.xlsx"));
+    let names: Vec<&str> = book.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "gpu_timeline",
+            "ops_summary_by_category",
+            "ops_summary",
+            "ops_unique_args",
+            "unified_perf_summary",
+            "GEMM",
+            "SDPA_fwd",
+            "BinaryElementwise",
+            "Normalization",
+            "kernel_summary",
+            "short_kernel_histogram",
+            "short_kernels_summary",
+        ]
+    );
+    for (name, sheet) in &book {
+        let csv = std::fs::read(report.join(format!("{name}.csv"))).unwrap();
+        let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(&csv[..]);
+        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(sheet.len(), rows.len(), "{name}");
+        for (r, (row, cells)) in rows.iter().zip(sheet).enumerate() {
+            for (c, text) in row.iter().enumerate() {
+                let cell = cells.get(c).cloned().unwrap_or_default();
+                let same = match &cell {
+                    serde_json::Value::Number(n) => text.parse::<f64>().ok() == n.as_f64(),
+                    serde_json::Value::String(s) => s == text,
+                    serde_json::Value::Null => text.is_empty(),
+                    other => panic!("{name} ({r}, {c}): {other:?}"),
+                };
+                assert!(same, "{name} row {r} column {c}: {cell:?} against {text:?}");
+            }
+        }
+    }
+    let paths: Vec<&std::path::Path> = traces.iter().map(|t| t.as_path()).collect();
+    run(&paths, "both.xlsx");
+    let mut made: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("both"))
+        .collect();
+    made.sort();
+    assert_eq!(made.len(), 2, "{made:?}");
+    for name in &made {
+        let stem = name.strip_prefix("both_").unwrap().strip_suffix(".xlsx").unwrap();
+        assert!(out.join(stem).is_dir(), "{name}: {:?}", std::fs::read_dir(&out).unwrap());
+        let book = read_workbook(python, &dir.path().join(name));
+        assert_eq!(book[0].0, "gpu_timeline");
+    }
+}
