@@ -10,8 +10,8 @@ use trace_report::{CycleRow, GpuRow, RankRow, by_dir, by_job, by_run, vs_first};
 
 use crate::{
     commands::{
-        Compared, KINETO_PARTS, ROCPROF_BAR, Regression, RunCollectives, SummaryView, TopRow,
-        counts_text, ratio_text,
+        Compared, KINETO_PARTS, ROCPROF_BAR, Rates, Regression, Roofline, RunCollectives,
+        SummaryView, TopRow, counts_text, ratio_text,
     },
     error::Error,
     render,
@@ -182,39 +182,173 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         }
         page.push_str("</table>");
     }
-    if !v.top_gemms.is_empty() {
-        page.push_str(
-            r#"<h3>GEMMs (by shape; rates per call, mean)</h3><table><tr><th>total µs</th><th>calls</th><th>TFLOPS/s</th><th>TB/s</th>"#,
-        );
-        if let Some(arch) = &v.gpu_arch {
-            let _ = write!(page, "<th>% of the {} roofline</th><th>bound</th>", esc(arch));
-        }
-        page.push_str(r#"<th class="name">op, B×M×N×K, dtype</th></tr>"#);
-        for g in &v.top_gemms {
-            let _ = write!(
-                page,
-                r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>"#,
-                g.total_us,
-                g.count,
-                crate::commands::shown(g.tflops_per_s, 1),
-                crate::commands::shown(g.tb_per_s, 2),
-            );
-            if v.gpu_arch.is_some() {
-                let _ = write!(
-                    page,
-                    "<td>{}</td><td>{}</td>",
-                    crate::commands::shown(g.pct_roofline, 1),
-                    g.bound.unwrap_or("-")
-                );
-            }
-            let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(&g.shape));
-        }
-        page.push_str("</table>");
+    let arch = v.gpu_arch.as_deref();
+    let gemms: Vec<Rates<'_>> = v.top_gemms.iter().map(|g| g.rates()).collect();
+    rated_table(page, "GEMMs (by shape; rates per call, mean)", "op, B×M×N×K, dtype", &gemms, arch);
+    let others: Vec<Rates<'_>> = v.top_shapes.iter().map(|s| s.rates()).collect();
+    let title = "Attention and convolutions (by shape; rates per call, mean)";
+    rated_table(page, title, "op, shape, dtype", &others, arch);
+    if let Some(r) = &v.roofline {
+        roofline_chart(page, r);
     }
     if let Some(dir) = &v.csv_dir {
         let _ = write!(page, "<p>CSVs: <code>{}</code></p>", esc(&dir.display().to_string()));
     }
     page.push_str("</section>");
+}
+
+/// A table of op shapes with their rates, and with a roofline (`arch`)
+/// the share of it reached and the bound.
+fn rated_table(page: &mut String, title: &str, what: &str, rows: &[Rates<'_>], arch: Option<&str>) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        page,
+        r#"<h3>{}</h3><table><tr><th>total µs</th><th>calls</th><th>TFLOPS/s</th><th>TB/s</th>"#,
+        esc(title)
+    );
+    if let Some(arch) = arch {
+        let _ = write!(page, "<th>% of the {} roofline</th><th>bound</th>", esc(arch));
+    }
+    let _ = write!(page, r#"<th class="name">{}</th></tr>"#, esc(what));
+    for g in rows {
+        let _ = write!(
+            page,
+            r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>"#,
+            g.total_us,
+            g.count,
+            crate::commands::shown(g.tflops_per_s, 1),
+            crate::commands::shown(g.tb_per_s, 2),
+        );
+        if arch.is_some() {
+            let _ = write!(
+                page,
+                "<td>{}</td><td>{}</td>",
+                crate::commands::shown(g.pct_roofline, 1),
+                g.bound.unwrap_or("-")
+            );
+        }
+        let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(g.shape));
+    }
+    page.push_str("</table>");
+}
+
+/// The roofline chart: arithmetic intensity (FLOPs per byte) against
+/// TFLOPS/s, both logarithmic; the spec's memory roof and compute roofs;
+/// a point per op shape, its area by its kernel time.
+fn roofline_chart(page: &mut String, r: &Roofline) {
+    let (width, height, left, bottom, top, right) = (720.0, 420.0, 56.0, 36.0, 12.0, 110.0);
+    let ai: Vec<f64> = r.points.iter().map(|p| p.flops_per_byte).collect();
+    let rate: Vec<f64> = r.points.iter().map(|p| p.tflops_per_s).collect();
+    let peaks: Vec<f64> = r.compute_tflops_per_s.iter().map(|(_, p)| *p).collect();
+    let fold = |v: &[f64], min: bool| {
+        v.iter().copied().fold(if min { f64::INFINITY } else { f64::NEG_INFINITY }, |a, b| {
+            if min { a.min(b) } else { a.max(b) }
+        })
+    };
+    // Decades around the points, the roofs' ridges and peaks.
+    let ridges: Vec<f64> = match r.memory_tb_per_s {
+        Some(bw) if bw > 0.0 => peaks.iter().map(|p| p / bw).collect(),
+        _ => vec![],
+    };
+    let x0 = fold(&ai, true).min(fold(&ridges, true)).log10().floor() - 0.0;
+    let x1 = fold(&ai, false).max(fold(&ridges, false)).log10().ceil().max(x0 + 1.0);
+    let y0 = fold(&rate, true).log10().floor();
+    let y1 = fold(&rate, false).max(fold(&peaks, false)).log10().ceil().max(y0 + 1.0);
+    let plot_w = width - left - right;
+    let plot_h = height - top - bottom;
+    let x = |v: f64| left + (v.log10() - x0) / (x1 - x0) * plot_w;
+    let y = |v: f64| top + plot_h - (v.log10() - y0) / (y1 - y0) * plot_h;
+    let title = match &r.arch {
+        Some(arch) => format!("Roofline ({arch})"),
+        None => "Op shapes by arithmetic intensity and rate (no GPU spec: no roofs)".into(),
+    };
+    let _ = write!(
+        page,
+        r##"<h3>{}</h3><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" font-size="10"><rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>"##,
+        esc(&title)
+    );
+    // Decade ticks.
+    for d in (x0 as i32)..=(x1 as i32) {
+        let v = 10f64.powi(d);
+        let _ = write!(
+            page,
+            r##"<line x1="{0:.1}" x2="{0:.1}" y1="{top}" y2="{1:.1}" stroke="#eee"/><text x="{0:.1}" y="{2:.1}" text-anchor="middle">{3}</text>"##,
+            x(v),
+            top + plot_h,
+            top + plot_h + 12.0,
+            tick(v)
+        );
+    }
+    for d in (y0 as i32)..=(y1 as i32) {
+        let v = 10f64.powi(d);
+        let _ = write!(
+            page,
+            r##"<line x1="{left}" x2="{0:.1}" y1="{1:.1}" y2="{1:.1}" stroke="#eee"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+            left + plot_w,
+            y(v),
+            left - 4.0,
+            y(v) + 3.0,
+            tick(v)
+        );
+    }
+    let _ = write!(
+        page,
+        r##"<text x="{0:.1}" y="{1:.1}" text-anchor="middle">FLOPs per byte moved</text><text x="12" y="{2:.1}" text-anchor="middle" transform="rotate(-90 12 {2:.1})">TFLOPS/s</text>"##,
+        left + plot_w / 2.0,
+        height - 4.0,
+        top + plot_h / 2.0
+    );
+    // The roofs: bandwidth × intensity up to each peak, then the peak.
+    if let Some(bw) = r.memory_tb_per_s.filter(|b| *b > 0.0) {
+        let (lo, hi) = (10f64.powf(x0), 10f64.powf(x1));
+        for (spec, peak) in &r.compute_tflops_per_s {
+            let ridge = (peak / bw).clamp(lo, hi);
+            let start = lo.max(10f64.powf(y0) / bw);
+            let _ = write!(
+                page,
+                r##"<polyline fill="none" stroke="#c62828" stroke-width="1.5" points="{:.1},{:.1} {:.1},{:.1} {:.1},{:.1}"><title>{} roof: {} TFLOPS/s, {} TB/s</title></polyline><text x="{:.1}" y="{:.1}" fill="#c62828">{}</text>"##,
+                x(start),
+                y(start * bw),
+                x(ridge),
+                y(ridge * bw),
+                x(hi),
+                y(*peak),
+                esc(spec),
+                peak,
+                bw,
+                x(hi) + 4.0,
+                y(*peak) + 3.0,
+                esc(spec)
+            );
+        }
+    }
+    let total: f64 = r.points.iter().map(|p| p.total_us).sum::<f64>().max(1e-9);
+    for p in &r.points {
+        let radius = 2.0 + 14.0 * (p.total_us / total).sqrt();
+        let _ = write!(
+            page,
+            r##"<circle cx="{:.1}" cy="{:.1}" r="{radius:.1}" fill="#1565c0" fill-opacity="0.45" stroke="#1565c0"><title>{} {}: {:.1} TFLOPS/s at {:.2} FLOPs/byte, {} calls, {:.1} µs</title></circle>"##,
+            x(p.flops_per_byte),
+            y(p.tflops_per_s),
+            esc(&p.name),
+            esc(&p.input_dims),
+            p.tflops_per_s,
+            p.flops_per_byte,
+            p.count,
+            p.total_us
+        );
+    }
+    page.push_str("</svg>");
+}
+
+/// A decade's label: `0.01`, `1`, `1000`, `1e+06`.
+fn tick(v: f64) -> String {
+    match v {
+        v if (1e-3..1e5).contains(&v) => format!("{v}"),
+        v => format!("{v:e}"),
+    }
 }
 
 fn cross_rank_section(page: &mut String, ranks: &[RankRow]) {

@@ -263,11 +263,23 @@ pub fn gemm_shape(t: &Table, row: &[Cell]) -> Option<String> {
     let dims = ["param: M", "param: N", "param: K"].map(|c| text(c).unwrap_or_else(|| "?".into()));
     let batch = text("param: B").filter(|b| b != "1" && b != "1.0").map(|b| format!("{b}x"));
     let dtypes = text("param: dtype_A_B").unwrap_or_default();
-    let mut short: Vec<&str> = dtypes
+    Some(format!(
+        "{} {}{} {}",
+        row[t.column("name")?].text(),
+        batch.unwrap_or_default(),
+        dims.join("x"),
+        short_dtypes(&dtypes)
+    ))
+}
+
+/// A dtype tuple as TraceLens prints it (`('c10::BFloat16', 'float')`)
+/// in short: `bf16*fp32`, a repeated one once.
+fn short_dtypes(tuple: &str) -> String {
+    let mut short: Vec<&str> = tuple
         .trim_matches(|c| c == '(' || c == ')')
         .split(", ")
         .map(|d| d.trim_matches('\''))
-        .filter(|d| !d.is_empty())
+        .filter(|d| !d.is_empty() && *d != "None")
         .map(|d| match d {
             "float" => "fp32",
             "double" => "fp64",
@@ -277,13 +289,39 @@ pub fn gemm_shape(t: &Table, row: &[Cell]) -> Option<String> {
         })
         .collect();
     short.dedup();
-    Some(format!(
-        "{} {}{} {}",
-        row[t.column("name")?].text(),
-        batch.unwrap_or_default(),
-        dims.join("x"),
-        short.join("*")
-    ))
+    short.join("*")
+}
+
+/// A row of a perf-model sheet in short, by its sheet (`GEMM`,
+/// `SDPA_fwd`, `SDPA_bwd`, `CONV_fwd`, `CONV_bwd`): a GEMM's
+/// [`gemm_shape`]; an attention's `B×H×N_Q×N_KV×d` (`causal` where it is)
+/// and dtype; a convolution's input and filter shapes, stride, padding and
+/// dtype. `None` for another sheet, or a row without its parameters.
+pub fn op_shape(sheet: &str, t: &Table, row: &[Cell]) -> Option<String> {
+    let text = |name: &str| t.column(name).map(|c| row[c].text()).filter(|s| !s.is_empty());
+    let name = row[t.column("name")?].text();
+    match sheet {
+        "GEMM" => gemm_shape(t, row),
+        "SDPA_fwd" | "SDPA_bwd" => {
+            let dims = ["param: B", "param: H_Q", "param: N_Q", "param: N_KV", "param: d_h_qk"]
+                .map(|c| text(c).unwrap_or_else(|| "?".into()));
+            let causal = match text("param: causal").as_deref() {
+                Some("True") => " causal",
+                _ => "",
+            };
+            let dtypes = short_dtypes(&text("param: dtype_A_B").unwrap_or_default());
+            Some(format!("{name} {}{causal} {dtypes}", dims.join("x")))
+        }
+        "CONV_fwd" | "CONV_bwd" => {
+            let input = text("param: input_shape")?;
+            let filter = text("param: filter_shape")?;
+            let stride = text("param: stride").unwrap_or_default();
+            let padding = text("param: padding").unwrap_or_default();
+            let dtypes = short_dtypes(&text("param: dtype_input_weight").unwrap_or_default());
+            Some(format!("{name} {input} * {filter} stride {stride} padding {padding} {dtypes}"))
+        }
+        _ => None,
+    }
 }
 
 impl Diff {

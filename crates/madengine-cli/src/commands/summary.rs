@@ -125,6 +125,14 @@ pub(crate) struct TraceView {
     /// and TB/s they reached ([`trace_summary::Summary::gemm`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) top_gemms: Vec<GemmRow>,
+    /// Attention and convolution shapes by total kernel time, largest
+    /// first, likewise ([`trace_summary::Summary::perf_sheets`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) top_shapes: Vec<ShapeRow>,
+    /// Its op shapes against the roofline ([`Roofline`]), where any was
+    /// modelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) roofline: Option<Roofline>,
     /// Its kernels shorter than 10 µs, in all (Kineto traces with a GPU
     /// timeline).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -250,13 +258,197 @@ impl GemmRow {
                 tflops_per_s: number(r, "TFLOPS/s_mean"),
                 tb_per_s: number(r, "TB/s_mean"),
                 pct_roofline: number(r, "Pct Roofline_mean"),
-                bound: cell(r, "Roofline Bound_first").and_then(|c| match c.text().as_str() {
-                    "MEMORY_BOUND" => Some("memory"),
-                    "COMPUTE_BOUND" => Some("compute"),
-                    _ => None,
-                }),
+                bound: bound(cell(r, "Roofline Bound_first")),
             })
             .collect()
+    }
+}
+
+/// What the views show of a modelled op shape ([`GemmRow`], [`ShapeRow`]).
+pub(crate) struct Rates<'a> {
+    pub(crate) shape: &'a str,
+    pub(crate) count: i64,
+    pub(crate) total_us: f64,
+    pub(crate) tflops_per_s: Option<f64>,
+    pub(crate) tb_per_s: Option<f64>,
+    pub(crate) pct_roofline: Option<f64>,
+    pub(crate) bound: Option<&'static str>,
+}
+
+impl GemmRow {
+    pub(crate) fn rates(&self) -> Rates<'_> {
+        Rates {
+            shape: &self.shape,
+            count: self.count,
+            total_us: self.total_us,
+            tflops_per_s: self.tflops_per_s,
+            tb_per_s: self.tb_per_s,
+            pct_roofline: self.pct_roofline,
+            bound: self.bound,
+        }
+    }
+}
+
+impl ShapeRow {
+    pub(crate) fn rates(&self) -> Rates<'_> {
+        Rates {
+            shape: &self.shape,
+            count: self.count,
+            total_us: self.total_us,
+            tflops_per_s: self.tflops_per_s,
+            tb_per_s: self.tb_per_s,
+            pct_roofline: self.pct_roofline,
+            bound: self.bound,
+        }
+    }
+}
+
+/// A row of an attention or convolution perf-model sheet (`SDPA_fwd`,
+/// `SDPA_bwd`, `CONV_fwd`, `CONV_bwd`): one op and shape.
+#[derive(Debug, Serialize)]
+pub(crate) struct ShapeRow {
+    /// The sheet it is of.
+    pub(crate) sheet: String,
+    pub(crate) name: String,
+    /// `aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16`
+    /// ([`trace_summary::op_shape`]).
+    pub(crate) shape: String,
+    pub(crate) count: i64,
+    pub(crate) total_us: f64,
+    /// As [`GemmRow`]'s.
+    pub(crate) tflops_per_s: Option<f64>,
+    pub(crate) tb_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pct_roofline: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bound: Option<&'static str>,
+}
+
+impl ShapeRow {
+    /// The attention and convolution shapes of `sheets` that took the
+    /// most kernel time, at most `n`.
+    fn top(sheets: &[(String, Table)], n: usize) -> Vec<ShapeRow> {
+        let mut rows: Vec<ShapeRow> = Vec::new();
+        for (sheet, t) in sheets {
+            if !["SDPA_fwd", "SDPA_bwd", "CONV_fwd", "CONV_bwd"].contains(&sheet.as_str()) {
+                continue;
+            }
+            let cell = |r: &[trace_summary::Cell], name: &str| t.column(name).map(|c| r[c].clone());
+            let number =
+                |r: &[trace_summary::Cell], name: &str| cell(r, name).and_then(|c| c.number());
+            rows.extend(t.rows.iter().take(n).map(|r| ShapeRow {
+                sheet: sheet.clone(),
+                name: r[0].text(),
+                shape: trace_summary::op_shape(sheet, t, r).unwrap_or_else(|| r[0].text()),
+                count: number(r, "name_count").map_or(0, |v| v as i64),
+                total_us: number(r, "Kernel Time (µs)_sum").unwrap_or(0.0),
+                tflops_per_s: number(r, "TFLOPS/s_mean"),
+                tb_per_s: number(r, "TB/s_mean"),
+                pct_roofline: number(r, "Pct Roofline_mean"),
+                bound: bound(cell(r, "Roofline Bound_first")),
+            }));
+        }
+        rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
+        rows.truncate(n);
+        rows
+    }
+}
+
+/// The op shapes of a trace against its roofline: a point per modelled
+/// op and shape of `unified_perf_summary` (its arithmetic intensity and
+/// rate), and the roofs of the spec it was compared with.
+#[derive(Debug, Serialize)]
+pub(crate) struct Roofline {
+    /// The spec's name; `None` without one (points, no roofs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) arch: Option<String>,
+    /// Its memory roof (TB/s) and compute roofs (TFLOPS/s) by `Compute
+    /// Spec`, those of the points' specs it has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) memory_tb_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) compute_tflops_per_s: Vec<(String, f64)>,
+    /// The shapes that took the most kernel time (at most
+    /// [`Roofline::POINTS`]).
+    pub(crate) points: Vec<RooflinePoint>,
+}
+
+/// A point of [`Roofline`]: one op and shape.
+#[derive(Debug, Serialize)]
+pub(crate) struct RooflinePoint {
+    pub(crate) name: String,
+    pub(crate) category: String,
+    /// FLOPs per byte moved.
+    pub(crate) flops_per_byte: f64,
+    /// TFLOPS/s reached, the mean over its calls.
+    pub(crate) tflops_per_s: f64,
+    pub(crate) total_us: f64,
+    pub(crate) count: i64,
+    /// Its input shapes, as the trace records them.
+    pub(crate) input_dims: String,
+}
+
+impl Roofline {
+    const POINTS: usize = 200;
+
+    /// Of a trace's `unified_perf_summary` and the spec it was compared
+    /// with; `None` without a point.
+    fn of(unified: &Table, arch: Option<&trace_summary::GpuArch>) -> Option<Roofline> {
+        let col = |name: &str| unified.column(name);
+        let (intensity, rate) = (col("FLOPS/Byte")?, col("TFLOPS/s_mean")?);
+        let number = |r: &[trace_summary::Cell], c: Option<usize>| c.and_then(|c| r[c].number());
+        let text = |r: &[trace_summary::Cell], c: Option<usize>| {
+            c.map(|c| r[c].text()).unwrap_or_default()
+        };
+        let mut specs: Vec<String> = Vec::new();
+        let points: Vec<RooflinePoint> = unified
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let (ai, tflops) = (r[intensity].number()?, r[rate].number()?);
+                if !(ai > 0.0 && tflops > 0.0 && ai.is_finite() && tflops.is_finite()) {
+                    return None;
+                }
+                let spec = text(r, col("Compute Spec"));
+                if !spec.is_empty() && !specs.contains(&spec) {
+                    specs.push(spec);
+                }
+                Some(RooflinePoint {
+                    name: r[0].text(),
+                    category: text(r, col("op category")),
+                    flops_per_byte: ai,
+                    tflops_per_s: tflops,
+                    total_us: number(r, col("Kernel Time (µs)_sum")).unwrap_or(0.0),
+                    count: number(r, col("operation_count")).map_or(0, |c| c as i64),
+                    input_dims: text(r, col("Input Dims")),
+                })
+            })
+            .take(Roofline::POINTS)
+            .collect();
+        if points.is_empty() {
+            return None;
+        }
+        let compute = arch.map_or_else(Vec::new, |a| {
+            specs
+                .iter()
+                .filter_map(|s| Some((s.clone(), *a.max_achievable_tflops.get(s)?)))
+                .collect()
+        });
+        Some(Roofline {
+            arch: arch.map(|a| a.name.clone()),
+            memory_tb_per_s: arch.map(|a| a.mem_bw_gbps / 1000.0),
+            compute_tflops_per_s: compute,
+            points,
+        })
+    }
+}
+
+/// A `Roofline Bound` cell in a word: `memory`, `compute`.
+fn bound(cell: Option<trace_summary::Cell>) -> Option<&'static str> {
+    match cell?.text().as_str() {
+        "MEMORY_BOUND" => Some("memory"),
+        "COMPUTE_BOUND" => Some("compute"),
+        _ => None,
     }
 }
 
@@ -341,6 +533,8 @@ impl TraceView {
             top_kernel_categories: vec![],
             top_collectives: vec![],
             top_gemms: vec![],
+            top_shapes: vec![],
+            roofline: None,
             short_kernels: None,
             collective_events: vec![],
         }
@@ -1507,6 +1701,11 @@ fn report_files(
     for (name, sheet) in &summary.perf_sheets {
         csv(name, sheet);
     }
+    view.top_shapes = ShapeRow::top(&summary.perf_sheets, n);
+    view.roofline = summary
+        .unified_perf_summary
+        .as_ref()
+        .and_then(|u| Roofline::of(u, summary.gpu_arch.as_ref()));
     if let Some(h) = &summary.short_kernel_histogram {
         csv("short_kernel_histogram", h);
     }

@@ -252,30 +252,10 @@ pub(crate) fn summaries(
                  `madengine profile` records them)\n",
             );
         }
-        if !v.top_gemms.is_empty() {
-            let roof = match &v.gpu_arch {
-                Some(arch) => format!("; share of the {arch} roofline and its bound"),
-                None => String::new(),
-            };
-            text.push_str(&format!(
-                "   GEMMs (total µs, calls, TFLOPS/s and TB/s per call, mean{roof}):\n"
-            ));
-        }
-        for g in &v.top_gemms {
-            let roof = match (g.pct_roofline, g.bound) {
-                (Some(pct), Some(bound)) => format!("  {:>6}  {bound:<7}", format!("{pct:.1}%")),
-                _ if v.gpu_arch.is_some() => format!("  {:>6}  {:<7}", "-", ""),
-                _ => String::new(),
-            };
-            text.push_str(&format!(
-                "     {:>12}  {:>5}x  {:>7} TFLOPS/s  {:>6} TB/s{roof}  {}\n",
-                py(g.total_us),
-                g.count,
-                crate::commands::shown(g.tflops_per_s, 1),
-                crate::commands::shown(g.tb_per_s, 2),
-                g.shape
-            ));
-        }
+        let gemms = v.top_gemms.iter().map(|g| g.rates());
+        rated_shapes(&mut text, "GEMMs", gemms, v.gpu_arch.as_deref());
+        let others = v.top_shapes.iter().map(|s| s.rates());
+        rated_shapes(&mut text, "Attention and convolutions", others, v.gpu_arch.as_deref());
         if let Some(dir) = &v.csv_dir {
             text.push_str(&format!("   CSVs: {}\n", dir.display()));
         }
@@ -379,4 +359,40 @@ pub(crate) fn summaries(
         text.push_str("no PyTorch or rocprofv3 traces found\n");
     }
     out(&text)
+}
+
+/// Op shapes with their rates (`title`: GEMMs, ...): total µs, calls,
+/// TFLOPS/s and TB/s per call, and with a roofline (`arch`) the share of
+/// it reached and the roof that bounds it.
+fn rated_shapes<'a>(
+    text: &mut String,
+    title: &str,
+    rows: impl ExactSizeIterator<Item = crate::commands::Rates<'a>>,
+    arch: Option<&str>,
+) {
+    if rows.len() == 0 {
+        return;
+    }
+    let roof = match arch {
+        Some(arch) => format!("; share of the {arch} roofline and its bound"),
+        None => String::new(),
+    };
+    text.push_str(&format!(
+        "   {title} (total µs, calls, TFLOPS/s and TB/s per call, mean{roof}):\n"
+    ));
+    for g in rows {
+        let roof = match (g.pct_roofline, g.bound) {
+            (Some(pct), Some(bound)) => format!("  {:>6}  {bound:<7}", format!("{pct:.1}%")),
+            _ if arch.is_some() => format!("  {:>6}  {:<7}", "-", ""),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "     {:>12}  {:>5}x  {:>7} TFLOPS/s  {:>6} TB/s{roof}  {}\n",
+            py(g.total_us),
+            g.count,
+            crate::commands::shown(g.tflops_per_s, 1),
+            crate::commands::shown(g.tb_per_s, 2),
+            g.shape
+        ));
+    }
 }

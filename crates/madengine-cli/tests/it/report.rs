@@ -1110,3 +1110,46 @@ fn the_tables_come_as_one_workbook_in_tracelens_order() {
         assert_eq!(book[0].0, "gpu_timeline");
     }
 }
+
+/// A trace with input shapes: its attention shapes next to the GEMMs, and
+/// its op shapes against the MI300X roofline, in the view (`--json`) and on
+/// the page, a chart that renders in headless Chromium.
+#[test]
+fn op_shapes_are_drawn_against_the_roofline() {
+    let Some(public) = crate::public_dir::public_fixtures() else { return };
+    let trace = public.join("kineto/tracelens/mi300/gaunernst_bert-small-uncased__1016001.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("page.html");
+    let args = ["report", "summary", trace.to_str().unwrap(), "-o", "out", "--json", "--html"];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    args.push(html.as_os_str());
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    let json = text.split("----- stdout -----\n").nth(1).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(json.split("----- stderr -----").next().unwrap()).unwrap();
+    let view = &json["traces"][0];
+    let attention = &view["top_shapes"][0];
+    assert_eq!(attention["sheet"], "SDPA_fwd");
+    assert_eq!(attention["shape"], "aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16");
+    assert_eq!(attention["count"], 4);
+    let roofline = &view["roofline"];
+    assert_eq!(roofline["arch"], "MI300X");
+    assert_eq!(roofline["memory_tb_per_s"], 5.3);
+    let roofs = roofline["compute_tflops_per_s"].as_array().unwrap();
+    assert!(roofs.contains(&serde_json::json!(["matrix_bf16", 708.0])), "{roofs:?}");
+    let points = roofline["points"].as_array().unwrap();
+    assert!(points.len() >= 5, "{points:?}");
+    assert!(points.iter().all(|p| p["flops_per_byte"].as_f64().unwrap() > 0.0));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for expected in [
+        "<h3>Roofline (MI300X)</h3>",
+        "matrix_bf16 roof: 708 TFLOPS/s, 5.3 TB/s",
+        "Attention and convolutions (by shape; rates per call, mean)",
+        "aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16",
+    ] {
+        assert!(page.contains(expected), "{expected} missing from the page");
+    }
+    assert_eq!(page.matches("<circle").count(), points.len());
+    crate::trace::renders_in_chromium(&html, dir.path());
+}
