@@ -35,6 +35,9 @@ pub struct Tables {
     pub collective_summary: Option<Table>,
     /// `GEMM`, the GEMM perf-model sheet ([`Summary::gemm`]).
     pub gemm: Option<Table>,
+    /// The attention and convolution perf-model sheets, by name
+    /// ([`SHAPE_SHEETS`]), those there are.
+    pub shape_sheets: Vec<(String, Table)>,
     /// The steps the tables cover ([`Summary::steps`], its count); `None`
     /// when not known (a report without the [`crate::Record`] that keeps
     /// them: TraceLens' own).
@@ -50,6 +53,12 @@ impl From<&Summary> for Tables {
             ops_summary: s.ops_summary.clone(),
             collective_summary: s.collective_summary.clone(),
             gemm: s.gemm.clone(),
+            shape_sheets: s
+                .perf_sheets
+                .iter()
+                .filter(|(n, _)| SHAPE_SHEETS.contains(&n.as_str()))
+                .cloned()
+                .collect(),
             steps: s.steps.map(|s| s.count),
         }
     }
@@ -64,6 +73,10 @@ const KINETO_KERNELS: [&str; 3] =
 const ROCPROF_KERNELS: [&str; 3] = ["name", "Total Kernel Time (ms)", "Count"];
 const OPS: [&str; 3] = ["name", "total_direct_kernel_time_ms", "Count"];
 const GEMM: [&str; 4] = ["name", "GFLOPS_first", "Kernel Time (µs)_sum", "name_count"];
+
+/// The perf-model sheets of attention and convolution shapes a comparison
+/// reads beside `GEMM` (their columns are `GEMM`'s too).
+pub const SHAPE_SHEETS: [&str; 4] = ["SDPA_fwd", "SDPA_bwd", "CONV_fwd", "CONV_bwd"];
 
 impl Tables {
     /// Whether `dir` holds a report: a `gpu_timeline.csv`.
@@ -110,6 +123,11 @@ impl Tables {
                 &crate::collective::HEADER,
             )?,
             gemm: optional("GEMM.csv", "GEMM", &GEMM)?,
+            shape_sheets: SHAPE_SHEETS
+                .iter()
+                .map(|&n| Ok(optional(&format!("{n}.csv"), n, &GEMM)?.map(|t| (n.to_string(), t))))
+                .filter_map(Result::transpose)
+                .collect::<Result<_>>()?,
             steps: crate::Record::read(dir)?.and_then(|r| r.steps),
         })
     }
@@ -225,10 +243,14 @@ pub struct Diff {
     /// with the TFLOPS/s each side reached. Empty unless both sides have a
     /// GEMM sheet.
     pub gemms: Vec<GemmDiffRow>,
+    /// The attention and convolution shapes ([`SHAPE_SHEETS`], named by
+    /// [`op_shape`]), likewise; empty unless both sides are PyTorch traces'
+    /// tables.
+    pub shapes: Vec<GemmDiffRow>,
 }
 
-/// One GEMM shape in both traces: its time and calls each side, and the
-/// FLOPs of one call, so each side's TFLOPS/s.
+/// One GEMM (or other modelled op) shape in both traces: its time and
+/// calls each side, and the FLOPs of one call, so each side's TFLOPS/s.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GemmDiffRow {
     /// Times (µs) and calls.
@@ -310,7 +332,8 @@ pub fn op_shape(sheet: &str, t: &Table, row: &[Cell]) -> Option<String> {
                 _ => "",
             };
             let dtypes = short_dtypes(&text("param: dtype_A_B").unwrap_or_default());
-            Some(format!("{name} {}{causal} {dtypes}", dims.join("x")))
+            let pass = if sheet == "SDPA_bwd" { " backward" } else { "" };
+            Some(format!("{name}{pass} {}{causal} {dtypes}", dims.join("x")))
         }
         "CONV_fwd" | "CONV_bwd" => {
             let input = text("param: input_shape")?;
@@ -386,7 +409,11 @@ impl Diff {
             kernel_categories: both(kernel_categories_of),
             collectives: both(collectives),
             collective_kernels: both(collective_kernels).pop(),
-            gemms: gemm_rows(&base, &new, both(gemms)),
+            gemms: rated_rows(&base, &new, both(gemms), gemm_sheet),
+            shapes: match base.iter().chain(&new).any(|s| s.rocprof) {
+                true => vec![],
+                false => rated_rows(&base, &new, both(shapes), other_sheets),
+            },
         }
     }
 
@@ -394,22 +421,13 @@ impl Diff {
     /// `baseline µs`, `new µs`, `delta µs`, `ratio`, `GFLOPS per call`,
     /// `baseline TFLOPS/s`, `new TFLOPS/s`, `TFLOPS/s change %`.
     pub fn gemms_table(&self) -> Table {
-        let rows: Vec<DiffRow> = self.gemms.iter().map(|g| g.row.clone()).collect();
-        let mut t = table(&rows, "shape", "µs", true);
-        t.header.extend(
-            ["GFLOPS per call", "baseline TFLOPS/s", "new TFLOPS/s", "TFLOPS/s change %"]
-                .map(String::from),
-        );
-        let cell = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Float);
-        for (cells, g) in t.rows.iter_mut().zip(&self.gemms) {
-            cells.extend([
-                Cell::Float(g.gflops),
-                cell(g.tflops(g.row.base)),
-                cell(g.tflops(g.row.new)),
-                cell(g.change_pct()),
-            ]);
-        }
-        t
+        rated_table(&self.gemms)
+    }
+
+    /// The attention and convolution shapes as a table, with the columns
+    /// of [`Diff::gemms_table`].
+    pub fn shapes_table(&self) -> Table {
+        rated_table(&self.shapes)
     }
 
     /// The timeline rows as a table: `type`, `baseline ms`, `new ms`,
@@ -568,29 +586,81 @@ fn kernels(s: &Tables) -> Option<Named> {
     named(s.kernel_summary.as_ref()?, name, time, Some(count))
 }
 
-/// A GEMM sheet's shapes ([`gemm_shape`]): kernel time (µs) and calls.
+/// Rated shapes as a table: `shape`, `baseline count`, `new count`,
+/// `baseline µs`, `new µs`, `delta µs`, `ratio`, `GFLOPS per call`,
+/// `baseline TFLOPS/s`, `new TFLOPS/s`, `TFLOPS/s change %`.
+fn rated_table(shapes: &[GemmDiffRow]) -> Table {
+    let rows: Vec<DiffRow> = shapes.iter().map(|g| g.row.clone()).collect();
+    let mut t = table(&rows, "shape", "µs", true);
+    t.header.extend(
+        ["GFLOPS per call", "baseline TFLOPS/s", "new TFLOPS/s", "TFLOPS/s change %"]
+            .map(String::from),
+    );
+    let cell = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Float);
+    for (cells, g) in t.rows.iter_mut().zip(shapes) {
+        cells.extend([
+            Cell::Float(g.gflops),
+            cell(g.tflops(g.row.base)),
+            cell(g.tflops(g.row.new)),
+            cell(g.change_pct()),
+        ]);
+    }
+    t
+}
+
+/// A side's sheets of one kind, by name.
+type Sheets<'a> = fn(&'a Tables) -> Vec<(&'a str, &'a Table)>;
+
+fn gemm_sheet(s: &Tables) -> Vec<(&str, &Table)> {
+    s.gemm.iter().map(|t| ("GEMM", t)).collect()
+}
+
+fn other_sheets(s: &Tables) -> Vec<(&str, &Table)> {
+    s.shape_sheets.iter().map(|(n, t)| (n.as_str(), t)).collect()
+}
+
+/// A side's shapes of `sheets` ([`op_shape`]): kernel time (µs) and calls.
+fn rated_shapes<'a>(s: &'a Tables, sheets: Sheets<'a>) -> Option<Named> {
+    let mut lists = Vec::new();
+    for (sheet, t) in sheets(s) {
+        let (time, count) = (t.column(GEMM[2])?, t.column(GEMM[3])?);
+        let rows: Option<Named> = t
+            .rows
+            .iter()
+            .map(|row| {
+                let m = Measure { time: num(&row[time]).unwrap_or(0.0), count: num(&row[count]) };
+                Some((op_shape(sheet, t, row)?, m))
+            })
+            .collect();
+        lists.push(rows?);
+    }
+    Some(add_up(lists.into_iter()))
+}
+
+/// A GEMM sheet's shapes ([`gemm_shape`]); `None` without one.
 fn gemms(s: &Tables) -> Option<Named> {
-    let t = s.gemm.as_ref()?;
-    let (time, count) = (t.column(GEMM[2])?, t.column(GEMM[3])?);
-    let rows: Option<Named> = t
-        .rows
-        .iter()
-        .map(|row| {
-            let m = Measure { time: num(&row[time]).unwrap_or(0.0), count: num(&row[count]) };
-            Some((gemm_shape(t, row)?, m))
-        })
-        .collect();
-    Some(add_up(std::iter::once(rows?)))
+    s.gemm.as_ref()?;
+    rated_shapes(s, gemm_sheet)
+}
+
+/// The attention and convolution shapes, of the sheets a side has.
+fn shapes(s: &Tables) -> Option<Named> {
+    rated_shapes(s, other_sheets)
 }
 
 /// `rows` with each shape's GFLOPs per call, from the first side's sheet
 /// that has the shape.
-fn gemm_rows(base: &[&Tables], new: &[&Tables], rows: Vec<DiffRow>) -> Vec<GemmDiffRow> {
+fn rated_rows<'a>(
+    base: &[&'a Tables],
+    new: &[&'a Tables],
+    rows: Vec<DiffRow>,
+    sheets: Sheets<'a>,
+) -> Vec<GemmDiffRow> {
     let mut gflops: BTreeMap<String, f64> = BTreeMap::new();
-    for t in base.iter().chain(new).filter_map(|s| s.gemm.as_ref()) {
+    for (sheet, t) in base.iter().chain(new).flat_map(|s| sheets(s)) {
         let Some(g) = t.column(GEMM[1]) else { continue };
         for row in &t.rows {
-            if let (Some(shape), Some(v)) = (gemm_shape(t, row), num(&row[g])) {
+            if let (Some(shape), Some(v)) = (op_shape(sheet, t, row), num(&row[g])) {
                 gflops.entry(shape).or_insert(v);
             }
         }

@@ -64,7 +64,7 @@ pub use crate::{
     collective::CollectiveKernel,
     compute::{Cell, ShortKernels, Table},
     csv::py_float,
-    diff::{Diff, DiffRow, GemmDiffRow, Measure, Tables, gemm_shape, op_shape},
+    diff::{Diff, DiffRow, GemmDiffRow, Measure, SHAPE_SHEETS, Tables, gemm_shape, op_shape},
     error::{Error, Result},
     many::{Failed, Progress, summarize_files, summarize_files_into},
     record::{RECORD, Record},

@@ -867,6 +867,8 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             // GEMM shapes (µs, calls; TFLOPS/s each side), all ranks.
             "gemms": d.gemms.iter().map(gemm_json).collect::<Vec<_>>(),
             "gemm_regressions": gemm_regressions,
+            // Attention and convolution shapes, likewise.
+            "op_shapes": d.shapes.iter().map(gemm_json).collect::<Vec<_>>(),
             "csvs": written.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "html": args.html.as_deref().map(Path::to_string_lossy),
             "regression": regression,
@@ -1004,6 +1006,7 @@ fn write_csvs(dir: &Path, compared: &Compared) -> Result<Vec<PathBuf>, Error> {
         ("kernel_category_diff.csv", d.kernel_categories_table()),
         ("collective_diff.csv", d.collectives_table()),
         ("gemm_diff.csv", d.gemms_table()),
+        ("shape_diff.csv", d.shapes_table()),
         ("collective_kernels_diff.csv", comm),
     ];
     let ours: Vec<&str> = tables.iter().map(|(name, _)| *name).collect();

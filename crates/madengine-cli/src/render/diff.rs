@@ -239,7 +239,8 @@ pub(crate) fn diff(
         }
     }
     matched_collectives(&mut text, &compared.matched, top);
-    gemm_shapes(&mut text, &diff.gemms, &over, top);
+    rated_shapes(&mut text, "GEMM shapes", &diff.gemms, &over, top);
+    rated_shapes(&mut text, "Attention and convolution shapes", &diff.shapes, &over, top);
     if written.is_empty() {
         if [&diff.kernels, &diff.ops, &diff.collectives].iter().any(|rows| rows.len() > top) {
             text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
@@ -312,16 +313,22 @@ fn matched_collectives(text: &mut String, matched: &[trace_report::CollectiveDif
     }
 }
 
-/// The GEMM shapes of both sides, the largest change of time first: each
-/// side's TFLOPS/s and the change.
-fn gemm_shapes(text: &mut String, gemms: &[trace_summary::GemmDiffRow], over: &str, top: usize) {
+/// The modelled op shapes (`title`: GEMM shapes, ...) of both sides, the
+/// largest change of time first: each side's TFLOPS/s and the change.
+fn rated_shapes(
+    text: &mut String,
+    title: &str,
+    gemms: &[trace_summary::GemmDiffRow],
+    over: &str,
+    top: usize,
+) {
     let both: Vec<&trace_summary::GemmDiffRow> =
         gemms.iter().filter(|g| g.change_pct().is_some()).collect();
     if both.is_empty() || top == 0 {
         return;
     }
     text.push_str(&format!(
-        "\nGEMM shapes{over}, largest changes of time first (TFLOPS/s per side):\n"
+        "\n{title}{over}, largest changes of time first (TFLOPS/s per side):\n"
     ));
     let rate = |v: Option<f64>| crate::commands::shown(v, 1);
     let rows: Vec<[String; 5]> = both

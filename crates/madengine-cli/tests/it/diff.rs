@@ -1540,6 +1540,14 @@ fn gemm_shapes_compare_by_tflops_and_gate() {
         14.7   12.7  -13.2%     17  aten::addmm 141x512x512 bf16
     (2 more)
     ");
+    // Its attention shape, likewise (not gated).
+    let at = text.find("\nAttention and convolution shapes").unwrap() + 1;
+    let section = &text[at..at + text[at..].find("\n\n").unwrap()];
+    insta::assert_snapshot!(section, @"
+    Attention and convolution shapes, largest changes of time first (TFLOPS/s per side):
+    BASELINE  NEW   CHANGE  CALLS  SHAPE
+         1.4  4.4  +203.8%      4  aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16
+    ");
     assert!(text.starts_with("exit code: 1"), "{text}");
     let stderr = text.split("----- stderr -----\n").nth(1).unwrap();
     insta::assert_snapshot!(stderr, @"error: GEMM aten::addmm 141x30522x512 bf16 lost 38.1% of its TFLOPS/s (172.7 -> 106.9), more than --max-gemm-regression 30%");
@@ -1577,4 +1585,9 @@ fn gemm_shapes_compare_by_tflops_and_gate() {
     let first = &v["gemms"][0];
     assert_eq!(first["name"], "aten::addmm 141x30522x512 bf16");
     assert!((first["tflops_change_pct"].as_f64().unwrap() + 38.137).abs() < 1e-3, "{first}");
+    let attention = &v["op_shapes"][0];
+    assert_eq!(attention["name"], "aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16");
+    let calls = |side: &str| attention[side]["count"].as_f64();
+    assert_eq!((calls("baseline"), calls("new")), (Some(4.0), Some(4.0)), "{attention}");
+    assert!(attention["new_tflops"].as_f64().unwrap() > 0.0, "{attention}");
 }
