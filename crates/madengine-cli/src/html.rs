@@ -10,7 +10,7 @@ use trace_report::{CycleRow, GpuRow, RankRow, by_dir, by_job, by_run, vs_first};
 
 use crate::{
     commands::{
-        Compared, KINETO_PARTS, ROCPROF_BAR, Rates, Regression, Roofline, RunCollectives,
+        Compared, KINETO_PARTS, ROCPROF_BAR, Rated, Regression, Roofline, RunCollectives,
         SummaryView, TopRow, counts_text, ratio_text,
     },
     error::Error,
@@ -183,9 +183,11 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         page.push_str("</table>");
     }
     let arch = v.gpu_arch.as_deref();
-    let gemms: Vec<Rates<'_>> = v.top_gemms.iter().map(|g| g.rates()).collect();
+    let gemms: Vec<(&str, &Rated)> =
+        v.top_gemms.iter().map(|g| (g.shape.as_str(), &g.rated)).collect();
     rated_table(page, "GEMMs (by shape; rates per call, mean)", "op, B×M×N×K, dtype", &gemms, arch);
-    let others: Vec<Rates<'_>> = v.top_shapes.iter().map(|s| s.rates()).collect();
+    let others: Vec<(&str, &Rated)> =
+        v.top_shapes.iter().map(|s| (s.shape.as_str(), &s.rated)).collect();
     let title = "Attention and convolutions (by shape; rates per call, mean)";
     rated_table(page, title, "op, shape, dtype", &others, arch);
     if let Some(r) = &v.roofline {
@@ -199,7 +201,13 @@ fn trace_section(page: &mut String, v: &SummaryView) {
 
 /// A table of op shapes with their rates, and with a roofline (`arch`)
 /// the share of it reached and the bound.
-fn rated_table(page: &mut String, title: &str, what: &str, rows: &[Rates<'_>], arch: Option<&str>) {
+fn rated_table(
+    page: &mut String,
+    title: &str,
+    what: &str,
+    rows: &[(&str, &Rated)],
+    arch: Option<&str>,
+) {
     if rows.is_empty() {
         return;
     }
@@ -212,7 +220,7 @@ fn rated_table(page: &mut String, title: &str, what: &str, rows: &[Rates<'_>], a
         let _ = write!(page, "<th>% of the {} roofline</th><th>bound</th>", esc(arch));
     }
     let _ = write!(page, r#"<th class="name">{}</th></tr>"#, esc(what));
-    for g in rows {
+    for (shape, g) in rows {
         let _ = write!(
             page,
             r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>"#,
@@ -229,7 +237,7 @@ fn rated_table(page: &mut String, title: &str, what: &str, rows: &[Rates<'_>], a
                 g.bound.unwrap_or("-")
             );
         }
-        let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(g.shape));
+        let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(shape));
     }
     page.push_str("</table>");
 }

@@ -233,6 +233,25 @@ impl Ranked {
     pub(crate) fn sort(rows: &mut [Ranked]) {
         rows.sort_by(|a, b| b.sum.total_cmp(&a.sum).then(a.uid.cmp(&b.uid)));
     }
+
+    /// `rows` sorted ([`Ranked::sort`]), each with its `Percentage (%)` of
+    /// all the sums (NumPy's pairwise total) and the running `Cumulative
+    /// Percentage (%)` after its cells.
+    pub(crate) fn with_percentages(mut rows: Vec<Ranked>) -> Vec<Vec<Cell>> {
+        Ranked::sort(&mut rows);
+        let total = pairwise(&rows.iter().map(|o| o.sum).collect::<Vec<_>>());
+        let mut cumulative = 0.0;
+        let number = |v: f64| if v.is_nan() { Cell::Empty } else { Cell::Float(v) };
+        rows.into_iter()
+            .map(|mut o| {
+                let pct = o.sum / total * 100.0;
+                cumulative += pct;
+                o.cells.push(number(pct));
+                o.cells.push(number(cumulative));
+                o.cells
+            })
+            .collect()
+    }
 }
 
 /// pandas' sum of a group's float values: the first plus NumPy's pairwise

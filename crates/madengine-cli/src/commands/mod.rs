@@ -10,7 +10,7 @@ mod summary;
 
 pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, timed};
 pub(crate) use summary::{
-    KINETO_PARTS, Object, ROCPROF_BAR, Rates, Roofline, RunCollectives, TopRow,
+    KINETO_PARTS, Object, ROCPROF_BAR, Rated, Roofline, RunCollectives, TopRow,
     TraceView as SummaryView, labels, number, shown, write_atomic,
 };
 mod trace;

@@ -206,19 +206,10 @@ impl CollectiveRow {
     }
 }
 
-/// A row of the `GEMM` sheet: one GEMM op and shape.
+/// A modelled op shape's kernel time, calls and rates, as a perf-model
+/// sheet's row gives them ([`GemmRow`], [`ShapeRow`]).
 #[derive(Debug, Serialize)]
-pub(crate) struct GemmRow {
-    pub(crate) name: String,
-    /// `aten::addmm 141x512x512 bf16` ([`trace_summary::gemm_shape`]).
-    pub(crate) shape: String,
-    /// `M`, `N`, `K` and the batch `B`.
-    pub(crate) m: Option<i64>,
-    pub(crate) n: Option<i64>,
-    pub(crate) k: Option<i64>,
-    pub(crate) b: Option<i64>,
-    /// Its input dtypes, as TraceLens prints them: `('c10::BFloat16', 'c10::BFloat16')`.
-    pub(crate) dtypes: String,
+pub(crate) struct Rated {
     pub(crate) count: i64,
     pub(crate) total_us: f64,
     /// The mean over its calls of each call's rate; `None` where its
@@ -234,6 +225,43 @@ pub(crate) struct GemmRow {
     pub(crate) bound: Option<&'static str>,
 }
 
+impl Rated {
+    /// Of row `r` of a perf-model sheet (table `t`).
+    fn of(t: &Table, r: &[trace_summary::Cell]) -> Rated {
+        let cell = |name: &str| t.column(name).map(|c| r[c].clone());
+        let number = |name: &str| cell(name).and_then(|c| c.number());
+        Rated {
+            count: number("name_count").map_or(0, |v| v as i64),
+            total_us: number("Kernel Time (µs)_sum").unwrap_or(0.0),
+            tflops_per_s: number("TFLOPS/s_mean"),
+            tb_per_s: number("TB/s_mean"),
+            pct_roofline: number("Pct Roofline_mean"),
+            bound: match cell("Roofline Bound_first").map(|c| c.text()).as_deref() {
+                Some("MEMORY_BOUND") => Some("memory"),
+                Some("COMPUTE_BOUND") => Some("compute"),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// A row of the `GEMM` sheet: one GEMM op and shape.
+#[derive(Debug, Serialize)]
+pub(crate) struct GemmRow {
+    pub(crate) name: String,
+    /// `aten::addmm 141x512x512 bf16` ([`trace_summary::gemm_shape`]).
+    pub(crate) shape: String,
+    /// `M`, `N`, `K` and the batch `B`.
+    pub(crate) m: Option<i64>,
+    pub(crate) n: Option<i64>,
+    pub(crate) k: Option<i64>,
+    pub(crate) b: Option<i64>,
+    /// Its input dtypes, as TraceLens prints them: `('c10::BFloat16', 'c10::BFloat16')`.
+    pub(crate) dtypes: String,
+    #[serde(flatten)]
+    pub(crate) rated: Rated,
+}
+
 impl GemmRow {
     /// The first `n` rows of a `GEMM` table.
     fn top(t: &Table, n: usize) -> Vec<GemmRow> {
@@ -241,7 +269,6 @@ impl GemmRow {
         let int = |r: &[trace_summary::Cell], name: &str| {
             cell(r, name).and_then(|c| c.number()).map(|v| v as i64)
         };
-        let number = |r: &[trace_summary::Cell], name: &str| cell(r, name).and_then(|c| c.number());
         t.rows
             .iter()
             .take(n)
@@ -253,53 +280,9 @@ impl GemmRow {
                 k: int(r, "param: K"),
                 b: int(r, "param: B"),
                 dtypes: cell(r, "param: dtype_A_B").map(|c| c.text()).unwrap_or_default(),
-                count: int(r, "name_count").unwrap_or(0),
-                total_us: number(r, "Kernel Time (µs)_sum").unwrap_or(0.0),
-                tflops_per_s: number(r, "TFLOPS/s_mean"),
-                tb_per_s: number(r, "TB/s_mean"),
-                pct_roofline: number(r, "Pct Roofline_mean"),
-                bound: bound(cell(r, "Roofline Bound_first")),
+                rated: Rated::of(t, r),
             })
             .collect()
-    }
-}
-
-/// What the views show of a modelled op shape ([`GemmRow`], [`ShapeRow`]).
-pub(crate) struct Rates<'a> {
-    pub(crate) shape: &'a str,
-    pub(crate) count: i64,
-    pub(crate) total_us: f64,
-    pub(crate) tflops_per_s: Option<f64>,
-    pub(crate) tb_per_s: Option<f64>,
-    pub(crate) pct_roofline: Option<f64>,
-    pub(crate) bound: Option<&'static str>,
-}
-
-impl GemmRow {
-    pub(crate) fn rates(&self) -> Rates<'_> {
-        Rates {
-            shape: &self.shape,
-            count: self.count,
-            total_us: self.total_us,
-            tflops_per_s: self.tflops_per_s,
-            tb_per_s: self.tb_per_s,
-            pct_roofline: self.pct_roofline,
-            bound: self.bound,
-        }
-    }
-}
-
-impl ShapeRow {
-    pub(crate) fn rates(&self) -> Rates<'_> {
-        Rates {
-            shape: &self.shape,
-            count: self.count,
-            total_us: self.total_us,
-            tflops_per_s: self.tflops_per_s,
-            tb_per_s: self.tb_per_s,
-            pct_roofline: self.pct_roofline,
-            bound: self.bound,
-        }
     }
 }
 
@@ -313,15 +296,8 @@ pub(crate) struct ShapeRow {
     /// `aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16`
     /// ([`trace_summary::op_shape`]).
     pub(crate) shape: String,
-    pub(crate) count: i64,
-    pub(crate) total_us: f64,
-    /// As [`GemmRow`]'s.
-    pub(crate) tflops_per_s: Option<f64>,
-    pub(crate) tb_per_s: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) pct_roofline: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) bound: Option<&'static str>,
+    #[serde(flatten)]
+    pub(crate) rated: Rated,
 }
 
 impl ShapeRow {
@@ -330,25 +306,17 @@ impl ShapeRow {
     fn top(sheets: &[(String, Table)], n: usize) -> Vec<ShapeRow> {
         let mut rows: Vec<ShapeRow> = Vec::new();
         for (sheet, t) in sheets {
-            if !["SDPA_fwd", "SDPA_bwd", "CONV_fwd", "CONV_bwd"].contains(&sheet.as_str()) {
+            if !trace_summary::SHAPE_SHEETS.contains(&sheet.as_str()) {
                 continue;
             }
-            let cell = |r: &[trace_summary::Cell], name: &str| t.column(name).map(|c| r[c].clone());
-            let number =
-                |r: &[trace_summary::Cell], name: &str| cell(r, name).and_then(|c| c.number());
             rows.extend(t.rows.iter().take(n).map(|r| ShapeRow {
                 sheet: sheet.clone(),
                 name: r[0].text(),
                 shape: trace_summary::op_shape(sheet, t, r).unwrap_or_else(|| r[0].text()),
-                count: number(r, "name_count").map_or(0, |v| v as i64),
-                total_us: number(r, "Kernel Time (µs)_sum").unwrap_or(0.0),
-                tflops_per_s: number(r, "TFLOPS/s_mean"),
-                tb_per_s: number(r, "TB/s_mean"),
-                pct_roofline: number(r, "Pct Roofline_mean"),
-                bound: bound(cell(r, "Roofline Bound_first")),
+                rated: Rated::of(t, r),
             }));
         }
-        rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
+        rows.sort_by(|a, b| b.rated.total_us.total_cmp(&a.rated.total_us));
         rows.truncate(n);
         rows
     }
@@ -440,15 +408,6 @@ impl Roofline {
             compute_tflops_per_s: compute,
             points,
         })
-    }
-}
-
-/// A `Roofline Bound` cell in a word: `memory`, `compute`.
-fn bound(cell: Option<trace_summary::Cell>) -> Option<&'static str> {
-    match cell?.text().as_str() {
-        "MEMORY_BOUND" => Some("memory"),
-        "COMPUTE_BOUND" => Some("compute"),
-        _ => None,
     }
 }
 

@@ -252,9 +252,9 @@ pub(crate) fn summaries(
                  `madengine profile` records them)\n",
             );
         }
-        let gemms = v.top_gemms.iter().map(|g| g.rates());
+        let gemms = v.top_gemms.iter().map(|g| (g.shape.as_str(), &g.rated));
         rated_shapes(&mut text, "GEMMs", gemms, v.gpu_arch.as_deref());
-        let others = v.top_shapes.iter().map(|s| s.rates());
+        let others = v.top_shapes.iter().map(|s| (s.shape.as_str(), &s.rated));
         rated_shapes(&mut text, "Attention and convolutions", others, v.gpu_arch.as_deref());
         if let Some(dir) = &v.csv_dir {
             text.push_str(&format!("   CSVs: {}\n", dir.display()));
@@ -367,7 +367,7 @@ pub(crate) fn summaries(
 fn rated_shapes<'a>(
     text: &mut String,
     title: &str,
-    rows: impl ExactSizeIterator<Item = crate::commands::Rates<'a>>,
+    rows: impl ExactSizeIterator<Item = (&'a str, &'a crate::commands::Rated)>,
     arch: Option<&str>,
 ) {
     if rows.len() == 0 {
@@ -380,7 +380,7 @@ fn rated_shapes<'a>(
     text.push_str(&format!(
         "   {title} (total µs, calls, TFLOPS/s and TB/s per call, mean{roof}):\n"
     ));
-    for g in rows {
+    for (shape, g) in rows {
         let roof = match (g.pct_roofline, g.bound) {
             (Some(pct), Some(bound)) => format!("  {:>6}  {bound:<7}", format!("{pct:.1}%")),
             _ if arch.is_some() => format!("  {:>6}  {:<7}", "-", ""),
@@ -392,7 +392,7 @@ fn rated_shapes<'a>(
             g.count,
             crate::commands::shown(g.tflops_per_s, 1),
             crate::commands::shown(g.tb_per_s, 2),
-            g.shape
+            shape
         ));
     }
 }

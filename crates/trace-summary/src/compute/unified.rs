@@ -8,7 +8,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::perf_model::{Eval, Model, Roofline, modelled, params_dict, rates};
-use super::{Analysis, GroupSum, Ranked, ev, is_comm_name, median, pairwise, sample_std};
+use super::{Analysis, GroupSum, Ranked, ev, is_comm_name, median, sample_std};
 use super::{total_order, unique_args};
 use crate::{
     compute::{Cell, Table},
@@ -405,7 +405,7 @@ impl Analysis<'_> {
         let rooflines = rows.iter().any(|r| r.figures.as_ref().is_some_and(|f| f.2.is_some()));
         let number = |v: f64, int: bool| if int { Cell::Int(v as i64) } else { Cell::Float(v) };
         let float = |v: Option<f64>| v.filter(|x| !x.is_nan()).map_or(Cell::Empty, Cell::Float);
-        let mut out: Vec<Ranked> = order
+        let out: Vec<Ranked> = order
             .iter()
             .enumerate()
             .map(|(g, members)| {
@@ -494,36 +494,15 @@ impl Analysis<'_> {
                 Ranked { cells, sum, uid: first.uid }
             })
             .collect();
-        Ranked::sort(&mut out);
-        let total = pairwise(&out.iter().map(|o| o.sum).collect::<Vec<_>>());
-        let mut cumulative = 0.0;
-        let rows = out
-            .into_iter()
-            .map(|mut o| {
-                let pct = o.sum / total * 100.0;
-                cumulative += pct;
-                let number = |v: f64| if v.is_nan() { Cell::Empty } else { Cell::Float(v) };
-                o.cells.push(number(pct));
-                o.cells.push(number(cumulative));
-                o.cells
-            })
-            .collect();
-        let mut header: Vec<&str> = vec![
-            "name",
-            "op category",
-            "process_name",
-            "process_label",
-            "thread_name",
-            "Input Dims",
-            "Input type",
-            "Input Strides",
-            "Concrete Inputs",
+        let rows = Ranked::with_percentages(out);
+        let mut header: Vec<&str> = unique_args::KEY_COLUMNS.to_vec();
+        header.extend([
             "ex_UID",
             "operation_count",
             "total_duration_us",
             "mean_duration_us",
             "std_duration_us",
-        ];
+        ]);
         if modelled {
             header.extend(["GFLOPS", "Data Moved (MB)", "FLOPS/Byte", "Compute Spec"]);
         }

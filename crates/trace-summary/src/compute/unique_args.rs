@@ -121,7 +121,7 @@ impl Analysis<'_> {
             order[g].push(i);
         }
         let (direct_int, subtree_int) = ints;
-        let mut out: Vec<Ranked> = order
+        let out: Vec<Ranked> = order
             .iter()
             .map(|members| {
                 let first = &rows[members[0]];
@@ -180,31 +180,9 @@ impl Analysis<'_> {
                 Ranked { cells, sum: ds, uid: first.uid }
             })
             .collect();
-        Ranked::sort(&mut out);
-        let sums: Vec<f64> = out.iter().map(|o| o.sum).collect();
-        let total = pairwise(&sums);
-        let mut cumulative = 0.0;
-        let rows = out
-            .into_iter()
-            .map(|mut o| {
-                let pct = o.sum / total * 100.0;
-                cumulative += pct;
-                let number = |v: f64| if v.is_nan() { Cell::Empty } else { Cell::Float(v) };
-                o.cells.push(number(pct));
-                o.cells.push(number(cumulative));
-                o.cells
-            })
-            .collect();
-        let header = [
-            "name",
-            "op category",
-            "process_name",
-            "process_label",
-            "thread_name",
-            "Input Dims",
-            "Input type",
-            "Input Strides",
-            "Concrete Inputs",
+        let rows = Ranked::with_percentages(out);
+        let mut header: Vec<&str> = KEY_COLUMNS.to_vec();
+        header.extend([
             "operation_count",
             "total_direct_kernel_time_mean",
             "total_subtree_kernel_time_mean",
@@ -223,10 +201,24 @@ impl Analysis<'_> {
             "trunc_kernel_details",
             "Percentage (%)",
             "Cumulative Percentage (%)",
-        ];
+        ]);
         Table::new(&header, rows)
     }
 }
+
+/// The nine columns `ops_unique_args` and `unified_perf_summary` group
+/// by (the reference's §4.1), in order.
+pub(super) const KEY_COLUMNS: [&str; 9] = [
+    "name",
+    "op category",
+    "process_name",
+    "process_label",
+    "thread_name",
+    "Input Dims",
+    "Input type",
+    "Input Strides",
+    "Concrete Inputs",
+];
 
 /// A NumPy scalar as it prints inside a list (`np.int64(2)`,
 /// `np.float64(2.0)`).
