@@ -190,6 +190,9 @@ fn trace_section(page: &mut String, v: &SummaryView) {
         v.top_shapes.iter().map(|s| (s.shape.as_str(), &s.rated)).collect();
     let title = "Attention and convolutions (by shape; rates per call, mean)";
     rated_table(page, title, "op, shape, dtype", &others, arch);
+    if let Some(note) = v.no_roofline_note() {
+        let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(&note)));
+    }
     if let Some(r) = &v.roofline {
         roofline_chart(page, r);
     }

@@ -528,6 +528,25 @@ impl TraceView {
         self.short_kernels = summary.short_kernels;
     }
 
+    /// Where op shapes were modelled without a GPU spec to compare them
+    /// with: that there is no roofline, and how to get one.
+    pub(crate) fn no_roofline_note(&self) -> Option<String> {
+        if self.gpu_arch.is_some() || (self.top_gemms.is_empty() && self.top_shapes.is_empty()) {
+            return None;
+        }
+        if self.gpus.iter().any(|g| trace_summary::GpuArch::for_device(g).is_some()) {
+            return Some("no roofline: --gpu-arch none".into());
+        }
+        let gpus = match self.gpus.is_empty() {
+            true => "its GPU".to_string(),
+            false => self.gpus.join(", "),
+        };
+        Some(format!(
+            "no roofline: no GPU spec is bundled for {gpus}; --gpu-arch MI300X|MI325X|FILE.json \
+             compares the shapes with one"
+        ))
+    }
+
     /// Said first: what a trace read with --salvage left out, and what
     /// TraceLens refuses whatever is repaired.
     pub(crate) fn warning(&self) -> Option<String> {

@@ -256,6 +256,9 @@ pub(crate) fn summaries(
         rated_shapes(&mut text, "GEMMs", gemms, v.gpu_arch.as_deref());
         let others = v.top_shapes.iter().map(|s| (s.shape.as_str(), &s.rated));
         rated_shapes(&mut text, "Attention and convolutions", others, v.gpu_arch.as_deref());
+        if let Some(note) = v.no_roofline_note() {
+            text.push_str(&format!("   {note}\n"));
+        }
         if let Some(dir) = &v.csv_dir {
             text.push_str(&format!("   CSVs: {}\n", dir.display()));
         }

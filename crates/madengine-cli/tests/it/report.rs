@@ -1152,4 +1152,9 @@ fn op_shapes_are_drawn_against_the_roofline() {
     }
     assert_eq!(page.matches("<circle").count(), points.len());
     crate::trace::renders_in_chromium(&html, dir.path());
+    // Without a spec, the view says there is no roofline, and why.
+    let args = ["report", "summary", trace.to_str().unwrap(), "-o", "out", "--gpu-arch", "none"];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.contains("   no roofline: --gpu-arch none\n"), "{text}");
 }
