@@ -232,8 +232,9 @@ fn prec(dtype: &str) -> Option<&'static str> {
     })
 }
 
-/// The GEMM ops modelled, by name.
-const GEMM_OPS: [&str; 8] = [
+/// The GEMM ops modelled, by name: every op of TraceLens' `GEMM` family
+/// (§7.3, §7.4.1).
+const GEMM_OPS: [&str; 43] = [
     "aten::mm",
     "aten::addmm",
     "aten::_scaled_mm",
@@ -242,7 +243,45 @@ const GEMM_OPS: [&str; 8] = [
     "aten::bmm",
     "aten::baddbmm",
     "vllm::rocm_unquantized_gemm",
+    "vllm::gemm_with_dynamic_quant",
+    "tex_ts::te_gemm_ts",
+    "_Linear_yfwd_mm",
+    "_LinearBackward_xgrad_mm",
+    "_LinearBackward_wgrad_mm",
+    "_LayerNormLinear_yfwd_mm",
+    "_LayerNormLinearBackward_xgrad_mm",
+    "_LayerNormLinearBackward_wgrad_mm",
+    "primus_turbo_cpp_extension::hipblaslt_gemm_fp8",
+    "primus_turbo::hipblaslt_gemm_fp8",
+    "primus_turbo_cpp_extension::hipblaslt_gemm_fp4",
+    "primus_turbo::hipblaslt_gemm_fp4",
+    "aiter::gemm_a4w4",
+    "aiter::_gemm_a4w4_asm",
+    "aiter::batched_gemm_a16wfp4_",
+    "sglang_profiler::fp8_utils_gemm_a8w8_blockscale",
+    "sglang_profiler::gemm_a8w8_blockscale_gemm_a8w8_blockscale",
+    "vllm::rocm_aiter_triton_gemm_a8w8_blockscale",
+    "aiter::gemm_a8w8_blockscale_ck",
+    "aiter::gemm_a8w8_blockscale_cktile",
+    "aiter::gemm_a8w8_blockscale_bpreshuffle_ck",
+    "aiter::gemm_a8w8_blockscale_bpreshuffle_cktile",
+    "aiter::flatmm_a8w8_blockscale_asm",
+    "aiter::gfx950_a8w8_blockscale_asm",
+    "aiter::gemm_a8w8_ck",
+    "aiter::gemm_a8w8_bpreshuffle_ck",
+    "aiter::gemm_a8w8_bpreshuffle",
+    "vllm::_rocm_aiter_preshuffled_per_token_w8a8_gemm",
+    "aiter::_gemm_a8w8_blockscale_asm",
+    "aiter::gemm_a16w16",
+    "aiter::gemm_a16w16_atomic_",
+    "sglang_profiler::gemm_kernels_flydsl_hgemm",
+    "aiter::_gemm_a16w16_asm",
+    "aiter::gemm_afp4wfp4_",
+    BATCHED_A8W8,
 ];
+
+/// `sglang_profiler::batched_gemm_a8w8_...`, one long name.
+const BATCHED_A8W8: &str = "sglang_profiler::batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant_batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant";
 
 /// An op's argument lists, read back.
 struct Args {
@@ -281,6 +320,13 @@ impl Args {
 /// The GEMM model of op `name` (§7.4.1); `None` where TraceLens' model
 /// raises (a missing shape, an index out of range): the op has no row.
 fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -> Option<Model> {
+    if let Some(model) = gemm_more(name, a) {
+        let mut model = model?;
+        if let Some(t) = transpose {
+            model.params.push(("transpose", transpose_param(t)));
+        }
+        return Some(model);
+    }
     let pair = |x: &str, y: &str| Param::Text(format!("({}, {})", py(x), py(y)));
     let (mut params, flops, bytes, dtype) = match name {
         "aten::mm"
@@ -363,16 +409,301 @@ fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -
         }
         _ => return None,
     };
-    if let Some((ta, tb)) = transpose {
-        let flag = |f: Option<bool>| match f {
-            Some(true) => "True",
-            Some(false) => "False",
-            None => "None",
-        };
-        params.push(("transpose", Param::Text(format!("({}, {})", flag(ta), flag(tb)))));
+    if let Some(t) = transpose {
+        params.push(("transpose", transpose_param(t)));
     }
     let spec = prec(dtype).map_or_else(String::new, |p| format!("matrix_{p}"));
     Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
+}
+
+/// A kernel name's transpose flags as the `transpose` parameter.
+fn transpose_param((ta, tb): (Option<bool>, Option<bool>)) -> Param {
+    let flag = |f: Option<bool>| match f {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "None",
+    };
+    Param::Text(format!("({}, {})", flag(ta), flag(tb)))
+}
+
+/// The GEMM models beyond aten's (§7.4.1: Transformer Engine's, Primus
+/// Turbo's hipBLASLt FP8/FP4, aiter's and SGLang's): `None` for another
+/// op; `Some(None)` where the model raises (a missing shape or type).
+fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
+    let dim = |i: usize, j: usize| a.dim(i, j).map(i128::from);
+    let last = |i: usize| a.dims_of(i).and_then(|d| d.last()?.int()).map(i128::from);
+    let ty = |i: usize| a.dtype(i);
+    let size = |t: Option<&str>| t.and_then(bpe);
+    let int = |x: i128| Param::Int(x as i64);
+    let tuple = |items: &[&str]| {
+        let inner: Vec<String> = items.iter().map(|t| py(t)).collect();
+        Param::Text(format!("({})", inner.join(", ")))
+    };
+    // A stride: `None` without `Input Strides`; a list too short raises,
+    // but where the model tolerates it (`lenient`).
+    let stride_of = |i: usize, lenient: bool| match &a.strides {
+        None => Some(Param::Missing),
+        Some(s) => match s.get(i) {
+            Some(v) => Some(Param::Text(v.repr(true))),
+            None => lenient.then_some(Param::Missing),
+        },
+    };
+    let stride = |i: usize| stride_of(i, true).unwrap_or(Param::Missing);
+    let matrix = |p: Option<&str>| p.map_or_else(String::new, |p| format!("matrix_{p}"));
+    // What every row computes: FLOPs 2MNK (+ MN with a bias), bytes of its
+    // element sizes (A, B, out, bias; `None` if one is unknown).
+    let base = |m: i128, n: i128, k: i128, bias: bool, sizes: [Option<f64>; 4]| {
+        let flops = (2 * m * n * k + if bias { m * n } else { 0 }) as f64;
+        let [ea, eb, eo, ebias] = sizes;
+        let bytes = match (ea, eb, eo, ebias) {
+            (Some(ea), Some(eb), Some(eo), Some(ebias)) => Some(
+                (m * k) as f64 * ea
+                    + (k * n) as f64 * eb
+                    + (m * n) as f64 * eo
+                    + if bias { n as f64 * ebias } else { 0.0 },
+            ),
+            _ => None,
+        };
+        (flops, bytes)
+    };
+    let f = |e: Option<i128>| e.map(|e| e as f64);
+    let core = |m: i128, n: i128, k: i128, bias: bool, strides: [Param; 2], dtypes: Param| {
+        let [sa, sb] = strides;
+        vec![
+            ("M", int(m)),
+            ("N", int(n)),
+            ("K", int(k)),
+            ("bias", Param::Bool(bias)),
+            ("stride_A", sa),
+            ("stride_B", sb),
+            ("dtype_A_B", dtypes),
+        ]
+    };
+    // FP4 bytes: halves of K at each side's size, the block scales, a
+    // 2-byte output.
+    let fp4_bytes = |m: i128,
+                     n: i128,
+                     k: i128,
+                     ta: Option<&str>,
+                     tb: Option<&str>,
+                     sa: Option<&str>,
+                     sb: Option<&str>| {
+        let (ea, eb) = (size(ta)?, size(tb)?);
+        let (sa, sb) = (size(sa).unwrap_or(1), size(sb).unwrap_or(1));
+        let blocks = (k + 31) / 32;
+        Some(
+            (m * (k / 2) * ea + n * (k / 2) * eb + m * blocks * sa + n * blocks * sb + m * n * 2)
+                as f64,
+        )
+    };
+    let model = |params: Vec<(&'static str, Param)>,
+                 (flops, bytes): (f64, Option<f64>),
+                 spec: String| { Some(Model { params, flops, bytes, spec }) };
+    let built: Option<Model> = match name {
+        "vllm::gemm_with_dynamic_quant" => (|| {
+            let two: Vec<usize> =
+                (0..a.dims.len()).filter(|&i| a.dims_of(i).is_some_and(|d| d.len() == 2)).collect();
+            let (ia, ib) = match two.as_slice() {
+                [x, y, ..] => (*x, *y),
+                _ => (0, 1),
+            };
+            let (m, k, n) = (dim(ia, 0)?, dim(ia, 1)?, dim(ib, 0)?);
+            let (t0, t1) = (ty(0)?, ty(1)?);
+            let e = f(size(Some(t0)));
+            let strides = [stride_of(0, false)?, stride_of(1, false)?];
+            let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
+            params.push(("B", Param::Int(1)));
+            model(params, base(m, n, k, false, [e; 4]), matrix(prec(t0)))
+        })(),
+        "_Linear_yfwd_mm"
+        | "_LinearBackward_xgrad_mm"
+        | "_LinearBackward_wgrad_mm"
+        | "_LayerNormLinear_yfwd_mm"
+        | "_LayerNormLinearBackward_xgrad_mm"
+        | "_LayerNormLinearBackward_wgrad_mm" => (|| {
+            let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 1)?);
+            let (t0, t1) = (ty(0)?, ty(1)?);
+            if t0 != t1 {
+                return None;
+            }
+            let e = f(size(Some(t0)));
+            let strides = [stride_of(0, false)?, stride_of(1, false)?];
+            let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
+            params.push(("B", Param::Int(1)));
+            model(params, base(m, n, k, false, [e, e, Some(2.0), e]), matrix(prec(t0)))
+        })(),
+        "tex_ts::te_gemm_ts" => (|| {
+            let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
+            let (ta, tb) = (c(4)? == "1", c(9)? == "1");
+            let (a0, a1) = (dim(0, 0)?, dim(0, 1)?);
+            let (b0, b1) = (dim(5, 0)?, dim(5, 1)?);
+            let (m, k) = if ta { (a0, a1) } else { (a1, a0) };
+            let n = if tb { b1 } else { b0 };
+            let bias = c(14)? != "";
+            let types = [ty(0)?, ty(5)?, ty(10)?, ty(18)?];
+            let sizes = [0, 1, 2, 3].map(|i| f(size(Some(types[i]))));
+            let strides = [stride_of(0, false)?, stride_of(5, false)?];
+            let mut params = core(m, n, k, bias, strides, tuple(&types));
+            params.push(("B", Param::Int(1)));
+            model(
+                params,
+                base(m, n, k, bias, [sizes[0], sizes[1], sizes[2], sizes[3]]),
+                matrix(prec(types[0])),
+            )
+        })(),
+        "primus_turbo_cpp_extension::hipblaslt_gemm_fp8"
+        | "primus_turbo::hipblaslt_gemm_fp8"
+        | "primus_turbo_cpp_extension::hipblaslt_gemm_fp4"
+        | "primus_turbo::hipblaslt_gemm_fp4" => (|| {
+            let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
+            let flag = |i: usize| {
+                c(i).is_some_and(|t| matches!(t.trim().to_lowercase().as_str(), "true" | "1"))
+            };
+            let (mut ta, mut tb, tc) = (flag(5), flag(6), flag(7));
+            let (mut ia, mut ib) = (0, 2);
+            if tc {
+                (ia, ib) = (ib, ia);
+                (ta, tb) = (!tb, !ta);
+            }
+            let m = if ta { dim(ia, 1)? } else { dim(ia, 0)? };
+            let k = if ta { dim(ia, 0)? } else { dim(ia, 1)? };
+            let n = if tb { dim(ib, 0)? } else { dim(ib, 1)? };
+            let (t0, t2) = (ty(0)?, ty(2)?);
+            let (s1, s3) = (ty(1), ty(3));
+            let fp4 = name.ends_with("fp4");
+            let k = if fp4 { 2 * k } else { k };
+            let mut params = core(m, n, k, false, [stride(0), stride(2)], tuple(&[t0, t2]));
+            let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
+            params.push(("dtype_scaleA", opt(s1)));
+            params.push(("dtype_scaleB", opt(s3)));
+            params.push(("B", Param::Int(1)));
+            let figures = match fp4 {
+                true => {
+                    ((2 * m * n * k) as f64, Some(fp4_bytes(m, n, k, Some(t0), Some(t2), s1, s3)?))
+                }
+                false => {
+                    let (ea, eb) = (size(Some(t0))?, size(Some(t2))?);
+                    let out = if ea == 1 { 2 } else { ea };
+                    base(m, n, k, false, [f(Some(ea)), f(Some(eb)), f(Some(out)), f(Some(ea))])
+                }
+            };
+            model(params, figures, matrix(prec(t0)))
+        })(),
+        "aiter::gemm_a4w4" | "aiter::_gemm_a4w4_asm" => (|| {
+            let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
+            let (t0, t1) = (ty(0)?, ty(1)?);
+            let (s2, s3) = (ty(2), ty(3));
+            let mut params = core(m, n, k, false, [stride(0), stride(1)], tuple(&[t0, t1]));
+            let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
+            params.push(("dtype_scaleA", opt(s2)));
+            params.push(("dtype_scaleB", opt(s3)));
+            params.push(("B", Param::Int(1)));
+            let bytes = fp4_bytes(m, n, k, Some(t0), Some(t1), s2, s3)?;
+            model(params, ((2 * m * n * k) as f64, Some(bytes)), matrix(prec(t0)))
+        })(),
+        "aiter::batched_gemm_a16wfp4_" => (|| {
+            let (b, m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(0, 2)?, dim(1, 1)?);
+            let t0 = ty(0)?;
+            let params = ext_params(b, m, n, k, false, tuple(&[t0, ty(1)?, "c10::bfloat16"]));
+            let bytes = size(Some(t0)).map(|e| {
+                b as f64 * ((m * k * e) as f64 + (k * n) as f64 * 0.5 + (m * n * 2) as f64)
+            });
+            model(params, ((b * 2 * m * n * k) as f64, bytes), "matrix_fp4".into())
+        })(),
+        BATCHED_A8W8 => (|| {
+            let b = dim(1, 0)?;
+            let m = if dim(0, 0)? == b { dim(0, 1)? } else { dim(0, 0)? };
+            let (n, k) = (dim(1, 1)?, dim(0, 2)?);
+            let (t0, t1) = (ty(0)?, ty(1)?);
+            let params = ext_params(b, m, n, k, false, tuple(&[t0, t1, "c10::bfloat16"]));
+            let bytes = size(Some(t0))
+                .zip(size(Some(t1)))
+                .map(|(ea, eb)| (b * (m * k * ea + k * n * eb + m * n * 2)) as f64);
+            model(params, ((b * 2 * m * n * k) as f64, bytes), matrix(prec(t1)))
+        })(),
+        "aiter::gemm_a16w16_atomic_"
+        | "sglang_profiler::gemm_kernels_flydsl_hgemm"
+        | "aiter::_gemm_a16w16_asm"
+        | "aiter::gemm_a16w16" => (|| {
+            let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 0)?);
+            let (t0, t1) = (ty(0)?, ty(1)?);
+            let (out, bias) = match name {
+                "aiter::gemm_a16w16" => {
+                    (t0, a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty()))
+                }
+                "aiter::_gemm_a16w16_asm" => {
+                    let t2 = ty(2).filter(|t| a.types.len() > 2 && bpe(t).is_some());
+                    (t2.unwrap_or(t0), false)
+                }
+                _ => (if a.types.len() > 3 { ty(3)? } else { "c10::bfloat16" }, false),
+            };
+            let params = ext_params(1, m, n, k, bias, tuple(&[t0, t1, out]));
+            let e0 = f(size(Some(t0)));
+            let sizes = [e0, f(size(Some(t1))), f(size(Some(out))), e0];
+            model(params, base(m, n, k, bias, sizes), matrix(prec(t0)))
+        })(),
+        "aiter::gemm_afp4wfp4_" => (|| {
+            let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
+            let params = ext_params(1, m, n, k, false, tuple(&[ty(0)?, ty(1)?, "c10::bfloat16"]));
+            let bytes = (m * k) as f64 * 0.5 + (k * n) as f64 * 0.5 + (m * n * 2) as f64;
+            model(params, ((2 * m * n * k) as f64, Some(bytes)), "matrix_fp4".into())
+        })(),
+        "sglang_profiler::fp8_utils_gemm_a8w8_blockscale"
+        | "sglang_profiler::gemm_a8w8_blockscale_gemm_a8w8_blockscale"
+        | "vllm::rocm_aiter_triton_gemm_a8w8_blockscale"
+        | "aiter::gemm_a8w8_blockscale_ck"
+        | "aiter::gemm_a8w8_blockscale_cktile"
+        | "aiter::gemm_a8w8_blockscale_bpreshuffle_ck"
+        | "aiter::gemm_a8w8_blockscale_bpreshuffle_cktile"
+        | "aiter::flatmm_a8w8_blockscale_asm"
+        | "aiter::gfx950_a8w8_blockscale_asm"
+        | "aiter::gemm_a8w8_ck"
+        | "aiter::gemm_a8w8_bpreshuffle_ck"
+        | "aiter::gemm_a8w8_bpreshuffle"
+        | "vllm::_rocm_aiter_preshuffled_per_token_w8a8_gemm"
+        | "aiter::_gemm_a8w8_blockscale_asm" => (|| {
+            let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 0)?);
+            let (t0, t1) = (ty(0).unwrap_or(""), ty(1).unwrap_or(""));
+            let mut params = ext_params(1, m, n, k, false, tuple(&[t0, t1, "c10::bfloat16"]));
+            if a.dims.len() > 3 {
+                // ⌈x / block⌉, `None` for an empty or zero block.
+                let blocks = |x: i128, block: Option<i128>| match block {
+                    Some(b) if b != 0 => Param::Int(((x + b - 1).div_euclid(b)) as i64),
+                    _ => Param::Missing,
+                };
+                params.push(("quant_scheme", Param::Str("a8w8_blockscale".into())));
+                params.push(("quant_granularity", Param::Str("per_block".into())));
+                params.push(("block_k", blocks(k, last(2))));
+                params.push(("block_n", blocks(n, dim(3, 0))));
+                params.push(("scale_dtype", Param::Str(ty(2).unwrap_or("float32").into())));
+            }
+            params.push(("output_shape", Param::Text(format!("({m}, {n})"))));
+            params.push(("output_dtype", Param::Str("c10::bfloat16".into())));
+            let sizes = [f(size(Some(t0))), f(size(Some(t1))), Some(2.0), Some(0.0)];
+            model(params, base(m, n, k, false, sizes), matrix(prec(t0)))
+        })(),
+        _ => return None,
+    };
+    Some(built)
+}
+
+/// The extension GEMMs' parameters (§7.4.1): the batch first.
+fn ext_params(
+    b: i128,
+    m: i128,
+    n: i128,
+    k: i128,
+    bias: bool,
+    dtypes: Param,
+) -> Vec<(&'static str, Param)> {
+    vec![
+        ("B", Param::Int(b as i64)),
+        ("M", Param::Int(m as i64)),
+        ("N", Param::Int(n as i64)),
+        ("K", Param::Int(k as i64)),
+        ("bias", Param::Bool(bias)),
+        ("dtype_A_B", dtypes),
+    ]
 }
 
 /// The GEMM base parameters (§7.4.1): M, N, K, bias, the strides, the
@@ -1698,6 +2029,65 @@ pub(super) fn params_dict(params: &[(&str, Param)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::{Py, fused_ops, transpose_of};
+
+    /// Args of reprs as `parse` keeps them (tuples).
+    fn args(dims: &str, types: &str, concrete: Option<&str>) -> super::Args {
+        let seq = |t: &str| match Py::parse(t) {
+            Some(Py::Seq(items)) => items,
+            other => panic!("{t}: {other:?}"),
+        };
+        super::Args {
+            dims: seq(dims),
+            types: seq(types),
+            strides: None,
+            output_types: None,
+            concrete: concrete.map(seq),
+        }
+    }
+
+    /// The extension GEMMs, by hand: aiter's FP8 block-scaled GEMM of a
+    /// DeepSeek layer and Primus Turbo's hipBLASLt FP8 GEMM, transposed.
+    #[test]
+    fn extension_gemms_model_their_shapes() {
+        let a = args(
+            "((128, 7168), (1536, 7168), (128, 56), (12, 56), (128, 1536))",
+            "('c10::Float8_e4m3fnuz', 'c10::Float8_e4m3fnuz', 'float', 'float', 'c10::BFloat16')",
+            None,
+        );
+        let m = super::gemm("aiter::gemm_a8w8_blockscale_ck", &a, Some((Some(false), Some(true))))
+            .unwrap();
+        assert_eq!(m.flops, 2.0 * 128.0 * 1536.0 * 7168.0);
+        assert_eq!(m.bytes, Some((128 * 7168 + 7168 * 1536 + 128 * 1536 * 2) as f64));
+        assert_eq!(m.spec, "matrix_fp8");
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'B': 1, 'M': 128, 'N': 1536, 'K': 7168, 'bias': False, 'dtype_A_B': \
+             ('c10::Float8_e4m3fnuz', 'c10::Float8_e4m3fnuz', 'c10::bfloat16'), 'quant_scheme': \
+             'a8w8_blockscale', 'quant_granularity': 'per_block', 'block_k': 128, 'block_n': 128, \
+             'scale_dtype': 'float', 'output_shape': (128, 1536), 'output_dtype': 'c10::bfloat16', \
+             'transpose': (False, True)}"
+        );
+        // A (K, M) and B (N, K), transposed both: M 256, K 512, N 1024.
+        let a = args(
+            "((512, 256), (), (1024, 512), ())",
+            "('c10::Float8_e4m3fnuz', 'float', 'c10::Float8_e4m3fnuz', 'float')",
+            Some("('', '', '', '', '', 'True', 'true', 'False')"),
+        );
+        let m = super::gemm("primus_turbo::hipblaslt_gemm_fp8", &a, None).unwrap();
+        let (mm, n, k) = (256.0, 1024.0, 512.0);
+        assert_eq!(m.flops, 2.0 * mm * n * k);
+        assert_eq!(m.bytes, Some(mm * k + k * n + mm * n * 2.0));
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'M': 256, 'N': 1024, 'K': 512, 'bias': False, 'stride_A': None, 'stride_B': None, \
+             'dtype_A_B': ('c10::Float8_e4m3fnuz', 'c10::Float8_e4m3fnuz'), 'dtype_scaleA': \
+             'float', 'dtype_scaleB': 'float', 'B': 1}"
+        );
+        // Its FP4 sibling needs both element sizes: an unknown one raises.
+        let a =
+            args("((256, 512), (), (512, 1024), ())", "('fp4', 'float', 'mxfp4', 'float')", None);
+        assert!(super::gemm("primus_turbo::hipblaslt_gemm_fp4", &a, None).is_none());
+    }
 
     #[test]
     fn triton_names_split_into_the_longest_registry_ops() {
