@@ -539,7 +539,7 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
             let (b0, b1) = (dim(5, 0)?, dim(5, 1)?);
             let (m, k) = if ta { (a0, a1) } else { (a1, a0) };
             let n = if tb { b1 } else { b0 };
-            let bias = c(14)? != "";
+            let bias = !c(14)?.is_empty();
             let types = [ty(0)?, ty(5)?, ty(10)?, ty(18)?];
             let sizes = [0, 1, 2, 3].map(|i| f(size(Some(types[i]))));
             let strides = [stride_of(0, false)?, stride_of(5, false)?];
