@@ -1190,7 +1190,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 21] = [
+const TRACE_FILES: [&str; 22] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1204,6 +1204,7 @@ const TRACE_FILES: [&str; 21] = [
     "CONV_bwd.csv",
     "BinaryElementwise.csv",
     "UnaryElementwise.csv",
+    "RMSNorm_fwd.csv",
     "Normalization.csv",
     "Reduce_fwd.csv",
     "Reduce_bwd.csv",

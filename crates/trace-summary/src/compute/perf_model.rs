@@ -1130,6 +1130,127 @@ const REDUCE_OPS: [&str; 13] = [
     "aten::amax",
 ];
 
+/// The RMSNorm extension ops (§7.4.12; sheet `RMSNorm_fwd`).
+const RMS_OPS: [&str; 13] = [
+    "aiter::fused_add_rmsnorm_pad_",
+    "vllm::rocm_aiter_triton_add_rmsnorm_pad",
+    "aiter::rms_norm",
+    "aiter::rmsnorm2d_fwd_ck",
+    "aiter::rmsnorm",
+    "aiter::rmsnorm2d_fwd_with_add_ck",
+    "aiter::add_rmsnorm",
+    "aiter::rmsnorm2d_fwd_with_dynamicquant_ck",
+    "vllm::rocm_aiter_rmsnorm_fp8_group_quant",
+    "vllm::rocm_aiter_rmsnorm_with_add_fp8_group_quant",
+    "sglang_profiler::fused_mxfp4_quant_fused_rms_mxfp4_quant",
+    "aiter::_fuse_rmsnorm_fp4_quant",
+    "aiter::rmsnorm_quant",
+];
+
+/// The RMSNorm extension models (§7.4.12): the RMSNorm FLOPs, (E/C)·(2C +
+/// 2) + 2E over E elements of C channels, with what each op fuses (a
+/// residual add, a quantization, padding).
+fn rms_ext(name: &str, a: &Args) -> Option<Model> {
+    // The input's index, and the index of the weight whose first entry is C.
+    let (i, w) = match name {
+        "aiter::rms_norm"
+        | "aiter::rmsnorm2d_fwd_ck"
+        | "sglang_profiler::fused_mxfp4_quant_fused_rms_mxfp4_quant"
+        | "aiter::_fuse_rmsnorm_fp4_quant"
+        | "vllm::rocm_aiter_rmsnorm_fp8_group_quant"
+        | "aiter::fused_add_rmsnorm_pad_"
+        | "vllm::rocm_aiter_triton_add_rmsnorm_pad" => (0, 1),
+        "aiter::rmsnorm" => (1, 2),
+        "aiter::rmsnorm2d_fwd_with_dynamicquant_ck" | "aiter::rmsnorm_quant" => (1, 3),
+        "aiter::rmsnorm2d_fwd_with_add_ck" | "aiter::add_rmsnorm" => (1, 4),
+        "vllm::rocm_aiter_rmsnorm_with_add_fp8_group_quant" => (0, 2),
+        _ => return None,
+    };
+    let shape = a.dims_of(i)?;
+    let dtype = a.dtype(i)?;
+    let c = i128::from(a.dim(w, 0)?);
+    let e_count = elements(shape)?;
+    let concrete_int =
+        |k: usize| -> Option<i128> { a.concrete.as_deref()?.get(k)?.str()?.trim().parse().ok() };
+    let (e, cc) = (e_count as f64, c as f64);
+    let m = if c != 0 { e_count.div_euclid(c) } else { return None };
+    let core = (e / cc) * (2.0 * cc + 2.0) + 2.0 * e;
+    let b = bpe(dtype).map(|b| b as f64);
+    let mf = m as f64;
+    // ⌈C / g⌉ groups of quantization scales.
+    let groups = |g: i128| if g > 0 { ((c + g - 1).div_euclid(g)) as f64 } else { 1.0 };
+    let (flops, bytes) = match name {
+        "aiter::rms_norm" | "aiter::rmsnorm2d_fwd_ck" | "aiter::rmsnorm" => {
+            (core, b.map(|b| 2.0 * e * b + cc * b))
+        }
+        "aiter::rmsnorm2d_fwd_with_dynamicquant_ck" => {
+            (core + 2.0 * e, b.map(|b| e * b + cc * b + e + 4.0 * mf))
+        }
+        "aiter::rmsnorm_quant" => {
+            let gs = match a.concrete.as_deref().and_then(|c| c.get(5)).and_then(Py::str) {
+                Some(t) if !t.trim().is_empty() => concrete_int(5)?,
+                _ => 0,
+            };
+            let g = if gs > 0 { gs } else { c };
+            (core + 2.0 * e, b.map(|b| e * b + cc * b + e + 4.0 * mf * groups(g)))
+        }
+        "sglang_profiler::fused_mxfp4_quant_fused_rms_mxfp4_quant"
+        | "aiter::_fuse_rmsnorm_fp4_quant" => {
+            let x2 = (a.dims.len() > 3 && a.dims_of(3).is_some_and(|d| d.len() == 2))
+                .then(|| a.dim(3, 1))
+                .flatten()
+                .map(|n| n as f64);
+            let res1 = a.dims.len() > 6 && a.dims_of(6).is_some_and(|d| d.len() == 2);
+            let flops = core
+                + if res1 { mf * cc } else { 0.0 }
+                + x2.map_or(0.0, |n2| (core * mf * n2 / e.max(1.0)).trunc())
+                + 2.0 * e;
+            let bytes = b.map(|b| {
+                e * b
+                    + cc * b
+                    + 0.5 * e
+                    + (e_count / 32) as f64
+                    + if res1 { 2.0 * e * b } else { 0.0 }
+                    + x2.map_or(0.0, |n2| 2.0 * mf * n2 * b + n2 * b)
+            });
+            (flops, bytes)
+        }
+        "vllm::rocm_aiter_rmsnorm_fp8_group_quant" => {
+            let gs = concrete_int(3)?;
+            (core + 2.0 * e, b.map(|b| e * b + cc * b + e + 4.0 * mf * groups(gs)))
+        }
+        "aiter::rmsnorm2d_fwd_with_add_ck" | "aiter::add_rmsnorm" => {
+            (e + core, b.map(|b| 4.0 * e * b + cc * b))
+        }
+        "vllm::rocm_aiter_rmsnorm_with_add_fp8_group_quant" => {
+            let gs = concrete_int(4)?;
+            (core + 3.0 * e, b.map(|b| 3.0 * e * b + cc * b + e + 4.0 * mf * groups(gs)))
+        }
+        _ => {
+            // The triton add + RMSNorm + pad: its output padded to `pad`.
+            let pad = concrete_int(4)?;
+            let n_out = if pad > 0 { (c + pad - 1).div_euclid(pad) * pad } else { c } as f64;
+            (e + core, b.map(|b| 2.0 * e * b + cc * b + mf * n_out * b + mf * cc * b))
+        }
+    };
+    let stride = match &a.strides {
+        None => Param::Missing,
+        Some(s) => s.get(i).map_or(Param::Missing, |v| Param::Text(v.repr(true))),
+    };
+    let params = vec![
+        ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+        ("dtype_in_out", Param::Text(format!("({}, None)", py(dtype)))),
+        ("stride_input", stride),
+        ("stride_output", Param::Missing),
+        ("num_channels", Param::Int(c as i64)),
+        ("has_bias", Param::Bool(false)),
+        ("is_affine", Param::Bool(true)),
+        ("is_training", Param::Bool(false)),
+    ];
+    let spec = prec(dtype).map_or_else(String::new, |p| format!("vector_{p}"));
+    Some(Model { params, flops, bytes, spec })
+}
+
 /// The reduction model (§7.4.6): its input read, its output written (one
 /// element: Kineto's `Concrete Inputs` never give the dims), as many FLOPs
 /// as input elements; forward and backward alike.
@@ -1411,6 +1532,7 @@ impl Analysis<'_> {
             }
             None => (None, None),
         };
+        let rms = self.sheet_of(&RMS_OPS, arch, &|name, args, _| rms_ext(name, args));
         let norm = self.sheet_of(&NORM_OPS, arch, &|name, args, _| norm(name, args));
         let reduce_fwd = self.sheet_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args));
         let reduce_bwd = self.pass_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args), true);
@@ -1422,6 +1544,7 @@ impl Analysis<'_> {
             ("CONV_bwd", conv_bwd),
             ("BinaryElementwise", binary),
             ("UnaryElementwise", unary),
+            ("RMSNorm_fwd", rms),
             ("Normalization", norm),
             ("Reduce_fwd", reduce_fwd),
             ("Reduce_bwd", reduce_bwd),
@@ -1546,8 +1669,16 @@ impl Analysis<'_> {
     fn modelled(&self) -> &Modelled {
         self.modelled.get_or_init(|| {
             let p = self.p;
-            let families: [&[&str]; 7] =
-                [&GEMM_OPS, &CONV_OPS, &SDPA_OPS, &UNARY_OPS, &BINARY_OPS, &NORM_OPS, &REDUCE_OPS];
+            let families: [&[&str]; 8] = [
+                &GEMM_OPS,
+                &CONV_OPS,
+                &SDPA_OPS,
+                &UNARY_OPS,
+                &BINARY_OPS,
+                &NORM_OPS,
+                &REDUCE_OPS,
+                &RMS_OPS,
+            ];
             let ids: rustc_hash::FxHashSet<u32> =
                 families.iter().flat_map(|f| f.iter()).filter_map(|n| p.find(n)).collect();
             let ops: Vec<usize> = match ids.is_empty() {
@@ -1882,6 +2013,8 @@ impl Analysis<'_> {
             norm(name, &args)
         } else if is(&REDUCE_OPS) {
             reduce(name, &args)
+        } else if is(&RMS_OPS) {
+            rms_ext(name, &args)
         } else if name.contains("instance_norm_backward") {
             // `core.InstanceNormBwd` raises at construction.
             return Eval::NotImplemented;
@@ -2087,6 +2220,32 @@ mod tests {
         let a =
             args("((256, 512), (), (512, 1024), ())", "('fp4', 'float', 'mxfp4', 'float')", None);
         assert!(super::gemm("primus_turbo::hipblaslt_gemm_fp4", &a, None).is_none());
+    }
+
+    /// aiter's RMSNorm of 4 tokens of 4096 channels, alone and with a
+    /// residual add, by hand.
+    #[test]
+    fn rmsnorm_extensions_model_their_shapes() {
+        let a =
+            args("((4, 4096), (4096,), ())", "('c10::BFloat16', 'c10::BFloat16', 'Scalar')", None);
+        let m = super::rms_ext("aiter::rms_norm", &a).unwrap();
+        assert_eq!(m.flops, 4.0 * (2.0 * 4096.0 + 2.0) + 2.0 * 16384.0);
+        assert_eq!(m.bytes, Some(2.0 * 16384.0 * 2.0 + 4096.0 * 2.0));
+        assert_eq!(m.spec, "vector_bf16");
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'op_shape': (4, 4096), 'dtype_in_out': ('c10::BFloat16', None), 'stride_input': \
+             None, 'stride_output': None, 'num_channels': 4096, 'has_bias': False, 'is_affine': \
+             True, 'is_training': False}"
+        );
+        let a = args(
+            "((4, 4096), (4, 4096), (4, 4096), (4, 4096), (4096,), ())",
+            "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'Scalar')",
+            None,
+        );
+        let m = super::rms_ext("aiter::rmsnorm2d_fwd_with_add_ck", &a).unwrap();
+        assert_eq!(m.flops, 16384.0 + 4.0 * (2.0 * 4096.0 + 2.0) + 2.0 * 16384.0);
+        assert_eq!(m.bytes, Some(4.0 * 16384.0 * 2.0 + 4096.0 * 2.0));
     }
 
     #[test]
