@@ -1190,7 +1190,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 22] = [
+const TRACE_FILES: [&str; 23] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1205,6 +1205,7 @@ const TRACE_FILES: [&str; 22] = [
     "BinaryElementwise.csv",
     "UnaryElementwise.csv",
     "RMSNorm_fwd.csv",
+    "CustomCollective_fwd.csv",
     "Normalization.csv",
     "Reduce_fwd.csv",
     "Reduce_bwd.csv",

@@ -1251,6 +1251,87 @@ fn rms_ext(name: &str, a: &Args) -> Option<Model> {
     Some(Model { params, flops, bytes, spec })
 }
 
+/// The custom collectives modelled (§7.4.13; sheet `CustomCollective_fwd`).
+const COLLECTIVE_OPS: [&str; 9] = [
+    "aiter::fused_allreduce_rmsnorm",
+    "aiter::fused_allreduce_rmsnorm_",
+    "_C_custom_ar::all_reduce",
+    "sgl_kernel::all_reduce_reg",
+    "sgl_kernel::qr_all_reduce",
+    "_C_custom_ar::qr_all_reduce",
+    "aiter::reduce_scatter",
+    "aiter::all_gather_reg",
+    "sglang::reg_all_gather_into_tensor",
+];
+
+/// The custom (non-NCCL) collective models (§7.4.13): the bytes each moves
+/// (an all-reduce reads and writes its tensor, a gather or scatter its
+/// input and output), no FLOPs but a fused RMSNorm's; no compute spec.
+fn custom_collective(name: &str, a: &Args) -> Option<Model> {
+    let shape_of = |i: usize| a.dims_of(i);
+    let repr = |d: &[Py]| Param::Text(Py::Seq(d.to_vec()).repr(true));
+    let stride = |i: usize| match &a.strides {
+        None => Some(Param::Missing),
+        Some(s) => s.get(i).map(|v| Param::Text(v.repr(true))),
+    };
+    let size = |t: &str| bpe(t).map(|b| b as f64);
+    let (params, flops, bytes) = match name {
+        "aiter::fused_allreduce_rmsnorm" | "aiter::fused_allreduce_rmsnorm_" => {
+            let (i, w) = if name.ends_with('_') { (0, 2) } else { (2, 6) };
+            let (shape, dtype) = (shape_of(i)?, a.dtype(i)?);
+            let c = i128::from(a.dim(w, 0)?);
+            let e = elements(shape)?;
+            if c == 0 {
+                return None;
+            }
+            let (ef, cf) = (e as f64, c as f64);
+            let flops = ef + (e.div_euclid(c) as f64) * (2.0 * cf + 2.0) + 2.0 * ef;
+            let bytes = size(dtype).map(|b| 2.0 * ef * b + cf * b + 2.0 * ef * b);
+            let params = vec![
+                ("op_shape", repr(shape)),
+                ("dtype_in", Param::Str(dtype.into())),
+                ("stride_input", stride(i)?),
+                ("num_channels", Param::Int(c as i64)),
+            ];
+            (params, flops, bytes)
+        }
+        "aiter::reduce_scatter"
+        | "aiter::all_gather_reg"
+        | "sglang::reg_all_gather_into_tensor" => {
+            // Input, output and dtype indices: SGLang's takes its output first.
+            let (i, o, t) = if name.starts_with("sglang") { (1, 0, 0) } else { (1, 2, 1) };
+            let (shape, out, dtype) = (shape_of(i)?, shape_of(o)?, a.dtype(t)?);
+            let moved = (elements(shape)? + elements(out)?) as f64;
+            let bytes = size(dtype).map(|b| moved * b);
+            let params = match name.starts_with("sglang") {
+                true => vec![
+                    ("out_shape", repr(out)),
+                    ("op_shape", repr(shape)),
+                    ("dtype_in", Param::Str(dtype.into())),
+                ],
+                false => vec![
+                    ("op_shape", repr(shape)),
+                    ("out_shape", repr(out)),
+                    ("dtype_in", Param::Str(dtype.into())),
+                    ("stride_input", stride(1)?),
+                ],
+            };
+            (params, 0.0, bytes)
+        }
+        _ => {
+            let (shape, dtype) = (shape_of(1)?, a.dtype(1)?);
+            let e = elements(shape)? as f64;
+            let params = vec![
+                ("op_shape", repr(shape)),
+                ("dtype_in", Param::Str(dtype.into())),
+                ("stride_input", stride(1)?),
+            ];
+            (params, 0.0, size(dtype).map(|b| 2.0 * e * b))
+        }
+    };
+    Some(Model { params, flops, bytes, spec: String::new() })
+}
+
 /// The reduction model (§7.4.6): its input read, its output written (one
 /// element: Kineto's `Concrete Inputs` never give the dims), as many FLOPs
 /// as input elements; forward and backward alike.
@@ -1533,6 +1614,8 @@ impl Analysis<'_> {
             None => (None, None),
         };
         let rms = self.sheet_of(&RMS_OPS, arch, &|name, args, _| rms_ext(name, args));
+        let collectives =
+            self.sheet_of(&COLLECTIVE_OPS, arch, &|name, args, _| custom_collective(name, args));
         let norm = self.sheet_of(&NORM_OPS, arch, &|name, args, _| norm(name, args));
         let reduce_fwd = self.sheet_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args));
         let reduce_bwd = self.pass_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args), true);
@@ -1545,6 +1628,7 @@ impl Analysis<'_> {
             ("BinaryElementwise", binary),
             ("UnaryElementwise", unary),
             ("RMSNorm_fwd", rms),
+            ("CustomCollective_fwd", collectives),
             ("Normalization", norm),
             ("Reduce_fwd", reduce_fwd),
             ("Reduce_bwd", reduce_bwd),
@@ -1669,7 +1753,7 @@ impl Analysis<'_> {
     fn modelled(&self) -> &Modelled {
         self.modelled.get_or_init(|| {
             let p = self.p;
-            let families: [&[&str]; 8] = [
+            let families: [&[&str]; 9] = [
                 &GEMM_OPS,
                 &CONV_OPS,
                 &SDPA_OPS,
@@ -1678,6 +1762,7 @@ impl Analysis<'_> {
                 &NORM_OPS,
                 &REDUCE_OPS,
                 &RMS_OPS,
+                &COLLECTIVE_OPS,
             ];
             let ids: rustc_hash::FxHashSet<u32> =
                 families.iter().flat_map(|f| f.iter()).filter_map(|n| p.find(n)).collect();
@@ -2015,6 +2100,8 @@ impl Analysis<'_> {
             reduce(name, &args)
         } else if is(&RMS_OPS) {
             rms_ext(name, &args)
+        } else if is(&COLLECTIVE_OPS) {
+            custom_collective(name, &args)
         } else if name.contains("instance_norm_backward") {
             // `core.InstanceNormBwd` raises at construction.
             return Eval::NotImplemented;
@@ -2246,6 +2333,23 @@ mod tests {
         let m = super::rms_ext("aiter::rmsnorm2d_fwd_with_add_ck", &a).unwrap();
         assert_eq!(m.flops, 16384.0 + 4.0 * (2.0 * 4096.0 + 2.0) + 2.0 * 16384.0);
         assert_eq!(m.bytes, Some(4.0 * 16384.0 * 2.0 + 4096.0 * 2.0));
+    }
+
+    /// A custom all-reduce and a fused all-reduce + RMSNorm, by hand.
+    #[test]
+    fn custom_collectives_model_the_bytes_they_move() {
+        let a = args("((), (8, 4096), ())", "('', 'c10::BFloat16', '')", None);
+        let m = super::custom_collective("_C_custom_ar::all_reduce", &a).unwrap();
+        assert_eq!((m.flops, m.bytes, m.spec.as_str()), (0.0, Some(2.0 * 32768.0 * 2.0), ""));
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'op_shape': (8, 4096), 'dtype_in': 'c10::BFloat16', 'stride_input': None}"
+        );
+        let a = args("((8, 4096), (8, 4096), (4096,))", "('c10::BFloat16', '', '')", None);
+        let m = super::custom_collective("aiter::fused_allreduce_rmsnorm_", &a).unwrap();
+        let (e, c) = (32768.0, 4096.0);
+        assert_eq!(m.flops, e + 8.0 * (2.0 * c + 2.0) + 2.0 * e);
+        assert_eq!(m.bytes, Some(2.0 * e * 2.0 + c * 2.0 + 2.0 * e * 2.0));
     }
 
     #[test]

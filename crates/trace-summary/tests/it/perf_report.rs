@@ -102,6 +102,7 @@ fn perf_report_tables_match_tracelens() {
         let (sdpa, sdpa_bwd) = (sheet("SDPA_fwd"), sheet("SDPA_bwd"));
         let (conv_fwd, conv_bwd) = (sheet("CONV_fwd"), sheet("CONV_bwd"));
         let (norm, rms) = (sheet("Normalization"), sheet("RMSNorm_fwd"));
+        let collectives = sheet("CustomCollective_fwd");
         let (reduce_fwd, reduce_bwd) = (sheet("Reduce_fwd"), sheet("Reduce_bwd"));
         for (name, ours, cumulative) in [
             ("ops_summary_by_category", &summary.ops_summary_by_category, true),
@@ -115,6 +116,7 @@ fn perf_report_tables_match_tracelens() {
             ("CONV_bwd", &conv_bwd, false),
             ("Normalization", &norm, false),
             ("RMSNorm_fwd", &rms, false),
+            ("CustomCollective_fwd", &collectives, false),
             ("Reduce_fwd", &reduce_fwd, false),
             ("Reduce_bwd", &reduce_bwd, false),
             ("short_kernel_histogram", &summary.short_kernel_histogram, false),
