@@ -732,7 +732,23 @@ fn py(s: &str) -> String {
 }
 
 /// The unary element-wise ops modelled (`core.aten_unary_elementwise`).
-const UNARY_OPS: [&str; 11] = [
+const UNARY_OPS: [&str; 27] = [
+    "aiter::silu_and_mul",
+    "_C::silu_and_mul",
+    "sgl_kernel::silu_and_mul",
+    "aiter::gelu_and_mul",
+    "aiter::gelu_tanh_and_mul",
+    "aten::replication_pad1d",
+    "aten::replication_pad2d",
+    "aten::replication_pad3d",
+    "aten::upsample_nearest1d",
+    "aten::upsample_nearest2d",
+    "aten::upsample_nearest3d",
+    "primus_turbo_cpp_extension::quantize_fp8_tensorwise",
+    "primus_turbo::quantize_fp8_tensorwise",
+    "primus_turbo_cpp_extension::quantize_mxfp4_dual",
+    "primus_turbo::quantize_mxfp4_dual",
+    "primus::quantize_mxfp4_dual",
     "aten::copy",
     "aten::copy_",
     "aten::clamp_min",
@@ -748,7 +764,11 @@ const UNARY_OPS: [&str; 11] = [
 
 /// The binary element-wise ops modelled (`core.aten_binary_elementwise`,
 /// `core.liger_silu_mul_function`).
-const BINARY_OPS: [&str; 9] = [
+const BINARY_OPS: [&str; 13] = [
+    "aiter::dynamic_per_token_scaled_quant",
+    "aiter::dynamic_per_group_scaled_quant",
+    "aiter::dynamic_per_tensor_quant",
+    "vllm::triton_per_token_group_quant_fp8",
     "aten::div",
     "aten::div_",
     "aten::mul",
@@ -1386,7 +1406,10 @@ fn dtype_repr(t: Option<&str>) -> String {
 }
 
 /// The unary element-wise model (§7.4.4): `n` elements read and written.
-fn unary(_name: &str, a: &Args) -> Option<Model> {
+fn unary(name: &str, a: &Args) -> Option<Model> {
+    if let Some(model) = unary_more(name, a) {
+        return model;
+    }
     let shape = a.dims_of(0)?;
     let strides = a.strides.as_ref()?;
     let stride_in = strides.first()?;
@@ -1414,6 +1437,9 @@ fn unary(_name: &str, a: &Args) -> Option<Model> {
 /// The binary element-wise model (§7.4.5): two inputs broadcast to an
 /// output.
 fn binary(name: &str, a: &Args) -> Option<Model> {
+    if let Some(model) = binary_more(name, a) {
+        return model;
+    }
     let (s1, s2) = (a.dims_of(0)?, a.dims_of(1)?);
     let strides = a.strides.as_ref()?;
     let (st1, st2) = (strides.first()?, strides.get(1)?);
@@ -1467,6 +1493,194 @@ fn binary(name: &str, a: &Args) -> Option<Model> {
     ];
     let spec = prec(t1).map_or_else(String::new, |p| format!("vector_{p}"));
     Some(Model { params, flops: n_out as f64, bytes: bytes.map(|b| b as f64), spec })
+}
+
+/// The unary family's other models (§7.4.4): the fused activation-and-
+/// multiply ops of aiter, vLLM and SGLang, padding and nearest upsampling,
+/// Primus Turbo's quantizations. `None` for another op; `Some(None)` where
+/// the model raises.
+fn unary_more(name: &str, a: &Args) -> Option<Option<Model>> {
+    let vector = |t: &str| prec(t).map_or_else(String::new, |p| format!("vector_{p}"));
+    let tuple = |d: &[Py]| Param::Text(Py::Seq(d.to_vec()).repr(true));
+    let ints = |v: &[i128]| {
+        Param::Text(Py::Seq(v.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true))
+    };
+    let stride =
+        |i: usize| a.strides.as_ref().and_then(|s| s.get(i)).map(|v| Param::Text(v.repr(true)));
+    let pair = |x: &str, y: &str| Param::Text(format!("({}, {})", py(x), py(y)));
+    let size = |t: &str| bpe(t).map(|b| b as f64);
+    let built = match name {
+        "aiter::silu_and_mul"
+        | "_C::silu_and_mul"
+        | "sgl_kernel::silu_and_mul"
+        | "aiter::gelu_and_mul"
+        | "aiter::gelu_tanh_and_mul" => (|| {
+            let (out, t_in, t_out) = (a.dims_of(0)?, a.dtype(1)?, a.dtype(0)?);
+            let n = elements(out)? as f64;
+            let per = match name {
+                "aiter::gelu_and_mul" => 8.0,
+                "aiter::gelu_tanh_and_mul" => 10.0,
+                _ => 5.0,
+            };
+            let bytes = size(t_in).zip(size(t_out)).map(|(i, o)| 2.0 * n * i + n * o);
+            let params = vec![
+                ("op_shape", tuple(out)),
+                ("dtype_in_out", pair(t_in, t_out)),
+                ("stride_input", stride(1)?),
+                ("stride_output", stride(0)?),
+            ];
+            Some(Model { params, flops: per * n, bytes, spec: vector(t_in) })
+        })(),
+        n if n.starts_with("aten::replication_pad") || n.starts_with("aten::upsample_nearest") => {
+            (|| {
+                let input: Vec<i128> =
+                    a.dims_of(0)?.iter().map(|d| d.int().map(i128::from)).collect::<Option<_>>()?;
+                let text = a.concrete.as_deref()?.get(1)?.str()?;
+                let values: Vec<i128> = literal_list(text)?
+                    .iter()
+                    .map(|v| v.int().map(i128::from))
+                    .collect::<Option<_>>()?;
+                let pad = name.starts_with("aten::replication_pad");
+                let output: Vec<i128> = match pad {
+                    true => {
+                        let mut out = input.clone();
+                        for (i, p) in values.chunks(2).enumerate() {
+                            let d = out.len().checked_sub(1 + i)?;
+                            out[d] += p.iter().sum::<i128>();
+                        }
+                        out
+                    }
+                    false => input.iter().take(2).copied().chain(values.iter().copied()).collect(),
+                };
+                let t0 = a.dtype(0)?;
+                let (n_in, n_out) =
+                    (input.iter().product::<i128>(), output.iter().product::<i128>());
+                let bytes = size(t0).map(|e| n_in as f64 * e + n_out as f64 * e);
+                let mut params =
+                    vec![("input_shape", ints(&input)), ("output_shape", ints(&output))];
+                if pad {
+                    params.push(("padding", ints(&values)));
+                }
+                params.extend([
+                    ("op_shape", ints(&output)),
+                    ("dtype_in_out", pair(t0, t0)),
+                    ("stride_input", stride(0)?),
+                    ("stride_output", Param::Missing),
+                ]);
+                Some(Model { params, flops: n_out as f64, bytes, spec: vector(t0) })
+            })()
+        }
+        "primus_turbo_cpp_extension::quantize_fp8_tensorwise"
+        | "primus_turbo::quantize_fp8_tensorwise"
+        | "primus_turbo_cpp_extension::quantize_mxfp4_dual"
+        | "primus_turbo::quantize_mxfp4_dual"
+        | "primus::quantize_mxfp4_dual" => (|| {
+            let shape = a.dims_of(0)?;
+            let t0 = a.dtype(0)?;
+            let n = elements(shape)?;
+            let fp4 = name.ends_with("mxfp4_dual");
+            let (out, flops, bytes) = match fp4 {
+                false => {
+                    ("c10::Float8_e4m3fnuz", n as f64, size(t0).map(|e| n as f64 * e + n as f64))
+                }
+                true => {
+                    let [m, cols] = [0, 1].map(|j| shape.get(j).and_then(Py::int).map(i128::from));
+                    if shape.len() != 2 {
+                        return None;
+                    }
+                    let (m, c) = (m?, cols?);
+                    let bytes = size(t0).map(|e| {
+                        (m * c) as f64 * e
+                            + (2 * ((m * c + 1) / 2)) as f64
+                            + (m * ((c + 31) / 32)) as f64
+                            + (c * ((m + 31) / 32)) as f64
+                    });
+                    ("c10::Float4_e2m1fn_x2", (m * c) as f64, bytes)
+                }
+            };
+            let params = vec![
+                ("op_shape", tuple(shape)),
+                ("dtype_in_out", pair(t0, out)),
+                ("stride_input", stride(0).unwrap_or(Param::Missing)),
+                ("stride_output", Param::Missing),
+            ];
+            Some(Model { params, flops, bytes, spec: vector(t0) })
+        })(),
+        _ => return None,
+    };
+    Some(built)
+}
+
+/// The binary family's other models (§7.4.5): aiter's per-token, per-group
+/// and per-tensor quantizations and vLLM's Triton per-token-group FP8
+/// quantization. `None` for another op.
+fn binary_more(name: &str, a: &Args) -> Option<Option<Model>> {
+    let vector = |t: &str| prec(t).map_or_else(String::new, |p| format!("vector_{p}"));
+    let tuple = |d: &[Py]| Param::Text(Py::Seq(d.to_vec()).repr(true));
+    let stride =
+        |i: usize| a.strides.as_ref().and_then(|s| s.get(i)).map(|v| Param::Text(v.repr(true)));
+    let built = match name {
+        "aiter::dynamic_per_token_scaled_quant"
+        | "aiter::dynamic_per_group_scaled_quant"
+        | "aiter::dynamic_per_tensor_quant" => (|| {
+            let (out, in1, in2) = (a.dims_of(0)?, a.dims_of(1)?, a.dims_of(2)?);
+            let (t0, t1, t2) = (a.dtype(0)?, a.dtype(1)?, a.dtype(2)?);
+            let n = |d: &[Py]| elements(d).map(|n| n as f64);
+            let bytes =
+                n(out)? * bpe(t0)? as f64 + n(in1)? * bpe(t1)? as f64 + n(in2)? * bpe(t2)? as f64;
+            let params = vec![
+                ("shape_in1", tuple(in1)),
+                ("shape_in2", tuple(in2)),
+                ("shape_out", tuple(out)),
+                ("dtype_in1_in2_out", Param::Text(format!("({}, {}, {})", py(t1), py(t2), py(t0)))),
+                ("stride_input1", stride(1)?),
+                ("stride_input2", stride(2)?),
+                ("stride_output", stride(0)?),
+            ];
+            Some(Model { params, flops: n(out)? * 2.59375, bytes: Some(bytes), spec: vector(t1) })
+        })(),
+        "vllm::triton_per_token_group_quant_fp8" => (|| {
+            let x = a.dims_of(0).unwrap_or(&[]);
+            let dims: Vec<i128> = x.iter().filter_map(|d| d.int().map(i128::from)).collect();
+            let (m, n) = match dims.as_slice() {
+                [m, n, ..] => (*m, *n),
+                [n] => (1, *n),
+                [] => (1, 1),
+            };
+            let gs = a
+                .concrete
+                .as_deref()
+                .and_then(|c| c.get(1))
+                .and_then(Py::str)
+                .filter(|t| !t.trim().eq_ignore_ascii_case("none"))
+                .and_then(|t| t.trim().parse::<i128>().ok())
+                .unwrap_or(128);
+            let groups = if gs > 0 { ((n + gs - 1).div_euclid(gs)).max(1) } else { 1 };
+            let dtype = a.dtype(0).unwrap_or("");
+            let bytes = bpe(dtype).map(|e| (m * n * e + m * n + m * groups * 4) as f64);
+            let params = vec![
+                ("M", Param::Int(m as i64)),
+                ("N", Param::Int(n as i64)),
+                ("group_size", Param::Int(gs as i64)),
+                ("num_groups", Param::Int(groups as i64)),
+                ("shape_x", tuple(x)),
+                ("dtype_x", Param::Str(dtype.into())),
+                ("shape_in1", tuple(x)),
+                ("shape_in2", Param::Text("()".into())),
+                ("shape_out", tuple(x)),
+                (
+                    "dtype_in1_in2_out",
+                    Param::Text(format!("({}, None, 'c10::float8_e4m3fn')", py(dtype))),
+                ),
+                ("stride_input1", Param::Missing),
+                ("stride_input2", Param::Missing),
+                ("stride_output", Param::Missing),
+            ];
+            Some(Model { params, flops: (6 * m * n) as f64, bytes, spec: vector(dtype) })
+        })(),
+        _ => return None,
+    };
+    Some(built)
 }
 
 /// The transpose flags a GEMM kernel's name tells (§7.4.1): rocBLAS /
@@ -2350,6 +2564,33 @@ mod tests {
         let (e, c) = (32768.0, 4096.0);
         assert_eq!(m.flops, e + 8.0 * (2.0 * c + 2.0) + 2.0 * e);
         assert_eq!(m.bytes, Some(2.0 * e * 2.0 + c * 2.0 + 2.0 * e * 2.0));
+    }
+
+    /// vLLM's SiLU-and-multiply and aiter's per-token FP8 quantization of
+    /// 8 tokens of 4096, by hand.
+    #[test]
+    fn fused_activations_and_quantizations_model_their_shapes() {
+        let mut a = args("((8, 4096), (8, 8192))", "('c10::BFloat16', 'c10::BFloat16')", None);
+        a.strides = Some(vec![Py::parse("(4096, 1)").unwrap(), Py::parse("(8192, 1)").unwrap()]);
+        let m = super::unary("_C::silu_and_mul", &a).unwrap();
+        let n = 8.0 * 4096.0;
+        assert_eq!((m.flops, m.bytes), (5.0 * n, Some(2.0 * n * 2.0 + n * 2.0)));
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'op_shape': (8, 4096), 'dtype_in_out': ('c10::BFloat16', 'c10::BFloat16'), \
+             'stride_input': (8192, 1), 'stride_output': (4096, 1)}"
+        );
+        let mut a = args(
+            "((8, 4096), (8, 4096), (8, 1))",
+            "('c10::Float8_e4m3fnuz', 'c10::BFloat16', 'float')",
+            None,
+        );
+        let strides = ["(4096, 1)", "(4096, 1)", "(1, 1)"];
+        a.strides = Some(strides.iter().map(|s| Py::parse(s).unwrap()).collect());
+        let m = super::binary("aiter::dynamic_per_token_scaled_quant", &a).unwrap();
+        assert_eq!(m.flops, n * 2.59375);
+        assert_eq!(m.bytes, Some(n * 1.0 + n * 2.0 + 8.0 * 4.0));
+        assert_eq!(m.spec, "vector_bf16");
     }
 
     #[test]
