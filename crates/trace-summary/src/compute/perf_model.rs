@@ -1639,7 +1639,7 @@ fn binary_more(name: &str, a: &Args) -> Option<Option<Model>> {
             ];
             Some(Model { params, flops: n(out)? * 2.59375, bytes: Some(bytes), spec: vector(t1) })
         })(),
-        "vllm::triton_per_token_group_quant_fp8" => (|| {
+        "vllm::triton_per_token_group_quant_fp8" => {
             let x = a.dims_of(0).unwrap_or(&[]);
             let dims: Vec<i128> = x.iter().filter_map(|d| d.int().map(i128::from)).collect();
             let (m, n) = match dims.as_slice() {
@@ -1677,7 +1677,7 @@ fn binary_more(name: &str, a: &Args) -> Option<Option<Model>> {
                 ("stride_output", Param::Missing),
             ];
             Some(Model { params, flops: (6 * m * n) as f64, bytes, spec: vector(dtype) })
-        })(),
+        }
         _ => return None,
     };
     Some(built)
