@@ -781,7 +781,9 @@ const BINARY_OPS: [&str; 13] = [
 ];
 
 /// The attention ops modelled (the aten SDPA kernels, §7.4.3).
-const SDPA_OPS: [&str; 3] = [
+const SDPA_OPS: [&str; 5] = [
+    "FlashAttnFunc",
+    "flash_attn::_flash_attn_forward",
     "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention",
     "aten::_scaled_dot_product_cudnn_attention",
@@ -803,19 +805,36 @@ fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
             .filter(|d| d.iter().all(|&x| x >= 0))
     };
     let (q, k, v) = (shape(0)?, shape(1)?, shape(2)?);
-    let (b, h_q, n_q, d_qk) = (q[0], q[1], q[2], q[3]);
-    let (h_kv, n_kv, d_v) = (k[1], k[2], v[3]);
-    if k[0] != b || v[0] != b || k[1] != v[1] || k[2] != v[2] || k[3] != d_qk {
+    // flash-attn's tensors are (B, N, H, d); PyTorch's (B, H, N, d).
+    let flash_attn = matches!(name, "FlashAttnFunc" | "flash_attn::_flash_attn_forward");
+    let (ih, in_) = if flash_attn { (2, 1) } else { (1, 2) };
+    let (b, h_q, n_q, d_qk) = (q[0], q[ih], q[in_], q[3]);
+    let (h_kv, n_kv, d_v) = (k[ih], k[in_], v[3]);
+    if k[0] != b || v[0] != b || k[ih] != v[ih] || k[in_] != v[in_] || k[3] != d_qk {
         return None;
     }
     let text = |i: usize| concrete.and_then(|c| c.get(i)).and_then(Py::str).unwrap_or("");
-    let (dropout_at, causal_at) = match name {
-        "aten::_scaled_dot_product_flash_attention" => (3, 4),
-        _ => (5, 6),
+    let (dropout, causal) = match flash_attn {
+        // float(C3) and the Python literal C5, both required.
+        true => {
+            let dropout = text(3).trim().parse::<f64>().ok()?;
+            let causal = match text(5).trim() {
+                "True" => true,
+                "False" => false,
+                _ => return None,
+            };
+            (dropout, causal)
+        }
+        false => {
+            let (dropout_at, causal_at) = match name {
+                "aten::_scaled_dot_product_flash_attention" => (3, 4),
+                _ => (5, 6),
+            };
+            let dropout = text(dropout_at).trim().parse::<f64>().unwrap_or(0.0);
+            (dropout, text(causal_at).eq_ignore_ascii_case("true"))
+        }
     };
-    let dropout = text(dropout_at).trim().parse::<f64>().unwrap_or(0.0);
-    let causal = text(causal_at).eq_ignore_ascii_case("true");
-    let flash = name == "aten::_scaled_dot_product_flash_attention";
+    let flash = flash_attn || name == "aten::_scaled_dot_product_flash_attention";
     let total = match backward {
         false => b * h_q * 2 * n_q * n_kv * d_qk + b * h_q * 2 * n_q * d_v * n_kv,
         true => {
@@ -842,7 +861,7 @@ fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
     let (t0, t1) = (a.dtype(0)?, a.dtype(1)?);
     let int = |x: i128| Param::Int(x as i64);
     let flag = |x: bool| Param::Bool(x);
-    let params = vec![
+    let mut params = vec![
         ("B", int(b)),
         ("N_Q", int(n_q)),
         ("H_Q", int(h_q)),
@@ -850,11 +869,20 @@ fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
         ("H_KV", int(h_kv)),
         ("d_h_qk", int(d_qk)),
         ("d_h_v", int(d_v)),
+    ];
+    if flash_attn {
+        // Its strides, required.
+        let strides = a.strides.as_deref()?;
+        for (i, key) in ["q_stride", "k_stride", "v_stride"].into_iter().enumerate() {
+            params.push((key, Param::Text(strides.get(i)?.repr(true))));
+        }
+    }
+    params.extend([
         ("dropout", Param::Text(crate::csv::py_float(dropout))),
         ("causal", flag(causal)),
         ("flash_impl", flag(flash)),
         ("dtype_A_B", Param::Text(format!("({}, {})", py(t0), py(t1)))),
-    ];
+    ]);
     let spec = prec(t0).map_or_else(String::new, |p| format!("matrix_{p}"));
     Some(Model { params, flops, bytes: Some(bytes as f64), spec })
 }
@@ -2591,6 +2619,30 @@ mod tests {
         assert_eq!(m.flops, n * 2.59375);
         assert_eq!(m.bytes, Some(n * 1.0 + n * 2.0 + 8.0 * 4.0));
         assert_eq!(m.spec, "vector_bf16");
+    }
+
+    /// flash-attn's forward of (B, N, H, d) = (2, 1024, 16, 128), causal,
+    /// by hand: two matmuls halved, q, k, v and the output at 2 bytes.
+    #[test]
+    fn flash_attn_reads_its_layout() {
+        let mut a = args(
+            "((2, 1024, 16, 128), (2, 1024, 16, 128), (2, 1024, 16, 128), (), (), ())",
+            "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'Scalar', 'Scalar', 'Scalar')",
+            Some("('', '', '', '0.0', '0.08838834764831845', 'True')"),
+        );
+        let s = Py::parse("(2097152, 2048, 128, 1)").unwrap();
+        a.strides = Some(vec![s.clone(), s.clone(), s, Py::parse("()").unwrap()]);
+        let m = super::sdpa("flash_attn::_flash_attn_forward", &a, false).unwrap();
+        let (b, h, n, d) = (2.0, 16.0, 1024.0, 128.0);
+        assert_eq!(m.flops, (b * h * 2.0 * n * n * d * 2.0) / 2.0);
+        assert_eq!(m.bytes, Some(4.0 * b * n * h * d * 2.0));
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'B': 2, 'N_Q': 1024, 'H_Q': 16, 'N_KV': 1024, 'H_KV': 16, 'd_h_qk': 128, 'd_h_v': \
+             128, 'q_stride': (2097152, 2048, 128, 1), 'k_stride': (2097152, 2048, 128, 1), \
+             'v_stride': (2097152, 2048, 128, 1), 'dropout': 0.0, 'causal': True, 'flash_impl': \
+             True, 'dtype_A_B': ('c10::BFloat16', 'c10::BFloat16')}"
+        );
     }
 
     #[test]
