@@ -314,6 +314,7 @@ mod short;
 mod unified;
 mod unique_args;
 
+pub use perf_model::PERF_SHEETS;
 pub use short::ShortKernels;
 
 /// The analysed trace.

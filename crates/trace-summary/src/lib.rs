@@ -62,7 +62,7 @@ pub use crate::{
     arch::{ArchChoice, ArchError, GpuArch},
     category::{Category, kernel_categories, op_categories},
     collective::CollectiveKernel,
-    compute::{Cell, ShortKernels, Table},
+    compute::{Cell, PERF_SHEETS, ShortKernels, Table},
     csv::py_float,
     diff::{Diff, DiffRow, GemmDiffRow, Measure, SHAPE_SHEETS, Tables, gemm_shape, op_shape},
     error::{Error, Result},

@@ -1190,7 +1190,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 23] = [
+const TRACE_FILES: [&str; 30] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1203,8 +1203,15 @@ const TRACE_FILES: [&str; 23] = [
     "CONV_fwd.csv",
     "CONV_bwd.csv",
     "BinaryElementwise.csv",
+    "MoE_comm_fwd.csv",
+    "MoE_comm_bwd.csv",
+    "SSM_fwd.csv",
+    "RoPE_fwd.csv",
+    "CrossEntropy_fwd.csv",
     "UnaryElementwise.csv",
     "RMSNorm_fwd.csv",
+    "GroupQuant_fwd.csv",
+    "FusedRoPE_fwd.csv",
     "CustomCollective_fwd.csv",
     "Normalization.csv",
     "Reduce_fwd.csv",
@@ -2215,6 +2222,15 @@ pub(crate) fn from_node_reports(root: &Path, out: &Path) -> Result<Option<Summar
 #[cfg(test)]
 mod tests {
     use super::{TopRow, labels};
+
+    /// Every perf-model sheet the library writes is one of a report's
+    /// files (owned, staged and retired with it).
+    #[test]
+    fn a_report_owns_every_sheet() {
+        for sheet in trace_summary::PERF_SHEETS {
+            assert!(super::TRACE_FILES.contains(&format!("{sheet}.csv").as_str()), "{sheet}");
+        }
+    }
 
     #[test]
     fn a_set_that_fails_part_way_leaves_the_one_before() {

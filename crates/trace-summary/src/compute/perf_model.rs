@@ -232,6 +232,30 @@ fn prec(dtype: &str) -> Option<&'static str> {
     })
 }
 
+/// Every perf-model sheet this crate writes, in TraceLens' order: `GEMM`
+/// ([`crate::Summary::gemm`]), then [`crate::Summary::perf_sheets`]'.
+pub const PERF_SHEETS: [&str; 19] = [
+    "GEMM",
+    "SDPA_fwd",
+    "SDPA_bwd",
+    "CONV_fwd",
+    "CONV_bwd",
+    "BinaryElementwise",
+    "MoE_comm_fwd",
+    "MoE_comm_bwd",
+    "SSM_fwd",
+    "RoPE_fwd",
+    "CrossEntropy_fwd",
+    "UnaryElementwise",
+    "RMSNorm_fwd",
+    "GroupQuant_fwd",
+    "FusedRoPE_fwd",
+    "CustomCollective_fwd",
+    "Normalization",
+    "Reduce_fwd",
+    "Reduce_bwd",
+];
+
 /// The GEMM ops modelled, by name: every op of TraceLens' `GEMM` family
 /// (§7.3, §7.4.1).
 const GEMM_OPS: [&str; 43] = [
@@ -1380,6 +1404,200 @@ fn custom_collective(name: &str, a: &Args) -> Option<Model> {
     Some(Model { params, flops, bytes, spec: String::new() })
 }
 
+/// The smaller families modelled (§7.4.9-§7.4.11, §7.4.4's GroupQuant
+/// rows), each op with its sheet: RoPE, fused RoPE + KV-cache writes,
+/// cross-entropy, the causal conv1d of Mamba, MoE dispatch and combine,
+/// the MXFP4 quantizations.
+const SMALL_OPS: [(&str, &str); 14] = [
+    ("FusedRoPEFunc", "RoPE_fwd"),
+    ("aiter::rope_cached_positions_2c_fwd_impl", "RoPE_fwd"),
+    ("sgl_kernel::rotary_embedding", "RoPE_fwd"),
+    ("aiter::fused_qk_rope_cat_and_cache_mla", "FusedRoPE_fwd"),
+    ("aiter::fused_qk_rope_concat_and_cache_mla", "FusedRoPE_fwd"),
+    ("CrossEntropyFunction", "CrossEntropy_fwd"),
+    ("DaoAILab::_causal_conv1d_fwd_cpp", "SSM_fwd"),
+    ("MoEDispatch", "MoE_comm_fwd"),
+    ("MoECombine", "MoE_comm_fwd"),
+    ("sglang_profiler::fused_mxfp4_quant_fused_flatten_mxfp4_quant", "GroupQuant_fwd"),
+    ("aiter::fused_dynamic_mx_quant_moe_sort_hip", "GroupQuant_fwd"),
+    ("sglang_profiler::quant_dynamic_mxfp4_quant", "GroupQuant_fwd"),
+    ("aiter::fused_dynamic_mxfp4_quant_moe_sort_hip", "GroupQuant_fwd"),
+    ("aiter::dynamic_per_group_scaled_quant_fp4", "GroupQuant_fwd"),
+];
+
+/// The op names of [`SMALL_OPS`] whose sheet is `sheet`.
+fn small_ops(sheet: &str) -> Vec<&'static str> {
+    SMALL_OPS.iter().filter(|(_, s)| *s == sheet).map(|(n, _)| *n).collect()
+}
+
+/// The models of [`SMALL_OPS`]; `backward`: the backward pass's figures,
+/// which only MoE dispatch and combine have (the same as the forward's).
+fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
+    let moe = matches!(name, "MoEDispatch" | "MoECombine");
+    if backward && !moe {
+        return None;
+    }
+    let int = |x: i128| Param::Int(x as i64);
+    let dims = |i: usize| -> Option<Vec<i128>> {
+        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
+    };
+    let ints = |v: &[i128]| {
+        Param::Text(Py::Seq(v.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true))
+    };
+    // An element size, 2 where unknown (these models' default).
+    let e_or_2 = |i: usize| a.dtype(i).and_then(bpe).unwrap_or(2) as f64;
+    let vector =
+        |i: usize| a.dtype(i).and_then(prec).map_or_else(String::new, |p| format!("vector_{p}"));
+    let text = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
+    let prod = |v: &[i128]| v.iter().product::<i128>();
+    let (params, flops, bytes, spec): (Vec<(&'static str, Param)>, f64, Option<f64>, String) =
+        match name {
+            "FusedRoPEFunc" => {
+                let d = dims(0)?;
+                let [s, b, h, hd] = <[i128; 4]>::try_from(d.as_slice()).ok()?;
+                let n = prod(&d);
+                let params = vec![
+                    ("seq_len", int(s)),
+                    ("batch", int(b)),
+                    ("heads", int(h)),
+                    ("head_dim", int(hd)),
+                    ("num_elements", int(n)),
+                ];
+                (params, 3.0 * n as f64, Some(2.0 * n as f64 * e_or_2(0)), vector(0))
+            }
+            "aiter::rope_cached_positions_2c_fwd_impl" => {
+                let (x, y) = (dims(2)?, dims(3)?);
+                let n = prod(&x) + prod(&y);
+                let params =
+                    vec![("x_shape", ints(&x)), ("y_shape", ints(&y)), ("num_elements", int(n))];
+                (params, 3.0 * n as f64, Some(2.0 * n as f64 * e_or_2(0)), vector(0))
+            }
+            "sgl_kernel::rotary_embedding" => {
+                let (q, k) = (dims(1)?, dims(2)?);
+                let head = match text(3).filter(|t| !t.trim().is_empty()) {
+                    Some(t) => t.trim().parse().ok()?,
+                    None => *q.last()?,
+                };
+                let rot = match a.dims.len() > 4 {
+                    true => dims(4).filter(|d| d.len() > 1).map_or(head, |d| d[1]),
+                    false => head,
+                };
+                if head == 0 {
+                    return None;
+                }
+                let n = q[0] * (q.get(1)?.div_euclid(head) + k.get(1)?.div_euclid(head)) * rot;
+                (
+                    vec![("num_elements", int(n))],
+                    3.0 * n as f64,
+                    Some(2.0 * n as f64 * e_or_2(1)),
+                    vector(1),
+                )
+            }
+            "aiter::fused_qk_rope_cat_and_cache_mla"
+            | "aiter::fused_qk_rope_concat_and_cache_mla" => {
+                let d0 = dims(0)?;
+                let [t, qh, lora] = <[i128; 3]>::try_from(d0.as_slice()).ok()?;
+                let pe = *dims(1)?.get(2)?;
+                let concat = name.contains("concat");
+                let kh = if concat { 1 } else { *dims(2)?.get(1)? };
+                let dtype_in = a.dtype(0)?;
+                let dtype_kv = a.dtype(4).filter(|t| !t.is_empty()).unwrap_or(dtype_in);
+                let dtype_out = a.dtype(5).filter(|_| concat).unwrap_or(dtype_in);
+                let e = bpe(dtype_in).map(|e| e as f64);
+                let kv = bpe(dtype_kv).map(|e| e as f64);
+                let out = bpe(dtype_out).map(|e| e as f64);
+                let f = |x: i128| x as f64;
+                let flops = 3.0 * f(t * qh * pe + t * kh * pe);
+                let bytes = e.map(|e| {
+                    f(t * qh * lora + t * qh * pe) * e
+                        + f(t * kh * lora + t * kh * pe) * e
+                        + f(t * qh * (lora + pe)) * out.unwrap_or(e)
+                        + f(t * kh * (lora + pe)) * kv.unwrap_or(e)
+                });
+                let mut params = vec![
+                    ("T", int(t)),
+                    ("QH", int(qh)),
+                    ("KH", int(kh)),
+                    ("D_lora", int(lora)),
+                    ("D_pe", int(pe)),
+                    ("dtype_in", Param::Str(dtype_in.into())),
+                    ("dtype_kv", Param::Str(dtype_kv.into())),
+                ];
+                if concat {
+                    params.push(("dtype_out", Param::Str(dtype_out.into())));
+                }
+                (params, flops, bytes, vector(0))
+            }
+            "CrossEntropyFunction" => {
+                let d = dims(0)?;
+                let (batch, vocab) = (*d.first()?, *d.last()?);
+                let params = vec![
+                    ("batch", int(batch)),
+                    ("vocab_size", int(vocab)),
+                    ("logits_shape", ints(&d)),
+                ];
+                let bytes = prod(&d) as f64 * e_or_2(0) + (batch * 8 + batch * 4) as f64;
+                (params, (5 * batch * vocab) as f64, Some(bytes), vector(0))
+            }
+            "DaoAILab::_causal_conv1d_fwd_cpp" => {
+                let d = dims(0)?;
+                let [b, c, s] = <[i128; 3]>::try_from(d.as_slice()).ok()?;
+                let k = *dims(1)?.get(1)?;
+                let bias = a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty());
+                let params = vec![
+                    ("batch", int(b)),
+                    ("channels", int(c)),
+                    ("seq_len", int(s)),
+                    ("kernel_size", int(k)),
+                    ("has_bias", Param::Bool(bias)),
+                ];
+                let bytes = (2 * b * c * s + c * k + if bias { c } else { 0 }) as f64 * e_or_2(0);
+                let spec =
+                    a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
+                (params, (2 * b * c * s * k) as f64, Some(bytes), spec)
+            }
+            "MoEDispatch" | "MoECombine" => {
+                let d = a.dims_of(0)?;
+                let tokens = i128::from(d.first()?.int()?);
+                let hidden = d.get(1).and_then(Py::int).map(i128::from);
+                let size = a.dtype(0).filter(|t| !t.is_empty()).and_then(bpe);
+                let bytes = hidden.zip(size).map(|(h, e)| (tokens * h * e) as f64);
+                let params = vec![
+                    ("num_tokens", int(tokens)),
+                    ("hidden_dim", hidden.map_or(Param::Missing, int)),
+                    ("bpe", size.map_or(Param::Missing, int)),
+                ];
+                (params, 0.0, bytes, String::new())
+            }
+            _ => {
+                // The MXFP4 quantizations: the input read, half a byte per
+                // element and a scale per 32 written.
+                let i = match name {
+                    "aiter::fused_dynamic_mx_quant_moe_sort_hip"
+                    | "aiter::fused_dynamic_mxfp4_quant_moe_sort_hip" => 2,
+                    "aiter::dynamic_per_group_scaled_quant_fp4" => 1,
+                    _ => 0,
+                };
+                let shape = a.dims_of(i)?;
+                let dtype = a.dtype(i)?;
+                let n = elements(shape)?;
+                let stride = match (name, &a.strides) {
+                    ("sglang_profiler::quant_dynamic_mxfp4_quant", _) | (_, None) => Param::Missing,
+                    (_, Some(s)) => s.get(i).map_or(Param::Missing, |v| Param::Text(v.repr(true))),
+                };
+                let bytes = bpe(dtype).map(|e| (n * e) as f64 + 0.5 * n as f64 + (n / 32) as f64);
+                let params = vec![
+                    ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+                    ("dtype_in_out", Param::Text(format!("({}, {})", py(dtype), py(dtype)))),
+                    ("stride_input", stride),
+                    ("stride_output", Param::Missing),
+                ];
+                (params, 2.0 * n as f64, bytes, vector(i))
+            }
+        };
+    Some(Model { params, flops, bytes, spec })
+}
+
 /// The reduction model (§7.4.6): its input read, its output written (one
 /// element: Kineto's `Concrete Inputs` never give the dims), as many FLOPs
 /// as input elements; forward and backward alike.
@@ -1858,26 +2076,36 @@ impl Analysis<'_> {
         let rms = self.sheet_of(&RMS_OPS, arch, &|name, args, _| rms_ext(name, args));
         let collectives =
             self.sheet_of(&COLLECTIVE_OPS, arch, &|name, args, _| custom_collective(name, args));
+        let forward =
+            |sheet: &str| self.sheet_of(&small_ops(sheet), arch, &|n, a, _| small(n, a, false));
+        let moe = small_ops("MoE_comm_fwd");
+        let moe_bwd = self.pass_of(&moe, arch, &|n, a, _| small(n, a, true), true);
         let norm = self.sheet_of(&NORM_OPS, arch, &|name, args, _| norm(name, args));
         let reduce_fwd = self.sheet_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args));
         let reduce_bwd = self.pass_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args), true);
-        // In the order of TraceLens' families (§1).
-        [
+        // In the order of TraceLens' families (§1), as PERF_SHEETS lists them.
+        let sheets = [
             ("SDPA_fwd", sdpa_fwd),
             ("SDPA_bwd", sdpa_bwd),
             ("CONV_fwd", conv_fwd),
             ("CONV_bwd", conv_bwd),
             ("BinaryElementwise", binary),
+            ("MoE_comm_fwd", forward("MoE_comm_fwd")),
+            ("MoE_comm_bwd", moe_bwd),
+            ("SSM_fwd", forward("SSM_fwd")),
+            ("RoPE_fwd", forward("RoPE_fwd")),
+            ("CrossEntropy_fwd", forward("CrossEntropy_fwd")),
             ("UnaryElementwise", unary),
             ("RMSNorm_fwd", rms),
+            ("GroupQuant_fwd", forward("GroupQuant_fwd")),
+            ("FusedRoPE_fwd", forward("FusedRoPE_fwd")),
             ("CustomCollective_fwd", collectives),
             ("Normalization", norm),
             ("Reduce_fwd", reduce_fwd),
             ("Reduce_bwd", reduce_bwd),
-        ]
-        .into_iter()
-        .filter_map(|(n, t)| Some((n, t?)))
-        .collect()
+        ];
+        debug_assert!(sheets.iter().map(|(n, _)| n).eq(PERF_SHEETS[1..].iter()));
+        sheets.into_iter().filter_map(|(n, t)| Some((n, t?))).collect()
     }
 
     /// The sheet of the events named one of `names` (§6.1), each modelled
@@ -1995,7 +2223,8 @@ impl Analysis<'_> {
     fn modelled(&self) -> &Modelled {
         self.modelled.get_or_init(|| {
             let p = self.p;
-            let families: [&[&str]; 9] = [
+            let small: Vec<&str> = SMALL_OPS.iter().map(|(n, _)| *n).collect();
+            let families: [&[&str]; 10] = [
                 &GEMM_OPS,
                 &CONV_OPS,
                 &SDPA_OPS,
@@ -2005,6 +2234,7 @@ impl Analysis<'_> {
                 &REDUCE_OPS,
                 &RMS_OPS,
                 &COLLECTIVE_OPS,
+                &small,
             ];
             let ids: rustc_hash::FxHashSet<u32> =
                 families.iter().flat_map(|f| f.iter()).filter_map(|n| p.find(n)).collect();
@@ -2324,6 +2554,11 @@ impl Analysis<'_> {
             }
         } else if is(&SDPA_OPS) {
             sdpa(name, &args, backward)
+        } else if SMALL_OPS.iter().any(|(n, _)| *n == name) {
+            match small(name, &args, backward) {
+                None if backward => return Eval::NotImplemented,
+                model => model,
+            }
         } else if is(&CONV_OPS) {
             conv(name, &args, backward)
         } else if backward {
@@ -2643,6 +2878,31 @@ mod tests {
              'v_stride': (2097152, 2048, 128, 1), 'dropout': 0.0, 'causal': True, 'flash_impl': \
              True, 'dtype_A_B': ('c10::BFloat16', 'c10::BFloat16')}"
         );
+    }
+
+    /// Cross-entropy over a 4 × 32000 vocabulary, a fused RoPE and a MoE
+    /// dispatch, by hand.
+    #[test]
+    fn the_smaller_families_model_their_shapes() {
+        let a = args("((4, 32000), (4,))", "('c10::BFloat16', 'long int')", None);
+        let m = super::small("CrossEntropyFunction", &a, false).unwrap();
+        assert_eq!(m.flops, 5.0 * 4.0 * 32000.0);
+        assert_eq!(m.bytes, Some(4.0 * 32000.0 * 2.0 + 4.0 * 8.0 + 4.0 * 4.0));
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'batch': 4, 'vocab_size': 32000, 'logits_shape': (4, 32000)}"
+        );
+        let a = args("((128, 2, 16, 64), (128, 1, 1, 64))", "('float', 'float')", None);
+        let m = super::small("FusedRoPEFunc", &a, false).unwrap();
+        let n = 128.0 * 2.0 * 16.0 * 64.0;
+        assert_eq!(
+            (m.flops, m.bytes, m.spec.as_str()),
+            (3.0 * n, Some(2.0 * n * 4.0), "vector_fp32")
+        );
+        let a = args("((512, 7168),)", "('c10::BFloat16',)", None);
+        let m = super::small("MoEDispatch", &a, true).unwrap();
+        assert_eq!((m.flops, m.bytes), (0.0, Some(512.0 * 7168.0 * 2.0)));
+        assert!(super::small("CrossEntropyFunction", &a, true).is_none(), "no backward");
     }
 
     #[test]

@@ -95,35 +95,23 @@ fn perf_report_tables_match_tracelens() {
     let mut compared = BTreeMap::new();
     for (dir, trace) in &sets {
         let summary = trace_summary::summarize_file(trace).unwrap();
-        let sheet = |name: &str| {
-            summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone())
+        let sheet = |name: &str| match name {
+            "GEMM" => summary.gemm.clone(),
+            _ => summary.perf_sheets.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()),
         };
-        let (unary, binary) = (sheet("UnaryElementwise"), sheet("BinaryElementwise"));
-        let (sdpa, sdpa_bwd) = (sheet("SDPA_fwd"), sheet("SDPA_bwd"));
-        let (conv_fwd, conv_bwd) = (sheet("CONV_fwd"), sheet("CONV_bwd"));
-        let (norm, rms) = (sheet("Normalization"), sheet("RMSNorm_fwd"));
-        let collectives = sheet("CustomCollective_fwd");
-        let (reduce_fwd, reduce_bwd) = (sheet("Reduce_fwd"), sheet("Reduce_bwd"));
-        for (name, ours, cumulative) in [
-            ("ops_summary_by_category", &summary.ops_summary_by_category, true),
-            ("ops_unique_args", &summary.ops_unique_args, true),
-            ("GEMM", &summary.gemm, false),
-            ("UnaryElementwise", &unary, false),
-            ("BinaryElementwise", &binary, false),
-            ("SDPA_fwd", &sdpa, false),
-            ("SDPA_bwd", &sdpa_bwd, false),
-            ("CONV_fwd", &conv_fwd, false),
-            ("CONV_bwd", &conv_bwd, false),
-            ("Normalization", &norm, false),
-            ("RMSNorm_fwd", &rms, false),
-            ("CustomCollective_fwd", &collectives, false),
-            ("Reduce_fwd", &reduce_fwd, false),
-            ("Reduce_bwd", &reduce_bwd, false),
-            ("short_kernel_histogram", &summary.short_kernel_histogram, false),
-            ("short_kernels_summary", &summary.short_kernels_summary, false),
-        ] {
+        // Every perf-model sheet this crate can write: where TraceLens wrote
+        // none, it must write none either.
+        let sheets: Vec<(&str, Option<trace_summary::Table>, bool)> =
+            trace_summary::PERF_SHEETS.iter().map(|&n| (n, sheet(n), false)).collect();
+        let tables = [
+            ("ops_summary_by_category", summary.ops_summary_by_category.clone(), true),
+            ("ops_unique_args", summary.ops_unique_args.clone(), true),
+            ("short_kernel_histogram", summary.short_kernel_histogram.clone(), false),
+            ("short_kernels_summary", summary.short_kernels_summary.clone(), false),
+        ];
+        for (name, ours, cumulative) in tables.into_iter().chain(sheets) {
             let theirs = fs::read_to_string(dir.join(format!("{name}.csv"))).ok();
-            let ours = ours.as_ref().map(|t| t.to_csv());
+            let ours = ours.map(|t| t.to_csv());
             let what = format!("{}: {name}", trace.display());
             match (ours, theirs) {
                 (None, None) => {}
