@@ -1190,7 +1190,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 30] = [
+const TRACE_FILES: [&str; 33] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1202,6 +1202,7 @@ const TRACE_FILES: [&str; 30] = [
     "SDPA_bwd.csv",
     "CONV_fwd.csv",
     "CONV_bwd.csv",
+    "InferenceAttention_fwd.csv",
     "BinaryElementwise.csv",
     "MoE_comm_fwd.csv",
     "MoE_comm_bwd.csv",
@@ -1209,7 +1210,9 @@ const TRACE_FILES: [&str; 30] = [
     "RoPE_fwd.csv",
     "CrossEntropy_fwd.csv",
     "UnaryElementwise.csv",
+    "MoE_aux_fwd.csv",
     "RMSNorm_fwd.csv",
+    "elementwise_fwd.csv",
     "GroupQuant_fwd.csv",
     "FusedRoPE_fwd.csv",
     "CustomCollective_fwd.csv",

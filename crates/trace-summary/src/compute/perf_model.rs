@@ -234,12 +234,13 @@ fn prec(dtype: &str) -> Option<&'static str> {
 
 /// Every perf-model sheet this crate writes, in TraceLens' order: `GEMM`
 /// ([`crate::Summary::gemm`]), then [`crate::Summary::perf_sheets`]'.
-pub const PERF_SHEETS: [&str; 19] = [
+pub const PERF_SHEETS: [&str; 22] = [
     "GEMM",
     "SDPA_fwd",
     "SDPA_bwd",
     "CONV_fwd",
     "CONV_bwd",
+    "InferenceAttention_fwd",
     "BinaryElementwise",
     "MoE_comm_fwd",
     "MoE_comm_bwd",
@@ -247,7 +248,9 @@ pub const PERF_SHEETS: [&str; 19] = [
     "RoPE_fwd",
     "CrossEntropy_fwd",
     "UnaryElementwise",
+    "MoE_aux_fwd",
     "RMSNorm_fwd",
+    "elementwise_fwd",
     "GroupQuant_fwd",
     "FusedRoPE_fwd",
     "CustomCollective_fwd",
@@ -1408,7 +1411,12 @@ fn custom_collective(name: &str, a: &Args) -> Option<Model> {
 /// rows), each op with its sheet: RoPE, fused RoPE + KV-cache writes,
 /// cross-entropy, the causal conv1d of Mamba, MoE dispatch and combine,
 /// the MXFP4 quantizations.
-const SMALL_OPS: [(&str, &str); 14] = [
+const SMALL_OPS: [(&str, &str); 19] = [
+    ("sglang::store_cache", "InferenceAttention_fwd"),
+    ("aiter::biased_grouped_topk_hip", "MoE_aux_fwd"),
+    ("aiter::moe_sorting_fwd", "MoE_aux_fwd"),
+    ("aiter::mxfp4_moe_sort_hip", "MoE_aux_fwd"),
+    ("aiter::mixed_sample_outer_exponential", "elementwise_fwd"),
     ("FusedRoPEFunc", "RoPE_fwd"),
     ("aiter::rope_cached_positions_2c_fwd_impl", "RoPE_fwd"),
     ("sgl_kernel::rotary_embedding", "RoPE_fwd"),
@@ -1555,6 +1563,64 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                 let spec =
                     a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
                 (params, (2 * b * c * s * k) as f64, Some(bytes), spec)
+            }
+            "sglang::store_cache" => {
+                let d = dims(0)?;
+                let n = prod(&d);
+                let dtype = a.dtype(0)?;
+                let params = vec![
+                    ("op_shape", ints(&d)),
+                    ("nelems", int(n)),
+                    ("dtype", Param::Str(dtype.into())),
+                ];
+                (params, 0.0, Some(4.0 * n as f64 * e_or_2(0)), vector(0))
+            }
+            "aiter::biased_grouped_topk_hip"
+            | "aiter::moe_sorting_fwd"
+            | "aiter::mxfp4_moe_sort_hip" => {
+                // Every operand that is a non-empty list of ints, with its dtype.
+                let operands: Vec<(Vec<i128>, Option<&str>)> = (0..a.dims.len())
+                    .filter_map(|i| Some((dims(i).filter(|d| !d.is_empty())?, a.dtype(i))))
+                    .collect();
+                // The first of the largest, as Python's max() picks it.
+                let largest =
+                    operands.iter().fold(None, |best: Option<&(Vec<i128>, Option<&str>)>, o| {
+                        match best {
+                            Some(b) if prod(&b.0) >= prod(&o.0) => Some(b),
+                            _ => Some(o),
+                        }
+                    });
+                let flops = largest.map_or(0, |(d, _)| prod(d)) as f64;
+                let moved: i128 =
+                    operands.iter().filter_map(|(d, t)| Some(prod(d) * bpe((*t)?)?)).sum();
+                let listed: Vec<String> = operands
+                    .iter()
+                    .map(|(d, t)| {
+                        let shape =
+                            Py::Seq(d.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true);
+                        format!("({shape}, {})", t.map_or_else(|| "None".into(), py))
+                    })
+                    .collect();
+                let precision = largest.and_then(|(_, t)| prec((*t)?));
+                let params = vec![("operands", Param::Text(format!("[{}]", listed.join(", "))))];
+                let spec = precision.map_or_else(String::new, |p| format!("vector_{p}"));
+                (params, flops, (moved != 0).then_some(moved as f64), spec)
+            }
+            "aiter::mixed_sample_outer_exponential" => {
+                let (t, v) = (a.dim(1, 0).map_or(1, i128::from), a.dim(1, 1).map_or(1, i128::from));
+                let logits = a.dtype(1).unwrap_or("c10::bfloat16");
+                let noise = a.dtype(2).unwrap_or("float");
+                let bytes = bpe(logits)
+                    .zip(bpe(noise))
+                    .map(|(l, n)| (t * v * l + t * v * n + 4 * t) as f64);
+                let params = vec![
+                    ("T", int(t)),
+                    ("V", int(v)),
+                    ("dtype_logits", Param::Str(logits.into())),
+                    ("dtype_noise", Param::Str(noise.into())),
+                ];
+                let spec = prec(logits).map_or_else(String::new, |p| format!("vector_{p}"));
+                (params, (2 * t * v) as f64, bytes, spec)
             }
             "MoEDispatch" | "MoECombine" => {
                 let d = a.dims_of(0)?;
@@ -2089,6 +2155,7 @@ impl Analysis<'_> {
             ("SDPA_bwd", sdpa_bwd),
             ("CONV_fwd", conv_fwd),
             ("CONV_bwd", conv_bwd),
+            ("InferenceAttention_fwd", forward("InferenceAttention_fwd")),
             ("BinaryElementwise", binary),
             ("MoE_comm_fwd", forward("MoE_comm_fwd")),
             ("MoE_comm_bwd", moe_bwd),
@@ -2096,7 +2163,9 @@ impl Analysis<'_> {
             ("RoPE_fwd", forward("RoPE_fwd")),
             ("CrossEntropy_fwd", forward("CrossEntropy_fwd")),
             ("UnaryElementwise", unary),
+            ("MoE_aux_fwd", forward("MoE_aux_fwd")),
             ("RMSNorm_fwd", rms),
+            ("elementwise_fwd", forward("elementwise_fwd")),
             ("GroupQuant_fwd", forward("GroupQuant_fwd")),
             ("FusedRoPE_fwd", forward("FusedRoPE_fwd")),
             ("CustomCollective_fwd", collectives),
@@ -2903,6 +2972,15 @@ mod tests {
         let m = super::small("MoEDispatch", &a, true).unwrap();
         assert_eq!((m.flops, m.bytes), (0.0, Some(512.0 * 7168.0 * 2.0)));
         assert!(super::small("CrossEntropyFunction", &a, true).is_none(), "no backward");
+        // aiter's MoE sorting: its operands, the largest's elements as FLOPs.
+        let a =
+            args("((512, 8), (512, 8), (), (4096,))", "('int', 'float', 'Scalar', 'int')", None);
+        let m = super::small("aiter::moe_sorting_fwd", &a, false).unwrap();
+        assert_eq!((m.flops, m.bytes), (4096.0, Some((512 * 8 * 4 * 2 + 4096 * 4) as f64)));
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'operands': [((512, 8), 'int'), ((512, 8), 'float'), ((4096,), 'int')]}"
+        );
     }
 
     #[test]
