@@ -1190,7 +1190,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 33] = [
+const TRACE_FILES: [&str; 35] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1204,9 +1204,11 @@ const TRACE_FILES: [&str; 33] = [
     "CONV_bwd.csv",
     "InferenceAttention_fwd.csv",
     "BinaryElementwise.csv",
+    "GroupedGEMM_fwd.csv",
     "MoE_comm_fwd.csv",
     "MoE_comm_bwd.csv",
     "SSM_fwd.csv",
+    "SSM_bwd.csv",
     "RoPE_fwd.csv",
     "CrossEntropy_fwd.csv",
     "UnaryElementwise.csv",

@@ -234,7 +234,7 @@ fn prec(dtype: &str) -> Option<&'static str> {
 
 /// Every perf-model sheet this crate writes, in TraceLens' order: `GEMM`
 /// ([`crate::Summary::gemm`]), then [`crate::Summary::perf_sheets`]'.
-pub const PERF_SHEETS: [&str; 22] = [
+pub const PERF_SHEETS: [&str; 24] = [
     "GEMM",
     "SDPA_fwd",
     "SDPA_bwd",
@@ -242,9 +242,11 @@ pub const PERF_SHEETS: [&str; 22] = [
     "CONV_bwd",
     "InferenceAttention_fwd",
     "BinaryElementwise",
+    "GroupedGEMM_fwd",
     "MoE_comm_fwd",
     "MoE_comm_bwd",
     "SSM_fwd",
+    "SSM_bwd",
     "RoPE_fwd",
     "CrossEntropy_fwd",
     "UnaryElementwise",
@@ -1411,7 +1413,16 @@ fn custom_collective(name: &str, a: &Args) -> Option<Model> {
 /// rows), each op with its sheet: RoPE, fused RoPE + KV-cache writes,
 /// cross-entropy, the causal conv1d of Mamba, MoE dispatch and combine,
 /// the MXFP4 quantizations.
-const SMALL_OPS: [(&str, &str); 19] = [
+const SMALL_OPS: [(&str, &str); 28] = [
+    ("primus_turbo::grouped_gemm", "GroupedGEMM_fwd"),
+    ("primus_turbo::grouped_gemm_impl", "GroupedGEMM_fwd"),
+    ("primus_turbo_cpp_extension::grouped_gemm", "GroupedGEMM_fwd"),
+    ("primus_turbo_cpp_extension::ck_grouped_gemm", "GroupedGEMM_fwd"),
+    ("primus_turbo::grouped_gemm_variable_k", "GroupedGEMM_fwd"),
+    ("primus_turbo::grouped_gemm_variable_k_impl", "GroupedGEMM_fwd"),
+    ("primus_turbo_cpp_extension::grouped_gemm_variable_k", "GroupedGEMM_fwd"),
+    ("primus_turbo_cpp_extension::ck_grouped_gemm_variable_k", "GroupedGEMM_fwd"),
+    ("MambaSplitConv1dScanCombinedFn", "SSM_fwd"),
     ("sglang::store_cache", "InferenceAttention_fwd"),
     ("aiter::biased_grouped_topk_hip", "MoE_aux_fwd"),
     ("aiter::moe_sorting_fwd", "MoE_aux_fwd"),
@@ -1441,7 +1452,8 @@ fn small_ops(sheet: &str) -> Vec<&'static str> {
 /// The models of [`SMALL_OPS`]; `backward`: the backward pass's figures,
 /// which only MoE dispatch and combine have (the same as the forward's).
 fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
-    let moe = matches!(name, "MoEDispatch" | "MoECombine");
+    // Their backward figures: the forward's.
+    let moe = matches!(name, "MoEDispatch" | "MoECombine" | "MambaSplitConv1dScanCombinedFn");
     if backward && !moe {
         return None;
     }
@@ -1563,6 +1575,151 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                 let spec =
                     a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
                 (params, (2 * b * c * s * k) as f64, Some(bytes), spec)
+            }
+            n if n.contains("grouped_gemm") => {
+                let variable_k = n.contains("variable_k");
+                // Every [x, y] of positive ints in an argument, recursively.
+                fn pairs(v: &Py, out: &mut Vec<(i128, i128)>) {
+                    let Some(items) = v.seq() else { return };
+                    let ints: Option<Vec<i64>> = items.iter().map(Py::int).collect();
+                    match ints.as_deref() {
+                        Some(&[x, y]) if x > 0 && y > 0 => out.push((i128::from(x), i128::from(y))),
+                        _ => items.iter().for_each(|i| pairs(i, out)),
+                    }
+                }
+                let positive = |i: usize| -> Option<Vec<i128>> {
+                    dims(i).filter(|d| d.iter().all(|&x| x > 0))
+                };
+                let (d0, d1) = (positive(0).unwrap_or_default(), positive(1).unwrap_or_default());
+                let (mut lhs, mut rhs) = (Vec::new(), Vec::new());
+                if let (Some(a0), Some(a1)) = (a.dims.first(), a.dims.get(1)) {
+                    pairs(a0, &mut lhs);
+                    pairs(a1, &mut rhs);
+                }
+                let zipped = !lhs.is_empty() && lhs.len() == rhs.len();
+                // (m, k, n) per group, and the group count.
+                let (groups, g): (Vec<(i128, i128, i128)>, i128) = match variable_k {
+                    // Compact: A (M, K), B (G, K, N) or (G, N, K).
+                    false if d0.len() >= 2 && d1.len() == 3 => {
+                        let (m, k) = (d0[0], d0[1]);
+                        let n = if d1[1] == k {
+                            d1[2]
+                        } else if d1[2] == k {
+                            d1[1]
+                        } else {
+                            return None;
+                        };
+                        (vec![(m, k, n)], d1[0])
+                    }
+                    // Compact: one group, A (M, K) and B (·, N).
+                    true if d0.len() == 2 && d1.len() == 2 => (vec![(d0[0], d0[1], d1[1])], 1),
+                    // Zipped: a list of A's and a list of B's.
+                    _ if zipped => {
+                        let (k, n) = (lhs[0].1, rhs[0].1);
+                        let agree = lhs.iter().zip(&rhs).all(|(l, r)| match variable_k {
+                            false => l.1 == k && r.0 == k && r.1 == n,
+                            true => l.1 == r.0,
+                        });
+                        if !agree {
+                            return None;
+                        }
+                        let groups: Vec<_> =
+                            lhs.iter().zip(&rhs).map(|(l, r)| (l.0, l.1, r.1)).collect();
+                        let count = groups.len() as i128;
+                        (groups, count)
+                    }
+                    _ => return None,
+                };
+                let m: i128 = groups.iter().map(|g| g.0).sum();
+                let (k, n) = (groups[0].1, groups[0].2);
+                let e_in = a.dtype(0).and_then(bpe);
+                let e_out = match a.types.get(1) {
+                    Some(_) => a.dtype(1).and_then(bpe),
+                    None => e_in,
+                };
+                let (flops, bytes) = match variable_k {
+                    false => {
+                        let bytes = (m * k + g * k * n) * e_in? + m * n * e_out?;
+                        ((2 * m * k * n) as f64, Some(bytes as f64))
+                    }
+                    true => {
+                        let flops: i128 = groups.iter().map(|(m, k, n)| 2 * m * k * n).sum();
+                        let bytes = e_in.zip(e_out).map(|(i, o)| {
+                            groups
+                                .iter()
+                                .map(|(m, k, n)| (m * k + k * n) * i + m * n * o)
+                                .sum::<i128>() as f64
+                        });
+                        (flops as f64, bytes)
+                    }
+                };
+                let size = |e: Option<i128>| e.map_or(Param::Missing, int);
+                let mut params = vec![
+                    ("M", int(m)),
+                    ("K", int(k)),
+                    ("N", int(n)),
+                    ("G", int(g)),
+                    ("bpe_in", size(e_in)),
+                    ("bpe_out", size(e_out)),
+                ];
+                if variable_k {
+                    let listed: Vec<String> = groups
+                        .iter()
+                        .map(|(m, k, n)| format!("(({m}, {k}), ({k}, {n}))"))
+                        .collect();
+                    params.push(("group_pairs", Param::Text(format!("[{}]", listed.join(", ")))));
+                }
+                let spec =
+                    a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
+                (params, flops, bytes, spec)
+            }
+            "MambaSplitConv1dScanCombinedFn" => {
+                let d0 = dims(0)?;
+                let [b, t, combined] = <[i128; 3]>::try_from(d0.as_slice()).ok()?;
+                let d1 = dims(1)?;
+                let [channels, d_conv] = <[i128; 2]>::try_from(d1.as_slice()).ok()?;
+                let h = *dims(3)?.first()?;
+                let or = |i: usize, default: i128| {
+                    text(i)
+                        .and_then(|t| t.trim().parse::<i128>().ok())
+                        .filter(|&x| x != 0)
+                        .unwrap_or(default)
+                };
+                let (c, p, g) = (or(6, 128), or(15, 64), or(16, 1));
+                let d_inner = h * p;
+                let rest = combined - 2 * d_inner - h;
+                if g == 0 || rest <= 0 || rest % (2 * g) != 0 {
+                    return None;
+                }
+                let nn = rest / (2 * g);
+                let flops = 2 * b * channels * t * d_conv
+                    + 2 * b * g * t * c * nn
+                    + 2 * b * h * t * c * p
+                    + 4 * b * h * t * nn * p;
+                let e = e_or_2(0);
+                let or_size =
+                    |i: usize, default: f64| a.dtype(i).and_then(bpe).map_or(default, |b| b as f64);
+                let bytes = (b * t * combined) as f64 * e
+                    + (channels * d_conv) as f64 * e
+                    + channels as f64 * e
+                    + h as f64 * (or_size(3, 4.0) + or_size(4, 4.0) + or_size(5, e))
+                    + (b * t * d_inner) as f64 * e;
+                let params = vec![
+                    ("B", int(b)),
+                    ("T", int(t)),
+                    ("H", int(h)),
+                    ("P", int(p)),
+                    ("G", int(g)),
+                    ("N", int(nn)),
+                    ("C", int(c)),
+                    ("d_inner", int(d_inner)),
+                    ("d_conv", int(d_conv)),
+                    ("conv_channels", int(channels)),
+                    ("combined_dim", int(combined)),
+                ];
+                let spec =
+                    a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
+                (params, flops as f64, Some(bytes), spec)
             }
             "sglang::store_cache" => {
                 let d = dims(0)?;
@@ -2146,6 +2303,8 @@ impl Analysis<'_> {
             |sheet: &str| self.sheet_of(&small_ops(sheet), arch, &|n, a, _| small(n, a, false));
         let moe = small_ops("MoE_comm_fwd");
         let moe_bwd = self.pass_of(&moe, arch, &|n, a, _| small(n, a, true), true);
+        let ssm = ["MambaSplitConv1dScanCombinedFn"];
+        let ssm_bwd = self.pass_of(&ssm, arch, &|n, a, _| small(n, a, true), true);
         let norm = self.sheet_of(&NORM_OPS, arch, &|name, args, _| norm(name, args));
         let reduce_fwd = self.sheet_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args));
         let reduce_bwd = self.pass_of(&REDUCE_OPS, arch, &|name, args, _| reduce(name, args), true);
@@ -2157,9 +2316,11 @@ impl Analysis<'_> {
             ("CONV_bwd", conv_bwd),
             ("InferenceAttention_fwd", forward("InferenceAttention_fwd")),
             ("BinaryElementwise", binary),
+            ("GroupedGEMM_fwd", forward("GroupedGEMM_fwd")),
             ("MoE_comm_fwd", forward("MoE_comm_fwd")),
             ("MoE_comm_bwd", moe_bwd),
             ("SSM_fwd", forward("SSM_fwd")),
+            ("SSM_bwd", ssm_bwd),
             ("RoPE_fwd", forward("RoPE_fwd")),
             ("CrossEntropy_fwd", forward("CrossEntropy_fwd")),
             ("UnaryElementwise", unary),
@@ -2981,6 +3142,38 @@ mod tests {
             super::params_dict(&m.params),
             "{'operands': [((512, 8), 'int'), ((512, 8), 'float'), ((4096,), 'int')]}"
         );
+    }
+
+    /// Primus Turbo's grouped GEMM of 8 experts, compact, and its
+    /// variable-K form zipped, by hand.
+    #[test]
+    fn grouped_gemms_read_both_forms() {
+        let a = args(
+            "((4096, 2048), (8, 2048, 1408), (8,))",
+            "('c10::BFloat16', 'c10::BFloat16', 'long int')",
+            None,
+        );
+        let m = super::small("primus_turbo::grouped_gemm", &a, false).unwrap();
+        assert_eq!(m.flops, 2.0 * 4096.0 * 2048.0 * 1408.0);
+        let bytes = (4096 * 2048 + 8 * 2048 * 1408) * 2 + 4096 * 1408 * 2;
+        assert_eq!((m.bytes, m.spec.as_str()), (Some(bytes as f64), "matrix_bf16"));
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'M': 4096, 'K': 2048, 'N': 1408, 'G': 8, 'bpe_in': 2, 'bpe_out': 2}"
+        );
+        let a = args(
+            "(((64, 128), (32, 128)), ((128, 256), (128, 256)))",
+            "('c10::BFloat16', 'c10::BFloat16')",
+            None,
+        );
+        let m = super::small("primus_turbo::grouped_gemm_variable_k", &a, false).unwrap();
+        assert_eq!(m.flops, (2 * 64 * 128 * 256 + 2 * 32 * 128 * 256) as f64);
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'M': 96, 'K': 128, 'N': 256, 'G': 2, 'bpe_in': 2, 'bpe_out': 2, 'group_pairs': \
+             [((64, 128), (128, 256)), ((32, 128), (128, 256))]}"
+        );
+        assert!(super::small("primus_turbo::grouped_gemm", &a, true).is_none(), "no backward");
     }
 
     #[test]
