@@ -1505,7 +1505,8 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                 if head == 0 {
                     return None;
                 }
-                let n = q[0] * (q.get(1)?.div_euclid(head) + k.get(1)?.div_euclid(head)) * rot;
+                let n =
+                    q.first()? * (q.get(1)?.div_euclid(head) + k.get(1)?.div_euclid(head)) * rot;
                 (
                     vec![("num_elements", int(n))],
                     3.0 * n as f64,
@@ -3133,6 +3134,13 @@ mod tests {
         let m = super::small("MoEDispatch", &a, true).unwrap();
         assert_eq!((m.flops, m.bytes), (0.0, Some(512.0 * 7168.0 * 2.0)));
         assert!(super::small("CrossEntropyFunction", &a, true).is_none(), "no backward");
+        // A rotary embedding whose query has no shape: no model, no panic.
+        let a = args(
+            "((), (), (4, 512))",
+            "('', 'c10::BFloat16', 'c10::BFloat16')",
+            Some("('', '', '', '64')"),
+        );
+        assert!(super::small("sgl_kernel::rotary_embedding", &a, false).is_none());
         // aiter's MoE sorting: its operands, the largest's elements as FLOPs.
         let a =
             args("((512, 8), (512, 8), (), (4096,))", "('int', 'float', 'Scalar', 'int')", None);
