@@ -1611,17 +1611,22 @@ fn workbook_path(xlsx: &Path, dir: &Path, traces: usize) -> PathBuf {
     xlsx.with_file_name(name)
 }
 
+/// TraceLens' per-trace collective table, where it writes one: traces
+/// with CPU ops whose collective kernels carry its args.
+fn coll_analysis(summary: &trace_summary::Summary) -> Option<Table> {
+    summary.ops_summary.as_ref()?;
+    trace_report::coll_analysis(&summary.collective_events)
+}
+
 /// The workbook of a trace's TraceLens tables, `coll_analysis` last where
 /// the report has it.
-fn workbook(summary: &trace_summary::Summary, path: &Path) -> Result<Vec<u8>, Error> {
+fn workbook(
+    summary: &trace_summary::Summary,
+    coll: Option<&Table>,
+    path: &Path,
+) -> Result<Vec<u8>, Error> {
     let mut sheets = summary.tracelens_tables();
-    let coll = match summary.ops_summary {
-        Some(_) => trace_report::coll_analysis(&summary.collective_events),
-        None => None,
-    };
-    if let Some(c) = &coll {
-        sheets.push(("coll_analysis", c));
-    }
+    sheets.extend(coll.map(|c| ("coll_analysis", c)));
     crate::render::xlsx::workbook(&sheets)
         .map_err(|source| Error::Workbook { path: path.to_path_buf(), source })
 }
@@ -1642,20 +1647,24 @@ enum Made {
 fn report_files(
     view: &mut TraceView,
     summary: &trace_summary::Summary,
+    coll: Option<&Table>,
     plan: &Planned,
     n: usize,
 ) -> Option<Vec<(String, Vec<u8>)>> {
     view.read(summary);
     let t = summary.gpu_timeline.as_ref()?;
-    let mut files = Vec::new();
-    let mut csv = |name: &str, table: &Table| {
-        files.push((format!("{name}.csv"), table.to_csv().into_bytes()));
-    };
-    csv("gpu_timeline", t);
+    // TraceLens' tables, madengine's collective table, TraceLens'
+    // collective table.
+    let tables = summary.tracelens_tables().into_iter();
+    let ours = summary.collective_summary.as_ref().map(|c| ("collective_summary", c));
+    let files = tables
+        .chain(ours)
+        .chain(coll.map(|c| ("coll_analysis", c)))
+        .map(|(name, table)| (format!("{name}.csv"), table.to_csv().into_bytes()));
+    let mut files: Vec<(String, Vec<u8>)> = files.collect();
     view.timeline =
         t.rows.iter().map(|r| (r[0].text(), r[1].number().unwrap_or(0.0), r[2].number())).collect();
     if let Some(k) = &summary.kernel_summary {
-        csv("kernel_summary", k);
         view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
             // TraceLens' rocprof table: its "(ms)" total is really µs.
             let value = "Total Kernel Time (ms)";
@@ -1674,45 +1683,17 @@ fn report_files(
         };
     }
     if let Some(c) = &summary.collective_summary {
-        csv("collective_summary", c);
         view.top_collectives = CollectiveRow::top(c, n);
     }
-    if let Some(o) = &summary.ops_summary_by_category {
-        csv("ops_summary_by_category", o);
-    }
-    if let Some(o) = &summary.ops_unique_args {
-        csv("ops_unique_args", o);
-    }
-    if let Some(u) = &summary.unified_perf_summary {
-        csv("unified_perf_summary", u);
-    }
     if let Some(g) = &summary.gemm {
-        csv("GEMM", g);
         view.top_gemms = GemmRow::top(g, n);
-    }
-    for (name, sheet) in &summary.perf_sheets {
-        csv(name, sheet);
     }
     view.top_shapes = ShapeRow::top(&summary.perf_sheets, n);
     view.roofline = summary
         .unified_perf_summary
         .as_ref()
         .and_then(|u| Roofline::of(u, summary.gpu_arch.as_ref()));
-    if let Some(h) = &summary.short_kernel_histogram {
-        csv("short_kernel_histogram", h);
-    }
-    if let Some(s) = &summary.short_kernels_summary {
-        csv("short_kernels_summary", s);
-    }
-    // TraceLens' per-trace collective table, where it writes one: traces
-    // with CPU ops.
-    if summary.ops_summary.is_some()
-        && let Some(c) = trace_report::coll_analysis(&summary.collective_events)
-    {
-        csv("coll_analysis", &c);
-    }
     if let Some(o) = &summary.ops_summary {
-        csv("ops_summary", o);
         view.top_ops =
             top(o, "name", "total_direct_kernel_time_ms", "Percentage (%)", Grouped::default(), n);
         view.top_op_categories = top_categories(trace_summary::op_categories(o), n);
@@ -1806,16 +1787,20 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         let mut workbook_made = None;
         let made = match read {
             Err(err) => Made::Unreadable(err),
-            Ok(summary) => match report_files(&mut view, &summary, &planned[i], args.top) {
-                Some(files) => {
-                    if let Some(xlsx) = &args.xlsx {
-                        let path = workbook_path(xlsx, &planned[i].dir, inputs.len());
-                        workbook_made = Some((path.clone(), workbook(&summary, &path)?));
+            Ok(summary) => {
+                let coll = coll_analysis(&summary);
+                match report_files(&mut view, &summary, coll.as_ref(), &planned[i], args.top) {
+                    Some(files) => {
+                        if let Some(xlsx) = &args.xlsx {
+                            let path = workbook_path(xlsx, &planned[i].dir, inputs.len());
+                            workbook_made =
+                                Some((path.clone(), workbook(&summary, coll.as_ref(), &path)?));
+                        }
+                        Made::Staged(Staged::new(&planned[i].dir, &TRACE_FILES, &files)?)
                     }
-                    Made::Staged(Staged::new(&planned[i].dir, &TRACE_FILES, &files)?)
+                    None => Made::Nothing,
                 }
-                None => Made::Nothing,
-            },
+            }
         };
         Ok(Prepared { view, made, workbook: workbook_made })
     };

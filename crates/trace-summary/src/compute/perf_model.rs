@@ -232,6 +232,22 @@ fn prec(dtype: &str) -> Option<&'static str> {
     })
 }
 
+/// A shape as a parameter: its tuple repr (`(8, 4096)`).
+fn shape_param(d: &[Py]) -> Param {
+    Param::Text(Py::Seq(d.to_vec()).repr(true))
+}
+
+/// Integers as a tuple's repr.
+fn ints_repr(v: &[i128]) -> String {
+    Py::Seq(v.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true)
+}
+
+/// `Compute Spec` (§7.2): `<maf>_<precision>` of `dtype`'s precision, empty
+/// without one.
+fn spec(maf: &str, dtype: Option<&str>) -> String {
+    dtype.and_then(prec).map_or_else(String::new, |p| format!("{maf}_{p}"))
+}
+
 /// Every perf-model sheet this crate writes, in TraceLens' order: `GEMM`
 /// ([`crate::Summary::gemm`]), then [`crate::Summary::perf_sheets`]'.
 pub const PERF_SHEETS: [&str; 24] = [
@@ -344,6 +360,19 @@ impl Args {
             Some(s) => Some(Param::Text(s.get(i)?.repr(true))),
         }
     }
+
+    /// Stride `i`, `None` (a missing cell) also where the list is too
+    /// short: the models that tolerate that.
+    fn lenient_stride(&self, i: usize) -> Param {
+        self.stride(i).unwrap_or(Param::Missing)
+    }
+
+    /// Stride `i` where the model needs `Input Strides` itself: `None`
+    /// (it raises) without the key too.
+    fn required_stride(&self, i: usize) -> Option<Param> {
+        self.strides.as_ref()?;
+        self.stride(i)
+    }
 }
 
 /// The GEMM model of op `name` (§7.4.1); `None` where TraceLens' model
@@ -441,7 +470,7 @@ fn gemm(name: &str, a: &Args, transpose: Option<(Option<bool>, Option<bool>)>) -
     if let Some(t) = transpose {
         params.push(("transpose", transpose_param(t)));
     }
-    let spec = prec(dtype).map_or_else(String::new, |p| format!("matrix_{p}"));
+    let spec = spec("matrix", Some(dtype));
     Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
 }
 
@@ -468,17 +497,6 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
         let inner: Vec<String> = items.iter().map(|t| py(t)).collect();
         Param::Text(format!("({})", inner.join(", ")))
     };
-    // A stride: `None` without `Input Strides`; a list too short raises,
-    // but where the model tolerates it (`lenient`).
-    let stride_of = |i: usize, lenient: bool| match &a.strides {
-        None => Some(Param::Missing),
-        Some(s) => match s.get(i) {
-            Some(v) => Some(Param::Text(v.repr(true))),
-            None => lenient.then_some(Param::Missing),
-        },
-    };
-    let stride = |i: usize| stride_of(i, true).unwrap_or(Param::Missing);
-    let matrix = |p: Option<&str>| p.map_or_else(String::new, |p| format!("matrix_{p}"));
     // What every row computes: FLOPs 2MNK (+ MN with a bias), bytes of its
     // element sizes (A, B, out, bias; `None` if one is unknown).
     let base = |m: i128, n: i128, k: i128, bias: bool, sizes: [Option<f64>; 4]| {
@@ -539,10 +557,10 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
             let (m, k, n) = (dim(ia, 0)?, dim(ia, 1)?, dim(ib, 0)?);
             let (t0, t1) = (ty(0)?, ty(1)?);
             let e = f(size(Some(t0)));
-            let strides = [stride_of(0, false)?, stride_of(1, false)?];
+            let strides = [a.stride(0)?, a.stride(1)?];
             let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
             params.push(("B", Param::Int(1)));
-            model(params, base(m, n, k, false, [e; 4]), matrix(prec(t0)))
+            model(params, base(m, n, k, false, [e; 4]), spec("matrix", Some(t0)))
         })(),
         "_Linear_yfwd_mm"
         | "_LinearBackward_xgrad_mm"
@@ -556,10 +574,10 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
                 return None;
             }
             let e = f(size(Some(t0)));
-            let strides = [stride_of(0, false)?, stride_of(1, false)?];
+            let strides = [a.stride(0)?, a.stride(1)?];
             let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
             params.push(("B", Param::Int(1)));
-            model(params, base(m, n, k, false, [e, e, Some(2.0), e]), matrix(prec(t0)))
+            model(params, base(m, n, k, false, [e, e, Some(2.0), e]), spec("matrix", Some(t0)))
         })(),
         "tex_ts::te_gemm_ts" => (|| {
             let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
@@ -571,13 +589,13 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
             let bias = !c(14)?.is_empty();
             let types = [ty(0)?, ty(5)?, ty(10)?, ty(18)?];
             let sizes = [0, 1, 2, 3].map(|i| f(size(Some(types[i]))));
-            let strides = [stride_of(0, false)?, stride_of(5, false)?];
+            let strides = [a.stride(0)?, a.stride(5)?];
             let mut params = core(m, n, k, bias, strides, tuple(&types));
             params.push(("B", Param::Int(1)));
             model(
                 params,
                 base(m, n, k, bias, [sizes[0], sizes[1], sizes[2], sizes[3]]),
-                matrix(prec(types[0])),
+                spec("matrix", Some(types[0])),
             )
         })(),
         "primus_turbo_cpp_extension::hipblaslt_gemm_fp8"
@@ -601,7 +619,8 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
             let (s1, s3) = (ty(1), ty(3));
             let fp4 = name.ends_with("fp4");
             let k = if fp4 { 2 * k } else { k };
-            let mut params = core(m, n, k, false, [stride(0), stride(2)], tuple(&[t0, t2]));
+            let mut params =
+                core(m, n, k, false, [a.lenient_stride(0), a.lenient_stride(2)], tuple(&[t0, t2]));
             let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
             params.push(("dtype_scaleA", opt(s1)));
             params.push(("dtype_scaleB", opt(s3)));
@@ -616,19 +635,20 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
                     base(m, n, k, false, [f(Some(ea)), f(Some(eb)), f(Some(out)), f(Some(ea))])
                 }
             };
-            model(params, figures, matrix(prec(t0)))
+            model(params, figures, spec("matrix", Some(t0)))
         })(),
         "aiter::gemm_a4w4" | "aiter::_gemm_a4w4_asm" => (|| {
             let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
             let (t0, t1) = (ty(0)?, ty(1)?);
             let (s2, s3) = (ty(2), ty(3));
-            let mut params = core(m, n, k, false, [stride(0), stride(1)], tuple(&[t0, t1]));
+            let mut params =
+                core(m, n, k, false, [a.lenient_stride(0), a.lenient_stride(1)], tuple(&[t0, t1]));
             let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
             params.push(("dtype_scaleA", opt(s2)));
             params.push(("dtype_scaleB", opt(s3)));
             params.push(("B", Param::Int(1)));
             let bytes = fp4_bytes(m, n, k, Some(t0), Some(t1), s2, s3)?;
-            model(params, ((2 * m * n * k) as f64, Some(bytes)), matrix(prec(t0)))
+            model(params, ((2 * m * n * k) as f64, Some(bytes)), spec("matrix", Some(t0)))
         })(),
         "aiter::batched_gemm_a16wfp4_" => (|| {
             let (b, m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(0, 2)?, dim(1, 1)?);
@@ -648,7 +668,7 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
             let bytes = size(Some(t0))
                 .zip(size(Some(t1)))
                 .map(|(ea, eb)| (b * (m * k * ea + k * n * eb + m * n * 2)) as f64);
-            model(params, ((b * 2 * m * n * k) as f64, bytes), matrix(prec(t1)))
+            model(params, ((b * 2 * m * n * k) as f64, bytes), spec("matrix", Some(t1)))
         })(),
         "aiter::gemm_a16w16_atomic_"
         | "sglang_profiler::gemm_kernels_flydsl_hgemm"
@@ -669,7 +689,7 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
             let params = ext_params(1, m, n, k, bias, tuple(&[t0, t1, out]));
             let e0 = f(size(Some(t0)));
             let sizes = [e0, f(size(Some(t1))), f(size(Some(out))), e0];
-            model(params, base(m, n, k, bias, sizes), matrix(prec(t0)))
+            model(params, base(m, n, k, bias, sizes), spec("matrix", Some(t0)))
         })(),
         "aiter::gemm_afp4wfp4_" => (|| {
             let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
@@ -709,7 +729,7 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
             params.push(("output_shape", Param::Text(format!("({m}, {n})"))));
             params.push(("output_dtype", Param::Str("c10::bfloat16".into())));
             let sizes = [f(size(Some(t0))), f(size(Some(t1))), Some(2.0), Some(0.0)];
-            model(params, base(m, n, k, false, sizes), matrix(prec(t0)))
+            model(params, base(m, n, k, false, sizes), spec("matrix", Some(t0)))
         })(),
         _ => return None,
     };
@@ -912,7 +932,7 @@ fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
         ("flash_impl", flag(flash)),
         ("dtype_A_B", Param::Text(format!("({}, {})", py(t0), py(t1)))),
     ]);
-    let spec = prec(t0).map_or_else(String::new, |p| format!("matrix_{p}"));
+    let spec = spec("matrix", Some(t0));
     Some(Model { params, flops, bytes: Some(bytes as f64), spec })
 }
 
@@ -1008,18 +1028,14 @@ fn conv(name: &str, a: &Args, backward_pass: bool) -> Option<Model> {
             (flops, bytes)
         }
     };
-    let tuple = |v: &[i128]| Py::Seq(v.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true);
-    let stride_of = |i: usize| match &a.strides {
-        None => Param::Missing,
-        Some(s) => s.get(i).map_or(Param::Missing, |v| Param::Text(v.repr(true))),
-    };
+    let tuple = ints_repr;
     let params = vec![
         ("convNd", Param::Str(convnd.into())),
         ("input_shape", Param::Text(tuple(&x))),
         ("filter_shape", Param::Text(tuple(&w))),
         ("dtype_input_weight", Param::Text(format!("({}, {})", py(t0), py(t1)))),
-        ("input_stride", stride_of(o)),
-        ("weight_stride", stride_of(o + 1)),
+        ("input_stride", a.lenient_stride(o)),
+        ("weight_stride", a.lenient_stride(o + 1)),
         ("bias", bias_param),
         ("stride", Param::Text(tuple(&stride))),
         ("padding", Param::Text(tuple(&padding))),
@@ -1028,7 +1044,7 @@ fn conv(name: &str, a: &Args, backward_pass: bool) -> Option<Model> {
         ("output_padding", Param::Text(tuple(&output_padding))),
         ("groups", Param::Int(groups)),
     ];
-    let spec = prec(t0).map_or_else(String::new, |p| format!("matrix_{p}"));
+    let spec = spec("matrix", Some(t0));
     Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
 }
 
@@ -1167,7 +1183,7 @@ fn norm(name: &str, a: &Args) -> Option<Model> {
     };
     let flag = |b: bool| if b { "True" } else { "False" };
     let mut params = vec![
-        ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+        ("op_shape", shape_param(shape)),
         ("dtype_in_out", Param::Text(format!("({}, None)", py(dtype)))),
         ("stride_input", Param::Text(stride.repr(true))),
         ("stride_output", Param::Missing),
@@ -1186,7 +1202,7 @@ fn norm(name: &str, a: &Args) -> Option<Model> {
         let list: Vec<&str> = m.iter().map(|&b| flag(b)).collect();
         params.push(("output_mask", Param::Text(format!("[{}]", list.join(", ")))));
     }
-    let spec = prec(dtype).map_or_else(String::new, |p| format!("vector_{p}"));
+    let spec = spec("vector", Some(dtype));
     Some(Model { params, flops, bytes, spec })
 }
 
@@ -1310,12 +1326,9 @@ fn rms_ext(name: &str, a: &Args) -> Option<Model> {
             (e + core, b.map(|b| 2.0 * e * b + cc * b + mf * n_out * b + mf * cc * b))
         }
     };
-    let stride = match &a.strides {
-        None => Param::Missing,
-        Some(s) => s.get(i).map_or(Param::Missing, |v| Param::Text(v.repr(true))),
-    };
+    let stride = a.lenient_stride(i);
     let params = vec![
-        ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+        ("op_shape", shape_param(shape)),
         ("dtype_in_out", Param::Text(format!("({}, None)", py(dtype)))),
         ("stride_input", stride),
         ("stride_output", Param::Missing),
@@ -1324,7 +1337,7 @@ fn rms_ext(name: &str, a: &Args) -> Option<Model> {
         ("is_affine", Param::Bool(true)),
         ("is_training", Param::Bool(false)),
     ];
-    let spec = prec(dtype).map_or_else(String::new, |p| format!("vector_{p}"));
+    let spec = spec("vector", Some(dtype));
     Some(Model { params, flops, bytes, spec })
 }
 
@@ -1346,11 +1359,8 @@ const COLLECTIVE_OPS: [&str; 9] = [
 /// input and output), no FLOPs but a fused RMSNorm's; no compute spec.
 fn custom_collective(name: &str, a: &Args) -> Option<Model> {
     let shape_of = |i: usize| a.dims_of(i);
-    let repr = |d: &[Py]| Param::Text(Py::Seq(d.to_vec()).repr(true));
-    let stride = |i: usize| match &a.strides {
-        None => Some(Param::Missing),
-        Some(s) => s.get(i).map(|v| Param::Text(v.repr(true))),
-    };
+    let repr = shape_param;
+    let stride = |i: usize| a.stride(i);
     let size = |t: &str| bpe(t).map(|b| b as f64);
     let (params, flops, bytes) = match name {
         "aiter::fused_allreduce_rmsnorm" | "aiter::fused_allreduce_rmsnorm_" => {
@@ -1461,13 +1471,10 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
     let dims = |i: usize| -> Option<Vec<i128>> {
         a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
     };
-    let ints = |v: &[i128]| {
-        Param::Text(Py::Seq(v.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true))
-    };
+    let ints = |v: &[i128]| Param::Text(ints_repr(v));
     // An element size, 2 where unknown (these models' default).
     let e_or_2 = |i: usize| a.dtype(i).and_then(bpe).unwrap_or(2) as f64;
-    let vector =
-        |i: usize| a.dtype(i).and_then(prec).map_or_else(String::new, |p| format!("vector_{p}"));
+    let vector = |i: usize| spec("vector", a.dtype(i));
     let text = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
     let prod = |v: &[i128]| v.iter().product::<i128>();
     let (params, flops, bytes, spec): (Vec<(&'static str, Param)>, f64, Option<f64>, String) =
@@ -1573,8 +1580,7 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                     ("has_bias", Param::Bool(bias)),
                 ];
                 let bytes = (2 * b * c * s + c * k + if bias { c } else { 0 }) as f64 * e_or_2(0);
-                let spec =
-                    a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
+                let spec = spec("matrix", a.dtype(0));
                 (params, (2 * b * c * s * k) as f64, Some(bytes), spec)
             }
             n if n.contains("grouped_gemm") => {
@@ -1670,8 +1676,7 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                         .collect();
                     params.push(("group_pairs", Param::Text(format!("[{}]", listed.join(", ")))));
                 }
-                let spec =
-                    a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
+                let spec = spec("matrix", a.dtype(0));
                 (params, flops, bytes, spec)
             }
             "MambaSplitConv1dScanCombinedFn" => {
@@ -1718,8 +1723,7 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                     ("conv_channels", int(channels)),
                     ("combined_dim", int(combined)),
                 ];
-                let spec =
-                    a.dtype(0).and_then(prec).map_or_else(String::new, |p| format!("matrix_{p}"));
+                let spec = spec("matrix", a.dtype(0));
                 (params, flops as f64, Some(bytes), spec)
             }
             "sglang::store_cache" => {
@@ -1754,14 +1758,13 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                 let listed: Vec<String> = operands
                     .iter()
                     .map(|(d, t)| {
-                        let shape =
-                            Py::Seq(d.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true);
+                        let shape = ints_repr(d);
                         format!("({shape}, {})", t.map_or_else(|| "None".into(), py))
                     })
                     .collect();
-                let precision = largest.and_then(|(_, t)| prec((*t)?));
+
                 let params = vec![("operands", Param::Text(format!("[{}]", listed.join(", "))))];
-                let spec = precision.map_or_else(String::new, |p| format!("vector_{p}"));
+                let spec = spec("vector", largest.and_then(|(_, t)| *t));
                 (params, flops, (moved != 0).then_some(moved as f64), spec)
             }
             "aiter::mixed_sample_outer_exponential" => {
@@ -1777,7 +1780,7 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                     ("dtype_logits", Param::Str(logits.into())),
                     ("dtype_noise", Param::Str(noise.into())),
                 ];
-                let spec = prec(logits).map_or_else(String::new, |p| format!("vector_{p}"));
+                let spec = spec("vector", Some(logits));
                 (params, (2 * t * v) as f64, bytes, spec)
             }
             "MoEDispatch" | "MoECombine" => {
@@ -1805,13 +1808,13 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                 let shape = a.dims_of(i)?;
                 let dtype = a.dtype(i)?;
                 let n = elements(shape)?;
-                let stride = match (name, &a.strides) {
-                    ("sglang_profiler::quant_dynamic_mxfp4_quant", _) | (_, None) => Param::Missing,
-                    (_, Some(s)) => s.get(i).map_or(Param::Missing, |v| Param::Text(v.repr(true))),
+                let stride = match name {
+                    "sglang_profiler::quant_dynamic_mxfp4_quant" => Param::Missing,
+                    _ => a.lenient_stride(i),
                 };
                 let bytes = bpe(dtype).map(|e| (n * e) as f64 + 0.5 * n as f64 + (n / 32) as f64);
                 let params = vec![
-                    ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+                    ("op_shape", shape_param(shape)),
                     ("dtype_in_out", Param::Text(format!("({}, {})", py(dtype), py(dtype)))),
                     ("stride_input", stride),
                     ("stride_output", Param::Missing),
@@ -1856,7 +1859,7 @@ fn reduce(name: &str, a: &Args) -> Option<Model> {
         ),
         ("reduce_type", Param::Str(reduce_type.into())),
     ];
-    let spec = dtype_in.and_then(prec).map_or_else(String::new, |p| format!("vector_{p}"));
+    let spec = spec("vector", dtype_in);
     Some(Model { params, flops: n_in as f64, bytes, spec })
 }
 
@@ -1895,12 +1898,12 @@ fn unary(name: &str, a: &Args) -> Option<Model> {
     };
     let bytes = e_in.zip(e_out).map(|(i, o)| n * i + n * o);
     let params = vec![
-        ("op_shape", Param::Text(Py::Seq(shape.to_vec()).repr(true))),
+        ("op_shape", shape_param(shape)),
         ("dtype_in_out", Param::Text(format!("({}, {})", py(t0), dtype_repr(t1)))),
         ("stride_input", Param::Text(stride_in.repr(true))),
         ("stride_output", opt_repr(stride_out)),
     ];
-    let spec = prec(t0).map_or_else(String::new, |p| format!("vector_{p}"));
+    let spec = spec("vector", Some(t0));
     Some(Model { params, flops: n as f64, bytes: bytes.map(|b| b as f64), spec })
 }
 
@@ -1951,8 +1954,8 @@ fn binary(name: &str, a: &Args) -> Option<Model> {
         _ => None,
     };
     let params = vec![
-        ("shape_in1", Param::Text(Py::Seq(s1.to_vec()).repr(true))),
-        ("shape_in2", Param::Text(Py::Seq(s2.to_vec()).repr(true))),
+        ("shape_in1", shape_param(s1)),
+        ("shape_in2", shape_param(s2)),
         (
             "dtype_in1_in2_out",
             Param::Text(format!("({}, {}, {})", py(t1), py(t2), dtype_repr(t_out))),
@@ -1961,7 +1964,7 @@ fn binary(name: &str, a: &Args) -> Option<Model> {
         ("stride_input2", Param::Text(st2.repr(true))),
         ("stride_output", opt_repr(stride_out)),
     ];
-    let spec = prec(t1).map_or_else(String::new, |p| format!("vector_{p}"));
+    let spec = spec("vector", Some(t1));
     Some(Model { params, flops: n_out as f64, bytes: bytes.map(|b| b as f64), spec })
 }
 
@@ -1970,13 +1973,10 @@ fn binary(name: &str, a: &Args) -> Option<Model> {
 /// Primus Turbo's quantizations. `None` for another op; `Some(None)` where
 /// the model raises.
 fn unary_more(name: &str, a: &Args) -> Option<Option<Model>> {
-    let vector = |t: &str| prec(t).map_or_else(String::new, |p| format!("vector_{p}"));
-    let tuple = |d: &[Py]| Param::Text(Py::Seq(d.to_vec()).repr(true));
-    let ints = |v: &[i128]| {
-        Param::Text(Py::Seq(v.iter().map(|&x| Py::Int(x as i64)).collect()).repr(true))
-    };
-    let stride =
-        |i: usize| a.strides.as_ref().and_then(|s| s.get(i)).map(|v| Param::Text(v.repr(true)));
+    let vector = |t: &str| spec("vector", Some(t));
+    let tuple = shape_param;
+    let ints = |v: &[i128]| Param::Text(ints_repr(v));
+    let stride = |i: usize| a.required_stride(i);
     let pair = |x: &str, y: &str| Param::Text(format!("({}, {})", py(x), py(y)));
     let size = |t: &str| bpe(t).map(|b| b as f64);
     let built = match name {
@@ -2071,7 +2071,7 @@ fn unary_more(name: &str, a: &Args) -> Option<Option<Model>> {
             let params = vec![
                 ("op_shape", tuple(shape)),
                 ("dtype_in_out", pair(t0, out)),
-                ("stride_input", stride(0).unwrap_or(Param::Missing)),
+                ("stride_input", a.lenient_stride(0)),
                 ("stride_output", Param::Missing),
             ];
             Some(Model { params, flops, bytes, spec: vector(t0) })
@@ -2085,10 +2085,9 @@ fn unary_more(name: &str, a: &Args) -> Option<Option<Model>> {
 /// and per-tensor quantizations and vLLM's Triton per-token-group FP8
 /// quantization. `None` for another op.
 fn binary_more(name: &str, a: &Args) -> Option<Option<Model>> {
-    let vector = |t: &str| prec(t).map_or_else(String::new, |p| format!("vector_{p}"));
-    let tuple = |d: &[Py]| Param::Text(Py::Seq(d.to_vec()).repr(true));
-    let stride =
-        |i: usize| a.strides.as_ref().and_then(|s| s.get(i)).map(|v| Param::Text(v.repr(true)));
+    let vector = |t: &str| spec("vector", Some(t));
+    let tuple = shape_param;
+    let stride = |i: usize| a.required_stride(i);
     let built = match name {
         "aiter::dynamic_per_token_scaled_quant"
         | "aiter::dynamic_per_group_scaled_quant"
