@@ -1190,7 +1190,7 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
 }
 
 /// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 35] = [
+const TRACE_FILES: [&str; 38] = [
     "gpu_timeline.csv",
     "kernel_summary.csv",
     "ops_summary.csv",
@@ -1212,12 +1212,15 @@ const TRACE_FILES: [&str; 35] = [
     "RoPE_fwd.csv",
     "CrossEntropy_fwd.csv",
     "UnaryElementwise.csv",
+    "MoE_fused_fwd.csv",
+    "MoE_unfused_fwd.csv",
     "MoE_aux_fwd.csv",
     "RMSNorm_fwd.csv",
     "elementwise_fwd.csv",
     "GroupQuant_fwd.csv",
     "FusedRoPE_fwd.csv",
     "CustomCollective_fwd.csv",
+    "mHC_fwd.csv",
     "Normalization.csv",
     "Reduce_fwd.csv",
     "Reduce_bwd.csv",

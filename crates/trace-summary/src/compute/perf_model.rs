@@ -5,6 +5,8 @@
 //! (`aten::mm`, `addmm`, `bmm`, `baddbmm`, `_scaled_mm` and its aliases)
 //! and vLLM's `rocm_unquantized_gemm`.
 
+use std::ops::{Add, Mul, Sub};
+
 use rustc_hash::FxHashMap as HashMap;
 
 use super::{Analysis, GroupSum, Ranked, ev, median, sample_std, unique_args};
@@ -250,7 +252,7 @@ fn spec(maf: &str, dtype: Option<&str>) -> String {
 
 /// Every perf-model sheet this crate writes, in TraceLens' order: `GEMM`
 /// ([`crate::Summary::gemm`]), then [`crate::Summary::perf_sheets`]'.
-pub const PERF_SHEETS: [&str; 24] = [
+pub const PERF_SHEETS: [&str; 27] = [
     "GEMM",
     "SDPA_fwd",
     "SDPA_bwd",
@@ -266,12 +268,15 @@ pub const PERF_SHEETS: [&str; 24] = [
     "RoPE_fwd",
     "CrossEntropy_fwd",
     "UnaryElementwise",
+    "MoE_fused_fwd",
+    "MoE_unfused_fwd",
     "MoE_aux_fwd",
     "RMSNorm_fwd",
     "elementwise_fwd",
     "GroupQuant_fwd",
     "FusedRoPE_fwd",
     "CustomCollective_fwd",
+    "mHC_fwd",
     "Normalization",
     "Reduce_fwd",
     "Reduce_bwd",
@@ -829,87 +834,239 @@ const BINARY_OPS: [&str; 13] = [
     "LigerSiLUMulFunction",
 ];
 
-/// The attention ops modelled (the aten SDPA kernels, §7.4.3).
-const SDPA_OPS: [&str; 5] = [
+/// The attention ops modelled (§7.3's family 2, §7.4.3), in name order.
+const SDPA_OPS: [&str; 16] = [
+    "EvoformerAttention",
     "FlashAttnFunc",
-    "flash_attn::_flash_attn_forward",
-    "aten::_scaled_dot_product_flash_attention",
-    "aten::_scaled_dot_product_efficient_attention",
+    "aiter::_flash_attn_backward",
+    "aiter::_flash_attn_forward",
+    "aiter::fmha_v3_fwd",
+    "aiter::mha_bwd",
+    "aiter::mha_fwd",
+    "aiter::wrapper_fmha_v3_bwd",
+    "aiter::wrapper_fmha_v3_fwd",
     "aten::_scaled_dot_product_cudnn_attention",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_flash_attention",
+    "flash_attn::_flash_attn_backward",
+    "flash_attn::_flash_attn_forward",
+    "flash_attn::_flash_attn_varlen_backward",
+    "flash_attn::_flash_attn_varlen_forward",
 ];
 
-/// The forward model of PyTorch's scaled-dot-product attention ops
-/// (§7.4.3): q, k, v as (B, H, N, d); two matmuls' FLOPs (halved when
-/// causal), q, k, v and the output read or written once at 2 bytes.
-/// `backward`: the backward pass's FLOPs and bytes of the forward op
-/// (§6.3's backward mode: its `SDPA_bwd` metrics).
+/// The SDPA backward op whose forward-pass rows move to `SDPA_bwd` (§6.2).
+const MOVED_TO_SDPA_BWD: &str = "flash_attn::_flash_attn_varlen_backward";
+
+/// How an attention op lays its q, k and v out (§7.4.3).
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    /// (B, N, H, d): flash-attn's and aiter's.
+    Bnhd,
+    /// (B, H, N, d): PyTorch's.
+    Bhnd,
+    /// (N, H, d) with B = 1: the varlen ops, sequences packed.
+    Varlen,
+}
+
+/// How a model reads `dropout` from `Concrete Inputs`.
+#[derive(Clone, Copy)]
+enum Dropout {
+    /// `float(C[i])`, required.
+    Float(usize),
+    /// `optional_float(C[i])`: 0.0 for `""`, `None` or no number (the
+    /// index itself required).
+    Optional(usize),
+    /// `float(C[i])` if there and not empty, else 0.0.
+    FloatOr0(usize),
+    /// Always 0.0.
+    Zero,
+}
+
+/// How a model reads `causal` from `Concrete Inputs`.
+#[derive(Clone, Copy)]
+enum Causal {
+    /// The Python literal `C[i]` (`True` / `False`), required.
+    Literal(usize),
+    /// The literal `C[i]` if there and not empty, else True.
+    LiteralOrTrue(usize),
+    /// `C[i].lower() == "true"` (`""` and `None`: False), the index
+    /// required.
+    Lower(usize),
+}
+
+/// One attention op's model, as §7.4.3's table reads it.
+struct Attention {
+    /// Index of q in the argument lists; k and v follow it.
+    q: usize,
+    layout: Layout,
+    /// `q_stride`, `k_stride`, `v_stride` (required).
+    strides: bool,
+    dropout: Dropout,
+    causal: Causal,
+    flash_impl: bool,
+    /// `dtype_A_B` = (T0, T1); without it the spec is empty.
+    dtype: bool,
+    /// A backward op: its forward metrics are the backward formulas.
+    backward_op: bool,
+    /// The varlen ops: `Input Dims` of cu_seqlens_q and cu_seqlens_k,
+    /// `Concrete Inputs` of max_seqlen_q and max_seqlen_k.
+    varlen: Option<[usize; 4]>,
+}
+
+impl Attention {
+    /// The model of op `name`; `None` for Evoformer (its own shape) and
+    /// names not in [`SDPA_OPS`].
+    fn of(name: &str) -> Option<Attention> {
+        use {Causal::*, Dropout::*};
+        let base = |q, layout, dropout, causal| Attention {
+            q,
+            layout,
+            strides: false,
+            dropout,
+            causal,
+            flash_impl: true,
+            dtype: false,
+            backward_op: false,
+            varlen: None,
+        };
+        let flash = |q, dropout, causal| Attention {
+            strides: true,
+            dtype: true,
+            ..base(q, Layout::Bnhd, dropout, causal)
+        };
+        let aten = |dropout, causal, flash_impl| Attention {
+            flash_impl,
+            dtype: true,
+            ..base(0, Layout::Bhnd, dropout, causal)
+        };
+        let bwd = |a: Attention| Attention { backward_op: true, ..a };
+        let varlen = |a: Attention, at| Attention { layout: Layout::Varlen, varlen: Some(at), ..a };
+        Some(match name {
+            "FlashAttnFunc" | "flash_attn::_flash_attn_forward" => flash(0, Float(3), Literal(5)),
+            "flash_attn::_flash_attn_backward" => bwd(flash(1, FloatOr0(8), LiteralOrTrue(10))),
+            "flash_attn::_flash_attn_varlen_forward" => {
+                varlen(flash(0, Float(7), Literal(9)), [3, 4, 5, 6])
+            }
+            "flash_attn::_flash_attn_varlen_backward" => {
+                bwd(varlen(flash(1, Float(13), Literal(15)), [9, 10, 11, 12]))
+            }
+            "aten::_scaled_dot_product_cudnn_attention"
+            | "aten::_scaled_dot_product_efficient_attention" => aten(Optional(5), Lower(6), false),
+            "aten::_scaled_dot_product_flash_attention" => aten(Optional(3), Lower(4), true),
+            "aiter::_flash_attn_forward" | "aiter::mha_fwd" | "aiter::fmha_v3_fwd" => {
+                base(0, Layout::Bnhd, Optional(3), Lower(5))
+            }
+            "aiter::_flash_attn_backward" => bwd(base(0, Layout::Bnhd, Optional(10), Lower(12))),
+            "flash_attn_3::fwd" => base(0, Layout::Bnhd, Zero, Lower(24)),
+            "aiter::wrapper_fmha_v3_fwd" => base(1, Layout::Bnhd, Optional(4), Lower(6)),
+            "aiter::wrapper_fmha_v3_bwd" => bwd(base(1, Layout::Bnhd, Optional(7), Lower(9))),
+            "aiter::mha_bwd" => bwd(base(1, Layout::Bnhd, Optional(6), Lower(8))),
+            _ => return None,
+        })
+    }
+}
+
+/// Attention FLOPs (§7.4.3) in Python's arithmetic: integers (`i128`)
+/// for shapes, `f64` where a length is a float (varlen's max_seqlen).
+/// `backward`: `Some(flash_impl)` for the backward formulas. `None` where
+/// causal attention has unequal lengths or no KV heads (TraceLens
+/// raises).
+fn sdpa_flops<T>(
+    [b, n_q, h_q, n_kv, _h_kv, d_qk, d_v]: [T; 7],
+    groups: Option<T>,
+    causal: bool,
+    backward: Option<bool>,
+    float: fn(T) -> f64,
+) -> Option<f64>
+where
+    T: Copy + PartialEq + From<i32> + Add<Output = T> + Sub<Output = T> + Mul<Output = T>,
+{
+    let two = T::from(2);
+    let zero = T::from(0);
+    let total = match backward {
+        None => b * h_q * two * n_q * n_kv * d_qk + b * h_q * two * n_q * d_v * n_kv,
+        Some(flash) => {
+            // ⌊H_Q / H_KV⌋ - 1, Python's floor division.
+            let extra = groups? - T::from(1);
+            (if flash { b * h_q * two * n_q * n_kv * d_qk } else { zero })
+                + (b * h_q * two * n_kv * n_q * d_v + b * n_kv * d_v * extra)
+                + b * h_q * two * n_q * n_kv * d_v
+                + b * h_q * two * n_q * n_kv * d_qk
+                + (b * h_q * two * n_kv * n_q * d_qk + b * n_kv * d_qk * extra)
+        }
+    };
+    match causal {
+        true if n_q != n_kv => None,
+        true => Some(float(total) / 2.0),
+        false => Some(float(total)),
+    }
+}
+
+/// ⌊h_q / h_kv⌋ as Python floors it; `None` for no KV heads.
+fn head_groups(h_q: i128, h_kv: i128) -> Option<i128> {
+    (h_kv != 0).then(|| h_q.div_euclid(h_kv) - i128::from(h_q.rem_euclid(h_kv) != 0 && h_kv < 0))
+}
+
+/// The attention models (§7.4.3): q, k, v read in the op's layout; two
+/// matmuls' FLOPs (halved when causal), q, k, v and the output read or
+/// written once at 2 bytes. `backward`: the figures of the op's backward
+/// pass (§6.3's backward mode: `SDPA_bwd`); a backward op gives those in
+/// either mode.
 fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
+    if name == "EvoformerAttention" {
+        return evoformer(a, backward);
+    }
+    let m = Attention::of(name)?;
     let concrete = a.concrete.as_deref();
+    // (B, H, N, d) of input `i`, read at the layout's indices.
     let shape = |i: usize| -> Option<[i128; 4]> {
         let d = a.dims_of(i)?;
-        if d.len() != 4 {
-            return None;
-        }
-        Some([0, 1, 2, 3].map(|j| d[j].int().map(i128::from)).map(|x| x.unwrap_or(-1)))
-            .filter(|d| d.iter().all(|&x| x >= 0))
+        let at = |j: usize| d.get(j).and_then(Py::int).map(i128::from);
+        Some(match m.layout {
+            Layout::Bnhd => [at(0)?, at(2)?, at(1)?, at(3)?],
+            Layout::Bhnd => [at(0)?, at(1)?, at(2)?, at(3)?],
+            Layout::Varlen => [1, at(1)?, at(0)?, at(2)?],
+        })
     };
-    let (q, k, v) = (shape(0)?, shape(1)?, shape(2)?);
-    // flash-attn's tensors are (B, N, H, d); PyTorch's (B, H, N, d).
-    let flash_attn = matches!(name, "FlashAttnFunc" | "flash_attn::_flash_attn_forward");
-    let (ih, in_) = if flash_attn { (2, 1) } else { (1, 2) };
-    let (b, h_q, n_q, d_qk) = (q[0], q[ih], q[in_], q[3]);
-    let (h_kv, n_kv, d_v) = (k[ih], k[in_], v[3]);
-    if k[0] != b || v[0] != b || k[ih] != v[ih] || k[in_] != v[in_] || k[3] != d_qk {
+    let (q, k, v) = (shape(m.q)?, shape(m.q + 1)?, shape(m.q + 2)?);
+    let [b, h_q, n_q, d_qk] = q;
+    let (h_kv, n_kv, d_v) = (k[1], k[2], v[3]);
+    // extract_sdpa_cfg's checks (varlen has no batch to compare).
+    if (m.layout != Layout::Varlen && (k[0] != b || v[0] != b))
+        || k[1] != v[1]
+        || k[2] != v[2]
+        || k[3] != d_qk
+    {
         return None;
     }
-    let text = |i: usize| concrete.and_then(|c| c.get(i)).and_then(Py::str).unwrap_or("");
-    let (dropout, causal) = match flash_attn {
-        // float(C3) and the Python literal C5, both required.
-        true => {
-            let dropout = text(3).trim().parse::<f64>().ok()?;
-            let causal = match text(5).trim() {
-                "True" => true,
-                "False" => false,
-                _ => return None,
-            };
-            (dropout, causal)
-        }
-        false => {
-            let (dropout_at, causal_at) = match name {
-                "aten::_scaled_dot_product_flash_attention" => (3, 4),
-                _ => (5, 6),
-            };
-            let dropout = text(dropout_at).trim().parse::<f64>().unwrap_or(0.0);
-            (dropout, text(causal_at).eq_ignore_ascii_case("true"))
-        }
+    // Concrete input `i`, the index required.
+    let text = |i: usize| concrete.and_then(|c| c.get(i)).and_then(Py::str);
+    let literal = |t: &str| match t.trim() {
+        "True" => Some(true),
+        "False" => Some(false),
+        _ => None,
     };
-    let flash = flash_attn || name == "aten::_scaled_dot_product_flash_attention";
-    let total = match backward {
-        false => b * h_q * 2 * n_q * n_kv * d_qk + b * h_q * 2 * n_q * d_v * n_kv,
-        true => {
-            // Python's floor division; the heads are positive.
-            let groups = if h_kv > 0 { h_q.div_euclid(h_kv) } else { return None };
-            (if flash { b * h_q * 2 * n_q * n_kv * d_qk } else { 0 })
-                + (b * h_q * 2 * n_kv * n_q * d_v + b * n_kv * d_v * (groups - 1))
-                + b * h_q * 2 * n_q * n_kv * d_v
-                + b * h_q * 2 * n_q * n_kv * d_qk
-                + (b * h_q * 2 * n_kv * n_q * d_qk + b * n_kv * d_qk * (groups - 1))
+    let dropout = match m.dropout {
+        Dropout::Float(i) => text(i)?.trim().parse::<f64>().ok()?,
+        Dropout::Optional(i) => text(i)?.trim().parse::<f64>().unwrap_or(0.0),
+        Dropout::FloatOr0(i) => match text(i).filter(|t| !t.is_empty()) {
+            Some(t) => t.trim().parse::<f64>().ok()?,
+            None => 0.0,
+        },
+        Dropout::Zero => 0.0,
+    };
+    let causal = match m.causal {
+        Causal::Literal(i) => literal(text(i)?)?,
+        Causal::LiteralOrTrue(i) => match text(i).filter(|t| !t.is_empty()) {
+            Some(t) => literal(t)?,
+            None => true,
+        },
+        Causal::Lower(i) => {
+            let t = text(i)?;
+            t != "None" && t.eq_ignore_ascii_case("true")
         }
     };
-    let flops = match causal {
-        true if n_q != n_kv => return None,
-        true => total as f64 / 2.0,
-        false => total as f64,
-    };
-    let twice = i128::from(backward) + 1;
-    let bytes = (twice * b * n_q * h_q * d_qk
-        + twice * b * n_kv * h_kv * d_qk
-        + twice * b * n_kv * h_kv * d_v
-        + b * n_q * h_q * d_v)
-        * 2;
-    let (t0, t1) = (a.dtype(0)?, a.dtype(1)?);
     let int = |x: i128| Param::Int(x as i64);
-    let flag = |x: bool| Param::Bool(x);
     let mut params = vec![
         ("B", int(b)),
         ("N_Q", int(n_q)),
@@ -919,21 +1076,104 @@ fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
         ("d_h_qk", int(d_qk)),
         ("d_h_v", int(d_v)),
     ];
-    if flash_attn {
-        // Its strides, required.
+    if m.strides {
         let strides = a.strides.as_deref()?;
         for (i, key) in ["q_stride", "k_stride", "v_stride"].into_iter().enumerate() {
-            params.push((key, Param::Text(strides.get(i)?.repr(true))));
+            params.push((key, Param::Text(strides.get(m.q + i)?.repr(true))));
         }
     }
     params.extend([
         ("dropout", Param::Text(crate::csv::py_float(dropout))),
-        ("causal", flag(causal)),
-        ("flash_impl", flag(flash)),
-        ("dtype_A_B", Param::Text(format!("({}, {})", py(t0), py(t1)))),
+        ("causal", Param::Bool(causal)),
+        ("flash_impl", Param::Bool(m.flash_impl)),
     ]);
-    let spec = spec("matrix", Some(t0));
+    let (t0, t1) = (a.dtype(0), a.dtype(1));
+    if m.dtype {
+        params.push(("dtype_A_B", Param::Text(format!("({}, {})", py(t0?), py(t1?)))));
+    }
+    let backward_formulas = backward || m.backward_op;
+    let mode = backward_formulas.then_some(m.flash_impl);
+    let f = |x: i128| x as f64;
+    let groups = head_groups(h_q, h_kv);
+    let dims = [b, n_q, h_q, n_kv, h_kv, d_qk, d_v];
+    let flops = match m.varlen {
+        None => sdpa_flops(dims, groups, causal, mode, f)?,
+        Some([cu_q, cu_kv, max_q, max_kv]) => {
+            // The longest sequences, then the rest at the mean length of
+            // the others (a lower bound: TraceLens' estimate).
+            let seqs_q = i128::from(a.dim(cu_q, 0)?) - 1;
+            let seqs_kv = i128::from(a.dim(cu_kv, 0)?) - 1;
+            let max_q = text(max_q)?.trim().parse::<f64>().ok()?;
+            let max_kv = text(max_kv)?.trim().parse::<f64>().ok()?;
+            params.extend([
+                ("num_seqs_q", int(seqs_q)),
+                ("num_seqs_kv", int(seqs_kv)),
+                ("max_seqlen_q", Param::Text(crate::csv::py_float(max_q))),
+                ("max_seqlen_kv", Param::Text(crate::csv::py_float(max_kv))),
+            ]);
+            let [b, _, h_q, _, h_kv, d_qk, d_v] = dims.map(f);
+            let groups = groups.map(f);
+            let at = |n_q, n_kv| [b, n_q, h_q, n_kv, h_kv, d_qk, d_v];
+            let mut total = sdpa_flops(at(max_q, max_kv), groups, causal, mode, |x| x)?;
+            if seqs_q > 1 {
+                if seqs_kv == 1 {
+                    return None;
+                }
+                let rest_q = ((f(n_q) - max_q) / f(seqs_q - 1)).floor();
+                let rest_kv = ((f(n_kv) - max_kv) / f(seqs_kv - 1)).floor();
+                total +=
+                    f(seqs_q - 1) * sdpa_flops(at(rest_q, rest_kv), groups, causal, mode, |x| x)?;
+            }
+            total
+        }
+    };
+    // Bytes at 2 per element, but flash-attn's own backward op at its
+    // first input's (`dout`'s) size.
+    let e = match name {
+        "flash_attn::_flash_attn_backward" => bpe(t0?)?,
+        _ => 2,
+    };
+    let twice = i128::from(backward_formulas) + 1;
+    let bytes = (twice * b * n_q * h_q * d_qk
+        + twice * b * n_kv * h_kv * d_qk
+        + twice * b * n_kv * h_kv * d_v
+        + b * n_q * h_q * d_v)
+        * e;
+    let spec = if m.dtype { spec("matrix", t0) } else { String::new() };
     Some(Model { params, flops, bytes: Some(bytes as f64), spec })
+}
+
+/// AlphaFold's Evoformer attention (`core.evoformer_attention`): q of
+/// (Batch, N_seq, N_res, Head, Dim), the MSA depth folded into the batch,
+/// never causal, no dropout parameter; `dtype_A_B` a one-item list.
+fn evoformer(a: &Args, backward: bool) -> Option<Model> {
+    let q = a.dims_of(0)?;
+    let [batch, seq, res, head, dim] = [0, 1, 2, 3, 4].map(|i| q.get(i).and_then(Py::int));
+    if q.len() != 5 {
+        return None;
+    }
+    let (b, n, h, d) =
+        (i128::from(batch? * seq?), i128::from(res?), i128::from(head?), i128::from(dim?));
+    let int = |x: i128| Param::Int(x as i64);
+    let t0 = a.dtype(0);
+    let params = vec![
+        ("B", int(b)),
+        ("N_Q", int(n)),
+        ("H_Q", int(h)),
+        ("N_KV", int(n)),
+        ("H_KV", int(h)),
+        ("d_h_qk", int(d)),
+        ("d_h_v", int(d)),
+        ("causal", Param::Bool(false)),
+        ("flash_impl", Param::Bool(false)),
+        ("dtype_A_B", Param::Text(format!("[{}]", t0.map_or_else(|| "None".into(), py)))),
+    ];
+    let mode = backward.then_some(false);
+    let flops = sdpa_flops([b, n, h, n, h, d, d], head_groups(h, h), false, mode, |x| x as f64)?;
+    let twice = i128::from(backward) + 1;
+    let bytes =
+        (twice * b * n * h * d + twice * b * n * h * d + twice * b * n * h * d + b * n * h * d) * 2;
+    Some(Model { params, flops, bytes: Some(bytes as f64), spec: spec("matrix", t0) })
 }
 
 /// The convolution ops modelled (`core.aten_conv`, `core.aten_conv_bwd`).
@@ -1423,7 +1663,7 @@ fn custom_collective(name: &str, a: &Args) -> Option<Model> {
 /// rows), each op with its sheet: RoPE, fused RoPE + KV-cache writes,
 /// cross-entropy, the causal conv1d of Mamba, MoE dispatch and combine,
 /// the MXFP4 quantizations.
-const SMALL_OPS: [(&str, &str); 28] = [
+const SMALL_OPS: [(&str, &str); 42] = [
     ("primus_turbo::grouped_gemm", "GroupedGEMM_fwd"),
     ("primus_turbo::grouped_gemm_impl", "GroupedGEMM_fwd"),
     ("primus_turbo_cpp_extension::grouped_gemm", "GroupedGEMM_fwd"),
@@ -1452,7 +1692,359 @@ const SMALL_OPS: [(&str, &str); 28] = [
     ("sglang_profiler::quant_dynamic_mxfp4_quant", "GroupQuant_fwd"),
     ("aiter::fused_dynamic_mxfp4_quant_moe_sort_hip", "GroupQuant_fwd"),
     ("aiter::dynamic_per_group_scaled_quant_fp4", "GroupQuant_fwd"),
+    ("pseudo_op::moe_aiter_fused_1stage", "MoE_fused_fwd"),
+    ("aiter::fmoe_fp8_blockscale_g1u1", "MoE_fused_fwd"),
+    ("aiter::fmoe_g1u1", "MoE_fused_fwd"),
+    ("aiter::moe_cktile2stages_gemm1_ck", "MoE_unfused_fwd"),
+    ("aiter::moe_cktile2stages_gemm2_ck", "MoE_unfused_fwd"),
+    ("aiter::ck_moe_stage1", "MoE_unfused_fwd"),
+    ("aiter::ck_moe_stage2", "MoE_unfused_fwd"),
+    ("sglang_profiler::fused_moe_triton_kernels_invoke_fused_moe_kernel", "MoE_unfused_fwd"),
+    ("sglang_profiler::fused_moe_triton_kernels_fused_append_shared_experts", "MoE_aux_fwd"),
+    ("aiter::topk_softplus", "MoE_aux_fwd"),
+    ("aiter::mhc_post", "mHC_fwd"),
+    ("aiter::mhc_pre_gemm_sqrsum", "mHC_fwd"),
+    ("aiter::mhc_pre_big_fuse_rmsnorm", "mHC_fwd"),
+    ("aiter::mhc_fused_post_pre_gemm_sqrsum", "mHC_fwd"),
 ];
+
+/// Bytes per element in TraceLens' MoE table (§7.1): exact and
+/// case-sensitive, unlike [`bpe`].
+fn moe_bpe(dtype: &str) -> Option<f64> {
+    Some(match dtype {
+        "Float8_e4m3fn" | "Float8_e4m3fnuz" | "Float8_e5m2" | "Float8_e5m2fnuz" | "FP8" => 1.0,
+        "c10::Float8_e4m3fn" | "c10::Float8_e4m3fnuz" => 1.0,
+        "FP4" | "c10::Float4_e2m1fn_x2" => 0.5,
+        "BFloat16" | "Float16" | "Half" | "c10::BFloat16" | "c10::Half" => 2.0,
+        "Float32" | "Float" | "c10::Float" => 4.0,
+        _ => return None,
+    })
+}
+
+/// Python's floor division of integers; `None` for a zero divisor.
+fn floor_div(a: i128, b: i128) -> Option<i128> {
+    (b != 0).then(|| a.div_euclid(b) - i128::from(a.rem_euclid(b) != 0 && b < 0))
+}
+
+/// The experts a batch of `tokens` reaches under uniform routing (§7.4.14):
+/// E·(1 − ((E − k)/E)^M); `None` for no experts (TraceLens divides by 0).
+fn active_experts(experts: i128, topk: i128, tokens: i128) -> Option<f64> {
+    let e = experts as f64;
+    (experts != 0).then(|| e * (1.0 - ((experts - topk) as f64 / e).powf(tokens as f64)))
+}
+
+/// The MoE GEMMs and mHC's ops (§7.4.14, §7.4.11); `None` for another
+/// op, `Some(None)` where the model raises.
+fn moe_mhc(name: &str, a: &Args) -> Option<Option<Model>> {
+    let built = match name {
+        "pseudo_op::moe_aiter_fused_1stage"
+        | "aiter::fmoe_fp8_blockscale_g1u1"
+        | "aiter::fmoe_g1u1"
+        | "aiter::moe_cktile2stages_gemm1_ck"
+        | "aiter::moe_cktile2stages_gemm2_ck"
+        | "aiter::ck_moe_stage1"
+        | "aiter::ck_moe_stage2"
+        | "sglang_profiler::fused_moe_triton_kernels_invoke_fused_moe_kernel" => moe(name, a),
+        "aiter::mhc_post"
+        | "aiter::mhc_pre_gemm_sqrsum"
+        | "aiter::mhc_pre_big_fuse_rmsnorm"
+        | "aiter::mhc_fused_post_pre_gemm_sqrsum"
+        | "aiter::topk_softplus" => mhc(name, a),
+        "sglang_profiler::fused_moe_triton_kernels_fused_append_shared_experts" => {
+            shared_experts(a)
+        }
+        _ => return None,
+    };
+    Some(built)
+}
+
+/// The fused and unfused MoE GEMM models (§7.4.14).
+fn moe(name: &str, a: &Args) -> Option<Model> {
+    let dims = |i: usize| -> Option<Vec<i128>> {
+        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
+    };
+    let three = |i: usize| -> Option<[i128; 3]> { dims(i)?.try_into().ok() };
+    let last = |i: usize| dims(i)?.last().copied();
+    // w1 of (E, N·g, K_packed) and w2 of (E, hidden, inter_packed): the
+    // logical inter dim scaled by the INT4 packing ratio.
+    let unpacked = |w1: usize, w2: usize| -> Option<(i128, i128, i128, bool)> {
+        let ([experts, n, _], [_, hidden, inter]) = (three(w1)?, three(w2)?);
+        let inter = inter * floor_div(hidden, last(w1)?)?;
+        Some((experts, hidden, inter, n == 2 * inter))
+    };
+    enum Kind {
+        Fused,
+        Up,
+        Down,
+    }
+    // (kind, tokens, hidden, inter, experts, topk, gated, in, weight,
+    // out (a parameter where the model has one), defaults in/w/out).
+    let (kind, m, k, n, experts, topk, gated, t_in, t_w, t_out, defaults) = match name {
+        "pseudo_op::moe_aiter_fused_1stage" => {
+            let (e, hidden, inter, gated) = unpacked(1, 2)?;
+            let (t_in, t_w) = (a.dtype(0)?, a.dtype(1)?);
+            let (m, topk) = (i128::from(a.dim(0, 0)?), i128::from(a.dim(3, 1)?));
+            (Kind::Fused, m, hidden, inter, e, topk, Some(gated), t_in, t_w, None, [2.0, 1.0, 0.0])
+        }
+        "aiter::fmoe_fp8_blockscale_g1u1" | "aiter::fmoe_g1u1" => {
+            let (e, hidden, inter, gated) = unpacked(2, 3)?;
+            let topk = a.concrete.as_deref()?.get(8).and_then(Py::str).filter(|t| !t.is_empty())?;
+            let topk = topk.trim().parse::<i128>().ok()?;
+            let (t_out, t_in, t_w) = (a.dtype(0)?, a.dtype(1)?, a.dtype(2)?);
+            let m = i128::from(a.dim(0, 0)?);
+            (
+                Kind::Fused,
+                m,
+                hidden,
+                inter,
+                e,
+                topk,
+                Some(gated),
+                t_in,
+                t_w,
+                Some(t_out),
+                [1.0, 1.0, 2.0],
+            )
+        }
+        "aiter::moe_cktile2stages_gemm1_ck" => {
+            let [m, hidden] = <[i128; 2]>::try_from(dims(0)?).ok()?;
+            let ([e, n, _], [_, topk, inter]) = (three(1)?, three(2)?);
+            let (t_in, t_w, t_out) = (a.dtype(0)?, a.dtype(1)?, a.dtype(2)?);
+            (
+                Kind::Up,
+                m,
+                hidden,
+                inter,
+                e,
+                topk,
+                Some(n == 2 * inter),
+                t_in,
+                t_w,
+                Some(t_out),
+                [2.0, 1.0, 2.0],
+            )
+        }
+        "aiter::moe_cktile2stages_gemm2_ck" => {
+            let ([m, topk, inter], [e, hidden, _]) = (three(0)?, three(1)?);
+            let (t_in, t_w, t_out) = (a.dtype(0)?, a.dtype(1)?, a.dtype(2)?);
+            (Kind::Down, m, hidden, inter, e, topk, None, t_in, t_w, Some(t_out), [2.0, 1.0, 2.0])
+        }
+        "aiter::ck_moe_stage1" => {
+            let (e, hidden, inter, gated) = unpacked(1, 2)?;
+            let (m, topk) = (i128::from(a.dim(0, 0)?), i128::from(a.dim(6, 1)?));
+            let (t_in, t_w) = (a.dtype(0)?, a.dtype(1)?);
+            (Kind::Up, m, hidden, inter, e, topk, Some(gated), t_in, t_w, None, [2.0, 1.0, 0.0])
+        }
+        "aiter::ck_moe_stage2" => {
+            let ([m, topk, inter], [e, hidden, _]) = (three(0)?, three(2)?);
+            // The packing ratio, 1 where w1 has no shape.
+            let w1 = dims(1)?;
+            let ratio = match w1.last() {
+                Some(&packed) => floor_div(hidden, packed)?,
+                None => 1,
+            };
+            let (t_in, t_w) = (a.dtype(0)?, a.dtype(2)?);
+            (Kind::Down, m, hidden, inter * ratio, e, topk, None, t_in, t_w, None, [2.0, 1.0, 0.0])
+        }
+        _ => return triton_moe(a),
+    };
+    let (e_in, e_w) = (moe_bpe(t_in).unwrap_or(defaults[0]), moe_bpe(t_w).unwrap_or(defaults[1]));
+    let e_out = match t_out {
+        Some(t) => moe_bpe(t).unwrap_or(defaults[2]),
+        None => e_in,
+    };
+    let g = if gated == Some(true) { 2 } else { 1 };
+    let act = active_experts(experts, topk, m)?;
+    let f = |x: i128| x as f64;
+    let (flops, bytes) = match kind {
+        Kind::Fused => (
+            2 * m * k * n * topk * g + 2 * m * k * n * topk + m * k * (2 * topk - 1),
+            f(m * k) * e_in
+                + act * f(n) * f(k) * e_w * f(g)
+                + act * f(n) * f(k) * e_w
+                + f(m * k) * e_out,
+        ),
+        Kind::Up => (
+            2 * m * k * n * topk * g,
+            f(m * k) * e_in + act * f(g) * f(k) * f(n) * e_w + f(m * n * topk) * e_out,
+        ),
+        Kind::Down => (
+            2 * m * n * k * topk,
+            f(m * n * topk) * e_in + act * f(n) * f(k) * e_w + f(m * k) * e_out,
+        ),
+    };
+    let int = |x: i128| Param::Int(x as i64);
+    let mut params = vec![
+        ("num_tokens", int(m)),
+        ("hidden_dim", int(k)),
+        ("inter_dim", int(n)),
+        ("num_experts", int(experts)),
+        ("topk", int(topk)),
+    ];
+    if let Some(gated) = gated {
+        params.push(("gated", Param::Bool(gated)));
+    }
+    params.extend([
+        ("input_dtype", Param::Str(t_in.into())),
+        ("weight_dtype", Param::Str(t_w.into())),
+    ]);
+    if let Some(t) = t_out {
+        params.push(("output_dtype", Param::Str(t.into())));
+    }
+    // aiter's block-scaled kernels compute in FP8 whatever `fp8`/`bf16`
+    // label their input.
+    let precision = match name {
+        "aiter::fmoe_fp8_blockscale_g1u1" | "aiter::fmoe_g1u1"
+            if matches!(t_in, "fp8" | "bf16") =>
+        {
+            Some("fp8")
+        }
+        _ => prec(t_in),
+    };
+    let spec = precision.map_or_else(String::new, |p| format!("matrix_{p}"));
+    Some(Model { params, flops: flops as f64, bytes: Some(bytes), spec })
+}
+
+/// SGLang's Triton `invoke_fused_moe_kernel` (`moe_triton_invoke_grouped_gemm`):
+/// one GEMM over the routed tokens, (E, N, K) weights.
+fn triton_moe(a: &Args) -> Option<Model> {
+    if a.dims.len() < 9 {
+        return None;
+    }
+    let dims = |i: usize| -> Option<Vec<i128>> {
+        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
+    };
+    let [e, n, k] = <[i128; 3]>::try_from(dims(1)?).ok()?;
+    let [tokens, topk] = <[i128; 2]>::try_from(dims(8)?).ok()?;
+    let work = tokens * topk;
+    let (t_in, t_w) = (a.dtype(0)?, a.dtype(1)?);
+    let t_out = a.dtype(3).filter(|t| !t.is_empty()).unwrap_or(t_in);
+    let (e_in, e_w, e_out) =
+        (moe_bpe(t_in).unwrap_or(2.0), moe_bpe(t_w).unwrap_or(1.0), moe_bpe(t_out).unwrap_or(2.0));
+    let act = if e == 0 { 0.0 } else { active_experts(e, topk, tokens)? };
+    let f = |x: i128| x as f64;
+    let bytes = f(work * k) * e_in + act * f(n) * f(k) * e_w + f(work * n) * e_out;
+    let int = |x: i128| Param::Int(x as i64);
+    let params = vec![
+        ("m_work", int(work)),
+        ("num_tokens", int(tokens)),
+        ("topk", int(topk)),
+        ("N", int(n)),
+        ("K", int(k)),
+        ("num_experts", int(e)),
+        ("input_dtype", Param::Str(t_in.into())),
+        ("weight_dtype", Param::Str(t_w.into())),
+        ("output_dtype", Param::Str(t_out.into())),
+    ];
+    let spec = spec("matrix", Some(t_w));
+    Some(Model { params, flops: (2 * work * n * k) as f64, bytes: Some(bytes), spec })
+}
+
+/// aiter's mHC (manifold hyper-connection) ops and `topk_softplus`, which
+/// shares their base (§7.4.11): M tokens, n streams of C.
+fn mhc(name: &str, a: &Args) -> Option<Model> {
+    let dim = |i: usize, j: usize| a.dim(i, j).map(i128::from);
+    // dtype_in: the input at `i`, bf16 where the list is shorter.
+    let dtype_at = |i: usize| match a.types.get(i) {
+        Some(t) => t.str(),
+        None => Some("c10::BFloat16"),
+    };
+    let int = |x: i128| Param::Int(x as i64);
+    let (m, n, c, dtype) = match name {
+        "aiter::mhc_post" => (dim(1, 0)?, dim(0, 1)?, dim(1, 1)?, dtype_at(1)),
+        "aiter::mhc_pre_gemm_sqrsum" => (dim(2, 0)?, dim(2, 1)?, dim(2, 2)?, dtype_at(2)),
+        "aiter::mhc_pre_big_fuse_rmsnorm" => (dim(2, 0)?, dim(0, 1)?, dim(2, 1)?, dtype_at(7)),
+        "aiter::mhc_fused_post_pre_gemm_sqrsum" => {
+            (dim(3, 0)?, dim(2, 1)?, dim(3, 1)?, dtype_at(3))
+        }
+        // topk_softplus(topk_weights, topk_indices, gating_output (M, E)).
+        _ => (dim(2, 0)?, 1, dim(2, 1)?, dtype_at(2)),
+    };
+    let dtype = dtype?;
+    let e = bpe(dtype);
+    let mut params = vec![("M", int(m)), ("n", int(n)), ("C", int(c))];
+    let mixes = 4 * m * n + 4 * m * n * n;
+    let (flops, bytes, maf) = match name {
+        "aiter::mhc_post" => {
+            params.push(("hc3", Param::Missing));
+            let bytes = e.map(|e| m * c * e + m * n * c * e + mixes + m * n * c * e);
+            (2 * m * n * c * (n + 1), bytes, "vector")
+        }
+        "aiter::mhc_pre_gemm_sqrsum" => {
+            let (hc3, k, split) = (dim(3, 0)?, dim(3, 1)?, dim(0, 0)?);
+            params.extend([("hc3", int(hc3)), ("K", int(k)), ("split_k", int(split))]);
+            let bytes =
+                e.map(|e| m * n * c * e + hc3 * k * 4 + split * m * hc3 * 4 + split * m * 4);
+            (2 * m * hc3 * k, bytes, "matrix")
+        }
+        "aiter::mhc_pre_big_fuse_rmsnorm" => {
+            let (hc3, split) = (dim(6, 0)?, dim(3, 0)?);
+            params.extend([("hc3", int(hc3)), ("split_k", int(split))]);
+            let bytes = e.map(|e| m * n * c * e + split * m * hc3 * 4 + c * e + m * c * e + mixes);
+            (2 * m * c * n + 5 * m * c, bytes, "vector")
+        }
+        "aiter::mhc_fused_post_pre_gemm_sqrsum" => {
+            let (hc3, k, split) = (dim(7, 0)?, dim(7, 1)?, dim(0, 0)?);
+            params.extend([("hc3", int(hc3)), ("K", int(k)), ("split_k", int(split))]);
+            let bytes = e.map(|e| {
+                let mnc = m * n * c * e;
+                m * c * e + 3 * mnc + mixes + hc3 * k * 4 + split * m * hc3 * 4 + split * m * 4
+            });
+            (2 * m * n * c * (n + 1) + 2 * m * hc3 * k, bytes, "matrix")
+        }
+        _ => {
+            let topk = dim(0, 1)?;
+            params.extend([("E", int(c)), ("topk", int(topk))]);
+            let bytes = e.map(|e| m * c * e + c * 4 + m * topk * 4 + m * topk * 4);
+            (6 * m * c, bytes, "vector")
+        }
+    };
+    params.push(("dtype_in", Param::Str(dtype.into())));
+    let spec = spec(maf, Some(dtype));
+    Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
+}
+
+/// SGLang's `fused_append_shared_experts` (MoE_aux): the router's ids and
+/// weights read and rewritten, on the binary element-wise base.
+fn shared_experts(a: &Args) -> Option<Model> {
+    let ids = a.dims_of(0)?;
+    let wts = a.dims_of(1).filter(|d| !d.is_empty()).unwrap_or(ids);
+    let t_ids = match a.types.first() {
+        Some(t) => t.str()?,
+        None => "int",
+    };
+    let t_wts = match a.types.get(1) {
+        Some(t) => t.str()?,
+        None => "float",
+    };
+    let ints =
+        |d: &[Py]| -> Option<Vec<i128>> { d.iter().map(|x| x.int().map(i128::from)).collect() };
+    let (d1, d2) = (ints(ids)?, ints(wts)?);
+    // The base model's broadcast check.
+    let rank = d1.len().max(d2.len());
+    let at = |d: &[i128], i: usize| if i < rank - d.len() { 1 } else { d[i - (rank - d.len())] };
+    if (0..rank).any(|i| {
+        let (x, y) = (at(&d1, i), at(&d2, i));
+        x != y && x != 1 && y != 1
+    }) {
+        return None;
+    }
+    let (n1, n2) = (d1.iter().product::<i128>(), d2.iter().product::<i128>());
+    let bytes = 2 * (n1 * bpe(t_ids).unwrap_or(4) + n2 * bpe(t_wts).unwrap_or(4));
+    let params = vec![
+        ("shape_in1", shape_param(ids)),
+        ("shape_in2", shape_param(wts)),
+        (
+            "dtype_in1_in2_out",
+            Param::Text(format!("({}, {}, {})", py(t_ids), py(t_wts), py(t_wts))),
+        ),
+        ("stride_input1", Param::Missing),
+        ("stride_input2", Param::Missing),
+        ("stride_output", Param::Missing),
+    ];
+    let spec = spec("vector", Some(t_wts));
+    Some(Model { params, flops: n1 as f64, bytes: Some(bytes as f64), spec })
+}
 
 /// The op names of [`SMALL_OPS`] whose sheet is `sheet`.
 fn small_ops(sheet: &str) -> Vec<&'static str> {
@@ -1466,6 +2058,9 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
     let moe = matches!(name, "MoEDispatch" | "MoECombine" | "MambaSplitConv1dScanCombinedFn");
     if backward && !moe {
         return None;
+    }
+    if let Some(model) = moe_mhc(name, a) {
+        return model;
     }
     let int = |x: i128| Param::Int(x as i64);
     let dims = |i: usize| -> Option<Vec<i128>> {
@@ -2279,23 +2874,22 @@ impl Analysis<'_> {
     pub(crate) fn perf_sheets(&self, arch: Option<&crate::GpuArch>) -> Vec<(&'static str, Table)> {
         let unary = self.sheet_of(&UNARY_OPS, arch, &|name, args, _| unary(name, args));
         let binary = self.sheet_of(&BINARY_OPS, arch, &|name, args, _| binary(name, args));
-        let sdpa_fwd = self.sheet_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args, false));
-        let sdpa_bwd = self.pass_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args, true), true);
+        // flash-attn's varlen backward rows move from the forward table
+        // to follow the backward pass's (§6.2).
+        let (sdpa_fwd, moved) =
+            split_rows(self.sheet_of(&SDPA_OPS, arch, &|n, a, _| sdpa(n, a, false)), |r| {
+                r[0].text() == MOVED_TO_SDPA_BWD
+            });
+        let sdpa_bwd = concat(
+            self.pass_of(&SDPA_OPS, arch, &|name, args, _| sdpa(name, args, true), true),
+            moved,
+        );
         // The backward op's rows move from the forward table to CONV_bwd
         // (§6.2), each part in its order.
-        let (conv_fwd, conv_bwd) = match self
-            .sheet_of(&CONV_OPS, arch, &|n, a, _| conv(n, a, false))
-        {
-            Some(t) => {
-                let (bwd, fwd): (Vec<_>, Vec<_>) =
-                    t.rows.into_iter().partition(|r| r[0].text() == "aten::convolution_backward");
-                let part = |rows: Vec<Vec<Cell>>| {
-                    (!rows.is_empty()).then(|| Table { header: t.header.clone(), rows })
-                };
-                (part(fwd), part(bwd))
-            }
-            None => (None, None),
-        };
+        let (conv_fwd, conv_bwd) =
+            split_rows(self.sheet_of(&CONV_OPS, arch, &|n, a, _| conv(n, a, false)), |r| {
+                r[0].text() == "aten::convolution_backward"
+            });
         let rms = self.sheet_of(&RMS_OPS, arch, &|name, args, _| rms_ext(name, args));
         let collectives =
             self.sheet_of(&COLLECTIVE_OPS, arch, &|name, args, _| custom_collective(name, args));
@@ -2324,12 +2918,15 @@ impl Analysis<'_> {
             ("RoPE_fwd", forward("RoPE_fwd")),
             ("CrossEntropy_fwd", forward("CrossEntropy_fwd")),
             ("UnaryElementwise", unary),
+            ("MoE_fused_fwd", forward("MoE_fused_fwd")),
+            ("MoE_unfused_fwd", forward("MoE_unfused_fwd")),
             ("MoE_aux_fwd", forward("MoE_aux_fwd")),
             ("RMSNorm_fwd", rms),
             ("elementwise_fwd", forward("elementwise_fwd")),
             ("GroupQuant_fwd", forward("GroupQuant_fwd")),
             ("FusedRoPE_fwd", forward("FusedRoPE_fwd")),
             ("CustomCollective_fwd", collectives),
+            ("mHC_fwd", forward("mHC_fwd")),
             ("Normalization", norm),
             ("Reduce_fwd", reduce_fwd),
             ("Reduce_bwd", reduce_bwd),
@@ -2438,6 +3035,78 @@ impl Analysis<'_> {
         }
         (!rows.is_empty()).then(|| sheet(p, &rows))
     }
+}
+
+/// The rows of `table` that `moved` picks, apart from the rest, each part
+/// in its order: (rest, moved), `None` for an empty part.
+fn split_rows(
+    table: Option<Table>,
+    moved: impl Fn(&[Cell]) -> bool,
+) -> (Option<Table>, Option<Table>) {
+    let Some(t) = table else { return (None, None) };
+    let (out, kept): (Vec<_>, Vec<_>) = t.rows.into_iter().partition(|r| moved(r));
+    let part =
+        |rows: Vec<Vec<Cell>>| (!rows.is_empty()).then(|| Table { header: t.header.clone(), rows });
+    (part(kept), part(out))
+}
+
+/// `first` followed by `then` as pandas concatenates two sheets (§6.2
+/// step 4): `first`'s columns, then `then`'s new ones; a column one part
+/// lacks is missing there, and where that leaves integers beside missing
+/// cells (or beside floats) pandas makes the column float, so they print
+/// as floats.
+fn concat(first: Option<Table>, then: Option<Table>) -> Option<Table> {
+    let (a, b) = match (first, then) {
+        (Some(a), Some(b)) => (a, b),
+        (a, b) => return a.or(b),
+    };
+    let mut header = a.header.clone();
+    header.extend(b.header.iter().filter(|h| !a.header.contains(h)).cloned());
+    let column = |t: &Table, h: &str| t.header.iter().position(|x| x == h);
+    // A column of integers (as cells or, for parameters, as text).
+    let ints = |t: &Table, i: usize| {
+        t.rows.iter().all(|r| match &r[i] {
+            Cell::Int(_) => true,
+            Cell::Str(s) => s.parse::<i64>().is_ok(),
+            _ => false,
+        })
+    };
+    // A float64 column: numbers and missing cells, not all integers.
+    let floats = |t: &Table, i: usize| {
+        !ints(t, i)
+            && t.rows.iter().all(|r| match &r[i] {
+                Cell::Str(s) => s.parse::<f64>().is_ok(),
+                _ => true,
+            })
+    };
+    let mut rows = Vec::with_capacity(a.rows.len() + b.rows.len());
+    for (this, other) in [(&a, &b), (&b, &a)] {
+        let plan: Vec<(Option<usize>, bool)> = header
+            .iter()
+            .map(|h| {
+                let at = column(this, h);
+                let widen = at.is_some_and(|i| {
+                    ints(this, i)
+                        && match column(other, h) {
+                            None => true,
+                            Some(j) => floats(other, j),
+                        }
+                });
+                (at, widen)
+            })
+            .collect();
+        rows.extend(this.rows.iter().map(|r| {
+            plan.iter()
+                .map(|&(at, widen)| match at.map(|i| &r[i]) {
+                    None => Cell::Empty,
+                    Some(Cell::Int(v)) if widen => Cell::Float(*v as f64),
+                    Some(Cell::Str(s)) if widen => Cell::Str(format!("{s}.0")),
+                    Some(c) => c.clone(),
+                })
+                .collect()
+        }));
+    }
+    Some(Table { header, rows })
 }
 
 /// Every event a perf model reads (any family's op name), in file order,
@@ -3108,6 +3777,196 @@ mod tests {
              'v_stride': (2097152, 2048, 128, 1), 'dropout': 0.0, 'causal': True, 'flash_impl': \
              True, 'dtype_A_B': ('c10::BFloat16', 'c10::BFloat16')}"
         );
+    }
+
+    /// The other attention ops' layouts and argument positions, by hand:
+    /// flash-attn's own backward (dout first, causal by default, bytes at
+    /// dout's element size), its varlen forward (three packed sequences),
+    /// aiter's backward (the backward formulas, no dtype so no spec), and
+    /// Evoformer's folded batch.
+    #[test]
+    fn attention_variants_read_their_arguments() {
+        let bnhd = "(2, 512, 8, 64)";
+        let mut a = args(
+            &format!("({bnhd}, {bnhd}, {bnhd}, {bnhd}, {bnhd}, (2, 8, 512))"),
+            "('c10::Half', 'c10::Half', 'c10::Half', 'c10::Half', 'c10::Half', 'float')",
+            Some("('', '', '', '', '', '', '', '', '0.0', '0.125')"),
+        );
+        let s = Py::parse("(262144, 512, 64, 1)").unwrap();
+        a.strides = Some(vec![s.clone(); 6]);
+        let m = super::sdpa("flash_attn::_flash_attn_backward", &a, false).unwrap();
+        let (b, h, n, d) = (2.0, 8.0, 512.0, 64.0);
+        let bwd = b * h * 2.0 * n * n * d * 5.0; // 5 matmuls, H_Q = H_KV
+        assert_eq!(m.flops, bwd / 2.0, "causal when C10 is absent");
+        assert_eq!(m.bytes, Some((2.0 * 3.0 + 1.0) * b * n * h * d * 2.0));
+        assert_eq!(m.spec, "matrix_fp16");
+        let dict = super::params_dict(&m.params);
+        assert!(dict.contains("'dropout': 0.0, 'causal': True, 'flash_impl': True"), "{dict}");
+        // The same op recorded without strides has no model.
+        a.strides = None;
+        assert!(super::sdpa("flash_attn::_flash_attn_backward", &a, false).is_none());
+
+        // Varlen: 3 sequences packed in 1000 tokens, the longest 600 (so
+        // the other two at ⌊400 / 2⌋ = 200), 16 heads of 128.
+        let t = "(1000, 16, 128)";
+        let mut a = args(
+            &format!("({t}, {t}, {t}, (4,), (4,), (), (), (), (), ())"),
+            "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'int', 'int')",
+            Some("('', '', '', '', '', '600', '600', '0.0', '0.08', 'False')"),
+        );
+        let s = Py::parse("(2048, 128, 1)").unwrap();
+        a.strides = Some(vec![s.clone(), s.clone(), s]);
+        let m = super::sdpa("flash_attn::_flash_attn_varlen_forward", &a, false).unwrap();
+        let fwd = |n: f64| 16.0 * 2.0 * n * n * 128.0 * 2.0;
+        assert_eq!(m.flops, fwd(600.0) + 2.0 * fwd(200.0));
+        assert_eq!(m.bytes, Some(4.0 * 1000.0 * 16.0 * 128.0 * 2.0));
+        let dict = super::params_dict(&m.params);
+        assert!(
+            dict.ends_with(
+                "'num_seqs_q': 3, 'num_seqs_kv': 3, 'max_seqlen_q': 600.0, 'max_seqlen_kv': 600.0}"
+            ),
+            "{dict}"
+        );
+
+        // aiter::mha_bwd(dout, q, k, v, out, lse, dropout_p, scale, causal).
+        let a = args(
+            &format!("({bnhd}, {bnhd}, {bnhd}, {bnhd}, {bnhd}, (2, 8, 512))"),
+            "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16')",
+            Some("('', '', '', '', '', '', '', '0.125', 'false')"),
+        );
+        let m = super::sdpa("aiter::mha_bwd", &a, false).unwrap();
+        assert_eq!(m.flops, bwd);
+        assert_eq!(m.spec, "");
+        assert!(!super::params_dict(&m.params).contains("dtype_A_B"));
+        // Its concrete inputs cut short: TraceLens' index error, no row.
+        let short = args(&format!("({bnhd}, {bnhd}, {bnhd}, {bnhd})"), "()", Some("('', '')"));
+        assert!(super::sdpa("aiter::mha_bwd", &short, false).is_none());
+
+        // Evoformer: (Batch, N_seq, N_res, Head, Dim) = (1, 4, 256, 8, 32).
+        let q = "(1, 4, 256, 8, 32)";
+        let a = args(&format!("({q}, {q}, {q})"), "('c10::BFloat16',)", None);
+        let m = super::sdpa("EvoformerAttention", &a, false).unwrap();
+        assert_eq!(m.flops, 4.0 * 8.0 * 2.0 * 256.0 * 256.0 * 32.0 * 2.0);
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'B': 4, 'N_Q': 256, 'H_Q': 8, 'N_KV': 256, 'H_KV': 8, 'd_h_qk': 32, 'd_h_v': 32, \
+             'causal': False, 'flash_impl': False, 'dtype_A_B': ['c10::BFloat16']}"
+        );
+        assert_eq!(m.spec, "matrix_bf16");
+    }
+
+    /// The MoE GEMMs by hand: a DeepSeek-like fused MoE (256 experts,
+    /// top-8, gated, FP8 weights) and its two unfused stages.
+    #[test]
+    fn moe_gemms_model_their_shapes() {
+        let (m, k, n, e, topk): (f64, f64, f64, f64, f64) = (64.0, 7168.0, 256.0, 256.0, 8.0);
+        let act = e * (1.0 - ((e - topk) / e).powf(m));
+        // fused_1stage(input, w1 (E, 2N, K), w2 (E, K, N), topk_weights).
+        let a = args(
+            "((64, 7168), (256, 512, 7168), (256, 7168, 256), (64, 8))",
+            "('c10::BFloat16', 'c10::Float8_e4m3fnuz', 'c10::Float8_e4m3fnuz', 'float')",
+            None,
+        );
+        let f = super::small("pseudo_op::moe_aiter_fused_1stage", &a, false).unwrap();
+        let flops =
+            2.0 * m * k * n * topk * 2.0 + 2.0 * m * k * n * topk + m * k * (2.0 * topk - 1.0);
+        assert_eq!(f.flops, flops);
+        let bytes = m * k * 2.0 + act * n * k * 1.0 * 2.0 + act * n * k * 1.0 + m * k * 2.0;
+        assert_eq!(f.bytes, Some(bytes));
+        assert_eq!(f.spec, "matrix_bf16");
+        assert_eq!(
+            super::params_dict(&f.params),
+            "{'num_tokens': 64, 'hidden_dim': 7168, 'inter_dim': 256, 'num_experts': 256, \
+             'topk': 8, 'gated': True, 'input_dtype': 'c10::BFloat16', 'weight_dtype': \
+             'c10::Float8_e4m3fnuz'}"
+        );
+        assert!(super::small("pseudo_op::moe_aiter_fused_1stage", &a, true).is_none());
+
+        // Stage 1: (tokens, hidden), w1 (E, 2N, K), out (tokens, topk, N).
+        let a = args(
+            "((64, 7168), (256, 512, 7168), (64, 8, 256))",
+            "('c10::BFloat16', 'c10::Float8_e4m3fnuz', 'c10::BFloat16')",
+            None,
+        );
+        let up = super::small("aiter::moe_cktile2stages_gemm1_ck", &a, false).unwrap();
+        assert_eq!(up.flops, 2.0 * m * k * n * topk * 2.0);
+        assert_eq!(up.bytes, Some(m * k * 2.0 + act * 2.0 * k * n * 1.0 + m * n * topk * 2.0));
+        // Stage 2: (tokens, topk, N), w2 (E, K, N), out (tokens, hidden).
+        let a = args(
+            "((64, 8, 256), (256, 7168, 256), (64, 7168))",
+            "('c10::BFloat16', 'c10::Float8_e4m3fnuz', 'c10::BFloat16')",
+            None,
+        );
+        let down = super::small("aiter::moe_cktile2stages_gemm2_ck", &a, false).unwrap();
+        assert_eq!(down.flops, 2.0 * m * n * k * topk);
+        assert_eq!(down.bytes, Some(m * n * topk * 2.0 + act * n * k * 1.0 + m * k * 2.0));
+        assert!(!super::params_dict(&down.params).contains("gated"));
+        // No experts: TraceLens divides by zero, so no row.
+        let a = args("((64, 8, 256), (0, 7168, 256), (64, 7168))", "('a', 'b', 'c')", None);
+        assert!(super::small("aiter::moe_cktile2stages_gemm2_ck", &a, false).is_none());
+    }
+
+    /// mHC's fused post + pre projection and aiter's softplus router, by
+    /// hand (M = 4 tokens, n = 4 streams of C = 64, hc3 = n² + 2n = 24).
+    #[test]
+    fn mhc_and_router_ops_model_their_shapes() {
+        let a = args(
+            "((2, 4, 24), (2, 4), (4, 4, 64), (4, 64), (4, 4, 64), (4, 4, 1), (4, 4, 4), (24, 256))",
+            "('float', 'float', 'c10::BFloat16', 'c10::BFloat16')",
+            None,
+        );
+        let m = super::small("aiter::mhc_fused_post_pre_gemm_sqrsum", &a, false).unwrap();
+        let (mm, n, c, hc3, k, split) = (4.0, 4.0, 64.0, 24.0, 256.0, 2.0);
+        assert_eq!(m.flops, 2.0 * mm * n * c * (n + 1.0) + 2.0 * mm * hc3 * k);
+        let bytes = mm * c * 2.0
+            + 3.0 * mm * n * c * 2.0
+            + 4.0 * mm * n
+            + 4.0 * mm * n * n
+            + 4.0 * hc3 * k
+            + 4.0 * split * mm * hc3
+            + 4.0 * split * mm;
+        assert_eq!(m.bytes, Some(bytes));
+        assert_eq!(m.spec, "matrix_bf16");
+        assert_eq!(
+            super::params_dict(&m.params),
+            "{'M': 4, 'n': 4, 'C': 64, 'hc3': 24, 'K': 256, 'split_k': 2, 'dtype_in': \
+             'c10::BFloat16'}"
+        );
+        // topk_softplus(weights (M, topk), ids (M, topk), gating (M, E)).
+        let a = args("((16, 8), (16, 8), (16, 128))", "('float', 'int', 'c10::BFloat16')", None);
+        let m = super::small("aiter::topk_softplus", &a, false).unwrap();
+        assert_eq!(m.flops, 6.0 * 16.0 * 128.0);
+        assert_eq!(m.bytes, Some(16.0 * 128.0 * 2.0 + 128.0 * 4.0 + 2.0 * 16.0 * 8.0 * 4.0));
+        assert_eq!(m.spec, "vector_bf16");
+        // SGLang's shared-expert append: ids and weights read and written.
+        let a = args("((16, 9), (16, 9))", "('int', 'float')", None);
+        let name = "sglang_profiler::fused_moe_triton_kernels_fused_append_shared_experts";
+        let m = super::small(name, &a, false).unwrap();
+        assert_eq!(m.flops, 144.0);
+        assert_eq!(m.bytes, Some(2.0 * (144.0 * 4.0 + 144.0 * 4.0)));
+        assert_eq!(m.spec, "vector_fp32");
+    }
+
+    /// Two sheets concatenated as pandas does: the second's new column is
+    /// missing in the first's rows, and its integers print as floats there
+    /// once the column holds a missing cell.
+    #[test]
+    fn concatenated_sheets_widen_their_integers() {
+        use crate::compute::{Cell, Table};
+        let t = |header: &[&str], rows: Vec<Vec<Cell>>| Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows,
+        };
+        let s = |v: &str| Cell::Str(v.into());
+        let a = t(&["name", "param: B", "n"], vec![vec![s("x"), s("2"), Cell::Int(1)]]);
+        let b = t(
+            &["name", "param: B", "param: num_seqs_q", "n"],
+            vec![vec![s("y"), s("1"), s("3"), Cell::Int(4)]],
+        );
+        let c = super::concat(Some(a), Some(b)).unwrap();
+        assert_eq!(c.header, ["name", "param: B", "n", "param: num_seqs_q"]);
+        assert_eq!(c.rows[0], [s("x"), s("2"), Cell::Int(1), Cell::Empty]);
+        assert_eq!(c.rows[1], [s("y"), s("1"), Cell::Int(4), s("3.0")]);
     }
 
     /// Cross-entropy over a 4 × 32000 vocabulary, a fused RoPE and a MoE
