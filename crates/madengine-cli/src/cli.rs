@@ -780,11 +780,13 @@ Examples:
   madengine report diff base_results.json new_results.json --json
   madengine report diff kept/ nightly/ --max-regression 5   # exit 1: 5% slower
   madengine report diff kept/ nightly/ --max-gemm-regression 10  # a GEMM shape 10% slower
+  madengine report diff kept/ nightly/ --max-shape-regression 10 # or attention, convolution
   madengine report diff base/ new/ --cycle last   # torch.profiler's cycles
   madengine report diff run/ run/ --cycle 1,last  # warm-up against steady state
 
 Exit codes: 0 compared; 1 GPU time grew more than --max-regression allows, or a GEMM
-shape lost more TFLOPS/s than --max-gemm-regression allows;
+shape (any op shape) lost more TFLOPS/s than --max-gemm-regression (--max-shape-regression)
+allows;
 2 usage error (traces of different kinds, traces that cannot be paired);
 3 a trace cannot be read or has no GPU activity.";
 
@@ -889,6 +891,13 @@ pub(crate) struct DiffArgs {
     /// record_shapes), all ranks added up; each offending shape is named.
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub(crate) max_gemm_regression: Option<f64>,
+    /// Exit 1 when an op shape in both sides, a GEMM's, an attention's or a
+    /// convolution's, lost more than PCT percent of its TFLOPS/s.
+    ///
+    /// As --max-gemm-regression, over GEMM.csv, SDPA_fwd/SDPA_bwd.csv and
+    /// CONV_fwd/CONV_bwd.csv alike; each offending shape is named.
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub(crate) max_shape_regression: Option<f64>,
     /// Traces read at the same time [default: as `report summary`].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: Option<u32>,

@@ -334,6 +334,8 @@ pub(crate) struct Analysis<'p> {
     direct: std::cell::OnceCell<DirectMap>,
     /// See [`Analysis::modelled`].
     modelled: std::cell::OnceCell<perf_model::Modelled>,
+    /// See [`Analysis::annotation_of`].
+    annotations: std::cell::OnceCell<Vec<usize>>,
 }
 
 /// Launchers in order, and each launcher's direct GPU events.
@@ -474,6 +476,7 @@ impl<'p> Analysis<'p> {
             include_unlinked: false,
             direct: Default::default(),
             modelled: Default::default(),
+            annotations: Default::default(),
         }
     }
 

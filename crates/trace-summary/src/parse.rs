@@ -65,6 +65,9 @@ pub(crate) enum Cat {
     /// Older flow categories: `async` (PyTorch 1.9), `async_cpu_to_gpu` (2022-23).
     LegacyFlow,
     None,
+    /// Another category with `user_annotation` in it (Kineto's
+    /// `gpu_user_annotation`): TraceLens' annotation pass reads these too.
+    OtherAnnotation,
     Other,
 }
 
@@ -1118,6 +1121,7 @@ impl<'de> Visitor<'de> for CatSeed {
             "Runtime" => Cat::LegacyRuntime,
             "Operator" => Cat::LegacyOperator,
             "async" | "async_cpu_to_gpu" => Cat::LegacyFlow,
+            v if v.contains("user_annotation") => Cat::OtherAnnotation,
             _ => Cat::Other,
         }))
     }

@@ -826,7 +826,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     };
     let compared = Compared { sides, ranks, by, diff, unpaired, per_step: args.per_step, matched };
     let regression = compared.regression(args.max_regression);
-    let gemm_regressions = gemm_regressions(&compared.diff, args.max_gemm_regression);
+    let gemm_regressions = shape_regressions(compared.diff.gemms.iter(), args.max_gemm_regression);
+    let d = &compared.diff;
+    let shape_regressions =
+        shape_regressions(d.gemms.iter().chain(&d.shapes), args.max_shape_regression);
     if args.max_regression.is_some() && regression.is_none() {
         let (_, what) = compared.headline();
         return Err(Error::Usage(format!(
@@ -867,6 +870,9 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             // GEMM shapes (µs, calls; TFLOPS/s each side), all ranks.
             "gemms": d.gemms.iter().map(gemm_json).collect::<Vec<_>>(),
             "gemm_regressions": gemm_regressions,
+            // With --max-shape-regression: GEMM, attention and convolution
+            // shapes past it.
+            "shape_regressions": shape_regressions,
             // Attention and convolution shapes, likewise.
             "op_shapes": d.shapes.iter().map(gemm_json).collect::<Vec<_>>(),
             "csvs": written.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
@@ -888,50 +894,79 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             render::note(&said);
         }
     }
-    if let Some(limit) = args.max_gemm_regression {
-        for g in &gemm_regressions {
-            render::error_line(&format!(
-                "GEMM {} lost {:.1}% of its TFLOPS/s ({:.1} -> {:.1}), more than \
-                 --max-gemm-regression {limit}%",
-                g.shape, -g.change_pct, g.baseline_tflops, g.new_tflops
-            ));
-        }
-        match gemm_regressions.is_empty() {
-            true if compared.diff.gemms.iter().any(|g| g.change_pct().is_some()) => {
-                render::note(&format!(
-                    "every GEMM shape of both sides kept its TFLOPS/s within \
-                     --max-gemm-regression {limit}%"
-                ));
-            }
-            true => render::note(
-                "--max-gemm-regression: no GEMM shape is in both sides with a rate (GEMM.csv: \
-                 PyTorch traces recorded with record_shapes)",
-            ),
-            false => status = Status::Findings,
+    let d = &compared.diff;
+    let rated = |rows: &[trace_summary::GemmDiffRow]| rows.iter().any(|g| g.change_pct().is_some());
+    let gates = [
+        (
+            "GEMM",
+            "--max-gemm-regression",
+            args.max_gemm_regression,
+            &gemm_regressions,
+            rated(&d.gemms),
+        ),
+        (
+            "op",
+            "--max-shape-regression",
+            args.max_shape_regression,
+            &shape_regressions,
+            rated(&d.gemms) || rated(&d.shapes),
+        ),
+    ];
+    for (what, flag, limit, found, rated) in gates {
+        if let Some(limit) = limit
+            && gate_shapes(what, flag, limit, found, rated)
+        {
+            status = Status::Findings;
         }
     }
     Ok(status)
 }
 
-/// A GEMM shape whose TFLOPS/s fell by more than `--max-gemm-regression`.
+/// Say which shapes `found` lost more than `flag`'s `limit` (or that none
+/// did, or that no shape of both sides had a rate): whether any did.
+fn gate_shapes(what: &str, flag: &str, limit: f64, found: &[ShapeRegression], rated: bool) -> bool {
+    // GEMM shapes are named by their dims alone.
+    let prefix = if what == "GEMM" { "GEMM " } else { "" };
+    for g in found {
+        render::error_line(&format!(
+            "{prefix}{} lost {:.1}% of its TFLOPS/s ({:.1} -> {:.1}), more than {flag} {limit}%",
+            g.shape, -g.change_pct, g.baseline_tflops, g.new_tflops
+        ));
+    }
+    match (found.is_empty(), rated) {
+        (true, true) => render::note(&format!(
+            "every {what} shape of both sides kept its TFLOPS/s within {flag} {limit}%"
+        )),
+        (true, false) => render::note(&format!(
+            "{flag}: no {what} shape is in both sides with a rate (GEMM.csv, SDPA and CONV \
+             sheets: PyTorch traces recorded with record_shapes)"
+        )),
+        (false, _) => {}
+    }
+    !found.is_empty()
+}
+
+/// An op shape whose TFLOPS/s fell by more than `--max-gemm-regression`
+/// or `--max-shape-regression`.
 #[derive(Debug, Serialize)]
-struct GemmRegression {
+struct ShapeRegression {
     shape: String,
     baseline_tflops: f64,
     new_tflops: f64,
     change_pct: f64,
 }
 
-/// The GEMM shapes of both sides that lost more than `limit` % of their
-/// TFLOPS/s (none without a limit), the most first.
-fn gemm_regressions(diff: &Diff, limit: Option<f64>) -> Vec<GemmRegression> {
+/// The shapes of `rows` (both sides') that lost more than `limit` % of
+/// their TFLOPS/s (none without a limit), the most first.
+fn shape_regressions<'a>(
+    rows: impl Iterator<Item = &'a trace_summary::GemmDiffRow>,
+    limit: Option<f64>,
+) -> Vec<ShapeRegression> {
     let Some(limit) = limit else { return vec![] };
-    let mut out: Vec<GemmRegression> = diff
-        .gemms
-        .iter()
+    let mut out: Vec<ShapeRegression> = rows
         .filter_map(|g| {
             let change = g.change_pct()?;
-            (-change > limit).then(|| GemmRegression {
+            (-change > limit).then(|| ShapeRegression {
                 shape: g.row.name.clone(),
                 baseline_tflops: g.tflops(g.row.base).unwrap_or(0.0),
                 new_tflops: g.tflops(g.row.new).unwrap_or(0.0),

@@ -1540,7 +1540,7 @@ fn gemm_shapes_compare_by_tflops_and_gate() {
         14.7   12.7  -13.2%     17  aten::addmm 141x512x512 bf16
     (2 more)
     ");
-    // Its attention shape, likewise (not gated).
+    // Its attention shape, likewise (gated by --max-shape-regression, not here).
     let at = text.find("\nAttention and convolution shapes").unwrap() + 1;
     let section = &text[at..at + text[at..].find("\n\n").unwrap()];
     insta::assert_snapshot!(section, @"
@@ -1590,4 +1590,62 @@ fn gemm_shapes_compare_by_tflops_and_gate() {
     let calls = |side: &str| attention[side]["count"].as_f64();
     assert_eq!((calls("baseline"), calls("new")), (Some(4.0), Some(4.0)), "{attention}");
     assert!(attention["new_tflops"].as_f64().unwrap() > 0.0, "{attention}");
+}
+
+/// `--max-shape-regression` gates attention and convolution shapes as
+/// `--max-gemm-regression` gates GEMMs: the BERT's attention ran at a
+/// third of its H100 rate on the MI300X (public traces), so the H100 → MI300X
+/// comparison names it and exits 1; a limit past every change passes.
+#[test]
+fn attention_shapes_gate_as_gemms_do() {
+    let Some(root) = crate::public_dir::public_fixtures() else { return };
+    let trace = |gpu: &str| {
+        root.join(format!("kineto/tracelens/{gpu}/gaunernst_bert-small-uncased__1016001.json.gz"))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |limit: &str| {
+        let (h100, mi300) = (trace("h100"), trace("mi300"));
+        let args: [&std::ffi::OsStr; 7] = [
+            "report".as_ref(),
+            "diff".as_ref(),
+            h100.as_os_str(),
+            mi300.as_os_str(),
+            "--json".as_ref(),
+            "--max-shape-regression".as_ref(),
+            limit.as_ref(),
+        ];
+        crate::run_cli(dir.path(), &args, &[]).0
+    };
+    let text = run("60");
+    assert!(text.starts_with("exit code: 1"), "{text}");
+    let stderr = text.split("----- stderr -----\n").nth(1).unwrap();
+    assert!(
+        stderr.contains(
+            "error: aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16 lost 67.1% of \
+             its TFLOPS/s (4.4 -> 1.4), more than --max-shape-regression 60%"
+        ),
+        "{stderr}"
+    );
+    let body = text.split("----- stdout -----\n").nth(1).unwrap();
+    let body = body.split("----- stderr -----").next().unwrap();
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    let names: Vec<&str> = v["shape_regressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["shape"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16"),
+        "{names:?}"
+    );
+    assert_eq!(v["gemm_regressions"].as_array().map(Vec::len), Some(0));
+    let text = run("99");
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    assert!(
+        text.contains(
+            "every op shape of both sides kept its TFLOPS/s within --max-shape-regression 99%"
+        ),
+        "{text}"
+    );
 }

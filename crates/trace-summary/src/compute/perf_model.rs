@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::{Analysis, GroupSum, Ranked, ev, median, sample_std, unique_args};
 use crate::{
     compute::{Cell, Table},
-    parse::{Num, Parsed, shape_of},
+    parse::{Cat, Num, Parsed, shape_of},
 };
 
 /// A value of a cpu_op's argument lists, read back from its Python repr.
@@ -342,6 +342,12 @@ struct Args {
     output_types: Option<Vec<Py>>,
     /// `Concrete Inputs` (strings in Kineto traces).
     concrete: Option<Vec<Py>>,
+    /// The iteration annotation of an [`ANNOTATED`] op (§1.1 step 2):
+    /// the name of the user annotation around it, `NA` without one.
+    annotation: Option<String>,
+    /// The args of a fused conv backward's forward (`ConvBias_` of its
+    /// `Sequence number`), as TraceLens' class-wide cache keeps them.
+    forward: Option<Box<Args>>,
 }
 
 impl Args {
@@ -1176,8 +1182,19 @@ fn evoformer(a: &Args, backward: bool) -> Option<Model> {
     Some(Model { params, flops, bytes: Some(bytes as f64), spec: spec("matrix", t0) })
 }
 
-/// The convolution ops modelled (`core.aten_conv`, `core.aten_conv_bwd`).
-const CONV_OPS: [&str; 2] = ["aten::convolution", "aten::convolution_backward"];
+/// The convolution ops modelled (§7.3's family 3), in the map's order.
+const CONV_OPS: [&str; 6] = [
+    "aten::convolution",
+    "aten::convolution_backward",
+    "ConvBias_",
+    "ConvBiasReLU_",
+    "ConvBias_Backward",
+    "ConvBiasReLU_Backward",
+];
+
+/// The CONV ops whose forward-pass rows move to `CONV_bwd` (§6.2).
+const CONV_BACKWARD_OPS: [&str; 3] =
+    ["aten::convolution_backward", "ConvBias_Backward", "ConvBiasReLU_Backward"];
 
 /// The convolution models (§7.4.2): `aten::convolution`'s forward FLOPs
 /// and bytes, `aten::convolution_backward`'s backward ones (its rows go
@@ -1185,22 +1202,22 @@ const CONV_OPS: [&str; 2] = ["aten::convolution", "aten::convolution_backward"];
 /// `backward_pass`: the backward FLOPs and bytes of the forward op
 /// (§6.3's backward mode).
 fn conv(name: &str, a: &Args, backward_pass: bool) -> Option<Model> {
+    match name {
+        "ConvBias_" | "ConvBiasReLU_" => return conv_bias(a, backward_pass),
+        // The forward's parameters, found by `Sequence number`; without
+        // one the shapes are None and the FLOPs fail.
+        "ConvBias_Backward" | "ConvBiasReLU_Backward" => {
+            return conv_bias(a.forward.as_deref()?, true);
+        }
+        _ => {}
+    }
     let backward_op = name == "aten::convolution_backward";
     let backward = backward_op || backward_pass;
     let o = usize::from(backward_op);
     let c = a.concrete.as_deref().unwrap_or(&[]);
     let text = |i: usize| c.get(i).and_then(Py::str);
-    let int_shape = |i: usize| -> Option<Vec<i128>> {
-        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
-    };
-    let (x, w) = (int_shape(o)?, int_shape(o + 1)?);
-    let convnd = match x.len() {
-        3 => "conv1d",
-        4 => "conv2d",
-        5 => "conv3d",
-        _ => return None,
-    };
-    let ndims = x.len() - 2;
+    let (x, w) = (int_shape(a, o)?, int_shape(a, o + 1)?);
+    let ndims = x.len().checked_sub(2)?;
     // `[1, 1]`: its first and last characters dropped, split on commas;
     // one value repeated over the spatial dimensions; `default` for "".
     let ints = |i: usize, default: i128| -> Option<Vec<i128>> {
@@ -1225,9 +1242,6 @@ fn conv(name: &str, a: &Args, backward_pass: bool) -> Option<Model> {
     let output_padding = ints(o + 7, 0)?;
     let groups: i64 = text(o + 8)?.trim().parse().ok()?;
     let (t0, t1) = (a.dtype(o)?, a.dtype(o + 1)?);
-    if t0 != t1 || w.len() < 2 || [&stride, &padding, &dilation].iter().any(|v| v.len() < ndims) {
-        return None;
-    }
     // bias: forward, three inputs (never, as Kineto records nine);
     // backward, `bias_sizes` given and not empty (`[]` printed as is).
     let (bias, bias_param) = match backward_op {
@@ -1238,18 +1252,105 @@ fn conv(name: &str, a: &Args, backward_pass: bool) -> Option<Model> {
             Some(_) => (true, Param::Bool(true)),
         },
     };
+    let c = Conv {
+        x,
+        w,
+        dtypes: (t0, t1),
+        strides: (a.lenient_stride(o), a.lenient_stride(o + 1)),
+        bias,
+        bias_param,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+    };
+    conv_figures(c, backward)
+}
+
+/// Input `i`'s shape, all integers.
+fn int_shape(a: &Args, i: usize) -> Option<Vec<i128>> {
+    a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
+}
+
+/// A convolution's parameters, as TraceLens' models read them (§7.4.2).
+struct Conv<'a> {
+    x: Vec<i128>,
+    w: Vec<i128>,
+    dtypes: (&'a str, &'a str),
+    strides: (Param, Param),
+    bias: bool,
+    bias_param: Param,
+    stride: Vec<i128>,
+    padding: Vec<i128>,
+    dilation: Vec<i128>,
+    transposed: bool,
+    output_padding: Vec<i128>,
+    groups: i64,
+}
+
+/// apex's fused `ConvBias_` and `ConvBiasReLU_` (§7.4.2): x = D0, w = D1,
+/// a bias, stride and padding one int each from C3 and C4.
+fn conv_bias(a: &Args, backward: bool) -> Option<Model> {
+    let (x, w) = (int_shape(a, 0)?, int_shape(a, 1)?);
+    let ndims = x.len().checked_sub(2)?;
+    // int(C[i]) over every spatial dimension, `default` where it is
+    // empty or absent.
+    let one = |i: usize, default: i128| -> Option<Vec<i128>> {
+        match a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str) {
+            None | Some("") => Some(vec![default; ndims]),
+            Some(t) => Some(vec![t.trim().parse().ok()?; ndims]),
+        }
+    };
+    let (stride, padding) = (one(3, 1)?, one(4, 0)?);
+    let c = Conv {
+        dtypes: (a.dtype(0)?, a.dtype(1)?),
+        strides: match (a.stride(0), a.stride(1)) {
+            (Some(s0), Some(s1)) => (s0, s1),
+            _ => (Param::Missing, Param::Missing),
+        },
+        bias: true,
+        bias_param: Param::Bool(true),
+        stride,
+        padding,
+        dilation: vec![1; ndims],
+        transposed: false,
+        output_padding: vec![0; ndims],
+        groups: 1,
+        x,
+        w,
+    };
+    conv_figures(c, backward)
+}
+
+/// The figures of a convolution (§7.4.2): forward or backward FLOPs and
+/// bytes at the input's element size.
+fn conv_figures(c: Conv<'_>, backward: bool) -> Option<Model> {
+    let Conv { x, w, dtypes: (t0, t1), stride, padding, dilation, transposed, bias, .. } = &c;
+    let (t0, t1, transposed, bias) = (*t0, *t1, *transposed, *bias);
+    let convnd = match x.len() {
+        3 => "conv1d",
+        4 => "conv2d",
+        5 => "conv3d",
+        _ => return None,
+    };
+    let ndims = x.len() - 2;
+    if t0 != t1 || w.len() < 2 || [stride, padding, dilation].iter().any(|v| v.len() < ndims) {
+        return None;
+    }
     let oc = if transposed { w[1] } else { w[0] };
     let mut out = vec![x[0], oc];
     for i in 0..ndims {
-        let (xi, wi) = (x[i + 2], w[i + 2]);
+        let (xi, wi) = (x[i + 2], *w.get(i + 2)?);
         let (s, p, d) = (stride[i], padding[i], dilation[i]);
         out.push(match transposed {
             false => ((xi + 2 * p - d * (wi - 1) - 1) as f64 / s as f64 + 1.0).trunc() as i128,
-            true => (xi - 1) * s - 2 * p + d * (wi - 1) + output_padding.get(i).copied()? + 1,
+            true => (xi - 1) * s - 2 * p + d * (wi - 1) + c.output_padding.get(i).copied()? + 1,
         });
     }
     let prod = |v: &[i128]| v.iter().product::<i128>();
-    let (px, pw, pout) = (prod(&x), prod(&w), prod(&out));
+    let (px, pw, pout) = (prod(x), prod(w), prod(&out));
     let e = bpe(t0);
     let (flops, bytes) = match backward {
         false => {
@@ -1271,18 +1372,18 @@ fn conv(name: &str, a: &Args, backward_pass: bool) -> Option<Model> {
     let tuple = ints_repr;
     let params = vec![
         ("convNd", Param::Str(convnd.into())),
-        ("input_shape", Param::Text(tuple(&x))),
-        ("filter_shape", Param::Text(tuple(&w))),
+        ("input_shape", Param::Text(tuple(x))),
+        ("filter_shape", Param::Text(tuple(w))),
         ("dtype_input_weight", Param::Text(format!("({}, {})", py(t0), py(t1)))),
-        ("input_stride", a.lenient_stride(o)),
-        ("weight_stride", a.lenient_stride(o + 1)),
-        ("bias", bias_param),
-        ("stride", Param::Text(tuple(&stride))),
-        ("padding", Param::Text(tuple(&padding))),
-        ("dilation", Param::Text(tuple(&dilation))),
+        ("input_stride", c.strides.0.clone()),
+        ("weight_stride", c.strides.1.clone()),
+        ("bias", c.bias_param.clone()),
+        ("stride", Param::Text(tuple(stride))),
+        ("padding", Param::Text(tuple(padding))),
+        ("dilation", Param::Text(tuple(dilation))),
         ("transposed_conv", Param::Bool(transposed)),
-        ("output_padding", Param::Text(tuple(&output_padding))),
-        ("groups", Param::Int(groups)),
+        ("output_padding", Param::Text(tuple(&c.output_padding))),
+        ("groups", Param::Int(c.groups)),
     ];
     let spec = spec("matrix", Some(t0));
     Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
@@ -2044,6 +2145,289 @@ fn shared_experts(a: &Args) -> Option<Model> {
     ];
     let spec = spec("vector", Some(t_wts));
     Some(Model { params, flops: n1 as f64, bytes: Some(bytes as f64), spec })
+}
+
+/// The inference-attention ops (§7.3's family 4), in the map's order.
+const INFERENCE_OPS: [&str; 16] = [
+    "vllm::unified_attention_with_output",
+    "aiter::mha_varlen_fwd",
+    "aiter::fmha_v3_varlen_fwd",
+    "aiter::mha_batch_prefill",
+    "sglang_profiler::attention_paged_attention_ragged",
+    "pseudo_mla_decode_fwd",
+    "pseudo_mla_prefill_fwd",
+    "aiter::pa_decode_gluon",
+    "pseudo_v4_paged_decode_swa",
+    "pseudo_v4_paged_decode_csa",
+    "pseudo_v4_paged_decode_hca",
+    "aiter::pa_sparse_prefill_opus_fwd",
+    "sglang_profiler::tilelang_kernel_tilelang_sparse_fwd",
+    "vllm::gdn_attention_core",
+    "aiter::linear_attention_with_output_base",
+    "sglang::store_cache",
+];
+
+/// The ops that get an iteration annotation (§1.1 step 2): names that
+/// start with this.
+const ANNOTATED: &str = "vllm::unified_attention_with_output";
+
+/// The inference-attention models (§7.4.15). Every model but SGLang's
+/// cache store and aiter's sparse prefill reads an iteration annotation,
+/// which only vLLM's unified attention gets: the others have no FLOPs (a
+/// failed row); the gated-delta ops raise `NotImplementedError` without
+/// one.
+fn inference(name: &str, a: &Args) -> Eval {
+    let model = match name {
+        "sglang::store_cache" => small(name, a, false),
+        "vllm::gdn_attention_core" | "aiter::linear_attention_with_output_base" => {
+            return Eval::NotImplemented;
+        }
+        "aiter::pa_sparse_prefill_opus_fwd" => sparse_prefill(a),
+        ANNOTATED => return unified_attention(a),
+        _ => None,
+    };
+    model.map_or(Eval::Failed, Eval::Model)
+}
+
+/// An iteration annotation's context and generation aggregates, `[c_sq,
+/// c_sk, c_sqsq, c_sqsk, g_sq, g_sk, g_sqsq, g_sqsk]`, from the detailed
+/// forms of vLLM, SGLang and ATOM (§7.4.15); `None` for any other text
+/// (the native forms carry no sq·sk sums).
+fn iteration_stats(text: &str) -> Option<[i128; 8]> {
+    vllm_stats(text).or_else(|| sglang_stats(text)).or_else(|| atom_stats(text))
+}
+
+/// The leading ASCII digits of `s` and the rest.
+fn digits(s: &str) -> Option<(i128, &str)> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    // Python's int() of a digit run too long for i128 is still a number;
+    // such a run makes no sense as a token count: no model.
+    Some((s[..end].parse().ok()?, &s[end..]))
+}
+
+/// `execute_<n>_context_<c>(sq<a>sk<b>sqsq<c>sqsk<d>)_generation_<g>(…)`.
+fn vllm_stats(text: &str) -> Option<[i128; 8]> {
+    let rest = text.strip_prefix("execute_")?;
+    let (_, rest) = digits(rest)?;
+    let rest = rest.strip_prefix("_context_")?;
+    let (_, rest) = digits(rest)?;
+    let mut out = [0i128; 8];
+    let mut rest = rest;
+    for (half, next) in [(0, "_generation_"), (4, "")] {
+        rest = rest.strip_prefix("(")?;
+        for (i, key) in ["sq", "sk", "sqsq", "sqsk"].into_iter().enumerate() {
+            let (v, r) = digits(rest.strip_prefix(key)?)?;
+            out[half + i] = v;
+            rest = r;
+        }
+        rest = rest.strip_prefix(")")?;
+        if !next.is_empty() {
+            let (_, r) = digits(rest.strip_prefix(next)?)?;
+            rest = r;
+        }
+    }
+    Some(out)
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Python's `re.findall(r"(\w+)=(<value>)", body)` as a dict (the last
+/// key wins), `value` reading a value at the start of its argument.
+fn key_values<'s>(
+    body: &'s str,
+    value: impl Fn(&'s str) -> Option<&'s str>,
+) -> HashMap<&'s str, &'s str> {
+    let mut out = HashMap::default();
+    let mut rest = body;
+    while let Some(start) = rest.find(is_word) {
+        let run = &rest[start..];
+        let end = run.find(|c: char| !is_word(c)).unwrap_or(run.len());
+        let after = &run[end..];
+        match after.strip_prefix('=').and_then(&value) {
+            Some(v) => {
+                out.insert(&run[..end], v);
+                let used = start + end + 1 + v.len();
+                rest = &rest[used..];
+            }
+            None => rest = after,
+        }
+    }
+    out
+}
+
+/// `step[EXTEND|DECODE|MIXED …]` holding `sqsq=<d>`: its `c_*` and `g_*`
+/// pairs, 0 where absent.
+fn sglang_stats(text: &str) -> Option<[i128; 8]> {
+    let rest = text.strip_prefix("step[")?;
+    let kind = ["EXTEND", "DECODE", "MIXED"].into_iter().find(|k| rest.starts_with(k))?;
+    let after = &rest[kind.len()..];
+    if after.chars().next().is_some_and(is_word) {
+        return None;
+    }
+    let inside = &after[..after.find(']')?];
+    let sqsq = inside
+        .match_indices("sqsq=")
+        .any(|(i, _)| inside[i + 5..].starts_with(|c: char| c.is_ascii_digit()));
+    if !sqsq {
+        return None;
+    }
+    let body = &text[text.find('[')? + 1..text.rfind(']')?];
+    let kv = key_values(body, |s| {
+        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        (end > 0).then(|| &s[..end])
+    });
+    let get = |k: &str| kv.get(k).and_then(|v| v.parse::<i128>().ok()).unwrap_or(0);
+    Some(["c_sq", "c_sk", "c_sqsq", "c_sqsk", "g_sq", "g_sk", "g_sqsq", "g_sqsk"].map(get))
+}
+
+/// ATOM's `prefill[… tok=T … sqsq=… sqsk=… sk=…]` (the context half) or
+/// `decode[…]` (the generation half).
+fn atom_stats(text: &str) -> Option<[i128; 8]> {
+    let line = text.split('\n').next().unwrap_or("");
+    let (phase, rest) = ["prefill", "decode"]
+        .into_iter()
+        .find_map(|p| Some((p, line.strip_prefix(p)?.strip_prefix('[')?)))?;
+    let close = rest.rfind(']')?;
+    let body = &rest[..close];
+    let detailed = body
+        .match_indices("sqsq=")
+        .any(|(i, _)| body[i + 5..].starts_with(|c: char| c.is_ascii_digit()));
+    if !detailed {
+        return None;
+    }
+    let kv = key_values(body, |s| {
+        // A bracketed list (with a `...+N` tail), else a run of non-spaces.
+        if s.starts_with('[')
+            && let Some(end) = s.find(']')
+        {
+            let tail = &s[end + 1..];
+            let more = tail
+                .strip_prefix("...+")
+                .map(|t| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()))
+                .filter(|&n| n > 0)
+                .map_or(0, |n| 4 + n);
+            return Some(&s[..end + 1 + more]);
+        }
+        let end = s.find(char::is_whitespace).unwrap_or(s.len());
+        (end > 0).then(|| &s[..end])
+    });
+    if !(kv.contains_key("sqsq") && kv.contains_key("sqsk")) {
+        return None;
+    }
+    // Python's int(), 0 where it fails.
+    let get = |k: &str| kv.get(k).and_then(|v| v.trim().parse::<i128>().ok()).unwrap_or(0);
+    let half = [get("tok"), get("sk"), get("sqsq"), get("sqsk")];
+    Some(match phase {
+        "prefill" => [half[0], half[1], half[2], half[3], 0, 0, 0, 0],
+        _ => [0, 0, 0, 0, half[0], half[1], half[2], half[3]],
+    })
+}
+
+/// vLLM's unified attention over one iteration (the base model of
+/// §7.4.15): q of (N_Q, H_Q, d_qk), the KV cache's last three dims (N_KV,
+/// H_KV, d_v), the annotation's context and generation sums.
+fn unified_attention(a: &Args) -> Eval {
+    let Some(stats) = a.annotation.as_deref().and_then(iteration_stats) else {
+        return Eval::Failed;
+    };
+    let ints = |i: usize| -> Option<Vec<i128>> {
+        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
+    };
+    let shapes = (|| {
+        let [n_q, h_q, d_qk] = <[i128; 3]>::try_from(ints(0)?).ok()?;
+        let k = ints(1)?;
+        let [n_kv, h_kv, d_v] = <[i128; 3]>::try_from(k.get(k.len().checked_sub(3)?..)?).ok()?;
+        let dtype_q = a.types.first()?.str()?;
+        let dtype_kv = match a.types.get(1) {
+            Some(t) => t.str()?,
+            None => dtype_q,
+        };
+        Some((n_q, h_q, d_qk, n_kv, h_kv, d_v, dtype_q, dtype_kv))
+    })();
+    let Some((n_q, h_q, d_qk, n_kv, h_kv, d_v, dtype_q, dtype_kv)) = shapes else {
+        return Eval::Failed;
+    };
+    let [c_sq, c_sk, c_sqsq, c_sqsk, g_sq, g_sk, g_sqsq, g_sqsk] = stats;
+    if c_sq == 0 && g_sq == 0 {
+        // TraceLens: decode needs custom annotations.
+        return Eval::NotImplemented;
+    }
+    let ctx_qk = h_q * (2 * c_sqsk * d_qk) - h_q * c_sqsq * d_qk;
+    let ctx_pv = h_q * (2 * c_sqsk * d_v) - h_q * c_sqsq * d_v;
+    let flops = ctx_qk + ctx_pv + h_q * (2 * g_sqsk * d_qk) + h_q * (2 * g_sqsk * d_v);
+    let e = bpe(dtype_q).unwrap_or(2);
+    let e_kv = bpe(dtype_kv).unwrap_or(e);
+    let fresh = |sq: i128| sq * h_q * d_qk + sq * h_q * d_v + sq * h_kv * d_qk + sq * h_kv * d_v;
+    let cached = |sq: i128, sk: i128| (sk - sq) * h_kv * d_qk + (sk - sq) * h_kv * d_v;
+    let bytes = (fresh(c_sq) + fresh(g_sq)) * e + (cached(c_sq, c_sk) + cached(g_sq, g_sk)) * e_kv;
+    let int = |x: i128| Param::Int(x as i64);
+    let params = vec![
+        ("B", int(1)),
+        ("N_Q", int(n_q)),
+        ("H_Q", int(h_q)),
+        ("H_V", int(h_kv)),
+        ("H_K", int(h_kv)),
+        ("N_KV", int(n_kv)),
+        ("H_KV", int(h_kv)),
+        ("d_h_qk", int(d_qk)),
+        ("d_h_v", int(d_v)),
+        ("dropout", Param::Text("0.0".into())),
+        ("causal", Param::Bool(false)),
+        ("flash_impl", Param::Bool(true)),
+        ("c_sq", int(c_sq)),
+        ("c_sk", int(c_sk)),
+        ("c_sqsq", int(c_sqsq)),
+        ("c_sqsk", int(c_sqsk)),
+        ("g_sq", int(g_sq)),
+        ("g_sk", int(g_sk)),
+        ("g_sqsq", int(g_sqsq)),
+        ("g_sqsk", int(g_sqsk)),
+        ("dtype_Q", Param::Str(dtype_q.into())),
+        ("dtype_KV", Param::Str(dtype_kv.into())),
+    ];
+    let spec = spec("matrix", Some(dtype_q));
+    Eval::Model(Model { params, flops: flops as f64, bytes: Some(bytes as f64), spec })
+}
+
+/// aiter's sparse prefill (DeepSeek-V4): q of (N_Q, H_Q, d) attending the
+/// `pairs` KV slots its two index lists name, one latent KV head.
+fn sparse_prefill(a: &Args) -> Option<Model> {
+    let q = a.dims_of(0)?;
+    let [n_q, h_q, d] = [0, 1, 2].map(|i| q.get(i).and_then(Py::int).map(i128::from));
+    let (n_q, h_q, d) = (n_q?, h_q?, d?);
+    let pairs = i128::from(a.dim(2, 0)?) + i128::from(a.dim(5, 0)?);
+    let dtype_q = a.types.first()?.str()?;
+    let dtype_kv = match a.types.get(1) {
+        Some(t) => t.str()?,
+        None => dtype_q,
+    };
+    let e = bpe(dtype_q).unwrap_or(2);
+    let e_kv = bpe(dtype_kv).unwrap_or(e);
+    let int = |x: i128| Param::Int(x as i64);
+    let params = vec![
+        ("B", int(1)),
+        ("N_Q", int(n_q)),
+        ("H_Q", int(h_q)),
+        ("H_V", int(1)),
+        ("H_K", int(1)),
+        ("N_KV", int(pairs)),
+        ("H_KV", int(1)),
+        ("d_h_qk", int(d)),
+        ("d_h_v", int(d)),
+        ("dropout", Param::Text("0.0".into())),
+        ("causal", Param::Bool(false)),
+        ("flash_impl", Param::Bool(true)),
+        ("prefill_pairs", int(pairs)),
+        ("dtype_Q", Param::Str(dtype_q.into())),
+        ("dtype_KV", Param::Str(dtype_kv.into())),
+    ];
+    // bf16 MFMA where the trace names no dtype.
+    let spec = spec("matrix", Some(if dtype_q.is_empty() { "c10::bfloat16" } else { dtype_q }));
+    let flops = pairs * h_q * 2 * (d + d);
+    let bytes = 2 * n_q * h_q * d * e + pairs * d * e_kv;
+    Some(Model { params, flops: flops as f64, bytes: Some(bytes as f64), spec })
 }
 
 /// The op names of [`SMALL_OPS`] whose sheet is `sheet`.
@@ -2836,6 +3220,8 @@ fn args_of(p: &Parsed, e: usize) -> (Args, crate::parse::ShapeArgs) {
         strides: seq(read(shape.strides)),
         output_types: seq(read(shape.output_types)),
         concrete: seq(read(shape.concrete)),
+        annotation: None,
+        forward: None,
     };
     (args, shape)
 }
@@ -2888,7 +3274,12 @@ impl Analysis<'_> {
         // (§6.2), each part in its order.
         let (conv_fwd, conv_bwd) =
             split_rows(self.sheet_of(&CONV_OPS, arch, &|n, a, _| conv(n, a, false)), |r| {
-                r[0].text() == "aten::convolution_backward"
+                CONV_BACKWARD_OPS.contains(&r[0].text().as_str())
+            });
+        let inference_fwd =
+            self.sheet_of(&INFERENCE_OPS, arch, &|name, args, _| match inference(name, args) {
+                Eval::Model(m) => Some(m),
+                Eval::Failed | Eval::NotImplemented => None,
             });
         let rms = self.sheet_of(&RMS_OPS, arch, &|name, args, _| rms_ext(name, args));
         let collectives =
@@ -2908,7 +3299,7 @@ impl Analysis<'_> {
             ("SDPA_bwd", sdpa_bwd),
             ("CONV_fwd", conv_fwd),
             ("CONV_bwd", conv_bwd),
-            ("InferenceAttention_fwd", forward("InferenceAttention_fwd")),
+            ("InferenceAttention_fwd", inference_fwd),
             ("BinaryElementwise", binary),
             ("GroupedGEMM_fwd", forward("GroupedGEMM_fwd")),
             ("MoE_comm_fwd", forward("MoE_comm_fwd")),
@@ -3017,7 +3408,9 @@ impl Analysis<'_> {
         for (s, &e) in ops.iter().enumerate() {
             let list = &mut kernels[s];
             list.sort_by(|&a, &b| self.interval(a).0.total_cmp(&self.interval(b).0));
-            let (args, shape) = args_of(p, e);
+            let (mut args, shape) = args_of(p, e);
+            args.annotation = self.annotation_of(e);
+            args.forward = self.conv_forward(e, true);
             let Some(model) = model(p.str(ev(p, e).name), &args, list) else { continue };
             let (time, time_int) = self.busy(list);
             let roofline = Roofline::of(arch, &model, time);
@@ -3119,11 +3512,71 @@ pub(crate) struct Modelled {
 
 impl Analysis<'_> {
     /// [`Modelled`], made on first use.
+    /// The iteration annotation of the op at `e` (§1.1 step 2, §7.4.15):
+    /// for an [`ANNOTATED`] op, the name of the first user annotation by
+    /// start (ties in file order) that starts no later than the op and
+    /// ends after it, or `NA`; `None` for any other op.
+    fn annotation_of(&self, e: usize) -> Option<String> {
+        let p = self.p;
+        if !self.name(e).starts_with(ANNOTATED) {
+            return None;
+        }
+        let spans = self.annotations.get_or_init(|| {
+            let mut spans: Vec<usize> = (0..p.events.len())
+                .filter(|&i| {
+                    let x = ev(p, i);
+                    matches!(x.cat, Cat::UserAnnotation | Cat::OtherAnnotation)
+                        && x.ts.is_some()
+                        && x.dur.is_some()
+                })
+                .collect();
+            spans.sort_by(|&a, &b| {
+                let ts = |i: usize| ev(p, i).ts.map_or(0.0, Num::f);
+                ts(a).total_cmp(&ts(b))
+            });
+            spans
+        });
+        let op = ev(p, e);
+        let (Some(ts), Some(dur)) = (op.ts.map(Num::f), op.dur.map(Num::f)) else {
+            return Some("NA".into());
+        };
+        let around = spans.iter().find(|&&a| {
+            let x = ev(p, a);
+            let (start, len) = (x.ts.map_or(0.0, Num::f), x.dur.map_or(0.0, Num::f));
+            start <= ts && ts + dur < start + len
+        });
+        Some(around.map_or_else(|| "NA".into(), |&a| p.str(ev(p, a).name).to_string()))
+    }
+
+    /// The args of the forward a fused conv backward op at `e` reads
+    /// (§7.4.2): the last `ConvBias_` / `ConvBiasReLU_` of its `Sequence
+    /// number` whose parameters TraceLens could read, before `e` in the
+    /// file (`before`: the sheets, processed in file order) or anywhere in
+    /// it (the unified table, after every sheet); `None` for other ops.
+    fn conv_forward(&self, e: usize, before: bool) -> Option<Box<Args>> {
+        let p = self.p;
+        if !matches!(self.name(e), "ConvBias_Backward" | "ConvBiasReLU_Backward") {
+            return None;
+        }
+        let seq = p.sequences.iter().find(|(i, _)| *i == e)?.1;
+        p.sequences
+            .iter()
+            .filter(|&&(i, n)| {
+                n == seq
+                    && (!before || i < e)
+                    && matches!(self.name(i), "ConvBias_" | "ConvBiasReLU_")
+            })
+            .map(|&(i, _)| args_of(p, i).0)
+            .filter(|a| conv_bias(a, false).is_some())
+            .last()
+            .map(Box::new)
+    }
+
     fn modelled(&self) -> &Modelled {
         self.modelled.get_or_init(|| {
             let p = self.p;
             let small: Vec<&str> = SMALL_OPS.iter().map(|(n, _)| *n).collect();
-            let families: [&[&str]; 10] = [
+            let families: [&[&str]; 11] = [
                 &GEMM_OPS,
                 &CONV_OPS,
                 &SDPA_OPS,
@@ -3133,6 +3586,7 @@ impl Analysis<'_> {
                 &REDUCE_OPS,
                 &RMS_OPS,
                 &COLLECTIVE_OPS,
+                &INFERENCE_OPS,
                 &small,
             ];
             let ids: rustc_hash::FxHashSet<u32> =
@@ -3444,9 +3898,16 @@ impl Analysis<'_> {
     pub(super) fn evaluate(&self, e: usize, kernels: &[usize], backward: bool) -> Eval {
         let p = self.p;
         let name = self.name(e);
-        let (args, _) = args_of(p, e);
+        let (mut args, _) = args_of(p, e);
+        args.annotation = self.annotation_of(e);
+        args.forward = self.conv_forward(e, false);
         let is = |ops: &[&str]| ops.contains(&name);
-        let model = if triton_name(name) {
+        let model = if is(&INFERENCE_OPS) {
+            return match backward {
+                true => Eval::NotImplemented,
+                false => inference(name, &args),
+            };
+        } else if triton_name(name) {
             match backward {
                 true => return Eval::NotImplemented,
                 false => return triton(name, &args),
@@ -3638,6 +4099,8 @@ mod tests {
             strides: None,
             output_types: None,
             concrete: concrete.map(seq),
+            annotation: None,
+            forward: None,
         }
     }
 
@@ -3945,6 +4408,67 @@ mod tests {
         assert_eq!(m.flops, 144.0);
         assert_eq!(m.bytes, Some(2.0 * (144.0 * 4.0 + 144.0 * 4.0)));
         assert_eq!(m.spec, "vector_fp32");
+    }
+
+    /// The detailed iteration annotations of vLLM, SGLang and ATOM give
+    /// their sums; the native forms (no sq·sk sums) and other text none.
+    #[test]
+    fn iteration_annotations_give_their_sums() {
+        use super::iteration_stats as stats;
+        assert_eq!(
+            stats(
+                "execute_64_context_0(sq0sk0sqsq0sqsk0)_generation_64(sq64sk131072sqsq64sqsk131072)"
+            ),
+            Some([0, 0, 0, 0, 64, 131072, 64, 131072])
+        );
+        assert_eq!(
+            stats(
+                "step[MIXED bs=2 c=1 g=1 c_sq=5 c_sk=8 c_sqsq=25 c_sqsk=40 g_sq=1 g_sk=12 g_sqsq=1 g_sqsk=12]"
+            ),
+            Some([5, 8, 25, 40, 1, 12, 1, 12])
+        );
+        assert_eq!(
+            stats("step[DECODE bs=64 g_sq=128 g_sqsq=256 g_sqsk=262144 g_sk=131072]"),
+            Some([0, 0, 0, 0, 128, 131072, 256, 262144])
+        );
+        assert_eq!(
+            stats(
+                "prefill[bs=2 tok=14721 ctx=[7803, 6918] sqsq=108745533 sqsk=108745533 sk=14721]"
+            ),
+            Some([14721, 14721, 108745533, 108745533, 0, 0, 0, 0])
+        );
+        assert_eq!(
+            stats("decode[bs=117/128 tok=384 p=2 d=126 sqsq=132612 sqsk=1114112 sk=258048 tbo=1]"),
+            Some([0, 0, 0, 0, 384, 258048, 132612, 1114112])
+        );
+        // aiter's sparse prefill needs none: 96 + 32 KV slots for 64
+        // queries of 16 heads of 512.
+        let a = args(
+            "((64, 16, 512), (), (96,), (), (), (32,))",
+            "('c10::BFloat16', 'c10::BFloat16')",
+            None,
+        );
+        let super::Eval::Model(m) = super::inference("aiter::pa_sparse_prefill_opus_fwd", &a)
+        else {
+            panic!("no model")
+        };
+        assert_eq!(m.flops, 128.0 * 16.0 * 2.0 * 1024.0);
+        assert_eq!(m.bytes, Some(2.0 * 64.0 * 16.0 * 512.0 * 2.0 + 128.0 * 512.0 * 2.0));
+        assert!(matches!(
+            super::inference("vllm::gdn_attention_core", &a),
+            super::Eval::NotImplemented
+        ));
+        for native in [
+            "execute_context_2(14721)_generation_0(0)",
+            "step[EXTEND bs=2 toks=14721]",
+            "step[EXTENDED sqsq=1]",
+            "prefill[bs=2 tok=14721 ctx=[7803, 6918]]",
+            "decode[bs=32 tok=128 sqsq=512 sk=65536]",
+            "NA",
+            "ProfilerStep#3",
+        ] {
+            assert_eq!(stats(native), None, "{native}");
+        }
     }
 
     /// Two sheets concatenated as pandas does: the second's new column is

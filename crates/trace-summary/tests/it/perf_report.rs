@@ -352,3 +352,96 @@ fn a_sole_backward_op_and_a_synthetic_op_in_the_unified_table() {
     assert_eq!(sheet.1.rows[0][0].text(), "aten::_scaled_dot_product_flash_attention");
     assert_eq!(sheet.1.rows[0][sheet.1.column("GFLOPS_first").unwrap()].text(), "0.08388608");
 }
+
+/// vLLM's unified attention inside a detailed iteration annotation (on the
+/// GPU stream's `gpu_user_annotation`, as TraceLens reads any category
+/// holding `user_annotation`) gets the inference-attention model; the same
+/// op outside any annotation keeps only its kernel time in the unified
+/// table; a gated-delta op without one is absent (`NotImplementedError`).
+#[test]
+fn vllm_attention_reads_its_iteration_annotation() {
+    let step = "execute_6147_context_2(sq6144sk7144sqsq20971520sqsk23019520)_generation_3(sq3sk6144sqsq3sqsk6144)";
+    // q (N_Q, H_Q, d) = (6147, 32, 128); the KV cache (blocks, 16, 8, 128).
+    let args = r#""Input Dims": [[6147, 32, 128], [4096, 16, 8, 128], [4096, 16, 8, 128], [6147, 32, 128], []], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", ""]"#;
+    let mut events = vec![x("gpu_user_annotation", step, 9, 50, 1000, "")];
+    events.push(x("cpu_op", "vllm::unified_attention_with_output", 1, 100, 50, args));
+    events.extend(launch(1, 110, "unified_attention_kernel", 200, 1));
+    // Outside the annotation (and of other shapes, so a row of its own:
+    // the unified table groups by name and args).
+    let decode = args.replace("6147", "1");
+    events.push(x("cpu_op", "vllm::unified_attention_with_output", 1, 2000, 50, &decode));
+    events.extend(launch(1, 2010, "unified_attention_kernel", 2100, 2));
+    events.push(x("cpu_op", "vllm::gdn_attention_core", 1, 3000, 50, args));
+    events.extend(launch(1, 3010, "gdn_kernel", 3100, 3));
+    let text = kineto(&events);
+    let summary =
+        trace_summary::summarize(text.as_bytes(), std::path::Path::new("t.json")).unwrap();
+    let (_, sheet) =
+        summary.perf_sheets.iter().find(|(n, _)| n == "InferenceAttention_fwd").unwrap_or_else(
+            || panic!("{:?}", summary.perf_sheets.iter().map(|s| &s.0).collect::<Vec<_>>()),
+        );
+    assert_eq!(sheet.rows.len(), 1, "{sheet:?}");
+    let cell = |t: &trace_summary::Table, r: &[trace_summary::Cell], c: &str| {
+        r[t.column(c).unwrap_or_else(|| panic!("{c}: {:?}", t.header))].text()
+    };
+    let (h, d) = (32i128, 128i128);
+    let flops = h * (2 * 23019520 * d) - h * 20971520 * d + h * (2 * 23019520 * d)
+        - h * 20971520 * d
+        + 2 * (h * (2 * 6144 * d));
+    let gflops = trace_summary::py_float(flops as f64 / 1e9);
+    assert_eq!(cell(sheet, &sheet.rows[0], "GFLOPS_first"), gflops);
+    assert_eq!(cell(sheet, &sheet.rows[0], "param: c_sqsk"), "23019520");
+    assert_eq!(cell(sheet, &sheet.rows[0], "param: N_KV"), "16");
+    assert_eq!(cell(sheet, &sheet.rows[0], "Compute Spec"), "matrix_bf16");
+    assert_eq!(cell(sheet, &sheet.rows[0], "name_count"), "1");
+
+    let table = summary.unified_perf_summary.expect("collected ops");
+    let rows: Vec<&Vec<trace_summary::Cell>> = table
+        .rows
+        .iter()
+        .filter(|r| r[0].text() == "vllm::unified_attention_with_output")
+        .collect();
+    assert_eq!(rows.len(), 2, "{table:?}");
+    let gflops_of: Vec<String> = rows.iter().map(|r| cell(&table, r, "GFLOPS")).collect();
+    assert!(gflops_of.contains(&gflops) && gflops_of.contains(&String::new()), "{gflops_of:?}");
+    assert!(table.rows.iter().all(|r| r[0].text() != "vllm::gdn_attention_core"));
+}
+
+/// apex's fused `ConvBias_` is modelled with its bias; its backward op
+/// reads the forward of its `Sequence number` and moves to `CONV_bwd`
+/// with the backward formulas (by hand: (8, 64, 56, 56) ⊛ (64, 64, 3, 3),
+/// stride 1, padding 1).
+#[test]
+fn fused_conv_bias_backward_reads_its_forward() {
+    let fwd = r#""Input Dims": [[8, 64, 56, 56], [64, 64, 3, 3], [1, 64, 1, 1], [], []], "Input type": ["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"], "Input Strides": [[200704, 3136, 56, 1], [576, 9, 3, 1], [64, 1, 1, 1], [], []], "Concrete Inputs": ["", "", "", "1", "1"], "Sequence number": 7"#;
+    let mut events = vec![x("cpu_op", "ConvBias_", 1, 100, 50, fwd)];
+    events.extend(launch(1, 110, "conv_fwd_kernel", 200, 1));
+    let bwd =
+        r#""Input Dims": [[8, 64, 56, 56]], "Input type": ["c10::Half"], "Sequence number": 7"#;
+    events.push(x("cpu_op", "ConvBias_Backward", 2, 1000, 50, bwd));
+    events.extend(launch(2, 1010, "conv_bwd_kernel", 1100, 2));
+    // A backward whose forward is missing: no figures, no sheet row.
+    let orphan = bwd.replace(": 7", ": 8");
+    events.push(x("cpu_op", "ConvBias_Backward", 2, 2000, 50, &orphan));
+    events.extend(launch(2, 2010, "conv_bwd_kernel", 2100, 3));
+    let text = kineto(&events);
+    let summary =
+        trace_summary::summarize(text.as_bytes(), std::path::Path::new("t.json")).unwrap();
+    let sheet = |n: &str| {
+        &summary.perf_sheets.iter().find(|(s, _)| s == n).unwrap_or_else(|| panic!("{n}")).1
+    };
+    let cell = |t: &trace_summary::Table, c: &str| {
+        t.rows[0][t.column(c).unwrap_or_else(|| panic!("{c}: {:?}", t.header))].text()
+    };
+    let (fwd, bwd) = (sheet("CONV_fwd"), sheet("CONV_bwd"));
+    assert_eq!((fwd.rows.len(), bwd.rows.len()), (1, 1), "{fwd:?} {bwd:?}");
+    let out = 8.0 * 64.0 * 56.0 * 56.0;
+    let w = 64.0 * 64.0 * 9.0;
+    let forward = 2.0 * (64.0 * 9.0) * out + out;
+    assert_eq!(cell(fwd, "GFLOPS_first"), trace_summary::py_float(forward / 1e9));
+    assert_eq!(cell(fwd, "param: bias"), "True");
+    let backward = 2.0 * (64.0 * 9.0) * out + 2.0 * w * 8.0 * 56.0 * 56.0 + out;
+    assert_eq!(cell(bwd, "name"), "ConvBias_Backward");
+    assert_eq!(cell(bwd, "GFLOPS_first"), trace_summary::py_float(backward / 1e9));
+    assert_eq!(cell(bwd, "name_count"), "1");
+}
