@@ -80,6 +80,12 @@ pub(crate) enum Error {
     Stdout(#[source] io::Error),
 }
 
+/// How to install TraceLens where `import TraceLens` fails.
+const INSTALL_TRACELENS: &str = "install TraceLens into an isolated virtual environment: \
+`madengine setup tracelens`, or `python3 -m venv /opt/madengine-tracelens-venv && \
+/opt/madengine-tracelens-venv/bin/pip install git+https://github.com/AMD-AGI/TraceLens`; then point \
+--python at its interpreter or set TRACELENS_VENV=/opt/madengine-tracelens-venv";
+
 impl Error {
     pub(crate) fn status(&self) -> Status {
         use tracelens_driver::Error as T;
@@ -141,6 +147,17 @@ impl Error {
             );
         }
         let client = match self {
+            Error::Tracelens(tracelens_driver::Error::TraceLensMissing { .. }) => {
+                return Some(INSTALL_TRACELENS.into());
+            }
+            Error::Tracelens(
+                tracelens_driver::Error::Python { .. } | tracelens_driver::Error::Probe { .. },
+            ) => {
+                return Some(format!(
+                    "point --python at a Python 3 interpreter (or set TRACELENS_VENV); \
+                     {INSTALL_TRACELENS}"
+                ));
+            }
             Error::Arch(trace_summary::ArchError::Unknown { .. }) => {
                 return Some(
                     "for another GPU, write its peaks as TraceLens' arch JSON (name, \

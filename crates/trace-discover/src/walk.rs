@@ -320,15 +320,15 @@ pub fn classify(path: &Path, options: &Options) -> Result<Discovery> {
     Ok(found)
 }
 
-/// Why a copy `madengine trace sanitize` wrote beside its trace is left out
-/// (an [`Unsupported::reason`]): the trace was written again since.
-pub const SANITIZED_COPY: &str = "a copy `madengine trace sanitize` wrote of the trace beside \
-    it (the same name without `.sanitized`), which was written again since and is read instead";
+/// Why a sanitized copy beside its trace is left out (an
+/// [`Unsupported::reason`]): the trace was written again since.
+pub const SANITIZED_COPY: &str = "a sanitized copy of the trace beside it (the same name \
+    without `.sanitized`), which was written again since and is read instead";
 
-/// Why a trace is left out whose copy `madengine trace sanitize` wrote
-/// beside it later (an [`Unsupported::reason`]).
-pub const SANITIZED_ORIGINAL: &str = "its copy `madengine trace sanitize` wrote beside it since \
-    (the same name with `.sanitized`) is read instead";
+/// Why a trace is left out whose sanitized copy was written beside it
+/// later (an [`Unsupported::reason`]).
+pub const SANITIZED_ORIGINAL: &str = "its sanitized copy beside it, written since (the same name \
+    with `.sanitized`), is read instead";
 
 /// The trace that `path` is the copy of if `madengine trace sanitize` wrote
 /// it beside that trace, by its name (`run.sanitized.pt.trace.json` of

@@ -119,18 +119,11 @@ pub enum Error {
 #[error("{0}")]
 pub struct SetupFailure(pub String);
 
-/// How to install TraceLens, for the missing-TraceLens error.
-pub const INSTALL_HINT: &str = "install TraceLens into an isolated virtual environment, e.g. \
-`madengine setup tracelens` or `python3 -m venv /opt/madengine-tracelens-venv && \
-/opt/madengine-tracelens-venv/bin/pip install git+https://github.com/AMD-AGI/TraceLens`, then point \
---python at its interpreter or set TRACELENS_VENV=/opt/madengine-tracelens-venv";
-
 fn missing_message(python: &std::path::Path, detail: &str, lowercase: Option<&str>) -> String {
-    let mut m =
-        format!("TraceLens is not importable by {} ({detail}); {INSTALL_HINT}", python.display());
+    let mut m = format!("TraceLens is not importable by {} ({detail})", python.display());
     if let Some(found) = lowercase {
         m.push_str(&format!(
-            ". Note: `import tracelens` (lower case) works ({found}): that is the PyPI package `tracelens`, \
+            "; `import tracelens` (lower case) works ({found}): that is the PyPI package `tracelens`, \
              an unrelated project; TraceLens comes from github.com/AMD-AGI/TraceLens"
         ));
     }

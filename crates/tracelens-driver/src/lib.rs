@@ -49,7 +49,7 @@ mod tool;
 
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
-    error::{Error, INSTALL_HINT, Result, SetupFailure},
+    error::{Error, Result, SetupFailure},
     extra::check_extra_args,
     plan::{Config, Job, Plan, ROCPD, partial_note, plan},
     python::{Probe, TraceLens, probe, resolve_interpreter},

@@ -590,7 +590,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
        CSVs: summary/rank0_trace.sanitized
 
     ----- stderr -----
-    [madengine] left out base/rank0_trace.json: its copy `madengine trace sanitize` wrote beside it since (the same name with `.sanitized`) is read instead
+    [madengine] left out base/rank0_trace.json: its sanitized copy beside it, written since (the same name with `.sanitized`), is read instead
     [madengine] removed the earlier report in summary/rank0_trace: its trace base/rank0_trace.json is no longer read as one (`madengine trace discover` says why)
     ");
     assert_eq!(listed(), "new_collectives new_rank0_trace new_rank1_trace rank0_trace.sanitized");

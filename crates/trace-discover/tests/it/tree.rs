@@ -230,9 +230,9 @@ fn of_a_trace_and_its_sanitized_copy_the_newer_is_read() {
     pytorch c/rank2.pt.trace.json by Name rank=2 (FileName, world None)
     pytorch c/rank2.sanitized.json by Content rank=2 (FileName, world None)
     rocprof_json a/908_results.json by Name
-    unsupported a/908_results.sanitized.json: a copy `madengine trace sanitize` wrote of the trace beside it (the same name without `.sanitized`), which was written again since and is read instead
-    unsupported a/rank0.pt.trace.json: its copy `madengine trace sanitize` wrote beside it since (the same name with `.sanitized`) is read instead
-    unsupported b/rank1.pt.trace.json: its copy `madengine trace sanitize` wrote beside it since (the same name with `.sanitized`) is read instead
+    unsupported a/908_results.sanitized.json: a sanitized copy of the trace beside it (the same name without `.sanitized`), which was written again since and is read instead
+    unsupported a/rank0.pt.trace.json: its sanitized copy beside it, written since (the same name with `.sanitized`), is read instead
+    unsupported b/rank1.pt.trace.json: its sanitized copy beside it, written since (the same name with `.sanitized`), is read instead
     ");
 }
 

@@ -841,7 +841,7 @@ const BINARY_OPS: [&str; 13] = [
 ];
 
 /// The attention ops modelled (§7.3's family 2, §7.4.3), in name order.
-const SDPA_OPS: [&str; 16] = [
+const SDPA_OPS: [&str; 17] = [
     "EvoformerAttention",
     "FlashAttnFunc",
     "aiter::_flash_attn_backward",
@@ -858,6 +858,7 @@ const SDPA_OPS: [&str; 16] = [
     "flash_attn::_flash_attn_forward",
     "flash_attn::_flash_attn_varlen_backward",
     "flash_attn::_flash_attn_varlen_forward",
+    "flash_attn_3::fwd",
 ];
 
 /// The SDPA backward op whose forward-pass rows move to `SDPA_bwd` (§6.2).
@@ -1391,7 +1392,7 @@ fn conv_figures(c: Conv<'_>, backward: bool) -> Option<Model> {
 
 /// The normalization ops modelled (§7.4.7), forward and backward (the
 /// `Normalization` sheet holds both).
-const NORM_OPS: [&str; 24] = [
+const NORM_OPS: [&str; 37] = [
     "aten::batch_norm",
     "aten::native_batch_norm",
     "aten::miopen_batch_norm",
@@ -1412,10 +1413,23 @@ const NORM_OPS: [&str; 24] = [
     "aten::native_group_norm",
     "aten::miopen_group_norm",
     "aten::cudnn_group_norm",
+    "aiter::_groupnorm_run",
+    "aten::group_norm_backward",
+    "aten::native_group_norm_backward",
+    "aten::miopen_group_norm_backward",
+    "aten::cudnn_group_norm_backward",
+    "aten::instance_norm",
+    "aten::native_instance_norm",
+    "aten::miopen_instance_norm",
+    "aten::cudnn_instance_norm",
     "aten::_fused_rms_norm",
     "aten::rms_norm_backward",
     "aten::native_rms_norm_backward",
+    "aten::miopen_rms_norm_backward",
+    "aten::cudnn_rms_norm_backward",
     "aten::_fused_rms_norm_backward",
+    "primus::fused_ln_modulate",
+    "primus::fused_ln_modulate_backward",
 ];
 
 /// A list literal of a `Concrete Inputs` text (`[512]`, `[True, False]`).
@@ -1466,8 +1480,20 @@ fn norm(name: &str, a: &Args) -> Option<Model> {
             } else {
                 (0, product(1)? as f64, present(3), present(2), true, None)
             }
-        } else if name.contains("group_norm") {
-            (0, a.dim(0, 1)? as f64, true, present(2), true, None)
+        } else if name.contains("group_norm") || name == "aiter::_groupnorm_run" {
+            if backward {
+                // Channels per group: C / num_groups, a float.
+                let groups: i128 = text(8)?.trim().parse().ok()?;
+                let ch = a.dim(1, 1)? as f64 / groups as f64;
+                (1, ch, true, present(5), true, Some(bools(9)?))
+            } else {
+                (0, a.dim(0, 1)? as f64, true, present(2), true, None)
+            }
+        } else if name.contains("instance_norm") {
+            // `use_input_stats`: any text but "" is true.
+            (0, a.dim(0, 1)? as f64, true, present(2), !text(5)?.is_empty(), None)
+        } else if name.starts_with("primus::fused_ln_modulate") {
+            return ln_modulate(name, a);
         } else if backward {
             // The RMSNorm backward: its own formulas below.
             (1, product(2)? as f64, false, present(4), false, Some(bools(5)?))
@@ -1530,9 +1556,10 @@ fn norm(name: &str, a: &Args) -> Option<Model> {
         ("stride_output", Param::Missing),
         (
             "num_channels",
-            match cc.fract() == 0.0 {
-                true => Param::Int(cc as i64),
-                false => Param::Text(crate::csv::py_float(cc)),
+            // Group norm's backward divides (a float); the others count.
+            match name.contains("group_norm_backward") {
+                false => Param::Int(cc as i64),
+                true => Param::Text(crate::csv::py_float(cc)),
             },
         ),
         ("has_bias", Param::Bool(hb)),
@@ -1548,6 +1575,42 @@ fn norm(name: &str, a: &Args) -> Option<Model> {
 }
 
 /// The reductions modelled (`core.aten_reduce`).
+/// Primus' fused LayerNorm + modulate (§7.4.7): x of (T, B, H), H the
+/// channels; the backward with its output mask all true.
+fn ln_modulate(name: &str, a: &Args) -> Option<Model> {
+    let x = a.dims_of(0)?;
+    let [t, b, h] = [0, 1, 2].map(|i| x.get(i).and_then(Py::int).map(i128::from));
+    let (t, b, h) = (t?, b?, h?);
+    let n = elements(x)?;
+    let dtype = a.dtype(0)?;
+    let e = bpe(dtype);
+    let backward = name.ends_with("_backward");
+    let (flops, bytes) = match backward {
+        false => (12 * n, e.map(|e| 2 * n * e + 2 * b * h * e + 2 * t * b * 4)),
+        true => (15 * n, e.map(|e| 2 * n * e + 2 * b * t * 4 + n * e + 2 * b * h * e + b * h * e)),
+    };
+    let stride = a
+        .strides
+        .as_ref()
+        .and_then(|s| s.first())
+        .map_or(Param::Missing, |s| Param::Text(s.repr(true)));
+    let mut params = vec![
+        ("op_shape", shape_param(x)),
+        ("dtype_in_out", Param::Text(format!("({}, None)", py(dtype)))),
+        ("stride_input", stride),
+        ("stride_output", Param::Missing),
+        ("num_channels", Param::Int(h as i64)),
+        ("has_bias", Param::Bool(true)),
+        ("is_affine", Param::Bool(true)),
+        ("is_training", Param::Bool(true)),
+    ];
+    if backward {
+        params.push(("output_mask", Param::Text("[True, True, True]".into())));
+    }
+    let spec = spec("vector", Some(dtype));
+    Some(Model { params, flops: flops as f64, bytes: bytes.map(|b| b as f64), spec })
+}
+
 const REDUCE_OPS: [&str; 13] = [
     "aten::sum",
     "aten::mean",
@@ -4469,6 +4532,50 @@ mod tests {
         ] {
             assert_eq!(stats(native), None, "{native}");
         }
+    }
+
+    /// Group norm's backward (channels per group, a float), instance norm
+    /// and Primus' fused LayerNorm + modulate, by hand.
+    #[test]
+    fn the_other_normalizations_model_their_shapes() {
+        let x = "(8, 32, 16, 16)";
+        let mut a = args(
+            &format!("({x}, {x}, (8, 4), (8, 4), (32,), (32,), (), (), (), ())"),
+            "('c10::BFloat16', 'c10::BFloat16', 'float', 'float', 'c10::BFloat16', 'c10::BFloat16')",
+            Some("('', '', '', '', '', '8', '32', '256', '4', '[True, True, True]')"),
+        );
+        let s = Py::parse("(8192, 256, 16, 1)").unwrap();
+        a.strides = Some(vec![s.clone(), s]);
+        let m = super::norm("aten::native_group_norm_backward", &a).unwrap();
+        let e = 65536.0;
+        assert_eq!(m.flops, 8.0 * (4.0 * (e / 8.0) + 5.0 * (e / 8.0)));
+        assert_eq!(
+            m.bytes,
+            Some(e * 2.0 + e * 2.0 * 2.0 + 8.0 * 2.0 + 8.0 * 2.0 + 8.0 * 2.0 * 2.0)
+        );
+        let dict = super::params_dict(&m.params);
+        assert!(dict.contains("'num_channels': 8.0,"), "{dict}");
+
+        let x = "(4, 16, 32, 32)";
+        let mut a = args(
+            &format!("({x}, (16,), (16,), (16,), (16,), (), (), (), ())"),
+            "('c10::BFloat16', 'c10::BFloat16')",
+            Some("('', '', '', '', '', 'True', '0.1', '1e-05', 'True')"),
+        );
+        a.strides = Some(vec![Py::parse("(16384, 1024, 32, 1)").unwrap()]);
+        let m = super::norm("aten::instance_norm", &a).unwrap();
+        assert_eq!(m.flops, 3.0 * 16.0 + 3.0 * e + 3.0 * 16.0 + 2.0 * e);
+        assert_eq!(m.bytes, Some(e * 2.0 * 2.0 + 6.0 * 16.0 * 2.0));
+
+        let a = args("((128, 4, 1024), (4, 1024), (4, 1024))", "('c10::BFloat16',)", None);
+        let m = super::norm("primus::fused_ln_modulate", &a).unwrap();
+        let n = 128.0 * 4.0 * 1024.0;
+        assert_eq!(m.flops, 12.0 * n);
+        assert_eq!(
+            m.bytes,
+            Some(2.0 * n * 2.0 + 2.0 * 4.0 * 1024.0 * 2.0 + 2.0 * 128.0 * 4.0 * 4.0)
+        );
+        assert_eq!(m.spec, "vector_bf16");
     }
 
     /// Two sheets concatenated as pandas does: the second's new column is

@@ -1016,12 +1016,10 @@ fn missing_tracelens_and_the_wrong_package_are_explained() {
     let err = tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::TraceLensMissing { .. }));
-    assert!(
-        text.contains("pip install git+https://github.com/AMD-AGI/TraceLens")
-            && text.contains("TRACELENS_VENV"),
-        "{text}"
-    );
+    assert!(text.starts_with("TraceLens is not importable by"), "{text}");
     assert!(text.contains("unrelated project"), "{text}");
+    // How to install it is the binary's to say, in its own flags.
+    assert!(!text.contains("TRACELENS_VENV") && !text.contains("madengine"), "{text}");
 }
 
 #[test]
