@@ -1924,9 +1924,7 @@ fn moe_mhc(name: &str, a: &Args) -> Option<Option<Model>> {
 
 /// The fused and unfused MoE GEMM models (§7.4.14).
 fn moe(name: &str, a: &Args) -> Option<Model> {
-    let dims = |i: usize| -> Option<Vec<i128>> {
-        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
-    };
+    let dims = |i: usize| int_shape(a, i);
     let three = |i: usize| -> Option<[i128; 3]> { dims(i)?.try_into().ok() };
     let last = |i: usize| dims(i)?.last().copied();
     // w1 of (E, N·g, K_packed) and w2 of (E, hidden, inter_packed): the
@@ -2075,9 +2073,7 @@ fn triton_moe(a: &Args) -> Option<Model> {
     if a.dims.len() < 9 {
         return None;
     }
-    let dims = |i: usize| -> Option<Vec<i128>> {
-        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
-    };
+    let dims = |i: usize| int_shape(a, i);
     let [e, n, k] = <[i128; 3]>::try_from(dims(1)?).ok()?;
     let [tokens, topk] = <[i128; 2]>::try_from(dims(8)?).ok()?;
     let work = tokens * topk;
@@ -2320,6 +2316,12 @@ fn key_values<'s>(
     out
 }
 
+/// Whether `text` holds `sqsq=` and a digit: a detailed annotation's mark.
+fn has_sqsq(text: &str) -> bool {
+    text.match_indices("sqsq=")
+        .any(|(i, _)| text[i + 5..].starts_with(|c: char| c.is_ascii_digit()))
+}
+
 /// `step[EXTEND|DECODE|MIXED …]` holding `sqsq=<d>`: its `c_*` and `g_*`
 /// pairs, 0 where absent.
 fn sglang_stats(text: &str) -> Option<[i128; 8]> {
@@ -2330,10 +2332,7 @@ fn sglang_stats(text: &str) -> Option<[i128; 8]> {
         return None;
     }
     let inside = &after[..after.find(']')?];
-    let sqsq = inside
-        .match_indices("sqsq=")
-        .any(|(i, _)| inside[i + 5..].starts_with(|c: char| c.is_ascii_digit()));
-    if !sqsq {
+    if !has_sqsq(inside) {
         return None;
     }
     let body = &text[text.find('[')? + 1..text.rfind(']')?];
@@ -2354,10 +2353,7 @@ fn atom_stats(text: &str) -> Option<[i128; 8]> {
         .find_map(|p| Some((p, line.strip_prefix(p)?.strip_prefix('[')?)))?;
     let close = rest.rfind(']')?;
     let body = &rest[..close];
-    let detailed = body
-        .match_indices("sqsq=")
-        .any(|(i, _)| body[i + 5..].starts_with(|c: char| c.is_ascii_digit()));
-    if !detailed {
+    if !has_sqsq(body) {
         return None;
     }
     let kv = key_values(body, |s| {
@@ -2395,18 +2391,13 @@ fn unified_attention(a: &Args) -> Eval {
     let Some(stats) = a.annotation.as_deref().and_then(iteration_stats) else {
         return Eval::Failed;
     };
-    let ints = |i: usize| -> Option<Vec<i128>> {
-        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
-    };
+    let ints = |i: usize| int_shape(a, i);
     let shapes = (|| {
         let [n_q, h_q, d_qk] = <[i128; 3]>::try_from(ints(0)?).ok()?;
         let k = ints(1)?;
         let [n_kv, h_kv, d_v] = <[i128; 3]>::try_from(k.get(k.len().checked_sub(3)?..)?).ok()?;
         let dtype_q = a.types.first()?.str()?;
-        let dtype_kv = match a.types.get(1) {
-            Some(t) => t.str()?,
-            None => dtype_q,
-        };
+        let dtype_kv = kv_dtype(a, dtype_q)?;
         Some((n_q, h_q, d_qk, n_kv, h_kv, d_v, dtype_q, dtype_kv))
     })();
     let Some((n_q, h_q, d_qk, n_kv, h_kv, d_v, dtype_q, dtype_kv)) = shapes else {
@@ -2426,7 +2417,35 @@ fn unified_attention(a: &Args) -> Eval {
     let cached = |sq: i128, sk: i128| (sk - sq) * h_kv * d_qk + (sk - sq) * h_kv * d_v;
     let bytes = (fresh(c_sq) + fresh(g_sq)) * e + (cached(c_sq, c_sk) + cached(g_sq, g_sk)) * e_kv;
     let int = |x: i128| Param::Int(x as i64);
-    let params = vec![
+    let mut params = inference_params(n_q, h_q, n_kv, h_kv, d_qk, d_v);
+    params.extend([
+        ("c_sq", int(c_sq)),
+        ("c_sk", int(c_sk)),
+        ("c_sqsq", int(c_sqsq)),
+        ("c_sqsk", int(c_sqsk)),
+        ("g_sq", int(g_sq)),
+        ("g_sk", int(g_sk)),
+        ("g_sqsq", int(g_sqsq)),
+        ("g_sqsk", int(g_sqsk)),
+        ("dtype_Q", Param::Str(dtype_q.into())),
+        ("dtype_KV", Param::Str(dtype_kv.into())),
+    ]);
+    let spec = spec("matrix", Some(dtype_q));
+    Eval::Model(Model { params, flops: flops as f64, bytes: Some(bytes as f64), spec })
+}
+
+/// The parameters every inference-attention model starts with: one
+/// batch, the K and V heads those of the KV cache, no dropout, not causal.
+fn inference_params(
+    n_q: i128,
+    h_q: i128,
+    n_kv: i128,
+    h_kv: i128,
+    d_qk: i128,
+    d_v: i128,
+) -> Vec<(&'static str, Param)> {
+    let int = |x: i128| Param::Int(x as i64);
+    vec![
         ("B", int(1)),
         ("N_Q", int(n_q)),
         ("H_Q", int(h_q)),
@@ -2439,19 +2458,16 @@ fn unified_attention(a: &Args) -> Eval {
         ("dropout", Param::Text("0.0".into())),
         ("causal", Param::Bool(false)),
         ("flash_impl", Param::Bool(true)),
-        ("c_sq", int(c_sq)),
-        ("c_sk", int(c_sk)),
-        ("c_sqsq", int(c_sqsq)),
-        ("c_sqsk", int(c_sqsk)),
-        ("g_sq", int(g_sq)),
-        ("g_sk", int(g_sk)),
-        ("g_sqsq", int(g_sqsq)),
-        ("g_sqsk", int(g_sqsk)),
-        ("dtype_Q", Param::Str(dtype_q.into())),
-        ("dtype_KV", Param::Str(dtype_kv.into())),
-    ];
-    let spec = spec("matrix", Some(dtype_q));
-    Eval::Model(Model { params, flops: flops as f64, bytes: Some(bytes as f64), spec })
+    ]
+}
+
+/// The KV dtype an inference-attention model reads: the second input's,
+/// or q's where there is none.
+fn kv_dtype<'a>(a: &'a Args, q: &'a str) -> Option<&'a str> {
+    match a.types.get(1) {
+        Some(t) => t.str(),
+        None => Some(q),
+    }
 }
 
 /// aiter's sparse prefill (DeepSeek-V4): q of (N_Q, H_Q, d) attending the
@@ -2462,30 +2478,16 @@ fn sparse_prefill(a: &Args) -> Option<Model> {
     let (n_q, h_q, d) = (n_q?, h_q?, d?);
     let pairs = i128::from(a.dim(2, 0)?) + i128::from(a.dim(5, 0)?);
     let dtype_q = a.types.first()?.str()?;
-    let dtype_kv = match a.types.get(1) {
-        Some(t) => t.str()?,
-        None => dtype_q,
-    };
+    let dtype_kv = kv_dtype(a, dtype_q)?;
     let e = bpe(dtype_q).unwrap_or(2);
     let e_kv = bpe(dtype_kv).unwrap_or(e);
-    let int = |x: i128| Param::Int(x as i64);
-    let params = vec![
-        ("B", int(1)),
-        ("N_Q", int(n_q)),
-        ("H_Q", int(h_q)),
-        ("H_V", int(1)),
-        ("H_K", int(1)),
-        ("N_KV", int(pairs)),
-        ("H_KV", int(1)),
-        ("d_h_qk", int(d)),
-        ("d_h_v", int(d)),
-        ("dropout", Param::Text("0.0".into())),
-        ("causal", Param::Bool(false)),
-        ("flash_impl", Param::Bool(true)),
-        ("prefill_pairs", int(pairs)),
+    // One latent KV head (MLA), the pairs its KV length.
+    let mut params = inference_params(n_q, h_q, pairs, 1, d, d);
+    params.extend([
+        ("prefill_pairs", Param::Int(pairs as i64)),
         ("dtype_Q", Param::Str(dtype_q.into())),
         ("dtype_KV", Param::Str(dtype_kv.into())),
-    ];
+    ]);
     // bf16 MFMA where the trace names no dtype.
     let spec = spec("matrix", Some(if dtype_q.is_empty() { "c10::bfloat16" } else { dtype_q }));
     let flops = pairs * h_q * 2 * (d + d);
@@ -2510,9 +2512,7 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
         return model;
     }
     let int = |x: i128| Param::Int(x as i64);
-    let dims = |i: usize| -> Option<Vec<i128>> {
-        a.dims_of(i)?.iter().map(|d| d.int().map(i128::from)).collect()
-    };
+    let dims = |i: usize| int_shape(a, i);
     let ints = |v: &[i128]| Param::Text(ints_repr(v));
     // An element size, 2 where unknown (these models' default).
     let e_or_2 = |i: usize| a.dtype(i).and_then(bpe).unwrap_or(2) as f64;
