@@ -1009,11 +1009,6 @@ where
     }
 }
 
-/// ⌊h_q / h_kv⌋ as Python floors it; `None` for no KV heads.
-fn head_groups(h_q: i128, h_kv: i128) -> Option<i128> {
-    (h_kv != 0).then(|| h_q.div_euclid(h_kv) - i128::from(h_q.rem_euclid(h_kv) != 0 && h_kv < 0))
-}
-
 /// The attention models (§7.4.3): q, k, v read in the op's layout; two
 /// matmuls' FLOPs (halved when causal), q, k, v and the output read or
 /// written once at 2 bytes. `backward`: the figures of the op's backward
@@ -1101,7 +1096,7 @@ fn sdpa(name: &str, a: &Args, backward: bool) -> Option<Model> {
     let backward_formulas = backward || m.backward_op;
     let mode = backward_formulas.then_some(m.flash_impl);
     let f = |x: i128| x as f64;
-    let groups = head_groups(h_q, h_kv);
+    let groups = floor_div(h_q, h_kv);
     let dims = [b, n_q, h_q, n_kv, h_kv, d_qk, d_v];
     let flops = match m.varlen {
         None => sdpa_flops(dims, groups, causal, mode, f)?,
@@ -1159,8 +1154,12 @@ fn evoformer(a: &Args, backward: bool) -> Option<Model> {
     if q.len() != 5 {
         return None;
     }
-    let (b, n, h, d) =
-        (i128::from(batch? * seq?), i128::from(res?), i128::from(head?), i128::from(dim?));
+    let (b, n, h, d) = (
+        i128::from(batch?) * i128::from(seq?),
+        i128::from(res?),
+        i128::from(head?),
+        i128::from(dim?),
+    );
     let int = |x: i128| Param::Int(x as i64);
     let t0 = a.dtype(0);
     let params = vec![
@@ -1176,7 +1175,7 @@ fn evoformer(a: &Args, backward: bool) -> Option<Model> {
         ("dtype_A_B", Param::Text(format!("[{}]", t0.map_or_else(|| "None".into(), py)))),
     ];
     let mode = backward.then_some(false);
-    let flops = sdpa_flops([b, n, h, n, h, d, d], head_groups(h, h), false, mode, |x| x as f64)?;
+    let flops = sdpa_flops([b, n, h, n, h, d, d], floor_div(h, h), false, mode, |x| x as f64)?;
     let twice = i128::from(backward) + 1;
     let bytes =
         (twice * b * n * h * d + twice * b * n * h * d + twice * b * n * h * d + b * n * h * d) * 2;
@@ -1483,7 +1482,7 @@ fn norm(name: &str, a: &Args) -> Option<Model> {
         } else if name.contains("group_norm") || name == "aiter::_groupnorm_run" {
             if backward {
                 // Channels per group: C / num_groups, a float.
-                let groups: i128 = text(8)?.trim().parse().ok()?;
+                let groups: i128 = text(8)?.trim().parse().ok().filter(|&g| g != 0)?;
                 let ch = a.dim(1, 1)? as f64 / groups as f64;
                 (1, ch, true, present(5), true, Some(bools(9)?))
             } else {
