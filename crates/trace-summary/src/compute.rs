@@ -335,7 +335,9 @@ pub(crate) struct Analysis<'p> {
     /// See [`Analysis::modelled`].
     modelled: std::cell::OnceCell<perf_model::Modelled>,
     /// See [`Analysis::annotation_of`].
-    annotations: std::cell::OnceCell<Vec<usize>>,
+    annotations: std::cell::OnceCell<perf_model::Annotations>,
+    /// See [`Analysis::conv_forward`].
+    conv_forwards: std::cell::OnceCell<HashMap<i64, Vec<usize>>>,
 }
 
 /// Launchers in order, and each launcher's direct GPU events.
@@ -477,6 +479,7 @@ impl<'p> Analysis<'p> {
             direct: Default::default(),
             modelled: Default::default(),
             annotations: Default::default(),
+            conv_forwards: Default::default(),
         }
     }
 

@@ -3564,6 +3564,14 @@ fn concat(first: Option<Table>, then: Option<Table>) -> Option<Table> {
     Some(Table { header, rows })
 }
 
+/// The user annotations (any category holding `user_annotation`) by
+/// start: (start, end, name), and the running maximum of their ends.
+#[derive(Default)]
+pub(crate) struct Annotations {
+    spans: Vec<(f64, f64, u32)>,
+    max_end: Vec<f64>,
+}
+
 /// Every event a perf model reads (any family's op name), in file order,
 /// with the GPU events of its subtree: found once per trace, for all the
 /// sheets.
@@ -3584,30 +3592,38 @@ impl Analysis<'_> {
             return None;
         }
         let spans = self.annotations.get_or_init(|| {
-            let mut spans: Vec<usize> = (0..p.events.len())
-                .filter(|&i| {
-                    let x = ev(p, i);
-                    matches!(x.cat, Cat::UserAnnotation | Cat::OtherAnnotation)
-                        && x.ts.is_some()
-                        && x.dur.is_some()
+            let mut spans: Vec<(f64, f64, u32)> = p
+                .events
+                .iter()
+                .filter(|x| matches!(x.cat, Cat::UserAnnotation | Cat::OtherAnnotation))
+                .filter_map(|x| {
+                    let (ts, dur) = (x.ts?.f(), x.dur?.f());
+                    Some((ts, ts + dur, x.name))
                 })
                 .collect();
-            spans.sort_by(|&a, &b| {
-                let ts = |i: usize| ev(p, i).ts.map_or(0.0, Num::f);
-                ts(a).total_cmp(&ts(b))
-            });
-            spans
+            // By start, ties in file order (a stable sort).
+            spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut max_end = Vec::with_capacity(spans.len());
+            let mut most = f64::NEG_INFINITY;
+            for s in &spans {
+                most = most.max(s.1);
+                max_end.push(most);
+            }
+            Annotations { spans, max_end }
         });
         let op = ev(p, e);
         let (Some(ts), Some(dur)) = (op.ts.map(Num::f), op.dur.map(Num::f)) else {
             return Some("NA".into());
         };
-        let around = spans.iter().find(|&&a| {
-            let x = ev(p, a);
-            let (start, len) = (x.ts.map_or(0.0, Num::f), x.dur.map_or(0.0, Num::f));
-            start <= ts && ts + dur < start + len
-        });
-        Some(around.map_or_else(|| "NA".into(), |&a| p.str(ev(p, a).name).to_string()))
+        // Of the annotations that start no later than the op (a prefix),
+        // the first that ends after it: where the running maximum of the
+        // ends first passes the op's end.
+        let started = spans.spans.partition_point(|s| s.0 <= ts);
+        let first = spans.max_end[..started].partition_point(|&end| end <= ts + dur);
+        Some(match spans.spans.get(first).filter(|_| first < started) {
+            Some(&(_, _, name)) => p.str(name).to_string(),
+            None => "NA".into(),
+        })
     }
 
     /// The args of the forward a fused conv backward op at `e` reads
@@ -3620,18 +3636,24 @@ impl Analysis<'_> {
         if !matches!(self.name(e), "ConvBias_Backward" | "ConvBiasReLU_Backward") {
             return None;
         }
-        let seq = p.sequences.iter().find(|(i, _)| *i == e)?.1;
-        p.sequences
-            .iter()
-            .filter(|&&(i, n)| {
-                n == seq
-                    && (!before || i < e)
-                    && matches!(self.name(i), "ConvBias_" | "ConvBiasReLU_")
-            })
-            .map(|&(i, _)| args_of(p, i).0)
-            .filter(|a| conv_bias(a, false).is_some())
-            .last()
-            .map(Box::new)
+        // Each sequence number's forwards with readable parameters, in
+        // file order, found once.
+        let forwards = self.conv_forwards.get_or_init(|| {
+            let mut by: HashMap<i64, Vec<usize>> = HashMap::default();
+            for &(i, n) in &p.sequences {
+                if matches!(self.name(i), "ConvBias_" | "ConvBiasReLU_")
+                    && conv_bias(&args_of(p, i).0, false).is_some()
+                {
+                    by.entry(n).or_default().push(i);
+                }
+            }
+            by
+        });
+        let at = p.sequences.binary_search_by_key(&e, |&(i, _)| i).ok()?;
+        let list = forwards.get(&p.sequences[at].1)?;
+        let upto = if before { list.partition_point(|&f| f < e) } else { list.len() };
+        let f = *list[..upto].last()?;
+        Some(Box::new(args_of(p, f).0))
     }
 
     fn modelled(&self) -> &Modelled {

@@ -363,7 +363,10 @@ fn vllm_attention_reads_its_iteration_annotation() {
     let step = "execute_6147_context_2(sq6144sk7144sqsq20971520sqsk23019520)_generation_3(sq3sk6144sqsq3sqsk6144)";
     // q (N_Q, H_Q, d) = (6147, 32, 128); the KV cache (blocks, 16, 8, 128).
     let args = r#""Input Dims": [[6147, 32, 128], [4096, 16, 8, 128], [4096, 16, 8, 128], [6147, 32, 128], []], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", ""]"#;
-    let mut events = vec![x("gpu_user_annotation", step, 9, 50, 1000, "")];
+    // An annotation that starts earlier but ends inside the op does not
+    // hold it; the step annotation is the first by start that does.
+    let mut events = vec![x("user_annotation", "warmup", 1, 10, 100, "")];
+    events.push(x("gpu_user_annotation", step, 9, 50, 1000, ""));
     events.push(x("cpu_op", "vllm::unified_attention_with_output", 1, 100, 50, args));
     events.extend(launch(1, 110, "unified_attention_kernel", 200, 1));
     // Outside the annotation (and of other shapes, so a row of its own:
