@@ -591,41 +591,11 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let mut read_first: std::collections::HashMap<PathBuf, super::summary::Read> =
         Default::default();
     if by == PairedBy::Gpu {
-        let mut seen = std::collections::HashSet::new();
-        let traces: Vec<Input> = found
-            .iter()
-            .flatten()
-            .filter(|m| !m.report && seen.insert(m.path.clone()))
-            .map(input)
-            .collect();
         let interrupt = interrupt.take().expect("the guard is set up once");
-        let Some(results) = read_all(
-            interrupt,
-            &traces,
-            args.jobs,
-            args.salvage,
-            &trace_summary::ArchChoice::None,
-            !args.json,
-            &|_, r| r,
-        ) else {
-            return Ok(Status::Interrupted);
+        read_first = match read_for_gpus(interrupt, &mut found, args) {
+            Ok(read) => read,
+            Err(status) => return Ok(status),
         };
-        let mut failed = false;
-        for (input, result) in traces.iter().zip(results) {
-            if let Err(err) = &result {
-                render::error_line(&format!("cannot read {}: {err}", input.trace.display()));
-                failed = true;
-            }
-            read_first.insert(input.trace.clone(), result);
-        }
-        if failed {
-            return Ok(Status::Io);
-        }
-        for member in found.iter_mut().flatten() {
-            if let Some(Ok(summary)) = read_first.get(&member.path) {
-                member.gpu = summary.gpu_index;
-            }
-        }
         if let Some(nodes) = trace_report::by_node(&mut found) {
             by = PairedBy::NodeGpu;
             render::note(&nodes.to_string());
@@ -666,64 +636,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             .map(|i| read_first.get(&i.trace).cloned().expect("every trace was read first"))
             .collect(),
     };
-    let mut results = results.into_iter();
     let n = pairs.len();
-    let role = |i: usize| if i < n { "baseline" } else { "new" };
-    let mut failed = false;
-    let mut views = Vec::new();
-    let mut tables = Vec::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let mut view = TraceView::new(input.trace.clone(), input.rank);
-        if reports[i] {
-            // (A directory given as both sides is looked up twice.)
-            if let Some(recorded) = recorded.0.get(&input.trace) {
-                view.gpus.clone_from(&recorded.gpus);
-                view.gpu_index = recorded.gpu_index;
-            }
-            let read = Tables::read_dir(&input.trace);
-            match read {
-                Ok(read) => {
-                    view.format =
-                        Some(if read.rocprof { Format::Rocprofv3 } else { Format::Kineto });
-                    tables.push(read);
-                }
-                Err(err) => {
-                    let err = super::summary::chain(&err);
-                    render::error_line(&format!("cannot read the {} report: {err}", role(i)));
-                    failed = true;
-                }
-            }
-            views.push(view);
-            continue;
-        }
-        match results.next().expect("a result per trace") {
-            Ok(summary) => {
-                view.read(&summary);
-                if summary.gpu_timeline.is_none() {
-                    let why = view.note().unwrap_or_default();
-                    let why = why.trim_end_matches(": nothing to summarize");
-                    render::error_line(&format!(
-                        "the {} trace {} has no GPU activity to compare: {why}",
-                        role(i),
-                        input.trace.display()
-                    ));
-                    failed = true;
-                }
-                if let Some(warning) = view.warning() {
-                    render::warning(&format!("{}: {warning}", input.trace.display()));
-                }
-                tables.push(Tables::from(&summary));
-            }
-            Err(err) => {
-                render::error_line(&format!("cannot read the {} trace: {err}", role(i)));
-                failed = true;
-            }
-        }
-        views.push(view);
-    }
-    if failed {
+    let Some((views, tables)) = read_sides(&inputs, &reports, results, n, &recorded) else {
         return Ok(Status::Io);
-    }
+    };
     let (base, new) = tables.split_at(n);
     for (i, (b, nw)) in base.iter().zip(new).enumerate() {
         if b.rocprof != nw.rocprof {
@@ -779,44 +695,12 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             })
             .collect(),
     };
-    let side =
-        |k: usize, role: &'static str, side: fn(&DiffRow) -> Option<trace_summary::Measure>| {
-            let mine = &views[k * n..(k + 1) * n];
-            let mut notes: Vec<String> = Vec::new();
-            for v in mine {
-                let said = [v.repaired_note(), v.note().map(|n| n.into_owned())];
-                for note in said.into_iter().flatten() {
-                    // A note every trace shares is said once, without a name.
-                    let all = mine.iter().all(|o| o.note().is_some_and(|n| n == note));
-                    let note =
-                        if all || n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
-                    if !notes.contains(&note) {
-                        notes.push(note);
-                    }
-                }
-            }
-            Side {
-                role,
-                path: paths[k].to_path_buf(),
-                traces: mine.iter().map(|v| v.trace.clone()).collect(),
-                cycle: cycles[k],
-                report: reports[k * n..(k + 1) * n].iter().any(|r| *r),
-                format: if tables[k * n].rocprof { Format::Rocprofv3 } else { Format::Kineto },
-                kernel_launches: launches(&totals.kernels, side),
-                steps: {
-                    let steps: Vec<Option<usize>> =
-                        tables[k * n..(k + 1) * n].iter().map(|t| t.steps).collect();
-                    steps.iter().all(|s| *s == steps[0]).then_some(steps[0]).flatten()
-                },
-                gpus: mine.iter().flat_map(|v| &v.gpus).fold(Vec::new(), |mut all, gpu| {
-                    if !all.contains(gpu) {
-                        all.push(gpu.clone());
-                    }
-                    all
-                }),
-                notes,
-            }
-        };
+    let side = |k: usize, role, measure| {
+        let at = k * n..(k + 1) * n;
+        let of = Of { role, path: paths[k], cycle: cycles[k], n };
+        let launches = launches(&totals.kernels, measure);
+        Side::of(of, &views[at.clone()], &tables[at.clone()], &reports[at], launches)
+    };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
     let keys: Vec<u32> = pairs.iter().map(|p| p.0.unwrap_or_default()).collect();
     let matched = match args.per_step {
@@ -825,6 +709,16 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         false => matched_collectives(&views, &keys, &reports, by),
     };
     let compared = Compared { sides, ranks, by, diff, unpaired, per_step: args.per_step, matched };
+    report(args, &compared, &left_out)
+}
+
+/// The comparison's outputs (`-o` CSVs, `--html`, `--json` or the
+/// terminal) and its gates (`--max-regression`, the shape gates).
+fn report(
+    args: &DiffArgs,
+    compared: &Compared,
+    left_out: &[Vec<trace_discover::Problem>; 2],
+) -> Result<Status, Error> {
     let regression = compared.regression(args.max_regression);
     let gemm_regressions = shape_regressions(compared.diff.gemms.iter(), args.max_gemm_regression);
     let d = &compared.diff;
@@ -838,11 +732,11 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         )));
     }
     let written = match &args.output_dir {
-        Some(dir) => write_csvs(dir, &compared)?,
+        Some(dir) => write_csvs(dir, compared)?,
         None => vec![],
     };
     if let Some(html) = &args.html {
-        crate::html::write_diff(html, &compared, args.top, regression.as_ref())?;
+        crate::html::write_diff(html, compared, args.top, regression.as_ref())?;
     }
     if args.json {
         let rocprof = compared.rocprof();
@@ -882,7 +776,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
             "left_out": {"baseline": left_out[0], "new": left_out[1]},
         }))?;
     } else {
-        render::diff(&compared, args.top, &written, args.html.as_deref())?;
+        render::diff(compared, args.top, &written, args.html.as_deref())?;
     }
     let mut status = Status::Success;
     if let Some(r) = regression {
@@ -920,6 +814,173 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         }
     }
     Ok(status)
+}
+
+/// rocprofv3 runs pair by the GPU each trace ran its kernels on, which
+/// only reading them tells: every trace of both sides read (once), each
+/// member given its GPU. `Err` with the status to exit with when the read
+/// was interrupted or a trace could not be read (each failure said).
+fn read_for_gpus(
+    interrupt: crate::interrupt::Guard,
+    found: &mut [Vec<Member>; 2],
+    args: &DiffArgs,
+) -> Result<std::collections::HashMap<PathBuf, super::summary::Read>, Status> {
+    let mut seen = std::collections::HashSet::new();
+    let traces: Vec<Input> = found
+        .iter()
+        .flatten()
+        .filter(|m| !m.report && seen.insert(m.path.clone()))
+        .map(input)
+        .collect();
+    let Some(results) = read_all(
+        interrupt,
+        &traces,
+        args.jobs,
+        args.salvage,
+        &trace_summary::ArchChoice::None,
+        !args.json,
+        &|_, r| r,
+    ) else {
+        return Err(Status::Interrupted);
+    };
+    let mut read_first = std::collections::HashMap::new();
+    let mut failed = false;
+    for (input, result) in traces.iter().zip(results) {
+        if let Err(err) = &result {
+            render::error_line(&format!("cannot read {}: {err}", input.trace.display()));
+            failed = true;
+        }
+        read_first.insert(input.trace.clone(), result);
+    }
+    if failed {
+        return Err(Status::Io);
+    }
+    for member in found.iter_mut().flatten() {
+        if let Some(Ok(summary)) = read_first.get(&member.path) {
+            member.gpu = summary.gpu_index;
+        }
+    }
+    Ok(read_first)
+}
+
+/// Each paired input's view and tables, baselines first: a report
+/// directory read back (its record's GPUs with it), a trace from its
+/// `results` (in order). `None`, each failure said, when one could not be
+/// read or has no GPU activity.
+fn read_sides(
+    inputs: &[Input],
+    reports: &[bool],
+    results: Vec<super::summary::Read>,
+    n: usize,
+    recorded: &Records,
+) -> Option<(Vec<TraceView>, Vec<Tables>)> {
+    let mut results = results.into_iter();
+    let role = |i: usize| if i < n { "baseline" } else { "new" };
+    let mut failed = false;
+    let mut views = Vec::new();
+    let mut tables = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let mut view = TraceView::new(input.trace.clone(), input.rank);
+        if reports[i] {
+            // (A directory given as both sides is looked up twice.)
+            if let Some(recorded) = recorded.0.get(&input.trace) {
+                view.gpus.clone_from(&recorded.gpus);
+                view.gpu_index = recorded.gpu_index;
+            }
+            let read = Tables::read_dir(&input.trace);
+            match read {
+                Ok(read) => {
+                    view.format =
+                        Some(if read.rocprof { Format::Rocprofv3 } else { Format::Kineto });
+                    tables.push(read);
+                }
+                Err(err) => {
+                    let err = super::summary::chain(&err);
+                    render::error_line(&format!("cannot read the {} report: {err}", role(i)));
+                    failed = true;
+                }
+            }
+            views.push(view);
+            continue;
+        }
+        match results.next().expect("a result per trace") {
+            Ok(summary) => {
+                view.read(&summary);
+                if summary.gpu_timeline.is_none() {
+                    let why = view.note().unwrap_or_default();
+                    let why = why.trim_end_matches(": nothing to summarize");
+                    render::error_line(&format!(
+                        "the {} trace {} has no GPU activity to compare: {why}",
+                        role(i),
+                        input.trace.display()
+                    ));
+                    failed = true;
+                }
+                if let Some(warning) = view.warning() {
+                    render::warning(&format!("{}: {warning}", input.trace.display()));
+                }
+                tables.push(Tables::from(&summary));
+            }
+            Err(err) => {
+                render::error_line(&format!("cannot read the {} trace: {err}", role(i)));
+                failed = true;
+            }
+        }
+        views.push(view);
+    }
+    (!failed).then_some((views, tables))
+}
+
+/// What names a side: its role, the PATH given, its cycle, the pairs.
+struct Of<'a> {
+    role: &'static str,
+    path: &'a Path,
+    cycle: Option<trace_report::Cycle>,
+    n: usize,
+}
+
+impl Side {
+    /// A side of `of.n` pairs: its traces' views, tables and whether each
+    /// is a report read back; its notes, each said once (a note every
+    /// trace shares without a trace's name).
+    fn of(
+        of: Of<'_>,
+        mine: &[TraceView],
+        tables: &[Tables],
+        reports: &[bool],
+        kernel_launches: Option<u64>,
+    ) -> Side {
+        let mut notes: Vec<String> = Vec::new();
+        for v in mine {
+            let said = [v.repaired_note(), v.note().map(|n| n.into_owned())];
+            for note in said.into_iter().flatten() {
+                let all = mine.iter().all(|o| o.note().is_some_and(|n| n == note));
+                let note =
+                    if all || of.n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+        }
+        let steps: Vec<Option<usize>> = tables.iter().map(|t| t.steps).collect();
+        Side {
+            role: of.role,
+            path: of.path.to_path_buf(),
+            traces: mine.iter().map(|v| v.trace.clone()).collect(),
+            cycle: of.cycle,
+            report: reports.iter().any(|r| *r),
+            format: if tables[0].rocprof { Format::Rocprofv3 } else { Format::Kineto },
+            kernel_launches,
+            steps: steps.iter().all(|s| *s == steps[0]).then_some(steps[0]).flatten(),
+            gpus: mine.iter().flat_map(|v| &v.gpus).fold(Vec::new(), |mut all, gpu| {
+                if !all.contains(gpu) {
+                    all.push(gpu.clone());
+                }
+                all
+            }),
+            notes,
+        }
+    }
 }
 
 /// Say which shapes `found` lost more than `flag`'s `limit` (or that none
