@@ -1,5 +1,7 @@
 //! `report diff`: the comparison of two runs.
 
+use trace_summary::DiffRow;
+
 use super::*;
 
 /// `report diff`'s view: both sides, the timeline side by side (rank by
@@ -10,12 +12,69 @@ pub(crate) fn diff(
     written: &[std::path::PathBuf],
     html: Option<&std::path::Path>,
 ) -> Result<(), Error> {
-    use trace_summary::{DiffRow, Measure};
     let mut text = String::new();
-    let (sides, diff) = (&compared.sides, &compared.diff);
+    let diff = &compared.diff;
+    sides(&mut text, compared);
+    match compared.ranks.is_empty() {
+        false => per_rank(&mut text, compared),
+        true => timeline(&mut text, compared),
+    }
+    changed_rows(&mut text, compared, top);
+    let over = over(compared);
+    matched_collectives(&mut text, &compared.matched, top);
+    rated_shapes(&mut text, "GEMM shapes", &diff.gemms, &over, top);
+    rated_shapes(&mut text, "Attention and convolution shapes", &diff.shapes, &over, top);
+    if written.is_empty() {
+        if [&diff.kernels, &diff.ops, &diff.collectives].iter().any(|rows| rows.len() > top) {
+            text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
+        }
+    } else {
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        text.push_str(&format!("\nCSVs: {}\n", names.join(", ")));
+    }
+    if let Some(html) = html {
+        text.push_str(&format!("HTML: {}\n", html.display()));
+    }
+    out(&text)
+}
+
+/// Milliseconds as the tables show them.
+fn ms(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// A change with its sign; one too small for 3 decimals still shows it.
+fn signed(d: f64, f: &dyn Fn(f64) -> String) -> String {
+    let sign = if d > 0.0 { "+" } else { "-" };
+    match f(d.abs()) {
+        _ if d == 0.0 => "0".to_string(),
+        shown if shown.chars().all(|c| c == '0' || c == '.') => format!("{sign}<0.001"),
+        shown => format!("{sign}{shown}"),
+    }
+}
+
+/// A side's time, `-` where it has none.
+fn time(m: Option<trace_summary::Measure>, f: &dyn Fn(f64) -> String) -> String {
+    m.map_or_else(|| "-".to_string(), |m| f(m.time))
+}
+
+/// The unit of times, per step where the sides were divided.
+fn unit(compared: &crate::commands::Compared) -> &'static str {
+    if compared.per_step { "ms per step" } else { "ms" }
+}
+
+/// ", all 4 ranks" after a table's title when runs were compared.
+fn over(compared: &crate::commands::Compared) -> String {
+    match compared.ranks.is_empty() {
+        false => format!(", all {} {}", compared.ranks.len(), compared.by.plural()),
+        true => String::new(),
+    }
+}
+
+/// A line per side: its path, kind, GPUs, steps and launches, its notes.
+fn sides(text: &mut String, compared: &crate::commands::Compared) {
     let ranked = !compared.ranks.is_empty();
-    let by = compared.by.word();
-    for side in sides {
+    for side in &compared.sides {
         let kind = match side.format {
             trace_summary::Format::Rocprofv3 => "rocprofv3",
             trace_summary::Format::Kineto => "PyTorch",
@@ -49,125 +108,116 @@ pub(crate) fn diff(
     if let Some(note) = compared.coverage_note() {
         text.push_str(&format!("note: {note}\n"));
     }
-    let ms = |v: f64| format!("{v:.3}");
-    let unit = if compared.per_step { "ms per step" } else { "ms" };
-    // A change too small for 3 decimals still shows its sign.
-    let signed = |d: f64, f: &dyn Fn(f64) -> String| {
-        let sign = if d > 0.0 { "+" } else { "-" };
-        match f(d.abs()) {
-            _ if d == 0.0 => "0".to_string(),
-            shown if shown.chars().all(|c| c == '0' || c == '.') => format!("{sign}<0.001"),
-            shown => format!("{sign}{shown}"),
-        }
-    };
-    let ratio = crate::commands::ratio_text;
-    let time = |m: Option<Measure>, f: &dyn Fn(f64) -> String| {
-        m.map_or_else(|| "-".to_string(), |m| f(m.time))
-    };
+}
+
+/// rocprofv3's collective kernels ([`trace_summary::Diff::collective_kernels`]).
+const COLLECTIVES: &str = "collectives";
+
+/// Two runs: the headline per rank (or GPU), with the change by part.
+fn per_rank(text: &mut String, compared: &crate::commands::Compared) {
     let (headline, what) = compared.headline();
     let row_of = |rows: &[DiffRow], name: &str| rows.iter().find(|r| r.name == name).cloned();
-    // rocprofv3's collective kernels ([`trace_summary::Diff::collective_kernels`]).
-    const COLLECTIVES: &str = "collectives";
-    let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
-    let said = compared.headline_times();
-    if ranked {
-        if let Some(line) = compared.runs_headline("->") {
-            text.push_str(&format!("\n{line}\n"));
-        }
-        // rocprofv3's kernel time holds its collective kernels' (when the
-        // run has any), shown after it.
-        let comm = compared.ranks.iter().any(|r| r.collectives().is_some());
-        let parts: &[(&str, &str)] = match (compared.rocprof(), comm) {
-            (true, true) => &[
-                ("kernel", "KERNEL"),
-                (COLLECTIVES, "COLLECTIVES"),
-                ("memory", "MEMORY"),
-                ("idle", "IDLE"),
-            ],
-            (true, false) => &[("kernel", "KERNEL"), ("memory", "MEMORY"), ("idle", "IDLE")],
-            (false, _) => &[
-                ("computation_time", "COMPUTATION"),
-                ("exposed_comm_time", "EXPOSED COMM"),
-                ("idle_time", "IDLE"),
-            ],
-        };
-        let rows: Vec<Vec<String>> = compared
-            .ranks
-            .iter()
-            .map(|r| {
-                let total = row_of(&r.timeline, headline);
-                let part = |name: &str| {
-                    let row = match name {
-                        COLLECTIVES => r.collectives().cloned(),
-                        _ => row_of(&r.timeline, name),
-                    };
-                    row.map_or("-".into(), |p| signed(p.delta(), &ms))
-                };
-                let mut row = vec![
-                    compared.by.value(r.key),
-                    time(total.as_ref().and_then(|t| t.base), &ms),
-                    time(total.as_ref().and_then(|t| t.new), &ms),
-                    total.as_ref().map_or("-".into(), |t| signed(t.delta(), &ms)),
-                    total.as_ref().map_or("-".into(), ratio),
-                ];
-                row.extend(parts.iter().map(|(name, _)| part(name)));
-                row
-            })
-            .collect();
-        let last = match parts.len() {
-            3 => "the last three",
-            _ => "the last four",
-        };
-        let within = if comm { ", COLLECTIVES within KERNEL" } else { "" };
-        text.push_str(&format!("\n{what} per {by} ({unit}; {last}: change by part{within}):\n"));
-        let mut header = vec![compared.by.column(), "BASELINE", "NEW", "DELTA", "RATIO"];
-        header.extend(parts.iter().map(|(_, column)| *column));
-        let mut numbers = vec![true; header.len()];
-        numbers[0] = false;
-        aligned(&mut text, &header, &rows, &numbers);
-    } else {
-        if let Some(h) = &said {
-            // rocprofv3's busy time holds its collective kernels'.
-            let comm = match diff.collective_kernels.as_ref().filter(|r| crate::commands::timed(r))
-            {
-                Some(c) => format!(
-                    ", of which collective kernels {} -> {} {unit}{}",
-                    time(c.base, &ms),
-                    time(c.new, &ms),
-                    change(c.ratio()).unwrap_or_default()
-                ),
-                None => String::new(),
-            };
-            text.push_str(&format!(
-                "\n{what} {:.3} -> {:.3} {unit}{}{comm}\n",
-                h.base,
-                h.new,
-                change(h.ratio()).unwrap_or_default()
-            ));
-        }
-        text.push('\n');
-        let rows: Vec<[String; 5]> = diff
-            .timeline
-            .iter()
-            .map(|r| {
-                [
-                    r.name.clone(),
-                    time(r.base, &ms),
-                    time(r.new, &ms),
-                    signed(r.delta(), &ms),
-                    ratio(r),
-                ]
-            })
-            .collect();
-        let numbers = [false, true, true, true, true];
-        let title = format!("TIMELINE ({unit})");
-        aligned(&mut text, &[&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, &numbers);
+    let ratio = crate::commands::ratio_text;
+    if let Some(line) = compared.runs_headline("->") {
+        text.push_str(&format!("\n{line}\n"));
     }
-    let count = |r: &DiffRow| crate::commands::counts_text(r, " -> ");
-    let over = match ranked {
-        true => format!(", all {} {}", compared.ranks.len(), compared.by.plural()),
-        false => String::new(),
+    // rocprofv3's kernel time holds its collective kernels' (when the run
+    // has any), shown after it.
+    let comm = compared.ranks.iter().any(|r| r.collectives().is_some());
+    let parts: &[(&str, &str)] = match (compared.rocprof(), comm) {
+        (true, true) => &[
+            ("kernel", "KERNEL"),
+            (COLLECTIVES, "COLLECTIVES"),
+            ("memory", "MEMORY"),
+            ("idle", "IDLE"),
+        ],
+        (true, false) => &[("kernel", "KERNEL"), ("memory", "MEMORY"), ("idle", "IDLE")],
+        (false, _) => &[
+            ("computation_time", "COMPUTATION"),
+            ("exposed_comm_time", "EXPOSED COMM"),
+            ("idle_time", "IDLE"),
+        ],
     };
+    let rows: Vec<Vec<String>> = compared
+        .ranks
+        .iter()
+        .map(|r| {
+            let total = row_of(&r.timeline, headline);
+            let part = |name: &str| {
+                let row = match name {
+                    COLLECTIVES => r.collectives().cloned(),
+                    _ => row_of(&r.timeline, name),
+                };
+                row.map_or("-".into(), |p| signed(p.delta(), &ms))
+            };
+            let mut row = vec![
+                compared.by.value(r.key),
+                time(total.as_ref().and_then(|t| t.base), &ms),
+                time(total.as_ref().and_then(|t| t.new), &ms),
+                total.as_ref().map_or("-".into(), |t| signed(t.delta(), &ms)),
+                total.as_ref().map_or("-".into(), ratio),
+            ];
+            row.extend(parts.iter().map(|(name, _)| part(name)));
+            row
+        })
+        .collect();
+    let last = match parts.len() {
+        3 => "the last three",
+        _ => "the last four",
+    };
+    let within = if comm { ", COLLECTIVES within KERNEL" } else { "" };
+    let (by, unit) = (compared.by.word(), unit(compared));
+    text.push_str(&format!("\n{what} per {by} ({unit}; {last}: change by part{within}):\n"));
+    let mut header = vec![compared.by.column(), "BASELINE", "NEW", "DELTA", "RATIO"];
+    header.extend(parts.iter().map(|(_, column)| *column));
+    let mut numbers = vec![true; header.len()];
+    numbers[0] = false;
+    aligned(text, &header, &rows, &numbers);
+}
+
+/// Two traces: the headline, then the timeline side by side.
+fn timeline(text: &mut String, compared: &crate::commands::Compared) {
+    let (diff, unit) = (&compared.diff, unit(compared));
+    let (_, what) = compared.headline();
+    let ratio = crate::commands::ratio_text;
+    let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
+    if let Some(h) = &compared.headline_times() {
+        // rocprofv3's busy time holds its collective kernels'.
+        let comm = match diff.collective_kernels.as_ref().filter(|r| crate::commands::timed(r)) {
+            Some(c) => format!(
+                ", of which collective kernels {} -> {} {unit}{}",
+                time(c.base, &ms),
+                time(c.new, &ms),
+                change(c.ratio()).unwrap_or_default()
+            ),
+            None => String::new(),
+        };
+        text.push_str(&format!(
+            "\n{what} {:.3} -> {:.3} {unit}{}{comm}\n",
+            h.base,
+            h.new,
+            change(h.ratio()).unwrap_or_default()
+        ));
+    }
+    text.push('\n');
+    let rows: Vec<[String; 5]> = diff
+        .timeline
+        .iter()
+        .map(|r| {
+            [r.name.clone(), time(r.base, &ms), time(r.new, &ms), signed(r.delta(), &ms), ratio(r)]
+        })
+        .collect();
+    let numbers = [false, true, true, true, true];
+    let title = format!("TIMELINE ({unit})");
+    aligned(text, &[&title, "BASELINE", "NEW", "DELTA", "RATIO"], &rows, &numbers);
+}
+
+/// The kernels, ops, categories and collectives whose time changed most.
+fn changed_rows(text: &mut String, compared: &crate::commands::Compared, top: usize) {
+    let (diff, ranked) = (&compared.diff, !compared.ranks.is_empty());
+    let ratio = crate::commands::ratio_text;
+    let count = |r: &DiffRow| crate::commands::counts_text(r, " -> ");
+    let over = over(compared);
     let ms: &dyn Fn(f64) -> String = &ms;
     for (rows, title, [what, calls], unit, f) in [
         (&diff.kernels, "kernels", ["KERNEL", "LAUNCHES"], "µs", &py as &dyn Fn(f64) -> String),
@@ -219,7 +269,7 @@ pub(crate) fn diff(
             continue;
         }
         let numbers = [true, true, true, true, true, false];
-        aligned(&mut text, &["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, &numbers);
+        aligned(text, &["BASELINE", "NEW", "DELTA", "RATIO", calls, what], &shown, &numbers);
         let only = |side: fn(&DiffRow) -> bool| rows.iter().filter(|r| side(r)).count();
         let mut tail = Vec::new();
         if changed.len() > shown.len() {
@@ -238,21 +288,6 @@ pub(crate) fn diff(
             text.push_str(&format!("({})\n", tail.join(", ")));
         }
     }
-    matched_collectives(&mut text, &compared.matched, top);
-    rated_shapes(&mut text, "GEMM shapes", &diff.gemms, &over, top);
-    rated_shapes(&mut text, "Attention and convolution shapes", &diff.shapes, &over, top);
-    if written.is_empty() {
-        if [&diff.kernels, &diff.ops, &diff.collectives].iter().any(|rows| rows.len() > top) {
-            text.push_str("\nevery row: --output-dir DIR (CSVs) or --json\n");
-        }
-    } else {
-        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        text.push_str(&format!("\nCSVs: {}\n", names.join(", ")));
-    }
-    if let Some(html) = html {
-        text.push_str(&format!("HTML: {}\n", html.display()));
-    }
-    out(&text)
 }
 
 /// Two multi-rank runs' collectives matched across ranks, per type, dtype
