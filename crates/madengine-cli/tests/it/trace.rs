@@ -242,8 +242,8 @@ fn a_sanitized_copy_beside_its_trace_stands_for_it() {
     assert_eq!(said, 4, "{err}");
     assert!(
         err.contains(
-            "[madengine] left out run/a_rank0.pt.trace.json: its copy `madengine trace sanitize` \
-             wrote beside it since (the same name with `.sanitized`) is read instead\n"
+            "[madengine] left out run/a_rank0.pt.trace.json: its sanitized copy beside it, \
+             written since (the same name with `.sanitized`), is read instead\n"
         ),
         "{err}"
     );
