@@ -2494,6 +2494,152 @@ fn sparse_prefill(a: &Args) -> Option<Model> {
     Some(Model { params, flops: flops as f64, bytes: Some(bytes as f64), spec })
 }
 
+/// Primus Turbo's grouped GEMMs (§7.4.8), compact (A of (M, K), B of
+/// (G, K, N)) or zipped (lists of A's and B's), fixed or variable K.
+fn grouped_gemm(name: &str, a: &Args) -> Option<Model> {
+    let int = |x: i128| Param::Int(x as i64);
+    let dims = |i: usize| int_shape(a, i);
+    let variable_k = name.contains("variable_k");
+    // Every [x, y] of positive ints in an argument, recursively.
+    fn pairs(v: &Py, out: &mut Vec<(i128, i128)>) {
+        let Some(items) = v.seq() else { return };
+        let ints: Option<Vec<i64>> = items.iter().map(Py::int).collect();
+        match ints.as_deref() {
+            Some(&[x, y]) if x > 0 && y > 0 => out.push((i128::from(x), i128::from(y))),
+            _ => items.iter().for_each(|i| pairs(i, out)),
+        }
+    }
+    let positive = |i: usize| -> Option<Vec<i128>> { dims(i).filter(|d| d.iter().all(|&x| x > 0)) };
+    let (d0, d1) = (positive(0).unwrap_or_default(), positive(1).unwrap_or_default());
+    let (mut lhs, mut rhs) = (Vec::new(), Vec::new());
+    if let (Some(a0), Some(a1)) = (a.dims.first(), a.dims.get(1)) {
+        pairs(a0, &mut lhs);
+        pairs(a1, &mut rhs);
+    }
+    let zipped = !lhs.is_empty() && lhs.len() == rhs.len();
+    // (m, k, n) per group, and the group count.
+    let (groups, g): (Vec<(i128, i128, i128)>, i128) = match variable_k {
+        // Compact: A (M, K), B (G, K, N) or (G, N, K).
+        false if d0.len() >= 2 && d1.len() == 3 => {
+            let (m, k) = (d0[0], d0[1]);
+            let n = if d1[1] == k {
+                d1[2]
+            } else if d1[2] == k {
+                d1[1]
+            } else {
+                return None;
+            };
+            (vec![(m, k, n)], d1[0])
+        }
+        // Compact: one group, A (M, K) and B (·, N).
+        true if d0.len() == 2 && d1.len() == 2 => (vec![(d0[0], d0[1], d1[1])], 1),
+        // Zipped: a list of A's and a list of B's.
+        _ if zipped => {
+            let (k, n) = (lhs[0].1, rhs[0].1);
+            let agree = lhs.iter().zip(&rhs).all(|(l, r)| match variable_k {
+                false => l.1 == k && r.0 == k && r.1 == n,
+                true => l.1 == r.0,
+            });
+            if !agree {
+                return None;
+            }
+            let groups: Vec<_> = lhs.iter().zip(&rhs).map(|(l, r)| (l.0, l.1, r.1)).collect();
+            let count = groups.len() as i128;
+            (groups, count)
+        }
+        _ => return None,
+    };
+    let m: i128 = groups.iter().map(|g| g.0).sum();
+    let (k, n) = (groups[0].1, groups[0].2);
+    let e_in = a.dtype(0).and_then(bpe);
+    let e_out = match a.types.get(1) {
+        Some(_) => a.dtype(1).and_then(bpe),
+        None => e_in,
+    };
+    let (flops, bytes) = match variable_k {
+        false => {
+            let bytes = (m * k + g * k * n) * e_in? + m * n * e_out?;
+            ((2 * m * k * n) as f64, Some(bytes as f64))
+        }
+        true => {
+            let flops: i128 = groups.iter().map(|(m, k, n)| 2 * m * k * n).sum();
+            let bytes = e_in.zip(e_out).map(|(i, o)| {
+                groups.iter().map(|(m, k, n)| (m * k + k * n) * i + m * n * o).sum::<i128>() as f64
+            });
+            (flops as f64, bytes)
+        }
+    };
+    let size = |e: Option<i128>| e.map_or(Param::Missing, int);
+    let mut params = vec![
+        ("M", int(m)),
+        ("K", int(k)),
+        ("N", int(n)),
+        ("G", int(g)),
+        ("bpe_in", size(e_in)),
+        ("bpe_out", size(e_out)),
+    ];
+    if variable_k {
+        let listed: Vec<String> =
+            groups.iter().map(|(m, k, n)| format!("(({m}, {k}), ({k}, {n}))")).collect();
+        params.push(("group_pairs", Param::Text(format!("[{}]", listed.join(", ")))));
+    }
+    Some(Model { params, flops, bytes, spec: spec("matrix", a.dtype(0)) })
+}
+
+/// Mamba's fused scan (`MambaSplitConv1dScanCombinedFn`, §7.4.9): the
+/// causal conv1d and the SSD scan over (B, T, combined) inputs.
+fn mamba_scan(a: &Args) -> Option<Model> {
+    let int = |x: i128| Param::Int(x as i64);
+    let dims = |i: usize| int_shape(a, i);
+    let text = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
+    let e_or_2 = |i: usize| a.dtype(i).and_then(bpe).unwrap_or(2) as f64;
+    let d0 = dims(0)?;
+    let [b, t, combined] = <[i128; 3]>::try_from(d0.as_slice()).ok()?;
+    let d1 = dims(1)?;
+    let [channels, d_conv] = <[i128; 2]>::try_from(d1.as_slice()).ok()?;
+    let h = *dims(3)?.first()?;
+    let or = |i: usize, default: i128| {
+        text(i).and_then(|t| t.trim().parse::<i128>().ok()).filter(|&x| x != 0).unwrap_or(default)
+    };
+    let (c, p, g) = (or(6, 128), or(15, 64), or(16, 1));
+    let d_inner = h * p;
+    let rest = combined - 2 * d_inner - h;
+    if g == 0 || rest <= 0 || rest % (2 * g) != 0 {
+        return None;
+    }
+    let nn = rest / (2 * g);
+    let flops = 2 * b * channels * t * d_conv
+        + 2 * b * g * t * c * nn
+        + 2 * b * h * t * c * p
+        + 4 * b * h * t * nn * p;
+    let e = e_or_2(0);
+    let or_size = |i: usize, default: f64| a.dtype(i).and_then(bpe).map_or(default, |b| b as f64);
+    let bytes = (b * t * combined) as f64 * e
+        + (channels * d_conv) as f64 * e
+        + channels as f64 * e
+        + h as f64 * (or_size(3, 4.0) + or_size(4, 4.0) + or_size(5, e))
+        + (b * t * d_inner) as f64 * e;
+    let params = vec![
+        ("B", int(b)),
+        ("T", int(t)),
+        ("H", int(h)),
+        ("P", int(p)),
+        ("G", int(g)),
+        ("N", int(nn)),
+        ("C", int(c)),
+        ("d_inner", int(d_inner)),
+        ("d_conv", int(d_conv)),
+        ("conv_channels", int(channels)),
+        ("combined_dim", int(combined)),
+    ];
+    Some(Model {
+        params,
+        flops: flops as f64,
+        bytes: Some(bytes),
+        spec: spec("matrix", a.dtype(0)),
+    })
+}
+
 /// The op names of [`SMALL_OPS`] whose sheet is `sheet`.
 fn small_ops(sheet: &str) -> Vec<&'static str> {
     SMALL_OPS.iter().filter(|(_, s)| *s == sheet).map(|(n, _)| *n).collect()
@@ -2509,6 +2655,12 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
     }
     if let Some(model) = moe_mhc(name, a) {
         return model;
+    }
+    if name.contains("grouped_gemm") {
+        return grouped_gemm(name, a);
+    }
+    if name == "MambaSplitConv1dScanCombinedFn" {
+        return mamba_scan(a);
     }
     let int = |x: i128| Param::Int(x as i64);
     let dims = |i: usize| int_shape(a, i);
@@ -2623,149 +2775,6 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
                 let bytes = (2 * b * c * s + c * k + if bias { c } else { 0 }) as f64 * e_or_2(0);
                 let spec = spec("matrix", a.dtype(0));
                 (params, (2 * b * c * s * k) as f64, Some(bytes), spec)
-            }
-            n if n.contains("grouped_gemm") => {
-                let variable_k = n.contains("variable_k");
-                // Every [x, y] of positive ints in an argument, recursively.
-                fn pairs(v: &Py, out: &mut Vec<(i128, i128)>) {
-                    let Some(items) = v.seq() else { return };
-                    let ints: Option<Vec<i64>> = items.iter().map(Py::int).collect();
-                    match ints.as_deref() {
-                        Some(&[x, y]) if x > 0 && y > 0 => out.push((i128::from(x), i128::from(y))),
-                        _ => items.iter().for_each(|i| pairs(i, out)),
-                    }
-                }
-                let positive = |i: usize| -> Option<Vec<i128>> {
-                    dims(i).filter(|d| d.iter().all(|&x| x > 0))
-                };
-                let (d0, d1) = (positive(0).unwrap_or_default(), positive(1).unwrap_or_default());
-                let (mut lhs, mut rhs) = (Vec::new(), Vec::new());
-                if let (Some(a0), Some(a1)) = (a.dims.first(), a.dims.get(1)) {
-                    pairs(a0, &mut lhs);
-                    pairs(a1, &mut rhs);
-                }
-                let zipped = !lhs.is_empty() && lhs.len() == rhs.len();
-                // (m, k, n) per group, and the group count.
-                let (groups, g): (Vec<(i128, i128, i128)>, i128) = match variable_k {
-                    // Compact: A (M, K), B (G, K, N) or (G, N, K).
-                    false if d0.len() >= 2 && d1.len() == 3 => {
-                        let (m, k) = (d0[0], d0[1]);
-                        let n = if d1[1] == k {
-                            d1[2]
-                        } else if d1[2] == k {
-                            d1[1]
-                        } else {
-                            return None;
-                        };
-                        (vec![(m, k, n)], d1[0])
-                    }
-                    // Compact: one group, A (M, K) and B (·, N).
-                    true if d0.len() == 2 && d1.len() == 2 => (vec![(d0[0], d0[1], d1[1])], 1),
-                    // Zipped: a list of A's and a list of B's.
-                    _ if zipped => {
-                        let (k, n) = (lhs[0].1, rhs[0].1);
-                        let agree = lhs.iter().zip(&rhs).all(|(l, r)| match variable_k {
-                            false => l.1 == k && r.0 == k && r.1 == n,
-                            true => l.1 == r.0,
-                        });
-                        if !agree {
-                            return None;
-                        }
-                        let groups: Vec<_> =
-                            lhs.iter().zip(&rhs).map(|(l, r)| (l.0, l.1, r.1)).collect();
-                        let count = groups.len() as i128;
-                        (groups, count)
-                    }
-                    _ => return None,
-                };
-                let m: i128 = groups.iter().map(|g| g.0).sum();
-                let (k, n) = (groups[0].1, groups[0].2);
-                let e_in = a.dtype(0).and_then(bpe);
-                let e_out = match a.types.get(1) {
-                    Some(_) => a.dtype(1).and_then(bpe),
-                    None => e_in,
-                };
-                let (flops, bytes) = match variable_k {
-                    false => {
-                        let bytes = (m * k + g * k * n) * e_in? + m * n * e_out?;
-                        ((2 * m * k * n) as f64, Some(bytes as f64))
-                    }
-                    true => {
-                        let flops: i128 = groups.iter().map(|(m, k, n)| 2 * m * k * n).sum();
-                        let bytes = e_in.zip(e_out).map(|(i, o)| {
-                            groups
-                                .iter()
-                                .map(|(m, k, n)| (m * k + k * n) * i + m * n * o)
-                                .sum::<i128>() as f64
-                        });
-                        (flops as f64, bytes)
-                    }
-                };
-                let size = |e: Option<i128>| e.map_or(Param::Missing, int);
-                let mut params = vec![
-                    ("M", int(m)),
-                    ("K", int(k)),
-                    ("N", int(n)),
-                    ("G", int(g)),
-                    ("bpe_in", size(e_in)),
-                    ("bpe_out", size(e_out)),
-                ];
-                if variable_k {
-                    let listed: Vec<String> = groups
-                        .iter()
-                        .map(|(m, k, n)| format!("(({m}, {k}), ({k}, {n}))"))
-                        .collect();
-                    params.push(("group_pairs", Param::Text(format!("[{}]", listed.join(", ")))));
-                }
-                let spec = spec("matrix", a.dtype(0));
-                (params, flops, bytes, spec)
-            }
-            "MambaSplitConv1dScanCombinedFn" => {
-                let d0 = dims(0)?;
-                let [b, t, combined] = <[i128; 3]>::try_from(d0.as_slice()).ok()?;
-                let d1 = dims(1)?;
-                let [channels, d_conv] = <[i128; 2]>::try_from(d1.as_slice()).ok()?;
-                let h = *dims(3)?.first()?;
-                let or = |i: usize, default: i128| {
-                    text(i)
-                        .and_then(|t| t.trim().parse::<i128>().ok())
-                        .filter(|&x| x != 0)
-                        .unwrap_or(default)
-                };
-                let (c, p, g) = (or(6, 128), or(15, 64), or(16, 1));
-                let d_inner = h * p;
-                let rest = combined - 2 * d_inner - h;
-                if g == 0 || rest <= 0 || rest % (2 * g) != 0 {
-                    return None;
-                }
-                let nn = rest / (2 * g);
-                let flops = 2 * b * channels * t * d_conv
-                    + 2 * b * g * t * c * nn
-                    + 2 * b * h * t * c * p
-                    + 4 * b * h * t * nn * p;
-                let e = e_or_2(0);
-                let or_size =
-                    |i: usize, default: f64| a.dtype(i).and_then(bpe).map_or(default, |b| b as f64);
-                let bytes = (b * t * combined) as f64 * e
-                    + (channels * d_conv) as f64 * e
-                    + channels as f64 * e
-                    + h as f64 * (or_size(3, 4.0) + or_size(4, 4.0) + or_size(5, e))
-                    + (b * t * d_inner) as f64 * e;
-                let params = vec![
-                    ("B", int(b)),
-                    ("T", int(t)),
-                    ("H", int(h)),
-                    ("P", int(p)),
-                    ("G", int(g)),
-                    ("N", int(nn)),
-                    ("C", int(c)),
-                    ("d_inner", int(d_inner)),
-                    ("d_conv", int(d_conv)),
-                    ("conv_channels", int(channels)),
-                    ("combined_dim", int(combined)),
-                ];
-                let spec = spec("matrix", a.dtype(0));
-                (params, flops as f64, Some(bytes), spec)
             }
             "sglang::store_cache" => {
                 let d = dims(0)?;
