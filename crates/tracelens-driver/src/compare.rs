@@ -141,7 +141,7 @@ fn suggested_names(reports: &[PathBuf]) -> Option<Vec<String>> {
 /// Check the inputs before TraceLens sees them: at least two existing
 /// reports, as many names as reports, and a `kernel_summary` sheet in the
 /// first one (TraceLens fails with a ValueError otherwise).
-pub fn check_compare_inputs(config: &CompareConfig, probe: &Probe) -> Result<()> {
+pub(crate) fn check_compare_inputs(config: &CompareConfig, probe: &Probe) -> Result<()> {
     config.validate()?;
     let first = &config.reports[0];
     if !has_kernel_summary(first, probe)? {
@@ -184,7 +184,7 @@ fn has_kernel_summary(report: &std::path::Path, probe: &Probe) -> Result<bool> {
     Ok(String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == "kernel_summary"))
 }
 
-/// Run the comparison (after [`check_compare_inputs`]).
+/// Run the comparison, its inputs checked first.
 pub fn compare(config: &CompareConfig, probe: &Probe) -> Result<CompareOutcome> {
     probe.require_tracelens()?;
     check_compare_inputs(config, probe)?;

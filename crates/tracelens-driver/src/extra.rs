@@ -182,7 +182,7 @@ const MANAGED: &[(&str, &str)] = &[
 /// Check the extra arguments before anything runs. Fails on an option
 /// madengine sets itself; returns the options no TraceLens tool documents
 /// (they go to every command).
-pub fn check_extra_args(extra: &[OsString]) -> Result<Vec<String>> {
+pub(crate) fn check_extra_args(extra: &[OsString]) -> Result<Vec<String>> {
     let mut unknown = Vec::new();
     for group in groups(extra) {
         let Some(name) = group.option else { continue };

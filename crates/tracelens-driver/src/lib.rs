@@ -48,20 +48,18 @@ mod summary;
 mod tool;
 
 pub use crate::{
-    compare::{CompareConfig, CompareOutcome, check_compare_inputs, compare},
+    compare::{CompareConfig, CompareOutcome, compare},
     error::{Error, Result, SetupFailure},
-    extra::check_extra_args,
-    plan::{Config, Job, Plan, ROCPD, partial_note, plan},
+    plan::{Config, Job, Plan, ROCPD, plan},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{
-        Event, NO_COLLECTIVES, NO_COLLECTIVES_DETAIL, NO_GPU_DETAIL, NO_GPU_EVENTS,
-        NO_GPU_SEEN_DETAIL, NO_ROCPROF_PROCESS_DETAIL, discover, job_memory, plan_only, run,
-        tracelens_name,
+        Event, NO_GPU_DETAIL, NO_GPU_EVENTS, NO_GPU_SEEN_DETAIL, NO_ROCPROF_PROCESS_DETAIL,
+        discover, job_memory, plan_only, run, tracelens_name,
     },
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
     summary::{
-        Counts, Durations, Repaired, Row, RunReports, SUMMARY_CSV, SUMMARY_JSON, Status, Summary,
-        Written, read_csv, this_runs_reports,
+        Counts, Durations, Repaired, Row, RunReports, SUMMARY_CSV, Status, Summary, Written,
+        read_csv, this_runs_reports,
     },
     tool::{Mode, Tool},
 };

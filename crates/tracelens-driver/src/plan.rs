@@ -60,7 +60,7 @@ pub struct Config {
     /// `/proc` shows them) and reported as a failure.
     pub timeout: Option<Duration>,
     /// Extra TraceLens arguments: each option goes to the tools that document
-    /// it, an option none documents to every command ([`crate::check_extra_args`]).
+    /// it, an option none documents to every command (checked by [`run`](crate::run) before anything starts).
     pub extra_args: Vec<OsString>,
     /// Where the per-run scratch directory (sanitized copies, collective
     /// staging) is created; it is removed at the end of the run.
@@ -478,7 +478,7 @@ fn collective_groups(
 
 /// What a partial collective run ([`Config::partial`]) leaves out, as a
 /// warning; `None` for a complete one.
-pub fn partial_note(run: &RankedRun) -> Option<String> {
+pub(crate) fn partial_note(run: &RankedRun) -> Option<String> {
     if run.missing.is_empty() {
         return None;
     }

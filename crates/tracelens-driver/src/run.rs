@@ -39,10 +39,10 @@ pub const NO_ROCPROF_PROCESS_DETAIL: &str = "the rocprofv3 trace records no proc
 
 /// What TraceLens' collective report prints before it fails (`KeyError:
 /// 'collective_id'`) on traces without NCCL/RCCL collective kernels.
-pub const NO_COLLECTIVES: &str = "No NCCL collective events found";
+pub(crate) const NO_COLLECTIVES: &str = "No NCCL collective events found";
 
 /// The detail of a SKIPPED collective row for such traces.
-pub const NO_COLLECTIVES_DETAIL: &str = "the traces hold no NCCL/RCCL collective kernels, so there is no collective to analyze (TraceLens: \"No NCCL collective events found\"). A gloo run has none: its collectives run on the CPU.";
+pub(crate) const NO_COLLECTIVES_DETAIL: &str = "the traces hold no NCCL/RCCL collective kernels, so there is no collective to analyze (TraceLens: \"No NCCL collective events found\"). A gloo run has none: its collectives run on the CPU.";
 
 /// Progress of a run, for a front end to show.
 #[derive(Debug)]
@@ -104,7 +104,7 @@ pub enum Event<'a> {
 /// every path out.
 pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary> {
     let started = Instant::now();
-    let unknown = crate::check_extra_args(&config.extra_args)?;
+    let unknown = crate::extra::check_extra_args(&config.extra_args)?;
     if !config.root.is_dir() {
         // Let discovery produce the error that names the root as given.
         trace_discover::discover(&config.root, &Default::default())?;
@@ -178,7 +178,7 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
     let jobs_start = Instant::now();
     events(Event::Planned { jobs: plan.jobs.len() });
     for job in &plan.jobs {
-        if let Some(note) = job.collective.as_ref().and_then(crate::partial_note) {
+        if let Some(note) = job.collective.as_ref().and_then(crate::plan::partial_note) {
             events(Event::Note(format!("{}: {note}", job.label)));
         }
     }
@@ -392,7 +392,7 @@ fn note_salvaged(results: &mut [Row], plan: &Plan, config: &Config, repairs: &[R
 /// it leaves out.
 fn note_partial(results: &mut [Row], plan: &Plan) {
     for (row, job) in results.iter_mut().zip(&plan.jobs) {
-        if let Some(note) = job.collective.as_ref().and_then(crate::partial_note) {
+        if let Some(note) = job.collective.as_ref().and_then(crate::plan::partial_note) {
             row.detail =
                 if row.detail.is_empty() { note } else { format!("{note}; {}", row.detail) };
         }
@@ -422,7 +422,7 @@ pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
 
 /// The plan without running anything (no TraceLens needed).
 pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
-    crate::check_extra_args(&config.extra_args)?;
+    crate::extra::check_extra_args(&config.extra_args)?;
     let mut found = discover(config)?;
     let (other_cycles, cycles) = leave_other_cycles(config, &mut found)?;
     let plan = Plan { cycles, other_cycles, ..plan(config, &found) };

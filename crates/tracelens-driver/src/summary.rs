@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// The CSV summary's file name.
 pub const SUMMARY_CSV: &str = "tracelens_summary.csv";
 /// The JSON summary's file name.
-pub const SUMMARY_JSON: &str = "tracelens_summary.json";
+pub(crate) const SUMMARY_JSON: &str = "tracelens_summary.json";
 
 /// How a job (or a skipped artifact) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -269,7 +269,7 @@ pub struct RunReports {
     /// The run's [`SUMMARY_CSV`], which says which they are.
     pub summary: PathBuf,
     /// The reports its `SUCCESS` rows name, each with the trace it was made
-    /// of: as the summary names it, under the root its [`SUMMARY_JSON`]
+    /// of: as the summary names it, under the root its `tracelens_summary.json`
     /// names where it does.
     pub kept: Vec<(PathBuf, PathBuf)>,
     /// The reports it does not name: an earlier run's.
