@@ -157,113 +157,132 @@ pub(crate) fn summaries(
     collectives: &[crate::commands::RunCollectives],
 ) -> Result<(), Error> {
     let mut text = String::new();
-    let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into());
     for v in views {
-        text.push_str(&format!("== {}{}\n", v.trace.display(), v.heading_tags()));
-        if let Some(error) = &v.error {
-            text.push_str(&format!("   error: {error}\n\n"));
-            continue;
-        }
-        if let Some(warning) = v.warning() {
-            text.push_str(&format!("   warning: {warning}\n"));
-        }
-        if let Some(note) = v.repaired_note() {
-            text.push_str(&format!("   note: {note}\n"));
-        }
-        if v.outcome == Some(trace_summary::Outcome::NoGpuActivity) {
-            text.push_str(&format!("   {}\n\n", v.note().unwrap_or_default()));
-            continue;
-        }
-        if let Some(note) = v.note() {
-            text.push_str(&format!("   note: {note}\n"));
-        }
-        let parts: Vec<String> = v
-            .parts()
-            .iter()
-            .filter(|(row, _)| v.timeline.iter().any(|r| r.0 == *row))
-            .map(|(row, label)| {
-                let part = format!("{label} {:.3} ms ({}", v.ms(row), pct(v.percent(row)));
-                // rocprofv3's kernel time holds the collectives' (COMM rows).
-                match v.comm_ms.filter(|c| *row == "kernel" && *c > 0.0) {
-                    Some(comm) => format!("{part}; collectives {comm:.3} ms)"),
-                    None => format!("{part})"),
-                }
-            })
-            .collect();
-        if v.timeline.iter().any(|r| r.0 == "total_time") {
-            let what = match v.outcome {
-                Some(trace_summary::Outcome::Rocprofv3) => "profiled",
-                _ => "GPU time",
-            };
-            let total = v.ms("total_time");
-            text.push_str(&format!(
-                "   {what} {total:.3} ms{}: {}\n",
-                v.steps_text(total),
-                parts.join(", ")
-            ));
-        }
-        for (title, rows) in [
-            ("top kernels (total µs, share of kernel time)", &v.top_kernels),
-            ("top ops (GPU ms launched directly, share)", &v.top_ops),
-            ("op categories (GPU ms their ops launched directly, share)", &v.top_op_categories),
-            ("kernel categories (GPU ms, share of kernel time)", &v.top_kernel_categories),
-        ] {
-            if !rows.is_empty() {
-                text.push_str(&format!("   {title}:\n"));
-            }
-            let labels = crate::commands::labels(rows, shorten);
-            for (row, label) in rows.iter().zip(labels) {
-                text.push_str(&format!(
-                    "     {:>12}  {:>6}  {label}\n",
-                    py(row.value),
-                    pct(row.percent),
-                ));
-            }
-        }
-        if let Some(short) = v.short_kernels.filter(|s| s.launches > 0) {
-            let share = short
-                .percent_of_total
-                .map_or(String::new(), |p| format!(", {p:.1}% of the GPU time"));
-            text.push_str(&format!(
-                "   short kernels (< 10 µs): {} launch{}, {:.3} ms{share}\n",
-                short.launches,
-                if short.launches == 1 { "" } else { "es" },
-                short.time_us / 1000.0
-            ));
-        }
-        if !v.top_collectives.is_empty() {
-            text.push_str("   collectives (total µs, calls, mean µs, bus bandwidth):\n");
-        }
-        for c in &v.top_collectives {
-            let busbw = c.busbw_gbps.map_or("-".into(), |b| format!("{b:.1} GB/s"));
-            text.push_str(&format!(
-                "     {:>12}  {:>5}x  {:>10}  {:>11}  {}\n",
-                py(c.total_us),
-                c.count,
-                format!("{:.1}", c.mean_us),
-                busbw,
-                c.call()
-            ));
-        }
-        if v.shapes_recorded == Some(false) && !v.top_ops.is_empty() {
-            text.push_str(
-                "   no input shapes: its ops were recorded without record_shapes, so there are no \
-                 GEMM shapes and FLOPs (record with torch.profiler's record_shapes=True; \
-                 `madengine profile` records them)\n",
-            );
-        }
-        let gemms = v.top_gemms.iter().map(|g| (g.shape.as_str(), &g.rated));
-        rated_shapes(&mut text, "GEMMs", gemms, v.gpu_arch.as_deref());
-        let others = v.top_shapes.iter().map(|s| (s.shape.as_str(), &s.rated));
-        rated_shapes(&mut text, "Attention and convolutions", others, v.gpu_arch.as_deref());
-        if let Some(note) = v.no_roofline_note() {
-            text.push_str(&format!("   {note}\n"));
-        }
-        if let Some(dir) = &v.csv_dir {
-            text.push_str(&format!("   CSVs: {}\n", dir.display()));
-        }
-        text.push('\n');
+        one_trace(&mut text, v);
     }
+    cross_rank(&mut text, ranks);
+    profiling_cycles(&mut text, cycles);
+    cross_gpu(&mut text, gpus);
+    run_collectives(&mut text, collectives);
+    if views.is_empty() {
+        text.push_str("no PyTorch or rocprofv3 traces found\n");
+    }
+    out(&text)
+}
+
+fn pct(p: Option<f64>) -> String {
+    p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into())
+}
+
+/// One trace's summary: its heading, notes, timeline, top rows, shapes.
+fn one_trace(text: &mut String, v: &crate::commands::SummaryView) {
+    text.push_str(&format!("== {}{}\n", v.trace.display(), v.heading_tags()));
+    if let Some(error) = &v.error {
+        text.push_str(&format!("   error: {error}\n\n"));
+        return;
+    }
+    if let Some(warning) = v.warning() {
+        text.push_str(&format!("   warning: {warning}\n"));
+    }
+    if let Some(note) = v.repaired_note() {
+        text.push_str(&format!("   note: {note}\n"));
+    }
+    if v.outcome == Some(trace_summary::Outcome::NoGpuActivity) {
+        text.push_str(&format!("   {}\n\n", v.note().unwrap_or_default()));
+        return;
+    }
+    if let Some(note) = v.note() {
+        text.push_str(&format!("   note: {note}\n"));
+    }
+    let parts: Vec<String> = v
+        .parts()
+        .iter()
+        .filter(|(row, _)| v.timeline.iter().any(|r| r.0 == *row))
+        .map(|(row, label)| {
+            let part = format!("{label} {:.3} ms ({}", v.ms(row), pct(v.percent(row)));
+            // rocprofv3's kernel time holds the collectives' (COMM rows).
+            match v.comm_ms.filter(|c| *row == "kernel" && *c > 0.0) {
+                Some(comm) => format!("{part}; collectives {comm:.3} ms)"),
+                None => format!("{part})"),
+            }
+        })
+        .collect();
+    if v.timeline.iter().any(|r| r.0 == "total_time") {
+        let what = match v.outcome {
+            Some(trace_summary::Outcome::Rocprofv3) => "profiled",
+            _ => "GPU time",
+        };
+        let total = v.ms("total_time");
+        text.push_str(&format!(
+            "   {what} {total:.3} ms{}: {}\n",
+            v.steps_text(total),
+            parts.join(", ")
+        ));
+    }
+    for (title, rows) in [
+        ("top kernels (total µs, share of kernel time)", &v.top_kernels),
+        ("top ops (GPU ms launched directly, share)", &v.top_ops),
+        ("op categories (GPU ms their ops launched directly, share)", &v.top_op_categories),
+        ("kernel categories (GPU ms, share of kernel time)", &v.top_kernel_categories),
+    ] {
+        if !rows.is_empty() {
+            text.push_str(&format!("   {title}:\n"));
+        }
+        let labels = crate::commands::labels(rows, shorten);
+        for (row, label) in rows.iter().zip(labels) {
+            text.push_str(&format!(
+                "     {:>12}  {:>6}  {label}\n",
+                py(row.value),
+                pct(row.percent),
+            ));
+        }
+    }
+    if let Some(short) = v.short_kernels.filter(|s| s.launches > 0) {
+        let share =
+            short.percent_of_total.map_or(String::new(), |p| format!(", {p:.1}% of the GPU time"));
+        text.push_str(&format!(
+            "   short kernels (< 10 µs): {} launch{}, {:.3} ms{share}\n",
+            short.launches,
+            if short.launches == 1 { "" } else { "es" },
+            short.time_us / 1000.0
+        ));
+    }
+    if !v.top_collectives.is_empty() {
+        text.push_str("   collectives (total µs, calls, mean µs, bus bandwidth):\n");
+    }
+    for c in &v.top_collectives {
+        let busbw = c.busbw_gbps.map_or("-".into(), |b| format!("{b:.1} GB/s"));
+        text.push_str(&format!(
+            "     {:>12}  {:>5}x  {:>10}  {:>11}  {}\n",
+            py(c.total_us),
+            c.count,
+            format!("{:.1}", c.mean_us),
+            busbw,
+            c.call()
+        ));
+    }
+    if v.shapes_recorded == Some(false) && !v.top_ops.is_empty() {
+        text.push_str(
+            "   no input shapes: its ops were recorded without record_shapes, so there are no \
+             GEMM shapes and FLOPs (record with torch.profiler's record_shapes=True; \
+             `madengine profile` records them)\n",
+        );
+    }
+    let gemms = v.top_gemms.iter().map(|g| (g.shape.as_str(), &g.rated));
+    rated_shapes(text, "GEMMs", gemms, v.gpu_arch.as_deref());
+    let others = v.top_shapes.iter().map(|s| (s.shape.as_str(), &s.rated));
+    rated_shapes(text, "Attention and convolutions", others, v.gpu_arch.as_deref());
+    if let Some(note) = v.no_roofline_note() {
+        text.push_str(&format!("   {note}\n"));
+    }
+    if let Some(dir) = &v.csv_dir {
+        text.push_str(&format!("   CSVs: {}\n", dir.display()));
+    }
+    text.push('\n');
+}
+
+/// The cross-rank table of each run.
+fn cross_rank(text: &mut String, ranks: &[trace_report::RankRow]) {
     let runs = trace_report::by_run(ranks);
     for run in &runs {
         let rows: Vec<[String; 7]> = run
@@ -286,7 +305,7 @@ pub(crate) fn summaries(
         }
         text.push_str(":\n");
         aligned(
-            &mut text,
+            text,
             &["RANK", "COMPUTATION", "EXPOSED COMM", "IDLE", "TOTAL", "", "TRACE"],
             &rows,
             &[false, true, true, true, true, false, false],
@@ -299,6 +318,10 @@ pub(crate) fn summaries(
             text.push('\n');
         }
     }
+}
+
+/// The profiling cycles of each job, against its first.
+fn profiling_cycles(text: &mut String, cycles: &[trace_report::CycleRow]) {
     for job in trace_report::by_job(cycles) {
         if !text.is_empty() && !text.ends_with("\n\n") {
             text.push('\n');
@@ -322,12 +345,16 @@ pub(crate) fn summaries(
             job[0].run.display()
         ));
         aligned(
-            &mut text,
+            text,
             &["CYCLE", "TRACES", "GPU TIME", "VS CYCLE 1", "SLOWEST"],
             &rows,
             &[false, true, true, true, false],
         );
     }
+}
+
+/// The cross-GPU table of each rocprofv3 run.
+fn cross_gpu(text: &mut String, gpus: &[trace_report::GpuRow]) {
     let dirs = trace_report::by_dir(gpus);
     for run in &dirs {
         if !text.is_empty() && !text.ends_with("\n\n") {
@@ -355,13 +382,8 @@ pub(crate) fn summaries(
         ));
         let header = ["GPU", "BUSY", "KERNEL", "COMM", "MEMORY", "IDLE", "PROFILED", "", "TRACE"];
         let numbers = [false, true, true, true, true, true, true, false, false];
-        aligned(&mut text, &header, &rows, &numbers);
+        aligned(text, &header, &rows, &numbers);
     }
-    run_collectives(&mut text, collectives);
-    if views.is_empty() {
-        text.push_str("no PyTorch or rocprofv3 traces found\n");
-    }
-    out(&text)
 }
 
 /// Op shapes with their rates (`title`: GEMMs, ...): total µs, calls,
