@@ -532,11 +532,38 @@ pub(crate) fn write_json(
     let has = |name: &str| objects.iter().any(|o| o == name);
     let mut read = Rows::new(cancel, row_limit(bytes_of(path)));
     let mut converted = Converted::default();
+    out.write_all(br#"{"rocprofiler-sdk-tool":[{"metadata":"#)?;
+    metadata(&db, has("rocpd_info_node"), out, &mut converted)?;
+    out.write_all(br#","agents":["#)?;
+    if has("rocpd_info_agent") {
+        agents(&db, out)?;
+    }
+    // Kernel dispatches, each naming its symbol by the database's id; the
+    // symbols follow them (a view without `kernel_id`: one per name).
+    let by_id = by_id(&db, &objects)?;
+    out.write_all(br#"],"buffer_records":{"kernel_dispatch":["#)?;
+    let named = dispatches(&db, by_id, out, &mut read, &mut converted)?;
+    out.write_all(br#"],"memory_copy":["#)?;
+    if has("memory_copies") {
+        copies(&db, out, &mut read, &mut converted)?;
+    }
+    symbols(&db, by_id, named, out)?;
+    out.write_all(b"]}]}\n")?;
+    read.stop()?;
+    Ok(converted)
+}
 
-    // The processes, merged.
+/// The processes, merged, as rocprofv3's `metadata` object (with the
+/// node's hostname where the database has `rocpd_info_node`).
+fn metadata(
+    db: &Connection,
+    has_node: bool,
+    out: &mut impl std::io::Write,
+    converted: &mut Converted,
+) -> Result<(), Written> {
     let (mut pid, mut init, mut fini, mut command) = (None, None::<u64>, 0u64, None);
     let sql =
-        select(&db, "rocpd_info_process", &["pid", "init", "fini", "start", "end", "command"], "")?;
+        select(db, "rocpd_info_process", &["pid", "init", "fini", "start", "end", "command"], "")?;
     let mut statement = db.prepare(&sql)?;
     let mut rows = statement.query([])?;
     while let Some(row) = rows.next()? {
@@ -550,9 +577,9 @@ pub(crate) fn write_json(
         }
     }
     drop(rows);
-    let hostname = if has("rocpd_info_node") {
+    let hostname = if has_node {
         // A view over rocprofv3's table: no rowid to order by.
-        let sql = select(&db, "rocpd_info_node", &["hostname"], "LIMIT 1")?;
+        let sql = select(db, "rocpd_info_node", &["hostname"], "LIMIT 1")?;
         db.query_row(&sql, [], |row| text(row, 0)).ok().flatten()
     } else {
         None
@@ -560,7 +587,6 @@ pub(crate) fn write_json(
     // rocprofv3 writes argv as a list; a database's may be one string.
     let command: Vec<String> =
         command.map(|c| serde_json::from_str(&c).unwrap_or_else(|_| vec![c])).unwrap_or_default();
-    out.write_all(br#"{"rocprofiler-sdk-tool":[{"metadata":"#)?;
     json(
         out,
         &serde_json::json!({
@@ -571,61 +597,68 @@ pub(crate) fn write_json(
             "command": command,
         }),
     )?;
+    Ok(())
+}
 
-    // Agents, GPUs in their type-relative order.
-    out.write_all(br#","agents":["#)?;
-    if has("rocpd_info_agent") {
-        let sql = select(
-            &db,
-            "rocpd_info_agent",
-            &[
-                "id",
-                "type",
-                "absolute_index",
-                "logical_index",
-                "type_index",
-                "name",
-                "product_name",
-                "model_name",
-                "vendor_name",
-            ],
-            "ORDER BY type_index, id",
-        )?;
-        let mut statement = db.prepare(&sql)?;
-        let mut rows = statement.query([])?;
-        let mut first = true;
-        while let Some(row) = rows.next()? {
-            let kind = match text(row, 1)?.as_deref() {
-                Some("CPU") => 1,
-                Some("GPU") => 2,
-                _ => 0,
-            };
-            if !std::mem::take(&mut first) {
-                out.write_all(b",")?;
-            }
-            json(
-                out,
-                &serde_json::json!({
-                    "id": { "handle": opt(row, 0)?.unwrap_or(0) },
-                    "type": kind,
-                    "node_id": opt(row, 2)?,
-                    "logical_node_id": opt(row, 3)?,
-                    "logical_node_type_id": opt(row, 4)?,
-                    "name": text(row, 5)?,
-                    "product_name": text(row, 6)?,
-                    "model_name": text(row, 7)?,
-                    "vendor_name": text(row, 8)?,
-                }),
-            )?;
-        }
-    }
-
-    // Kernel dispatches, each naming its symbol by the database's id; the
-    // symbols follow them (a view without `kernel_id`: one per name).
-    let by_id = by_id(&db, &objects)?;
-    out.write_all(br#"],"buffer_records":{"kernel_dispatch":["#)?;
+/// The agents, GPUs in their type-relative order.
+fn agents(db: &Connection, out: &mut impl std::io::Write) -> Result<(), Written> {
     let sql = select(
-        &db,
+        db,
+        "rocpd_info_agent",
+        &[
+            "id",
+            "type",
+            "absolute_index",
+            "logical_index",
+            "type_index",
+            "name",
+            "product_name",
+            "model_name",
+            "vendor_name",
+        ],
+        "ORDER BY type_index, id",
+    )?;
+    let mut statement = db.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    let mut first = true;
+    while let Some(row) = rows.next()? {
+        let kind = match text(row, 1)?.as_deref() {
+            Some("CPU") => 1,
+            Some("GPU") => 2,
+            _ => 0,
+        };
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        json(
+            out,
+            &serde_json::json!({
+                "id": { "handle": opt(row, 0)?.unwrap_or(0) },
+                "type": kind,
+                "node_id": opt(row, 2)?,
+                "logical_node_id": opt(row, 3)?,
+                "logical_node_type_id": opt(row, 4)?,
+                "name": text(row, 5)?,
+                "product_name": text(row, 6)?,
+                "model_name": text(row, 7)?,
+                "vendor_name": text(row, 8)?,
+            }),
+        )?;
+    }
+    Ok(())
+}
+
+/// The kernel dispatches; without the database's kernel ids (`by_id`),
+/// the ids given to each name, in order.
+fn dispatches(
+    db: &Connection,
+    by_id: bool,
+    out: &mut impl std::io::Write,
+    read: &mut Rows<'_>,
+    converted: &mut Converted,
+) -> Result<rustc_hash::FxHashMap<String, u64>, Written> {
+    let sql = select(
+        db,
         "kernels",
         &[
             "start",
@@ -688,51 +721,65 @@ pub(crate) fn write_json(
         out.write_all(&buf)?;
         converted.kernels += 1;
     }
-    drop(rows);
+    Ok(named)
+}
 
-    out.write_all(br#"],"memory_copy":["#)?;
-    if has("memory_copies") {
-        let sql = select(
-            &db,
-            "memory_copies",
-            &["start", "end", "tid", "correlation_id", "size", "src_agent_id", "dst_agent_id"],
-            "",
-        )?;
-        let mut statement = db.prepare(&sql)?;
-        let mut rows = statement.query([])?;
-        while let Some(row) = rows.next()? {
-            read.tick()?;
-            let (Some(start), Some(end)) = (opt(row, 0)?, opt(row, 1)?) else { continue };
-            buf.clear();
-            if converted.copies > 0 {
-                buf.push(b',');
-            }
-            Obj::open(&mut buf)
-                .int("thread_id", opt(row, 2)?)
-                .correlation(opt(row, 3)?)
-                .int("start_timestamp", Some(start))
-                .int("end_timestamp", Some(end))
-                .wrapped("src_agent_id", "handle", opt(row, 5)?)
-                .wrapped("dst_agent_id", "handle", opt(row, 6)?)
-                .int("bytes", opt(row, 4)?)
-                .close();
-            out.write_all(&buf)?;
-            converted.copies += 1;
+/// The memory copies.
+fn copies(
+    db: &Connection,
+    out: &mut impl std::io::Write,
+    read: &mut Rows<'_>,
+    converted: &mut Converted,
+) -> Result<(), Written> {
+    let sql = select(
+        db,
+        "memory_copies",
+        &["start", "end", "tid", "correlation_id", "size", "src_agent_id", "dst_agent_id"],
+        "",
+    )?;
+    let mut statement = db.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    let mut buf = Vec::with_capacity(512);
+    while let Some(row) = rows.next()? {
+        read.tick()?;
+        let (Some(start), Some(end)) = (opt(row, 0)?, opt(row, 1)?) else { continue };
+        buf.clear();
+        if converted.copies > 0 {
+            buf.push(b',');
         }
+        Obj::open(&mut buf)
+            .int("thread_id", opt(row, 2)?)
+            .correlation(opt(row, 3)?)
+            .int("start_timestamp", Some(start))
+            .int("end_timestamp", Some(end))
+            .wrapped("src_agent_id", "handle", opt(row, 5)?)
+            .wrapped("dst_agent_id", "handle", opt(row, 6)?)
+            .int("bytes", opt(row, 4)?)
+            .close();
+        out.write_all(&buf)?;
+        converted.copies += 1;
     }
+    Ok(())
+}
 
-    // The kernel symbols: rocprofv3's names for each (its mangled name, and
-    // the formatted, demangled and truncated ones it keeps in `extdata`),
-    // the display name where the database has no other.
-    // Element 0 a placeholder, as rocprofv3 writes it (kernel ids count
-    // from 1, so a reader may index the list by id).
+/// The kernel symbols: rocprofv3's names for each (its mangled name, and
+/// the formatted, demangled and truncated ones it keeps in `extdata`), the
+/// display name where the database has no other (`named`, without its
+/// kernel ids). Element 0 a placeholder, as rocprofv3 writes it (kernel
+/// ids count from 1, so a reader may index the list by id).
+fn symbols(
+    db: &Connection,
+    by_id: bool,
+    named: rustc_hash::FxHashMap<String, u64>,
+    out: &mut impl std::io::Write,
+) -> Result<(), Written> {
     out.write_all(br#"]},"kernel_symbols":[{"kernel_id":0,"kernel_name":""}"#)?;
     let symbol = |out: &mut _, value: serde_json::Value| {
         std::io::Write::write_all(out, b",")?;
         json(out, &value)
     };
     if by_id {
-        each_symbol(&db, |s| {
+        each_symbol(db, |s| {
             let value = serde_json::json!({
                 "kernel_id": s.id,
                 "kernel_name": s.kernel_name,
@@ -755,9 +802,7 @@ pub(crate) fn write_json(
             symbol(out, value)?;
         }
     }
-    out.write_all(b"]}]}\n")?;
-    read.stop()?;
-    Ok(converted)
+    Ok(())
 }
 
 /// `value` as JSON, to `out` (a writer of a type known here, so that the
