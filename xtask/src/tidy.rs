@@ -177,7 +177,7 @@ fn reaches(
 /// tidy: code can pass every test and still break for users (a `(?i)` regex
 /// needs regex's `unicode-case`, which insta turned on for the tests only;
 /// the shipped binary panicked).
-const TEST_ONLY_FEATURES: [(&str, &str, &str); 9] = [
+const TEST_ONLY_FEATURES: [(&str, &str, &str); 11] = [
     ("getrandom", "std", "std::error::Error for its error type; tempfile only calls fill"),
     ("getrandom", "sys_rng", "a rand_core RNG type (proptest's rand); tempfile does not use it"),
     ("libc", "default", "turns on `std` alone"),
@@ -189,6 +189,17 @@ const TEST_ONLY_FEATURES: [(&str, &str, &str); 9] = [
         "syn",
         "visit",
         "a syntax walker for derives (the workbook zip's zeroize): a build fails, loudly",
+    ),
+    (
+        "trace-sanitize",
+        "default",
+        "turns on `repair` alone (below): the collectors write files, they repair no trace",
+    ),
+    (
+        "trace-sanitize",
+        "repair",
+        "the sanitizer itself; collect-slurm and collect-k8s use only its atomic writer, which \
+         needs none of it, and a use of more fails their build, loudly",
     ),
     (
         "simd-adler32",

@@ -99,24 +99,38 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "repair")]
 mod close;
+#[cfg(feature = "repair")]
 mod copy;
+#[cfg(feature = "repair")]
 mod engine;
+#[cfg(feature = "repair")]
 mod error;
+#[cfg(feature = "repair")]
 mod file;
+#[cfg(feature = "repair")]
 mod grammar;
+#[cfg(feature = "repair")]
 mod gunzip;
+#[cfg(feature = "repair")]
 mod lossy;
 mod output;
+#[cfg(feature = "repair")]
 mod report;
+#[cfg(feature = "repair")]
 mod stream;
 
+/// The atomic writer, on its own without the `repair` feature (its only
+/// dependency `tempfile`): the collectors write their records with it.
+pub use crate::output::write_atomic;
+#[cfg(feature = "repair")]
 pub use crate::{
     close::{Cut, CutKind},
     error::{DisplayByte, Error, Result, decompress_command},
     file::{
         Compression, FileReport, Progress, check_file, default_output_path, output_compression,
-        salvage_file, sanitize_file, write_atomic,
+        salvage_file, sanitize_file,
     },
     gunzip::{Gunzip, NotGzip, damaged_gzip},
     report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},
@@ -127,10 +141,11 @@ pub use crate::{
 
 /// The bit trick under this crate's 64-byte blocks, shared with
 /// trace-summary's scanner (not part of the API).
+#[cfg(feature = "repair")]
 #[doc(hidden)]
 pub use crate::engine::prefix_xor;
 
 /// The README's example, run as a doctest so that it cannot go stale.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "repair"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;

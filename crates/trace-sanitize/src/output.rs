@@ -143,8 +143,52 @@ fn remove_stale_partials(dir: &Path, name: &str) {
     }
 }
 
+/// Write a file atomically: `fill` writes a temp file beside `path`
+/// (`.<name>.<pid>.*.partial`), which is then given mode 0644 (what a plain
+/// create gives under the usual umask, not the temp file's 0600) and renamed
+/// over `path`. Readers never see half a file, and a failure leaves no file
+/// (one a killed process left is removed by the next write). A symbolic
+/// link is followed (the file it leads to is written, the link kept); a
+/// device, a FIFO or a socket (`/dev/null`, `/dev/stdout`, `>(cmd)`) is
+/// written through, never replaced by a file.
+///
+/// The workspace's other outputs (summaries, reports) go through this.
+pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
+    let out = Out::begin(path)?;
+    fill(&mut out.file().try_clone()?)?;
+    out.finish(default_permissions())
+}
+
+/// The mode of a file written anew: 0644 on Unix (as a shell's `>`
+/// under the usual umask), the platform's default elsewhere.
+#[cfg(unix)]
+pub(crate) fn default_permissions() -> Option<fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+pub(crate) fn default_permissions() -> Option<fs::Permissions> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
+    #[test]
+    fn write_atomic_gives_0644_and_leaves_nothing_on_failure() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.json");
+        super::write_atomic(&path, |f| std::io::Write::write_all(f, b"{}")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        let failed = super::write_atomic(&path, |_| Err(std::io::Error::other("disk full")));
+        assert_eq!(failed.unwrap_err().to_string(), "disk full");
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}", "the old file stays");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+    }
+
     use super::*;
 
     #[cfg(unix)]
