@@ -617,20 +617,10 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
     let inputs: Vec<Input> = paired.iter().map(|m| input(m)).collect();
     let traces: Vec<Input> = paired.iter().filter(|m| !m.report).map(|m| input(m)).collect();
     let results = match interrupt {
-        Some(interrupt) => {
-            match read_all(
-                interrupt,
-                &traces,
-                args.jobs,
-                args.salvage,
-                &trace_summary::ArchChoice::None,
-                !args.json,
-                &|_, r| r,
-            ) {
-                Some(results) => results,
-                None => return Ok(Status::Interrupted),
-            }
-        }
+        Some(interrupt) => match read_traces(interrupt, &traces, args) {
+            Some(results) => results,
+            None => return Ok(Status::Interrupted),
+        },
         None => traces
             .iter()
             .map(|i| read_first.get(&i.trace).cloned().expect("every trace was read first"))
@@ -816,6 +806,17 @@ fn report(
     Ok(status)
 }
 
+/// `traces` read as `report summary` reads them (no roofline: a diff
+/// compares rates), with progress unless `--json`; `None` if interrupted.
+fn read_traces(
+    interrupt: crate::interrupt::Guard,
+    traces: &[Input],
+    args: &DiffArgs,
+) -> Option<Vec<super::summary::Read>> {
+    let arch = trace_summary::ArchChoice::None;
+    read_all(interrupt, traces, args.jobs, args.salvage, &arch, !args.json, &|_, r| r)
+}
+
 /// rocprofv3 runs pair by the GPU each trace ran its kernels on, which
 /// only reading them tells: every trace of both sides read (once), each
 /// member given its GPU. `Err` with the status to exit with when the read
@@ -832,15 +833,7 @@ fn read_for_gpus(
         .filter(|m| !m.report && seen.insert(m.path.clone()))
         .map(input)
         .collect();
-    let Some(results) = read_all(
-        interrupt,
-        &traces,
-        args.jobs,
-        args.salvage,
-        &trace_summary::ArchChoice::None,
-        !args.json,
-        &|_, r| r,
-    ) else {
+    let Some(results) = read_traces(interrupt, &traces, args) else {
         return Err(Status::Interrupted);
     };
     let mut read_first = std::collections::HashMap::new();
