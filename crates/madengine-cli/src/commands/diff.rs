@@ -781,25 +781,28 @@ fn report(
     let d = &compared.diff;
     let rated = |rows: &[trace_summary::GemmDiffRow]| rows.iter().any(|g| g.change_pct().is_some());
     let gates = [
-        (
-            "GEMM",
-            "--max-gemm-regression",
-            args.max_gemm_regression,
-            &gemm_regressions,
-            rated(&d.gemms),
-        ),
-        (
-            "op",
-            "--max-shape-regression",
-            args.max_shape_regression,
-            &shape_regressions,
-            rated(&d.gemms) || rated(&d.shapes),
-        ),
+        Gate {
+            what: "GEMM",
+            flag: "--max-gemm-regression",
+            // GEMM shapes are named by their dims alone.
+            prefix: "GEMM ",
+            sheets: "GEMM.csv",
+            limit: args.max_gemm_regression,
+            found: &gemm_regressions,
+            rated: rated(&d.gemms),
+        },
+        Gate {
+            what: "op",
+            flag: "--max-shape-regression",
+            prefix: "",
+            sheets: "GEMM.csv, the SDPA and CONV sheets",
+            limit: args.max_shape_regression,
+            found: &shape_regressions,
+            rated: rated(&d.gemms) || rated(&d.shapes),
+        },
     ];
-    for (what, flag, limit, found, rated) in gates {
-        if let Some(limit) = limit
-            && gate_shapes(what, flag, limit, found, rated)
-        {
+    for gate in gates {
+        if gate.said() {
             status = Status::Findings;
         }
     }
@@ -976,28 +979,48 @@ impl Side {
     }
 }
 
-/// Say which shapes `found` lost more than `flag`'s `limit` (or that none
-/// did, or that no shape of both sides had a rate): whether any did.
-fn gate_shapes(what: &str, flag: &str, limit: f64, found: &[ShapeRegression], rated: bool) -> bool {
-    // GEMM shapes are named by their dims alone.
-    let prefix = if what == "GEMM" { "GEMM " } else { "" };
-    for g in found {
-        render::error_line(&format!(
-            "{prefix}{} lost {:.1}% of its TFLOPS/s ({:.1} -> {:.1}), more than {flag} {limit}%",
-            g.shape, -g.change_pct, g.baseline_tflops, g.new_tflops
-        ));
+/// A gate on the shapes' TFLOPS/s (`--max-gemm-regression`,
+/// `--max-shape-regression`), with the shapes found past its limit.
+struct Gate<'a> {
+    /// The shapes it is over, as the notes name them (`GEMM`, `op`).
+    what: &'static str,
+    flag: &'static str,
+    /// Before each offending shape's name.
+    prefix: &'static str,
+    /// Where its shapes come from, for the note when none had a rate.
+    sheets: &'static str,
+    limit: Option<f64>,
+    found: &'a [ShapeRegression],
+    /// Whether a shape of both sides had a rate.
+    rated: bool,
+}
+
+impl Gate<'_> {
+    /// Say which shapes lost more than the limit (or that none did, or
+    /// that no shape of both sides had a rate), when the gate is set:
+    /// whether any did.
+    fn said(&self) -> bool {
+        let Gate { what, flag, prefix, sheets, limit, found, rated } = self;
+        let Some(limit) = limit else { return false };
+        for g in found.iter() {
+            render::error_line(&format!(
+                "{prefix}{} lost {:.1}% of its TFLOPS/s ({:.1} -> {:.1}), more than {flag} \
+                 {limit}%",
+                g.shape, -g.change_pct, g.baseline_tflops, g.new_tflops
+            ));
+        }
+        match (found.is_empty(), rated) {
+            (true, true) => render::note(&format!(
+                "every {what} shape of both sides kept its TFLOPS/s within {flag} {limit}%"
+            )),
+            (true, false) => render::note(&format!(
+                "{flag}: no {what} shape is in both sides with a rate ({sheets}: PyTorch traces \
+                 recorded with record_shapes)"
+            )),
+            (false, _) => {}
+        }
+        !found.is_empty()
     }
-    match (found.is_empty(), rated) {
-        (true, true) => render::note(&format!(
-            "every {what} shape of both sides kept its TFLOPS/s within {flag} {limit}%"
-        )),
-        (true, false) => render::note(&format!(
-            "{flag}: no {what} shape is in both sides with a rate (GEMM.csv, SDPA and CONV \
-             sheets: PyTorch traces recorded with record_shapes)"
-        )),
-        (false, _) => {}
-    }
-    !found.is_empty()
 }
 
 /// An op shape whose TFLOPS/s fell by more than `--max-gemm-regression`
