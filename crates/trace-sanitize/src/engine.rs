@@ -252,9 +252,10 @@ impl Engine {
                     }
                     Step::Repair { len: n, defect, with } => {
                         if rec.wants_detail() {
-                            let bare =
-                                matches!(defect, Defect::NonFinite | Defect::UnquotedNotAvailable);
-                            let key = self.key_of(buf, base, i, bare);
+                            // Outside a string (a bare word, a byte order
+                            // mark, invalid UTF-8 no string holds), the key
+                            // is the one just before, not the last string's.
+                            let key = self.key_of(buf, base, i, !self.in_string);
                             // An invalid escape or a stray quote is shown
                             // with the byte after it.
                             let shown = match defect {

@@ -186,3 +186,32 @@ fn a_string_opened_after_a_stray_backslash_is_judged_by_its_own_quote() {
     found.extend(b"u\\\"\"u\":");
     same_for_every_split(&found);
 }
+
+/// Invalid UTF-8 outside any string is the value of no string: its key is
+/// the one just before it, not the last string's, whose opening quote an
+/// earlier buffer may have held (as proptest found it: with 1,017-byte
+/// buffers the last byte came alone and lost the key the whole input gave).
+#[test]
+fn invalid_utf8_outside_a_string_names_no_string_s_key() {
+    let (whole, report) = same_for_every_split(b"{\"k\": \"v\", \xc2 \"n\": 1}");
+    assert_eq!(String::from_utf8_lossy(&whole), "{\"k\": \"v\", \u{fffd} \"n\": 1}");
+    let found: Vec<_> = report.repairs.iter().map(|r| (r.offset, r.key.as_deref())).collect();
+    assert_eq!(found, [(11, None)]);
+    let (_, report) = same_for_every_split(b"{\"k\": \xc2}");
+    assert_eq!(report.repairs[0].key.as_deref(), Some("k"));
+
+    let mut found = b"\"".to_vec();
+    found.extend(b"\\\"".repeat(6));
+    found.extend([b'x'; 1085]);
+    found.extend(b"\\\"".repeat(7));
+    found.extend(b"\",");
+    found.extend([b'"'; 15]);
+    found.extend(b"u\"uu\"u\"\\nu\\\"u\":\"u\",\\\\\xc2");
+    assert_eq!(found.len(), 1151);
+    let whole = run_with(&found, &Options::default()).1;
+    for size in [1017, 1150, 1151, 64, 1] {
+        let split = run_with(&found, &Options { buffer_size: size, ..Options::default() }).1;
+        assert_eq!(split.repairs, whole.repairs, "buffer size {size}");
+    }
+    assert_eq!(whole.repairs.last().map(|r| (r.offset, r.key.as_deref())), Some((1150, None)));
+}
