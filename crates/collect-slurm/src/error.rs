@@ -46,9 +46,7 @@ pub enum Error {
         source: io::Error,
     },
     /// Results for this job are already there; they are never overwritten.
-    #[error(
-        "{path} already exists; madengine never overwrites results (use another --results-dir)"
-    )]
+    #[error("{path} already exists, and results are never overwritten")]
     Exists {
         /// The path.
         path: PathBuf,

@@ -166,6 +166,15 @@ impl Error {
                         .into(),
                 );
             }
+            Error::Sanitize(trace_sanitize::Error::SqliteFile { path }) => {
+                return Some(format!(
+                    "`madengine trace convert {}` writes a rocpd database as rocprofv3 JSON",
+                    path.display()
+                ));
+            }
+            Error::Slurm(collect_slurm::Error::Exists { .. }) => {
+                return Some("give another --results-dir".into());
+            }
             Error::Dynolog(e) | Error::Session(S::Client(e)) => e,
             Error::Session(S::PortTaken { port, holder }) => {
                 let dynolog = holder.as_ref().is_some_and(|h| h.command.contains("dynolog"));
@@ -249,6 +258,16 @@ mod tests {
             source: io::Error::from(io::ErrorKind::ReadOnlyFilesystem),
         });
         assert!(sanitize.is_unwritable_place());
+        // The library says what happened, the CLI which flag changes it.
+        let exists =
+            Error::Slurm(collect_slurm::Error::Exists { path: "results/7/job.sbatch".into() });
+        assert_eq!(
+            (exists.to_string(), exists.hint().as_deref()),
+            (
+                "results/7/job.sbatch already exists, and results are never overwritten".into(),
+                Some("give another --results-dir")
+            )
+        );
         // Reading is not writing.
         let read = Error::Read { path: "x".into(), detail: "Permission denied".into() };
         assert!(!read.is_unwritable_place());

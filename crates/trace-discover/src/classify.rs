@@ -56,9 +56,9 @@ pub enum Claim {
 pub(crate) const UNSUPPORTED: [(&str, &str); 8] = [
     (
         "_results.db",
-        "rocprofv3 SQLite output is not readable by TraceLens itself; `madengine report tracelens` \
-         (modes auto and rocprof) writes it as rocprofv3 JSON for TraceLens' rocprof report, and \
-         `report summary` and `report diff` read it as it is",
+        "rocprofv3 SQLite output is not readable by TraceLens itself; the auto and rocprof modes \
+         convert it to rocprofv3 JSON for TraceLens' rocprof report, and the native summary and \
+         diff read it as it is",
     ),
     (
         ROCPROF_CSV,

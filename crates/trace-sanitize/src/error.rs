@@ -152,8 +152,7 @@ pub enum Error {
     /// [`Error::Sqlite`] of a file.
     #[error(
         "{path} is a SQLite database (rocprofv3's rocpd output, or RPD), not JSON: there is \
-         nothing to repair (rocprofv3's rocpd databases are read as they are; `madengine trace \
-         convert` writes one as rocprofv3 JSON)"
+         nothing to repair (rocprofv3's rocpd databases are read as they are)"
     )]
     SqliteFile {
         /// The input file.

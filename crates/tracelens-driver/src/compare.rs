@@ -148,7 +148,8 @@ pub(crate) fn check_compare_inputs(config: &CompareConfig, probe: &Probe) -> Res
         return Err(Error::CompareInput {
             path: first.clone(),
             reason: "the first report has no kernel_summary sheet, which TraceLens' comparison requires; \
-                     regenerate it with `madengine report tracelens` (it passes --enable_kernel_summary)"
+                     regenerate it with TraceLens' --enable_kernel_summary (the reports this driver \
+                     writes have it)"
                 .into(),
         });
     }

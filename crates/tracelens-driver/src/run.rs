@@ -1306,7 +1306,7 @@ fn precheck(
 fn precheck_detail(summary: &trace_summary::Summary) -> String {
     use trace_summary::Outcome as O;
     let then = format!(
-        "TraceLens would stop with \"{NO_GPU_EVENTS}\"; `madengine report summary` still computes its tables."
+        "TraceLens would stop with \"{NO_GPU_EVENTS}\"; the native summary (trace-summary) still computes its tables."
     );
     match summary.outcome {
         O::NoGpuActivity if summary.gpu_devices == Some(0) => NO_GPU_SEEN_DETAIL.into(),
@@ -1544,8 +1544,8 @@ fn classify(outcome: &Outcome, log: &Path, need: u64) -> (Status, String) {
 /// downloads Perfetto's `traceconv` when it is not on PATH.
 pub(crate) const TRACECONV_HINT: &str = "TraceLens' pftrace reports read a .pftrace through Perfetto's \
     traceconv, which TraceLens downloads when it is not on PATH, and the download failed: an \
-    offline node? Put traceconv on PATH, or pass `-- --traceconv /path/to/traceconv`; `madengine \
-    report summary` reads the trace without it";
+    offline node? Put traceconv on PATH, or give TraceLens `--traceconv /path/to/traceconv` as an \
+    extra argument; the native summary (trace-summary) reads the trace without it";
 
 /// Why there was nothing to report, if TraceLens said so in the log ("no
 /// GPU events", "no NCCL collective events"), and its last non-empty line

@@ -204,11 +204,15 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
                     );
                 }
                 // A run directory mounted read-only, or another user's.
-                if err.is_unwritable_place() && args.output.is_none() {
-                    render::note(
-                        "the copy goes beside its input by default: write it elsewhere with -o \
-                         PATH, or -o DIR/ for several",
-                    );
+                if err.is_unwritable_place() {
+                    if args.output.is_none() {
+                        render::note(
+                            "the copy goes beside its input by default: write it elsewhere with \
+                             -o PATH, or -o DIR/ for several",
+                        );
+                    }
+                } else if let Some(hint) = err.hint() {
+                    render::note(&hint);
                 }
                 continue;
             }

@@ -94,10 +94,10 @@ fn discover_classifies_one_file() {
     pytorch  name      1 (distributedInfo)  1.2 KiB  torch_profiler_output/libkineto_trace_4242.json
     ----- stderr -----
     ");
-    cli_snapshot!(&run, ["trace", "discover", "rocprof_output/1e4d92661463/1234_results.db"], @r"
+    cli_snapshot!(&run, ["trace", "discover", "rocprof_output/1e4d92661463/1234_results.db"], @"
     exit code: 0
     ----- stdout -----
-    unsupported  rocprof_output/1e4d92661463/1234_results.db: rocprofv3 SQLite output is not readable by TraceLens itself; `madengine report tracelens` (modes auto and rocprof) writes it as rocprofv3 JSON for TraceLens' rocprof report, and `report summary` and `report diff` read it as it is
+    unsupported  rocprof_output/1e4d92661463/1234_results.db: rocprofv3 SQLite output is not readable by TraceLens itself; the auto and rocprof modes convert it to rocprofv3 JSON for TraceLens' rocprof report, and the native summary and diff read it as it is
     ----- stderr -----
     ");
     cli_snapshot!(&run, ["trace", "discover", "manifest.json"], @r"
@@ -1638,6 +1638,14 @@ fn convert_writes_a_database_as_rocprofv3_json() {
     ----- stdout -----
     wrote host/1234_results.json: 3 kernel dispatches, 1 memory copy, from host/1234_results.db (1 process)
     ----- stderr -----
+    ");
+    // Sanitizing the database is refused, and the CLI says what converts it.
+    cli_snapshot!(dir.path(), ["trace", "sanitize", "host/1234_results.db"], @"
+    exit code: 3
+    ----- stdout -----
+    ----- stderr -----
+    error: host/1234_results.db is a SQLite database (rocprofv3's rocpd output, or RPD), not JSON: there is nothing to repair (rocprofv3's rocpd databases are read as they are)
+    [madengine] `madengine trace convert host/1234_results.db` writes a rocpd database as rocprofv3 JSON
     ");
     let json = dir.path().join("host/1234_results.json");
     let tables = |trace: &Path| {

@@ -55,7 +55,7 @@ fn every_public_trace_gets_its_job_and_the_multi_rank_sets_their_collective() {
     for row in summary.results.iter().filter(|r| r.status == Status::Failure) {
         assert!(
             row.detail.starts_with("urllib.error.URLError: <urlopen error")
-                && row.detail.contains("Put traceconv on PATH, or pass `-- --traceconv"),
+                && row.detail.contains("Put traceconv on PATH, or give TraceLens `--traceconv"),
             "{row:#?}"
         );
     }
