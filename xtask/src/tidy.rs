@@ -386,7 +386,8 @@ fn check_files(root: &Path, problems: &mut Vec<String>) {
         if let Ok(entries) = fs::read_dir(dir.join("tests")) {
             for e in entries.flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
-                if !["it", "fixtures", "snapshots"].contains(&n.as_str()) {
+                // proptest keeps the failures it found beside the tests.
+                if !["it", "fixtures", "snapshots", "proptest-regressions"].contains(&n.as_str()) {
                     problems.push(format!(
                         "{name}/tests/{n}: integration tests live in tests/it/ only"
                     ));

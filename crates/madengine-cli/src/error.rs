@@ -60,6 +60,8 @@ pub(crate) enum Error {
     Summary(#[from] trace_summary::Error),
     #[error(transparent)]
     Arch(#[from] trace_summary::ArchError),
+    #[error(transparent)]
+    Record(#[from] trace_report::RecordError),
     #[error("cannot write {path}")]
     Io {
         path: std::path::PathBuf,
@@ -121,7 +123,7 @@ impl Error {
             ) => Status::Interrupted,
             Error::K8s(_) => Status::Io,
             Error::Summary(trace_summary::Error::Cancelled { .. }) => Status::Interrupted,
-            Error::Summary(_) => Status::Io,
+            Error::Summary(_) | Error::Record(_) => Status::Io,
             Error::Arch(trace_summary::ArchError::Unknown { .. }) => Status::Usage,
             Error::Arch(_) => Status::Io,
             Error::Sanitize(_)

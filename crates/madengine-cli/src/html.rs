@@ -6,12 +6,15 @@ use std::{fmt::Write as _, path::Path};
 
 use trace_summary::{DiffRow, Measure};
 
-use trace_report::{CycleRow, GpuRow, RankRow, by_dir, by_job, by_run, vs_first};
+use trace_report::{
+    CycleRow, GpuRow, RankRow, Rated, Roofline, TopRow, TraceView as SummaryView, by_dir, by_job,
+    by_run, vs_first,
+};
 
 use crate::{
     commands::{
-        Compared, KINETO_PARTS, ROCPROF_BAR, Rated, Regression, Roofline, RunCollectives,
-        SummaryView, TopRow, counts_text, ratio_text,
+        Compared, KINETO_PARTS, ROCPROF_BAR, Regression, RunCollectives, ViewText, counts_text,
+        ratio_text,
     },
     error::Error,
     render,
@@ -237,7 +240,7 @@ fn rated_table(
                 page,
                 "<td>{}</td><td>{}</td>",
                 crate::commands::shown(g.pct_roofline, 1),
-                g.bound.unwrap_or("-")
+                g.bound.map_or("-", trace_report::Bound::as_str)
             );
         }
         let _ = write!(page, r#"<td class="name">{}</td></tr>"#, esc(shape));

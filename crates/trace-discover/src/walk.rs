@@ -60,7 +60,7 @@ pub struct Unsupported {
 }
 
 /// A path that could not be looked at.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Problem {
     /// The path.
     #[serde(serialize_with = "crate::lossy::path")]

@@ -13,7 +13,7 @@ use serde::Serialize;
 /// torch.profiler's schedule repeats (unless `repeat=1`), and its
 /// `tensorboard_trace_handler` writes a trace per rank each cycle, named by
 /// the time of its export.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Cycle {
     /// From 1, in the order the traces were written.
     pub number: usize,

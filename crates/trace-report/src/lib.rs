@@ -1,7 +1,14 @@
 //! Run-level analysis of GPU profiler traces: what a set of traces says
-//! that no single trace does. No TraceLens, no Python, no I/O of its own:
-//! it works on paths, ranks and the timelines `trace-summary` reads.
+//! that no single trace does, and the documents a run's report is made of.
+//! No TraceLens, no Python: it works on paths, ranks and the tables
+//! `trace-summary` reads, and reads and writes only its own records.
 //!
+//! - [`TraceView`] is what a run's report says of one trace (how it was
+//!   read, its timeline, its top kernels, ops, collectives and op shapes,
+//!   its roofline); [`Record`] is what the report keeps beside the trace's
+//!   CSVs (`summary.json`), read back by a later run; [`RunSummary`] is the
+//!   whole run's (`--json`), with each run's [`RunCollectives`]. Each is
+//!   versioned, and read back as written.
 //! - [`split_runs`] splits ranked traces into runs: by directory wherever a
 //!   rank is claimed twice (two jobs under one root), then by the profiling
 //!   cycles of torch.profiler's schedule ([`profiling_cycles`]), with the
@@ -40,8 +47,10 @@
 mod across;
 mod collective;
 mod cycles;
+mod document;
 mod pairing;
 mod runs;
+mod view;
 
 pub use crate::{
     across::{
@@ -56,10 +65,15 @@ pub use crate::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
         profiling_cycles,
     },
+    document::{CollectivesRecord, Object, RunCollectives, RunSummary, SUMMARY_VERSION, number},
     pairing::{
         Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
     },
     runs::{MAX_STEM, RankedRun, RunRule, Stems, numbers, report_stem, split_runs},
+    view::{
+        Bound, CollectiveRow, GemmRow, RECORD_VERSION, Rated, Record, RecordError, Roofline,
+        RooflinePoint, ShapeRow, TopRow, TraceView, Truncated,
+    },
 };
 
 /// What can go wrong here: a profiling cycle asked for that a directory
@@ -75,6 +89,9 @@ pub enum Error {
     /// See [`CollectiveError`].
     #[error(transparent)]
     Collective(#[from] CollectiveError),
+    /// See [`RecordError`].
+    #[error(transparent)]
+    Record(#[from] RecordError),
 }
 
 /// The README's example, run as a doctest so that it cannot go stale.

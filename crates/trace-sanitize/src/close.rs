@@ -271,7 +271,8 @@ impl<W: Write> Closer<W> {
     ) {
         if self.malformed.is_none() {
             let (offset, output_offset) = at;
-            self.malformed = Some(Malformed { offset, found, expected, kind, output_offset });
+            self.malformed =
+                Some(Malformed { offset, found, expected: expected.into(), kind, output_offset });
         }
         self.grammar.stop();
         self.number = None;
@@ -941,7 +942,7 @@ mod tests {
                     let m = malformed(&doc, step).unwrap_or_else(|| panic!("{number}: none found"));
                     assert_eq!(m.offset, (pad + 10) as u64, "{number}, pad {pad}, step {step}");
                     assert_eq!(m.found, format!("{shown} (too large for a double)"));
-                    assert_eq!((m.kind, m.expected), (Break::Infinite, "a value"));
+                    assert_eq!((m.kind, &*m.expected), (Break::Infinite, "a value"));
                 }
             }
         }

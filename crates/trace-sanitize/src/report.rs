@@ -2,7 +2,7 @@
 
 use std::{borrow::Cow, fmt::Write as _};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The defects that make strict JSON parsers reject a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -71,7 +71,7 @@ pub struct Repair {
 /// A bare word where a value goes that is not JSON and that no repair
 /// applies to (`undefined`, `None`): strict parsers reject the trace
 /// whatever else is repaired.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NotJson {
     /// Byte offset in the input (the decompressed stream for `.json.gz`).
     pub offset: u64,
@@ -88,9 +88,9 @@ impl NotJson {
     /// What goes where the word stands, in words: what the grammar expected
     /// when it broke right there (`malformed`, the report's: a key, where a
     /// stray quote ended a string early), else `a value`.
-    pub fn expected(&self, malformed: Option<&Malformed>) -> &'static str {
+    pub fn expected<'a>(&self, malformed: Option<&'a Malformed>) -> &'a str {
         match malformed {
-            Some(m) if m.offset == self.offset => m.expected,
+            Some(m) if m.offset == self.offset => &m.expected,
             _ => "a value",
         }
     }
@@ -106,7 +106,7 @@ impl NotJson {
 /// it leaves, the rest of it read as JSON. Or a number that is not JSON
 /// (`1.2.3`), or one of orjson's limits passed. Strict parsers reject the
 /// trace whatever is repaired ([`Break`] says which).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Malformed {
     /// Byte offset of the token in the input (the decompressed stream for
     /// `.json.gz`).
@@ -116,7 +116,7 @@ pub struct Malformed {
     /// double) `` or `` `[` 1,025 levels deep ``.
     pub found: Cow<'static, str>,
     /// What goes there instead: `` `:` ``, `` `,` or `}` ``, `a value`...
-    pub expected: &'static str,
+    pub expected: Cow<'static, str>,
     /// What kind of break it is.
     pub kind: Break,
     /// Where it is in the repaired output: whether a salvaged copy keeps it.
@@ -137,7 +137,7 @@ impl Malformed {
 }
 
 /// What breaks the JSON at a [`Malformed`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Break {
@@ -192,7 +192,7 @@ impl Break {
 }
 
 /// Counts per defect class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Invalid UTF-8 sequences replaced.
     pub invalid_utf8: u64,

@@ -145,7 +145,7 @@ pub enum Error {
         key: Option<String>,
         /// What goes where it stands, in words: `a value`, or where a
         /// quote ended a string early, say `a key` or `` `,` or `}` ``.
-        expected: &'static str,
+        expected: String,
     },
     /// A token where the JSON grammar allows none (a string where `:` goes,
     /// a `]` where a `{` is open), most likely left by a string that a
@@ -165,7 +165,7 @@ pub enum Error {
         /// What is there, in words (a number: quoted).
         found: String,
         /// What goes there, in words.
-        expected: &'static str,
+        expected: String,
         /// What breaks the JSON there.
         kind: trace_sanitize::Break,
     },
@@ -225,14 +225,6 @@ pub enum Error {
         /// The cause, with the line.
         #[source]
         source: csv::Error,
-    },
-    /// A report's record ([`crate::RECORD`]) cannot be read, or is not one.
-    #[error("cannot read {path}: {detail}")]
-    Record {
-        /// The record.
-        path: PathBuf,
-        /// Why.
-        detail: String,
     },
     /// A report's CSV lacks a column its table has.
     #[error("{path} has no `{column}` column: not a TraceLens {table} table")]

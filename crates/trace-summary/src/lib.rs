@@ -67,7 +67,7 @@ pub use crate::{
     diff::{Diff, DiffRow, GemmDiffRow, Measure, SHAPE_SHEETS, Tables, gemm_shape, op_shape},
     error::{Error, Result},
     many::{Failed, Progress, summarize_files, summarize_files_into},
-    record::{RECORD, Record},
+    record::RECORD,
     rocpd::Converted,
     rocprof::truncated_kernel_name,
     summary::{

@@ -17,7 +17,7 @@ use crate::{
 };
 
 /// Which rule produced the tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// TraceLens' rules applied: the tables are what TraceLens writes.
@@ -42,7 +42,7 @@ pub enum Outcome {
 }
 
 /// The iterations a trace covers ([`Summary::steps`]), and what marked them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Steps {
     /// How many.
     pub count: usize,
@@ -51,7 +51,7 @@ pub struct Steps {
 }
 
 /// The annotations a trace's steps were counted from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum StepMarker {
     /// `ProfilerStep#N`, which torch.profiler writes for each step it
     /// records: the distinct N are counted.
@@ -892,12 +892,13 @@ fn unrepairable_in(path: &Path, all: bool) -> Option<Error> {
         all || malformed.as_ref().is_some_and(|m| word.offset <= m.offset)
     };
     if let Some(word) = report.first_not_json.clone().filter(first) {
-        let expected = word.expected(report.malformed.as_ref());
+        let expected = word.expected(report.malformed.as_ref()).to_string();
         let (offset, text, key) = (word.offset, word.text, word.key);
         return Some(Error::NotJson { path, offset, text, key, expected });
     }
     if let Some(m) = malformed {
-        let (offset, found, expected, kind) = (m.offset, m.found.into_owned(), m.expected, m.kind);
+        let (offset, found, expected, kind) =
+            (m.offset, m.found.into_owned(), m.expected.into_owned(), m.kind);
         return Some(Error::Malformed { path, offset, found, expected, kind });
     }
     report.unclosed_string.then_some(Error::UnclosedString { path })

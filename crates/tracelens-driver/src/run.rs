@@ -1225,10 +1225,10 @@ fn precheck(
             );
         }
         Err(trace_summary::Error::NotJson { offset, text, key, expected, .. }) => {
-            return not_json(offset, &text, key.as_deref(), expected);
+            return not_json(offset, &text, key.as_deref(), &expected);
         }
         Err(trace_summary::Error::Malformed { offset, found, expected, kind, .. }) => {
-            return malformed(offset, &found, expected, kind);
+            return malformed(offset, &found, &expected, kind);
         }
         Err(trace_summary::Error::UnclosedString { .. }) => {
             return unparseable(
@@ -1264,7 +1264,7 @@ fn precheck(
         return not_json(word.offset, &word.text, word.key.as_deref(), expected);
     }
     if let Some(m) = &summary.malformed {
-        return malformed(m.offset, &m.found, m.expected, m.kind);
+        return malformed(m.offset, &m.found, &m.expected, m.kind);
     }
     // A rocprofv3 run whose tool recorded nothing: TraceLens' rocprof report
     // reads the list's first process, and fails (`IndexError`).

@@ -6,7 +6,10 @@ use serde::Serialize;
 use trace_report::{CyclePick, Member, PairedBy};
 use trace_summary::{Diff, DiffRow, Format, Tables};
 
-use super::summary::{Input, TraceView, read_all, write_set};
+use super::summary::{Input, read_all, write_set};
+use trace_report::TraceView;
+
+use super::summary::ViewText;
 use crate::{
     cli::DiffArgs,
     error::{Error, Status},
@@ -385,7 +388,7 @@ fn one_row<S: serde::Serializer>(row: &Option<DiffRow>, s: S) -> Result<S::Ok, S
 /// when the reports are read (their steps and GPUs).
 #[derive(Default)]
 struct Records(
-    std::collections::HashMap<PathBuf, trace_summary::Record>,
+    std::collections::HashMap<PathBuf, trace_report::Record>,
     /// The trace each TraceLens report was made of, by the
     /// `tracelens_summary.csv` beside it (TraceLens writes no record).
     std::collections::HashMap<PathBuf, PathBuf>,
@@ -397,14 +400,15 @@ impl Records {
     /// trace it was made of (whose directory is its node's).
     fn read(&mut self, dir: &Path, rank: Option<u32>) -> Result<Member, Error> {
         let mut member = Member { report: true, ..Member::trace(dir, rank) };
-        let Some(recorded) = trace_summary::Record::read(dir)? else { return Ok(member) };
+        let Some(recorded) = trace_report::Record::read(dir)? else { return Ok(member) };
         if let Some(why) = &recorded.stale {
             render::warning(&format!("the report in {} is stale: {why}", dir.display()));
         }
-        member.rank = recorded.rank.or(rank);
-        member.gpu = recorded.gpu_index;
-        member.rocprof = recorded.format.is_some_and(Format::rocprof_tables);
-        member.made_of.clone_from(&recorded.trace);
+        let view = &recorded.view;
+        member.rank = view.rank.or(rank);
+        member.gpu = view.gpu_index;
+        member.rocprof = view.format.is_some_and(Format::rocprof_tables);
+        member.made_of = (!view.trace.as_os_str().is_empty()).then(|| view.trace.clone());
         self.0.insert(dir.to_path_buf(), recorded);
         Ok(member)
     }
@@ -879,13 +883,16 @@ fn read_sides(
         let mut view = TraceView::new(input.trace.clone(), input.rank);
         if reports[i] {
             // (A directory given as both sides is looked up twice.)
-            if let Some(recorded) = recorded.0.get(&input.trace) {
+            let recorded = recorded.0.get(&input.trace).map(|r| &r.view);
+            if let Some(recorded) = recorded {
                 view.gpus.clone_from(&recorded.gpus);
                 view.gpu_index = recorded.gpu_index;
             }
             let read = Tables::read_dir(&input.trace);
             match read {
-                Ok(read) => {
+                Ok(mut read) => {
+                    // The steps its CSVs cover, which its record keeps.
+                    read.steps = recorded.and_then(|r| r.steps);
                     view.format =
                         Some(if read.rocprof { Format::Rocprofv3 } else { Format::Kineto });
                     tables.push(read);

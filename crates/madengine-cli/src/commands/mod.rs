@@ -10,8 +10,8 @@ mod summary;
 
 pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, timed};
 pub(crate) use summary::{
-    KINETO_PARTS, Object, ROCPROF_BAR, Rated, Roofline, RunCollectives, TopRow,
-    TraceView as SummaryView, labels, number, shown, write_atomic,
+    KINETO_PARTS, Object, ROCPROF_BAR, RunCollectives, ViewText, labels, number, shown,
+    write_atomic,
 };
 mod trace;
 

@@ -199,7 +199,8 @@ pub(crate) fn analyze_gathered(
             },
         };
         if json {
-            analyzed.json.insert("summary".into(), summarized.json());
+            let value = serde_json::to_value(summarized.json()).expect("a summary serializes");
+            analyzed.json.insert("summary".into(), value);
         } else {
             summarized.print()?;
         }

@@ -8,7 +8,7 @@ use std::{
 
 use indicatif::ProgressBar;
 
-use serde::Serialize;
+use trace_report::{Record, TopRow, TraceView};
 use trace_summary::{Outcome, RECORD, Table};
 
 use crate::{
@@ -17,520 +17,40 @@ use crate::{
     render,
 };
 
-/// What the terminal and JSON views show for one trace.
-#[derive(Debug, Serialize)]
-pub(crate) struct TraceView {
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) trace: PathBuf,
-    pub(crate) rank: Option<u32>,
-    /// Which of torch.profiler's profiling cycles, where its directory holds
-    /// several ([`trace_report::cycles_of`]: what `--cycle` picks by),
-    /// and the directory of the job whose cycle that is (its node
-    /// directories' parent, for a multi-node job; not in `--json`).
-    #[serde(serialize_with = "cycle_only", skip_serializing_if = "Option::is_none")]
-    pub(crate) cycle: Option<trace_report::Picked>,
-    /// What the trace was read as; `None` when it could not be read.
-    pub(crate) format: Option<trace_summary::Format>,
-    /// Which rule applied; `None` when the trace could not be read.
-    pub(crate) outcome: Option<Outcome>,
-    /// Events read (rocprofv3: GPU records); `None` when the trace could not
-    /// be read.
-    pub(crate) events: Option<usize>,
-    /// GPUs the traced process saw (entries of its `deviceProperties`), when
-    /// the trace lists them; 0: it ran on the CPU.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) gpu_devices: Option<usize>,
-    /// The GPU models the trace names ([`trace_summary::Summary::gpus`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) gpus: Vec<String>,
-    /// The GPU its kernels all ran on, by index among the node's GPUs
-    /// ([`trace_summary::Summary::gpu_index`]: rocprofv3).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) gpu_index: Option<u32>,
-    /// The GPU whose roofline its GEMM shapes are compared with
-    /// (`--gpu-arch`, else its own GPU's bundled spec), if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) gpu_arch: Option<String>,
-    /// Whether its CPU ops carry their input shapes
-    /// ([`trace_summary::Summary::shapes_recorded`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) shapes_recorded: Option<bool>,
-    /// For rocprofv3: the time of its collective (RCCL/NCCL) kernels, the
-    /// kernel table's `COMM` rows added up (ms).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) comm_ms: Option<f64>,
-    /// Why the trace could not be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) error: Option<String>,
-    /// Where a trace read with --salvage was cut.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) truncated: Option<Truncated>,
-    /// Bytes after the end of the JSON document of a trace read with
-    /// --salvage, dropped unread.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) data_after_end: Option<u64>,
-    /// What was repaired while reading, when anything was: strict parsers
-    /// (TraceLens) refuse the file as it is.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) repaired: Option<trace_sanitize::Counts>,
-    /// The first bare word that is not JSON, in a part of the trace the
-    /// tables do not read: TraceLens refuses the trace, repaired or not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) not_json: Option<trace_sanitize::NotJson>,
-    /// The first token where the JSON grammar allows none, in a part of the
-    /// trace the tables do not read: TraceLens refuses the trace.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) malformed: Option<trace_sanitize::Malformed>,
-    /// `traceEvents` lists before the last (the key given twice): not read,
-    /// as TraceLens reads only the last.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub(crate) earlier_event_lists: u32,
-    /// rocpd records left out for want of a time.
-    #[serde(skip_serializing_if = "is_zero_u64")]
-    pub(crate) dropped_records: u64,
-    /// GPU events with a negative duration.
-    #[serde(skip_serializing_if = "is_zero_usize")]
-    pub(crate) negative_durations: usize,
-    /// For rocprofv3: the lists its buffer_records hold; for Kineto without
-    /// a traceEvents list: its top-level keys.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) record_lists: Vec<String>,
-    /// Steps the trace holds, when it marks them ([`trace_summary::Steps`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) steps: Option<usize>,
-    /// What marked them: `ProfilerStep#` or `Optimizer.step#`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) steps_marked_by: Option<trace_summary::StepMarker>,
-    #[serde(serialize_with = "trace_discover::lossy::option")]
-    pub(crate) csv_dir: Option<PathBuf>,
-    /// `(type, ms, percent)` rows of gpu_timeline.
-    pub(crate) timeline: Vec<(String, f64, Option<f64>)>,
-    /// Kernels by total µs, largest first.
-    pub(crate) top_kernels: Vec<TopRow>,
-    /// Ops by GPU ms launched directly, largest first.
-    pub(crate) top_ops: Vec<TopRow>,
-    /// Op categories (`GEMM`, `SDPA_fwd`, ...) by the GPU ms their ops
-    /// launched directly, largest first ([`trace_summary::op_categories`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) top_op_categories: Vec<TopRow>,
-    /// For rocprofv3: kernel categories (`GEMM`, `Elementwise`, `COMM`, ...)
-    /// by GPU ms, largest first ([`trace_summary::kernel_categories`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) top_kernel_categories: Vec<TopRow>,
-    /// Collective calls by total kernel time, largest first
-    /// ([`trace_summary::Summary::collective_summary`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) top_collectives: Vec<CollectiveRow>,
-    /// GEMM shapes by total kernel time, largest first, with the TFLOPS/s
-    /// and TB/s they reached ([`trace_summary::Summary::gemm`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) top_gemms: Vec<GemmRow>,
-    /// Attention and convolution shapes by total kernel time, largest
-    /// first, likewise ([`trace_summary::Summary::perf_sheets`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) top_shapes: Vec<ShapeRow>,
-    /// Its op shapes against the roofline ([`Roofline`]), where any was
-    /// modelled.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) roofline: Option<Roofline>,
-    /// Its kernels shorter than 10 µs, in all (Kineto traces with a GPU
-    /// timeline).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) short_kernels: Option<trace_summary::ShortKernels>,
-    /// Its collective kernels, for the run's collective report (not in
-    /// `--json`: the report is).
-    #[serde(skip)]
-    pub(crate) collective_events: Vec<trace_summary::CollectiveKernel>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-fn is_zero_u64(n: &u64) -> bool {
-    *n == 0
-}
-
-fn is_zero_usize(n: &usize) -> bool {
-    *n == 0
-}
-
-/// A trace's cycle as `--json` gives it: `{"number": 2, "of": 3}`.
-fn cycle_only<S: serde::Serializer>(
-    picked: &Option<trace_report::Picked>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    picked.as_ref().map(|p| p.cycle).serialize(s)
-}
-
-/// A row of `collective_summary`: one distinct collective call.
-#[derive(Debug, Serialize)]
-pub(crate) struct CollectiveRow {
-    pub(crate) name: String,
-    pub(crate) dtype: String,
-    pub(crate) group_size: i64,
-    /// The larger of its input and output, as nccl-tests sizes it; `None`
-    /// for a dtype madengine does not know.
-    pub(crate) bytes: Option<i64>,
-    pub(crate) count: i64,
-    pub(crate) total_us: f64,
-    pub(crate) mean_us: f64,
-    pub(crate) busbw_gbps: Option<f64>,
-}
-
-impl CollectiveRow {
-    /// The first `n` rows of a `collective_summary` table.
-    fn top(t: &Table, n: usize) -> Vec<CollectiveRow> {
-        let at = |name: &str| t.column(name).expect("collective_summary's own header");
-        let int = |r: &[trace_summary::Cell], name: &str| r[at(name)].number().map(|v| v as i64);
-        t.rows
-            .iter()
-            .take(n)
-            .map(|r| CollectiveRow {
-                name: r[at("Collective name")].text(),
-                dtype: r[at("dtype")].text(),
-                group_size: int(r, "Group size").unwrap_or(0),
-                bytes: int(r, "Message bytes"),
-                count: int(r, "Count").unwrap_or(0),
-                total_us: r[at("Total duration (µs)")].number().unwrap_or(0.0),
-                mean_us: r[at("Mean duration (µs)")].number().unwrap_or(0.0),
-                busbw_gbps: r[at("busbw (GB/s)")].number(),
-            })
-            .collect()
-    }
-
-    /// `allreduce Float, 26.6 MB, 2 ranks`.
-    pub(crate) fn call(&self) -> String {
-        let size = self.bytes.map(|b| format!(", {}", bytes_text(b))).unwrap_or_default();
-        format!("{} {}{size}, {} ranks", self.name, self.dtype, self.group_size)
-    }
-}
-
-/// A modelled op shape's kernel time, calls and rates, as a perf-model
-/// sheet's row gives them ([`GemmRow`], [`ShapeRow`]).
-#[derive(Debug, Serialize)]
-pub(crate) struct Rated {
-    pub(crate) count: i64,
-    pub(crate) total_us: f64,
-    /// The mean over its calls of each call's rate; `None` where its
-    /// kernels took no time, or its bytes are unknown.
-    pub(crate) tflops_per_s: Option<f64>,
-    pub(crate) tb_per_s: Option<f64>,
-    /// With a roofline: the mean over its calls of the share of the
-    /// roofline each reached (%), and which roof bounds it (`memory`,
-    /// `compute`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) pct_roofline: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) bound: Option<&'static str>,
-}
-
-impl Rated {
-    /// Of row `r` of a perf-model sheet (table `t`).
-    fn of(t: &Table, r: &[trace_summary::Cell]) -> Rated {
-        let cell = |name: &str| t.column(name).map(|c| r[c].clone());
-        let number = |name: &str| cell(name).and_then(|c| c.number());
-        Rated {
-            count: number("name_count").map_or(0, |v| v as i64),
-            total_us: number("Kernel Time (µs)_sum").unwrap_or(0.0),
-            tflops_per_s: number("TFLOPS/s_mean"),
-            tb_per_s: number("TB/s_mean"),
-            pct_roofline: number("Pct Roofline_mean"),
-            bound: match cell("Roofline Bound_first").map(|c| c.text()).as_deref() {
-                Some("MEMORY_BOUND") => Some("memory"),
-                Some("COMPUTE_BOUND") => Some("compute"),
-                _ => None,
-            },
-        }
-    }
-}
-
-/// A row of the `GEMM` sheet: one GEMM op and shape.
-#[derive(Debug, Serialize)]
-pub(crate) struct GemmRow {
-    pub(crate) name: String,
-    /// `aten::addmm 141x512x512 bf16` ([`trace_summary::gemm_shape`]).
-    pub(crate) shape: String,
-    /// `M`, `N`, `K` and the batch `B`.
-    pub(crate) m: Option<i64>,
-    pub(crate) n: Option<i64>,
-    pub(crate) k: Option<i64>,
-    pub(crate) b: Option<i64>,
-    /// Its input dtypes, as TraceLens prints them: `('c10::BFloat16', 'c10::BFloat16')`.
-    pub(crate) dtypes: String,
-    #[serde(flatten)]
-    pub(crate) rated: Rated,
-}
-
-impl GemmRow {
-    /// The first `n` rows of a `GEMM` table.
-    fn top(t: &Table, n: usize) -> Vec<GemmRow> {
-        let cell = |r: &[trace_summary::Cell], name: &str| t.column(name).map(|c| r[c].clone());
-        let int = |r: &[trace_summary::Cell], name: &str| {
-            cell(r, name).and_then(|c| c.number()).map(|v| v as i64)
-        };
-        t.rows
-            .iter()
-            .take(n)
-            .map(|r| GemmRow {
-                name: r[0].text(),
-                shape: trace_summary::gemm_shape(t, r).unwrap_or_else(|| r[0].text()),
-                m: int(r, "param: M"),
-                n: int(r, "param: N"),
-                k: int(r, "param: K"),
-                b: int(r, "param: B"),
-                dtypes: cell(r, "param: dtype_A_B").map(|c| c.text()).unwrap_or_default(),
-                rated: Rated::of(t, r),
-            })
-            .collect()
-    }
-}
-
-/// A row of an attention or convolution perf-model sheet (`SDPA_fwd`,
-/// `SDPA_bwd`, `CONV_fwd`, `CONV_bwd`): one op and shape.
-#[derive(Debug, Serialize)]
-pub(crate) struct ShapeRow {
-    /// The sheet it is of.
-    pub(crate) sheet: String,
-    pub(crate) name: String,
-    /// `aten::_scaled_dot_product_flash_attention 1x8x141x141x64 bf16`
-    /// ([`trace_summary::op_shape`]).
-    pub(crate) shape: String,
-    #[serde(flatten)]
-    pub(crate) rated: Rated,
-}
-
-impl ShapeRow {
-    /// The attention and convolution shapes of `sheets` that took the
-    /// most kernel time, at most `n`.
-    fn top(sheets: &[(String, Table)], n: usize) -> Vec<ShapeRow> {
-        let mut rows: Vec<ShapeRow> = Vec::new();
-        for (sheet, t) in sheets {
-            if !trace_summary::SHAPE_SHEETS.contains(&sheet.as_str()) {
-                continue;
-            }
-            rows.extend(t.rows.iter().take(n).map(|r| ShapeRow {
-                sheet: sheet.clone(),
-                name: r[0].text(),
-                shape: trace_summary::op_shape(sheet, t, r).unwrap_or_else(|| r[0].text()),
-                rated: Rated::of(t, r),
-            }));
-        }
-        rows.sort_by(|a, b| b.rated.total_us.total_cmp(&a.rated.total_us));
-        rows.truncate(n);
-        rows
-    }
-}
-
-/// The op shapes of a trace against its roofline: a point per modelled
-/// op and shape of `unified_perf_summary` (its arithmetic intensity and
-/// rate), and the roofs of the spec it was compared with.
-#[derive(Debug, Serialize)]
-pub(crate) struct Roofline {
-    /// The spec's name; `None` without one (points, no roofs).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) arch: Option<String>,
-    /// Its memory roof (TB/s) and compute roofs (TFLOPS/s) by `Compute
-    /// Spec`, those of the points' specs it has.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) memory_tb_per_s: Option<f64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) compute_tflops_per_s: Vec<(String, f64)>,
-    /// The shapes that took the most kernel time (at most
-    /// [`Roofline::POINTS`]).
-    pub(crate) points: Vec<RooflinePoint>,
-}
-
-/// A point of [`Roofline`]: one op and shape.
-#[derive(Debug, Serialize)]
-pub(crate) struct RooflinePoint {
-    pub(crate) name: String,
-    pub(crate) category: String,
-    /// FLOPs per byte moved.
-    pub(crate) flops_per_byte: f64,
-    /// TFLOPS/s reached, the mean over its calls.
-    pub(crate) tflops_per_s: f64,
-    pub(crate) total_us: f64,
-    pub(crate) count: i64,
-    /// Its input shapes, as the trace records them.
-    pub(crate) input_dims: String,
-}
-
-impl Roofline {
-    const POINTS: usize = 200;
-
-    /// Of a trace's `unified_perf_summary` and the spec it was compared
-    /// with; `None` without a point.
-    fn of(unified: &Table, arch: Option<&trace_summary::GpuArch>) -> Option<Roofline> {
-        let col = |name: &str| unified.column(name);
-        let (intensity, rate) = (col("FLOPS/Byte")?, col("TFLOPS/s_mean")?);
-        let number = |r: &[trace_summary::Cell], c: Option<usize>| c.and_then(|c| r[c].number());
-        let text = |r: &[trace_summary::Cell], c: Option<usize>| {
-            c.map(|c| r[c].text()).unwrap_or_default()
-        };
-        let mut specs: Vec<String> = Vec::new();
-        let points: Vec<RooflinePoint> = unified
-            .rows
-            .iter()
-            .filter_map(|r| {
-                let (ai, tflops) = (r[intensity].number()?, r[rate].number()?);
-                if !(ai > 0.0 && tflops > 0.0 && ai.is_finite() && tflops.is_finite()) {
-                    return None;
-                }
-                let spec = text(r, col("Compute Spec"));
-                if !spec.is_empty() && !specs.contains(&spec) {
-                    specs.push(spec);
-                }
-                Some(RooflinePoint {
-                    name: r[0].text(),
-                    category: text(r, col("op category")),
-                    flops_per_byte: ai,
-                    tflops_per_s: tflops,
-                    total_us: number(r, col("Kernel Time (µs)_sum")).unwrap_or(0.0),
-                    count: number(r, col("operation_count")).map_or(0, |c| c as i64),
-                    input_dims: text(r, col("Input Dims")),
-                })
-            })
-            .take(Roofline::POINTS)
-            .collect();
-        if points.is_empty() {
-            return None;
-        }
-        let compute = arch.map_or_else(Vec::new, |a| {
-            specs
-                .iter()
-                .filter_map(|s| Some((s.clone(), *a.max_achievable_tflops.get(s)?)))
-                .collect()
-        });
-        Some(Roofline {
-            arch: arch.map(|a| a.name.clone()),
-            memory_tb_per_s: arch.map(|a| a.mem_bw_gbps / 1000.0),
-            compute_tflops_per_s: compute,
-            points,
-        })
-    }
-}
-
-/// Bytes in decimal units, as bandwidths are: `26.6 MB`.
-fn bytes_text(bytes: i64) -> String {
-    let b = bytes as f64;
-    match bytes {
-        ..1_000 => format!("{bytes} B"),
-        1_000..1_000_000 => format!("{:.1} kB", b / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.1} MB", b / 1e6),
-        _ => format!("{:.2} GB", b / 1e9),
-    }
-}
-
-/// A truncated trace, summarized from the events before the cut.
-#[derive(Debug, Serialize)]
-pub(crate) struct Truncated {
-    /// Where its JSON text (decompressed) ends.
-    pub(crate) bytes: u64,
-    /// Events complete before the cut, all summarized.
-    pub(crate) events: usize,
-    /// Not cut short: its last string never ends (the rest of the file
-    /// reads as one string), and the tables stop before it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) unclosed_string: bool,
-}
-
-impl Truncated {
-    pub(crate) fn note(&self) -> String {
-        // GPU activity is written last, in time order.
-        let missing = "the end of the GPU timeline is missing";
-        match self.unclosed_string {
-            true => format!(
-                "{} ({}): the tables cover the {} records complete before it ({missing}; \
-                 TraceLens refuses the file as it is)",
-                trace_sanitize::Report::UNCLOSED_STRING,
-                trace_sanitize::Malformed::LIKELY,
-                self.events
-            ),
-            false => format!(
-                "truncated: its JSON ends after {} bytes; the tables cover the {} records \
-                 complete before the cut (GPU activity is written last, in time order: {missing})",
-                self.bytes, self.events
-            ),
-        }
-    }
-}
-
-impl TraceView {
-    /// A trace's view before it is read.
-    pub(crate) fn new(trace: PathBuf, rank: Option<u32>) -> TraceView {
-        TraceView {
-            trace,
-            rank,
-            cycle: None,
-            format: None,
-            outcome: None,
-            events: None,
-            gpu_devices: None,
-            gpus: vec![],
-            gpu_index: None,
-            gpu_arch: None,
-            shapes_recorded: None,
-            comm_ms: None,
-            error: None,
-            truncated: None,
-            data_after_end: None,
-            repaired: None,
-            not_json: None,
-            malformed: None,
-            earlier_event_lists: 0,
-            dropped_records: 0,
-            negative_durations: 0,
-            record_lists: vec![],
-            steps: None,
-            steps_marked_by: None,
-            csv_dir: None,
-            timeline: vec![],
-            top_kernels: vec![],
-            top_ops: vec![],
-            top_op_categories: vec![],
-            top_kernel_categories: vec![],
-            top_collectives: vec![],
-            top_gemms: vec![],
-            top_shapes: vec![],
-            roofline: None,
-            short_kernels: None,
-            collective_events: vec![],
-        }
-    }
-
-    /// What `summary` says of how the trace was read (not its tables).
-    pub(crate) fn read(&mut self, summary: &trace_summary::Summary) {
-        self.format = Some(summary.format);
-        self.outcome = Some(summary.outcome);
-        self.events = Some(summary.events);
-        self.gpu_devices = summary.gpu_devices;
-        self.gpus = summary.gpus.clone();
-        self.gpu_index = summary.gpu_index;
-        self.gpu_arch = summary.gpu_arch.as_ref().map(|a| a.name.clone());
-        self.shapes_recorded = summary.shapes_recorded;
-        self.truncated = summary.truncated_at.map(|bytes| Truncated {
-            bytes,
-            events: summary.events,
-            unclosed_string: summary.unclosed_string,
-        });
-        self.data_after_end = summary.data_after_end;
-        self.repaired = (summary.repaired.total() > 0).then_some(summary.repaired);
-        self.not_json = summary.not_json.clone();
-        self.malformed = summary.malformed.clone();
-        self.record_lists = summary.record_lists.clone();
-        self.earlier_event_lists = summary.earlier_event_lists;
-        self.dropped_records = summary.dropped_records;
-        self.negative_durations = summary.negative_durations;
-        self.steps = summary.steps.map(|s| s.count);
-        self.steps_marked_by = summary.steps.map(|s| s.marker);
-        self.collective_events = summary.collective_events.clone();
-        self.short_kernels = summary.short_kernels;
-    }
-
+/// What the terminal says of a trace besides its tables.
+pub(crate) trait ViewText {
     /// Where op shapes were modelled without a GPU spec to compare them
     /// with: that there is no roofline, and how to get one.
-    pub(crate) fn no_roofline_note(&self) -> Option<String> {
+    fn no_roofline_note(&self) -> Option<String>;
+    /// Said first: what a trace read with --salvage left out, and what
+    /// TraceLens refuses whatever is repaired.
+    fn warning(&self) -> Option<String>;
+    /// Said when the trace was read through repairs.
+    fn repaired_note(&self) -> Option<String>;
+    /// The timeline rows worth showing, `(row, label)`.
+    fn parts(&self) -> &'static [(&'static str, &'static str)];
+    /// What a trace's heading says after its path: ` (rank 0, AMD Instinct
+    /// MI300X)`, ` (on GPU 3, AMD Instinct MI350X)`, or nothing.
+    fn heading_tags(&self) -> String;
+    /// What follows a total of `ms` over the steps it covers: ` over 5
+    /// profiler steps (245.814 ms each)`, ` over 1 optimizer step`; empty
+    /// without steps.
+    fn steps_text(&self, ms: f64) -> String;
+    /// What the reader should know about how this trace was read, if anything.
+    fn note(&self) -> Option<Cow<'static, str>>;
+    /// For a trace without the list its records are in (`kernel_dispatch`
+    /// in rocprofv3's buffer_records, Kineto's `traceEvents`): the list
+    /// under a key a stray byte changed, else what it holds instead.
+    fn missing_list(&self, format: trace_summary::Format) -> Option<String>;
+    fn static_note(&self) -> Option<&'static str>;
+    /// Disjoint rows that add up to the total, for a stacked bar.
+    fn bar_parts(&self) -> &'static [(&'static str, &'static str)];
+}
+
+impl ViewText for TraceView {
+    /// Where op shapes were modelled without a GPU spec to compare them
+    /// with: that there is no roofline, and how to get one.
+    fn no_roofline_note(&self) -> Option<String> {
         if self.gpu_arch.is_some() || (self.top_gemms.is_empty() && self.top_shapes.is_empty()) {
             return None;
         }
@@ -549,7 +69,7 @@ impl TraceView {
 
     /// Said first: what a trace read with --salvage left out, and what
     /// TraceLens refuses whatever is repaired.
-    pub(crate) fn warning(&self) -> Option<String> {
+    fn warning(&self) -> Option<String> {
         let salvaged = match (&self.truncated, self.data_after_end) {
             (Some(truncated), _) => Some(truncated.note()),
             (None, Some(bytes)) => Some(format!(
@@ -611,7 +131,7 @@ impl TraceView {
     }
 
     /// Said when the trace was read through repairs.
-    pub(crate) fn repaired_note(&self) -> Option<String> {
+    fn repaired_note(&self) -> Option<String> {
         let counts = self.repaired?;
         // A repaired copy would not help: the warning said why.
         if self.not_json.is_some() || self.malformed.is_some() {
@@ -628,84 +148,15 @@ impl TraceView {
             self.trace.display()
         ))
     }
-}
-
-/// One row of a top-N list.
-#[derive(Debug, Serialize)]
-pub(crate) struct TopRow {
-    pub(crate) name: String,
-    /// µs for kernels, ms for ops.
-    pub(crate) value: f64,
-    /// Share of kernel time (kernels) or of direct GPU time (ops).
-    pub(crate) percent: Option<f64>,
-    /// The kernel's stream, where the table groups by it (Kineto).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) stream: Option<String>,
-    /// The CPU op that launched the kernel (else its launcher's name), where
-    /// the table groups by it (Kineto; empty for a kernel linked to no launch).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) parent_op: Option<String>,
-}
-
-/// Each row's name as `shown` (each shown once: demangling is not free),
-/// with what tells it apart when another row shows the same name: TraceLens
-/// groups kernels by name, parent op and stream, so one kernel can have
-/// several rows.
-pub(crate) fn labels(rows: &[TopRow], shown: impl Fn(&str) -> String) -> Vec<String> {
-    let names: Vec<String> = rows.iter().map(|r| shown(&r.name)).collect();
-    rows.iter()
-        .zip(&names)
-        .map(|(row, name)| {
-            let twins: Vec<&TopRow> =
-                rows.iter().zip(&names).filter(|(_, n)| *n == name).map(|(r, _)| r).collect();
-            let mut tags = Vec::new();
-            if twins.iter().any(|r| r.parent_op != row.parent_op) {
-                tags.push(match row.parent_op.as_deref() {
-                    Some("") | None => "no linked launch".to_string(),
-                    Some(op) => format!("under {op}"),
-                });
-            }
-            if twins.iter().any(|r| r.stream != row.stream)
-                && let Some(stream) = &row.stream
-            {
-                tags.push(format!("stream {stream}"));
-            }
-            if tags.is_empty() { name.clone() } else { format!("{name} [{}]", tags.join(", ")) }
-        })
-        .collect()
-}
-
-/// Kineto timelines split GPU time into these four disjoint parts: `(row, label)`.
-pub(crate) const KINETO_PARTS: &[(&str, &str)] = &[
-    ("computation_time", "computation"),
-    ("exposed_comm_time", "exposed comm"),
-    ("exposed_memcpy_time", "exposed memcpy"),
-    ("idle_time", "idle"),
-];
-/// rocprofv3 timelines have no compute/communication split.
-const ROCPROF_PARTS: &[(&str, &str)] =
-    &[("kernel", "kernel"), ("memory", "memory"), ("busy_time", "busy"), ("idle", "idle")];
-pub(crate) const ROCPROF_BAR: &[(&str, &str)] = &[("busy_time", "busy"), ("idle", "idle")];
-
-impl TraceView {
-    /// Milliseconds of a gpu_timeline row (0 when absent).
-    pub(crate) fn ms(&self, name: &str) -> f64 {
-        self.timeline.iter().find(|r| r.0 == name).map_or(0.0, |r| r.1)
-    }
-
-    /// Percent of a gpu_timeline row.
-    pub(crate) fn percent(&self, name: &str) -> Option<f64> {
-        self.timeline.iter().find(|r| r.0 == name).and_then(|r| r.2)
-    }
 
     /// The timeline rows worth showing, `(row, label)`.
-    pub(crate) fn parts(&self) -> &'static [(&'static str, &'static str)] {
+    fn parts(&self) -> &'static [(&'static str, &'static str)] {
         if self.outcome == Some(Outcome::Rocprofv3) { ROCPROF_PARTS } else { KINETO_PARTS }
     }
 
     /// What a trace's heading says after its path: ` (rank 0, AMD Instinct
     /// MI300X)`, ` (on GPU 3, AMD Instinct MI350X)`, or nothing.
-    pub(crate) fn heading_tags(&self) -> String {
+    fn heading_tags(&self) -> String {
         let rank = self.rank.map(|r| format!("rank {r}"));
         let cycle = self.cycle.as_ref().map(|p| p.cycle.to_string());
         let gpu = self.gpu_index.map(|i| format!("on GPU {i}"));
@@ -717,7 +168,7 @@ impl TraceView {
     /// What follows a total of `ms` over the steps it covers: ` over 5
     /// profiler steps (245.814 ms each)`, ` over 1 optimizer step`; empty
     /// without steps.
-    pub(crate) fn steps_text(&self, ms: f64) -> String {
+    fn steps_text(&self, ms: f64) -> String {
         let (Some(steps), Some(marker)) = (self.steps, self.steps_marked_by) else {
             return String::new();
         };
@@ -729,7 +180,7 @@ impl TraceView {
     }
 
     /// What the reader should know about how this trace was read, if anything.
-    pub(crate) fn note(&self) -> Option<Cow<'static, str>> {
+    fn note(&self) -> Option<Cow<'static, str>> {
         if self.outcome == Some(Outcome::NoGpuActivity)
             && let Some(format) = self.format
             && let Some(missing) = self.missing_list(format)
@@ -841,66 +292,51 @@ impl TraceView {
         }
     }
 
-    /// What the tables across traces read of it.
-    pub(crate) fn timed(&self) -> trace_report::Timed {
-        trace_report::Timed {
-            trace: self.trace.clone(),
-            rank: self.rank,
-            cycle: self.cycle.clone(),
-            rocprof: self.outcome == Some(Outcome::Rocprofv3),
-            gpu_index: self.gpu_index,
-            comm_ms: self.comm_ms,
-            steps: self.steps,
-            timeline: self.timeline.iter().map(|(row, ms, _)| (row.clone(), *ms)).collect(),
-        }
-    }
-
     /// Disjoint rows that add up to the total, for a stacked bar.
-    pub(crate) fn bar_parts(&self) -> &'static [(&'static str, &'static str)] {
+    fn bar_parts(&self) -> &'static [(&'static str, &'static str)] {
         if self.outcome == Some(Outcome::Rocprofv3) { ROCPROF_BAR } else { KINETO_PARTS }
     }
 }
 
-/// The first `n` rows of `t` as [`TopRow`]s, from its `label`, `value` and
-/// `pct` columns, and its `grouped` ones (stream, parent op) where it has them.
-fn top(t: &Table, label: &str, value: &str, pct: &str, grouped: Grouped, n: usize) -> Vec<TopRow> {
-    let (Some(l), Some(v), Some(p)) = (t.column(label), t.column(value), t.column(pct)) else {
-        return vec![];
-    };
-    let s = grouped.stream.and_then(|name| t.column(name));
-    let o = grouped.parent_op.and_then(|name| t.column(name));
-    t.rows
-        .iter()
-        .take(n)
-        .map(|r| TopRow {
-            name: r[l].text(),
-            value: r[v].number().unwrap_or(0.0),
-            percent: r[p].number(),
-            stream: s.map(|s| r[s].text()),
-            parent_op: o.map(|o| r[o].text()),
+/// Each row's name as `shown` (each shown once: demangling is not free),
+/// with what tells it apart when another row shows the same name: TraceLens
+/// groups kernels by name, parent op and stream, so one kernel can have
+/// several rows.
+pub(crate) fn labels(rows: &[TopRow], shown: impl Fn(&str) -> String) -> Vec<String> {
+    let names: Vec<String> = rows.iter().map(|r| shown(&r.name)).collect();
+    rows.iter()
+        .zip(&names)
+        .map(|(row, name)| {
+            let twins: Vec<&TopRow> =
+                rows.iter().zip(&names).filter(|(_, n)| *n == name).map(|(r, _)| r).collect();
+            let mut tags = Vec::new();
+            if twins.iter().any(|r| r.parent_op != row.parent_op) {
+                tags.push(match row.parent_op.as_deref() {
+                    Some("") | None => "no linked launch".to_string(),
+                    Some(op) => format!("under {op}"),
+                });
+            }
+            if twins.iter().any(|r| r.stream != row.stream)
+                && let Some(stream) = &row.stream
+            {
+                tags.push(format!("stream {stream}"));
+            }
+            if tags.is_empty() { name.clone() } else { format!("{name} [{}]", tags.join(", ")) }
         })
         .collect()
 }
 
-/// The first `n` categories as top rows (ms).
-fn top_categories(categories: Option<Vec<trace_summary::Category>>, n: usize) -> Vec<TopRow> {
-    let rows = categories.unwrap_or_default().into_iter().take(n);
-    rows.map(|c| TopRow {
-        name: c.name,
-        value: c.ms,
-        percent: c.percent,
-        stream: None,
-        parent_op: None,
-    })
-    .collect()
-}
-
-/// The columns besides the name a table groups its rows by.
-#[derive(Default)]
-struct Grouped {
-    stream: Option<&'static str>,
-    parent_op: Option<&'static str>,
-}
+/// Kineto timelines split GPU time into these four disjoint parts: `(row, label)`.
+pub(crate) const KINETO_PARTS: &[(&str, &str)] = &[
+    ("computation_time", "computation"),
+    ("exposed_comm_time", "exposed comm"),
+    ("exposed_memcpy_time", "exposed memcpy"),
+    ("idle_time", "idle"),
+];
+/// rocprofv3 timelines have no compute/communication split.
+const ROCPROF_PARTS: &[(&str, &str)] =
+    &[("kernel", "kernel"), ("memory", "memory"), ("busy_time", "busy"), ("idle", "idle")];
+pub(crate) const ROCPROF_BAR: &[(&str, &str)] = &[("busy_time", "busy"), ("idle", "idle")];
 
 /// Write `bytes` to `path` atomically (temp file beside it, then a rename),
 /// its directory made first if it is not there (as `-o DIR` is).
@@ -1042,7 +478,7 @@ fn retire(dir: &Path, trace: &Path) -> Result<(), Error> {
 /// overwrites the other.
 fn own_stem(out: &Path, stem: String, absolute: Option<&Path>) -> Result<String, String> {
     let Some(absolute) = absolute else { return Ok(stem) };
-    let recorded = trace_summary::Record::read(&out.join(&stem)).ok().flatten();
+    let recorded = Record::read(&out.join(&stem)).ok().flatten();
     let other = recorded.and_then(|r| r.trace_absolute).filter(|t| t != absolute);
     match other {
         Some(other) if std::fs::symlink_metadata(&other).is_ok() => {
@@ -1057,14 +493,11 @@ fn own_stem(out: &Path, stem: String, absolute: Option<&Path>) -> Result<String,
 /// read (`err`): marked stale in its record (`report diff` warns of it), and
 /// said so. A directory without `report summary`'s record is left alone.
 fn keep_stale(dir: &Path, trace: &Path, err: &str) -> Result<(), Error> {
-    let record = dir.join(RECORD);
-    let Ok(text) = std::fs::read(&record) else { return Ok(()) };
-    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&text) else { return Ok(()) };
+    // A record this version cannot read is not one to act on.
+    let Ok(Some(mut recorded)) = Record::read(dir) else { return Ok(()) };
     let first = err.lines().next().unwrap_or(err);
-    let why = format!("{} could not be read by a later run: {first}", trace.display());
-    value[trace_summary::Record::STALE] = serde_json::json!(why);
-    let bytes = serde_json::to_vec_pretty(&value).expect("a value serializes");
-    write_atomic(&record, &bytes)?;
+    recorded.stale = Some(format!("{} could not be read by a later run: {first}", trace.display()));
+    write_atomic(&dir.join(RECORD), &recorded.to_bytes())?;
     render::note(&format!(
         "kept the earlier report in {}, marked stale: {} could not be read this time",
         dir.display(),
@@ -1161,14 +594,17 @@ fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
             continue;
         }
         // A record this version cannot read is not one to act on.
-        let Ok(Some(recorded)) = trace_summary::Record::read(&dir) else { continue };
+        let Ok(Some(recorded)) = Record::read(&dir) else { continue };
         let Some(trace) = recorded.trace_absolute else { continue };
         if !run.searched.iter().any(|s| trace.starts_with(s))
             || run.left_out.iter().any(|p| trace.starts_with(p))
         {
             continue;
         }
-        let named = recorded.trace.unwrap_or_else(|| trace.clone());
+        let named = match recorded.view.trace.as_os_str().is_empty() {
+            true => trace.clone(),
+            false => recorded.view.trace,
+        };
         let shown = named.display();
         let why = match (std::fs::symlink_metadata(&trace), run.read.get(&trace)) {
             (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -1525,59 +961,33 @@ pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
 }
 
 /// What `report summary` found and wrote (CSVs, the page), before it is
-/// printed.
-pub(crate) struct Summarized {
-    views: Vec<TraceView>,
-    /// Read instead of traces: the reports the nodes made of theirs
-    /// ([`from_node_reports`]).
-    node_reports: Vec<PathBuf>,
-    ranks: Vec<trace_report::RankRow>,
-    gpus: Vec<trace_report::GpuRow>,
-    cycles: Vec<trace_report::CycleRow>,
-    /// Each multi-rank run's collective report.
-    collectives: Vec<RunCollectives>,
-    unreadable: usize,
-    /// The paths the search could not look at (a link to a trace that is
-    /// gone): warned about, and in `--json`.
-    left_out: Vec<trace_discover::Problem>,
-}
+/// printed: the run's summary, which `--json` prints.
+pub(crate) struct Summarized(pub(crate) trace_report::RunSummary);
 
 impl Summarized {
     /// As `--json` prints it.
-    pub(crate) fn json(&self) -> serde_json::Value {
-        let mut json = serde_json::json!({
-            "traces": self.views,
-            "cross_rank": self.ranks,
-            "cross_gpu": self.gpus,
-            "cycles": self.cycles,
-            "collectives": self.collectives,
-            "unreadable": self.unreadable,
-            "left_out": self.left_out,
-        });
-        if !self.node_reports.is_empty() {
-            let reports: Vec<String> =
-                self.node_reports.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-            json["node_reports"] = serde_json::json!(reports);
-        }
-        json
+    pub(crate) fn json(&self) -> &trace_report::RunSummary {
+        &self.0
     }
 
     /// As the terminal shows it.
     pub(crate) fn print(&self) -> Result<(), Error> {
-        if !self.node_reports.is_empty() {
-            render::node_reports(&self.node_reports)?;
+        let s = &self.0;
+        if !s.node_reports.is_empty() {
+            render::node_reports(&s.node_reports)?;
         }
-        render::summaries(&self.views, &self.ranks, &self.cycles, &self.gpus, &self.collectives)
+        render::summaries(&s.traces, &s.cross_rank, &s.cycles, &s.cross_gpu, &s.collectives)
     }
 
     /// The status to exit with: Io when a trace could not be read, which
     /// it says on stderr.
     pub(crate) fn finish(&self) -> Status {
-        if self.unreadable == 0 {
+        let s = &self.0;
+        if s.unreadable == 0 {
             return Status::Success;
         }
-        let n = self.views.len();
-        render::error_line(&format!("{} of {n} traces could not be read", self.unreadable));
+        let n = s.traces.len();
+        render::error_line(&format!("{} of {n} traces could not be read", s.unreadable));
         Status::Io
     }
 }
@@ -1655,7 +1065,7 @@ fn report_files(
     n: usize,
 ) -> Option<Vec<(String, Vec<u8>)>> {
     view.read(summary);
-    let t = summary.gpu_timeline.as_ref()?;
+    summary.gpu_timeline.as_ref()?;
     // TraceLens' tables, madengine's collective table, TraceLens'
     // collective table.
     let tables = summary.tracelens_tables().into_iter();
@@ -1665,58 +1075,14 @@ fn report_files(
         .chain(coll.map(|c| ("coll_analysis", c)))
         .map(|(name, table)| (format!("{name}.csv"), table.to_csv().into_bytes()));
     let mut files: Vec<(String, Vec<u8>)> = files.collect();
-    view.timeline =
-        t.rows.iter().map(|r| (r[0].text(), r[1].number().unwrap_or(0.0), r[2].number())).collect();
-    if let Some(k) = &summary.kernel_summary {
-        view.top_kernels = if summary.outcome == Outcome::Rocprofv3 {
-            // TraceLens' rocprof table: its "(ms)" total is really µs.
-            let value = "Total Kernel Time (ms)";
-            let categories = trace_summary::kernel_categories(k);
-            // Its collective kernels: TraceLens' COMM category.
-            view.comm_ms = categories
-                .as_ref()
-                .map(|all| all.iter().find(|c| c.name == "COMM").map_or(0.0, |c| c.ms));
-            view.top_kernel_categories = top_categories(categories, n);
-            top(k, "name", value, "Percentage (%)", Grouped::default(), n)
-        } else {
-            let grouped =
-                Grouped { stream: Some("Kernel stream"), parent_op: Some("Parent cpu_op") };
-            let (value, pct) = ("Kernel duration (µs)_sum", "Percent of kernels time (%)");
-            top(k, "Kernel name", value, pct, grouped, n)
-        };
-    }
-    if let Some(c) = &summary.collective_summary {
-        view.top_collectives = CollectiveRow::top(c, n);
-    }
-    if let Some(g) = &summary.gemm {
-        view.top_gemms = GemmRow::top(g, n);
-    }
-    view.top_shapes = ShapeRow::top(&summary.perf_sheets, n);
-    view.roofline = summary
-        .unified_perf_summary
-        .as_ref()
-        .and_then(|u| Roofline::of(u, summary.gpu_arch.as_ref()));
-    if let Some(o) = &summary.ops_summary {
-        view.top_ops =
-            top(o, "name", "total_direct_kernel_time_ms", "Percentage (%)", Grouped::default(), n);
-        view.top_op_categories = top_categories(trace_summary::op_categories(o), n);
-    }
+    view.fill(summary, n);
     view.csv_dir = Some(plan.dir.clone());
     // What the CSVs do not hold (the rank, the steps), for `report diff` to
-    // read back: the trace's --json object, and where the trace was (for a
-    // later run to tell it is gone).
-    let mut recorded = serde_json::to_value(&*view).expect("a view serializes");
-    if let Some(absolute) = &plan.absolute {
-        recorded[trace_summary::Record::TRACE_ABSOLUTE] =
-            serde_json::json!(absolute.to_string_lossy());
-    }
-    // Its collective kernels, for a run's collective report from the
-    // records (`gather --summary` of reports made on the nodes).
-    if !view.collective_events.is_empty() {
-        recorded[COLLECTIVE_EVENTS] =
-            serde_json::to_value(&view.collective_events).expect("collective kernels serialize");
-    }
-    let recorded = serde_json::to_vec_pretty(&recorded).expect("a value serializes");
+    // read back: the trace's --json object, where the trace was (for a later
+    // run to tell it is gone), and its collective kernels (for a run's
+    // collective report from the records: `gather --summary` of reports
+    // made on the nodes).
+    let recorded = Record::new(view, plan.absolute.clone()).to_bytes();
     files.push((RECORD.to_string(), recorded));
     Some(files)
 }
@@ -1852,99 +1218,23 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     if let Some(html) = &args.html {
         crate::html::write(html, &views, &ranks, &cycles, &gpus, &collectives, &left_out)?;
     }
-    Ok(Some(Summarized {
-        views,
-        node_reports: vec![],
-        ranks,
-        gpus,
+    Ok(Some(Summarized(trace_report::RunSummary {
+        traces: views,
+        cross_rank: ranks,
+        cross_gpu: gpus,
         cycles,
         collectives,
         unreadable,
         left_out,
-    }))
+        ..trace_report::RunSummary::new()
+    })))
 }
 
-/// A multi-rank run's collective report ([`trace_report::collective_report`]),
-/// as `--json` gives it; its CSVs are in `csv_dir`.
-#[derive(Debug, Serialize)]
-pub(crate) struct RunCollectives {
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) run: PathBuf,
-    pub(crate) cycle: Option<trace_report::Cycle>,
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) csv_dir: PathBuf,
-    /// Collectives matched across the ranks (`nccl_implicit_sync` rows).
-    pub(crate) matched: usize,
-    /// Matched by order alone (no process group names in the traces).
-    pub(crate) simplified: bool,
-    /// `straggler_summary`'s rows, as objects (its CSV's columns).
-    pub(crate) straggler: Vec<serde_json::Map<String, serde_json::Value>>,
-    /// The matched collectives that cost the most once the last rank
-    /// arrived: `nccl_implicit_sync` rows by `comm_latency` (at most 5),
-    /// each rank's arrival and duration (`rank_<r>_ts`, `rank_<r>_dur`)
-    /// included.
-    pub(crate) top: Vec<serde_json::Map<String, serde_json::Value>>,
-}
-
-/// A row of a collective report table as `--json` carries it.
-pub(crate) type Object = serde_json::Map<String, serde_json::Value>;
-
-/// The number in `key` of a row, if it holds one.
-pub(crate) fn number(row: &Object, key: &str) -> Option<f64> {
-    row.get(key).and_then(serde_json::Value::as_f64)
-}
+pub(crate) use trace_report::{Object, RunCollectives, number};
 
 /// A number with `digits` decimals, `-` where there is none.
 pub(crate) fn shown(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
-}
-
-impl RunCollectives {
-    /// Whether the ranks span nodes (their straggler rows name more than
-    /// one `node_id`): then each row says its node.
-    pub(crate) fn spans_nodes(&self) -> bool {
-        let nodes: std::collections::BTreeSet<String> =
-            self.straggler.iter().map(|s| shown(number(s, "node_id"), 0)).collect();
-        nodes.len() > 1
-    }
-
-    /// The straggler rows, the rank that arrived last most often first.
-    pub(crate) fn stragglers(&self) -> Vec<&Object> {
-        let mut rows: Vec<&Object> = self.straggler.iter().collect();
-        let last = |m: &Object| number(m, "times_arrived_last").unwrap_or(0.0);
-        rows.sort_by(|a, b| last(b).total_cmp(&last(a)));
-        rows
-    }
-}
-
-/// The rows of `table` as objects (numbers as numbers), the first `n`.
-fn objects(
-    table: &Table,
-    n: usize,
-    keep: impl Fn(&str) -> bool,
-) -> Vec<serde_json::Map<String, serde_json::Value>> {
-    table
-        .rows
-        .iter()
-        .take(n)
-        .map(|row| {
-            table
-                .header
-                .iter()
-                .zip(row)
-                .filter(|(h, _)| keep(h))
-                .map(|(h, c)| {
-                    let value = match c {
-                        trace_summary::Cell::Int(i) => serde_json::json!(i),
-                        trace_summary::Cell::Float(f) if f.is_finite() => serde_json::json!(f),
-                        trace_summary::Cell::Str(s) => serde_json::json!(s),
-                        _ => serde_json::Value::Null,
-                    };
-                    (h.clone(), value)
-                })
-                .collect()
-        })
-        .collect()
 }
 
 /// A trace's collective kernels, for its run's collective report: read
@@ -2009,59 +1299,17 @@ fn run_collectives(
             .iter()
             .map(|(n, t)| (format!("{n}.csv"), t.to_csv().into_bytes()))
             .collect();
-        let absolute = std::path::absolute(&run[0].run).unwrap_or_else(|_| run[0].run.clone());
-        let record = serde_json::json!({
-            "run": run[0].run.to_string_lossy(),
-            "run_absolute": absolute.to_string_lossy(),
-            "cycle": run[0].cycle,
-        });
-        files.push((COLLECTIVE_RECORD.into(), serde_json::to_vec_pretty(&record).expect("json")));
+        let record = trace_report::CollectivesRecord::new(&run[0].run, run[0].cycle);
+        files.push((COLLECTIVE_RECORD.into(), record.to_bytes()));
         write_set(&dir, &COLLECTIVE_SET, &files)?;
-        let implicit =
-            report.table("nccl_implicit_sync").cloned().unwrap_or(Table::new(&[], vec![]));
-        let mut top = implicit.clone();
-        if let Some(latency) = top.column("comm_latency") {
-            top.rows.sort_by(|a, b| {
-                let key = |r: &Vec<trace_summary::Cell>| r[latency].number().unwrap_or(0.0);
-                key(b).total_cmp(&key(a))
-            });
-        }
-        let keep = [
-            "collective_id",
-            "Collective name",
-            "dtype",
-            "Full msg size (MB)",
-            "comm_latency",
-            "skew in start time",
-            "earliest arrival rank",
-            "skew in end time",
-            "bus bw (GB/s)",
-        ];
-        reports.push(RunCollectives {
-            run: run[0].run.clone(),
-            cycle: run[0].cycle,
-            csv_dir: dir,
-            matched: implicit.rows.len(),
-            simplified: report.simplified,
-            straggler: report
-                .table("straggler_summary")
-                .map(|t| objects(t, usize::MAX, |_| true))
-                .unwrap_or_default(),
-            top: objects(&top, 5, |h| {
-                keep.contains(&h)
-                    || (h.starts_with("rank_") && (h.ends_with("_ts") || h.ends_with("_dur")))
-            }),
-        });
+        reports.push(RunCollectives::of(&run[0], &report, dir));
     }
     Ok(reports)
 }
 
-/// The key of a trace's collective kernels in its report's record.
-const COLLECTIVE_EVENTS: &str = "collective_events";
-
 /// What a collective report's directory holds besides its CSVs: where its
 /// run was (absolute), for a later run to retire it.
-const COLLECTIVE_RECORD: &str = "collectives.json";
+const COLLECTIVE_RECORD: &str = trace_report::CollectivesRecord::FILE;
 
 /// Every file of a collective report's directory.
 const COLLECTIVE_SET: [&str; 8] = [
@@ -2078,11 +1326,12 @@ const COLLECTIVE_SET: [&str; 8] = [
 /// The run a collective report's directory is of (as named, and
 /// absolute), when `dir` is one.
 fn collectives_run(dir: &Path) -> Option<(String, PathBuf, bool)> {
-    let text = std::fs::read(dir.join(COLLECTIVE_RECORD)).ok()?;
-    let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    let absolute = PathBuf::from(value["run_absolute"].as_str()?);
-    let named = value["run"].as_str().map_or_else(|| absolute.display().to_string(), String::from);
-    Some((named, absolute, !value["cycle"].is_null()))
+    let record = trace_report::CollectivesRecord::read(dir)?;
+    let named = match record.run.as_os_str().is_empty() {
+        true => record.run_absolute.display().to_string(),
+        false => record.run.display().to_string(),
+    };
+    Some((named, record.run_absolute, record.cycle.is_some()))
 }
 
 /// The tables across traces: cross-rank, cross-GPU and profiling cycles;
@@ -2138,47 +1387,21 @@ pub(crate) fn from_node_reports(root: &Path, out: &Path) -> Result<Option<Summar
     let mut read = Vec::new();
     let mut kernels: Vec<(Vec<trace_summary::CollectiveKernel>, Option<usize>)> = Vec::new();
     for (node, dir) in reports {
-        let path = dir.join(RECORD);
-        let text = std::fs::read(&path).map_err(io(&path))?;
-        let record: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-            Error::Usage(format!(
-                "{}: not the record `report summary` writes ({e})",
-                path.display()
-            ))
-        })?;
-        let Some(trace) = record["trace"].as_str() else { continue };
+        let Some(record) = Record::read(&dir)? else { continue };
+        let view = &record.view;
+        if view.trace.as_os_str().is_empty() {
+            continue;
+        }
         // As the node named it, from its work directory: under the node's.
         let trace: PathBuf = node.join(
-            Path::new(trace)
+            view.trace
                 .components()
                 .filter(|c| *c != std::path::Component::CurDir)
                 .collect::<PathBuf>(),
         );
-        let timeline: Vec<(String, f64)> = record["timeline"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|row| Some((row[0].as_str()?.to_string(), row[1].as_f64()?)))
-            .collect();
-        let number = |key: &str| record[key].as_u64();
-        timed.push(trace_report::Timed {
-            rocprof: record["outcome"] == "rocprofv3",
-            gpu_index: number("gpu_index").map(|n| n as u32),
-            comm_ms: record["comm_ms"].as_f64(),
-            steps: number("steps").map(|n| n as usize),
-            timeline,
-            ..trace_report::Timed::new(trace, number("rank").map(|n| n as u32))
-        });
-        let events = match record.get(COLLECTIVE_EVENTS) {
-            None => vec![],
-            Some(events) => serde_json::from_value(events.clone()).map_err(|e| {
-                Error::Usage(format!(
-                    "{}: its {COLLECTIVE_EVENTS} are not what `report summary` writes ({e})",
-                    path.display()
-                ))
-            })?,
-        };
-        kernels.push((events, number("gpu_devices").map(|n| n as usize)));
+        // Its profiling cycle: as the traces' names tell them apart, below.
+        timed.push(trace_report::Timed { trace, cycle: None, ..view.timed() });
+        kernels.push((record.collective_events, view.gpu_devices));
         read.push(dir);
     }
     // Profiling cycles, as the traces' names tell them apart.
@@ -2200,16 +1423,14 @@ pub(crate) fn from_node_reports(root: &Path, out: &Path) -> Result<Option<Summar
         })
         .collect();
     let collectives = run_collectives(&traces, &ranks, out, &mut Default::default())?;
-    Ok(Some(Summarized {
-        views: vec![],
+    Ok(Some(Summarized(trace_report::RunSummary {
         node_reports: read,
-        ranks,
-        gpus,
+        cross_rank: ranks,
+        cross_gpu: gpus,
         cycles,
         collectives,
-        unreadable: 0,
-        left_out: vec![],
-    }))
+        ..trace_report::RunSummary::new()
+    })))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `report summary`: the per-trace tables, the cross-rank, cross-GPU and cycle tables, the collective report.
 
 use super::*;
+use crate::commands::ViewText;
 
 /// Lines under a run's cross-rank table ([`trace_report::spread`]), so
 /// a run of many ranks need not be read row by row: its slowest rank against
@@ -150,7 +151,7 @@ pub(crate) fn node_reports(reports: &[std::path::PathBuf]) -> Result<(), Error> 
 }
 
 pub(crate) fn summaries(
-    views: &[crate::commands::SummaryView],
+    views: &[trace_report::TraceView],
     ranks: &[trace_report::RankRow],
     cycles: &[trace_report::CycleRow],
     gpus: &[trace_report::GpuRow],
@@ -175,7 +176,7 @@ fn pct(p: Option<f64>) -> String {
 }
 
 /// One trace's summary: its heading, notes, timeline, top rows, shapes.
-fn one_trace(text: &mut String, v: &crate::commands::SummaryView) {
+fn one_trace(text: &mut String, v: &trace_report::TraceView) {
     text.push_str(&format!("== {}{}\n", v.trace.display(), v.heading_tags()));
     if let Some(error) = &v.error {
         text.push_str(&format!("   error: {error}\n\n"));
@@ -392,7 +393,7 @@ fn cross_gpu(text: &mut String, gpus: &[trace_report::GpuRow]) {
 fn rated_shapes<'a>(
     text: &mut String,
     title: &str,
-    rows: impl ExactSizeIterator<Item = (&'a str, &'a crate::commands::Rated)>,
+    rows: impl ExactSizeIterator<Item = (&'a str, &'a trace_report::Rated)>,
     arch: Option<&str>,
 ) {
     if rows.len() == 0 {

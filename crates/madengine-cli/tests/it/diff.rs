@@ -844,7 +844,10 @@ fn a_kept_report_remembers_its_rank_and_steps() {
     let text = run(&["report", "diff", "kept", "new"]);
     assert!(text.starts_with("exit code: 3"), "{text}");
     assert!(
-        text.contains("error: cannot read kept/worker_a/summary.json: not the record"),
+        text.contains(
+            "error: kept/worker_a/summary.json is not the record a trace's report keeps beside \
+             its CSVs\n  caused by: EOF while parsing an object at line 1 column 1"
+        ),
         "{text}"
     );
 }

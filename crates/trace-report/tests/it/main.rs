@@ -1,3 +1,4 @@
 //! trace-report against what the real TraceLens wrote.
 
 mod collective;
+mod document;

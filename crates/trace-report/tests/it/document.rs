@@ -1,0 +1,110 @@
+//! The documents this crate owns (a trace's record, a run's summary, a
+//! collective report's record) read back what they wrote, and keep their
+//! shape: a snapshot of a run's summary, made from public multi-rank traces.
+
+use std::path::{Path, PathBuf};
+
+use trace_report::{
+    CollectivesRecord, RankKernels, Record, RunCollectives, RunSummary, TraceView,
+    collective_report, cross_rank,
+};
+
+/// Two ranks of PARAM's DLRM run (public traces, with NCCL collectives),
+/// read as a run; `None` (said) without the public traces.
+fn views() -> Option<Vec<TraceView>> {
+    let Some(public) = test_support::public::public_fixtures() else {
+        test_support::skip::missing(
+            "the public traces (../shared/fixtures/public)",
+            "check out the shared fixtures beside the repository",
+        );
+        return None;
+    };
+    let dir = Path::new("param-dlrm-8rank");
+    let names = [
+        "worker0_step_12.1694128201545.pt.trace.json",
+        "worker1_step_12.1694128201556.pt.trace.json",
+    ];
+    let views = names.iter().zip(0..).map(|(name, rank)| {
+        let trace = dir.join(name);
+        let summary =
+            trace_summary::summarize_file(&public.join("kineto-multirank").join(&trace)).unwrap();
+        let mut view = TraceView::new(trace, Some(rank));
+        view.read(&summary);
+        view.fill(&summary, 3);
+        view.csv_dir = Some(PathBuf::from(format!("summary_output/worker{rank}")));
+        view
+    });
+    Some(views.collect())
+}
+
+#[test]
+fn a_trace_s_record_reads_back_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(views) = views() else { return };
+    let view = &views[1];
+    assert!(!view.collective_events.is_empty() && !view.top_kernels.is_empty());
+    let record = Record::new(view, Some(PathBuf::from("/runs/dlrm/worker1.pt.trace.json")));
+    std::fs::write(dir.path().join(trace_summary::RECORD), record.to_bytes()).unwrap();
+    let read = Record::read(dir.path()).unwrap().unwrap();
+    assert_eq!(read, record);
+    assert_eq!(read.view.collective_events, view.collective_events);
+    assert_eq!((read.version, read.view.rank, read.view.steps), (1, Some(1), view.steps));
+    // No record: none; a record written before versions (fewer keys) reads.
+    assert_eq!(Record::read(&dir.path().join("none")).unwrap(), None);
+    std::fs::write(dir.path().join(trace_summary::RECORD), r#"{"trace": "t.json", "steps": 5}"#)
+        .unwrap();
+    let old = Record::read(dir.path()).unwrap().unwrap();
+    assert_eq!(
+        (old.version, old.view.trace.as_path(), old.view.steps),
+        (0, "t.json".as_ref(), Some(5))
+    );
+    // Not one: the file is named, the parser's message is its cause.
+    std::fs::write(dir.path().join(trace_summary::RECORD), "[1, 2]").unwrap();
+    let err = Record::read(dir.path()).unwrap_err();
+    let path = dir.path().join(trace_summary::RECORD);
+    assert_eq!(
+        err.to_string(),
+        format!("{} is not the record a trace's report keeps beside its CSVs", path.display())
+    );
+    let cause = std::error::Error::source(&err).unwrap().to_string();
+    assert!(cause.starts_with("invalid type: sequence"), "{cause}");
+}
+
+#[test]
+fn a_run_s_summary_reads_back_what_it_wrote_and_keeps_its_shape() {
+    let Some(views) = views() else { return };
+    let timed: Vec<_> = views.iter().map(TraceView::timed).collect();
+    let (ranks, no_run) = cross_rank(&timed);
+    assert!(no_run.is_empty(), "{no_run:?}");
+    let kernels: Vec<RankKernels<'_>> = views
+        .iter()
+        .map(|v| RankKernels { rank: v.rank.unwrap(), kernels: &v.collective_events })
+        .collect();
+    let report = collective_report(&kernels, None).unwrap();
+    let collectives = RunCollectives::of(&ranks[0], &report, PathBuf::from("out/x_collectives"));
+    assert!(collectives.matched > 0 && !collectives.straggler.is_empty());
+    // Each trace's collective kernels are the record's, not the summary's.
+    let traces = views.into_iter().map(|v| TraceView { collective_events: vec![], ..v }).collect();
+    let summary = RunSummary {
+        traces,
+        cross_rank: ranks,
+        collectives: vec![collectives],
+        ..RunSummary::new()
+    };
+    let text = serde_json::to_string_pretty(&summary).unwrap();
+    let read: RunSummary = serde_json::from_str(&text).unwrap();
+    assert_eq!(read, summary);
+    insta::assert_snapshot!("run_summary", text);
+}
+
+#[test]
+fn a_collective_report_s_record_reads_back_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = CollectivesRecord::new(Path::new("runs/ddp"), None);
+    assert!(record.run_absolute.is_absolute() && record.run_absolute.ends_with("runs/ddp"));
+    std::fs::write(dir.path().join(CollectivesRecord::FILE), record.to_bytes()).unwrap();
+    assert_eq!(CollectivesRecord::read(dir.path()), Some(record));
+    // One without where its run was is not one to act on.
+    std::fs::write(dir.path().join(CollectivesRecord::FILE), r#"{"run": "runs/ddp"}"#).unwrap();
+    assert_eq!(CollectivesRecord::read(dir.path()), None);
+}
