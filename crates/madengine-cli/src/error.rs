@@ -24,6 +24,16 @@ pub(crate) enum Status {
     Interrupted,
 }
 
+/// A report set that could not be written is an output that could not be:
+/// said as one.
+impl From<trace_report::SetError> for Error {
+    fn from(e: trace_report::SetError) -> Error {
+        match e {
+            trace_report::SetError::Write { path, source } => Error::Io { path, source },
+        }
+    }
+}
+
 impl From<Status> for ExitCode {
     fn from(s: Status) -> ExitCode {
         let code = match s {

@@ -9,6 +9,9 @@
 //!   CSVs (`summary.json`), read back by a later run; [`RunSummary`] is the
 //!   whole run's (`--json`), with each run's [`RunCollectives`]. Each is
 //!   versioned, and read back as written.
+//! - [`write_set`] and [`Staged`] put a report's files in place as one set
+//!   (whole or not at all); [`retire_stale`], [`retire`] and [`keep_stale`]
+//!   deal with the reports an earlier run left, telling each ([`Retired`]).
 //! - [`split_runs`] splits ranked traces into runs: by directory wherever a
 //!   rank is claimed twice (two jobs under one root), then by the profiling
 //!   cycles of torch.profiler's schedule ([`profiling_cycles`]), with the
@@ -50,6 +53,7 @@ mod cycles;
 mod document;
 mod pairing;
 mod runs;
+mod sets;
 mod view;
 
 pub use crate::{
@@ -70,6 +74,10 @@ pub use crate::{
         Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
     },
     runs::{MAX_STEM, RankedRun, RunRule, Stems, numbers, report_stem, split_runs},
+    sets::{
+        COLLECTIVE_FILES, Retired, SetError, Staged, TRACE_FILES, ThisRun, Why, keep_stale,
+        own_stem, retire, retire_stale, write_set,
+    },
     view::{
         Bound, CollectiveRow, GemmRow, RECORD_VERSION, Rated, Record, RecordError, Roofline,
         RooflinePoint, ShapeRow, TopRow, TraceView, Truncated,
@@ -92,6 +100,9 @@ pub enum Error {
     /// See [`RecordError`].
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// See [`SetError`].
+    #[error(transparent)]
+    Set(#[from] SetError),
 }
 
 /// The README's example, run as a doctest so that it cannot go stale.

@@ -6,8 +6,9 @@ use serde::Serialize;
 use trace_report::{CyclePick, Member, PairedBy};
 use trace_summary::{Diff, DiffRow, Format, Tables};
 
-use super::summary::{Input, read_all, write_set};
+use super::summary::{Input, read_all};
 use trace_report::TraceView;
+use trace_report::write_set;
 
 use super::summary::ViewText;
 use crate::{

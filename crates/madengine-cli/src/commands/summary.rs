@@ -8,7 +8,10 @@ use std::{
 
 use indicatif::ProgressBar;
 
-use trace_report::{Record, TopRow, TraceView};
+use trace_report::{
+    COLLECTIVE_FILES, Record, Staged, TRACE_FILES, ThisRun, TopRow, TraceView, keep_stale,
+    own_stem, retire, retire_stale, write_set,
+};
 use trace_summary::{Outcome, RECORD, Table};
 
 use crate::{
@@ -351,175 +354,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     }
 }
 
-/// Write, as one set, the files a command keeps together in `dir` (a
-/// trace's CSVs and its record; a diff's CSVs), of those it may write
-/// (`ours`): each is written to a staging directory in `dir` first, so a
-/// failure part way (a full disk) leaves `dir` as it was; then each is
-/// renamed into place, and those of `ours` this run did not write are
-/// removed, so none is left from an earlier run to be read as this one's
-/// (a trace without collectives after one with them). Other files in `dir`
-/// are left alone.
-pub(crate) fn write_set(
-    dir: &Path,
-    ours: &[&str],
-    files: &[(String, Vec<u8>)],
-) -> Result<(), Error> {
-    Staged::new(dir, ours, files)?.commit()
-}
-
-/// A set of files ([`write_set`]) written to its staging directory in
-/// `dir`, not yet in place: [`Staged::commit`] puts it there. Dropped
-/// uncommitted (Ctrl-C while other traces are read, an error), it leaves
-/// nothing: its staging directory goes, and the directories made for it,
-/// where that left them empty.
-pub(crate) struct Staged {
-    dir: PathBuf,
-    ours: Vec<String>,
-    names: Vec<String>,
-    staging: Option<tempfile::TempDir>,
-    /// The directories made for it, deepest first.
-    made: Vec<PathBuf>,
-}
-
-impl Staged {
-    /// Write `files` to a new staging directory in `dir` (made, with its
-    /// parents, if it is not there).
-    pub(crate) fn new(
-        dir: &Path,
-        ours: &[&str],
-        files: &[(String, Vec<u8>)],
-    ) -> Result<Staged, Error> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| Error::Io { path, source }
-        };
-        let ours = ours.iter().map(|n| n.to_string()).collect();
-        let made = dir
-            .ancestors()
-            .take_while(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_err())
-            .map(Path::to_path_buf)
-            .collect();
-        let mut staged =
-            Staged { dir: dir.to_path_buf(), ours, names: vec![], staging: None, made };
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let staging = tempfile::Builder::new()
-            .prefix(".madengine-")
-            .suffix(".partial")
-            .tempdir_in(dir)
-            .map_err(io(dir))?;
-        // The staging directory is what makes the set atomic: each file is
-        // written straight into it.
-        let into = staging.path().to_path_buf();
-        staged.staging = Some(staging);
-        for (name, bytes) in files {
-            debug_assert!(staged.ours.contains(name), "{name} is not one of {:?}", staged.ours);
-            let path = into.join(name);
-            std::fs::write(&path, bytes).map_err(io(&path))?;
-            staged.names.push(name.clone());
-        }
-        Ok(staged)
-    }
-
-    /// Rename each file into place, and remove those of its command's
-    /// files it does not hold.
-    pub(crate) fn commit(mut self) -> Result<(), Error> {
-        let staging = self.staging.take().expect("a staged set is committed once");
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| Error::Io { path, source }
-        };
-        let done = (|| {
-            for name in &self.ours {
-                let to = self.dir.join(name);
-                let done = match self.names.iter().any(|n| n == name) {
-                    true => std::fs::rename(staging.path().join(name), &to),
-                    false => match std::fs::remove_file(&to) {
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                        done => done,
-                    },
-                };
-                done.map_err(io(&to))?;
-            }
-            staging.close().map_err(io(&self.dir))
-        })();
-        if done.is_ok() {
-            // In place: the directories made for it are its.
-            self.made.clear();
-        }
-        done
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        drop(self.staging.take());
-        for dir in &self.made {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
-
-/// Remove the report an earlier run wrote in `dir` of a trace this run
-/// made none of (it could not be read, or has no GPU timeline now), so that
-/// it is not read as this run's (by `report diff`, or by hand), and say so.
-/// Only a directory holding `report summary`'s record is touched, and only
-/// its files: a file of the user's own keeps the directory.
-fn retire(dir: &Path, trace: &Path) -> Result<(), Error> {
-    if !dir.join(RECORD).is_file() {
-        return Ok(());
-    }
-    remove_report(dir, &made_none(trace))
-}
-
-/// `stem` for the report of the trace at `absolute` in `out`, unless its
-/// directory holds the report of another trace that is still there (a run
-/// into the same `--output-dir` of another `rank0.json`): then `Err` of a
-/// name of this trace's own (the stem and a digest of its path), so neither
-/// overwrites the other.
-fn own_stem(out: &Path, stem: String, absolute: Option<&Path>) -> Result<String, String> {
-    let Some(absolute) = absolute else { return Ok(stem) };
-    let recorded = Record::read(&out.join(&stem)).ok().flatten();
-    let other = recorded.and_then(|r| r.trace_absolute).filter(|t| t != absolute);
-    match other {
-        Some(other) if std::fs::symlink_metadata(&other).is_ok() => {
-            let digest = sha1_smol::Sha1::from(absolute.as_os_str().as_encoded_bytes()).digest();
-            Err(format!("{stem}-{}", &digest.to_string()[..12]))
-        }
-        _ => Ok(stem),
-    }
-}
-
-/// Keep the earlier report in `dir` of `trace`, which this run could not
-/// read (`err`): marked stale in its record (`report diff` warns of it), and
-/// said so. A directory without `report summary`'s record is left alone.
-fn keep_stale(dir: &Path, trace: &Path, err: &str) -> Result<(), Error> {
-    // A record this version cannot read is not one to act on.
-    let Ok(Some(mut recorded)) = Record::read(dir) else { return Ok(()) };
-    let first = err.lines().next().unwrap_or(err);
-    recorded.stale = Some(format!("{} could not be read by a later run: {first}", trace.display()));
-    write_atomic(&dir.join(RECORD), &recorded.to_bytes())?;
-    render::note(&format!(
-        "kept the earlier report in {}, marked stale: {} could not be read this time",
-        dir.display(),
-        trace.display()
-    ));
-    Ok(())
-}
-
-/// Why the earlier report of `trace`, read this time, goes.
-fn made_none(trace: &Path) -> String {
-    format!("{} made none this time", trace.display())
-}
-
-/// Remove `report summary`'s files from `dir`, and `dir` if that empties
-/// it, saying `why` on stderr.
-fn remove_report(dir: &Path, why: &str) -> Result<(), Error> {
-    write_set(dir, &TRACE_FILES, &[])?;
-    let _ = std::fs::remove_dir(dir);
-    render::note(&format!("removed the earlier report in {}: {why}", dir.display()));
-    Ok(())
-}
-
 /// The directories a run searches, as given: its directory PATHs, or the
 /// current directory when none is given.
 fn searched(args: &SummaryArgs) -> Vec<&Path> {
@@ -527,145 +361,6 @@ fn searched(args: &SummaryArgs) -> Vec<&Path> {
     let paths = if given.is_empty() { vec![Path::new(".")] } else { given };
     paths.into_iter().filter(|p| p.is_dir()).collect()
 }
-
-/// What a run did, for [`retire_stale`]: the report directories it wrote
-/// (or would have: the traces it could not read hold theirs too), by name,
-/// and each trace it read (absolute) with its directory; the directories it
-/// searched (absolute), and what in them it could not look at or left out
-/// (the traces of the profiling cycles `--cycle` did not pick).
-struct ThisRun {
-    /// When it started.
-    started: std::time::SystemTime,
-    dirs: std::collections::HashSet<std::ffi::OsString>,
-    read: std::collections::HashMap<PathBuf, PathBuf>,
-    searched: Vec<PathBuf>,
-    left_out: Vec<PathBuf>,
-}
-
-/// Remove the reports an earlier run left in `out` that this run, which
-/// searched where their traces lie, did not write: left, `report diff`
-/// would read them as this run's (a rank the run no longer has, or a trace
-/// twice). That is a trace's directory whose record says its trace lay in a
-/// directory this run searched ([`ThisRun::searched`]), and whose trace is
-/// gone (removed, renamed, a link removed), is read under another name now
-/// (given alone before; or it made no report this time), or is no longer
-/// read as a trace (a copy `trace sanitize` wrote beside it is read). A
-/// trace in what this run could not look at or left out (another profiling
-/// cycle than `--cycle`'s), or that cannot be looked up, keeps its report;
-/// so does a directory without `report summary`'s record, or with a record
-/// of a version that did not keep where its trace was.
-fn retire_stale(out: &Path, run: &ThisRun) -> Result<(), Error> {
-    let Ok(entries) = std::fs::read_dir(out) else { return Ok(()) };
-    // A report written since this run started is another run's (two runs
-    // into one --output-dir at once): it stays.
-    let since_start = |dir: &Path| {
-        std::fs::metadata(dir.join(RECORD))
-            .and_then(|m| m.modified())
-            .is_ok_and(|m| m >= run.started)
-    };
-    let mut earlier: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && !run.dirs.contains(&e.file_name()))
-        .map(|e| e.path())
-        .collect();
-    earlier.sort();
-    for dir in earlier {
-        if since_start(&dir) {
-            continue;
-        }
-        // A run's collective report whose run lay where this run searched,
-        // and made none this time (fewer ranks now, no collective).
-        if let Some((named, run_dir, cycle)) = collectives_run(&dir) {
-            // A cycle's report stays where --cycle read another cycle of
-            // its run (the traces of that run this run left out).
-            let other_cycle = cycle && run.left_out.iter().any(|p| p.starts_with(&run_dir));
-            if run.searched.iter().any(|s| run_dir.starts_with(s))
-                && !run.left_out.iter().any(|p| run_dir.starts_with(p))
-                && !other_cycle
-            {
-                write_set(&dir, &COLLECTIVE_SET, &[])?;
-                let _ = std::fs::remove_dir(&dir);
-                render::note(&format!(
-                    "removed the earlier collective report in {}: its run {named} made none \
-                     this time",
-                    dir.display(),
-                ));
-            }
-            continue;
-        }
-        // A record this version cannot read is not one to act on.
-        let Ok(Some(recorded)) = Record::read(&dir) else { continue };
-        let Some(trace) = recorded.trace_absolute else { continue };
-        if !run.searched.iter().any(|s| trace.starts_with(s))
-            || run.left_out.iter().any(|p| trace.starts_with(p))
-        {
-            continue;
-        }
-        let named = match recorded.view.trace.as_os_str().is_empty() {
-            true => trace.clone(),
-            false => recorded.view.trace,
-        };
-        let shown = named.display();
-        let why = match (std::fs::symlink_metadata(&trace), run.read.get(&trace)) {
-            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => {
-                format!("its trace {shown} is gone")
-            }
-            (Err(_), _) => continue,
-            (Ok(_), Some(now)) if now.join(RECORD).is_file() => {
-                format!("its trace {shown} has its report in {} now", now.display())
-            }
-            // Read under another name, and no report made (as [`retire`]).
-            (Ok(_), Some(_)) => made_none(&named),
-            (Ok(_), None) => format!(
-                "its trace {shown} is no longer read as one (`madengine trace discover` says why)"
-            ),
-        };
-        remove_report(&dir, &why)?;
-    }
-    Ok(())
-}
-
-/// The files `report summary` writes in a trace's directory.
-const TRACE_FILES: [&str; 38] = [
-    "gpu_timeline.csv",
-    "kernel_summary.csv",
-    "ops_summary.csv",
-    "ops_summary_by_category.csv",
-    "ops_unique_args.csv",
-    "unified_perf_summary.csv",
-    "GEMM.csv",
-    "SDPA_fwd.csv",
-    "SDPA_bwd.csv",
-    "CONV_fwd.csv",
-    "CONV_bwd.csv",
-    "InferenceAttention_fwd.csv",
-    "BinaryElementwise.csv",
-    "GroupedGEMM_fwd.csv",
-    "MoE_comm_fwd.csv",
-    "MoE_comm_bwd.csv",
-    "SSM_fwd.csv",
-    "SSM_bwd.csv",
-    "RoPE_fwd.csv",
-    "CrossEntropy_fwd.csv",
-    "UnaryElementwise.csv",
-    "MoE_fused_fwd.csv",
-    "MoE_unfused_fwd.csv",
-    "MoE_aux_fwd.csv",
-    "RMSNorm_fwd.csv",
-    "elementwise_fwd.csv",
-    "GroupQuant_fwd.csv",
-    "FusedRoPE_fwd.csv",
-    "CustomCollective_fwd.csv",
-    "mHC_fwd.csv",
-    "Normalization.csv",
-    "Reduce_fwd.csv",
-    "Reduce_bwd.csv",
-    "coll_analysis.csv",
-    "short_kernel_histogram.csv",
-    "short_kernels_summary.csv",
-    "collective_summary.csv",
-    RECORD,
-];
 
 /// One trace to read, and what names its CSV directory.
 #[derive(Clone)]
@@ -1114,16 +809,16 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let mut stems = trace_report::Stems::default();
     let mut this_run = ThisRun {
         started,
-        dirs: Default::default(),
-        read: Default::default(),
-        searched: searched.into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
-        // The traces of other profiling cycles (--cycle) keep their reports.
-        left_out: left_out
-            .iter()
-            .map(|p| &p.path)
-            .chain(&other_cycles)
-            .filter_map(|p| std::path::absolute(p).ok())
-            .collect(),
+        ..ThisRun::new(
+            searched.into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
+            // The traces of other profiling cycles (--cycle) keep their reports.
+            left_out
+                .iter()
+                .map(|p| &p.path)
+                .chain(&other_cycles)
+                .filter_map(|p| std::path::absolute(p).ok())
+                .collect(),
+        )
     };
     // Each trace's report directory, named before any is read: every trace
     // holds its name, read or not, so that a trace's directory does not
@@ -1193,10 +888,12 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
             // a pipe, a file gone unreadable) must not cost it.
             Made::Unreadable(err) => {
                 unreadable += 1;
-                keep_stale(&plan.dir, &view.trace, &err)?;
+                keep_stale(&plan.dir, &view.trace, &err)?.inspect(render::retired);
                 view.error = Some(err);
             }
-            Made::Nothing => retire(&plan.dir, &view.trace)?,
+            Made::Nothing => {
+                retire(&plan.dir, &view.trace)?.inspect(render::retired);
+            }
         }
         views.push(view);
     }
@@ -1211,7 +908,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         })
         .collect();
     let collectives = run_collectives(&traces, &ranks, &args.output_dir, &mut this_run.dirs)?;
-    retire_stale(&args.output_dir, &this_run)?;
+    retire_stale(&args.output_dir, &this_run, &mut |r| render::retired(&r))?;
     for (path, bytes) in &workbooks {
         write_atomic(path, bytes)?;
     }
@@ -1300,38 +997,11 @@ fn run_collectives(
             .map(|(n, t)| (format!("{n}.csv"), t.to_csv().into_bytes()))
             .collect();
         let record = trace_report::CollectivesRecord::new(&run[0].run, run[0].cycle);
-        files.push((COLLECTIVE_RECORD.into(), record.to_bytes()));
-        write_set(&dir, &COLLECTIVE_SET, &files)?;
+        files.push((trace_report::CollectivesRecord::FILE.into(), record.to_bytes()));
+        write_set(&dir, &COLLECTIVE_FILES, &files)?;
         reports.push(RunCollectives::of(&run[0], &report, dir));
     }
     Ok(reports)
-}
-
-/// What a collective report's directory holds besides its CSVs: where its
-/// run was (absolute), for a later run to retire it.
-const COLLECTIVE_RECORD: &str = trace_report::CollectivesRecord::FILE;
-
-/// Every file of a collective report's directory.
-const COLLECTIVE_SET: [&str; 8] = [
-    "nccl_summary_implicit_sync.csv",
-    "nccl_summary_long.csv",
-    "nccl_summary_all2allv.csv",
-    "nccl_long.csv",
-    "nccl_implicit_sync.csv",
-    "nccl_all2allv.csv",
-    "straggler_summary.csv",
-    COLLECTIVE_RECORD,
-];
-
-/// The run a collective report's directory is of (as named, and
-/// absolute), when `dir` is one.
-fn collectives_run(dir: &Path) -> Option<(String, PathBuf, bool)> {
-    let record = trace_report::CollectivesRecord::read(dir)?;
-    let named = match record.run.as_os_str().is_empty() {
-        true => record.run_absolute.display().to_string(),
-        false => record.run.display().to_string(),
-    };
-    Some((named, record.run_absolute, record.cycle.is_some()))
 }
 
 /// The tables across traces: cross-rank, cross-GPU and profiling cycles;
@@ -1436,92 +1106,6 @@ pub(crate) fn from_node_reports(root: &Path, out: &Path) -> Result<Option<Summar
 #[cfg(test)]
 mod tests {
     use super::{TopRow, labels};
-
-    /// Every perf-model sheet the library writes is one of a report's
-    /// files (owned, staged and retired with it).
-    #[test]
-    fn a_report_owns_every_sheet() {
-        for sheet in trace_summary::PERF_SHEETS {
-            assert!(super::TRACE_FILES.contains(&format!("{sheet}.csv").as_str()), "{sheet}");
-        }
-    }
-
-    #[test]
-    fn a_set_that_fails_part_way_leaves_the_one_before() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        std::fs::write(d.join("a.csv"), "old a").unwrap();
-        std::fs::write(d.join("b.csv"), "old b").unwrap();
-        // The second file cannot be written (its directory does not exist).
-        let ours = ["a.csv", "b.csv", "no/c.csv"];
-        let files = [("a.csv".to_string(), b"new a".to_vec()), ("no/c.csv".into(), vec![])];
-        let err = super::write_set(d, &ours, &files).unwrap_err();
-        assert!(err.to_string().contains("no/c.csv"), "{err}");
-        let listed = || {
-            let mut names: Vec<String> = std::fs::read_dir(d)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            names
-        };
-        assert_eq!(listed(), ["a.csv", "b.csv"], "no staging directory is left");
-        assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "old a");
-        // Written whole: the new a, and no b.
-        let files = [("a.csv".to_string(), b"new a".to_vec())];
-        super::write_set(d, &ours, &files).unwrap();
-        assert_eq!(listed(), ["a.csv"]);
-        assert_eq!(std::fs::read_to_string(d.join("a.csv")).unwrap(), "new a");
-    }
-
-    /// A set that fails into directories made for it (a full disk on a
-    /// fresh `-o`) takes them with it: no empty report directory is left.
-    #[test]
-    fn a_set_that_fails_leaves_no_directory_made_for_it() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("mine.txt"), "kept").unwrap();
-        let into = dir.path().join("out/rank0_trace");
-        let files = [("a.csv".to_string(), b"new a".to_vec()), ("no/c.csv".into(), vec![])];
-        super::write_set(&into, &["a.csv", "no/c.csv"], &files).unwrap_err();
-        let names: Vec<_> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, ["mine.txt"]);
-        // Into a directory that was there, it is kept.
-        std::fs::create_dir(dir.path().join("out")).unwrap();
-        super::write_set(&into, &["a.csv", "no/c.csv"], &files).unwrap_err();
-        assert!(dir.path().join("out").is_dir());
-        assert!(!into.exists());
-    }
-
-    /// A set staged while other traces are read, and dropped (Ctrl-C),
-    /// leaves nothing: not its staging directory, not the directories made
-    /// for it; one that was there keeps its files.
-    #[test]
-    fn a_staged_set_dropped_uncommitted_leaves_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let fresh = dir.path().join("out/rank0_trace");
-        let kept = dir.path().join("kept");
-        std::fs::create_dir(&kept).unwrap();
-        std::fs::write(kept.join("a.csv"), "old a").unwrap();
-        let files = [("a.csv".to_string(), b"new a".to_vec())];
-        let staged = [
-            super::Staged::new(&fresh, &["a.csv"], &files).unwrap(),
-            super::Staged::new(&kept, &["a.csv"], &files).unwrap(),
-        ];
-        assert!(fresh.is_dir(), "staged in its directory");
-        drop(staged);
-        let names: Vec<_> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, ["kept"]);
-        let names: Vec<_> =
-            std::fs::read_dir(&kept).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, ["a.csv"]);
-        assert_eq!(std::fs::read_to_string(kept.join("a.csv")).unwrap(), "old a");
-        // Committed, it is in place, its directories with it.
-        super::Staged::new(&fresh, &["a.csv"], &files).unwrap().commit().unwrap();
-        assert_eq!(std::fs::read_to_string(fresh.join("a.csv")).unwrap(), "new a");
-        assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 1);
-    }
 
     fn row(name: &str, stream: Option<&str>) -> TopRow {
         TopRow {

@@ -201,6 +201,38 @@ impl Drop for Progress {
     }
 }
 
+/// What a run did to an earlier run's report, said as a note.
+pub(crate) fn retired(what: &trace_report::Retired) {
+    use trace_report::{Retired, Why};
+    let text = match what {
+        Retired::Report { dir, why } => {
+            let why = match why {
+                Why::MadeNone(trace) => format!("{} made none this time", trace.display()),
+                Why::Gone(trace) => format!("its trace {} is gone", trace.display()),
+                Why::ReportedIn { trace, now } => {
+                    format!("its trace {} has its report in {} now", trace.display(), now.display())
+                }
+                Why::NoLongerRead(trace) => format!(
+                    "its trace {} is no longer read as one (`madengine trace discover` says why)",
+                    trace.display()
+                ),
+            };
+            format!("removed the earlier report in {}: {why}", dir.display())
+        }
+        Retired::Collectives { dir, run } => format!(
+            "removed the earlier collective report in {}: its run {} made none this time",
+            dir.display(),
+            run.display()
+        ),
+        Retired::KeptStale { dir, trace } => format!(
+            "kept the earlier report in {}, marked stale: {} could not be read this time",
+            dir.display(),
+            trace.display()
+        ),
+    };
+    note(&text);
+}
+
 pub(crate) fn note(text: &str) {
     say(format_args!("[madengine] {text}"));
 }
