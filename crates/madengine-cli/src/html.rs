@@ -798,7 +798,7 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
     if let Some(r) = regression {
         // The gate's verdict first: what a nightly mail is opened for.
         let class = if r.exceeded { "error" } else { "note" };
-        let said = r.said(compared.headline().1);
+        let said = crate::commands::regression_said(r, compared.headline().1);
         let _ = write!(page, r#"<p class="{class}"><b>{}.</b></p>"#, esc(&capitalized(&said)));
     }
     page.push_str("<table>");

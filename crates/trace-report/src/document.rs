@@ -1,6 +1,7 @@
 //! A run's summary as one document: each trace's view, the tables across
-//! them, each run's collective report ([`RunSummary`], what `--json`
-//! prints), and the record a collective report keeps beside its CSVs
+//! them, each run's collective report ([`RunSummary`], what `report summary
+//! --json` prints); a comparison of two runs ([`RunComparison`], `report
+//! diff --json`); and the record a collective report keeps beside its CSVs
 //! ([`CollectivesRecord`]).
 
 use std::path::{Path, PathBuf};
@@ -217,4 +218,224 @@ impl CollectivesRecord {
         bytes.push(b'\n');
         bytes
     }
+}
+
+/// A comparison of two traces or runs (a baseline and a new one), as one
+/// document: each side, their tables' rows side by side (added up over
+/// every pair of traces), rank by rank (or GPU by GPU) where two runs were
+/// compared, their collectives matched across ranks, their op shapes'
+/// rates, and what the gates found. Its fields are in the order the JSON
+/// gives them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunComparison {
+    /// The baseline.
+    pub baseline: ComparedSide,
+    /// rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
+    pub collective_kernels: Option<ComparedRow>,
+    /// Collective calls' rows (per call, added up over the ranks).
+    pub collectives: Vec<ComparedRow>,
+    /// Multi-rank runs of traces: collectives matched across ranks, per
+    /// type, dtype and size, each side's.
+    pub collectives_matched: Vec<crate::CollectiveDiff>,
+    /// The CSVs written (`-o`).
+    #[serde(serialize_with = "lossy_paths")]
+    pub csvs: Vec<PathBuf>,
+    /// GEMM shapes past the GEMM gate, the most lost first.
+    pub gemm_regressions: Vec<ShapeRegression>,
+    /// GEMM shapes (µs, calls; TFLOPS/s each side), all ranks.
+    pub gemms: Vec<ComparedShape>,
+    /// The page written, if any.
+    #[serde(serialize_with = "trace_discover::lossy::option")]
+    pub html: Option<PathBuf>,
+    /// Kernel categories' rows (rocprofv3).
+    pub kernel_categories: Vec<ComparedRow>,
+    /// Kernels' rows.
+    pub kernels: Vec<ComparedRow>,
+    /// What each side's search could not look at.
+    pub left_out: SidesLeftOut,
+    /// The new side.
+    pub new: ComparedSide,
+    /// Op categories' rows.
+    pub op_categories: Vec<ComparedRow>,
+    /// Attention and convolution shapes, as [`RunComparison::gemms`].
+    pub op_shapes: Vec<ComparedShape>,
+    /// Ops' rows.
+    pub ops: Vec<ComparedRow>,
+    /// What paired the runs' traces: `rank`, or `gpu` (rocprofv3).
+    pub paired_by: String,
+    /// Times and counts are per step.
+    pub per_step: bool,
+    /// Rank by rank (or GPU by GPU), when two runs were compared.
+    pub ranks: Vec<ComparedRank>,
+    /// What the overall regression gate found, when it was asked for.
+    pub regression: Option<Regression>,
+    /// The sides' tables are TraceLens' rocprof ones.
+    pub rocprof: bool,
+    /// Shapes past the shape gate (GEMM, attention, convolution).
+    pub shape_regressions: Vec<ShapeRegression>,
+    /// The timeline's rows (ms).
+    pub timeline: Vec<ComparedRow>,
+    /// Ranks (or GPUs) of one run only, left out, as said.
+    pub unpaired: Vec<String>,
+    /// The version of this format ([`SUMMARY_VERSION`]).
+    pub version: u32,
+}
+
+/// One side of a comparison (the baseline, or the new run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedSide {
+    /// `baseline` or `new`.
+    pub role: String,
+    /// The path given.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub path: PathBuf,
+    /// The traces compared, in rank order (or the report directory).
+    #[serde(serialize_with = "lossy_paths")]
+    pub traces: Vec<PathBuf>,
+    /// The profiling cycle compared, of a directory of several.
+    pub cycle: Option<Cycle>,
+    /// A report read back (its CSVs), not a trace.
+    pub report: bool,
+    /// What its traces were read as.
+    pub format: trace_summary::Format,
+    /// Kernel launches in all (when the traces have kernel tables).
+    pub kernel_launches: Option<u64>,
+    /// Steps per trace, when every trace of the side has the same known
+    /// number ([`trace_summary::Steps`]).
+    pub steps: Option<usize>,
+    /// The GPU models its traces name, each once.
+    pub gpus: Vec<String>,
+    /// What the reader should know about how its traces were read, each
+    /// once, with the trace it is about.
+    pub notes: Vec<String>,
+}
+
+/// A row of both sides, with its delta and ratio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedRow {
+    /// The row: its name and each side's time and count.
+    #[serde(flatten)]
+    pub row: trace_summary::DiffRow,
+    /// New time minus the baseline's ([`trace_summary::DiffRow::delta`]).
+    pub delta: f64,
+    /// New time over the baseline's ([`trace_summary::DiffRow::ratio`]).
+    pub ratio: Option<f64>,
+}
+
+impl ComparedRow {
+    /// `row`, with its delta and ratio.
+    pub fn of(row: &trace_summary::DiffRow) -> ComparedRow {
+        ComparedRow { row: row.clone(), delta: row.delta(), ratio: row.ratio() }
+    }
+
+    /// Each of `rows`.
+    pub fn all(rows: &[trace_summary::DiffRow]) -> Vec<ComparedRow> {
+        rows.iter().map(ComparedRow::of).collect()
+    }
+}
+
+/// An op shape of both sides: its row, the GFLOPs of one call, and each
+/// side's TFLOPS/s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedShape {
+    /// Its row (µs, calls).
+    #[serde(flatten)]
+    pub row: ComparedRow,
+    /// GFLOPs of one call.
+    pub gflops_per_call: f64,
+    /// The baseline's TFLOPS/s.
+    pub baseline_tflops: Option<f64>,
+    /// The new side's.
+    pub new_tflops: Option<f64>,
+    /// How its TFLOPS/s changed, in % of the baseline's.
+    pub tflops_change_pct: Option<f64>,
+}
+
+impl ComparedShape {
+    /// Each of `rows`.
+    pub fn all(rows: &[trace_summary::GemmDiffRow]) -> Vec<ComparedShape> {
+        let shape = |g: &trace_summary::GemmDiffRow| ComparedShape {
+            row: ComparedRow::of(&g.row),
+            gflops_per_call: g.gflops,
+            baseline_tflops: g.tflops(g.row.base),
+            new_tflops: g.tflops(g.row.new),
+            tflops_change_pct: g.change_pct(),
+        };
+        rows.iter().map(shape).collect()
+    }
+}
+
+/// One rank (or GPU) of two runs compared rank by rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparedRank {
+    /// Its rank, when the runs were paired by rank.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// Its node, when paired node by node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    /// Its GPU, when paired by GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    /// The baseline's trace.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub baseline: PathBuf,
+    /// The new run's.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub new: PathBuf,
+    /// Its timeline's rows side by side (ms).
+    pub timeline: Vec<ComparedRow>,
+    /// rocprofv3: its collective kernels' time, side by side (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collective_kernels: Option<ComparedRow>,
+}
+
+impl ComparedRank {
+    /// The pair keyed `key` ([`crate::PairedBy::fields`]).
+    pub fn keyed(by: crate::PairedBy, key: u32) -> ComparedRank {
+        let mut rank = ComparedRank::default();
+        for (name, value) in by.fields(key) {
+            match name {
+                "rank" => rank.rank = Some(value),
+                "node" => rank.node = Some(value),
+                _ => rank.gpu = Some(value),
+            }
+        }
+        rank
+    }
+}
+
+/// The overall regression gate's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Regression {
+    /// The limit asked for (%; negative: a gain asked for).
+    pub limit_percent: f64,
+    /// How the headline changed (%).
+    pub change_percent: f64,
+    /// Whether the change is past the limit.
+    pub exceeded: bool,
+}
+
+/// An op shape whose TFLOPS/s fell by more than a gate's limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeRegression {
+    /// The shape, as its row names it.
+    pub shape: String,
+    /// The baseline's TFLOPS/s.
+    pub baseline_tflops: f64,
+    /// The new side's.
+    pub new_tflops: f64,
+    /// The change, in % of the baseline's (negative: slower).
+    pub change_pct: f64,
+}
+
+/// What each side's search could not look at.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SidesLeftOut {
+    /// The baseline's.
+    pub baseline: Vec<trace_discover::Problem>,
+    /// The new side's.
+    pub new: Vec<trace_discover::Problem>,
 }

@@ -7,8 +7,9 @@
 //!   read, its timeline, its top kernels, ops, collectives and op shapes,
 //!   its roofline); [`Record`] is what the report keeps beside the trace's
 //!   CSVs (`summary.json`), read back by a later run; [`RunSummary`] is the
-//!   whole run's (`--json`), with each run's [`RunCollectives`]. Each is
-//!   versioned, and read back as written.
+//!   whole run's (`--json`), with each run's [`RunCollectives`];
+//!   [`RunComparison`] is two runs compared. Each is versioned, and read
+//!   back as written.
 //! - [`write_set`] and [`Staged`] put a report's files in place as one set
 //!   (whole or not at all); [`retire_stale`], [`retire`] and [`keep_stale`]
 //!   deal with the reports an earlier run left, telling each ([`Retired`]).
@@ -69,7 +70,11 @@ pub use crate::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
         profiling_cycles,
     },
-    document::{CollectivesRecord, Object, RunCollectives, RunSummary, SUMMARY_VERSION, number},
+    document::{
+        CollectivesRecord, ComparedRank, ComparedRow, ComparedShape, ComparedSide, Object,
+        Regression, RunCollectives, RunComparison, RunSummary, SUMMARY_VERSION, ShapeRegression,
+        SidesLeftOut, number,
+    },
     pairing::{
         Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
     },

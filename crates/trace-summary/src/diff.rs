@@ -166,7 +166,7 @@ fn require(t: &Table, path: &Path, table: &'static str, columns: &[&'static str]
 }
 
 /// A row's time (and count, where its table has one) in one trace.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Measure {
     /// Milliseconds for timeline rows and ops, microseconds for kernels.
     pub time: f64,
@@ -177,7 +177,7 @@ pub struct Measure {
 }
 
 /// One name in both traces.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct DiffRow {
     /// The timeline row type, kernel name or op name.
     pub name: String,

@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use trace_report::{CyclePick, Member, PairedBy};
 use trace_summary::{Diff, DiffRow, Format, Tables};
 
@@ -18,51 +17,18 @@ use crate::{
 };
 
 /// One side of the comparison (the baseline, or the new run), as shown.
-#[derive(Serialize)]
-pub(crate) struct Side {
-    /// "baseline" or "new".
-    pub(crate) role: &'static str,
-    /// The PATH given.
-    #[serde(serialize_with = "trace_discover::lossy::path")]
-    pub(crate) path: PathBuf,
-    /// The traces compared, in rank order (or the report directory).
-    #[serde(serialize_with = "trace_discover::lossy::paths")]
-    pub(crate) traces: Vec<PathBuf>,
-    /// The profiling cycle compared (`--cycle`), of a directory of several.
-    pub(crate) cycle: Option<trace_report::Cycle>,
-    /// A report read back (its CSVs), not a trace.
-    pub(crate) report: bool,
-    pub(crate) format: Format,
-    /// Kernel launches in all (when the traces have kernel tables).
-    pub(crate) kernel_launches: Option<u64>,
-    /// Steps per trace (`ProfilerStep#` annotations, else optimizer
-    /// steps: [`trace_summary::Steps`]), when every trace of the side has
-    /// the same known number.
-    pub(crate) steps: Option<usize>,
-    /// The GPU models its traces name, each once.
-    pub(crate) gpus: Vec<String>,
-    /// What the reader should know about how its traces were read, each
-    /// once, with the trace it is about.
-    pub(crate) notes: Vec<String>,
-}
+pub(crate) type Side = trace_report::ComparedSide;
 
 /// One rank (or GPU, [`PairedBy`]) of two runs compared rank by rank.
-#[derive(Serialize)]
 pub(crate) struct RankDiff {
-    /// Its rank or GPU, as [`Compared::by`] says (in `--json`:
-    /// [`RankDiff::json`]).
-    #[serde(skip)]
+    /// Its rank or GPU, as [`Compared::by`] says.
     pub(crate) key: u32,
-    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) baseline: PathBuf,
-    #[serde(serialize_with = "trace_discover::lossy::path")]
     pub(crate) new: PathBuf,
     /// Its gpu_timeline rows side by side (ms).
-    #[serde(serialize_with = "rows")]
     pub(crate) timeline: Vec<DiffRow>,
     /// rocprofv3: its collective kernels' time, side by side (ms,
     /// [`Diff::collective_kernels`]).
-    #[serde(serialize_with = "one_row", skip_serializing_if = "Option::is_none")]
     pub(crate) collective_kernels: Option<DiffRow>,
 }
 
@@ -136,23 +102,59 @@ impl RankDiff {
     pub(crate) fn collectives(&self) -> Option<&DiffRow> {
         self.collective_kernels.as_ref().filter(|c| timed(c))
     }
-
-    /// As `--json` lists it: its key's fields ([`PairedBy::fields`]), then the rest.
-    fn json(&self, by: PairedBy) -> serde_json::Value {
-        let mut object = serde_json::Map::new();
-        for (name, value) in by.fields(self.key) {
-            object.insert(name.into(), value.into());
-        }
-        if let serde_json::Value::Object(rest) =
-            serde_json::to_value(self).expect("a pair serializes")
-        {
-            object.extend(rest);
-        }
-        serde_json::Value::Object(object)
-    }
 }
 
 impl Compared {
+    /// As `--json` prints it, with the CSVs written, the page, and what the
+    /// gates found (the GEMM gate's and the shape gate's shapes).
+    fn document(
+        &self,
+        csvs: &[PathBuf],
+        html: Option<&Path>,
+        regression: Option<Regression>,
+        [gemm_regressions, shape_regressions]: [Vec<ShapeRegression>; 2],
+        left_out: &[Vec<trace_discover::Problem>; 2],
+    ) -> trace_report::RunComparison {
+        use trace_report::{ComparedRank, ComparedRow, ComparedShape};
+        let d = &self.diff;
+        let ranks = self.ranks.iter().map(|r| ComparedRank {
+            baseline: r.baseline.clone(),
+            new: r.new.clone(),
+            timeline: ComparedRow::all(&r.timeline),
+            collective_kernels: r.collective_kernels.as_ref().map(ComparedRow::of),
+            ..ComparedRank::keyed(self.by, r.key)
+        });
+        trace_report::RunComparison {
+            baseline: self.sides[0].clone(),
+            new: self.sides[1].clone(),
+            rocprof: self.rocprof(),
+            per_step: self.per_step,
+            timeline: ComparedRow::all(&d.timeline),
+            ranks: ranks.collect(),
+            paired_by: self.by.word().to_ascii_lowercase(),
+            unpaired: self.unpaired.clone(),
+            kernels: ComparedRow::all(&d.kernels),
+            ops: ComparedRow::all(&d.ops),
+            op_categories: ComparedRow::all(&d.op_categories),
+            kernel_categories: ComparedRow::all(&d.kernel_categories),
+            collectives: ComparedRow::all(&d.collectives),
+            collectives_matched: self.matched.clone(),
+            collective_kernels: d.collective_kernels.as_ref().map(ComparedRow::of),
+            gemms: ComparedShape::all(&d.gemms),
+            gemm_regressions,
+            shape_regressions,
+            op_shapes: ComparedShape::all(&d.shapes),
+            csvs: csvs.to_vec(),
+            html: html.map(Path::to_path_buf),
+            regression,
+            left_out: trace_report::SidesLeftOut {
+                baseline: left_out[0].clone(),
+                new: left_out[1].clone(),
+            },
+            version: trace_report::SUMMARY_VERSION,
+        }
+    }
+
     pub(crate) fn rocprof(&self) -> bool {
         self.sides[0].format.rocprof_tables()
     }
@@ -280,26 +282,21 @@ impl Headline {
 }
 
 /// The `--max-regression` check.
-#[derive(Serialize)]
-pub(crate) struct Regression {
-    pub(crate) limit_percent: f64,
-    pub(crate) change_percent: f64,
-    pub(crate) exceeded: bool,
-}
+pub(crate) use trace_report::Regression;
 
-impl Regression {
-    /// What the check found, of the headline `what`: `GPU time changed
-    /// +7.2%, more than --max-regression 5%`; of a negative limit (a gain
-    /// asked for), `GPU time changed -3.0%, not the gain of 5% or more
-    /// --max-regression -5% asks for`.
-    pub(crate) fn said(&self, what: &str) -> String {
-        let change = self.change_percent;
-        let limit = Shown(self.limit_percent);
-        match (self.exceeded, self.limit_percent < 0.0) {
+/// What the `--max-regression` check found, of the headline `what`: `GPU
+/// time changed +7.2%, more than --max-regression 5%`; of a negative limit
+/// (a gain asked for), `GPU time changed -3.0%, not the gain of 5% or more
+/// --max-regression -5% asks for`.
+pub(crate) fn regression_said(r: &Regression, what: &str) -> String {
+    {
+        let change = r.change_percent;
+        let limit = Shown(r.limit_percent);
+        match (r.exceeded, r.limit_percent < 0.0) {
             (true, true) => format!(
                 "{what} changed {change:+.1}%, not the gain of {}% or more --max-regression \
                  {limit}% asks for",
-                Shown(-self.limit_percent)
+                Shown(-r.limit_percent)
             ),
             (true, false) => {
                 format!("{what} changed {change:+.1}%, more than --max-regression {limit}%")
@@ -349,39 +346,6 @@ pub(crate) fn counts_text(r: &DiffRow, arrow: &str) -> String {
 /// Whether either side of `row` has a time other than 0.
 pub(crate) fn timed(row: &DiffRow) -> bool {
     [row.base, row.new].iter().any(|m| m.is_some_and(|m| m.time != 0.0))
-}
-
-/// A row as `--json` prints it: with its delta and ratio.
-#[derive(Serialize)]
-struct JsonRow<'a> {
-    #[serde(flatten)]
-    row: &'a DiffRow,
-    delta: f64,
-    ratio: Option<f64>,
-}
-
-impl<'a> JsonRow<'a> {
-    fn of(row: &'a DiffRow) -> JsonRow<'a> {
-        JsonRow { row, delta: row.delta(), ratio: row.ratio() }
-    }
-}
-
-/// Rows as `--json` prints them.
-struct Rows<'a>(&'a [DiffRow]);
-
-impl Serialize for Rows<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(JsonRow::of))
-    }
-}
-
-fn rows<S: serde::Serializer>(rows: &[DiffRow], s: S) -> Result<S::Ok, S::Error> {
-    Rows(rows).serialize(s)
-}
-
-/// An optional row as [`Rows`] writes one (with its delta and ratio).
-fn one_row<S: serde::Serializer>(row: &Option<DiffRow>, s: S) -> Result<S::Ok, S::Error> {
-    row.as_ref().map(JsonRow::of).serialize(s)
 }
 
 /// The records (`summary.json`) of the report directories found, read once
@@ -694,7 +658,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<Status, Error> {
         let at = k * n..(k + 1) * n;
         let of = Of { role, path: paths[k], cycle: cycles[k], n };
         let launches = launches(&totals.kernels, measure);
-        Side::of(of, &views[at.clone()], &tables[at.clone()], &reports[at], launches)
+        side_of(of, &views[at.clone()], &tables[at.clone()], &reports[at], launches)
     };
     let sides = [side(0, "baseline", |r| r.base), side(1, "new", |r| r.new)];
     let keys: Vec<u32> = pairs.iter().map(|p| p.0.unwrap_or_default()).collect();
@@ -734,48 +698,20 @@ fn report(
         crate::html::write_diff(html, compared, args.top, regression.as_ref())?;
     }
     if args.json {
-        let rocprof = compared.rocprof();
-        let d = &compared.diff;
-        render::json(&serde_json::json!({
-            "baseline": compared.sides[0],
-            "new": compared.sides[1],
-            "rocprof": rocprof,
-            "per_step": compared.per_step,
-            "timeline": Rows(&d.timeline),
-            "ranks": compared.ranks.iter().map(|r| r.json(compared.by)).collect::<Vec<_>>(),
-            // What paired the runs' traces: "rank", or "gpu" (rocprofv3).
-            "paired_by": compared.by.word().to_ascii_lowercase(),
-            "unpaired": compared.unpaired,
-            "kernels": Rows(&d.kernels),
-            "ops": Rows(&d.ops),
-            "op_categories": Rows(&d.op_categories),
-            "kernel_categories": Rows(&d.kernel_categories),
-            "collectives": Rows(&d.collectives),
-            // Multi-rank runs of traces: collectives matched across ranks,
-            // per type, dtype and size (µs, ms, GB/s), each side's.
-            "collectives_matched": compared.matched,
-            // rocprofv3: the COMM kernels' time (ms), all ranks or GPUs.
-            "collective_kernels": d.collective_kernels.as_ref().map(JsonRow::of),
-            // GEMM shapes (µs, calls; TFLOPS/s each side), all ranks.
-            "gemms": d.gemms.iter().map(gemm_json).collect::<Vec<_>>(),
-            "gemm_regressions": gemm_regressions,
-            // With --max-shape-regression: GEMM, attention and convolution
-            // shapes past it.
-            "shape_regressions": shape_regressions,
-            // Attention and convolution shapes, likewise.
-            "op_shapes": d.shapes.iter().map(gemm_json).collect::<Vec<_>>(),
-            "csvs": written.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
-            "html": args.html.as_deref().map(Path::to_string_lossy),
-            "regression": regression,
-            // What each side's search could not look at (warned about).
-            "left_out": {"baseline": left_out[0], "new": left_out[1]},
-        }))?;
+        let found = [gemm_regressions.clone(), shape_regressions.clone()];
+        render::json(&compared.document(
+            &written,
+            args.html.as_deref(),
+            regression,
+            found,
+            left_out,
+        ))?;
     } else {
         render::diff(compared, args.top, &written, args.html.as_deref())?;
     }
     let mut status = Status::Success;
     if let Some(r) = regression {
-        let said = r.said(compared.headline().1);
+        let said = regression_said(&r, compared.headline().1);
         if r.exceeded {
             render::error_line(&said);
             status = Status::Findings;
@@ -943,47 +879,45 @@ struct Of<'a> {
     n: usize,
 }
 
-impl Side {
-    /// A side of `of.n` pairs: its traces' views, tables and whether each
-    /// is a report read back; its notes, each said once (a note every
-    /// trace shares without a trace's name).
-    fn of(
-        of: Of<'_>,
-        mine: &[TraceView],
-        tables: &[Tables],
-        reports: &[bool],
-        kernel_launches: Option<u64>,
-    ) -> Side {
-        let mut notes: Vec<String> = Vec::new();
-        for v in mine {
-            let said = [v.repaired_note(), v.note().map(|n| n.into_owned())];
-            for note in said.into_iter().flatten() {
-                let all = mine.iter().all(|o| o.note().is_some_and(|n| n == note));
-                let note =
-                    if all || of.n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
+/// A side of `of.n` pairs: its traces' views, tables and whether each is a
+/// report read back; its notes, each said once (a note every trace shares
+/// without a trace's name).
+fn side_of(
+    of: Of<'_>,
+    mine: &[TraceView],
+    tables: &[Tables],
+    reports: &[bool],
+    kernel_launches: Option<u64>,
+) -> Side {
+    let mut notes: Vec<String> = Vec::new();
+    for v in mine {
+        let said = [v.repaired_note(), v.note().map(|n| n.into_owned())];
+        for note in said.into_iter().flatten() {
+            let all = mine.iter().all(|o| o.note().is_some_and(|n| n == note));
+            let note =
+                if all || of.n == 1 { note } else { format!("{}: {note}", v.trace.display()) };
+            if !notes.contains(&note) {
+                notes.push(note);
             }
         }
-        let steps: Vec<Option<usize>> = tables.iter().map(|t| t.steps).collect();
-        Side {
-            role: of.role,
-            path: of.path.to_path_buf(),
-            traces: mine.iter().map(|v| v.trace.clone()).collect(),
-            cycle: of.cycle,
-            report: reports.iter().any(|r| *r),
-            format: if tables[0].rocprof { Format::Rocprofv3 } else { Format::Kineto },
-            kernel_launches,
-            steps: steps.iter().all(|s| *s == steps[0]).then_some(steps[0]).flatten(),
-            gpus: mine.iter().flat_map(|v| &v.gpus).fold(Vec::new(), |mut all, gpu| {
-                if !all.contains(gpu) {
-                    all.push(gpu.clone());
-                }
-                all
-            }),
-            notes,
-        }
+    }
+    let steps: Vec<Option<usize>> = tables.iter().map(|t| t.steps).collect();
+    Side {
+        role: of.role.into(),
+        path: of.path.to_path_buf(),
+        traces: mine.iter().map(|v| v.trace.clone()).collect(),
+        cycle: of.cycle,
+        report: reports.iter().any(|r| *r),
+        format: if tables[0].rocprof { Format::Rocprofv3 } else { Format::Kineto },
+        kernel_launches,
+        steps: steps.iter().all(|s| *s == steps[0]).then_some(steps[0]).flatten(),
+        gpus: mine.iter().flat_map(|v| &v.gpus).fold(Vec::new(), |mut all, gpu| {
+            if !all.contains(gpu) {
+                all.push(gpu.clone());
+            }
+            all
+        }),
+        notes,
     }
 }
 
@@ -1031,15 +965,7 @@ impl Gate<'_> {
     }
 }
 
-/// An op shape whose TFLOPS/s fell by more than `--max-gemm-regression`
-/// or `--max-shape-regression`.
-#[derive(Debug, Serialize)]
-struct ShapeRegression {
-    shape: String,
-    baseline_tflops: f64,
-    new_tflops: f64,
-    change_pct: f64,
-}
+use trace_report::ShapeRegression;
 
 /// The shapes of `rows` (both sides') that lost more than `limit` % of
 /// their TFLOPS/s (none without a limit), the most first.
@@ -1061,17 +987,6 @@ fn shape_regressions<'a>(
         .collect();
     out.sort_by(|a, b| a.change_pct.total_cmp(&b.change_pct));
     out
-}
-
-/// A GEMM shape's row as `--json` gives it: [`JsonRow`]'s fields, its
-/// GFLOPs per call, and each side's TFLOPS/s.
-fn gemm_json(g: &trace_summary::GemmDiffRow) -> serde_json::Value {
-    let mut v = serde_json::to_value(JsonRow::of(&g.row)).expect("a row serializes");
-    v["gflops_per_call"] = serde_json::json!(g.gflops);
-    v["baseline_tflops"] = serde_json::json!(g.tflops(g.row.base));
-    v["new_tflops"] = serde_json::json!(g.tflops(g.row.new));
-    v["tflops_change_pct"] = serde_json::json!(g.change_pct());
-    v
 }
 
 /// Every row as CSVs in `dir`: `gpu_timeline_diff.csv` (per rank, with a

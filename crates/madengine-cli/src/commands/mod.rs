@@ -8,7 +8,7 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, timed};
+pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, regression_said, timed};
 pub(crate) use summary::{
     KINETO_PARTS, Object, ROCPROF_BAR, RunCollectives, ViewText, labels, number, shown,
     write_atomic,

@@ -7,7 +7,7 @@ use trace_summary::Table;
 use super::CollectiveReport;
 
 /// One group of matched collectives (a type, dtype and size) in one run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CollectiveSide {
     /// How many were matched across the ranks.
     pub count: u64,
@@ -24,7 +24,7 @@ pub struct CollectiveSide {
 /// A group of matched collectives in two runs: `Collective name`, `dtype`
 /// and `In msg nelems` as TraceLens groups them (`Unknown` where the
 /// traces do not say), with each run's figures where it has the group.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CollectiveDiff {
     /// `Collective name` (`Unknown` where not recorded).
     pub collective: String,

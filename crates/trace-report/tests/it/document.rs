@@ -1,12 +1,13 @@
 //! The documents this crate owns (a trace's record, a run's summary, a
-//! collective report's record) read back what they wrote, and keep their
+//! comparison, a collective report's record) read back what they wrote, and keep their
 //! shape: a snapshot of a run's summary, made from public multi-rank traces.
 
 use std::path::{Path, PathBuf};
 
 use trace_report::{
-    CollectivesRecord, RankKernels, Record, RunCollectives, RunSummary, TraceView,
-    collective_report, cross_rank,
+    CollectivesRecord, ComparedRank, ComparedRow, ComparedShape, ComparedSide, RankKernels, Record,
+    Regression, RunCollectives, RunComparison, RunSummary, SUMMARY_VERSION, SidesLeftOut,
+    TraceView, collective_report, cross_rank,
 };
 
 /// Two ranks of PARAM's DLRM run (public traces, with NCCL collectives),
@@ -107,4 +108,73 @@ fn a_collective_report_s_record_reads_back_what_it_wrote() {
     // One without where its run was is not one to act on.
     std::fs::write(dir.path().join(CollectivesRecord::FILE), r#"{"run": "runs/ddp"}"#).unwrap();
     assert_eq!(CollectivesRecord::read(dir.path()), None);
+}
+
+#[test]
+fn a_comparison_reads_back_what_it_wrote() {
+    let Some(public) = test_support::public::public_fixtures() else {
+        test_support::skip::missing(
+            "the public traces (../shared/fixtures/public)",
+            "check out the shared fixtures beside the repository",
+        );
+        return;
+    };
+    let dir = public.join("kineto-multirank/param-dlrm-8rank");
+    let tables = |name: &str| {
+        trace_summary::Tables::from(&trace_summary::summarize_file(&dir.join(name)).unwrap())
+    };
+    let (base, new) = (
+        tables("worker0_step_12.1694128201545.pt.trace.json"),
+        tables("worker1_step_12.1694128201556.pt.trace.json"),
+    );
+    let diff = trace_summary::Diff::between(&base, &new);
+    assert!(!diff.gemms.is_empty() && !diff.kernels.is_empty());
+    let side = |role: &str| ComparedSide {
+        role: role.into(),
+        path: PathBuf::from(format!("{role}.json")),
+        traces: vec![PathBuf::from(format!("{role}.json"))],
+        cycle: None,
+        report: false,
+        format: trace_summary::Format::Kineto,
+        kernel_launches: Some(10),
+        steps: Some(1),
+        gpus: vec!["Tesla V100-SXM2-32GB".into()],
+        notes: vec![],
+    };
+    let comparison = RunComparison {
+        baseline: side("baseline"),
+        new: side("new"),
+        rocprof: false,
+        per_step: false,
+        timeline: ComparedRow::all(&diff.timeline),
+        ranks: vec![ComparedRank {
+            baseline: "base.json".into(),
+            new: "new.json".into(),
+            timeline: ComparedRow::all(&diff.timeline),
+            ..ComparedRank::keyed(trace_report::PairedBy::NodeGpu, (1 << 16) | 3)
+        }],
+        paired_by: "gpu".into(),
+        unpaired: vec![],
+        kernels: ComparedRow::all(&diff.kernels),
+        ops: ComparedRow::all(&diff.ops),
+        op_categories: ComparedRow::all(&diff.op_categories),
+        kernel_categories: vec![],
+        collectives: ComparedRow::all(&diff.collectives),
+        collectives_matched: vec![],
+        collective_kernels: None,
+        gemms: ComparedShape::all(&diff.gemms),
+        gemm_regressions: vec![],
+        shape_regressions: vec![],
+        op_shapes: ComparedShape::all(&diff.shapes),
+        csvs: vec![],
+        html: None,
+        regression: Some(Regression { limit_percent: 5.0, change_percent: 42.0, exceeded: true }),
+        left_out: SidesLeftOut::default(),
+        version: SUMMARY_VERSION,
+    };
+    let text = serde_json::to_string(&comparison).unwrap();
+    assert_eq!(serde_json::from_str::<RunComparison>(&text).unwrap(), comparison);
+    // A pair keyed by node and GPU names both.
+    let rank = &serde_json::from_str::<serde_json::Value>(&text).unwrap()["ranks"][0];
+    assert_eq!((&rank["node"], &rank["gpu"], rank.get("rank")), (&1.into(), &3.into(), None));
 }
