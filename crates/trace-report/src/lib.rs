@@ -53,6 +53,7 @@ mod collective;
 mod cycles;
 mod document;
 mod pairing;
+mod run;
 mod runs;
 mod sets;
 mod view;
@@ -77,6 +78,10 @@ pub use crate::{
     },
     pairing::{
         Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
+    },
+    run::{
+        Collectives, RunConfig, RunEvents, RunNote, RunReport, TraceInput, across,
+        coll_analysis_of, run_collectives, summarize_run,
     },
     runs::{MAX_STEM, RankedRun, RunRule, Stems, numbers, report_stem, split_runs},
     sets::{

@@ -8,10 +8,7 @@ use std::{
 
 use indicatif::ProgressBar;
 
-use trace_report::{
-    COLLECTIVE_FILES, Record, Staged, TRACE_FILES, ThisRun, TopRow, TraceView, keep_stale,
-    own_stem, retire, retire_stale, write_set,
-};
+use trace_report::{Record, ThisRun, TopRow, TraceView};
 use trace_summary::{Outcome, RECORD, Table};
 
 use crate::{
@@ -363,22 +360,7 @@ fn searched(args: &SummaryArgs) -> Vec<&Path> {
 }
 
 /// One trace to read, and what names its CSV directory.
-#[derive(Clone)]
-pub(crate) struct Input {
-    pub(crate) trace: PathBuf,
-    /// The path the report stem comes from.
-    pub(crate) rel: PathBuf,
-    pub(crate) rank: Option<u32>,
-    /// Its profiling cycle, and its job's directory, where the job holds
-    /// several.
-    pub(crate) cycle: Option<trace_report::Picked>,
-}
-
-impl Input {
-    pub(crate) fn new(trace: PathBuf, rel: PathBuf, rank: Option<u32>) -> Input {
-        Input { trace, rel, rank, cycle: None }
-    }
-}
+pub(crate) type Input = trace_report::TraceInput;
 
 /// The traces behind the PATHs: directories are searched, files taken as
 /// given; what the search could not look at is added to `left_out`, and
@@ -687,23 +669,6 @@ impl Summarized {
     }
 }
 
-/// `report summary` up to what it prints: the traces read, their CSVs (and
-/// the page) written. `None` when interrupted (nothing written).
-/// Where a trace's report goes: its directory, and the trace's absolute
-/// path (recorded, for a later run to tell it is gone).
-struct Planned {
-    dir: PathBuf,
-    absolute: Option<PathBuf>,
-}
-
-/// A trace read: its view, and its report staged.
-struct Prepared {
-    view: TraceView,
-    made: Made,
-    /// Its workbook (`--xlsx`): where, and its bytes.
-    workbook: Option<(PathBuf, Vec<u8>)>,
-}
-
 /// Where trace `dir`'s workbook goes: `xlsx` itself for a single trace,
 /// else `xlsx` with the report's name before its extension.
 fn workbook_path(xlsx: &Path, dir: &Path, traces: usize) -> PathBuf {
@@ -719,13 +684,6 @@ fn workbook_path(xlsx: &Path, dir: &Path, traces: usize) -> PathBuf {
     xlsx.with_file_name(name)
 }
 
-/// TraceLens' per-trace collective table, where it writes one: traces
-/// with CPU ops whose collective kernels carry its args.
-fn coll_analysis(summary: &trace_summary::Summary) -> Option<Table> {
-    summary.ops_summary.as_ref()?;
-    trace_report::coll_analysis(&summary.collective_events)
-}
-
 /// The workbook of a trace's TraceLens tables, `coll_analysis` last where
 /// the report has it.
 fn workbook(
@@ -737,49 +695,6 @@ fn workbook(
     sheets.extend(coll.map(|c| ("coll_analysis", c)));
     crate::render::xlsx::workbook(&sheets)
         .map_err(|source| Error::Workbook { path: path.to_path_buf(), source })
-}
-
-/// What was made of a trace's report.
-enum Made {
-    /// Staged in its directory, to be put in place.
-    Staged(Staged),
-    /// It could not be read (why).
-    Unreadable(String),
-    /// It was read, and has no GPU timeline: no report.
-    Nothing,
-}
-
-/// The files of the report of a trace read (`summary`): its CSVs and its
-/// record, `view` filled in as they are made; `None` when it has no GPU
-/// timeline (no report).
-fn report_files(
-    view: &mut TraceView,
-    summary: &trace_summary::Summary,
-    coll: Option<&Table>,
-    plan: &Planned,
-    n: usize,
-) -> Option<Vec<(String, Vec<u8>)>> {
-    view.read(summary);
-    summary.gpu_timeline.as_ref()?;
-    // TraceLens' tables, madengine's collective table, TraceLens'
-    // collective table.
-    let tables = summary.tracelens_tables().into_iter();
-    let ours = summary.collective_summary.as_ref().map(|c| ("collective_summary", c));
-    let files = tables
-        .chain(ours)
-        .chain(coll.map(|c| ("coll_analysis", c)))
-        .map(|(name, table)| (format!("{name}.csv"), table.to_csv().into_bytes()));
-    let mut files: Vec<(String, Vec<u8>)> = files.collect();
-    view.fill(summary, n);
-    view.csv_dir = Some(plan.dir.clone());
-    // What the CSVs do not hold (the rank, the steps), for `report diff` to
-    // read back: the trace's --json object, where the trace was (for a later
-    // run to tell it is gone), and its collective kernels (for a run's
-    // collective report from the records: `gather --summary` of reports
-    // made on the nodes).
-    let recorded = Record::new(view, plan.absolute.clone()).to_bytes();
-    files.push((RECORD.to_string(), recorded));
-    Some(files)
 }
 
 pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error> {
@@ -806,8 +721,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     for file in args.html.iter().chain(&args.xlsx) {
         super::check_not_an_input(file, inputs.iter().map(|i| i.trace.as_path()))?;
     }
-    let mut stems = trace_report::Stems::default();
-    let mut this_run = ThisRun {
+    let this_run = ThisRun {
         started,
         ..ThisRun::new(
             searched.into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
@@ -820,111 +734,109 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
                 .collect(),
         )
     };
-    // Each trace's report directory, named before any is read: every trace
-    // holds its name, read or not, so that a trace's directory does not
-    // change with whether another could be read.
-    let mut planned = Vec::with_capacity(inputs.len());
-    for input in &inputs {
-        let absolute = std::path::absolute(&input.trace).ok();
-        let stem = own_stem(&args.output_dir, stems.unique(&input.rel), absolute.as_deref());
-        let stem = match stem {
-            Ok(stem) => stem,
-            // Another trace's report holds the name: one of this trace's own.
-            Err(alternative) => stems.unique(Path::new(&alternative)),
-        };
-        let dir = args.output_dir.join(&stem);
-        this_run.dirs.insert(std::ffi::OsString::from(stem));
-        if let Some(absolute) = &absolute {
-            this_run.read.insert(absolute.clone(), dir.clone());
-        }
-        planned.push(Planned { dir, absolute });
-    }
-    // Each trace's report is made, and staged in its directory, by the
-    // worker that read it, as soon as it is read: what is held until the
-    // last trace is read is its view (the top rows, its collective
-    // kernels), not its tables. The sets are put in place once all are
-    // read; Ctrl-C before that leaves none.
-    let prepare = |i: usize, read: Read| -> Result<Prepared, Error> {
-        let input = &inputs[i];
-        let mut view = TraceView::new(input.trace.clone(), input.rank);
-        view.cycle = input.cycle.clone();
-        let mut workbook_made = None;
-        let made = match read {
-            Err(err) => Made::Unreadable(err),
-            Ok(summary) => {
-                let coll = coll_analysis(&summary);
-                match report_files(&mut view, &summary, coll.as_ref(), &planned[i], args.top) {
-                    Some(files) => {
-                        if let Some(xlsx) = &args.xlsx {
-                            let path = workbook_path(xlsx, &planned[i].dir, inputs.len());
-                            workbook_made =
-                                Some((path.clone(), workbook(&summary, coll.as_ref(), &path)?));
-                        }
-                        Made::Staged(Staged::new(&planned[i].dir, &TRACE_FILES, &files)?)
-                    }
-                    None => Made::Nothing,
-                }
-            }
-        };
-        Ok(Prepared { view, made, workbook: workbook_made })
+    let options = match args.salvage {
+        true => trace_summary::Options::salvaging(),
+        false => trace_summary::Options::default(),
     };
-    let Some(results) =
-        read_all(interrupt, &inputs, args.jobs, args.salvage, &gpu_arch, !args.json, &prepare)
-    else {
+    let config = trace_report::RunConfig {
+        jobs: jobs(args.jobs, &inputs),
+        options: options.cancelled_by(interrupt.flag()).with_gpu_arch(gpu_arch),
+        inputs,
+        output_dir: args.output_dir.clone(),
+        top: args.top,
+        this_run,
+    };
+    let progress = render::Progress::new(
+        config.inputs.len() as u64,
+        "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
+        !args.json && !config.inputs.is_empty(),
+    );
+    let events = Events {
+        inputs: &config.inputs,
+        bar: progress.bar(),
+        running: Default::default(),
+        salvage: args.salvage,
+        xlsx: args.xlsx.as_deref(),
+    };
+    let report = trace_report::summarize_run(&config, &events)?;
+    drop(progress);
+    drop(interrupt);
+    let Some(report) = report else {
+        render::error_line("interrupted while reading the traces: nothing was written");
         return Ok(None);
     };
-    let mut views = Vec::new();
-    let mut unreadable = 0;
-    // Errors first (a set that could not be staged), before any is put in
-    // place; each trace's set then, in the order of the traces.
-    let results = results.into_iter().collect::<Result<Vec<Prepared>, Error>>()?;
-    let mut workbooks = Vec::new();
-    for (Prepared { mut view, made, workbook }, plan) in results.into_iter().zip(&planned) {
-        workbooks.extend(workbook);
-        match made {
-            Made::Staged(staged) => staged.commit()?,
-            // Its last good report stays (marked stale): a trace that
-            // cannot be read now (cut short while still being written,
-            // a pipe, a file gone unreadable) must not cost it.
-            Made::Unreadable(err) => {
-                unreadable += 1;
-                keep_stale(&plan.dir, &view.trace, &err)?.inspect(render::retired);
-                view.error = Some(err);
-            }
-            Made::Nothing => {
-                retire(&plan.dir, &view.trace)?.inspect(render::retired);
-            }
-        }
-        views.push(view);
-    }
-    let timed: Vec<trace_report::Timed> = views.iter().map(TraceView::timed).collect();
-    let (ranks, gpus, cycles) = across(&timed);
-    let traces: Vec<Collectives<'_>> = views
-        .iter()
-        .map(|v| Collectives {
-            trace: &v.trace,
-            kernels: &v.collective_events,
-            gpu_devices: v.gpu_devices,
-        })
-        .collect();
-    let collectives = run_collectives(&traces, &ranks, &args.output_dir, &mut this_run.dirs)?;
-    retire_stale(&args.output_dir, &this_run, &mut |r| render::retired(&r))?;
-    for (path, bytes) in &workbooks {
+    for (path, bytes) in report.extras.iter().flatten() {
         write_atomic(path, bytes)?;
     }
+    let summary = trace_report::RunSummary { left_out, ..report.summary };
     if let Some(html) = &args.html {
-        crate::html::write(html, &views, &ranks, &cycles, &gpus, &collectives, &left_out)?;
+        let s = &summary;
+        crate::html::write(
+            html,
+            &s.traces,
+            &s.cross_rank,
+            &s.cycles,
+            &s.cross_gpu,
+            &s.collectives,
+            &s.left_out,
+        )?;
     }
-    Ok(Some(Summarized(trace_report::RunSummary {
-        traces: views,
-        cross_rank: ranks,
-        cross_gpu: gpus,
-        cycles,
-        collectives,
-        unreadable,
-        left_out,
-        ..trace_report::RunSummary::new()
-    })))
+    Ok(Some(Summarized(summary)))
+}
+
+/// Where `report summary` reports as it reads: the progress bar naming the
+/// traces being read, notes on stderr, and each trace's workbook
+/// (`--xlsx`), made on the thread that read it.
+struct Events<'a> {
+    inputs: &'a [Input],
+    bar: Option<&'a ProgressBar>,
+    running: std::sync::Mutex<Vec<usize>>,
+    salvage: bool,
+    xlsx: Option<&'a Path>,
+}
+
+impl trace_report::RunEvents for Events<'_> {
+    type Extra = (PathBuf, Vec<u8>);
+    type Error = Error;
+
+    fn progress(&self, progress: trace_summary::Progress) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        match progress {
+            trace_summary::Progress::Started(i) => running.push(i),
+            trace_summary::Progress::Done(i) => {
+                running.retain(|r| *r != i);
+                if let Some(bar) = self.bar {
+                    bar.inc(1);
+                }
+            }
+        }
+        if let Some(bar) = self.bar {
+            let names: Vec<String> =
+                running.iter().map(|r| self.inputs[*r].rel.display().to_string()).collect();
+            bar.set_message(names.join(", "));
+        }
+    }
+
+    fn note(&self, note: trace_report::RunNote) {
+        render::run_note(note);
+    }
+
+    fn failure(&self, failed: trace_summary::Failed) -> String {
+        self::failed(failed, self.salvage)
+    }
+
+    fn made(
+        &self,
+        _i: usize,
+        summary: &trace_summary::Summary,
+        coll: Option<&Table>,
+        dir: &Path,
+    ) -> Result<Option<(PathBuf, Vec<u8>)>, Error> {
+        let Some(xlsx) = self.xlsx else { return Ok(None) };
+        let path = workbook_path(xlsx, dir, self.inputs.len());
+        let bytes = workbook(summary, coll, &path)?;
+        Ok(Some((path, bytes)))
+    }
 }
 
 pub(crate) use trace_report::{Object, RunCollectives, number};
@@ -934,90 +846,16 @@ pub(crate) fn shown(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
 }
 
-/// A trace's collective kernels, for its run's collective report: read
-/// from the trace, or from the record of its report.
-struct Collectives<'a> {
-    trace: &'a Path,
-    kernels: &'a [trace_summary::CollectiveKernel],
-    /// Its GPUs (`deviceProperties`): the GPUs per node of its run.
-    gpu_devices: Option<usize>,
-}
+/// Where a run made of reports tells what it does: notes on stderr.
+struct Notes;
 
-/// The collective report of each run of two ranks or more whose traces
-/// hold collective kernels, its CSVs written beside the traces' reports
-/// (`<output-dir>/<run>_collectives/`).
-fn run_collectives(
-    traces: &[Collectives<'_>],
-    ranks: &[trace_report::RankRow],
-    out: &Path,
-    dirs: &mut std::collections::HashSet<std::ffi::OsString>,
-) -> Result<Vec<RunCollectives>, Error> {
-    let mut reports = Vec::new();
-    for run in trace_report::by_run(ranks) {
-        let members: Vec<(u32, &Collectives<'_>)> = run
-            .iter()
-            .filter_map(|r| Some((r.rank, traces.iter().find(|t| t.trace == r.trace)?)))
-            .collect();
-        if members.len() < 2 {
-            continue;
-        }
-        let kernels: Vec<trace_report::RankKernels<'_>> = members
-            .iter()
-            .map(|(rank, t)| trace_report::RankKernels { rank: *rank, kernels: t.kernels })
-            .collect();
-        let gpus_per_node = members[0].1.gpu_devices.filter(|n| *n > 0);
-        let what = match run[0].cycle {
-            Some(cycle) => format!("run {}, {cycle}", run[0].run.display()),
-            None => format!("run {}", run[0].run.display()),
-        };
-        let report = match trace_report::collective_report(&kernels, gpus_per_node) {
-            Ok(report) => report,
-            Err(e) => {
-                render::note(&format!("no collective report for {what}: {e}"));
-                continue;
-            }
-        };
-        // Named after the run's directory (two runs of one name apart).
-        let name =
-            run[0].run.file_name().map_or("run".into(), |n| n.to_string_lossy().into_owned());
-        let mut stem = trace_report::report_stem(Path::new(&name));
-        if let Some(cycle) = run[0].cycle {
-            stem.push_str(&format!("_cycle{}", cycle.number));
-        }
-        let mut stem = format!("{stem}_collectives");
-        if dirs.contains(std::ffi::OsStr::new(&stem)) {
-            let digest = sha1_smol::Sha1::from(run[0].run.as_os_str().as_encoded_bytes()).digest();
-            stem = format!("{stem}-{}", &digest.to_string()[..12]);
-        }
-        let dir = out.join(&stem);
-        dirs.insert(std::ffi::OsString::from(&stem));
-        let mut files: Vec<(String, Vec<u8>)> = report
-            .tables
-            .iter()
-            .map(|(n, t)| (format!("{n}.csv"), t.to_csv().into_bytes()))
-            .collect();
-        let record = trace_report::CollectivesRecord::new(&run[0].run, run[0].cycle);
-        files.push((trace_report::CollectivesRecord::FILE.into(), record.to_bytes()));
-        write_set(&dir, &COLLECTIVE_FILES, &files)?;
-        reports.push(RunCollectives::of(&run[0], &report, dir));
-    }
-    Ok(reports)
-}
+impl trace_report::RunEvents for Notes {
+    type Extra = ();
+    type Error = Error;
 
-/// The tables across traces: cross-rank, cross-GPU and profiling cycles;
-/// what makes no table is said in a note.
-fn across(
-    timed: &[trace_report::Timed],
-) -> (Vec<trace_report::RankRow>, Vec<trace_report::GpuRow>, Vec<trace_report::CycleRow>) {
-    let (ranks, no_run) = trace_report::cross_rank(timed);
-    for (what, why) in no_run {
-        render::note(&format!("no cross-rank table for {what}: {why}"));
+    fn note(&self, note: trace_report::RunNote) {
+        render::run_note(note);
     }
-    let (gpus, left_out_of_gpus) = trace_report::cross_gpu(timed);
-    for left in &left_out_of_gpus {
-        render::note(&render::left_out_of_gpus(left));
-    }
-    (ranks, gpus, trace_report::cycle_trend(timed))
 }
 
 /// The tables across a gathered run's traces from the reports its nodes
@@ -1081,18 +919,19 @@ pub(crate) fn from_node_reports(root: &Path, out: &Path) -> Result<Option<Summar
     for (&i, cycle) in pytorch.iter().zip(trace_report::cycles_of(&named)) {
         timed[i].cycle = cycle;
     }
-    let (ranks, gpus, cycles) = across(&timed);
+    let (ranks, gpus, cycles) = trace_report::across(&timed, &Notes);
     // Each run's collective report, from the kernels the records keep.
-    let traces: Vec<Collectives<'_>> = timed
+    let traces: Vec<trace_report::Collectives<'_>> = timed
         .iter()
         .zip(&kernels)
-        .map(|(t, (events, gpu_devices))| Collectives {
+        .map(|(t, (events, gpu_devices))| trace_report::Collectives {
             trace: &t.trace,
             kernels: events,
             gpu_devices: *gpu_devices,
         })
         .collect();
-    let collectives = run_collectives(&traces, &ranks, out, &mut Default::default())?;
+    let collectives =
+        trace_report::run_collectives(&traces, &ranks, out, &mut Default::default(), &Notes)?;
     Ok(Some(Summarized(trace_report::RunSummary {
         node_reports: read,
         cross_rank: ranks,

@@ -201,6 +201,21 @@ impl Drop for Progress {
     }
 }
 
+/// What a run tells as it goes ([`trace_report::RunNote`]), as a note.
+pub(crate) fn run_note(said: trace_report::RunNote) {
+    use trace_report::RunNote;
+    match said {
+        RunNote::Retired(what) => retired(&what),
+        RunNote::NoCrossRank { what, why } => {
+            note(&format!("no cross-rank table for {what}: {why}"));
+        }
+        RunNote::LeftOutOfGpus(left) => note(&left_out_of_gpus(&left)),
+        RunNote::NoCollectiveReport { run, error } => {
+            note(&format!("no collective report for {run}: {error}"));
+        }
+    }
+}
+
 /// What a run did to an earlier run's report, said as a note.
 pub(crate) fn retired(what: &trace_report::Retired) {
     use trace_report::{Retired, Why};
