@@ -52,6 +52,7 @@ mod across;
 mod collective;
 mod cycles;
 mod document;
+mod inputs;
 mod pairing;
 mod run;
 mod runs;
@@ -76,6 +77,7 @@ pub use crate::{
         Regression, RunCollectives, RunComparison, RunSummary, SUMMARY_VERSION, ShapeRegression,
         SidesLeftOut, number,
     },
+    inputs::{InputError, Inputs, run_inputs},
     pairing::{
         Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
     },

@@ -62,6 +62,23 @@ pub struct RunConfig {
 /// What a run says as it goes, besides its summary.
 #[derive(Debug)]
 pub enum RunNote {
+    /// A path the search could not look at (a link to a trace that is
+    /// gone): left out.
+    Unlooked(trace_discover::Problem),
+    /// A file left out as a trace because its sanitized copy (or the trace
+    /// it is a copy of) beside it is read instead.
+    Skipped(trace_discover::Unsupported),
+    /// A directory holds no trace to read: what it holds instead.
+    NothingToRead {
+        /// The directory.
+        dir: PathBuf,
+        /// The files there that no reader takes, with why.
+        there: Vec<trace_discover::Unsupported>,
+    },
+    /// The profiling cycle picked of a job's directory.
+    CyclePicked(Picked),
+    /// How many PyTorch traces of other profiling cycles were not read.
+    OtherCycles(usize),
     /// An earlier run's report retired, or kept marked stale.
     Retired(Retired),
     /// Ranked traces that make no cross-rank table, and why.

@@ -362,133 +362,29 @@ fn searched(args: &SummaryArgs) -> Vec<&Path> {
 /// One trace to read, and what names its CSV directory.
 pub(crate) type Input = trace_report::TraceInput;
 
-/// The traces behind the PATHs: directories are searched, files taken as
-/// given; what the search could not look at is added to `left_out`, and
-/// the traces of the profiling cycles `--cycle` does not pick to
-/// `other_cycles`.
+/// The traces behind the PATHs ([`trace_report::run_inputs`]): directories
+/// are searched (not the output directory), files taken as given; what the
+/// search could not look at is added to `left_out`, and the traces of the
+/// profiling cycles `--cycle` does not pick to `other_cycles`.
 fn inputs(
     args: &SummaryArgs,
     left_out: &mut Vec<trace_discover::Problem>,
     other_cycles: &mut Vec<PathBuf>,
 ) -> Result<Vec<Input>, Error> {
-    let mut paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
-    // With no PATH, traces are shown as `a/rank0.json`, not `./a/rank0.json`
-    // (as ripgrep does).
-    let defaulted = paths.is_empty();
-    if defaulted {
-        paths.push(PathBuf::from("."));
-    }
     if let Some(root) = args.root.as_ref().filter(|r| !r.is_dir()) {
         // --root names a directory: discovery says what is wrong with it.
         trace_discover::discover(root, &Default::default())?;
     }
-    // One directory alone names CSVs relative to itself, as `--root` always
-    // did; with several PATHs each directory's own name comes first.
-    let alone = paths.len() == 1;
-    let mut inputs = Vec::new();
-    // The PyTorch traces, found by searching or named (a shell's glob of a
-    // directory is the directory), whose profiling cycles are told apart.
-    let mut pytorch = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            // What it is, and its rank, read once; a file discovery does not
-            // claim is read all the same, its rank from its name or content.
-            let claimed = trace_discover::classify(&path, &Default::default())
-                .ok()
-                .and_then(|mut d| (!d.traces.is_empty()).then(|| d.traces.swap_remove(0)));
-            // A pipe or a device is not opened here (reading it would
-            // never end, or take what the summary reads): the summary says
-            // what it is.
-            let special = std::fs::metadata(&path)
-                .is_ok_and(|m| trace_discover::special(m.file_type()).is_some());
-            let rank = match &claimed {
-                Some(trace) => trace.rank,
-                None if special => None,
-                None => trace_discover::find_rank(&path).ok().flatten(),
-            };
-            if claimed.is_some_and(|t| t.kind == trace_discover::TraceKind::Pytorch) {
-                pytorch.push(inputs.len());
-            }
-            let rel = short_name(&path);
-            inputs.push(Input::new(path, rel, rank.map(|r| r.rank)));
-            continue;
-        }
-        let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
-        let traces = super::summary_traces(&path, vec![args.output_dir.clone()], left_out)?;
-        for t in traces {
-            let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
-            let trace = match t.path.strip_prefix(".") {
-                Ok(inside) if defaulted => inside.to_path_buf(),
-                _ => t.path,
-            };
-            if t.kind == trace_discover::TraceKind::Pytorch {
-                pytorch.push(inputs.len());
-            }
-            inputs.push(Input::new(trace, rel, t.rank.map(|r| r.rank)));
-        }
-    }
-    // A trace named twice (a file inside a directory also given) is read
-    // once, and counted once.
-    let mut seen = std::collections::HashSet::new();
-    let once: Vec<bool> = inputs
-        .iter()
-        .map(|i| seen.insert(i.trace.canonicalize().unwrap_or_else(|_| i.trace.clone())))
-        .collect();
-    pytorch.retain(|&i| once[i]);
-    let traces: Vec<(PathBuf, Option<u32>)> =
-        pytorch.iter().map(|&i| (inputs[i].trace.clone(), inputs[i].rank)).collect();
-    for (&i, cycle) in pytorch.iter().zip(trace_report::cycles_of(&traces)) {
-        inputs[i].cycle = cycle;
-    }
-    // With --cycle, whether to read each: not the other cycles' traces.
-    let mut read = vec![true; inputs.len()];
-    if let Some(pick) = args.cycle {
-        let mut entries = vec![None; inputs.len()];
-        for (&i, trace) in pytorch.iter().zip(traces) {
-            entries[i] = Some(trace);
-        }
-        let picked;
-        (read, picked) =
-            trace_report::keep_cycle(&entries, pick).map_err(|e| Error::Usage(e.to_string()))?;
-        for p in &picked {
-            render::note(&format!("{}: {} (--cycle)", p.dir.display(), p.cycle));
-        }
-        let other = read.iter().filter(|r| !**r).count();
-        if other > 0 {
-            render::note(&format!(
-                "{} of other profiling cycles not read (--cycle)",
-                render::plural(other, "PyTorch trace")
-            ));
-        }
-    }
-    let mut kept = Vec::new();
-    for (i, input) in std::mem::take(&mut inputs).into_iter().enumerate() {
-        match (once[i], read[i]) {
-            (false, _) => {}
-            (true, false) => other_cycles.push(input.trace),
-            (true, true) => kept.push(input),
-        }
-    }
-    Ok(kept)
-}
-
-/// What names a trace file's CSVs: the path as given, or for an absolute
-/// path its last two components.
-fn short_name(path: &Path) -> PathBuf {
-    if !path.is_absolute() {
-        return path.to_path_buf();
-    }
-    let mut parts: Vec<_> = path.components().rev().take(2).collect();
-    parts.reverse();
-    parts.iter().collect()
-}
-
-/// A directory's own name, also for `.` and `..`.
-fn dir_name(dir: &Path) -> PathBuf {
-    dir.file_name()
-        .map(PathBuf::from)
-        .or_else(|| dir.canonicalize().ok()?.file_name().map(PathBuf::from))
-        .unwrap_or_default()
+    let paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
+    let exclude = [args.output_dir.clone()];
+    let found =
+        trace_report::run_inputs(&paths, &exclude, args.cycle, &Notes).map_err(|e| match e {
+            trace_report::InputError::Discover(e) => Error::Discover(e),
+            trace_report::InputError::Cycle(e) => Error::Usage(e.to_string()),
+        })?;
+    left_out.extend(found.left_out);
+    other_cycles.extend(found.other_cycles);
+    Ok(found.inputs)
 }
 
 /// How many of `inputs` to read at a time: `--jobs`, else as many as the

@@ -205,6 +205,29 @@ impl Drop for Progress {
 pub(crate) fn run_note(said: trace_report::RunNote) {
     use trace_report::RunNote;
     match said {
+        RunNote::Unlooked(problem) => left_out(std::slice::from_ref(&problem)),
+        RunNote::Skipped(copy) => {
+            note(&format!("left out {}: {}", copy.path.display(), copy.reason))
+        }
+        RunNote::NothingToRead { dir, there } => {
+            // Nothing to read: say what was there instead, and what to do.
+            const NAMED: usize = 3;
+            for u in there.iter().take(NAMED) {
+                note(&format!("{}: {}", u.path.display(), u.reason));
+            }
+            if there.len() > NAMED {
+                note(&format!(
+                    "{} more files TraceLens cannot read: `madengine trace discover {}` lists them",
+                    there.len() - NAMED,
+                    dir.display()
+                ));
+            }
+        }
+        RunNote::CyclePicked(p) => note(&format!("{}: {} (--cycle)", p.dir.display(), p.cycle)),
+        RunNote::OtherCycles(n) => note(&format!(
+            "{} of other profiling cycles not read (--cycle)",
+            plural(n, "PyTorch trace")
+        )),
         RunNote::Retired(what) => retired(&what),
         RunNote::NoCrossRank { what, why } => {
             note(&format!("no cross-rank table for {what}: {why}"));
