@@ -17,6 +17,22 @@ pub struct Inputs {
     pub left_out: Vec<trace_discover::Problem>,
     /// The PyTorch traces of the profiling cycles not picked.
     pub other_cycles: Vec<PathBuf>,
+    /// The directories searched.
+    pub searched: Vec<PathBuf>,
+}
+
+impl Inputs {
+    /// A run of these traces, starting now, for [`crate::retire_stale`]:
+    /// the directories it searched, and what it left out there (what could
+    /// not be looked at, the traces of other profiling cycles), absolute.
+    pub fn this_run(&self) -> crate::ThisRun {
+        let absolute = |p: &PathBuf| std::path::absolute(p).ok();
+        let left_out = self.left_out.iter().map(|p| &p.path).chain(&self.other_cycles);
+        crate::ThisRun::new(
+            self.searched.iter().filter_map(absolute).collect(),
+            left_out.filter_map(absolute).collect(),
+        )
+    }
 }
 
 /// Why a run's traces could not be found.
@@ -66,6 +82,7 @@ pub fn run_inputs(
             inputs.push(input);
             continue;
         }
+        found.searched.push(path.clone());
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
         for t in searched(&path, exclude, &mut found.left_out, events)? {
             let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));

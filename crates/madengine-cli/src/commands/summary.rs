@@ -363,28 +363,18 @@ fn searched(args: &SummaryArgs) -> Vec<&Path> {
 pub(crate) type Input = trace_report::TraceInput;
 
 /// The traces behind the PATHs ([`trace_report::run_inputs`]): directories
-/// are searched (not the output directory), files taken as given; what the
-/// search could not look at is added to `left_out`, and the traces of the
-/// profiling cycles `--cycle` does not pick to `other_cycles`.
-fn inputs(
-    args: &SummaryArgs,
-    left_out: &mut Vec<trace_discover::Problem>,
-    other_cycles: &mut Vec<PathBuf>,
-) -> Result<Vec<Input>, Error> {
+/// are searched (not the output directory), files taken as given.
+fn inputs(args: &SummaryArgs) -> Result<trace_report::Inputs, Error> {
     if let Some(root) = args.root.as_ref().filter(|r| !r.is_dir()) {
         // --root names a directory: discovery says what is wrong with it.
         trace_discover::discover(root, &Default::default())?;
     }
     let paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
     let exclude = [args.output_dir.clone()];
-    let found =
-        trace_report::run_inputs(&paths, &exclude, args.cycle, &Notes).map_err(|e| match e {
-            trace_report::InputError::Discover(e) => Error::Discover(e),
-            trace_report::InputError::Cycle(e) => Error::Usage(e.to_string()),
-        })?;
-    left_out.extend(found.left_out);
-    other_cycles.extend(found.other_cycles);
-    Ok(found.inputs)
+    trace_report::run_inputs(&paths, &exclude, args.cycle, &Notes).map_err(|e| match e {
+        trace_report::InputError::Discover(e) => Error::Discover(e),
+        trace_report::InputError::Cycle(e) => Error::Usage(e.to_string()),
+    })
 }
 
 /// How many of `inputs` to read at a time: `--jobs`, else as many as the
@@ -612,24 +602,13 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         }
     };
     let interrupt = crate::interrupt::Guard::new(crate::interrupt::Mode::Cancel);
-    let (mut left_out, mut other_cycles) = (Vec::new(), Vec::new());
-    let inputs = inputs(args, &mut left_out, &mut other_cycles)?;
+    let found = inputs(args)?;
     for file in args.html.iter().chain(&args.xlsx) {
-        super::check_not_an_input(file, inputs.iter().map(|i| i.trace.as_path()))?;
+        super::check_not_an_input(file, found.inputs.iter().map(|i| i.trace.as_path()))?;
     }
-    let this_run = ThisRun {
-        started,
-        ..ThisRun::new(
-            searched.into_iter().filter_map(|p| std::path::absolute(p).ok()).collect(),
-            // The traces of other profiling cycles (--cycle) keep their reports.
-            left_out
-                .iter()
-                .map(|p| &p.path)
-                .chain(&other_cycles)
-                .filter_map(|p| std::path::absolute(p).ok())
-                .collect(),
-        )
-    };
+    // The traces of other profiling cycles (--cycle) keep their reports.
+    let this_run = ThisRun { started, ..found.this_run() };
+    let (inputs, left_out) = (found.inputs, found.left_out);
     let options = match args.salvage {
         true => trace_summary::Options::salvaging(),
         false => trace_summary::Options::default(),

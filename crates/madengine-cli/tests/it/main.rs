@@ -9,6 +9,7 @@ mod dynolog_faults;
 mod gpu;
 mod hostile;
 mod k8s;
+mod library;
 mod pytorch;
 mod report;
 mod slurm;
