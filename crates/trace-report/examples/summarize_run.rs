@@ -5,6 +5,11 @@
 //! ```text
 //! cargo run -p trace-report --example summarize_run -- OUT_DIR [PATH...]
 //! ```
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an example program: it prints what the library returns"
+)]
 
 use std::path::PathBuf;
 
