@@ -37,13 +37,14 @@ pub enum Error {
         /// Its stderr, trimmed.
         stderr: String,
     },
-    /// kubectl printed something that does not read as what was asked for.
-    #[error("`{command}` printed what madengine cannot read: {detail}")]
+    /// kubectl printed something that is not the JSON object asked for.
+    #[error("`{command}` printed what is not a JSON object")]
     Unexpected {
         /// The command line.
         command: String,
-        /// What was wrong with it.
-        detail: String,
+        /// The parser's error, with its line and column.
+        #[source]
+        source: serde_json::Error,
     },
     /// The caller raised [`crate::Kubectl::cancel`] while kubectl ran; it
     /// was killed.

@@ -124,9 +124,9 @@ impl Kubectl {
     pub fn job_status(&self, job: &str) -> Result<JobStatus> {
         let args = ["get", "job", job, "-o", "json"];
         let out = self.run(&args, None)?;
-        let value: Value = serde_json::from_str(&out).map_err(|e| Error::Unexpected {
+        let value: Value = serde_json::from_str(&out).map_err(|source| Error::Unexpected {
             command: format!("kubectl {}", args.join(" ")),
-            detail: format!("its output is not a JSON object ({e})"),
+            source,
         })?;
         Ok(JobStatus::of(&value))
     }
@@ -137,9 +137,9 @@ impl Kubectl {
         let selector = format!("batch.kubernetes.io/job-name={job}");
         let args = ["get", "pods", "-l", &selector, "-o", "json"];
         let out = self.run(&args, None)?;
-        let pods: Value = serde_json::from_str(&out).map_err(|e| Error::Unexpected {
+        let pods: Value = serde_json::from_str(&out).map_err(|source| Error::Unexpected {
             command: format!("kubectl {}", args.join(" ")),
-            detail: format!("its output is not a JSON object ({e})"),
+            source,
         })?;
         Ok(stuck_pods(&pods))
     }

@@ -228,19 +228,18 @@ const COLUMNS: [&str; 6] = ["trace_file", "kind", "tracelens_tool", "status", "o
 /// output directory (which are never removed). `seconds` and `log` are
 /// the JSON summary's only, so `None`.
 pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
-    let bad = |detail: String| Error::Read { path: path.to_path_buf(), detail };
-    let mut reader = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
-    let headers = reader.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let csv = |source| Error::Read { path: path.to_path_buf(), source };
+    let bad = |why: String| Error::NotASummary { path: path.to_path_buf(), why };
+    let mut reader = csv::Reader::from_path(path).map_err(csv)?;
+    let headers = reader.headers().map_err(csv)?.clone();
     let at: Vec<usize> = COLUMNS
         .iter()
         .map(|c| headers.iter().position(|h| h == *c))
         .collect::<Option<_>>()
-        .ok_or_else(|| {
-            bad(format!("not a TraceLens run summary (its columns are not {})", COLUMNS.join(", ")))
-        })?;
+        .ok_or_else(|| bad(format!("its columns are not {}", COLUMNS.join(", "))))?;
     let mut rows = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|e| bad(e.to_string()))?;
+        let record = record.map_err(csv)?;
         let field = |i: usize| record.get(at[i]).unwrap_or_default().to_string();
         let status = Status::parse(&field(3)).ok_or_else(|| {
             let line = record.position().map_or(0, |p| p.line());

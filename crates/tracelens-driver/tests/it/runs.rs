@@ -720,7 +720,7 @@ fn the_csv_summary_reads_back_as_written() {
     for (text, said) in [
         (
             "name,value\nx,1\n",
-            "not a TraceLens run summary (its columns are not trace_file, kind, tracelens_tool, status, output, detail)",
+            "its columns are not trace_file, kind, tracelens_tool, status, output, detail",
         ),
         (
             "trace_file,kind,tracelens_tool,status,output,detail\na,pytorch,t,DONE,o,\n",
@@ -729,8 +729,17 @@ fn the_csv_summary_reads_back_as_written() {
     ] {
         fs::write(&csv, text).unwrap();
         let err = tracelens_driver::read_csv(&csv).unwrap_err();
-        assert_eq!(err.to_string(), format!("cannot read {}: {said}", csv.display()));
+        let expected = format!("{} is not a TraceLens run summary: {said}", csv.display());
+        assert_eq!(err.to_string(), expected);
     }
+    // Not CSV at all (a row of more fields than its header): the CSV
+    // reader's error is the cause, with its line.
+    fs::write(&csv, "trace_file,kind,tracelens_tool,status,output,detail\na,b,c,d,e,f,g\n")
+        .unwrap();
+    let err = tracelens_driver::read_csv(&csv).unwrap_err();
+    assert_eq!(err.to_string(), format!("cannot read {}", csv.display()));
+    let cause = std::error::Error::source(&err).unwrap().to_string();
+    assert!(cause.contains("line: 2"), "{cause}");
 }
 
 /// An output directory keeps the reports of earlier runs: its summary says
