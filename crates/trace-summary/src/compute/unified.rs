@@ -65,73 +65,22 @@ impl Children {
     }
 }
 
+/// Per event: whether it launches GPU work, communication, and whether it
+/// does so through runtime calls alone ([`Analysis::launches`]).
+struct Launches {
+    launches: Vec<bool>,
+    comm: Vec<bool>,
+    leaf: Vec<bool>,
+}
+
 impl Analysis<'_> {
     /// `unified_perf_summary`: `None` when no op was collected.
     pub(crate) fn unified_perf_summary(&self, arch: Option<&crate::GpuArch>) -> Option<Table> {
         let p = self.p;
         let n = p.events.len();
         let cat = |i: usize| ev(p, i).cat;
-        // The host tree in start order (a parent before its children).
-        let mut host: Vec<(i64, usize)> = (0..n)
-            .filter(|&i| matches!(cat(i), Cat::CpuOp | Cat::Runtime | Cat::Driver))
-            .filter(|&i| self.end[i].is_some())
-            .map(|i| (total_order(ev(p, i).ts.map(Num::f).unwrap_or(0.0)), i))
-            .collect();
-        host.sort_unstable();
-        let host: Vec<usize> = host.into_iter().map(|(_, i)| i).collect();
-        let children = {
-            let mut start = vec![0u32; n + 1];
-            for &i in &host {
-                if let Some(q) = self.parent[i] {
-                    start[q + 1] += 1;
-                }
-            }
-            for i in 0..n {
-                start[i + 1] += start[i];
-            }
-            let mut fill = start.clone();
-            let mut kids = vec![0u32; start[n] as usize];
-            for &i in &host {
-                if let Some(q) = self.parent[i] {
-                    kids[fill[q] as usize] = i as u32;
-                    fill[q] += 1;
-                }
-            }
-            Children { start, kids }
-        };
-        // Which ops launch GPU work, launch communication, launch it
-        // through runtime calls alone (leaves, §5.1), up to 10 levels.
-        let mut launches = vec![false; n];
-        let mut comm = vec![false; n];
-        let mut leaf = vec![false; n];
-        for &(rt, g) in &self.links {
-            let is_comm = is_comm_name(self.name(g));
-            let mut cur = Some(rt);
-            while let Some(c) = cur {
-                if launches[c] && (!is_comm || comm[c]) {
-                    break;
-                }
-                launches[c] = true;
-                comm[c] |= is_comm;
-                cur = self.parent[c];
-            }
-            if cat(rt) == Cat::Runtime {
-                let (mut cur, mut level) = (self.parent[rt], 2);
-                while let Some(c) = cur {
-                    match cat(c) {
-                        Cat::CpuOp => {
-                            leaf[c] |= level <= 10;
-                            break;
-                        }
-                        Cat::Runtime => {
-                            level += 1;
-                            cur = self.parent[c];
-                        }
-                        _ => break,
-                    }
-                }
-            }
-        }
+        let (host, children) = self.host_tree();
+        let Launches { launches, comm, leaf } = self.launches();
         let mut named: HashMap<u32, bool> = HashMap::default();
         let mut has_model = vec![false; n];
         for &i in &host {
@@ -260,6 +209,92 @@ impl Analysis<'_> {
         if collected.is_empty() {
             return None;
         }
+        let (mut rows, claimed) = self.collected_rows(collected, arch);
+        self.leftover_rows(&claimed, &mut rows);
+        Some(self.unified_table(&rows))
+    }
+
+    /// The host events (CPU ops, runtime and driver calls) in start order,
+    /// a parent before its children, and each one's children.
+    fn host_tree(&self) -> (Vec<usize>, Children) {
+        let p = self.p;
+        let n = p.events.len();
+        let mut host: Vec<(i64, usize)> = (0..n)
+            .filter(|&i| matches!(ev(p, i).cat, Cat::CpuOp | Cat::Runtime | Cat::Driver))
+            .filter(|&i| self.end[i].is_some())
+            .map(|i| (total_order(ev(p, i).ts.map(Num::f).unwrap_or(0.0)), i))
+            .collect();
+        host.sort_unstable();
+        let host: Vec<usize> = host.into_iter().map(|(_, i)| i).collect();
+        let mut start = vec![0u32; n + 1];
+        for &i in &host {
+            if let Some(q) = self.parent[i] {
+                start[q + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut kids = vec![0u32; start[n] as usize];
+        for &i in &host {
+            if let Some(q) = self.parent[i] {
+                kids[fill[q] as usize] = i as u32;
+                fill[q] += 1;
+            }
+        }
+        (host, Children { start, kids })
+    }
+
+    /// Which events launch GPU work, launch communication, and launch it
+    /// through runtime calls alone (leaves, §5.1), up to 10 levels.
+    fn launches(&self) -> Launches {
+        let p = self.p;
+        let n = p.events.len();
+        let cat = |i: usize| ev(p, i).cat;
+        let mut launches = vec![false; n];
+        let mut comm = vec![false; n];
+        let mut leaf = vec![false; n];
+        for &(rt, g) in &self.links {
+            let is_comm = is_comm_name(self.name(g));
+            let mut cur = Some(rt);
+            while let Some(c) = cur {
+                if launches[c] && (!is_comm || comm[c]) {
+                    break;
+                }
+                launches[c] = true;
+                comm[c] |= is_comm;
+                cur = self.parent[c];
+            }
+            if cat(rt) == Cat::Runtime {
+                let (mut cur, mut level) = (self.parent[rt], 2);
+                while let Some(c) = cur {
+                    match cat(c) {
+                        Cat::CpuOp => {
+                            leaf[c] |= level <= 10;
+                            break;
+                        }
+                        Cat::Runtime => {
+                            level += 1;
+                            cur = self.parent[c];
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+        Launches { launches, comm, leaf }
+    }
+
+    /// The rows of the ops collected (§5.2): each one's GPU events, kernel
+    /// time and model figures; and which GPU events the rows claimed.
+    fn collected_rows(
+        &self,
+        collected: Vec<(usize, Kind)>,
+        arch: Option<&crate::GpuArch>,
+    ) -> (Vec<Row>, Vec<bool>) {
+        let p = self.p;
+        let n = p.events.len();
         let ops: Vec<usize> = collected.iter().map(|(e, _)| *e).collect();
         let gpu_lists = self.subtree_gpu_events(&ops);
         let (_, direct) = self.direct_map();
@@ -300,8 +335,17 @@ impl Analysis<'_> {
                 figures,
             });
         }
-        // Leftover kernels become synthetic ops: under their CPU op, else
-        // their runtime call; fresh UIDs, the runtime calls' first.
+        (rows, claimed)
+    }
+
+    /// Leftover kernels, claimed by no row, as synthetic ops added to
+    /// `rows`: under their CPU op, else their runtime call; fresh UIDs, the
+    /// runtime calls' first.
+    fn leftover_rows(&self, claimed: &[bool], rows: &mut Vec<Row>) {
+        let p = self.p;
+        let (_, direct) = self.direct_map();
+        let cat = |i: usize| ev(p, i).cat;
+        let is_op = |i: usize| cat(i) == Cat::CpuOp;
         let mut by_runtime: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut runtime_slot: HashMap<usize, usize> = HashMap::default();
         let mut by_op: Vec<(usize, usize)> = Vec::new();
@@ -350,7 +394,6 @@ impl Analysis<'_> {
                 figures: None,
             });
         }
-        Some(self.unified_table(&rows))
     }
 
     /// The rows grouped and summarized (§5.4).
