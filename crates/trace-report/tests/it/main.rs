@@ -2,3 +2,4 @@
 
 mod collective;
 mod document;
+mod run;
