@@ -492,6 +492,14 @@ pub fn summarize_with<R: Read + Send>(
         }
         return Ok(rocprof_summary(tables));
     }
+    kineto_summary(reader, label, options)
+}
+
+/// A Kineto (Chrome trace JSON) trace's summary, read from `reader` (its
+/// first bytes seen to open a JSON document): TraceLens' rules; else its
+/// legacy categories read as today's; else its GPU events without links;
+/// else no GPU activity.
+fn kineto_summary<R: Read + Send>(reader: R, label: &Path, options: &Options) -> Result<Summary> {
     let mut parsed = parse(reader).map_err(|e| Error::Parse {
         path: label.to_path_buf(),
         format: Some(Format::Kineto),
@@ -510,86 +518,35 @@ pub fn summarize_with<R: Read + Send>(
     {
         return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: Some(events) });
     }
-    let collectives = crate::collective::collective_summary(&parsed);
-    let collective_kernels = crate::collective::selected_kernels(&parsed);
-    let collective_events = crate::collective::collective_kernels(&parsed);
-    let earlier_event_lists = parsed.earlier_event_lists;
-    let negative_durations = parsed
-        .events
-        .iter()
-        .filter(|e| e.cat.modern().is_gpu() && e.dur.is_some_and(|d| d.f() < 0.0))
-        .count();
-    let shapes_recorded = parsed
-        .events
-        .iter()
-        .any(|e| e.cat == crate::parse::Cat::CpuOp)
-        .then(|| parsed.shapes.iter().any(|(_, s)| s.dims.is_some()));
-    let gpu_arch = match &options.gpu_arch {
-        crate::ArchChoice::None => None,
-        crate::ArchChoice::Given(arch) => Some(arch.clone()),
-        crate::ArchChoice::FromTrace => gpus.iter().find_map(|g| crate::GpuArch::for_device(g)),
+    let facts = Facts {
+        collectives: crate::collective::collective_summary(&parsed),
+        collective_kernels: crate::collective::selected_kernels(&parsed),
+        collective_events: crate::collective::collective_kernels(&parsed),
+        earlier_event_lists: parsed.earlier_event_lists,
+        negative_durations: parsed
+            .events
+            .iter()
+            .filter(|e| e.cat.modern().is_gpu() && e.dur.is_some_and(|d| d.f() < 0.0))
+            .count(),
+        shapes_recorded: parsed
+            .events
+            .iter()
+            .any(|e| e.cat == crate::parse::Cat::CpuOp)
+            .then(|| parsed.shapes.iter().any(|(_, s)| s.dims.is_some())),
+        gpu_arch: match &options.gpu_arch {
+            crate::ArchChoice::None => None,
+            crate::ArchChoice::Given(arch) => Some(arch.clone()),
+            crate::ArchChoice::FromTrace => gpus.iter().find_map(|g| crate::GpuArch::for_device(g)),
+        },
+        events,
+        steps,
+        truncated_at,
+        gpu_devices,
+        gpus,
+        skip_perf_models: options.skip_perf_models,
     };
-    let tables = |analysis: &Analysis<'_>, outcome: Outcome, gpu_events: usize| {
-        let (timeline, total) = analysis.gpu_timeline()?;
-        let (short_histogram, short_summary, short) = analysis.short_kernels(total);
-        let (ops_summary, ops_summary_by_category, ops_unique_args) =
-            match if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() } {
-                Some((ops, by_category, unique)) => (Some(ops), Some(by_category), Some(unique)),
-                None => (None, None, None),
-            };
-        let models = outcome != Outcome::Unlinked && !options.skip_perf_models;
-        let unified_perf_summary = match &ops_summary {
-            Some(_) if models => analysis.unified_perf_summary(gpu_arch.as_ref()),
-            _ => None,
-        };
-        Some(Summary {
-            format: Format::Kineto,
-            outcome,
-            kernel_summary: analysis.kernel_summary(total),
-            ops_summary,
-            ops_summary_by_category,
-            unified_perf_summary,
-            ops_unique_args,
-            gemm: match models {
-                false => None,
-                true => analysis.gemm_sheet(gpu_arch.as_ref()),
-            },
-            perf_sheets: match models {
-                false => vec![],
-                true => analysis
-                    .perf_sheets(gpu_arch.as_ref())
-                    .into_iter()
-                    .map(|(n, t)| (n.to_string(), t))
-                    .collect(),
-            },
-            gpu_arch: gpu_arch.clone(),
-            shapes_recorded,
-            short_kernel_histogram: Some(short_histogram),
-            short_kernels_summary: Some(short_summary),
-            short_kernels: Some(short),
-            gpu_timeline: Some(timeline),
-            collective_summary: collectives.clone(),
-            events,
-            gpu_events,
-            collective_kernels,
-            collective_events: collective_events.clone(),
-            processes: None,
-            earlier_event_lists,
-            dropped_records: 0,
-            negative_durations,
-            truncated_at,
-            data_after_end: None,
-            gpu_devices,
-            gpus: gpus.clone(),
-            gpu_index: None,
-            repaired: Default::default(),
-            not_json: None,
-            malformed: None,
-            unclosed_string: false,
-            record_lists: Vec::new(),
-            steps,
-        })
-    };
+    let tables =
+        |analysis: &Analysis<'_>, outcome, gpu_events| facts.tables(analysis, outcome, gpu_events);
     // 1. TraceLens' own rules.
     let gpu_events = parsed.events.iter().filter(|e| e.cat.is_gpu()).count();
     if let Some(s) = tables(&Analysis::new(&parsed), Outcome::Tables, gpu_events) {
@@ -617,44 +574,139 @@ pub fn summarize_with<R: Read + Send>(
     {
         return Ok(s);
     }
-    Ok(Summary {
-        format: Format::Kineto,
-        outcome: Outcome::NoGpuActivity,
-        gpu_timeline: None,
-        kernel_summary: None,
-        ops_summary: None,
-        ops_summary_by_category: None,
-        ops_unique_args: None,
-        unified_perf_summary: None,
-        short_kernel_histogram: None,
-        short_kernels_summary: None,
-        gemm: None,
-        perf_sheets: vec![],
-        gpu_arch: None,
-        shapes_recorded: None,
-        short_kernels: None,
-        collective_summary: collectives,
-        events,
-        gpu_events,
-        collective_kernels,
-        collective_events,
-        processes: None,
-        earlier_event_lists,
-        dropped_records: 0,
-        negative_durations,
-        truncated_at,
-        data_after_end: None,
-        gpu_devices,
-        gpus,
-        gpu_index: None,
-        repaired: Default::default(),
-        not_json: None,
-        malformed: None,
-        unclosed_string: false,
-        // Without a traceEvents list: what its top level holds instead.
-        record_lists: if parsed.has_trace_events { Vec::new() } else { parsed.keys },
-        steps,
-    })
+    // Without a traceEvents list: what its top level holds instead.
+    let lists = if parsed.has_trace_events { Vec::new() } else { parsed.keys };
+    Ok(facts.no_gpu_activity(gpu_events, lists))
+}
+
+/// What a Kineto trace's summary says of it whichever rule made its tables.
+struct Facts {
+    collectives: Option<Table>,
+    collective_kernels: usize,
+    collective_events: Vec<crate::CollectiveKernel>,
+    earlier_event_lists: u32,
+    negative_durations: usize,
+    shapes_recorded: Option<bool>,
+    gpu_arch: Option<crate::GpuArch>,
+    events: usize,
+    steps: Option<Steps>,
+    truncated_at: Option<u64>,
+    gpu_devices: Option<usize>,
+    gpus: Vec<String>,
+    skip_perf_models: bool,
+}
+
+impl Facts {
+    /// The summary of `analysis`, by the rule `outcome` names; `None`
+    /// without a GPU timeline.
+    fn tables(
+        &self,
+        analysis: &Analysis<'_>,
+        outcome: Outcome,
+        gpu_events: usize,
+    ) -> Option<Summary> {
+        let (timeline, total) = analysis.gpu_timeline()?;
+        let (short_histogram, short_summary, short) = analysis.short_kernels(total);
+        let (ops_summary, ops_summary_by_category, ops_unique_args) =
+            match if outcome == Outcome::Unlinked { None } else { analysis.ops_summary() } {
+                Some((ops, by_category, unique)) => (Some(ops), Some(by_category), Some(unique)),
+                None => (None, None, None),
+            };
+        let models = outcome != Outcome::Unlinked && !self.skip_perf_models;
+        let unified_perf_summary = match &ops_summary {
+            Some(_) if models => analysis.unified_perf_summary(self.gpu_arch.as_ref()),
+            _ => None,
+        };
+        Some(Summary {
+            format: Format::Kineto,
+            outcome,
+            kernel_summary: analysis.kernel_summary(total),
+            ops_summary,
+            ops_summary_by_category,
+            unified_perf_summary,
+            ops_unique_args,
+            gemm: match models {
+                false => None,
+                true => analysis.gemm_sheet(self.gpu_arch.as_ref()),
+            },
+            perf_sheets: match models {
+                false => vec![],
+                true => analysis
+                    .perf_sheets(self.gpu_arch.as_ref())
+                    .into_iter()
+                    .map(|(n, t)| (n.to_string(), t))
+                    .collect(),
+            },
+            gpu_arch: self.gpu_arch.clone(),
+            shapes_recorded: self.shapes_recorded,
+            short_kernel_histogram: Some(short_histogram),
+            short_kernels_summary: Some(short_summary),
+            short_kernels: Some(short),
+            gpu_timeline: Some(timeline),
+            collective_summary: self.collectives.clone(),
+            events: self.events,
+            gpu_events,
+            collective_kernels: self.collective_kernels,
+            collective_events: self.collective_events.clone(),
+            processes: None,
+            earlier_event_lists: self.earlier_event_lists,
+            dropped_records: 0,
+            negative_durations: self.negative_durations,
+            truncated_at: self.truncated_at,
+            data_after_end: None,
+            gpu_devices: self.gpu_devices,
+            gpus: self.gpus.clone(),
+            gpu_index: None,
+            repaired: Default::default(),
+            not_json: None,
+            malformed: None,
+            unclosed_string: false,
+            record_lists: Vec::new(),
+            steps: self.steps,
+        })
+    }
+
+    /// The summary of a trace without GPU activity: no table; `record_lists`
+    /// what its top level holds instead of a traceEvents list.
+    fn no_gpu_activity(self, gpu_events: usize, record_lists: Vec<String>) -> Summary {
+        Summary {
+            format: Format::Kineto,
+            outcome: Outcome::NoGpuActivity,
+            gpu_timeline: None,
+            kernel_summary: None,
+            ops_summary: None,
+            ops_summary_by_category: None,
+            ops_unique_args: None,
+            unified_perf_summary: None,
+            short_kernel_histogram: None,
+            short_kernels_summary: None,
+            gemm: None,
+            perf_sheets: vec![],
+            gpu_arch: None,
+            shapes_recorded: None,
+            short_kernels: None,
+            collective_summary: self.collectives,
+            events: self.events,
+            gpu_events,
+            collective_kernels: self.collective_kernels,
+            collective_events: self.collective_events,
+            processes: None,
+            earlier_event_lists: self.earlier_event_lists,
+            dropped_records: 0,
+            negative_durations: self.negative_durations,
+            truncated_at: self.truncated_at,
+            data_after_end: None,
+            gpu_devices: self.gpu_devices,
+            gpus: self.gpus,
+            gpu_index: None,
+            repaired: Default::default(),
+            not_json: None,
+            malformed: None,
+            unclosed_string: false,
+            record_lists,
+            steps: self.steps,
+        }
+    }
 }
 
 /// The summary of rocprofv3 records' tables (its JSON or its database).
