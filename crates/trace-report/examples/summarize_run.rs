@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use trace_report::{RunConfig, RunEvents, RunNote, RunSummary, run_inputs, summarize_run};
+use trace_report::{RunConfig, RunEvents, RunNote, run_inputs, summarize_run};
 
 /// Notes go to stderr, as they come; nothing else is made of a trace.
 struct Stderr;
@@ -32,20 +32,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = args.next().ok_or("usage: summarize_run OUT_DIR [PATH...]")?;
     let paths: Vec<PathBuf> = args.collect();
     let found = run_inputs(&paths, std::slice::from_ref(&out), None, &Stderr)?;
-    let config = RunConfig {
-        this_run: found.this_run(),
-        inputs: found.inputs,
-        output_dir: out,
-        top: 10,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()).min(8),
-        // As the CLI: the roofline of the GPU the trace names, where known.
-        options: trace_summary::Options::default()
-            .with_gpu_arch(trace_summary::ArchChoice::FromTrace),
-    };
+    let config = RunConfig::new(found, out);
     let Some(report) = summarize_run(&config, &Stderr)? else {
         return Err("cancelled".into());
     };
-    let summary = RunSummary { left_out: found.left_out, ..report.summary };
+    let summary = report.summary;
     println!("{}", serde_json::to_string_pretty(&summary)?);
     Ok(())
 }

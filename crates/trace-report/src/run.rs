@@ -57,6 +57,29 @@ pub struct RunConfig {
     /// What the run searched and left out, for retiring an earlier run's
     /// reports ([`retire_stale`]).
     pub this_run: ThisRun,
+    /// What the search could not look at, carried into the summary
+    /// ([`RunSummary::left_out`]).
+    pub left_out: Vec<trace_discover::Problem>,
+}
+
+impl RunConfig {
+    /// A run of the traces `found` ([`crate::run_inputs`]), its reports in
+    /// `output_dir`, as `madengine report summary` runs it by default: the
+    /// top 10 rows of each list, as many traces at a time as there are CPUs
+    /// (8 at most), the roofline of the GPU each trace names where a spec
+    /// is bundled for it.
+    pub fn new(found: crate::Inputs, output_dir: PathBuf) -> RunConfig {
+        RunConfig {
+            this_run: found.this_run(),
+            left_out: found.left_out,
+            inputs: found.inputs,
+            output_dir,
+            top: 10,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()).min(8),
+            options: trace_summary::Options::default()
+                .with_gpu_arch(trace_summary::ArchChoice::FromTrace),
+        }
+    }
 }
 
 /// What a run says as it goes, besides its summary.
@@ -233,7 +256,7 @@ pub fn summarize_run<E: RunEvents>(
     // Errors first (a set that could not be staged), before any is put in
     // place; each trace's set then, in the order of the traces.
     let results = results.into_iter().collect::<Result<Vec<_>, E::Error>>()?;
-    let mut summary = RunSummary::new();
+    let mut summary = RunSummary { left_out: config.left_out.clone(), ..RunSummary::new() };
     let mut extras = Vec::with_capacity(results.len());
     for (Prepared { mut view, made, extra }, plan) in results.into_iter().zip(&planned) {
         extras.push(extra);

@@ -606,20 +606,20 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     for file in args.html.iter().chain(&args.xlsx) {
         super::check_not_an_input(file, found.inputs.iter().map(|i| i.trace.as_path()))?;
     }
-    // The traces of other profiling cycles (--cycle) keep their reports.
-    let this_run = ThisRun { started, ..found.this_run() };
-    let (inputs, left_out) = (found.inputs, found.left_out);
     let options = match args.salvage {
         true => trace_summary::Options::salvaging(),
         false => trace_summary::Options::default(),
     };
+    let jobs = jobs(args.jobs, &found.inputs);
+    let config = trace_report::RunConfig::new(found, args.output_dir.clone());
     let config = trace_report::RunConfig {
-        jobs: jobs(args.jobs, &inputs),
+        // Started before the outputs were checked: a report written since
+        // is another run's.
+        this_run: ThisRun { started, ..config.this_run },
+        jobs,
         options: options.cancelled_by(interrupt.flag()).with_gpu_arch(gpu_arch),
-        inputs,
-        output_dir: args.output_dir.clone(),
         top: args.top,
-        this_run,
+        ..config
     };
     let progress = render::Progress::new(
         config.inputs.len() as u64,
@@ -643,7 +643,7 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     for (path, bytes) in report.extras.iter().flatten() {
         write_atomic(path, bytes)?;
     }
-    let summary = trace_report::RunSummary { left_out, ..report.summary };
+    let summary = report.summary;
     if let Some(html) = &args.html {
         let s = &summary;
         crate::html::write(

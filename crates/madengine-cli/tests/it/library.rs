@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use trace_report::{RunConfig, RunEvents, RunSummary, run_inputs, summarize_run};
+use trace_report::{RunConfig, RunEvents, run_inputs, summarize_run};
 
 /// Nothing said, nothing else made.
 struct Silent;
@@ -17,17 +17,8 @@ impl RunEvents for Silent {
 /// The library's summary of `paths`, its reports in `out`, as JSON.
 fn library(paths: &[PathBuf], out: &Path) -> serde_json::Value {
     let found = run_inputs(paths, &[out.to_path_buf()], None, &Silent).unwrap();
-    let config = RunConfig {
-        this_run: found.this_run(),
-        inputs: found.inputs,
-        output_dir: out.to_path_buf(),
-        top: 10,
-        jobs: 2,
-        options: trace_summary::Options::default()
-            .with_gpu_arch(trace_summary::ArchChoice::FromTrace),
-    };
-    let report = summarize_run(&config, &Silent).unwrap().unwrap();
-    let summary = RunSummary { left_out: found.left_out, ..report.summary };
+    let config = RunConfig { jobs: 2, ..RunConfig::new(found, out.to_path_buf()) };
+    let summary = summarize_run(&config, &Silent).unwrap().unwrap().summary;
     serde_json::to_value(&summary).unwrap()
 }
 

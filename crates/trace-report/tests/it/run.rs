@@ -29,14 +29,7 @@ impl RunEvents for Kept {
 fn summarize(root: &Path, out: &Path) -> (RunSummary, Vec<Retired>) {
     let events = Kept::default();
     let found = run_inputs(&[root.to_path_buf()], &[out.to_path_buf()], None, &events).unwrap();
-    let config = RunConfig {
-        this_run: found.this_run(),
-        inputs: found.inputs,
-        output_dir: out.to_path_buf(),
-        top: 3,
-        jobs: 2,
-        options: trace_summary::Options::default(),
-    };
+    let config = RunConfig { top: 3, jobs: 2, ..RunConfig::new(found, out.to_path_buf()) };
     let summary = summarize_run(&config, &events).unwrap().expect("not cancelled").summary;
     let retired = events.0.into_inner().unwrap().into_iter().filter_map(|n| match n {
         RunNote::Retired(r) => Some(r),
