@@ -34,7 +34,10 @@ pub struct RunSummary {
     pub left_out: Vec<trace_discover::Problem>,
     /// Read instead of traces: the reports the nodes made of theirs (their
     /// directories).
-    #[serde(serialize_with = "lossy_paths", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        serialize_with = "trace_discover::lossy::paths",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub node_reports: Vec<PathBuf>,
     /// Each trace's view, in the order they were found.
     pub traces: Vec<TraceView>,
@@ -49,11 +52,6 @@ impl RunSummary {
     pub fn new() -> RunSummary {
         RunSummary { version: SUMMARY_VERSION, ..RunSummary::default() }
     }
-}
-
-/// Paths as text, lossily where they are not UTF-8.
-fn lossy_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(paths.iter().map(|p| p.to_string_lossy()))
 }
 
 /// A row of a collective report table, as JSON: its columns by name,
@@ -214,10 +212,15 @@ impl CollectivesRecord {
 
     /// As it is written: pretty JSON.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec_pretty(self).expect("a record serializes");
-        bytes.push(b'\n');
-        bytes
+        pretty(self)
     }
+}
+
+/// A document as it is written: pretty JSON, ending with a newline.
+pub(crate) fn pretty<T: Serialize>(document: &T) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(document).expect("the documents serialize");
+    bytes.push(b'\n');
+    bytes
 }
 
 /// A comparison of two traces or runs (a baseline and a new one), as one
@@ -238,7 +241,7 @@ pub struct RunComparison {
     /// type, dtype and size, each side's.
     pub collectives_matched: Vec<crate::CollectiveDiff>,
     /// The CSVs written (`-o`).
-    #[serde(serialize_with = "lossy_paths")]
+    #[serde(serialize_with = "trace_discover::lossy::paths")]
     pub csvs: Vec<PathBuf>,
     /// GEMM shapes past the GEMM gate, the most lost first.
     pub gemm_regressions: Vec<ShapeRegression>,
@@ -290,7 +293,7 @@ pub struct ComparedSide {
     #[serde(serialize_with = "trace_discover::lossy::path")]
     pub path: PathBuf,
     /// The traces compared, in rank order (or the report directory).
-    #[serde(serialize_with = "lossy_paths")]
+    #[serde(serialize_with = "trace_discover::lossy::paths")]
     pub traces: Vec<PathBuf>,
     /// The profiling cycle compared, of a directory of several.
     pub cycle: Option<Cycle>,

@@ -759,9 +759,7 @@ impl Record {
 
     /// As it is written: pretty JSON.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec_pretty(self).expect("a record serializes");
-        bytes.push(b'\n');
-        bytes
+        crate::document::pretty(self)
     }
 }
 
