@@ -42,8 +42,11 @@ impl TraceInput {
 /// What [`summarize_run`] reads, and where it writes.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// The traces, in the order the summary lists them.
-    pub inputs: Vec<TraceInput>,
+    /// The traces ([`crate::run_inputs`]), in the order the summary lists
+    /// them, with what the search left out (carried into the summary) and
+    /// where it searched (an earlier run's reports of traces there may be
+    /// retired: [`retire_stale`]).
+    pub found: crate::Inputs,
     /// Where each trace's report directory, and each run's collective
     /// report, goes.
     pub output_dir: PathBuf,
@@ -54,12 +57,9 @@ pub struct RunConfig {
     /// How each trace is read (salvage, the roofline's GPU, the flag that
     /// cancels the reading).
     pub options: trace_summary::Options,
-    /// What the run searched and left out, for retiring an earlier run's
-    /// reports ([`retire_stale`]).
-    pub this_run: ThisRun,
-    /// What the search could not look at, carried into the summary
-    /// ([`RunSummary::left_out`]).
-    pub left_out: Vec<trace_discover::Problem>,
+    /// When the run started: a report written since is another run's (two
+    /// runs into one output directory at once), and is not retired.
+    pub started: std::time::SystemTime,
 }
 
 impl RunConfig {
@@ -70,9 +70,8 @@ impl RunConfig {
     /// is bundled for it.
     pub fn new(found: crate::Inputs, output_dir: PathBuf) -> RunConfig {
         RunConfig {
-            this_run: found.this_run(),
-            left_out: found.left_out,
-            inputs: found.inputs,
+            found,
+            started: std::time::SystemTime::now(),
             output_dir,
             top: 10,
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()).min(8),
@@ -198,7 +197,7 @@ struct Prepared<X> {
     extra: Option<X>,
 }
 
-/// Read `config.inputs`, `config.jobs` at a time, and write each trace's
+/// Read `config.found.inputs`, `config.jobs` at a time, and write each trace's
 /// report (its CSVs and record) as one set in its own directory of
 /// `config.output_dir`, named before any trace is read (so that it does not
 /// change with whether another could be read). A trace that cannot be read
@@ -212,8 +211,8 @@ pub fn summarize_run<E: RunEvents>(
     config: &RunConfig,
     events: &E,
 ) -> Result<Option<RunReport<E::Extra>>, E::Error> {
-    let inputs = &config.inputs;
-    let mut this_run = config.this_run.clone();
+    let inputs = &config.found.inputs;
+    let mut this_run = ThisRun { started: config.started, ..config.found.this_run() };
     let planned = plan(config, &mut this_run);
     // Each trace's report is made, and staged in its directory, by the
     // worker that read it, as soon as it is read: what is held until the
@@ -256,7 +255,7 @@ pub fn summarize_run<E: RunEvents>(
     // Errors first (a set that could not be staged), before any is put in
     // place; each trace's set then, in the order of the traces.
     let results = results.into_iter().collect::<Result<Vec<_>, E::Error>>()?;
-    let mut summary = RunSummary { left_out: config.left_out.clone(), ..RunSummary::new() };
+    let mut summary = RunSummary { left_out: config.found.left_out.clone(), ..RunSummary::new() };
     let mut extras = Vec::with_capacity(results.len());
     for (Prepared { mut view, made, extra }, plan) in results.into_iter().zip(&planned) {
         extras.push(extra);
@@ -304,8 +303,8 @@ pub fn summarize_run<E: RunEvents>(
 /// directories and traces added to `this_run`.
 fn plan(config: &RunConfig, this_run: &mut ThisRun) -> Vec<Planned> {
     let mut stems = Stems::default();
-    let mut planned = Vec::with_capacity(config.inputs.len());
-    for input in &config.inputs {
+    let mut planned = Vec::with_capacity(config.found.inputs.len());
+    for input in &config.found.inputs {
         let absolute = std::path::absolute(&input.trace).ok();
         let stem = own_stem(&config.output_dir, stems.unique(&input.rel), absolute.as_deref());
         let stem = match stem {

@@ -8,7 +8,7 @@ use std::{
 
 use indicatif::ProgressBar;
 
-use trace_report::{Record, ThisRun, TopRow, TraceView};
+use trace_report::{Record, TopRow, TraceView};
 use trace_summary::{Outcome, RECORD, Table};
 
 use crate::{
@@ -611,23 +611,22 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
         false => trace_summary::Options::default(),
     };
     let jobs = jobs(args.jobs, &found.inputs);
-    let config = trace_report::RunConfig::new(found, args.output_dir.clone());
     let config = trace_report::RunConfig {
         // Started before the outputs were checked: a report written since
         // is another run's.
-        this_run: ThisRun { started, ..config.this_run },
+        started,
         jobs,
         options: options.cancelled_by(interrupt.flag()).with_gpu_arch(gpu_arch),
         top: args.top,
-        ..config
+        ..trace_report::RunConfig::new(found, args.output_dir.clone())
     };
     let progress = render::Progress::new(
-        config.inputs.len() as u64,
+        config.found.inputs.len() as u64,
         "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
-        !args.json && !config.inputs.is_empty(),
+        !args.json && !config.found.inputs.is_empty(),
     );
     let events = Events {
-        inputs: &config.inputs,
+        inputs: &config.found.inputs,
         bar: progress.bar(),
         running: Default::default(),
         salvage: args.salvage,
