@@ -169,7 +169,7 @@ pub trait RunEvents: Sync {
 pub struct RunReport<X> {
     /// The summary.
     pub summary: RunSummary,
-    /// Per trace, in [`RunConfig::inputs`]' order.
+    /// Per trace, in the order of [`RunConfig::found`]'s inputs.
     pub extras: Vec<Option<X>>,
 }
 
