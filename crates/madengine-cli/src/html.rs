@@ -12,12 +12,10 @@ use trace_report::{
 };
 
 use crate::{
-    commands::{
-        Compared, KINETO_PARTS, ROCPROF_BAR, Regression, RunCollectives, ViewText, counts_text,
-        ratio_text,
-    },
+    commands::{KINETO_PARTS, ROCPROF_BAR, RunCollectives, ViewText},
     error::Error,
     render,
+    render::diff::{counts_text, ratio_text},
 };
 
 /// A colour per part of the timeline, by label.
@@ -782,7 +780,11 @@ fn changes_table(page: &mut String, title: &str, unit: &str, rows: &[DiffRow], t
 
 /// `report diff --html`: both sides, their timelines as bars on one scale
 /// (rank by rank for two runs), and the kernels and ops that moved most.
-fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -> String {
+fn diff_page(
+    compared: &trace_report::Comparison,
+    top: usize,
+    regression: Option<&trace_report::Regression>,
+) -> String {
     let mut page =
         String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -798,7 +800,7 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
     if let Some(r) = regression {
         // The gate's verdict first: what a nightly mail is opened for.
         let class = if r.exceeded { "error" } else { "note" };
-        let said = crate::commands::regression_said(r, compared.headline().1);
+        let said = crate::render::diff::regression_said(r, compared.headline().1);
         let _ = write!(page, r#"<p class="{class}"><b>{}.</b></p>"#, esc(&capitalized(&said)));
     }
     page.push_str("<table>");
@@ -830,8 +832,8 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
     if compared.per_step {
         page.push_str(r#"<p class="note">Times and counts per step: each side divided by its steps (ProfilerStep#, else Optimizer.step# annotations).</p>"#);
     }
-    let gpus = compared.gpus_note();
-    let coverage = compared.coverage_note();
+    let gpus = crate::render::diff::gpus_note(compared);
+    let coverage = crate::render::diff::coverage_note(compared);
     let notes = compared.sides.iter().flat_map(|s| &s.notes).chain(&compared.unpaired);
     for note in gpus.iter().chain(&coverage).chain(notes) {
         let _ = write!(page, r#"<p class="note">{}.</p>"#, esc(&capitalized(note)));
@@ -851,7 +853,7 @@ fn diff_page(compared: &Compared, top: usize, regression: Option<&Regression>) -
         // the kernel time), when the run has any.
         let comm_column = compared.ranks.iter().any(|r| r.collectives().is_some());
         let _ = write!(page, "<h2>{what} per {}</h2>", compared.by.word());
-        if let Some(line) = compared.runs_headline("\u{2192}") {
+        if let Some(line) = crate::render::diff::runs_headline(compared, "\u{2192}") {
             let _ = write!(page, "<p><b>{}</b></p>", esc(&line));
         }
         let _ = write!(
@@ -967,9 +969,9 @@ fn matched_table(page: &mut String, matched: &[trace_report::CollectiveDiff], to
 /// Write `report diff`'s page to `path` atomically.
 pub(crate) fn write_diff(
     path: &Path,
-    compared: &Compared,
+    compared: &trace_report::Comparison,
     top: usize,
-    regression: Option<&Regression>,
+    regression: Option<&trace_report::Regression>,
 ) -> Result<(), Error> {
     crate::commands::write_atomic(path, diff_page(compared, top, regression).as_bytes())
 }

@@ -84,7 +84,7 @@ pub fn run_inputs(
         }
         found.searched.push(path.clone());
         let prefix = if alone { PathBuf::new() } else { dir_name(&path) };
-        for t in searched(&path, exclude, &mut found.left_out, events)? {
+        for t in searched(&path, exclude, &mut found.left_out, &|note| events.note(note))? {
             let rel = prefix.join(t.path.strip_prefix(&path).unwrap_or(&t.path));
             let trace = match t.path.strip_prefix(".") {
                 Ok(inside) if defaulted => inside.to_path_buf(),
@@ -160,28 +160,27 @@ fn given(path: PathBuf) -> (TraceInput, bool) {
 /// The traces under `dir` that a run reads: every trace discovery finds
 /// (JSON, Perfetto, rocpd databases), but `exclude`. What could not be
 /// looked at is added to `left_out`; it, a trace whose sanitized copy is
-/// read instead, and what there was where nothing is to be read, are told
-/// to `events`.
-fn searched(
+/// read instead, and what there was where nothing is to be read, are told.
+pub(crate) fn searched(
     dir: &Path,
     exclude: &[PathBuf],
     left_out: &mut Vec<trace_discover::Problem>,
-    events: &impl RunEvents,
+    tell: &dyn Fn(RunNote),
 ) -> Result<Vec<trace_discover::Trace>, trace_discover::Error> {
     let options = trace_discover::Options { exclude: exclude.to_vec(), ..Default::default() };
     let mut found = trace_discover::discover(dir, &options)?;
     for problem in &found.problems {
-        events.note(RunNote::Unlooked(problem.clone()));
+        tell(RunNote::Unlooked(problem.clone()));
     }
     left_out.append(&mut found.problems);
     // Said, as it may surprise: its copy (or the trace) beside it is read.
     let copies = [trace_discover::SANITIZED_COPY, trace_discover::SANITIZED_ORIGINAL];
     for copy in found.unsupported.iter().filter(|u| copies.contains(&u.reason)) {
-        events.note(RunNote::Skipped(copy.clone()));
+        tell(RunNote::Skipped(copy.clone()));
     }
     let found = found.with_databases();
     if found.traces.is_empty() {
-        events.note(RunNote::NothingToRead { dir: dir.to_path_buf(), there: found.unsupported });
+        tell(RunNote::NothingToRead { dir: dir.to_path_buf(), there: found.unsupported });
         return Ok(vec![]);
     }
     Ok(found.traces)

@@ -50,6 +50,7 @@
 
 mod across;
 mod collective;
+mod compare;
 mod cycles;
 mod document;
 mod inputs;
@@ -57,6 +58,7 @@ mod pairing;
 mod run;
 mod runs;
 mod sets;
+mod tracelens_run;
 mod view;
 
 pub use crate::{
@@ -67,6 +69,10 @@ pub use crate::{
     collective::{
         CollectiveDiff, CollectiveError, CollectiveReport, CollectiveSide, RankKernels,
         coll_analysis, collective_report, compare_collectives,
+    },
+    compare::{
+        CompareConfig, CompareError, CompareEvents, CompareNote, Comparison, Headline, Kind,
+        RankDiff, Role, Side, Sides, compare, compare_sides, timed,
     },
     cycles::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
@@ -89,6 +95,10 @@ pub use crate::{
     sets::{
         COLLECTIVE_FILES, Retired, SetError, Staged, TRACE_FILES, ThisRun, Why, keep_stale,
         own_stem, retire, retire_stale, write_set,
+    },
+    tracelens_run::{
+        JobStatus, RunReports, SummaryCsvError, SummaryRow, TRACELENS_SUMMARY_COLUMNS,
+        TRACELENS_SUMMARY_CSV, TRACELENS_SUMMARY_JSON, read_tracelens_summary, this_runs_reports,
     },
     view::{
         Bound, CollectiveRow, GemmRow, RECORD_VERSION, Rated, Record, RecordError, Roofline,

@@ -60,23 +60,10 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// A summary an earlier run wrote could not be read back as CSV.
-    #[error("cannot read {path}")]
-    Read {
-        /// The summary.
-        path: PathBuf,
-        /// The cause, with its line.
-        #[source]
-        source: csv::Error,
-    },
-    /// A summary an earlier run wrote is CSV, but not a run's summary.
-    #[error("{path} is not a TraceLens run summary: {why}")]
-    NotASummary {
-        /// The summary.
-        path: PathBuf,
-        /// What is wrong with it.
-        why: String,
-    },
+    /// A summary an earlier run wrote could not be read back
+    /// ([`trace_report::SummaryCsvError`]).
+    #[error(transparent)]
+    Summary(#[from] trace_report::SummaryCsvError),
     /// A compare input is missing or unusable.
     #[error("{reason}: {}", path.display())]
     CompareInput {

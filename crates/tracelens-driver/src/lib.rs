@@ -47,6 +47,8 @@ mod setup;
 mod summary;
 mod tool;
 
+pub use trace_report::{RunReports, SummaryCsvError, this_runs_reports};
+
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, compare},
     error::{Error, Result, SetupFailure},
@@ -57,10 +59,7 @@ pub use crate::{
         discover, job_memory, plan_only, run, tracelens_name,
     },
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
-    summary::{
-        Counts, Durations, Repaired, Row, RunReports, SUMMARY_CSV, Status, Summary, Written,
-        read_csv, this_runs_reports,
-    },
+    summary::{Counts, Durations, Repaired, Row, SUMMARY_CSV, Status, Summary, Written, read_csv},
     tool::{Mode, Tool},
 };
 

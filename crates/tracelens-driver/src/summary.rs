@@ -13,38 +13,12 @@ use trace_discover::Problem;
 use crate::{Error, Result};
 
 /// The CSV summary's file name.
-pub const SUMMARY_CSV: &str = "tracelens_summary.csv";
+pub const SUMMARY_CSV: &str = trace_report::TRACELENS_SUMMARY_CSV;
 /// The JSON summary's file name.
-pub(crate) const SUMMARY_JSON: &str = "tracelens_summary.json";
+pub(crate) const SUMMARY_JSON: &str = trace_report::TRACELENS_SUMMARY_JSON;
 
 /// How a job (or a skipped artifact) ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Status {
-    /// TraceLens wrote its report.
-    Success,
-    /// Nothing to report (no GPU activity, an unsupported format, a collective
-    /// that cannot be built); never a failure.
-    Skipped,
-    /// TraceLens failed, crashed or timed out.
-    Failure,
-}
-
-impl Status {
-    /// `SUCCESS`, `SKIPPED`, `FAILURE`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Success => "SUCCESS",
-            Status::Skipped => "SKIPPED",
-            Status::Failure => "FAILURE",
-        }
-    }
-
-    /// The status [`Status::as_str`] writes as `text`.
-    fn parse(text: &str) -> Option<Status> {
-        [Status::Success, Status::Skipped, Status::Failure].into_iter().find(|s| s.as_str() == text)
-    }
-}
+pub use trace_report::JobStatus as Status;
 
 /// One summary row. The CSV has exactly the first six fields.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -220,99 +194,29 @@ pub(crate) fn remove_stale(output_dir: &Path) -> Result<()> {
 }
 
 /// The CSV summary's columns, in order (as the original's).
-const COLUMNS: [&str; 6] = ["trace_file", "kind", "tracelens_tool", "status", "output", "detail"];
+const COLUMNS: [&str; 6] = trace_report::TRACELENS_SUMMARY_COLUMNS;
 
 /// The rows of a run's CSV summary ([`SUMMARY_CSV`], as this crate and the
-/// original analyzer write it), read back: what a later command needs to
-/// tell this run's reports from those an earlier run left in the same
-/// output directory (which are never removed). `seconds` and `log` are
-/// the JSON summary's only, so `None`.
+/// original analyzer write it), read back
+/// ([`trace_report::read_tracelens_summary`]). `seconds` and `log` are the
+/// JSON summary's only, so `None`.
 pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
-    let csv = |source| Error::Read { path: path.to_path_buf(), source };
-    let bad = |why: String| Error::NotASummary { path: path.to_path_buf(), why };
-    let mut reader = csv::Reader::from_path(path).map_err(csv)?;
-    let headers = reader.headers().map_err(csv)?.clone();
-    let at: Vec<usize> = COLUMNS
-        .iter()
-        .map(|c| headers.iter().position(|h| h == *c))
-        .collect::<Option<_>>()
-        .ok_or_else(|| bad(format!("its columns are not {}", COLUMNS.join(", "))))?;
-    let mut rows = Vec::new();
-    for record in reader.records() {
-        let record = record.map_err(csv)?;
-        let field = |i: usize| record.get(at[i]).unwrap_or_default().to_string();
-        let status = Status::parse(&field(3)).ok_or_else(|| {
-            let line = record.position().map_or(0, |p| p.line());
-            bad(format!("line {line}: status `{}` is none of SUCCESS, SKIPPED, FAILURE", field(3)))
-        })?;
-        rows.push(Row {
-            trace_file: field(0),
-            kind: field(1),
-            tracelens_tool: field(2),
-            status,
-            output: field(4),
-            detail: field(5),
+    let rows = trace_report::read_tracelens_summary(path)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Row {
+            trace_file: r.trace_file,
+            kind: r.kind,
+            tracelens_tool: r.tracelens_tool,
+            status: r.status,
+            output: r.output,
+            detail: r.detail,
             seconds: None,
             log: None,
             cause: Cause::Other,
             collective_kernels: None,
-        });
-    }
-    Ok(rows)
-}
-
-/// The reports of one run among those in its output directory
-/// ([`this_runs_reports`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunReports {
-    /// The run's [`SUMMARY_CSV`], which says which they are.
-    pub summary: PathBuf,
-    /// The reports its `SUCCESS` rows name, each with the trace it was made
-    /// of: as the summary names it, under the root its `tracelens_summary.json`
-    /// names where it does.
-    pub kept: Vec<(PathBuf, PathBuf)>,
-    /// The reports it does not name: an earlier run's.
-    pub left_out: Vec<PathBuf>,
-}
-
-/// Of `reports`, report directories in `dir` (an output directory of
-/// `report tracelens`), those of the run its [`SUMMARY_CSV`] describes: a
-/// run never removes the reports an earlier one left there (of a trace gone
-/// since, a rank the run no longer has), and a later command must not take
-/// them for this run's. `None` when `dir` has no summary, or one whose
-/// `SUCCESS` rows name none of them (the original analyzer's name the
-/// output directory): all are the run's, as far as can be told.
-pub fn this_runs_reports(dir: &Path, reports: &[PathBuf]) -> Result<Option<RunReports>> {
-    let summary = dir.join(SUMMARY_CSV);
-    if !summary.is_file() {
-        return Ok(None);
-    }
-    let rows = read_csv(&summary)?;
-    let root: Option<PathBuf> = std::fs::read(dir.join(SUMMARY_JSON))
-        .ok()
-        .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
-        .and_then(|json| Some(PathBuf::from(json["root"].as_str()?)));
-    let named: std::collections::HashMap<&std::ffi::OsStr, &str> = rows
-        .iter()
-        .filter(|r| r.status == Status::Success)
-        .filter_map(|r| Some((Path::new(&r.output).file_name()?, r.trace_file.as_str())))
-        .collect();
-    let trace_of = |report: &PathBuf| named.get(report.file_name()?).copied();
-    if !reports.iter().any(|r| trace_of(r).is_some()) {
-        return Ok(None);
-    }
-    let under_root = |trace: &str| match &root {
-        Some(root) => root.join(trace),
-        None => PathBuf::from(trace),
-    };
-    let (mut kept, mut left_out) = (Vec::new(), Vec::new());
-    for report in reports {
-        match trace_of(report) {
-            Some(trace) => kept.push((report.clone(), under_root(trace))),
-            None => left_out.push(report.clone()),
-        }
-    }
-    Ok(Some(RunReports { summary, kept, left_out }))
+        })
+        .collect())
 }
 
 pub(crate) fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {

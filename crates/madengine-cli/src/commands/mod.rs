@@ -8,7 +8,6 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use diff::{Compared, Regression, counts_text, ratio_text, regression_said, timed};
 pub(crate) use summary::{
     KINETO_PARTS, Object, ROCPROF_BAR, RunCollectives, ViewText, labels, number, shown,
     write_atomic,
@@ -24,55 +23,27 @@ use crate::{
 };
 
 /// The JSON traces under `dir` that the sanitizer reads (PyTorch and
-/// rocprofv3 JSON), excluding `exclude`. The Perfetto traces found there are
-/// left out and named in a note, with `then`: what to do with them instead.
+/// rocprofv3 JSON), excluding `exclude`; each path that could not be looked
+/// at is warned about. The Perfetto traces found there are left out and
+/// named in a note, with `then`: what to do with them instead.
 fn json_traces(
     dir: &std::path::Path,
     exclude: Vec<std::path::PathBuf>,
     then: &str,
 ) -> Result<Vec<trace_discover::Trace>, Error> {
-    traces_in(dir, exclude, then, false, &mut Vec::new())
-}
-
-/// The traces under `dir` that trace-summary reads, excluding `exclude`:
-/// the JSON traces, and what TraceLens' JSON tools do not read, rocprofv3's
-/// rocpd databases and Perfetto traces, one output per process
-/// ([`trace_discover::Discovery::with_databases`]). What could not be looked
-/// at is added to `left_out`.
-fn summary_traces(
-    dir: &std::path::Path,
-    exclude: Vec<std::path::PathBuf>,
-    left_out: &mut Vec<trace_discover::Problem>,
-) -> Result<Vec<trace_discover::Trace>, Error> {
-    traces_in(dir, exclude, "", true, left_out)
-}
-
-/// [`json_traces`], or with `native` [`summary_traces`]; each path that
-/// could not be looked at is warned about and added to `left_out`.
-fn traces_in(
-    dir: &std::path::Path,
-    exclude: Vec<std::path::PathBuf>,
-    then: &str,
-    native: bool,
-    left_out: &mut Vec<trace_discover::Problem>,
-) -> Result<Vec<trace_discover::Trace>, Error> {
     use trace_discover::TraceKind;
     let options = trace_discover::Options { exclude, ..Default::default() };
-    let mut found = trace_discover::discover(dir, &options)?;
+    let found = trace_discover::discover(dir, &options)?;
     crate::render::left_out(&found.problems);
-    left_out.append(&mut found.problems);
     // Said, as it may surprise: its copy (or the trace) beside it is read.
     let copies = [trace_discover::SANITIZED_COPY, trace_discover::SANITIZED_ORIGINAL];
     for copy in found.unsupported.iter().filter(|u| copies.contains(&u.reason)) {
         crate::render::note(&format!("left out {}: {}", copy.path.display(), copy.reason));
     }
-    if native {
-        found = found.with_databases();
-    }
     let (json, perfetto): (Vec<_>, Vec<_>) = found
         .traces
         .into_iter()
-        .partition(|t| native || matches!(t.kind, TraceKind::Pytorch | TraceKind::RocprofJson));
+        .partition(|t| matches!(t.kind, TraceKind::Pytorch | TraceKind::RocprofJson));
     const NAMED: usize = 3;
     if json.is_empty() && perfetto.is_empty() {
         // Nothing to read: say what was there instead, and what to do.

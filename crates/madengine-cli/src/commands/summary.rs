@@ -3,7 +3,6 @@
 use std::{
     borrow::Cow,
     path::{Path, PathBuf},
-    sync::{Arc, atomic::AtomicBool},
 };
 
 use indicatif::ProgressBar;
@@ -380,7 +379,7 @@ fn inputs(args: &SummaryArgs) -> Result<trace_report::Inputs, Error> {
 /// How many of `inputs` to read at a time: `--jobs`, else as many as the
 /// CPUs (8 at most) and half the available memory allow, said in a note
 /// when memory is what limits it.
-fn jobs(chosen: Option<u32>, inputs: &[Input]) -> usize {
+pub(crate) fn jobs(chosen: Option<u32>, inputs: &[Input]) -> usize {
     match chosen {
         Some(jobs) => jobs as usize,
         None => {
@@ -408,12 +407,9 @@ fn memory_estimate(path: &Path) -> u64 {
     trace_summary::memory_needed(path, trace_discover::json_size(path))
 }
 
-/// A trace's summary, or why there is none (the error and its causes).
-pub(crate) type Read = Result<trace_summary::Summary, String>;
-
 /// Why a trace has no summary, on one line: the error and its causes, and
 /// what `--salvage` would summarize of it, where it would.
-fn failed(why: trace_summary::Failed, salvage: bool) -> String {
+pub(crate) fn failed(why: trace_summary::Failed, salvage: bool) -> String {
     match why {
         trace_summary::Failed::Error(err) => match err.salvage_reads() {
             Some(what) if !salvage => format!("{} (--salvage summarizes {what})", chain(&err)),
@@ -425,83 +421,6 @@ fn failed(why: trace_summary::Failed, salvage: bool) -> String {
             path.display()
         ),
     }
-}
-
-/// Each input's summary, `jobs` at a time, the bar naming the traces being
-/// read. Once `cancel` is raised, the traces being read stop and no other
-/// is started: `None`.
-fn summarize_all<T: Send>(
-    inputs: &[Input],
-    jobs: usize,
-    salvage: bool,
-    gpu_arch: &trace_summary::ArchChoice,
-    cancel: &Arc<AtomicBool>,
-    bar: Option<&ProgressBar>,
-    into: &(dyn Fn(usize, Read) -> T + Sync),
-) -> Option<Vec<T>> {
-    let options = match salvage {
-        true => trace_summary::Options::salvaging(),
-        false => trace_summary::Options::default(),
-    };
-    let options = options.cancelled_by(Arc::clone(cancel)).with_gpu_arch(gpu_arch.clone());
-    let paths: Vec<PathBuf> = inputs.iter().map(|i| i.trace.clone()).collect();
-    let mut running = Vec::new();
-    let read = |i: usize, result: Result<trace_summary::Summary, trace_summary::Failed>| {
-        into(i, result.map_err(|f| failed(f, salvage)))
-    };
-    trace_summary::summarize_files_into(
-        &paths,
-        jobs,
-        &options,
-        &mut |progress| {
-            match progress {
-                trace_summary::Progress::Started(i) => running.push(i),
-                trace_summary::Progress::Done(i) => {
-                    running.retain(|r| *r != i);
-                    if let Some(bar) = bar {
-                        bar.inc(1);
-                    }
-                }
-            }
-            if let Some(bar) = bar {
-                let names: Vec<String> =
-                    running.iter().map(|r| inputs[*r].rel.display().to_string()).collect();
-                bar.set_message(names.join(", "));
-            }
-        },
-        &read,
-    )
-}
-
-/// Read `inputs`, `chosen` at a time (else as many as [`jobs`] allows),
-/// with a progress bar when `show`, each result handed to `into` on the
-/// thread that read it, and what that made kept. Ctrl-C (`interrupt`, set up before the
-/// traces were looked for, which opens them) stops the reading, and nothing
-/// is to be written then: `None`, said. (Writing the results afterwards
-/// takes milliseconds, and goes to its end.)
-pub(crate) fn read_all<T: Send>(
-    interrupt: crate::interrupt::Guard,
-    inputs: &[Input],
-    chosen: Option<u32>,
-    salvage: bool,
-    gpu_arch: &trace_summary::ArchChoice,
-    show: bool,
-    into: &(dyn Fn(usize, Read) -> T + Sync),
-) -> Option<Vec<T>> {
-    let jobs = jobs(chosen, inputs);
-    let progress = render::Progress::new(
-        inputs.len() as u64,
-        "{spinner} read {pos}/{len} traces [{elapsed}] {wide_msg}",
-        show && !inputs.is_empty(),
-    );
-    let results =
-        summarize_all(inputs, jobs, salvage, gpu_arch, &interrupt.flag(), progress.bar(), into);
-    drop(progress);
-    drop(interrupt);
-    if results.is_none() {
-        render::error_line("interrupted while reading the traces: nothing was written");
-    }
-    results
 }
 
 /// The error and its causes on one line.

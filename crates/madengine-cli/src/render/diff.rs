@@ -1,5 +1,6 @@
 //! `report diff`: the comparison of two runs.
 
+use trace_report::{Comparison, PairedBy, Regression};
 use trace_summary::DiffRow;
 
 use super::*;
@@ -7,7 +8,7 @@ use super::*;
 /// `report diff`'s view: both sides, the timeline side by side (rank by
 /// rank for two runs), then the kernels and ops whose time changed most.
 pub(crate) fn diff(
-    compared: &crate::commands::Compared,
+    compared: &Comparison,
     top: usize,
     written: &[std::path::PathBuf],
     html: Option<&std::path::Path>,
@@ -59,12 +60,12 @@ fn time(m: Option<trace_summary::Measure>, f: &dyn Fn(f64) -> String) -> String 
 }
 
 /// The unit of times, per step where the sides were divided.
-fn unit(compared: &crate::commands::Compared) -> &'static str {
+fn unit(compared: &Comparison) -> &'static str {
     if compared.per_step { "ms per step" } else { "ms" }
 }
 
 /// ", all 4 ranks" after a table's title when runs were compared.
-fn over(compared: &crate::commands::Compared) -> String {
+fn over(compared: &Comparison) -> String {
     match compared.ranks.is_empty() {
         false => format!(", all {} {}", compared.ranks.len(), compared.by.plural()),
         true => String::new(),
@@ -72,7 +73,7 @@ fn over(compared: &crate::commands::Compared) -> String {
 }
 
 /// A line per side: its path, kind, GPUs, steps and launches, its notes.
-fn sides(text: &mut String, compared: &crate::commands::Compared) {
+fn sides(text: &mut String, compared: &Comparison) {
     let ranked = !compared.ranks.is_empty();
     for side in &compared.sides {
         let kind = match side.format {
@@ -102,10 +103,10 @@ fn sides(text: &mut String, compared: &crate::commands::Compared) {
             text.push_str(&format!("{:<8}  note: {note}\n", ""));
         }
     }
-    if let Some(note) = compared.gpus_note() {
+    if let Some(note) = gpus_note(compared) {
         text.push_str(&format!("note: {note}\n"));
     }
-    if let Some(note) = compared.coverage_note() {
+    if let Some(note) = coverage_note(compared) {
         text.push_str(&format!("note: {note}\n"));
     }
 }
@@ -114,11 +115,11 @@ fn sides(text: &mut String, compared: &crate::commands::Compared) {
 const COLLECTIVES: &str = "collectives";
 
 /// Two runs: the headline per rank (or GPU), with the change by part.
-fn per_rank(text: &mut String, compared: &crate::commands::Compared) {
+fn per_rank(text: &mut String, compared: &Comparison) {
     let (headline, what) = compared.headline();
     let row_of = |rows: &[DiffRow], name: &str| rows.iter().find(|r| r.name == name).cloned();
-    let ratio = crate::commands::ratio_text;
-    if let Some(line) = compared.runs_headline("->") {
+    let ratio = ratio_text;
+    if let Some(line) = runs_headline(compared, "->") {
         text.push_str(&format!("\n{line}\n"));
     }
     // rocprofv3's kernel time holds its collective kernels' (when the run
@@ -176,14 +177,14 @@ fn per_rank(text: &mut String, compared: &crate::commands::Compared) {
 }
 
 /// Two traces: the headline, then the timeline side by side.
-fn timeline(text: &mut String, compared: &crate::commands::Compared) {
+fn timeline(text: &mut String, compared: &Comparison) {
     let (diff, unit) = (&compared.diff, unit(compared));
     let (_, what) = compared.headline();
-    let ratio = crate::commands::ratio_text;
+    let ratio = ratio_text;
     let change = |r: Option<f64>| r.map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
     if let Some(h) = &compared.headline_times() {
         // rocprofv3's busy time holds its collective kernels'.
-        let comm = match diff.collective_kernels.as_ref().filter(|r| crate::commands::timed(r)) {
+        let comm = match diff.collective_kernels.as_ref().filter(|r| trace_report::timed(r)) {
             Some(c) => format!(
                 ", of which collective kernels {} -> {} {unit}{}",
                 time(c.base, &ms),
@@ -213,10 +214,10 @@ fn timeline(text: &mut String, compared: &crate::commands::Compared) {
 }
 
 /// The kernels, ops, categories and collectives whose time changed most.
-fn changed_rows(text: &mut String, compared: &crate::commands::Compared, top: usize) {
+fn changed_rows(text: &mut String, compared: &Comparison, top: usize) {
     let (diff, ranked) = (&compared.diff, !compared.ranks.is_empty());
-    let ratio = crate::commands::ratio_text;
-    let count = |r: &DiffRow| crate::commands::counts_text(r, " -> ");
+    let ratio = ratio_text;
+    let count = |r: &DiffRow| counts_text(r, " -> ");
     let over = over(compared);
     let ms: &dyn Fn(f64) -> String = &ms;
     for (rows, title, [what, calls], unit, f) in [
@@ -374,7 +375,7 @@ fn rated_shapes(
                 rate(g.tflops(g.row.base)),
                 rate(g.tflops(g.row.new)),
                 g.change_pct().map_or("-".into(), |c| format!("{c:+.1}%")),
-                crate::commands::counts_text(&g.row, " -> "),
+                counts_text(&g.row, " -> "),
                 g.row.name.clone(),
             ]
         })
@@ -384,4 +385,137 @@ fn rated_shapes(
     if both.len() > rows.len() {
         text.push_str(&format!("({} more)\n", both.len() - rows.len()));
     }
+}
+
+/// The one of a run the headline shows: the slowest rank (a job that
+/// synchronizes waits for it); the busiest GPU (GPUs that wait for another
+/// spend it in collective kernels, which count as busy).
+pub(crate) fn headline_one(by: PairedBy) -> &'static str {
+    match by {
+        PairedBy::Rank => "slowest rank",
+        PairedBy::Gpu | PairedBy::NodeGpu => "busiest GPU",
+    }
+}
+
+/// When both sides name their GPUs and the models differ: what that
+/// means for the comparison.
+pub(crate) fn gpus_note(compared: &Comparison) -> Option<String> {
+    let [b, n] = &compared.sides;
+    if b.gpus.is_empty() || n.gpus.is_empty() || b.gpus == n.gpus {
+        return None;
+    }
+    let what = if compared.ranks.is_empty() { "trace" } else { "run" };
+    Some(format!(
+        "the baseline ran on {} and the new {what} on {}: kernels are named per GPU, so \
+         compare the timeline, ops and op categories",
+        b.gpus.join(", "),
+        n.gpus.join(", ")
+    ))
+}
+
+/// When the two sides may not cover the same work: their step counts
+/// differ, or (without steps on both) their kernel launches differ by
+/// more than 10%. None with `--per-step`, which divides each by its
+/// steps.
+pub(crate) fn coverage_note(compared: &Comparison) -> Option<String> {
+    if compared.per_step {
+        return None;
+    }
+    let [b, n] = &compared.sides;
+    let what = if compared.ranks.is_empty() { "trace" } else { "run" };
+    if let (Some(bs), Some(ns)) = (b.steps, n.steps)
+        && bs != ns
+    {
+        return Some(format!(
+            "the baseline holds {bs} step(s) per trace and the new {what} {ns}: totals add \
+             up every step; --per-step compares per step"
+        ));
+    }
+    let (bl, nl) = (b.kernel_launches?, n.kernel_launches?);
+    let ratio = nl as f64 / bl as f64;
+    (bl > 0 && (ratio - 1.0).abs() > 0.1).then(|| {
+        format!(
+            "the new {what} launched {ratio:.2}x the kernels of the baseline: do they cover \
+             the same steps? Totals add up every step a trace holds"
+        )
+    })
+}
+
+/// For two runs, the headline as a sentence: `GPU time of the slowest
+/// rank: 18.467 ms (rank 1) -> 16.589 ms (rank 0) (-10.2%)`, `arrow`
+/// between the two sides.
+pub(crate) fn runs_headline(compared: &Comparison, arrow: &str) -> Option<String> {
+    let h = compared.headline_times()?;
+    let (br, nr) = h.ranks?;
+    let (_, what) = compared.headline();
+    let unit = if compared.per_step { "ms per step" } else { "ms" };
+    let change = h.ratio().map(|r| format!(" ({:+.1}%)", (r - 1.0) * 100.0));
+    Some(format!(
+        "{what} of the {}: {:.3} {unit} ({}) {arrow} {:.3} {unit} ({}){}",
+        headline_one(compared.by),
+        h.base,
+        compared.by.label(br),
+        h.new,
+        compared.by.label(nr),
+        change.unwrap_or_default()
+    ))
+}
+
+/// What the `--max-regression` check found, of the headline `what`: `GPU
+/// time changed +7.2%, more than --max-regression 5%`; of a negative limit
+/// (a gain asked for), `GPU time changed -3.0%, not the gain of 5% or more
+/// --max-regression -5% asks for`.
+pub(crate) fn regression_said(r: &Regression, what: &str) -> String {
+    {
+        let change = r.change_percent;
+        let limit = Shown(r.limit_percent);
+        match (r.exceeded, r.limit_percent < 0.0) {
+            (true, true) => format!(
+                "{what} changed {change:+.1}%, not the gain of {}% or more --max-regression \
+                 {limit}% asks for",
+                Shown(-r.limit_percent)
+            ),
+            (true, false) => {
+                format!("{what} changed {change:+.1}%, more than --max-regression {limit}%")
+            }
+            (false, _) => format!("{what} changed {change:+.1}%, within --max-regression {limit}%"),
+        }
+    }
+}
+
+/// A number as a person gave it: `5`, `2.5`, `-5`; a very small or very
+/// large one in scientific notation (`1e-320`, not 330 digits).
+struct Shown(f64);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        match x == 0.0 || (1e-4..1e16).contains(&x.abs()) {
+            true => write!(f, "{x}"),
+            false => write!(f, "{x:e}"),
+        }
+    }
+}
+
+/// A row's ratio as shown: `1.06x`; `new` or `gone` for a name one side
+/// lacks; `-` over a baseline of 0.
+pub(crate) fn ratio_text(r: &DiffRow) -> String {
+    match (r.base, r.new, r.ratio()) {
+        (None, _, _) => "new".into(),
+        (_, None, _) => "gone".into(),
+        (_, _, Some(x)) => format!("{x:.2}x"),
+        _ => "-".into(),
+    }
+}
+
+/// A row's launch or call counts as shown: `16`, or `16{arrow}32` where the
+/// sides differ (`-` for a side without the row; one decimal per step).
+pub(crate) fn counts_text(r: &DiffRow, arrow: &str) -> String {
+    let count = |m: Option<trace_summary::Measure>| match m.and_then(|m| m.count) {
+        None => "-".to_string(),
+        Some(c) if c.fract() == 0.0 => format!("{c}"),
+        Some(c) => format!("{c:.1}"),
+    };
+    let (b, n) = (count(r.base), count(r.new));
+    if b == n { b } else { format!("{b}{arrow}{n}") }
 }

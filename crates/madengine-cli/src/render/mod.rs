@@ -83,7 +83,7 @@ pub(crate) fn size(bytes: u64) -> String {
     if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
 }
 
-mod diff;
+pub(crate) mod diff;
 mod dynolog;
 mod slurm;
 mod summary;

@@ -1,0 +1,1120 @@
+//! Two runs compared ([`compare`]): what each side given stands for (a
+//! trace, a directory of traces, a report directory, a directory of
+//! reports; one profiling cycle of several: [`compare_sides`]), their
+//! traces paired (rank by rank, GPU by GPU, node by node), read, and their
+//! tables set side by side, in all and per rank, with each multi-rank run's
+//! collectives matched across its ranks.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+};
+
+use trace_summary::{Diff, DiffRow, Failed, Format, Measure, Progress, Table, Tables};
+
+use crate::{
+    ComparedRank, ComparedRow, ComparedShape, ComparedSide, Cycle, CyclePick, Member, PairedBy,
+    Record, Regression, RunComparison, RunNote, ShapeRegression, SidesLeftOut, TraceView,
+};
+
+/// The baseline, or the new side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The side compared against.
+    Baseline,
+    /// The side compared.
+    New,
+}
+
+impl Role {
+    /// `baseline`, `new`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Role::Baseline => "baseline",
+            Role::New => "new",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// What one side of a comparison stands for ([`compare_sides`]).
+#[derive(Debug, Clone)]
+pub struct Side {
+    /// The path given.
+    pub path: PathBuf,
+    /// Its traces, or report directories, to compare.
+    pub members: Vec<Member>,
+    /// The profiling cycle kept, of a side of several.
+    pub cycle: Option<Cycle>,
+    /// What the search of its directory could not look at.
+    pub left_out: Vec<trace_discover::Problem>,
+}
+
+/// The two sides of a comparison, found ([`compare_sides`]), with the
+/// records of the report directories among them.
+#[derive(Debug, Clone)]
+pub struct Sides {
+    /// The baseline, then the new side.
+    pub sides: [Side; 2],
+    /// The record (`summary.json`) of each report directory that has one.
+    records: HashMap<PathBuf, Record>,
+}
+
+impl Sides {
+    /// Every trace and report directory of both sides.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.sides.iter().flat_map(|s| &s.members).map(|m| m.path.as_path())
+    }
+}
+
+/// What [`compare`] compares, and how it reads.
+#[derive(Debug, Clone)]
+pub struct CompareConfig {
+    /// The two sides ([`compare_sides`]).
+    pub sides: Sides,
+    /// Times and counts divided by each trace's steps.
+    pub per_step: bool,
+    /// Traces read at a time.
+    pub jobs: usize,
+    /// How each trace is read (salvage, the flag that cancels the
+    /// reading); a comparison compares rates, so no roofline is made.
+    pub options: trace_summary::Options,
+}
+
+impl CompareConfig {
+    /// A comparison of `sides`, as `madengine report diff` makes it by
+    /// default: totals (not per step), as many traces at a time as there
+    /// are CPUs (8 at most).
+    pub fn new(sides: Sides) -> CompareConfig {
+        CompareConfig {
+            sides,
+            per_step: false,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()).min(8),
+            options: trace_summary::Options::default(),
+        }
+    }
+}
+
+/// What a comparison says as it goes.
+#[derive(Debug)]
+pub enum CompareNote {
+    /// What the search of a side's directory told ([`RunNote::Unlooked`],
+    /// [`RunNote::Skipped`], [`RunNote::NothingToRead`]).
+    Search(RunNote),
+    /// A report directory's record says it is stale: why.
+    StaleReport {
+        /// The report directory.
+        dir: PathBuf,
+        /// Why its trace could not be read when it was last summarized.
+        why: String,
+    },
+    /// A report directory left out: the TraceLens run summary beside it
+    /// does not name it (a report an earlier run left there).
+    NotThisRuns {
+        /// The report directory.
+        report: PathBuf,
+        /// The run summary.
+        summary: PathBuf,
+    },
+    /// rocprofv3 runs whose GPUs repeat across nodes are paired node by node.
+    Nodes(crate::Nodes),
+    /// What the pairing left out.
+    Unpaired(crate::Unpaired),
+    /// A trace could not be read (rocprofv3 runs paired by GPU read every
+    /// trace first).
+    Unreadable {
+        /// The trace.
+        trace: PathBuf,
+        /// Why ([`CompareEvents::failure`]).
+        error: String,
+    },
+    /// A paired trace, or report, could not be read.
+    SideUnreadable {
+        /// Its side.
+        role: Role,
+        /// A report directory, not a trace.
+        report: bool,
+        /// Why.
+        error: String,
+    },
+    /// A paired trace was read, and has no GPU activity to compare (its
+    /// view says why).
+    NoGpuActivity {
+        /// Its side.
+        role: Role,
+        /// How it was read.
+        view: Box<TraceView>,
+    },
+    /// A paired trace was read: how (what a reader should be warned of is
+    /// in its view: what salvage left out, bytes that are not JSON, ...).
+    Read {
+        /// How it was read.
+        view: Box<TraceView>,
+    },
+    /// A side's ranks make no collective report, so no collectives are
+    /// matched across them.
+    NoCollectivesMatched {
+        /// The side.
+        role: Role,
+        /// Why.
+        error: crate::CollectiveError,
+    },
+}
+
+/// Where a comparison reports to its caller: its progress and notes (on the
+/// calling thread), and why a trace could not be read (on the thread that
+/// read it).
+pub trait CompareEvents: Sync {
+    /// Reading `traces` starts: every trace of both sides for runs paired
+    /// by GPU (only reading tells a trace's GPU), else the traces paired.
+    fn reading(&self, _traces: &[PathBuf]) {}
+
+    /// Reading trace `i` of those [`CompareEvents::reading`] named started
+    /// or ended.
+    fn progress(&self, _progress: Progress) {}
+
+    /// The reading ended: every trace read, or cancelled.
+    fn read(&self) {}
+
+    /// Something the comparison tells as it goes.
+    fn note(&self, _note: CompareNote) {}
+
+    /// Why a trace could not be read, as a note says it: the error and its
+    /// causes, on one line.
+    fn failure(&self, failed: Failed) -> String {
+        let mut text = failed.to_string();
+        let mut cause = std::error::Error::source(&failed);
+        while let Some(c) = cause {
+            text.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        text
+    }
+
+    /// What a side's summary says of how `view`'s trace was read, if
+    /// anything (repairs, salvage): nothing by default.
+    fn side_notes(&self, _view: &TraceView) -> Vec<String> {
+        vec![]
+    }
+}
+
+/// What a trace or report read as, for [`CompareError::KindsDiffer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A PyTorch (Kineto) trace.
+    Kineto,
+    /// A rocprofv3 trace.
+    Rocprofv3,
+    /// A report of PyTorch tables.
+    KinetoReport,
+    /// A report of rocprofv3 tables.
+    Rocprofv3Report,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Rocprofv3 => "a rocprofv3 JSON trace",
+            Kind::Kineto => "a PyTorch (Kineto) trace",
+            Kind::Rocprofv3Report => "a report of rocprofv3 tables",
+            Kind::KinetoReport => "a report of PyTorch tables",
+        })
+    }
+}
+
+/// Why two runs could not be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// A side given is not there, or cannot be looked at.
+    #[error("cannot read {path}")]
+    Missing {
+        /// The path given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A side given is an Excel workbook, which holds no table a
+    /// comparison reads.
+    #[error("{path} is an Excel workbook: give the report's CSV directory instead, or the trace")]
+    Workbook {
+        /// The workbook.
+        path: PathBuf,
+    },
+    /// A directory given holds nothing to compare.
+    #[error(
+        "{path} holds no PyTorch or rocprofv3 trace (JSON, rocpd database or Perfetto trace), \
+         nor a report, to compare"
+    )]
+    NothingToCompare {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A side holds several profiling cycles, and none was picked.
+    #[error(
+        "{path} holds {of} of torch.profiler's profiling cycles (told apart by the time \
+         tensorboard_trace_handler put in the names of {}): runs are compared one cycle at a time",
+        if *reports { "the traces its reports were made of" } else { "its traces" }
+    )]
+    SeveralCycles {
+        /// The side.
+        path: PathBuf,
+        /// How many.
+        of: usize,
+        /// Its members are reports, named by the traces they were made of.
+        reports: bool,
+    },
+    /// The profiling cycle picked is not one a side holds.
+    #[error(transparent)]
+    Cycle(#[from] crate::CycleError),
+    /// A directory could not be searched.
+    #[error(transparent)]
+    Discover(#[from] trace_discover::Error),
+    /// A report directory's record could not be read.
+    #[error(transparent)]
+    Record(#[from] crate::RecordError),
+    /// The TraceLens run summary beside a directory of reports could not be
+    /// read.
+    #[error(transparent)]
+    RunSummary(#[from] crate::SummaryCsvError),
+    /// The sides' traces do not pair.
+    #[error(transparent)]
+    Pair(#[from] crate::PairError),
+    /// A paired trace (or report) could not be read, or has no GPU
+    /// activity: each said as a [`CompareNote`].
+    #[error("{count} of the traces (or reports) paired could not be compared")]
+    Unreadable {
+        /// How many.
+        count: usize,
+    },
+    /// Two paired traces were read as different kinds, whose tables differ.
+    #[error(
+        "the baseline {} is {baseline_kind} and the new {} is {new_kind}: their tables differ; \
+         compare traces of one kind",
+        baseline.display(),
+        new.display()
+    )]
+    KindsDiffer {
+        /// The baseline's trace or report.
+        baseline: PathBuf,
+        /// What it is.
+        baseline_kind: Kind,
+        /// The new side's.
+        new: PathBuf,
+        /// What it is.
+        new_kind: Kind,
+    },
+    /// Per step was asked for, and these traces' steps are not known.
+    #[error(
+        "the steps of {} are not known (a trace without ProfilerStep# or Optimizer.step# \
+         annotations, or a TraceLens report: it does not record them)",
+        crate::list_paths(traces)
+    )]
+    StepsUnknown {
+        /// The traces (or reports).
+        traces: Vec<PathBuf>,
+    },
+}
+
+/// One rank (or GPU, [`PairedBy`]) of two runs compared rank by rank.
+#[derive(Debug, Clone)]
+pub struct RankDiff {
+    /// Its rank or GPU, as [`Comparison::by`] says.
+    pub key: u32,
+    /// The baseline's trace (or report).
+    pub baseline: PathBuf,
+    /// The new side's.
+    pub new: PathBuf,
+    /// Its gpu_timeline rows side by side (ms).
+    pub timeline: Vec<DiffRow>,
+    /// rocprofv3: its collective kernels' time, side by side (ms,
+    /// [`Diff::collective_kernels`]).
+    pub collective_kernels: Option<DiffRow>,
+}
+
+impl RankDiff {
+    /// Its collective kernels' times, when either side has any.
+    pub fn collectives(&self) -> Option<&DiffRow> {
+        self.collective_kernels.as_ref().filter(|c| timed(c))
+    }
+}
+
+/// Two runs compared ([`compare`]).
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// The baseline and the new side, as their summaries say them.
+    pub sides: [ComparedSide; 2],
+    /// Rank by rank, when two runs were compared; else empty.
+    pub ranks: Vec<RankDiff>,
+    /// What paired the traces of two runs.
+    pub by: PairedBy,
+    /// Rows added up over every pair (one pair: just its rows).
+    pub diff: Diff,
+    /// Ranks of one run only, left out, as said.
+    pub unpaired: Vec<String>,
+    /// Times and counts are per profiler step.
+    pub per_step: bool,
+    /// Two multi-rank runs of traces: their collectives matched across
+    /// ranks, per type, dtype and size, side by side.
+    pub matched: Vec<crate::CollectiveDiff>,
+    /// What each side's search could not look at.
+    pub left_out: [Vec<trace_discover::Problem>; 2],
+}
+
+/// The time compared first ([`Comparison::headline_times`]), in ms (per
+/// step when the comparison is).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Headline {
+    /// The baseline's.
+    pub base: f64,
+    /// The new side's.
+    pub new: f64,
+    /// The slowest rank (busiest GPU) of each run, when runs were compared.
+    pub ranks: Option<(u32, u32)>,
+}
+
+impl Headline {
+    /// New over baseline; `None` over a baseline of 0.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.base != 0.0).then(|| self.new / self.base)
+    }
+}
+
+/// Whether either side of `row` has a time other than 0.
+pub fn timed(row: &DiffRow) -> bool {
+    [row.base, row.new].iter().any(|m| m.is_some_and(|m| m.time != 0.0))
+}
+
+impl Comparison {
+    /// The sides' tables are TraceLens' rocprof ones.
+    pub fn rocprof(&self) -> bool {
+        self.sides[0].format.rocprof_tables()
+    }
+
+    /// The timeline row a headline shows, and its name: GPU time; for
+    /// rocprofv3 GPU busy time (its total is the profiling session).
+    pub fn headline(&self) -> (&'static str, &'static str) {
+        if self.rocprof() { ("busy_time", "GPU busy") } else { ("total_time", "GPU time") }
+    }
+
+    /// The [`Comparison::headline`] row of each side: of the one pair, or
+    /// of each run's slowest rank (in a run that synchronizes, it sets the
+    /// pace; for rocprofv3 runs, the busiest GPU: GPUs that wait for
+    /// another spend it in collective kernels, which count as busy).
+    /// `None` where a side lacks the row.
+    pub fn headline_times(&self) -> Option<Headline> {
+        let (row, _) = self.headline();
+        let time = |rows: &[DiffRow], side: fn(&DiffRow) -> Option<Measure>| {
+            rows.iter().find(|r| r.name == row).and_then(side).map(|m| m.time)
+        };
+        if self.ranks.is_empty() {
+            let rows = &self.diff.timeline;
+            return Some(Headline {
+                base: time(rows, |r| r.base)?,
+                new: time(rows, |r| r.new)?,
+                ranks: None,
+            });
+        }
+        let slowest = |side: fn(&DiffRow) -> Option<Measure>| {
+            self.ranks
+                .iter()
+                .filter_map(|r| Some((r.key, time(&r.timeline, side)?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+        };
+        let ((br, base), (nr, new)) = (slowest(|r| r.base)?, slowest(|r| r.new)?);
+        Some(Headline { base, new, ranks: Some((br, nr)) })
+    }
+
+    /// Whether the headline grew by more than `limit` percent (a negative
+    /// limit asks for a gain of at least as much); `None` where the
+    /// baseline has no headline time, or one of 0.
+    pub fn regression(&self, limit: f64) -> Option<Regression> {
+        let h = self.headline_times()?;
+        let change = (h.base != 0.0).then(|| (h.new / h.base - 1.0) * 100.0)?;
+        Some(Regression { limit_percent: limit, change_percent: change, exceeded: change > limit })
+    }
+
+    /// The shapes that lost more than `limit` % of their TFLOPS/s, the most
+    /// first: GEMM shapes, and with `ops` attention and convolution shapes.
+    pub fn shape_regressions(&self, limit: f64, ops: bool) -> Vec<ShapeRegression> {
+        let d = &self.diff;
+        let shapes = if ops { &d.shapes[..] } else { &[] };
+        let mut out: Vec<ShapeRegression> = d
+            .gemms
+            .iter()
+            .chain(shapes)
+            .filter_map(|g| {
+                let change = g.change_pct()?;
+                (-change > limit).then(|| ShapeRegression {
+                    shape: g.row.name.clone(),
+                    baseline_tflops: g.tflops(g.row.base).unwrap_or(0.0),
+                    new_tflops: g.tflops(g.row.new).unwrap_or(0.0),
+                    change_pct: change,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.change_pct.total_cmp(&b.change_pct));
+        out
+    }
+
+    /// As a document (`--json`), with the CSVs written and the page, and
+    /// what the gates found: the headline's, and the GEMM and the shape
+    /// gates' shapes.
+    pub fn document(
+        &self,
+        csvs: &[PathBuf],
+        html: Option<&Path>,
+        regression: Option<Regression>,
+        [gemm_regressions, shape_regressions]: [Vec<ShapeRegression>; 2],
+    ) -> RunComparison {
+        let d = &self.diff;
+        let ranks = self.ranks.iter().map(|r| ComparedRank {
+            baseline: r.baseline.clone(),
+            new: r.new.clone(),
+            timeline: ComparedRow::all(&r.timeline),
+            collective_kernels: r.collective_kernels.as_ref().map(ComparedRow::of),
+            ..ComparedRank::keyed(self.by, r.key)
+        });
+        RunComparison {
+            baseline: self.sides[0].clone(),
+            new: self.sides[1].clone(),
+            rocprof: self.rocprof(),
+            per_step: self.per_step,
+            timeline: ComparedRow::all(&d.timeline),
+            ranks: ranks.collect(),
+            paired_by: self.by.word().to_ascii_lowercase(),
+            unpaired: self.unpaired.clone(),
+            kernels: ComparedRow::all(&d.kernels),
+            ops: ComparedRow::all(&d.ops),
+            op_categories: ComparedRow::all(&d.op_categories),
+            kernel_categories: ComparedRow::all(&d.kernel_categories),
+            collectives: ComparedRow::all(&d.collectives),
+            collectives_matched: self.matched.clone(),
+            collective_kernels: d.collective_kernels.as_ref().map(ComparedRow::of),
+            gemms: ComparedShape::all(&d.gemms),
+            gemm_regressions,
+            shape_regressions,
+            op_shapes: ComparedShape::all(&d.shapes),
+            csvs: csvs.to_vec(),
+            html: html.map(Path::to_path_buf),
+            regression,
+            left_out: SidesLeftOut {
+                baseline: self.left_out[0].clone(),
+                new: self.left_out[1].clone(),
+            },
+            version: crate::SUMMARY_VERSION,
+        }
+    }
+
+    /// Every table as CSV, by file name: `gpu_timeline_diff.csv` (per rank,
+    /// with a `rank` column, when runs were compared), `kernel_diff.csv`,
+    /// `ops_diff.csv`, `op_category_diff.csv`, `kernel_category_diff.csv`,
+    /// `collective_diff.csv` (added up over the ranks), `gemm_diff.csv`,
+    /// `shape_diff.csv`, and for rocprofv3 traces with collective kernels
+    /// `collective_kernels_diff.csv` (per GPU as the timeline); tables
+    /// without rows are empty.
+    pub fn tables(&self) -> [(&'static str, Table); 9] {
+        let d = &self.diff;
+        let timeline = self.per_rank(d.timeline_table(), &|r| {
+            Diff { timeline: r.timeline.clone(), ..Default::default() }.timeline_table()
+        });
+        // rocprofv3 runs with collective kernels: their time, GPU by GPU.
+        let comm = match d.collective_kernels.as_ref().is_some_and(timed) {
+            true => self.per_rank(d.collective_kernels_table(), &|r| {
+                Diff { collective_kernels: r.collective_kernels.clone(), ..Default::default() }
+                    .collective_kernels_table()
+            }),
+            false => Table::new(&[], vec![]),
+        };
+        [
+            ("gpu_timeline_diff.csv", timeline),
+            ("kernel_diff.csv", d.kernels_table()),
+            ("ops_diff.csv", d.ops_table()),
+            ("op_category_diff.csv", d.op_categories_table()),
+            ("kernel_category_diff.csv", d.kernel_categories_table()),
+            ("collective_diff.csv", d.collectives_table()),
+            ("gemm_diff.csv", d.gemms_table()),
+            ("shape_diff.csv", d.shapes_table()),
+            ("collective_kernels_diff.csv", comm),
+        ]
+    }
+
+    /// Of two runs, a table per rank (or GPU), one after the other, with a
+    /// first column saying whose rows they are; of one pair, `whole`.
+    fn per_rank(&self, whole: Table, of: &dyn Fn(&RankDiff) -> Table) -> Table {
+        if self.ranks.is_empty() {
+            return whole;
+        }
+        let mut table = Table::new(&[], vec![]);
+        for r in &self.ranks {
+            let key = match self.by {
+                PairedBy::NodeGpu => trace_summary::Cell::Str(self.by.value(r.key)),
+                _ => trace_summary::Cell::Int(i64::from(r.key)),
+            };
+            let mut t = of(r);
+            for row in &mut t.rows {
+                row.insert(0, key.clone());
+            }
+            table.rows.extend(t.rows);
+        }
+        table.header =
+            std::iter::once(self.by.column().to_ascii_lowercase()).chain(whole.header).collect();
+        table
+    }
+
+    /// Write [`Comparison::tables`] with rows to `dir` as one set; the
+    /// files of those without rows, from an earlier comparison into `dir`,
+    /// are removed. Returns the files written.
+    pub fn write_csvs(&self, dir: &Path) -> Result<Vec<PathBuf>, crate::SetError> {
+        let tables = self.tables();
+        let ours: Vec<&str> = tables.iter().map(|(name, _)| *name).collect();
+        let files: Vec<(String, Vec<u8>)> = tables
+            .iter()
+            .filter(|(_, table)| !table.rows.is_empty())
+            .map(|(name, table)| (name.to_string(), table.to_csv().into_bytes()))
+            .collect();
+        crate::write_set(dir, &ours, &files)?;
+        Ok(files.iter().map(|(name, _)| dir.join(name)).collect())
+    }
+}
+
+/// What `baseline` and `new` stand for: a trace; a directory's traces
+/// (searched as a run's are); a report directory (its CSVs, read back),
+/// which stands for one trace; a directory of reports (a run's, compared
+/// rank by rank as its traces would be; of a TraceLens run's, those its
+/// summary names). A side of several profiling cycles keeps the one
+/// `cycles` picks for it, and without a pick is refused
+/// ([`CompareError::SeveralCycles`]).
+pub fn compare_sides(
+    baseline: &Path,
+    new: &Path,
+    cycles: [Option<CyclePick>; 2],
+    events: &impl CompareEvents,
+) -> Result<Sides, CompareError> {
+    let paths = [baseline, new];
+    // A side that is not there is named before either is looked into.
+    for path in paths {
+        if let Err(source) = std::fs::metadata(path) {
+            return Err(CompareError::Missing { path: path.to_path_buf(), source });
+        }
+    }
+    let mut found = Finder { records: HashMap::new(), made_of: HashMap::new(), events };
+    let mut sides = Vec::with_capacity(2);
+    for path in paths {
+        let mut left_out = Vec::new();
+        let members = found.traces_of(path, &mut left_out)?;
+        sides.push(Side { path: path.to_path_buf(), members, cycle: None, left_out });
+    }
+    for (side, pick) in sides.iter_mut().zip(cycles) {
+        side.cycle = found.one_cycle(side, pick)?;
+    }
+    let sides: [Side; 2] = sides.try_into().expect("two sides");
+    Ok(Sides { sides, records: found.records })
+}
+
+/// What [`compare_sides`] reads as it looks: the report directories'
+/// records, and the traces TraceLens' reports were made of.
+struct Finder<'a, E> {
+    records: HashMap<PathBuf, Record>,
+    made_of: HashMap<PathBuf, PathBuf>,
+    events: &'a E,
+}
+
+impl<E: CompareEvents> Finder<'_, E> {
+    /// The report in `dir` as a side's member, with its rank (its record's,
+    /// else `rank`), GPU, kind and the trace it was made of (whose
+    /// directory is its node's), from its record where it has one.
+    fn report(&mut self, dir: &Path, rank: Option<u32>) -> Result<Member, CompareError> {
+        let mut member = Member { report: true, ..Member::trace(dir, rank) };
+        let Some(recorded) = Record::read(dir)? else { return Ok(member) };
+        if let Some(why) = &recorded.stale {
+            let why = why.clone();
+            self.events.note(CompareNote::StaleReport { dir: dir.to_path_buf(), why });
+        }
+        let view = &recorded.view;
+        member.rank = view.rank.or(rank);
+        member.gpu = view.gpu_index;
+        member.rocprof = view.format.is_some_and(Format::rocprof_tables);
+        member.made_of = (!view.trace.as_os_str().is_empty()).then(|| view.trace.clone());
+        self.records.insert(dir.to_path_buf(), recorded);
+        Ok(member)
+    }
+
+    /// The traces `path` stands for ([`compare_sides`]). What the search of
+    /// a directory could not look at is added to `left_out`.
+    fn traces_of(
+        &mut self,
+        path: &Path,
+        left_out: &mut Vec<trace_discover::Problem>,
+    ) -> Result<Vec<Member>, CompareError> {
+        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("xlsx")) {
+            return Err(CompareError::Workbook { path: path.to_path_buf() });
+        }
+        if Tables::is_report_dir(path) {
+            return Ok(vec![self.report(path, None)?]);
+        }
+        if !path.is_dir() {
+            let rank = trace_discover::find_rank(path).ok().flatten().map(|r| r.rank);
+            return Ok(vec![Member::trace(path, rank)]);
+        }
+        let tell = |note| self.events.note(CompareNote::Search(note));
+        let traces = crate::inputs::searched(path, &[], left_out, &tell)?;
+        if !traces.is_empty() {
+            return Ok(traces
+                .into_iter()
+                .map(|t| Member {
+                    rocprof: t.kind != trace_discover::TraceKind::Pytorch,
+                    ..Member::trace(t.path, t.rank.map(|r| r.rank))
+                })
+                .collect());
+        }
+        // A directory of reports (a run summary's, TraceLens'): each is one
+        // side's member; name them.
+        let mut reports: Vec<PathBuf> = std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| Tables::is_report_dir(p))
+            .collect();
+        reports.sort();
+        let made_of: HashMap<PathBuf, PathBuf> =
+            self.this_runs(path, &mut reports)?.into_iter().collect();
+        if reports.is_empty() {
+            return Err(CompareError::NothingToCompare { path: path.to_path_buf() });
+        }
+        // Several reports: a run's, compared rank by rank as its traces
+        // would be (ranks as the run summary recorded them, else from the
+        // directory names: TraceLens' `rank3_trace_csv`, else from the
+        // trace the TraceLens run summary names, where it still is).
+        let named = |p: &Path| {
+            trace_discover::rank_from_file_name(p.file_name()?.as_encoded_bytes()).or_else(|| {
+                let trace = made_of.get(p)?;
+                Some(trace_discover::find_rank(trace).ok()??.rank)
+            })
+        };
+        let members = reports.iter().map(|r| self.report(r, named(r))).collect();
+        self.made_of.extend(made_of);
+        members
+    }
+
+    /// Keep of `reports`, the report directories in `dir`, those of the
+    /// run its `tracelens_summary.csv` describes, where it has one
+    /// ([`crate::this_runs_reports`]); each left out is told. Returns the
+    /// trace each report kept was made of, as the summary names it.
+    fn this_runs(
+        &self,
+        dir: &Path,
+        reports: &mut Vec<PathBuf>,
+    ) -> Result<Vec<(PathBuf, PathBuf)>, CompareError> {
+        let Some(run) = crate::this_runs_reports(dir, reports)? else { return Ok(vec![]) };
+        for report in &run.left_out {
+            let (report, summary) = (report.clone(), run.summary.clone());
+            self.events.note(CompareNote::NotThisRuns { report, summary });
+        }
+        reports.retain(|r| !run.left_out.contains(r));
+        Ok(run.kept)
+    }
+
+    /// With `pick`, keep of `side`'s members the traces of the profiling
+    /// cycle picked ([`crate::keep_cycle`]); which it is, of how many. A
+    /// side with a trace per rank (or one trace) is one cycle. Without a
+    /// pick, a side of several cycles is refused.
+    fn one_cycle(
+        &self,
+        side: &mut Side,
+        pick: Option<CyclePick>,
+    ) -> Result<Option<Cycle>, CompareError> {
+        // PyTorch traces, by their names; a report by the name of the trace
+        // it was made of, as its record says (or TraceLens' run summary).
+        // rocprofv3 traces have no cycles.
+        let named = |m: &Member| match m.report {
+            true => m.made_of.clone().or_else(|| self.made_of.get(&m.path).cloned()),
+            false => Some(m.path.clone()),
+        };
+        let members = &mut side.members;
+        let entries: Vec<Option<(PathBuf, Option<u32>)>> =
+            members.iter().map(|m| Some((named(m).filter(|_| !m.rocprof)?, m.rank))).collect();
+        let Some(pick) = pick else {
+            let Ok((_, picked)) = crate::keep_cycle(&entries, CyclePick::Last) else {
+                return Ok(None);
+            };
+            let Some(several) = picked.first() else { return Ok(None) };
+            return Err(CompareError::SeveralCycles {
+                path: side.path.clone(),
+                of: several.cycle.of,
+                reports: members.iter().all(|m| m.report),
+            });
+        };
+        let (keep, picked) = crate::keep_cycle(&entries, pick)?;
+        let Some(first) = picked.first() else { return Ok(None) };
+        let mut keep = keep.into_iter();
+        members.retain(|_| keep.next().unwrap_or(true));
+        Ok(Some(first.cycle))
+    }
+}
+
+/// A trace read: how (its view, without its top rows), and its tables; or
+/// why it could not be.
+type Read = Result<(TraceView, Tables), String>;
+
+/// Compare the two sides of `config`: pair their traces (rank by rank; GPU
+/// by GPU for rocprofv3 runs, whose traces are all read first to tell
+/// their GPUs; node by node where GPUs repeat), read those paired (`jobs`
+/// at a time) or their reports back, and set their tables side by side:
+/// added up over the pairs, per rank, per step if asked. `None` when the
+/// reading was cancelled.
+pub fn compare(
+    config: &CompareConfig,
+    events: &impl CompareEvents,
+) -> Result<Option<Comparison>, CompareError> {
+    let Sides { sides, records } = &config.sides;
+    let paths = [sides[0].path.as_path(), sides[1].path.as_path()];
+    let mut found = [sides[0].members.clone(), sides[1].members.clone()];
+    let mut by = crate::paired_by([&found[0], &found[1]]);
+    // rocprofv3 runs pair by the GPU each trace ran its kernels on, which
+    // only reading them tells: every trace is read first (once).
+    let mut read_first: HashMap<PathBuf, Read> = HashMap::new();
+    if by == PairedBy::Gpu {
+        let Some(read) = read_for_gpus(config, &mut found, events)? else { return Ok(None) };
+        read_first = read;
+        if let Some(nodes) = crate::by_node(&mut found) {
+            by = PairedBy::NodeGpu;
+            events.note(CompareNote::Nodes(nodes));
+        }
+    }
+    let pairing = crate::pair(paths, [&found[0], &found[1]], by)?;
+    let pairs = pairing.pairs;
+    let unpaired: Vec<String> = pairing.unpaired.iter().map(ToString::to_string).collect();
+    for left in pairing.unpaired {
+        events.note(CompareNote::Unpaired(left));
+    }
+    // Only the traces paired are read: baselines first, then the new ones.
+    let paired: Vec<&Member> = (pairs.iter().map(|p| &found[0][p.1]))
+        .chain(pairs.iter().map(|p| &found[1][p.2]))
+        .collect();
+    let traces: Vec<&Member> = paired.iter().copied().filter(|m| !m.report).collect();
+    let results = match by == PairedBy::Gpu || by == PairedBy::NodeGpu {
+        true => traces
+            .iter()
+            .map(|m| read_first.get(&m.path).cloned().expect("every trace was read first"))
+            .collect(),
+        false => match read_traces(config, &traces, events) {
+            Some(results) => results,
+            None => return Ok(None),
+        },
+    };
+    let n = pairs.len();
+    let (views, tables) = read_sides(&paired, results, n, records, events)?;
+    let reports: Vec<bool> = paired.iter().map(|m| m.report).collect();
+    let (base, new) = tables.split_at(n);
+    for (i, (b, nw)) in base.iter().zip(new).enumerate() {
+        if b.rocprof != nw.rocprof {
+            let kind = |k: usize, t: &Tables| match (reports[k], t.rocprof) {
+                (false, true) => Kind::Rocprofv3,
+                (false, false) => Kind::Kineto,
+                (true, true) => Kind::Rocprofv3Report,
+                (true, false) => Kind::KinetoReport,
+            };
+            return Err(CompareError::KindsDiffer {
+                baseline: paired[i].path.clone(),
+                baseline_kind: kind(i, b),
+                new: paired[n + i].path.clone(),
+                new_kind: kind(n + i, nw),
+            });
+        }
+    }
+    let pairs_of: Vec<(&Tables, &Tables)> = base.iter().zip(new).collect();
+    let totals = Diff::summed(&pairs_of);
+    let between = |pair: &[(&Tables, &Tables)]| match config.per_step {
+        true => Diff::per_step(pair),
+        false => Some(Diff::summed(pair)),
+    };
+    let Some(diff) = between(&pairs_of) else {
+        let traces = paired
+            .iter()
+            .zip(&tables)
+            .filter(|(_, t)| t.steps.is_none())
+            .map(|(m, _)| m.path.clone())
+            .collect();
+        return Err(CompareError::StepsUnknown { traces });
+    };
+    let ranks: Vec<RankDiff> = match n {
+        1 => vec![],
+        _ => pairs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let d = between(&pairs_of[i..=i]).unwrap_or_default();
+                RankDiff {
+                    key: p.0.unwrap_or_default(),
+                    baseline: paired[i].path.clone(),
+                    new: paired[n + i].path.clone(),
+                    timeline: d.timeline,
+                    collective_kernels: d.collective_kernels,
+                }
+            })
+            .collect(),
+    };
+    let side = |k: usize, role: Role, measure: fn(&DiffRow) -> Option<Measure>| {
+        let at = k * n..(k + 1) * n;
+        let launches = launches(&totals.kernels, measure);
+        let of = Of { role, side: &sides[k], n };
+        side_of(of, &views[at.clone()], &tables[at.clone()], &reports[at], launches, events)
+    };
+    let sides_compared = [side(0, Role::Baseline, |r| r.base), side(1, Role::New, |r| r.new)];
+    let keys: Vec<u32> = pairs.iter().map(|p| p.0.unwrap_or_default()).collect();
+    let matched = match config.per_step {
+        // Per step, the report's totals would not be.
+        true => vec![],
+        false => matched_collectives(&views, &keys, &reports, by, events),
+    };
+    Ok(Some(Comparison {
+        sides: sides_compared,
+        ranks,
+        by,
+        diff,
+        unpaired,
+        per_step: config.per_step,
+        matched,
+        left_out: [sides[0].left_out.clone(), sides[1].left_out.clone()],
+    }))
+}
+
+/// `traces` read as a run's are (no roofline: a comparison compares
+/// rates), each to its view and tables; `None` if cancelled.
+fn read_traces(
+    config: &CompareConfig,
+    traces: &[&Member],
+    events: &impl CompareEvents,
+) -> Option<Vec<Read>> {
+    let paths: Vec<PathBuf> = traces.iter().map(|m| m.path.clone()).collect();
+    let options = config.options.clone().with_gpu_arch(trace_summary::ArchChoice::None);
+    let read = |i: usize, result: Result<trace_summary::Summary, Failed>| match result {
+        Ok(summary) => {
+            let mut view = TraceView::new(paths[i].clone(), traces[i].rank);
+            view.read(&summary);
+            Ok((view, Tables::from(&summary)))
+        }
+        Err(failed) => Err(events.failure(failed)),
+    };
+    events.reading(&paths);
+    let results = trace_summary::summarize_files_into(
+        &paths,
+        config.jobs,
+        &options,
+        &mut |p| events.progress(p),
+        &read,
+    );
+    events.read();
+    results
+}
+
+/// rocprofv3 runs pair by the GPU each trace ran its kernels on, which
+/// only reading them tells: every trace of both sides read (once), each
+/// member given its GPU. `None` when the reading was cancelled;
+/// [`CompareError::Unreadable`] when a trace could not be read (each told).
+fn read_for_gpus(
+    config: &CompareConfig,
+    found: &mut [Vec<Member>; 2],
+    events: &impl CompareEvents,
+) -> Result<Option<HashMap<PathBuf, Read>>, CompareError> {
+    let mut seen = std::collections::HashSet::new();
+    let traces: Vec<&Member> =
+        found.iter().flatten().filter(|m| !m.report && seen.insert(m.path.clone())).collect();
+    let Some(results) = read_traces(config, &traces, events) else { return Ok(None) };
+    let mut read_first = HashMap::new();
+    let mut failed = 0;
+    for (member, result) in traces.iter().zip(results) {
+        if let Err(error) = &result {
+            let (trace, error) = (member.path.clone(), error.clone());
+            events.note(CompareNote::Unreadable { trace, error });
+            failed += 1;
+        }
+        read_first.insert(member.path.clone(), result);
+    }
+    if failed > 0 {
+        return Err(CompareError::Unreadable { count: failed });
+    }
+    for member in found.iter_mut().flatten() {
+        if let Some(Ok((view, _))) = read_first.get(&member.path) {
+            member.gpu = view.gpu_index;
+        }
+    }
+    Ok(Some(read_first))
+}
+
+/// Each paired member's view and tables, baselines first (`n` of them): a
+/// report directory read back (its record's GPUs and steps with it), a
+/// trace from its `results` (in order). [`CompareError::Unreadable`], each
+/// failure told, when one could not be read or has no GPU activity.
+fn read_sides(
+    paired: &[&Member],
+    results: Vec<Read>,
+    n: usize,
+    records: &HashMap<PathBuf, Record>,
+    events: &impl CompareEvents,
+) -> Result<(Vec<TraceView>, Vec<Tables>), CompareError> {
+    let mut results = results.into_iter();
+    let role = |i: usize| if i < n { Role::Baseline } else { Role::New };
+    let mut failed = 0;
+    let mut views = Vec::new();
+    let mut tables = Vec::new();
+    for (i, member) in paired.iter().enumerate() {
+        let mut view = TraceView::new(member.path.clone(), member.rank);
+        if member.report {
+            // (A directory given as both sides is looked up twice.)
+            let recorded = records.get(&member.path).map(|r| &r.view);
+            if let Some(recorded) = recorded {
+                view.gpus.clone_from(&recorded.gpus);
+                view.gpu_index = recorded.gpu_index;
+            }
+            match Tables::read_dir(&member.path) {
+                Ok(mut read) => {
+                    // The steps its CSVs cover, which its record keeps.
+                    read.steps = recorded.and_then(|r| r.steps);
+                    view.format =
+                        Some(if read.rocprof { Format::Rocprofv3 } else { Format::Kineto });
+                    tables.push(read);
+                }
+                Err(err) => {
+                    let error = chain(&err);
+                    events.note(CompareNote::SideUnreadable { role: role(i), report: true, error });
+                    failed += 1;
+                }
+            }
+            views.push(view);
+            continue;
+        }
+        match results.next().expect("a result per trace") {
+            Ok((read, table)) => {
+                view = read;
+                if table.gpu_timeline.is_none() {
+                    let view = Box::new(view.clone());
+                    events.note(CompareNote::NoGpuActivity { role: role(i), view });
+                    failed += 1;
+                }
+                events.note(CompareNote::Read { view: Box::new(view.clone()) });
+                tables.push(table);
+            }
+            Err(error) => {
+                events.note(CompareNote::SideUnreadable { role: role(i), report: false, error });
+                failed += 1;
+            }
+        }
+        views.push(view);
+    }
+    match failed {
+        0 => Ok((views, tables)),
+        count => Err(CompareError::Unreadable { count }),
+    }
+}
+
+/// The error and its causes on one line.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}
+
+/// Kernel launches in all, from the kernel rows (of a diff not per step).
+fn launches(rows: &[DiffRow], side: fn(&DiffRow) -> Option<Measure>) -> Option<u64> {
+    (!rows.is_empty()).then(|| rows.iter().filter_map(|r| side(r)?.count).sum::<f64>() as u64)
+}
+
+/// What names a side: its role, what it stands for, the pairs.
+struct Of<'a> {
+    role: Role,
+    side: &'a Side,
+    n: usize,
+}
+
+/// A side of `of.n` pairs: its traces' views, tables and whether each is a
+/// report read back; its notes ([`CompareEvents::side_notes`]), each said
+/// once (a note every trace shares without a trace's name).
+fn side_of(
+    of: Of<'_>,
+    mine: &[TraceView],
+    tables: &[Tables],
+    reports: &[bool],
+    kernel_launches: Option<u64>,
+    events: &impl CompareEvents,
+) -> ComparedSide {
+    let said_all: Vec<Vec<String>> = mine.iter().map(|v| events.side_notes(v)).collect();
+    let mut notes: Vec<String> = Vec::new();
+    for (v, said) in mine.iter().zip(&said_all) {
+        for note in said {
+            let all = said_all.iter().all(|s| s.contains(note));
+            let note = if all || of.n == 1 {
+                note.clone()
+            } else {
+                format!("{}: {note}", v.trace.display())
+            };
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+    let steps: Vec<Option<usize>> = tables.iter().map(|t| t.steps).collect();
+    ComparedSide {
+        role: of.role.word().into(),
+        path: of.side.path.clone(),
+        traces: mine.iter().map(|v| v.trace.clone()).collect(),
+        cycle: of.side.cycle,
+        report: reports.iter().any(|r| *r),
+        format: if tables[0].rocprof { Format::Rocprofv3 } else { Format::Kineto },
+        kernel_launches,
+        steps: steps.iter().all(|s| *s == steps[0]).then_some(steps[0]).flatten(),
+        gpus: mine.iter().flat_map(|v| &v.gpus).fold(Vec::new(), |mut all, gpu| {
+            if !all.contains(gpu) {
+                all.push(gpu.clone());
+            }
+            all
+        }),
+        notes,
+    }
+}
+
+/// Each side's collective report, when two runs of traces (not reports)
+/// were compared rank by rank and both have collective kernels; what stops
+/// one is told.
+fn matched_collectives(
+    views: &[TraceView],
+    keys: &[u32],
+    reports: &[bool],
+    by: PairedBy,
+    events: &impl CompareEvents,
+) -> Vec<crate::CollectiveDiff> {
+    let n = keys.len();
+    if n < 2 || by != PairedBy::Rank || reports.iter().any(|r| *r) {
+        return vec![];
+    }
+    let report = |side: &[TraceView], role: Role| {
+        let kernels: Vec<crate::RankKernels<'_>> = side
+            .iter()
+            .zip(keys)
+            .map(|(v, rank)| crate::RankKernels { rank: *rank, kernels: &v.collective_events })
+            .collect();
+        match crate::collective_report(&kernels, side[0].gpu_devices.filter(|g| *g > 0)) {
+            Ok(r) => Some(r),
+            Err(crate::CollectiveError::NoCollectives) => None,
+            Err(error) => {
+                events.note(CompareNote::NoCollectivesMatched { role, error });
+                None
+            }
+        }
+    };
+    match (report(&views[..n], Role::Baseline), report(&views[n..], Role::New)) {
+        (Some(b), Some(nw)) => crate::compare_collectives(&b, &nw),
+        _ => vec![],
+    }
+}
