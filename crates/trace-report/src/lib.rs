@@ -27,6 +27,9 @@
 //!   ranks, as TraceLens' multi-rank collective report does: its latency
 //!   once the last rank arrived, the skew of the arrivals, the straggler;
 //!   [`compare_collectives`] sets two runs' reports side by side.
+//! - [`compare_sides`] says what each side of a comparison stands for, and
+//!   [`compare`] compares two runs: their traces paired, read and set side
+//!   by side, in all and per rank ([`Comparison`]).
 //! - [`report_stem`] and [`Stems`] name a trace's report in an output
 //!   directory, as the original madengine did, unique and short enough.
 //!
@@ -51,6 +54,7 @@
 mod across;
 mod collective;
 mod compare;
+mod comparison;
 mod cycles;
 mod document;
 mod inputs;
@@ -58,6 +62,7 @@ mod pairing;
 mod run;
 mod runs;
 mod sets;
+mod sides;
 mod tracelens_run;
 mod view;
 
@@ -70,10 +75,8 @@ pub use crate::{
         CollectiveDiff, CollectiveError, CollectiveReport, CollectiveSide, RankKernels,
         coll_analysis, collective_report, compare_collectives,
     },
-    compare::{
-        CompareConfig, CompareError, CompareEvents, CompareNote, Comparison, Headline, Kind,
-        RankDiff, Role, Side, Sides, compare, compare_sides, timed,
-    },
+    compare::{CompareConfig, CompareError, CompareEvents, CompareNote, Kind, Role, compare},
+    comparison::{Comparison, Headline, RankDiff, timed},
     cycles::{
         Cycle, CycleError, CyclePick, NoCycles, Picked, cycles_of, keep_cycle, pick_cycle,
         profiling_cycles,
@@ -96,6 +99,7 @@ pub use crate::{
         COLLECTIVE_FILES, Retired, SetError, Staged, TRACE_FILES, ThisRun, Why, keep_stale,
         own_stem, retire, retire_stale, write_set,
     },
+    sides::{Side, Sides, compare_sides},
     tracelens_run::{
         JobStatus, RunReports, SummaryCsvError, SummaryRow, TRACELENS_SUMMARY_COLUMNS,
         TRACELENS_SUMMARY_CSV, TRACELENS_SUMMARY_JSON, read_tracelens_summary, this_runs_reports,

@@ -82,3 +82,62 @@ fn report_summary_is_the_library_s_summary_of_a_multi_rank_run() {
     };
     same_as_the_cli(&[public.join("kineto-multirank/param-dlrm-8rank")]);
 }
+
+/// Nothing said, no notes of how a trace was read (the CLI's texts).
+struct Quiet;
+
+impl trace_report::CompareEvents for Quiet {}
+
+/// The library's comparison of `baseline` and `new`, as JSON.
+fn library_compared(baseline: &Path, new: &Path) -> serde_json::Value {
+    let sides = trace_report::compare_sides(baseline, new, [None, None], &Quiet).unwrap();
+    let config = trace_report::CompareConfig { jobs: 2, ..trace_report::CompareConfig::new(sides) };
+    let compared = trace_report::compare(&config, &Quiet).unwrap().unwrap();
+    serde_json::to_value(compared.document(&[], None, None, [vec![], vec![]])).unwrap()
+}
+
+/// `report diff --json`'s, run in `cwd`.
+fn cli_compared(cwd: &Path, baseline: &Path, new: &Path) -> serde_json::Value {
+    let (baseline, new) = (baseline.display().to_string(), new.display().to_string());
+    let args = ["report", "diff", &baseline, &new, "--json"];
+    let (code, stdout, stderr) = crate::madengine(cwd, &args);
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+fn compares_as_the_cli(baseline: &Path, new: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = cli_compared(dir.path(), baseline, new);
+    let found = library_compared(baseline, new);
+    assert_eq!(found, expected);
+    let timeline = expected["timeline"].as_array();
+    assert!(timeline.is_some_and(|rows| !rows.is_empty()), "{expected}");
+}
+
+#[test]
+fn report_diff_is_the_library_s_comparison_of_two_traces() {
+    let h200 = std::path::absolute(crate::synthetic().join("../gpu/nvidia-h200")).unwrap();
+    compares_as_the_cli(&h200.join("ddp_rank0.pt.trace.json"), &h200.join("single.pt.trace.json"));
+}
+
+#[test]
+fn report_diff_is_the_library_s_comparison_of_two_runs_and_of_their_reports() {
+    let Some(public) = test_support::public::public_fixtures() else {
+        test_support::skip::missing(
+            "the public traces (../shared/fixtures/public)",
+            "check out the shared fixtures beside the repository",
+        );
+        return;
+    };
+    let run = public.join("kineto-multirank/param-dlrm-8rank");
+    // The run with itself, rank by rank, and its collectives matched.
+    compares_as_the_cli(&run, &run);
+    // Its reports, as the library's summary wrote them, with its traces.
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    library(std::slice::from_ref(&run), &reports);
+    compares_as_the_cli(&reports, &run);
+    let compared = library_compared(&reports, &run);
+    assert_eq!(compared["baseline"]["report"], true);
+    assert_eq!(compared["ranks"].as_array().map(Vec::len), Some(8));
+}

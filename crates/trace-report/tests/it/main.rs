@@ -1,5 +1,6 @@
 //! trace-report against what the real TraceLens wrote.
 
 mod collective;
+mod compare;
 mod document;
 mod run;
