@@ -170,7 +170,8 @@ fn check_all(node: &Node, dir: &Path, cap: usize, scratch: &Path) -> Result<Vec<
             let t = trim::trim(&text, cap).map_err(|e| format!("{}: {e}", raw.display()))?;
             let staged = scratch.join(name);
             fs::write(&staged, &t.text).map_err(|e| format!("{}: {e}", staged.display()))?;
-            let s = trace_summary::summarize_file(&staged).map_err(|e| format!("{name}: {e}"))?;
+            let s = trace_summary::summarize_file(&staged)
+                .map_err(|e| format!("{name}: {}", trace_summary::one_line(&e)))?;
             let outcome = serde_json::to_value(s.outcome)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))

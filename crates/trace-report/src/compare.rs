@@ -151,13 +151,7 @@ pub trait CompareEvents: Sync {
     /// Why a trace could not be read, as a note says it: the error and its
     /// causes, on one line.
     fn failure(&self, failed: Failed) -> String {
-        let mut text = failed.to_string();
-        let mut cause = std::error::Error::source(&failed);
-        while let Some(c) = cause {
-            text.push_str(&format!(": {c}"));
-            cause = c.source();
-        }
-        text
+        trace_summary::one_line(&failed)
     }
 
     /// What a side's summary says of how `view`'s trace was read, if
@@ -509,7 +503,7 @@ fn read_sides(
                     tables.push(read);
                 }
                 Err(err) => {
-                    let error = chain(&err);
+                    let error = trace_summary::one_line(&err);
                     events.note(CompareNote::SideUnreadable { role: role(i), report: true, error });
                     failed += 1;
                 }
@@ -539,17 +533,6 @@ fn read_sides(
         0 => Ok((views, tables)),
         count => Err(CompareError::Unreadable { count }),
     }
-}
-
-/// The error and its causes on one line.
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(c) = cause {
-        text.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    text
 }
 
 /// Kernel launches in all, from the kernel rows (of a diff not per step).

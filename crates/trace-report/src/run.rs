@@ -140,13 +140,7 @@ pub trait RunEvents: Sync {
     /// Why a trace could not be read, as its view says it
     /// ([`TraceView::error`]).
     fn failure(&self, failed: Failed) -> String {
-        let mut text = failed.to_string();
-        let mut cause = std::error::Error::source(&failed);
-        while let Some(c) = cause {
-            text.push_str(&format!(": {c}"));
-            cause = c.source();
-        }
-        text
+        trace_summary::one_line(&failed)
     }
 
     /// What else to make of trace `i`, read, with a report in `dir` (its

@@ -189,23 +189,25 @@ pub enum Error {
     },
     /// The trace is not a Chrome trace JSON, or a rocprofv3 one, that this
     /// crate can read (after sanitizing): valid JSON missing a field, say.
-    #[error("{path} is not a readable {}: {detail}", called(*format))]
+    #[error("{path} is not a readable {}", called(*format))]
     Parse {
         /// The trace.
         path: PathBuf,
         /// What it was read as, when that was known.
         format: Option<crate::Format>,
-        /// The parser's message, with line and column.
-        detail: String,
+        /// Why: the parser's error, with line and column.
+        #[source]
+        source: ParseError,
     },
     /// A SQLite file that could not be read as rocprofv3's rocpd output
-    /// (`<pid>_results.db`): SQLite's own message, or what it lacks.
-    #[error("{path} is not a readable rocpd database: {detail}")]
+    /// (`<pid>_results.db`): SQLite's own error, or what it lacks.
+    #[error("{path} is not a readable rocpd database")]
     Database {
         /// The database file.
         path: PathBuf,
-        /// What SQLite said, or what the database lacks.
-        detail: String,
+        /// Why.
+        #[source]
+        source: DatabaseError,
     },
     /// An output file could not be written (its directory missing or
     /// read-only, the disk full): nothing is left at its path.
@@ -273,6 +275,52 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a trace read as `format` is called in a message: `Chrome trace`,
 /// `rocprofv3 trace`, or `trace` when that is not known.
+/// An error and its causes on one line, `: ` between them: `x.json is not
+/// a readable Chrome trace: EOF while parsing a string at line 1 column 9`.
+pub fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}
+
+/// Why a trace could not be parsed ([`Error::Parse`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// The JSON reader's error, with its line and column.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// Its first bytes could not be read.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// What else is wrong with it, in words (a Perfetto packet that does not
+    /// decode, a trace that ends before anything in it is complete).
+    #[error("{0}")]
+    Said(String),
+}
+
+/// Why a SQLite file is not a readable rocpd database ([`Error::Database`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DatabaseError {
+    /// SQLite's error, and what it likely means where that is known (a
+    /// database cut short, a view that computes without end).
+    #[error("{error}{likely}")]
+    Sqlite {
+        /// SQLite's error.
+        error: rusqlite::Error,
+        /// What it likely means: empty, or ` (cut short or damaged: ...)`.
+        likely: &'static str,
+    },
+    /// What the database lacks, or holds that rocprofv3's does not.
+    #[error("{0}")]
+    NotRocpd(String),
+}
+
 fn called(format: Option<crate::Format>) -> &'static str {
     match format {
         Some(crate::Format::Kineto) => "Chrome trace",

@@ -65,7 +65,7 @@ pub use crate::{
     compute::{Cell, PERF_SHEETS, ShortKernels, Table},
     csv::py_float,
     diff::{Diff, DiffRow, GemmDiffRow, Measure, SHAPE_SHEETS, Tables, gemm_shape, op_shape},
-    error::{Error, Result},
+    error::{DatabaseError, Error, ParseError, Result, one_line},
     many::{Failed, Progress, summarize_files, summarize_files_into},
     record::RECORD,
     rocpd::Converted,

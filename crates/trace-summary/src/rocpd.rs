@@ -32,8 +32,15 @@ use crate::rocprof::{Records, Tables, shown_name, truncated_kernel_name};
 pub(crate) enum Failure {
     /// `cancel` was raised.
     Cancelled,
-    /// What went wrong, in words.
-    Said(String),
+    /// What went wrong.
+    Said(crate::DatabaseError),
+}
+
+impl Failure {
+    /// What the database lacks, or holds that rocprofv3's does not.
+    fn said(what: impl Into<String>) -> Failure {
+        Failure::Said(crate::DatabaseError::NotRocpd(what.into()))
+    }
 }
 
 impl From<rusqlite::Error> for Failure {
@@ -51,7 +58,7 @@ impl From<rusqlite::Error> for Failure {
             }
             _ => "",
         };
-        Failure::Said(format!("{e}{why}"))
+        Failure::Said(crate::DatabaseError::Sqlite { error: e, likely: why })
     }
 }
 
@@ -81,7 +88,7 @@ impl<'a> Rows<'a> {
     fn tick(&mut self) -> Result<(), Failure> {
         self.read += 1;
         if self.read > self.limit {
-            return Err(Failure::Said(format!(
+            return Err(Failure::said(format!(
                 "its views yield more rows than a database of its size holds ({} read): they \
                  generate rows (a recursive query?), which rocprofiler-sdk's views do not",
                 self.read - 1
@@ -104,7 +111,7 @@ impl<'a> Rows<'a> {
 fn open(path: &Path) -> Result<(Connection, Vec<String>), Failure> {
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
     if bytes == 0 {
-        return Err(Failure::Said("an empty file (0 bytes), not a database".into()));
+        return Err(Failure::said("an empty file (0 bytes), not a database"));
     }
     // Immutable: nothing is written beside it (no `-shm` or `-wal` of a
     // WAL-mode database), and it opens on a read-only mount.
@@ -129,7 +136,7 @@ fn open(path: &Path) -> Result<(Connection, Vec<String>), Failure> {
     );
     let objects = objects(&db)?;
     if let Some(view) = recursive_view(&db)? {
-        return Err(Failure::Said(format!(
+        return Err(Failure::said(format!(
             "its `{view}` view is a recursive query, which rocprofiler-sdk's are not: not read"
         )));
     }
@@ -141,7 +148,7 @@ fn open(path: &Path) -> Result<(Connection, Vec<String>), Failure> {
         } else {
             "a SQLite database, but not rocprofv3's rocpd output (it has no rocpd_ tables)"
         };
-        return Err(Failure::Said(what.into()));
+        return Err(Failure::said(what));
     }
     Ok((db, objects))
 }
@@ -225,10 +232,9 @@ pub(crate) fn tables(path: &Path, cancel: Option<&AtomicBool>) -> Result<Tables,
     {
         // Rows the view does not join (a schema it does not match): say so,
         // rather than report a GPU that ran no kernel.
-        return Err(Failure::Said(
+        return Err(Failure::said(
             "its rocpd_kernel_dispatch table holds rows, but its `kernels` view joins none of \
-             them (a schema other than rocprofiler-sdk's published one?)"
-                .into(),
+             them (a schema other than rocprofiler-sdk's published one?)",
         ));
     }
     // What the database holds instead, for a run without GPU records.

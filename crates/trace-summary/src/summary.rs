@@ -458,7 +458,7 @@ pub fn summarize_with<R: Read + Send>(
     let head = reader.fill_buf().map_err(|e| Error::Parse {
         path: label.to_path_buf(),
         format: None,
-        detail: e.to_string(),
+        source: e.into(),
     })?;
     if trace_sanitize::is_perfetto(head) {
         return perfetto_summary(reader, label, options, false);
@@ -466,7 +466,9 @@ pub fn summarize_with<R: Read + Send>(
     if trace_sanitize::is_sqlite(head) {
         return Err(Error::Database {
             path: label.to_path_buf(),
-            detail: "a SQLite database is read from its file (summarize_file), not a stream".into(),
+            source: crate::DatabaseError::NotRocpd(
+                "a SQLite database is read from its file (summarize_file), not a stream".into(),
+            ),
         });
     }
     if let Some(format) = trace_sanitize::compressed_format(head) {
@@ -482,7 +484,7 @@ pub fn summarize_with<R: Read + Send>(
         let tables = crate::rocprof::tables(reader).map_err(|e| Error::Parse {
             path: label.to_path_buf(),
             format: Some(Format::Rocprofv3),
-            detail: e.to_string(),
+            source: e.into(),
         })?;
         if let Some(bytes) = tables.truncated_at {
             return Err(Error::Truncated { path: label.to_path_buf(), bytes, events: None });
@@ -503,7 +505,7 @@ fn kineto_summary<R: Read + Send>(reader: R, label: &Path, options: &Options) ->
     let mut parsed = parse(reader).map_err(|e| Error::Parse {
         path: label.to_path_buf(),
         format: Some(Format::Kineto),
-        detail: e.to_string(),
+        source: e.into(),
     })?;
     let events = parsed.read;
     let steps = parsed.steps();
@@ -779,9 +781,11 @@ fn perfetto_summary(
                 gzip,
                 source: trace_sanitize::Error::Read { offset, source },
             },
-            crate::pftrace::Failure::Said(detail) => {
-                Error::Parse { path: path.clone(), format: Some(Format::Perfetto), detail }
-            }
+            crate::pftrace::Failure::Said(detail) => Error::Parse {
+                path: path.clone(),
+                format: Some(Format::Perfetto),
+                source: crate::ParseError::Said(detail),
+            },
             crate::pftrace::Failure::Truncated(bytes) => {
                 Error::CutPacket { path: path.clone(), bytes }
             }
@@ -849,8 +853,8 @@ pub fn rocpd_to_json(
         (Some(crate::rocpd::Failure::Cancelled), _) => {
             Err(Error::Cancelled { path: db.to_path_buf() })
         }
-        (Some(crate::rocpd::Failure::Said(detail)), _) => {
-            Err(Error::Database { path: db.to_path_buf(), detail })
+        (Some(crate::rocpd::Failure::Said(source)), _) => {
+            Err(Error::Database { path: db.to_path_buf(), source })
         }
         (None, Err(source)) => Err(Error::Write { path: output.to_path_buf(), source }),
         (None, Ok(())) => Ok(converted),
@@ -869,8 +873,8 @@ pub fn summarize_file_with(path: &Path, options: &Options) -> Result<Summary> {
         return crate::rocpd::tables(path, options.cancel.as_deref()).map(rocprof_summary).map_err(
             |failure| match failure {
                 crate::rocpd::Failure::Cancelled => Error::Cancelled { path: path.to_path_buf() },
-                crate::rocpd::Failure::Said(detail) => {
-                    Error::Database { path: path.to_path_buf(), detail }
+                crate::rocpd::Failure::Said(source) => {
+                    Error::Database { path: path.to_path_buf(), source }
                 }
             },
         );
@@ -965,7 +969,7 @@ pub fn parse_file(path: &Path) -> Result<usize> {
         parse(BufReader::with_capacity(1 << 20, reader)).map(|p| p.read).map_err(|e| Error::Parse {
             path: path.to_path_buf(),
             format: Some(Format::Kineto),
-            detail: e.to_string(),
+            source: e.into(),
         })
     })
     .map(|(read, _)| read)
@@ -1057,11 +1061,15 @@ fn with_sanitized<T>(
             (_, Err(trace_sanitize::Error::Perfetto)) => Err(Error::Parse {
                 path: path.to_path_buf(),
                 format: None,
-                detail: "a Perfetto trace, read as JSON (it became one while being read?)".into(),
+                source: crate::ParseError::Said(
+                    "a Perfetto trace, read as JSON (it became one while being read?)".into(),
+                ),
             }),
             (_, Err(trace_sanitize::Error::Sqlite)) => Err(Error::Database {
                 path: path.to_path_buf(),
-                detail: "a SQLite database, read as JSON (it became one while being read?)".into(),
+                source: crate::DatabaseError::NotRocpd(
+                    "a SQLite database, read as JSON (it became one while being read?)".into(),
+                ),
             }),
             (_, Err(trace_sanitize::Error::Compressed { format })) => {
                 Err(Error::Compressed { path: path.to_path_buf(), format, twice: gz })
@@ -1069,9 +1077,9 @@ fn with_sanitized<T>(
             (Err(_), Err(trace_sanitize::Error::NothingComplete { offset })) => Err(Error::Parse {
                 path: path.to_path_buf(),
                 format: None,
-                detail: format!(
+                source: crate::ParseError::Said(format!(
                     "the trace ends after {offset} bytes, before anything in it is complete: nothing to salvage"
-                ),
+                )),
             }),
             // The sanitizer's only write failure is the reader gone: the
             // parser stopped first (text before the trace, not an object),

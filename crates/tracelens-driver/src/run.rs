@@ -671,10 +671,10 @@ fn convert(
     };
     let cancelled = matches!(error, trace_summary::Error::Cancelled { .. });
     let detail = match &error {
-        trace_summary::Error::Database { detail, .. } => {
-            format!("not a readable rocpd database: {detail}; TraceLens was not run")
+        trace_summary::Error::Database { source, .. } => {
+            format!("not a readable rocpd database: {source}; TraceLens was not run")
         }
-        other => format!("{other}; TraceLens was not run"),
+        other => format!("{}; TraceLens was not run", trace_summary::one_line(other)),
     };
     let cause = if cancelled { Cause::Interrupted } else { Cause::Other };
     Err(Box::new(not_run_row(

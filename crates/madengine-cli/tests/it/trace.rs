@@ -1676,11 +1676,12 @@ fn convert_writes_a_database_as_rocprofv3_json() {
     "#);
 
     fs::write(dir.path().join("host/9_results.db"), "SQLite format 3\0 and nothing else").unwrap();
-    cli_snapshot!(dir.path(), ["trace", "convert", "host/9_results.db", "-o", "out.json"], @r"
+    cli_snapshot!(dir.path(), ["trace", "convert", "host/9_results.db", "-o", "out.json"], @"
     exit code: 3
     ----- stdout -----
     ----- stderr -----
-    error: host/9_results.db is not a readable rocpd database: file is not a database
+    error: host/9_results.db is not a readable rocpd database
+      caused by: file is not a database
     ");
     assert!(!dir.path().join("out.json").exists());
     let left: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
@@ -1713,12 +1714,13 @@ fn convert_takes_a_run_directory() {
     error: run/node1/1234_results.db and run/node2/1234_results.db would both be written to json/1234_results.json: give them separately, each with its own -o
     ");
     assert!(!dir.path().join("json").exists());
-    cli_snapshot!(dir.path(), ["trace", "convert", "run/node2", "-o", "json/"], @r"
+    cli_snapshot!(dir.path(), ["trace", "convert", "run/node2", "-o", "json/"], @"
     exit code: 3
     ----- stdout -----
     wrote json/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node2/1234_results.db (1 process)
     ----- stderr -----
-    error: run/node2/77_results.db is not a readable rocpd database: file is not a database
+    error: run/node2/77_results.db is not a readable rocpd database
+      caused by: file is not a database
     error: 1 of 2 databases could not be converted
     ");
     // A node whose database was linked from a scratch space purged since.
@@ -1727,14 +1729,15 @@ fn convert_takes_a_run_directory() {
         dir.path().join("run/node2/88_results.db"),
     )
     .unwrap();
-    cli_snapshot!(dir.path(), ["trace", "convert", "run"], @r"
+    cli_snapshot!(dir.path(), ["trace", "convert", "run"], @"
     exit code: 3
     ----- stdout -----
     wrote run/node1/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node1/1234_results.db (1 process)
     wrote run/node2/1234_results.json: 3 kernel dispatches, 1 memory copy, from run/node2/1234_results.db (1 process)
     ----- stderr -----
     warning: run/node2/88_results.db: a symbolic link to /scratch/gone/88_results.db, which does not exist; left out
-    error: run/node2/77_results.db is not a readable rocpd database: file is not a database
+    error: run/node2/77_results.db is not a readable rocpd database
+      caused by: file is not a database
     error: 1 of 3 databases could not be converted
     ");
     assert!(!dir.path().join("run/node2/77_results.json").exists());

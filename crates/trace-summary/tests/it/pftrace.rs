@@ -136,14 +136,14 @@ fn a_packet_that_is_not_protobuf_is_an_error_naming_its_offset() {
     let path = dir.path().join("bad.pftrace");
     std::fs::write(&path, &bytes).unwrap();
     let err = trace_summary::summarize_file(&path).unwrap_err();
-    let said = err.to_string();
+    let said = trace_summary::one_line(&err);
     assert!(matches!(err, Error::Parse { format: Some(Format::Perfetto), .. }), "{err:?}");
     assert!(said.contains(&format!("at byte {at}")) && said.contains("bad.pftrace"), "{said}");
     // A top-level field of a wire type no trace uses.
     bytes.truncate(at);
     bytes.extend([0x0b]);
     std::fs::write(&path, &bytes).unwrap();
-    let said = trace_summary::summarize_file(&path).unwrap_err().to_string();
+    let said = trace_summary::one_line(&trace_summary::summarize_file(&path).unwrap_err());
     assert!(said.contains("wire type 3") && said.contains(&format!("at byte {at}")), "{said}");
 }
 

@@ -95,13 +95,13 @@ fn dispatches_the_kernels_view_does_not_join_are_an_error_not_an_idle_gpu() {
     let (_dir, path) = changed(&format!("DELETE FROM {SYMBOLS};"));
     let err = trace_summary::summarize_file(&path).unwrap_err();
     assert!(matches!(err, Error::Database { .. }), "{err:?}");
-    insta::assert_snapshot!(err.to_string().replace(&path.display().to_string(), "DB"), @"DB is not a readable rocpd database: its rocpd_kernel_dispatch table holds rows, but its `kernels` view joins none of them (a schema other than rocprofiler-sdk's published one?)");
+    insta::assert_snapshot!(trace_summary::one_line(&err).replace(&path.display().to_string(), "DB"), @"DB is not a readable rocpd database: its rocpd_kernel_dispatch table holds rows, but its `kernels` view joins none of them (a schema other than rocprofiler-sdk's published one?)");
 }
 
 #[test]
 fn a_database_without_the_kernels_view_is_named() {
     let (_dir, path) = changed("DROP VIEW kernels;");
-    let err = trace_summary::summarize_file(&path).unwrap_err().to_string();
+    let err = trace_summary::one_line(&trace_summary::summarize_file(&path).unwrap_err());
     assert!(err.contains("a rocpd database without the `kernels` view"), "{err}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -110,7 +110,7 @@ fn a_database_without_the_kernels_view_is_named() {
         .unwrap()
         .execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);")
         .unwrap();
-    let err = trace_summary::summarize_file(&other).unwrap_err().to_string();
+    let err = trace_summary::one_line(&trace_summary::summarize_file(&other).unwrap_err());
     assert!(
         err.ends_with(
             "a SQLite database, but not rocprofv3's rocpd output (it has no rocpd_ tables)"
@@ -142,7 +142,7 @@ fn a_database_cut_short_is_a_database_error_that_names_it() {
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let err = trace_summary::summarize_file(&path).unwrap_err();
     assert!(matches!(err, Error::Database { .. }), "{err:?}");
-    let said = err.to_string();
+    let said = trace_summary::one_line(&err);
     let said = said.replace(&path.display().to_string(), "DB");
     insta::assert_snapshot!(said, @"DB is not a readable rocpd database: database disk image is malformed (cut short or damaged: a job killed while rocprofv3 wrote it? a copy cut short?)");
 }
@@ -337,7 +337,7 @@ fn a_conversion_that_fails_leaves_no_file() {
     rusqlite::Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (id);").unwrap();
     let err = trace_summary::rocpd_to_json(&other, &json, None).unwrap_err();
     assert!(matches!(err, Error::Database { .. }), "{err:?}");
-    assert!(err.to_string().ends_with("(it has no rocpd_ tables)"), "{err}");
+    assert!(trace_summary::one_line(&err).ends_with("(it has no rocpd_ tables)"), "{err}");
 
     let stop = AtomicBool::new(true);
     let err = trace_summary::rocpd_to_json(&synthetic(DB), &json, Some(&stop)).unwrap_err();
@@ -368,7 +368,7 @@ fn views_that_generate_rows_are_refused() {
         trace_summary::summarize_file(&recursive).unwrap_err(),
         trace_summary::rocpd_to_json(&recursive, &dir.path().join("o.json"), None).unwrap_err(),
     ] {
-        assert!(err.to_string().contains("view is a recursive query"), "{err}");
+        assert!(trace_summary::one_line(&err).contains("view is a recursive query"), "{err}");
     }
     assert!(!dir.path().join("o.json").exists());
     // Rows multiplied by a cross join of the dispatches with a made-up table.
@@ -380,7 +380,8 @@ fn views_that_generate_rows_are_refused() {
     );
     let err = trace_summary::summarize_file(&many).unwrap_err();
     assert!(
-        err.to_string().contains("its views yield more rows than a database of its size holds"),
+        trace_summary::one_line(&err)
+            .contains("its views yield more rows than a database of its size holds"),
         "{err}"
     );
 }
@@ -407,7 +408,10 @@ fn empty_and_wal_databases() {
     let empty = dir.path().join("9_results.db");
     std::fs::write(&empty, b"").unwrap();
     let err = trace_summary::rocpd_to_json(&empty, &dir.path().join("o.json"), None).unwrap_err();
-    assert!(err.to_string().contains("an empty file (0 bytes), not a database"), "{err}");
+    assert!(
+        trace_summary::one_line(&err).contains("an empty file (0 bytes), not a database"),
+        "{err}"
+    );
     let (wal_dir, wal) = changed("PRAGMA journal_mode = WAL;");
     let before: Vec<String> = crate::public_dir::files_under(wal_dir.path())
         .iter()

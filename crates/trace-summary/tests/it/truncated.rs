@@ -242,7 +242,7 @@ fn nothing_complete_is_said_plainly() {
     let cut = dir.path().join("cut.json");
     std::fs::write(&cut, br#"{"traceEvents": [{"ph": "X", "na"#).unwrap();
     let err = summarize_file_with(&cut, &Options::salvaging()).unwrap_err();
-    assert!(err.to_string().contains("nothing to salvage"), "{err}");
+    assert!(trace_summary::one_line(&err).contains("nothing to salvage"), "{err}");
     assert!(!err.is_cut_short(), "salvage cannot read it either");
 }
 
@@ -280,7 +280,8 @@ fn text_before_a_large_trace_is_named_not_a_read_error() {
         std::fs::write(&path, text).unwrap();
         match (name, summarize_file(&path)) {
             ("lead.json", Err(Error::NotADocument { first: b'W', .. })) => {}
-            ("array.json", Err(Error::Parse { detail, .. })) => {
+            ("array.json", Err(Error::Parse { source, .. })) => {
+                let detail = source.to_string();
                 assert!(detail.contains("not a JSON object"), "{detail}")
             }
             (_, other) => panic!("{name}: {other:?}"),
