@@ -620,8 +620,6 @@ impl Facts {
             _ => None,
         };
         Some(Summary {
-            format: Format::Kineto,
-            outcome,
             kernel_summary: analysis.kernel_summary(total),
             ops_summary,
             ops_summary_by_category,
@@ -650,21 +648,13 @@ impl Facts {
             gpu_events,
             collective_kernels: self.collective_kernels,
             collective_events: self.collective_events.clone(),
-            processes: None,
             earlier_event_lists: self.earlier_event_lists,
-            dropped_records: 0,
             negative_durations: self.negative_durations,
             truncated_at: self.truncated_at,
-            data_after_end: None,
             gpu_devices: self.gpu_devices,
             gpus: self.gpus.clone(),
-            gpu_index: None,
-            repaired: Default::default(),
-            not_json: None,
-            malformed: None,
-            unclosed_string: false,
-            record_lists: Vec::new(),
             steps: self.steps,
+            ..Summary::without_tables(Format::Kineto, outcome)
         })
     }
 
@@ -672,8 +662,30 @@ impl Facts {
     /// what its top level holds instead of a traceEvents list.
     fn no_gpu_activity(self, gpu_events: usize, record_lists: Vec<String>) -> Summary {
         Summary {
-            format: Format::Kineto,
-            outcome: Outcome::NoGpuActivity,
+            collective_summary: self.collectives,
+            events: self.events,
+            gpu_events,
+            collective_kernels: self.collective_kernels,
+            collective_events: self.collective_events,
+            earlier_event_lists: self.earlier_event_lists,
+            negative_durations: self.negative_durations,
+            truncated_at: self.truncated_at,
+            gpu_devices: self.gpu_devices,
+            gpus: self.gpus,
+            record_lists,
+            steps: self.steps,
+            ..Summary::without_tables(Format::Kineto, Outcome::NoGpuActivity)
+        }
+    }
+}
+
+impl Summary {
+    /// A summary of a trace read as `format`, by the rule `outcome` names,
+    /// with no table and nothing known of it yet: what each reader fills in.
+    fn without_tables(format: Format, outcome: Outcome) -> Summary {
+        Summary {
+            format,
+            outcome,
             gpu_timeline: None,
             kernel_summary: None,
             ops_summary: None,
@@ -687,26 +699,26 @@ impl Facts {
             gpu_arch: None,
             shapes_recorded: None,
             short_kernels: None,
-            collective_summary: self.collectives,
-            events: self.events,
-            gpu_events,
-            collective_kernels: self.collective_kernels,
-            collective_events: self.collective_events,
+            collective_summary: None,
+            events: 0,
+            gpu_events: 0,
+            collective_kernels: 0,
+            collective_events: Vec::new(),
             processes: None,
-            earlier_event_lists: self.earlier_event_lists,
+            earlier_event_lists: 0,
             dropped_records: 0,
-            negative_durations: self.negative_durations,
-            truncated_at: self.truncated_at,
+            negative_durations: 0,
+            truncated_at: None,
             data_after_end: None,
-            gpu_devices: self.gpu_devices,
-            gpus: self.gpus,
+            gpu_devices: None,
+            gpus: Vec::new(),
             gpu_index: None,
             repaired: Default::default(),
             not_json: None,
             malformed: None,
             unclosed_string: false,
-            record_lists,
-            steps: self.steps,
+            record_lists: Vec::new(),
+            steps: None,
         }
     }
 }
@@ -726,41 +738,16 @@ fn rocprof_summary(tables: crate::rocprof::Tables) -> Summary {
     } = tables;
     let outcome = if records == 0 { Outcome::NoGpuActivity } else { Outcome::Rocprofv3 };
     Summary {
-        format: Format::Rocprofv3,
-        outcome,
         gpu_timeline: (outcome == Outcome::Rocprofv3).then_some(timeline),
         kernel_summary: kernels,
-        ops_summary: None,
-        ops_summary_by_category: None,
-        ops_unique_args: None,
-        unified_perf_summary: None,
-        short_kernel_histogram: None,
-        short_kernels_summary: None,
-        gemm: None,
-        perf_sheets: vec![],
-        gpu_arch: None,
-        shapes_recorded: None,
-        short_kernels: None,
-        collective_summary: None,
         events: records,
         gpu_events: records,
-        collective_kernels: 0,
-        collective_events: Vec::new(),
         processes: Some(processes),
-        earlier_event_lists: 0,
         dropped_records: dropped,
-        negative_durations: 0,
-        truncated_at: None,
-        data_after_end: None,
-        gpu_devices: None,
         gpus,
         gpu_index,
-        repaired: Default::default(),
-        not_json: None,
-        malformed: None,
-        unclosed_string: false,
         record_lists: lists,
-        steps: None,
+        ..Summary::without_tables(Format::Rocprofv3, outcome)
     }
 }
 
