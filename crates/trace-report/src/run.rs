@@ -134,6 +134,11 @@ pub trait RunEvents: Sync {
     /// Reading a trace started or ended.
     fn progress(&self, _progress: Progress) {}
 
+    /// The reading ended: every trace read, or cancelled. What the run
+    /// tells after this (retired reports, the tables across traces) comes
+    /// once no trace is being read.
+    fn read(&self) {}
+
     /// Something the run tells as it goes.
     fn note(&self, _note: RunNote) {}
 
@@ -243,6 +248,7 @@ pub fn summarize_run<E: RunEvents>(
             &mut progress,
             &prepare,
         );
+        events.read();
         let Some(read) = read else { return Ok(None) };
         read
     };

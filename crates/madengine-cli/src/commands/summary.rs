@@ -610,6 +610,13 @@ impl trace_report::RunEvents for Events<'_> {
         }
     }
 
+    fn read(&self) {
+        // The notes that follow (retired reports) print on a cleared line.
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+
     fn note(&self, note: trace_report::RunNote) {
         render::run_note(note);
     }
