@@ -499,215 +499,27 @@ fn transpose_param((ta, tb): (Option<bool>, Option<bool>)) -> Param {
 /// Turbo's hipBLASLt FP8/FP4, aiter's and SGLang's): `None` for another
 /// op; `Some(None)` where the model raises (a missing shape or type).
 fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
-    let dim = |i: usize, j: usize| a.dim(i, j).map(i128::from);
-    let last = |i: usize| a.dims_of(i).and_then(|d| d.last()?.int()).map(i128::from);
-    let ty = |i: usize| a.dtype(i);
-    let size = |t: Option<&str>| t.and_then(bpe);
-    let int = |x: i128| Param::Int(x as i64);
-    let tuple = |items: &[&str]| {
-        let inner: Vec<String> = items.iter().map(|t| py(t)).collect();
-        Param::Text(format!("({})", inner.join(", ")))
-    };
-    // What every row computes: FLOPs 2MNK (+ MN with a bias), bytes of its
-    // element sizes (A, B, out, bias; `None` if one is unknown).
-    let base = |m: i128, n: i128, k: i128, bias: bool, sizes: [Option<f64>; 4]| {
-        let flops = (2 * m * n * k + if bias { m * n } else { 0 }) as f64;
-        let [ea, eb, eo, ebias] = sizes;
-        let bytes = match (ea, eb, eo, ebias) {
-            (Some(ea), Some(eb), Some(eo), Some(ebias)) => Some(
-                (m * k) as f64 * ea
-                    + (k * n) as f64 * eb
-                    + (m * n) as f64 * eo
-                    + if bias { n as f64 * ebias } else { 0.0 },
-            ),
-            _ => None,
-        };
-        (flops, bytes)
-    };
-    let f = |e: Option<i128>| e.map(|e| e as f64);
-    let core = |m: i128, n: i128, k: i128, bias: bool, strides: [Param; 2], dtypes: Param| {
-        let [sa, sb] = strides;
-        vec![
-            ("M", int(m)),
-            ("N", int(n)),
-            ("K", int(k)),
-            ("bias", Param::Bool(bias)),
-            ("stride_A", sa),
-            ("stride_B", sb),
-            ("dtype_A_B", dtypes),
-        ]
-    };
-    // FP4 bytes: halves of K at each side's size, the block scales, a
-    // 2-byte output.
-    let fp4_bytes = |m: i128,
-                     n: i128,
-                     k: i128,
-                     ta: Option<&str>,
-                     tb: Option<&str>,
-                     sa: Option<&str>,
-                     sb: Option<&str>| {
-        let (ea, eb) = (size(ta)?, size(tb)?);
-        let (sa, sb) = (size(sa).unwrap_or(1), size(sb).unwrap_or(1));
-        let blocks = (k + 31) / 32;
-        Some(
-            (m * (k / 2) * ea + n * (k / 2) * eb + m * blocks * sa + n * blocks * sb + m * n * 2)
-                as f64,
-        )
-    };
-    let model = |params: Vec<(&'static str, Param)>,
-                 (flops, bytes): (f64, Option<f64>),
-                 spec: String| { Some(Model { params, flops, bytes, spec }) };
-    let built: Option<Model> = match name {
-        "vllm::gemm_with_dynamic_quant" => (|| {
-            let two: Vec<usize> =
-                (0..a.dims.len()).filter(|&i| a.dims_of(i).is_some_and(|d| d.len() == 2)).collect();
-            let (ia, ib) = match two.as_slice() {
-                [x, y, ..] => (*x, *y),
-                _ => (0, 1),
-            };
-            let (m, k, n) = (dim(ia, 0)?, dim(ia, 1)?, dim(ib, 0)?);
-            let (t0, t1) = (ty(0)?, ty(1)?);
-            let e = f(size(Some(t0)));
-            let strides = [a.stride(0)?, a.stride(1)?];
-            let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
-            params.push(("B", Param::Int(1)));
-            model(params, base(m, n, k, false, [e; 4]), spec("matrix", Some(t0)))
-        })(),
+    let built = match name {
+        "vllm::gemm_with_dynamic_quant" => vllm_dynamic_quant(a),
         "_Linear_yfwd_mm"
         | "_LinearBackward_xgrad_mm"
         | "_LinearBackward_wgrad_mm"
         | "_LayerNormLinear_yfwd_mm"
         | "_LayerNormLinearBackward_xgrad_mm"
-        | "_LayerNormLinearBackward_wgrad_mm" => (|| {
-            let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 1)?);
-            let (t0, t1) = (ty(0)?, ty(1)?);
-            if t0 != t1 {
-                return None;
-            }
-            let e = f(size(Some(t0)));
-            let strides = [a.stride(0)?, a.stride(1)?];
-            let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
-            params.push(("B", Param::Int(1)));
-            model(params, base(m, n, k, false, [e, e, Some(2.0), e]), spec("matrix", Some(t0)))
-        })(),
-        "tex_ts::te_gemm_ts" => (|| {
-            let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
-            let (ta, tb) = (c(4)? == "1", c(9)? == "1");
-            let (a0, a1) = (dim(0, 0)?, dim(0, 1)?);
-            let (b0, b1) = (dim(5, 0)?, dim(5, 1)?);
-            let (m, k) = if ta { (a0, a1) } else { (a1, a0) };
-            let n = if tb { b1 } else { b0 };
-            let bias = !c(14)?.is_empty();
-            let types = [ty(0)?, ty(5)?, ty(10)?, ty(18)?];
-            let sizes = [0, 1, 2, 3].map(|i| f(size(Some(types[i]))));
-            let strides = [a.stride(0)?, a.stride(5)?];
-            let mut params = core(m, n, k, bias, strides, tuple(&types));
-            params.push(("B", Param::Int(1)));
-            model(
-                params,
-                base(m, n, k, bias, [sizes[0], sizes[1], sizes[2], sizes[3]]),
-                spec("matrix", Some(types[0])),
-            )
-        })(),
+        | "_LayerNormLinearBackward_wgrad_mm" => te_linear(a),
+        "tex_ts::te_gemm_ts" => te_gemm_ts(a),
         "primus_turbo_cpp_extension::hipblaslt_gemm_fp8"
         | "primus_turbo::hipblaslt_gemm_fp8"
         | "primus_turbo_cpp_extension::hipblaslt_gemm_fp4"
-        | "primus_turbo::hipblaslt_gemm_fp4" => (|| {
-            let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
-            let flag = |i: usize| {
-                c(i).is_some_and(|t| matches!(t.trim().to_lowercase().as_str(), "true" | "1"))
-            };
-            let (mut ta, mut tb, tc) = (flag(5), flag(6), flag(7));
-            let (mut ia, mut ib) = (0, 2);
-            if tc {
-                (ia, ib) = (ib, ia);
-                (ta, tb) = (!tb, !ta);
-            }
-            let m = if ta { dim(ia, 1)? } else { dim(ia, 0)? };
-            let k = if ta { dim(ia, 0)? } else { dim(ia, 1)? };
-            let n = if tb { dim(ib, 0)? } else { dim(ib, 1)? };
-            let (t0, t2) = (ty(0)?, ty(2)?);
-            let (s1, s3) = (ty(1), ty(3));
-            let fp4 = name.ends_with("fp4");
-            let k = if fp4 { 2 * k } else { k };
-            let mut params =
-                core(m, n, k, false, [a.lenient_stride(0), a.lenient_stride(2)], tuple(&[t0, t2]));
-            let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
-            params.push(("dtype_scaleA", opt(s1)));
-            params.push(("dtype_scaleB", opt(s3)));
-            params.push(("B", Param::Int(1)));
-            let figures = match fp4 {
-                true => {
-                    ((2 * m * n * k) as f64, Some(fp4_bytes(m, n, k, Some(t0), Some(t2), s1, s3)?))
-                }
-                false => {
-                    let (ea, eb) = (size(Some(t0))?, size(Some(t2))?);
-                    let out = if ea == 1 { 2 } else { ea };
-                    base(m, n, k, false, [f(Some(ea)), f(Some(eb)), f(Some(out)), f(Some(ea))])
-                }
-            };
-            model(params, figures, spec("matrix", Some(t0)))
-        })(),
-        "aiter::gemm_a4w4" | "aiter::_gemm_a4w4_asm" => (|| {
-            let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
-            let (t0, t1) = (ty(0)?, ty(1)?);
-            let (s2, s3) = (ty(2), ty(3));
-            let mut params =
-                core(m, n, k, false, [a.lenient_stride(0), a.lenient_stride(1)], tuple(&[t0, t1]));
-            let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
-            params.push(("dtype_scaleA", opt(s2)));
-            params.push(("dtype_scaleB", opt(s3)));
-            params.push(("B", Param::Int(1)));
-            let bytes = fp4_bytes(m, n, k, Some(t0), Some(t1), s2, s3)?;
-            model(params, ((2 * m * n * k) as f64, Some(bytes)), spec("matrix", Some(t0)))
-        })(),
-        "aiter::batched_gemm_a16wfp4_" => (|| {
-            let (b, m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(0, 2)?, dim(1, 1)?);
-            let t0 = ty(0)?;
-            let params = ext_params(b, m, n, k, false, tuple(&[t0, ty(1)?, "c10::bfloat16"]));
-            let bytes = size(Some(t0)).map(|e| {
-                b as f64 * ((m * k * e) as f64 + (k * n) as f64 * 0.5 + (m * n * 2) as f64)
-            });
-            model(params, ((b * 2 * m * n * k) as f64, bytes), "matrix_fp4".into())
-        })(),
-        BATCHED_A8W8 => (|| {
-            let b = dim(1, 0)?;
-            let m = if dim(0, 0)? == b { dim(0, 1)? } else { dim(0, 0)? };
-            let (n, k) = (dim(1, 1)?, dim(0, 2)?);
-            let (t0, t1) = (ty(0)?, ty(1)?);
-            let params = ext_params(b, m, n, k, false, tuple(&[t0, t1, "c10::bfloat16"]));
-            let bytes = size(Some(t0))
-                .zip(size(Some(t1)))
-                .map(|(ea, eb)| (b * (m * k * ea + k * n * eb + m * n * 2)) as f64);
-            model(params, ((b * 2 * m * n * k) as f64, bytes), spec("matrix", Some(t1)))
-        })(),
+        | "primus_turbo::hipblaslt_gemm_fp4" => primus_hipblaslt(name, a),
+        "aiter::gemm_a4w4" | "aiter::_gemm_a4w4_asm" => aiter_a4w4(a),
+        "aiter::batched_gemm_a16wfp4_" => aiter_batched_a16wfp4(a),
+        BATCHED_A8W8 => sglang_batched_a8w8(a),
         "aiter::gemm_a16w16_atomic_"
         | "sglang_profiler::gemm_kernels_flydsl_hgemm"
         | "aiter::_gemm_a16w16_asm"
-        | "aiter::gemm_a16w16" => (|| {
-            let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 0)?);
-            let (t0, t1) = (ty(0)?, ty(1)?);
-            let (out, bias) = match name {
-                "aiter::gemm_a16w16" => {
-                    (t0, a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty()))
-                }
-                "aiter::_gemm_a16w16_asm" => {
-                    let t2 = ty(2).filter(|t| a.types.len() > 2 && bpe(t).is_some());
-                    (t2.unwrap_or(t0), false)
-                }
-                _ => (if a.types.len() > 3 { ty(3)? } else { "c10::bfloat16" }, false),
-            };
-            let params = ext_params(1, m, n, k, bias, tuple(&[t0, t1, out]));
-            let e0 = f(size(Some(t0)));
-            let sizes = [e0, f(size(Some(t1))), f(size(Some(out))), e0];
-            model(params, base(m, n, k, bias, sizes), spec("matrix", Some(t0)))
-        })(),
-        "aiter::gemm_afp4wfp4_" => (|| {
-            let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
-            let params = ext_params(1, m, n, k, false, tuple(&[ty(0)?, ty(1)?, "c10::bfloat16"]));
-            let bytes = (m * k) as f64 * 0.5 + (k * n) as f64 * 0.5 + (m * n * 2) as f64;
-            model(params, ((2 * m * n * k) as f64, Some(bytes)), "matrix_fp4".into())
-        })(),
+        | "aiter::gemm_a16w16" => a16w16(name, a),
+        "aiter::gemm_afp4wfp4_" => aiter_afp4wfp4(a),
         "sglang_profiler::fp8_utils_gemm_a8w8_blockscale"
         | "sglang_profiler::gemm_a8w8_blockscale_gemm_a8w8_blockscale"
         | "vllm::rocm_aiter_triton_gemm_a8w8_blockscale"
@@ -721,30 +533,289 @@ fn gemm_more(name: &str, a: &Args) -> Option<Option<Model>> {
         | "aiter::gemm_a8w8_bpreshuffle_ck"
         | "aiter::gemm_a8w8_bpreshuffle"
         | "vllm::_rocm_aiter_preshuffled_per_token_w8a8_gemm"
-        | "aiter::_gemm_a8w8_blockscale_asm" => (|| {
-            let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 0)?);
-            let (t0, t1) = (ty(0).unwrap_or(""), ty(1).unwrap_or(""));
-            let mut params = ext_params(1, m, n, k, false, tuple(&[t0, t1, "c10::bfloat16"]));
-            if a.dims.len() > 3 {
-                // ⌈x / block⌉, `None` for an empty or zero block.
-                let blocks = |x: i128, block: Option<i128>| match block {
-                    Some(b) if b != 0 => Param::Int(((x + b - 1).div_euclid(b)) as i64),
-                    _ => Param::Missing,
-                };
-                params.push(("quant_scheme", Param::Str("a8w8_blockscale".into())));
-                params.push(("quant_granularity", Param::Str("per_block".into())));
-                params.push(("block_k", blocks(k, last(2))));
-                params.push(("block_n", blocks(n, dim(3, 0))));
-                params.push(("scale_dtype", Param::Str(ty(2).unwrap_or("float32").into())));
-            }
-            params.push(("output_shape", Param::Text(format!("({m}, {n})"))));
-            params.push(("output_dtype", Param::Str("c10::bfloat16".into())));
-            let sizes = [f(size(Some(t0))), f(size(Some(t1))), Some(2.0), Some(0.0)];
-            model(params, base(m, n, k, false, sizes), spec("matrix", Some(t0)))
-        })(),
+        | "aiter::_gemm_a8w8_blockscale_asm" => a8w8_blockscale(a),
         _ => return None,
     };
     Some(built)
+}
+
+/// An op's dims as the GEMM models multiply them (i128: no overflow).
+fn dims(a: &Args) -> impl Fn(usize, usize) -> Option<i128> + '_ {
+    |i, j| a.dim(i, j).map(i128::from)
+}
+
+/// An op's arg dtypes, by position.
+fn types<'a>(a: &'a Args) -> impl Fn(usize) -> Option<&'a str> + 'a {
+    |i| a.dtype(i)
+}
+
+/// Bytes per element of a dtype, where it is one.
+fn size(t: Option<&str>) -> Option<i128> {
+    t.and_then(bpe)
+}
+
+fn f(e: Option<i128>) -> Option<f64> {
+    e.map(|e| e as f64)
+}
+
+fn int(x: i128) -> Param {
+    Param::Int(x as i64)
+}
+
+/// Dtypes as TraceLens prints a tuple of them.
+fn tuple(items: &[&str]) -> Param {
+    let inner: Vec<String> = items.iter().map(|t| py(t)).collect();
+    Param::Text(format!("({})", inner.join(", ")))
+}
+
+/// What every GEMM row computes: FLOPs 2MNK (+ MN with a bias), bytes of
+/// its element sizes (A, B, out, bias; `None` if one is unknown).
+fn base(m: i128, n: i128, k: i128, bias: bool, sizes: [Option<f64>; 4]) -> (f64, Option<f64>) {
+    let flops = (2 * m * n * k + if bias { m * n } else { 0 }) as f64;
+    let [ea, eb, eo, ebias] = sizes;
+    let bytes = match (ea, eb, eo, ebias) {
+        (Some(ea), Some(eb), Some(eo), Some(ebias)) => Some(
+            (m * k) as f64 * ea
+                + (k * n) as f64 * eb
+                + (m * n) as f64 * eo
+                + if bias { n as f64 * ebias } else { 0.0 },
+        ),
+        _ => None,
+    };
+    (flops, bytes)
+}
+
+/// The GEMM parameters before the batch: M, N, K, bias, strides, dtypes.
+fn core(
+    m: i128,
+    n: i128,
+    k: i128,
+    bias: bool,
+    [sa, sb]: [Param; 2],
+    dtypes: Param,
+) -> Vec<(&'static str, Param)> {
+    vec![
+        ("M", int(m)),
+        ("N", int(n)),
+        ("K", int(k)),
+        ("bias", Param::Bool(bias)),
+        ("stride_A", sa),
+        ("stride_B", sb),
+        ("dtype_A_B", dtypes),
+    ]
+}
+
+/// FP4 bytes: halves of K at each side's size, the block scales, a 2-byte
+/// output.
+fn fp4_bytes(
+    [m, n, k]: [i128; 3],
+    [ta, tb]: [Option<&str>; 2],
+    [sa, sb]: [Option<&str>; 2],
+) -> Option<f64> {
+    let (ea, eb) = (size(ta)?, size(tb)?);
+    let (sa, sb) = (size(sa).unwrap_or(1), size(sb).unwrap_or(1));
+    let blocks = (k + 31) / 32;
+    Some(
+        (m * (k / 2) * ea + n * (k / 2) * eb + m * blocks * sa + n * blocks * sb + m * n * 2)
+            as f64,
+    )
+}
+
+fn model(
+    params: Vec<(&'static str, Param)>,
+    (flops, bytes): (f64, Option<f64>),
+    spec: String,
+) -> Option<Model> {
+    Some(Model { params, flops, bytes, spec })
+}
+
+/// vLLM's GEMM with dynamic quantization: its first two 2-D args are A and B.
+fn vllm_dynamic_quant(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let two: Vec<usize> =
+        (0..a.dims.len()).filter(|&i| a.dims_of(i).is_some_and(|d| d.len() == 2)).collect();
+    let (ia, ib) = match two.as_slice() {
+        [x, y, ..] => (*x, *y),
+        _ => (0, 1),
+    };
+    let (m, k, n) = (dim(ia, 0)?, dim(ia, 1)?, dim(ib, 0)?);
+    let (t0, t1) = (ty(0)?, ty(1)?);
+    let e = f(size(Some(t0)));
+    let strides = [a.stride(0)?, a.stride(1)?];
+    let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
+    params.push(("B", Param::Int(1)));
+    model(params, base(m, n, k, false, [e; 4]), spec("matrix", Some(t0)))
+}
+
+/// Transformer Engine's linear GEMMs (`_Linear*_mm`, `_LayerNormLinear*_mm`): A and B of one dtype, a 2-byte output.
+fn te_linear(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 1)?);
+    let (t0, t1) = (ty(0)?, ty(1)?);
+    if t0 != t1 {
+        return None;
+    }
+    let e = f(size(Some(t0)));
+    let strides = [a.stride(0)?, a.stride(1)?];
+    let mut params = core(m, n, k, false, strides, tuple(&[t0, t1]));
+    params.push(("B", Param::Int(1)));
+    model(params, base(m, n, k, false, [e, e, Some(2.0), e]), spec("matrix", Some(t0)))
+}
+
+/// Transformer Engine's `te_gemm_ts`: its transposes and bias from its concrete args.
+fn te_gemm_ts(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
+    let (ta, tb) = (c(4)? == "1", c(9)? == "1");
+    let (a0, a1) = (dim(0, 0)?, dim(0, 1)?);
+    let (b0, b1) = (dim(5, 0)?, dim(5, 1)?);
+    let (m, k) = if ta { (a0, a1) } else { (a1, a0) };
+    let n = if tb { b1 } else { b0 };
+    let bias = !c(14)?.is_empty();
+    let types = [ty(0)?, ty(5)?, ty(10)?, ty(18)?];
+    let sizes = [0, 1, 2, 3].map(|i| f(size(Some(types[i]))));
+    let strides = [a.stride(0)?, a.stride(5)?];
+    let mut params = core(m, n, k, bias, strides, tuple(&types));
+    params.push(("B", Param::Int(1)));
+    model(
+        params,
+        base(m, n, k, bias, [sizes[0], sizes[1], sizes[2], sizes[3]]),
+        spec("matrix", Some(types[0])),
+    )
+}
+
+/// Primus Turbo's hipBLASLt FP8 and FP4 GEMMs: their transposes from their concrete args; FP4 packs two values per byte.
+fn primus_hipblaslt(name: &str, a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
+    let flag =
+        |i: usize| c(i).is_some_and(|t| matches!(t.trim().to_lowercase().as_str(), "true" | "1"));
+    let (mut ta, mut tb, tc) = (flag(5), flag(6), flag(7));
+    let (mut ia, mut ib) = (0, 2);
+    if tc {
+        (ia, ib) = (ib, ia);
+        (ta, tb) = (!tb, !ta);
+    }
+    let m = if ta { dim(ia, 1)? } else { dim(ia, 0)? };
+    let k = if ta { dim(ia, 0)? } else { dim(ia, 1)? };
+    let n = if tb { dim(ib, 0)? } else { dim(ib, 1)? };
+    let (t0, t2) = (ty(0)?, ty(2)?);
+    let (s1, s3) = (ty(1), ty(3));
+    let fp4 = name.ends_with("fp4");
+    let k = if fp4 { 2 * k } else { k };
+    let mut params =
+        core(m, n, k, false, [a.lenient_stride(0), a.lenient_stride(2)], tuple(&[t0, t2]));
+    let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
+    params.push(("dtype_scaleA", opt(s1)));
+    params.push(("dtype_scaleB", opt(s3)));
+    params.push(("B", Param::Int(1)));
+    let figures = match fp4 {
+        true => {
+            ((2 * m * n * k) as f64, Some(fp4_bytes([m, n, k], [Some(t0), Some(t2)], [s1, s3])?))
+        }
+        false => {
+            let (ea, eb) = (size(Some(t0))?, size(Some(t2))?);
+            let out = if ea == 1 { 2 } else { ea };
+            base(m, n, k, false, [f(Some(ea)), f(Some(eb)), f(Some(out)), f(Some(ea))])
+        }
+    };
+    model(params, figures, spec("matrix", Some(t0)))
+}
+
+/// aiter's A4W4 GEMMs: FP4 A and B (two values per byte) with block scales.
+fn aiter_a4w4(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
+    let (t0, t1) = (ty(0)?, ty(1)?);
+    let (s2, s3) = (ty(2), ty(3));
+    let mut params =
+        core(m, n, k, false, [a.lenient_stride(0), a.lenient_stride(1)], tuple(&[t0, t1]));
+    let opt = |t: Option<&str>| t.map_or(Param::Missing, |t| Param::Str(t.into()));
+    params.push(("dtype_scaleA", opt(s2)));
+    params.push(("dtype_scaleB", opt(s3)));
+    params.push(("B", Param::Int(1)));
+    let bytes = fp4_bytes([m, n, k], [Some(t0), Some(t1)], [s2, s3])?;
+    model(params, ((2 * m * n * k) as f64, Some(bytes)), spec("matrix", Some(t0)))
+}
+
+/// aiter's batched A16 x FP4 GEMM.
+fn aiter_batched_a16wfp4(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let (b, m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(0, 2)?, dim(1, 1)?);
+    let t0 = ty(0)?;
+    let params = ext_params(b, m, n, k, false, tuple(&[t0, ty(1)?, "c10::bfloat16"]));
+    let bytes = size(Some(t0))
+        .map(|e| b as f64 * ((m * k * e) as f64 + (k * n) as f64 * 0.5 + (m * n * 2) as f64));
+    model(params, ((b * 2 * m * n * k) as f64, bytes), "matrix_fp4".into())
+}
+
+/// SGLang's batched A8W8 GEMM: the batch is B's first dim.
+fn sglang_batched_a8w8(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let b = dim(1, 0)?;
+    let m = if dim(0, 0)? == b { dim(0, 1)? } else { dim(0, 0)? };
+    let (n, k) = (dim(1, 1)?, dim(0, 2)?);
+    let (t0, t1) = (ty(0)?, ty(1)?);
+    let params = ext_params(b, m, n, k, false, tuple(&[t0, t1, "c10::bfloat16"]));
+    let bytes = size(Some(t0))
+        .zip(size(Some(t1)))
+        .map(|(ea, eb)| (b * (m * k * ea + k * n * eb + m * n * 2)) as f64);
+    model(params, ((b * 2 * m * n * k) as f64, bytes), spec("matrix", Some(t1)))
+}
+
+/// aiter's and SGLang's A16W16 GEMMs: the output dtype and bias by op.
+fn a16w16(name: &str, a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 0)?);
+    let (t0, t1) = (ty(0)?, ty(1)?);
+    let (out, bias) = match name {
+        "aiter::gemm_a16w16" => {
+            (t0, a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty()))
+        }
+        "aiter::_gemm_a16w16_asm" => {
+            let t2 = ty(2).filter(|t| a.types.len() > 2 && bpe(t).is_some());
+            (t2.unwrap_or(t0), false)
+        }
+        _ => (if a.types.len() > 3 { ty(3)? } else { "c10::bfloat16" }, false),
+    };
+    let params = ext_params(1, m, n, k, bias, tuple(&[t0, t1, out]));
+    let e0 = f(size(Some(t0)));
+    let sizes = [e0, f(size(Some(t1))), f(size(Some(out))), e0];
+    model(params, base(m, n, k, bias, sizes), spec("matrix", Some(t0)))
+}
+
+/// aiter's FP4 x FP4 GEMM.
+fn aiter_afp4wfp4(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let (m, k, n) = (dim(0, 0)?, 2 * dim(0, 1)?, dim(1, 0)?);
+    let params = ext_params(1, m, n, k, false, tuple(&[ty(0)?, ty(1)?, "c10::bfloat16"]));
+    let bytes = (m * k) as f64 * 0.5 + (k * n) as f64 * 0.5 + (m * n * 2) as f64;
+    model(params, ((2 * m * n * k) as f64, Some(bytes)), "matrix_fp4".into())
+}
+
+/// The A8W8 GEMMs (aiter, vLLM, SGLang), block-scaled where a scale arg follows.
+fn a8w8_blockscale(a: &Args) -> Option<Model> {
+    let (dim, ty) = (dims(a), types(a));
+    let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 0)?);
+    let (t0, t1) = (ty(0).unwrap_or(""), ty(1).unwrap_or(""));
+    let mut params = ext_params(1, m, n, k, false, tuple(&[t0, t1, "c10::bfloat16"]));
+    if a.dims.len() > 3 {
+        // ⌈x / block⌉, `None` for an empty or zero block.
+        let blocks = |x: i128, block: Option<i128>| match block {
+            Some(b) if b != 0 => Param::Int(((x + b - 1).div_euclid(b)) as i64),
+            _ => Param::Missing,
+        };
+        params.push(("quant_scheme", Param::Str("a8w8_blockscale".into())));
+        params.push(("quant_granularity", Param::Str("per_block".into())));
+        let last = a.dims_of(2).and_then(|d| d.last()?.int()).map(i128::from);
+        params.push(("block_k", blocks(k, last)));
+        params.push(("block_n", blocks(n, dim(3, 0))));
+        params.push(("scale_dtype", Param::Str(ty(2).unwrap_or("float32").into())));
+    }
+    params.push(("output_shape", Param::Text(format!("({m}, {n})"))));
+    params.push(("output_dtype", Param::Str("c10::bfloat16".into())));
+    let sizes = [f(size(Some(t0))), f(size(Some(t1))), Some(2.0), Some(0.0)];
+    model(params, base(m, n, k, false, sizes), spec("matrix", Some(t0)))
 }
 
 /// The extension GEMMs' parameters (§7.4.1): the batch first.
