@@ -2733,217 +2733,256 @@ fn small(name: &str, a: &Args, backward: bool) -> Option<Model> {
     if name == "MambaSplitConv1dScanCombinedFn" {
         return mamba_scan(a);
     }
-    let int = |x: i128| Param::Int(x as i64);
-    let dims = |i: usize| int_shape(a, i);
-    let ints = |v: &[i128]| Param::Text(ints_repr(v));
-    // An element size, 2 where unknown (these models' default).
-    let e_or_2 = |i: usize| a.dtype(i).and_then(bpe).unwrap_or(2) as f64;
-    let vector = |i: usize| spec("vector", a.dtype(i));
-    let text = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
-    let prod = |v: &[i128]| v.iter().product::<i128>();
-    let (params, flops, bytes, spec): (Vec<(&'static str, Param)>, f64, Option<f64>, String) =
-        match name {
-            "FusedRoPEFunc" => {
-                let d = dims(0)?;
-                let [s, b, h, hd] = <[i128; 4]>::try_from(d.as_slice()).ok()?;
-                let n = prod(&d);
-                let params = vec![
-                    ("seq_len", int(s)),
-                    ("batch", int(b)),
-                    ("heads", int(h)),
-                    ("head_dim", int(hd)),
-                    ("num_elements", int(n)),
-                ];
-                (params, 3.0 * n as f64, Some(2.0 * n as f64 * e_or_2(0)), vector(0))
-            }
-            "aiter::rope_cached_positions_2c_fwd_impl" => {
-                let (x, y) = (dims(2)?, dims(3)?);
-                let n = prod(&x) + prod(&y);
-                let params =
-                    vec![("x_shape", ints(&x)), ("y_shape", ints(&y)), ("num_elements", int(n))];
-                (params, 3.0 * n as f64, Some(2.0 * n as f64 * e_or_2(0)), vector(0))
-            }
-            "sgl_kernel::rotary_embedding" => {
-                let (q, k) = (dims(1)?, dims(2)?);
-                let head = match text(3).filter(|t| !t.trim().is_empty()) {
-                    Some(t) => t.trim().parse().ok()?,
-                    None => *q.last()?,
-                };
-                let rot = match a.dims.len() > 4 {
-                    true => dims(4).filter(|d| d.len() > 1).map_or(head, |d| d[1]),
-                    false => head,
-                };
-                if head == 0 {
-                    return None;
-                }
-                let n =
-                    q.first()? * (q.get(1)?.div_euclid(head) + k.get(1)?.div_euclid(head)) * rot;
-                (
-                    vec![("num_elements", int(n))],
-                    3.0 * n as f64,
-                    Some(2.0 * n as f64 * e_or_2(1)),
-                    vector(1),
-                )
-            }
-            "aiter::fused_qk_rope_cat_and_cache_mla"
-            | "aiter::fused_qk_rope_concat_and_cache_mla" => {
-                let d0 = dims(0)?;
-                let [t, qh, lora] = <[i128; 3]>::try_from(d0.as_slice()).ok()?;
-                let pe = *dims(1)?.get(2)?;
-                let concat = name.contains("concat");
-                let kh = if concat { 1 } else { *dims(2)?.get(1)? };
-                let dtype_in = a.dtype(0)?;
-                let dtype_kv = a.dtype(4).filter(|t| !t.is_empty()).unwrap_or(dtype_in);
-                let dtype_out = a.dtype(5).filter(|_| concat).unwrap_or(dtype_in);
-                let e = bpe(dtype_in).map(|e| e as f64);
-                let kv = bpe(dtype_kv).map(|e| e as f64);
-                let out = bpe(dtype_out).map(|e| e as f64);
-                let f = |x: i128| x as f64;
-                let flops = 3.0 * f(t * qh * pe + t * kh * pe);
-                let bytes = e.map(|e| {
-                    f(t * qh * lora + t * qh * pe) * e
-                        + f(t * kh * lora + t * kh * pe) * e
-                        + f(t * qh * (lora + pe)) * out.unwrap_or(e)
-                        + f(t * kh * (lora + pe)) * kv.unwrap_or(e)
-                });
-                let mut params = vec![
-                    ("T", int(t)),
-                    ("QH", int(qh)),
-                    ("KH", int(kh)),
-                    ("D_lora", int(lora)),
-                    ("D_pe", int(pe)),
-                    ("dtype_in", Param::Str(dtype_in.into())),
-                    ("dtype_kv", Param::Str(dtype_kv.into())),
-                ];
-                if concat {
-                    params.push(("dtype_out", Param::Str(dtype_out.into())));
-                }
-                (params, flops, bytes, vector(0))
-            }
-            "CrossEntropyFunction" => {
-                let d = dims(0)?;
-                let (batch, vocab) = (*d.first()?, *d.last()?);
-                let params = vec![
-                    ("batch", int(batch)),
-                    ("vocab_size", int(vocab)),
-                    ("logits_shape", ints(&d)),
-                ];
-                let bytes = prod(&d) as f64 * e_or_2(0) + (batch * 8 + batch * 4) as f64;
-                (params, (5 * batch * vocab) as f64, Some(bytes), vector(0))
-            }
-            "DaoAILab::_causal_conv1d_fwd_cpp" => {
-                let d = dims(0)?;
-                let [b, c, s] = <[i128; 3]>::try_from(d.as_slice()).ok()?;
-                let k = *dims(1)?.get(1)?;
-                let bias = a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty());
-                let params = vec![
-                    ("batch", int(b)),
-                    ("channels", int(c)),
-                    ("seq_len", int(s)),
-                    ("kernel_size", int(k)),
-                    ("has_bias", Param::Bool(bias)),
-                ];
-                let bytes = (2 * b * c * s + c * k + if bias { c } else { 0 }) as f64 * e_or_2(0);
-                let spec = spec("matrix", a.dtype(0));
-                (params, (2 * b * c * s * k) as f64, Some(bytes), spec)
-            }
-            "sglang::store_cache" => {
-                let d = dims(0)?;
-                let n = prod(&d);
-                let dtype = a.dtype(0)?;
-                let params = vec![
-                    ("op_shape", ints(&d)),
-                    ("nelems", int(n)),
-                    ("dtype", Param::Str(dtype.into())),
-                ];
-                (params, 0.0, Some(4.0 * n as f64 * e_or_2(0)), vector(0))
-            }
-            "aiter::biased_grouped_topk_hip"
-            | "aiter::moe_sorting_fwd"
-            | "aiter::mxfp4_moe_sort_hip" => {
-                // Every operand that is a non-empty list of ints, with its dtype.
-                let operands: Vec<(Vec<i128>, Option<&str>)> = (0..a.dims.len())
-                    .filter_map(|i| Some((dims(i).filter(|d| !d.is_empty())?, a.dtype(i))))
-                    .collect();
-                // The first of the largest, as Python's max() picks it.
-                let largest =
-                    operands.iter().fold(None, |best: Option<&(Vec<i128>, Option<&str>)>, o| {
-                        match best {
-                            Some(b) if prod(&b.0) >= prod(&o.0) => Some(b),
-                            _ => Some(o),
-                        }
-                    });
-                let flops = largest.map_or(0, |(d, _)| prod(d)) as f64;
-                let moved: i128 =
-                    operands.iter().filter_map(|(d, t)| Some(prod(d) * bpe((*t)?)?)).sum();
-                let listed: Vec<String> = operands
-                    .iter()
-                    .map(|(d, t)| {
-                        let shape = ints_repr(d);
-                        format!("({shape}, {})", t.map_or_else(|| "None".into(), py))
-                    })
-                    .collect();
-
-                let params = vec![("operands", Param::Text(format!("[{}]", listed.join(", "))))];
-                let spec = spec("vector", largest.and_then(|(_, t)| *t));
-                (params, flops, (moved != 0).then_some(moved as f64), spec)
-            }
-            "aiter::mixed_sample_outer_exponential" => {
-                let (t, v) = (a.dim(1, 0).map_or(1, i128::from), a.dim(1, 1).map_or(1, i128::from));
-                let logits = a.dtype(1).unwrap_or("c10::bfloat16");
-                let noise = a.dtype(2).unwrap_or("float");
-                let bytes = bpe(logits)
-                    .zip(bpe(noise))
-                    .map(|(l, n)| (t * v * l + t * v * n + 4 * t) as f64);
-                let params = vec![
-                    ("T", int(t)),
-                    ("V", int(v)),
-                    ("dtype_logits", Param::Str(logits.into())),
-                    ("dtype_noise", Param::Str(noise.into())),
-                ];
-                let spec = spec("vector", Some(logits));
-                (params, (2 * t * v) as f64, bytes, spec)
-            }
-            "MoEDispatch" | "MoECombine" => {
-                let d = a.dims_of(0)?;
-                let tokens = i128::from(d.first()?.int()?);
-                let hidden = d.get(1).and_then(Py::int).map(i128::from);
-                let size = a.dtype(0).filter(|t| !t.is_empty()).and_then(bpe);
-                let bytes = hidden.zip(size).map(|(h, e)| (tokens * h * e) as f64);
-                let params = vec![
-                    ("num_tokens", int(tokens)),
-                    ("hidden_dim", hidden.map_or(Param::Missing, int)),
-                    ("bpe", size.map_or(Param::Missing, int)),
-                ];
-                (params, 0.0, bytes, String::new())
-            }
-            _ => {
-                // The MXFP4 quantizations: the input read, half a byte per
-                // element and a scale per 32 written.
-                let i = match name {
-                    "aiter::fused_dynamic_mx_quant_moe_sort_hip"
-                    | "aiter::fused_dynamic_mxfp4_quant_moe_sort_hip" => 2,
-                    "aiter::dynamic_per_group_scaled_quant_fp4" => 1,
-                    _ => 0,
-                };
-                let shape = a.dims_of(i)?;
-                let dtype = a.dtype(i)?;
-                let n = elements(shape)?;
-                let stride = match name {
-                    "sglang_profiler::quant_dynamic_mxfp4_quant" => Param::Missing,
-                    _ => a.lenient_stride(i),
-                };
-                let bytes = bpe(dtype).map(|e| (n * e) as f64 + 0.5 * n as f64 + (n / 32) as f64);
-                let params = vec![
-                    ("op_shape", shape_param(shape)),
-                    ("dtype_in_out", Param::Text(format!("({}, {})", py(dtype), py(dtype)))),
-                    ("stride_input", stride),
-                    ("stride_output", Param::Missing),
-                ];
-                (params, 2.0 * n as f64, bytes, vector(i))
-            }
-        };
+    let (params, flops, bytes, spec) = match name {
+        "FusedRoPEFunc" => fused_rope(a),
+        "aiter::rope_cached_positions_2c_fwd_impl" => rope_cached_positions(a),
+        "sgl_kernel::rotary_embedding" => sgl_rotary_embedding(a),
+        "aiter::fused_qk_rope_cat_and_cache_mla" | "aiter::fused_qk_rope_concat_and_cache_mla" => {
+            fused_qk_rope_mla(name, a)
+        }
+        "CrossEntropyFunction" => cross_entropy(a),
+        "DaoAILab::_causal_conv1d_fwd_cpp" => causal_conv1d(a),
+        "sglang::store_cache" => store_cache(a),
+        "aiter::biased_grouped_topk_hip"
+        | "aiter::moe_sorting_fwd"
+        | "aiter::mxfp4_moe_sort_hip" => moe_aux_operands(a),
+        "aiter::mixed_sample_outer_exponential" => mixed_sample(a),
+        "MoEDispatch" | "MoECombine" => moe_dispatch(a),
+        _ => mxfp4_quant(name, a),
+    }?;
     Some(Model { params, flops, bytes, spec })
+}
+
+/// A model's parameters, FLOPs, bytes and roofline spec.
+type Figures = (Vec<(&'static str, Param)>, f64, Option<f64>, String);
+
+/// Ints as TraceLens prints a list of them.
+fn ints(v: &[i128]) -> Param {
+    Param::Text(ints_repr(v))
+}
+
+/// Arg `i`'s element size, 2 where unknown (the small models' default).
+fn e_or_2(a: &Args, i: usize) -> f64 {
+    a.dtype(i).and_then(bpe).unwrap_or(2) as f64
+}
+
+/// The vector roofline of arg `i`'s dtype.
+fn vector(a: &Args, i: usize) -> String {
+    spec("vector", a.dtype(i))
+}
+
+/// Concrete arg `i`, where it is a string.
+fn text(a: &Args, i: usize) -> Option<&str> {
+    a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str)
+}
+
+fn prod(v: &[i128]) -> i128 {
+    v.iter().product::<i128>()
+}
+
+/// Transformer Engine's fused RoPE: 3 FLOPs an element.
+fn fused_rope(a: &Args) -> Option<Figures> {
+    let d = int_shape(a, 0)?;
+    let [s, b, h, hd] = <[i128; 4]>::try_from(d.as_slice()).ok()?;
+    let n = prod(&d);
+    let params = vec![
+        ("seq_len", int(s)),
+        ("batch", int(b)),
+        ("heads", int(h)),
+        ("head_dim", int(hd)),
+        ("num_elements", int(n)),
+    ];
+    Some((params, 3.0 * n as f64, Some(2.0 * n as f64 * e_or_2(a, 0)), vector(a, 0)))
+}
+
+/// aiter's cached-positions RoPE over x and y.
+fn rope_cached_positions(a: &Args) -> Option<Figures> {
+    let (x, y) = (int_shape(a, 2)?, int_shape(a, 3)?);
+    let n = prod(&x) + prod(&y);
+    let params = vec![("x_shape", ints(&x)), ("y_shape", ints(&y)), ("num_elements", int(n))];
+    Some((params, 3.0 * n as f64, Some(2.0 * n as f64 * e_or_2(a, 0)), vector(a, 0)))
+}
+
+/// sgl-kernel's rotary embedding: the rotated part of each head of q and k.
+fn sgl_rotary_embedding(a: &Args) -> Option<Figures> {
+    let (q, k) = (int_shape(a, 1)?, int_shape(a, 2)?);
+    let head = match text(a, 3).filter(|t| !t.trim().is_empty()) {
+        Some(t) => t.trim().parse().ok()?,
+        None => *q.last()?,
+    };
+    let rot = match a.dims.len() > 4 {
+        true => int_shape(a, 4).filter(|d| d.len() > 1).map_or(head, |d| d[1]),
+        false => head,
+    };
+    if head == 0 {
+        return None;
+    }
+    let n = q.first()? * (q.get(1)?.div_euclid(head) + k.get(1)?.div_euclid(head)) * rot;
+    Some((
+        vec![("num_elements", int(n))],
+        3.0 * n as f64,
+        Some(2.0 * n as f64 * e_or_2(a, 1)),
+        vector(a, 1),
+    ))
+}
+
+/// aiter's fused QK RoPE with the MLA cache write (`concat`: one K head).
+fn fused_qk_rope_mla(name: &str, a: &Args) -> Option<Figures> {
+    let d0 = int_shape(a, 0)?;
+    let [t, qh, lora] = <[i128; 3]>::try_from(d0.as_slice()).ok()?;
+    let pe = *int_shape(a, 1)?.get(2)?;
+    let concat = name.contains("concat");
+    let kh = if concat { 1 } else { *int_shape(a, 2)?.get(1)? };
+    let dtype_in = a.dtype(0)?;
+    let dtype_kv = a.dtype(4).filter(|t| !t.is_empty()).unwrap_or(dtype_in);
+    let dtype_out = a.dtype(5).filter(|_| concat).unwrap_or(dtype_in);
+    let e = bpe(dtype_in).map(|e| e as f64);
+    let kv = bpe(dtype_kv).map(|e| e as f64);
+    let out = bpe(dtype_out).map(|e| e as f64);
+    let f = |x: i128| x as f64;
+    let flops = 3.0 * f(t * qh * pe + t * kh * pe);
+    let bytes = e.map(|e| {
+        f(t * qh * lora + t * qh * pe) * e
+            + f(t * kh * lora + t * kh * pe) * e
+            + f(t * qh * (lora + pe)) * out.unwrap_or(e)
+            + f(t * kh * (lora + pe)) * kv.unwrap_or(e)
+    });
+    let mut params = vec![
+        ("T", int(t)),
+        ("QH", int(qh)),
+        ("KH", int(kh)),
+        ("D_lora", int(lora)),
+        ("D_pe", int(pe)),
+        ("dtype_in", Param::Str(dtype_in.into())),
+        ("dtype_kv", Param::Str(dtype_kv.into())),
+    ];
+    if concat {
+        params.push(("dtype_out", Param::Str(dtype_out.into())));
+    }
+    Some((params, flops, bytes, vector(a, 0)))
+}
+
+/// Cross entropy over the logits: 5 FLOPs an element.
+fn cross_entropy(a: &Args) -> Option<Figures> {
+    let d = int_shape(a, 0)?;
+    let (batch, vocab) = (*d.first()?, *d.last()?);
+    let params =
+        vec![("batch", int(batch)), ("vocab_size", int(vocab)), ("logits_shape", ints(&d))];
+    let bytes = prod(&d) as f64 * e_or_2(a, 0) + (batch * 8 + batch * 4) as f64;
+    Some((params, (5 * batch * vocab) as f64, Some(bytes), vector(a, 0)))
+}
+
+/// The causal 1-D convolution of Dao AI Lab's kernel.
+fn causal_conv1d(a: &Args) -> Option<Figures> {
+    let d = int_shape(a, 0)?;
+    let [b, c, s] = <[i128; 3]>::try_from(d.as_slice()).ok()?;
+    let k = *int_shape(a, 1)?.get(1)?;
+    let bias = a.dims.len() > 2 && a.dims_of(2).is_some_and(|d| !d.is_empty());
+    let params = vec![
+        ("batch", int(b)),
+        ("channels", int(c)),
+        ("seq_len", int(s)),
+        ("kernel_size", int(k)),
+        ("has_bias", Param::Bool(bias)),
+    ];
+    let bytes = (2 * b * c * s + c * k + if bias { c } else { 0 }) as f64 * e_or_2(a, 0);
+    let spec = spec("matrix", a.dtype(0));
+    Some((params, (2 * b * c * s * k) as f64, Some(bytes), spec))
+}
+
+/// SGLang's KV-cache store: no FLOPs, its elements moved four times.
+fn store_cache(a: &Args) -> Option<Figures> {
+    let d = int_shape(a, 0)?;
+    let n = prod(&d);
+    let dtype = a.dtype(0)?;
+    let params =
+        vec![("op_shape", ints(&d)), ("nelems", int(n)), ("dtype", Param::Str(dtype.into()))];
+    Some((params, 0.0, Some(4.0 * n as f64 * e_or_2(a, 0)), vector(a, 0)))
+}
+
+/// aiter's MoE top-k and sorting ops: every operand that is a list of ints.
+fn moe_aux_operands(a: &Args) -> Option<Figures> {
+    // Every operand that is a non-empty list of ints, with its dtype.
+    let operands: Vec<(Vec<i128>, Option<&str>)> = (0..a.dims.len())
+        .filter_map(|i| Some((int_shape(a, i).filter(|d| !d.is_empty())?, a.dtype(i))))
+        .collect();
+    // The first of the largest, as Python's max() picks it.
+    let largest =
+        operands.iter().fold(None, |best: Option<&(Vec<i128>, Option<&str>)>, o| match best {
+            Some(b) if prod(&b.0) >= prod(&o.0) => Some(b),
+            _ => Some(o),
+        });
+    let flops = largest.map_or(0, |(d, _)| prod(d)) as f64;
+    let moved: i128 = operands.iter().filter_map(|(d, t)| Some(prod(d) * bpe((*t)?)?)).sum();
+    let listed: Vec<String> = operands
+        .iter()
+        .map(|(d, t)| {
+            let shape = ints_repr(d);
+            format!("({shape}, {})", t.map_or_else(|| "None".into(), py))
+        })
+        .collect();
+
+    let params = vec![("operands", Param::Text(format!("[{}]", listed.join(", "))))];
+    let spec = spec("vector", largest.and_then(|(_, t)| *t));
+    Some((params, flops, (moved != 0).then_some(moved as f64), spec))
+}
+
+/// aiter's sampling with outer exponential noise.
+fn mixed_sample(a: &Args) -> Option<Figures> {
+    let (t, v) = (a.dim(1, 0).map_or(1, i128::from), a.dim(1, 1).map_or(1, i128::from));
+    let logits = a.dtype(1).unwrap_or("c10::bfloat16");
+    let noise = a.dtype(2).unwrap_or("float");
+    let bytes = bpe(logits).zip(bpe(noise)).map(|(l, n)| (t * v * l + t * v * n + 4 * t) as f64);
+    let params = vec![
+        ("T", int(t)),
+        ("V", int(v)),
+        ("dtype_logits", Param::Str(logits.into())),
+        ("dtype_noise", Param::Str(noise.into())),
+    ];
+    let spec = spec("vector", Some(logits));
+    Some((params, (2 * t * v) as f64, bytes, spec))
+}
+
+/// MoE dispatch and combine: their tokens moved, no FLOPs.
+fn moe_dispatch(a: &Args) -> Option<Figures> {
+    let d = a.dims_of(0)?;
+    let tokens = i128::from(d.first()?.int()?);
+    let hidden = d.get(1).and_then(Py::int).map(i128::from);
+    let size = a.dtype(0).filter(|t| !t.is_empty()).and_then(bpe);
+    let bytes = hidden.zip(size).map(|(h, e)| (tokens * h * e) as f64);
+    let params = vec![
+        ("num_tokens", int(tokens)),
+        ("hidden_dim", hidden.map_or(Param::Missing, int)),
+        ("bpe", size.map_or(Param::Missing, int)),
+    ];
+    Some((params, 0.0, bytes, String::new()))
+}
+
+/// The MXFP4 quantizations: the input read, half a byte per element and a scale per 32 written.
+fn mxfp4_quant(name: &str, a: &Args) -> Option<Figures> {
+    // The MXFP4 quantizations: the input read, half a byte per
+    // element and a scale per 32 written.
+    let i = match name {
+        "aiter::fused_dynamic_mx_quant_moe_sort_hip"
+        | "aiter::fused_dynamic_mxfp4_quant_moe_sort_hip" => 2,
+        "aiter::dynamic_per_group_scaled_quant_fp4" => 1,
+        _ => 0,
+    };
+    let shape = a.dims_of(i)?;
+    let dtype = a.dtype(i)?;
+    let n = elements(shape)?;
+    let stride = match name {
+        "sglang_profiler::quant_dynamic_mxfp4_quant" => Param::Missing,
+        _ => a.lenient_stride(i),
+    };
+    let bytes = bpe(dtype).map(|e| (n * e) as f64 + 0.5 * n as f64 + (n / 32) as f64);
+    let params = vec![
+        ("op_shape", shape_param(shape)),
+        ("dtype_in_out", Param::Text(format!("({}, {})", py(dtype), py(dtype)))),
+        ("stride_input", stride),
+        ("stride_output", Param::Missing),
+    ];
+    Some((params, 2.0 * n as f64, bytes, vector(a, i)))
 }
 
 /// The reduction model (§7.4.6): its input read, its output written (one
