@@ -3880,22 +3880,13 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
                 && values.iter().all(|v| matches!(v, Param::Int(_) | Param::Missing))
         })
         .collect();
-    let text = |v: &Param, floaty: bool| -> Option<String> {
-        match v {
-            Param::Int(i) if floaty => Some(format!("{i}.0")),
-            Param::Int(i) => Some(i.to_string()),
-            Param::Bool(b) => Some(if *b { "True" } else { "False" }.into()),
-            Param::Text(t) | Param::Str(t) => Some(t.clone()),
-            Param::Missing => None,
-        }
-    };
     let mut order: Vec<Vec<usize>> = Vec::new();
     let mut keys_of: Vec<(&str, Vec<Option<String>>)> = Vec::new();
     let mut group_of: Vec<usize> = Vec::with_capacity(rows.len());
     let mut index: HashMap<(u32, Vec<Option<String>>), usize> = HashMap::default();
     for (i, r) in rows.iter().enumerate() {
         let key: Vec<Option<String>> =
-            keys.iter().zip(&floaty).map(|(k, f)| text(&value(r, k), *f)).collect();
+            keys.iter().zip(&floaty).map(|(k, f)| param_text(&value(r, k), *f)).collect();
         let name = ev(p, r.event).name;
         let g = *index.entry((name, key.clone())).or_insert_with(|| {
             order.push(Vec::new());
@@ -3909,26 +3900,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
     // the rest, not compensated, when the rows come grouped contiguously
     // in sorted key order (a single group, say): the reference's
     // tracelens-metrics §8.
-    let mut by_key: Vec<usize> = (0..order.len()).collect();
-    by_key.sort_by(|&a, &b| {
-        let (x, y) = (&keys_of[a], &keys_of[b]);
-        x.0.cmp(y.0).then_with(|| {
-            x.1.iter()
-                .zip(&y.1)
-                .map(|(u, v)| match (u, v) {
-                    (Some(u), Some(v)) => u.cmp(v),
-                    (Some(_), None) => std::cmp::Ordering::Less,
-                    (None, Some(_)) => std::cmp::Ordering::Greater,
-                    (None, None) => std::cmp::Ordering::Equal,
-                })
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        })
-    });
-    let mut rank = vec![0usize; order.len()];
-    for (r, &g) in by_key.iter().enumerate() {
-        rank[g] = r;
-    }
+    let rank = key_ranks(&keys_of);
     let sums = GroupSum::of(&group_of, &rank);
     let time_int = rows.iter().all(|r| r.time_int);
     // The roofline columns, where a row has one.
@@ -3944,7 +3916,7 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
             let mut cells = vec![Cell::Str(p.str(ev(p, first.event).name).to_string())];
             for (k, f) in keys.iter().zip(&floaty) {
                 // The group's first value (all are equal but for missing).
-                let v = group.iter().find_map(|r| text(&value(r, k), *f));
+                let v = group.iter().find_map(|r| param_text(&value(r, k), *f));
                 cells.push(v.map_or(Cell::Empty, Cell::Str));
             }
             // Per instance: GFLOPS, Data Moved (MB), FLOPS/Byte, TB/s, TFLOPS/s.
@@ -3997,6 +3969,14 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
         })
         .collect();
     Ranked::sort(&mut out);
+    let header = sheet_header(&keys, rooflines);
+    Table { header, rows: out.into_iter().map(|o| o.cells).collect() }
+}
+
+/// A perf-model sheet's columns: the op's name, a column per parameter,
+/// the rates, the roofline's (where a row has one), the kernel details, the
+/// args and the kernel times.
+fn sheet_header(keys: &[&str], rooflines: bool) -> Vec<String> {
     let mut header: Vec<String> = vec!["name".into()];
     header.extend(keys.iter().map(|k| format!("param: {k}")));
     for h in [
@@ -4051,7 +4031,45 @@ fn sheet(p: &Parsed, rows: &[Instance]) -> Table {
     ] {
         header.push(h.into());
     }
-    Table { header, rows: out.into_iter().map(|o| o.cells).collect() }
+    header
+}
+
+/// A parameter's value as its sheet column prints it: ints as floats in
+/// a column pandas made float64 (`floaty`); `None` where the row has none.
+fn param_text(v: &Param, floaty: bool) -> Option<String> {
+    match v {
+        Param::Int(i) if floaty => Some(format!("{i}.0")),
+        Param::Int(i) => Some(i.to_string()),
+        Param::Bool(b) => Some(if *b { "True" } else { "False" }.into()),
+        Param::Text(t) | Param::Str(t) => Some(t.clone()),
+        Param::Missing => None,
+    }
+}
+
+/// Each group's place in the order of its keys (its op's name, then its
+/// parameters' values, a missing value last), as pandas sorts the groups.
+fn key_ranks(keys_of: &[(&str, Vec<Option<String>>)]) -> Vec<usize> {
+    let mut by_key: Vec<usize> = (0..keys_of.len()).collect();
+    by_key.sort_by(|&a, &b| {
+        let (x, y) = (&keys_of[a], &keys_of[b]);
+        x.0.cmp(y.0).then_with(|| {
+            x.1.iter()
+                .zip(&y.1)
+                .map(|(u, v)| match (u, v) {
+                    (Some(u), Some(v)) => u.cmp(v),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    });
+    let mut rank = vec![0usize; keys_of.len()];
+    for (r, &g) in by_key.iter().enumerate() {
+        rank[g] = r;
+    }
+    rank
 }
 
 /// What a model made of one op (the reference's §7.5): its figures, an

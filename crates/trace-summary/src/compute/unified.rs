@@ -495,10 +495,7 @@ impl Analysis<'_> {
                 cells.push(float(sample_std(&times)));
                 cells.push(number(sum, time_int));
                 cells.push(Cell::Float(median(&durs)));
-                let (lo, hi) =
-                    durs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-                        (lo.min(x), hi.max(x))
-                    });
+                let (lo, hi) = range(&durs);
                 cells.extend([number(lo, dur_int), number(hi, dur_int)]);
                 if modelled {
                     cells.extend([tb_median, tb_min, tb_max, tf_median, tf_min, tf_max]);
@@ -509,10 +506,7 @@ impl Analysis<'_> {
                         roofs.iter().map(|r| r.map_or(f64::NAN, |r| r.pct)).collect();
                     cells.extend(sums.stats(pct));
                 }
-                let (lo, hi) =
-                    times.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-                        (lo.min(x), hi.max(x))
-                    });
+                let (lo, hi) = range(&times);
                 cells.extend([
                     Cell::Float(median(&times)),
                     number(lo, time_int),
@@ -538,62 +532,74 @@ impl Analysis<'_> {
             })
             .collect();
         let rows = Ranked::with_percentages(out);
-        let mut header: Vec<&str> = unique_args::KEY_COLUMNS.to_vec();
-        header.extend([
-            "ex_UID",
-            "operation_count",
-            "total_duration_us",
-            "mean_duration_us",
-            "std_duration_us",
-        ]);
-        if modelled {
-            header.extend(["GFLOPS", "Data Moved (MB)", "FLOPS/Byte", "Compute Spec"]);
-        }
-        if rooflines {
-            header.push("Roofline Bound");
-        }
-        if modelled {
-            header.extend(["TB/s_mean", "TB/s_std", "TFLOPS/s_mean", "TFLOPS/s_std"]);
-        }
-        header.extend([
-            "Kernel Time (µs)_mean",
-            "Kernel Time (µs)_std",
-            "Kernel Time (µs)_sum",
-            "duration_us_median",
-            "duration_us_min",
-            "duration_us_max",
-        ]);
-        if modelled {
-            header.extend([
-                "TB/s_median",
-                "TB/s_min",
-                "TB/s_max",
-                "TFLOPS/s_median",
-                "TFLOPS/s_min",
-                "TFLOPS/s_max",
-            ]);
-        }
-        if rooflines {
-            header.extend([
-                "Roofline Time (µs)_first",
-                "Pct Roofline_mean",
-                "Pct Roofline_median",
-                "Pct Roofline_std",
-                "Pct Roofline_min",
-                "Pct Roofline_max",
-            ]);
-        }
-        header.extend([
-            "Kernel Time (µs)_median",
-            "Kernel Time (µs)_min",
-            "Kernel Time (µs)_max",
-            "kernel_details_summary",
-            "trunc_kernel_details",
-            "perf_params",
-            "has_perf_model",
-            "Percentage (%)",
-            "Cumulative Percentage (%)",
-        ]);
-        Table::new(&header, rows)
+        Table::new(&unified_header(modelled, rooflines), rows)
     }
+}
+
+/// `unified_perf_summary`'s columns: the key columns, the counts and
+/// durations, the model's figures (`modelled`) and the roofline's
+/// (`rooflines`) where any row has them, the kernel times and details.
+fn unified_header(modelled: bool, rooflines: bool) -> Vec<&'static str> {
+    let mut header: Vec<&str> = unique_args::KEY_COLUMNS.to_vec();
+    header.extend([
+        "ex_UID",
+        "operation_count",
+        "total_duration_us",
+        "mean_duration_us",
+        "std_duration_us",
+    ]);
+    if modelled {
+        header.extend(["GFLOPS", "Data Moved (MB)", "FLOPS/Byte", "Compute Spec"]);
+    }
+    if rooflines {
+        header.push("Roofline Bound");
+    }
+    if modelled {
+        header.extend(["TB/s_mean", "TB/s_std", "TFLOPS/s_mean", "TFLOPS/s_std"]);
+    }
+    header.extend([
+        "Kernel Time (µs)_mean",
+        "Kernel Time (µs)_std",
+        "Kernel Time (µs)_sum",
+        "duration_us_median",
+        "duration_us_min",
+        "duration_us_max",
+    ]);
+    if modelled {
+        header.extend([
+            "TB/s_median",
+            "TB/s_min",
+            "TB/s_max",
+            "TFLOPS/s_median",
+            "TFLOPS/s_min",
+            "TFLOPS/s_max",
+        ]);
+    }
+    if rooflines {
+        header.extend([
+            "Roofline Time (µs)_first",
+            "Pct Roofline_mean",
+            "Pct Roofline_median",
+            "Pct Roofline_std",
+            "Pct Roofline_min",
+            "Pct Roofline_max",
+        ]);
+    }
+    header.extend([
+        "Kernel Time (µs)_median",
+        "Kernel Time (µs)_min",
+        "Kernel Time (µs)_max",
+        "kernel_details_summary",
+        "trunc_kernel_details",
+        "perf_params",
+        "has_perf_model",
+        "Percentage (%)",
+        "Cumulative Percentage (%)",
+    ]);
+    header
+}
+
+/// The least and the greatest of `values`.
+fn range(values: &[f64]) -> (f64, f64) {
+    values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)))
 }
