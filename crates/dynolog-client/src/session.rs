@@ -444,6 +444,18 @@ pub fn start_daemon(
             Said::Listening if started.elapsed() < Duration::from_millis(300) => {}
             Said::Listening => return Ok(daemon),
             Said::NoRpc | Said::NoIpc => {
+                // A daemon that exits after saying so died of it: a moment
+                // to tell the one from the other (the real dynolog runs on
+                // without the server; a log flushed just before the exit
+                // is read before the exit is seen).
+                let grace = Instant::now();
+                while grace.elapsed() < Duration::from_millis(200) {
+                    if let Some(how) = daemon.exited() {
+                        let tail = log_tail(&log, 40);
+                        return Err(SessionError::DaemonDied { pid, how, tail, log });
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 let what = match said(&text, port) {
                     Said::NoRpc => format!(
                         "runs without its RPC server: port {port} was taken as it bound it{}",

@@ -172,7 +172,9 @@ fn a_daemon_that_dies_at_start_is_reported_with_its_log() {
     let bad = dir.path().join("dynolog");
     std::fs::write(
         &bad,
-        "#!/bin/sh\necho 'E1130 dynolog: bind(): Address already in use'\nexit 1\n",
+        // Its log says so a moment before it exits (as a real failure
+        // flushes it): read before the exit is seen, it is still a death.
+        "#!/bin/sh\necho 'E1130 dynolog: bind(): Address already in use'\nsleep 0.05\nexit 1\n",
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
