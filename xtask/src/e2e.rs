@@ -467,261 +467,289 @@ fn run_scenario(
     cpu: bool,
 ) -> Result<String, String> {
     let w = workload.display().to_string();
-    // The 2-rank job, run directly or through SLURM.
-    let torchrun = || which("torchrun").unwrap_or_else(|| "torchrun".into());
-    let two_ranks = |torchrun: &str| -> Vec<String> {
-        [torchrun, "--nproc-per-node", "2", &w, "--distributed", "--steps", "8"]
-            .into_iter()
-            .chain(["--profile-dir", "torch_profiler_output"])
-            .map(str::to_string)
-            .collect()
-    };
     match name {
-        "rocprof-json" | "rocprof-pftrace" => {
-            let format = if name == "rocprof-json" { "json" } else { "pftrace" };
-            step(
-                dir,
-                Path::new("rocprofv3"),
-                &[
-                    "--kernel-trace",
-                    "--hip-trace",
-                    "--output-format",
-                    format,
-                    "-d",
-                    "rocprof_output",
-                    "--",
-                    "python3",
-                    &w,
-                    "--steps",
-                    "5",
-                ],
-            )?;
-            if name == "rocprof-json" {
-                let said = report(madengine, dir, inv, "rocprof", &[("rocprof", 1)], cpu)?;
-                if cpu {
-                    return Ok(said);
-                }
-                // The native summary tells which GPU the process ran on and,
-                // with two GPUs, a 2-rank job's processes apart by their GPUs.
-                gpus_of(madengine, dir, "rocprof_output", 1)?;
-                // rocprofv3's default output, its rocpd database, read as its JSON.
-                let said = format!("{said}; {}", read_as_json(madengine, dir, &w, "rocpd")?);
-                let said = format!("{said}; {}", tracelens_reads_rocpd(madengine, dir, inv)?);
-                if !gpus_for_nccl(inv) {
-                    return Ok(said);
-                }
-                let argv = two_ranks(&torchrun());
-                let rocprof = ["--kernel-trace", "--output-format", "json", "-d", "rocprof_2rank"];
-                let args: Vec<&str> = rocprof
-                    .into_iter()
-                    .chain(["--"])
-                    .chain(argv.iter().map(String::as_str))
-                    .collect();
-                step(dir, Path::new("rocprofv3"), &args)?;
-                let gpus = gpus_of(madengine, dir, "rocprof_2rank", 2)?;
-                Ok(format!("{said}; report summary: the 2-rank job's processes on GPUs {gpus:?}"))
-            } else {
-                let tools = [("hip_activity", 1), ("hip_api", 1), ("memory_copy", 1)];
-                let said = report(madengine, dir, inv, "pftrace", &tools, cpu)?;
-                if cpu {
-                    return Ok(said);
-                }
-                // `report summary` reads the pftrace without traceconv.
-                Ok(format!("{said}; {}", read_as_json(madengine, dir, &w, "pftrace")?))
-            }
-        }
-        "torch-native" => {
-            let single = [&w, "--steps", "6", "--profile-dir", "single"];
-            step(dir, Path::new("python3"), &single)?;
-            let argv = two_ranks(&torchrun());
-            let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-            step(dir, Path::new(&argv[0]), &args)?;
-            let args = ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
-            let out = step(dir, madengine, &args)?;
-            let summary: Value =
-                serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
-            let said = check_native(&summary, dir, cpu)?;
-            if cpu {
-                return Ok(said);
-            }
-            // The one process against rank 0 of the job: the same steps, the
-            // job's all-reduce added.
-            let rank0 = summary["traces"]
-                .as_array()
-                .and_then(|t| t.iter().find(|t| t["rank"] == 0))
-                .and_then(|t| t["trace"].as_str())
-                .ok_or("no rank 0 in the summary")?
-                .to_string();
-            let args = ["report", "diff", "single", &rank0, "--json", "--html", "diff.html"];
-            let out = step(dir, madengine, &args)?;
-            let diff: Value =
-                serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
-            let rows = diff["timeline"].as_array().map_or(0, Vec::len);
-            let steps = (&diff["baseline"]["steps"], &diff["new"]["steps"]);
-            if rows == 0 || steps != (&3.into(), &3.into()) || !dir.join("diff.html").is_file() {
-                return Err(format!(
-                    "report diff single {rank0}: {rows} timeline rows, steps {steps:?}, page \
-                     written: {}",
-                    dir.join("diff.html").is_file()
-                ));
-            }
-            let said =
-                format!("{said}; report diff of one process and rank 0: {rows} timeline rows");
-            // torch.profiler's schedule repeated: a trace per rank each
-            // cycle in one directory, each cycle a run of its own.
-            let job = [&torchrun(), "--nproc-per-node", "2", &w, "--distributed", "--steps", "10"];
-            let job: Vec<&str> =
-                job.into_iter().chain(["--cycles", "2", "--profile-dir", "cycles"]).collect();
-            step(dir, Path::new(job[0]), &job[1..])?;
-            let args = ["report", "summary", "cycles", "-o", "cycles_summary", "--json"];
-            let out = step(dir, madengine, &args)?;
-            let summary: Value =
-                serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
-            let cycles = check_cycles(&summary)?;
-            // Its last cycle against the one-cycle job, rank by rank.
-            let args = ["report", "diff", "torch_profiler_output", "cycles", "--cycle", "last"];
-            let out = step(dir, madengine, &[&args[..], &["--json"]].concat())?;
-            let diff: Value =
-                serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
-            let ranks = diff["ranks"].as_array().map_or(0, Vec::len);
-            if diff["new"]["cycle"] != serde_json::json!({"number": 2, "of": 2}) || ranks != 2 {
-                return Err(format!("report diff --cycle last: {out}"));
-            }
-            Ok(format!("{said}; {cycles}, the last compared with the job's 2 ranks"))
-        }
-        "dynolog-profile" => {
-            let dynolog = which("dynolog").ok_or("dynolog vanished")?;
-            step(
-                dir,
-                madengine,
-                &[
-                    "profile",
-                    "--dynolog-bin",
-                    &dynolog,
-                    "--warmup-s",
-                    "10",
-                    "--iterations",
-                    "3",
-                    "--",
-                    "python3",
-                    &w,
-                    "--steps",
-                    "400",
-                    "--sleep",
-                    "0.05",
-                ],
-            )?;
-            let traces = dir.join("torch_profiler_output");
-            let steps = optimizer_steps(&traces)?;
-            if steps.is_empty() || steps.iter().any(|(_, n)| *n != 3) {
-                return Err(format!("asked for 3 iterations; optimizer steps traced: {steps:?}"));
-            }
-            if !cpu {
-                // The native summary counts those iterations as the trace's
-                // steps (it holds no ProfilerStep#).
-                let args =
-                    ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
-                let out = step(dir, madengine, &args)?;
-                let summary: Value =
-                    serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
-                let counted: Vec<(&Value, &Value)> = summary["traces"]
-                    .as_array()
-                    .map(|t| t.iter().map(|t| (&t["steps"], &t["steps_marked_by"])).collect())
-                    .unwrap_or_default();
-                if counted.is_empty()
-                    || counted.iter().any(|c| *c != (&3.into(), &"Optimizer.step#".into()))
-                {
-                    return Err(format!("report summary counted (steps, marker): {counted:?}"));
-                }
-            }
-            let said = if cpu {
-                "3 optimizer steps traced".to_string()
-            } else {
-                "3 optimizer steps traced, and counted as its steps by report summary".to_string()
-            };
-            if inv.tracelens_python.is_none() {
-                return Ok(format!("{said}; no perf report: no TraceLens on this node"));
-            }
-            report(madengine, &traces, inv, "pytorch", &[("perf_report_pytorch", 1)], cpu)
-                .map(|r| format!("{said}; {r}"))
-        }
-        "torchrun-2rank" => {
-            let argv = two_ranks(&torchrun());
-            let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-            step(dir, Path::new(&argv[0]), &args)?;
-            if !gpus_for_nccl(inv) && !cpu {
-                return report(madengine, dir, inv, "pytorch", &[("perf_report_pytorch", 2)], cpu)
-                    .map(|r| format!("{r}; no collective report (gloo: one GPU)"));
-            }
-            let tools = [("perf_report_pytorch", 2), ("collective", 1)];
-            let said = report(madengine, dir, inv, "auto", &tools, cpu)?;
-            if !cpu {
-                // The native summary's collective calls (NCCL/RCCL kernels
-                // with PyTorch's collective args): said, not required, as
-                // only the PyTorch version decides whether it writes them.
-                let out = dir.join("summary_2rank").display().to_string();
-                let args = [
-                    "report",
-                    "summary",
-                    "torch_profiler_output",
-                    "-o",
-                    &out,
-                    "--top",
-                    "1000",
-                    "--json",
-                ];
-                let json = step(dir, madengine, &args)?;
-                let summary: Value = serde_json::from_str(&json)
-                    .map_err(|e| format!("summary JSON: {e}: {json}"))?;
-                let calls: Vec<usize> = summary["traces"]
-                    .as_array()
-                    .map(|t| {
-                        t.iter()
-                            .map(|t| t["top_collectives"].as_array().map_or(0, Vec::len))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                return Ok(format!("{said}; report summary: collective calls per rank {calls:?}"));
-            }
-            Ok(said)
-        }
-        "slurm" => {
-            let python = inv
-                .tracelens_python
-                .as_ref()
-                .expect("planned with TraceLens")
-                .display()
-                .to_string();
-            let job = two_ranks(&torchrun());
-            let mut args = vec![
-                "slurm",
-                "submit",
-                "--nodes",
-                "1",
-                "--results-dir",
-                "results",
-                "--wait",
-                "--timeout",
-                "900",
-                "--json",
-                "--",
-            ];
-            args.extend(job.iter().map(String::as_str));
-            let out = step(dir, madengine, &args)?;
-            let v: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
-            let results = v["results"].as_str().unwrap_or("").to_string();
-            step(dir, madengine, &["slurm", "gather", &results, "--report", "--python", &python])?;
-            let written = dir.join(&results).join("tracelens_report/tracelens_summary.json");
-            let summary: Value = std::fs::read(&written)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-                .map_err(|e| format!("{}: {e}", written.display()))?;
-            let tools = [("perf_report_pytorch", 2), ("collective", 1)];
-            let rows = check_rows(&summary, &tools, cpu)?;
-            Ok(format!("job {} gathered; {rows}", v["job_id"]))
-        }
+        "rocprof-json" | "rocprof-pftrace" => rocprof(name, dir, madengine, &w, inv, cpu),
+        "torch-native" => torch_native(dir, madengine, &w, cpu),
+        "dynolog-profile" => dynolog_profile(dir, madengine, &w, inv, cpu),
+        "torchrun-2rank" => torchrun_2rank(dir, madengine, &w, inv, cpu),
+        "slurm" => slurm(dir, madengine, &w, inv, cpu),
         other => Err(format!("unknown scenario {other}")),
     }
+}
+
+/// The torchrun to start the 2-rank job with.
+fn torchrun() -> String {
+    which("torchrun").unwrap_or_else(|| "torchrun".into())
+}
+
+/// The 2-rank job of workload `w`, run directly or through SLURM.
+fn two_ranks(w: &str, torchrun: &str) -> Vec<String> {
+    [torchrun, "--nproc-per-node", "2", w, "--distributed", "--steps", "8"]
+        .into_iter()
+        .chain(["--profile-dir", "torch_profiler_output"])
+        .map(str::to_string)
+        .collect()
+}
+
+/// `rocprof-json` and `rocprof-pftrace`: rocprofv3 traces of one process (and, with two GPUs, of
+/// the 2-rank job), reported by TraceLens and read natively.
+fn rocprof(
+    name: &str,
+    dir: &Path,
+    madengine: &Path,
+    w: &str,
+    inv: &Inventory,
+    cpu: bool,
+) -> Result<String, String> {
+    let format = if name == "rocprof-json" { "json" } else { "pftrace" };
+    step(
+        dir,
+        Path::new("rocprofv3"),
+        &[
+            "--kernel-trace",
+            "--hip-trace",
+            "--output-format",
+            format,
+            "-d",
+            "rocprof_output",
+            "--",
+            "python3",
+            w,
+            "--steps",
+            "5",
+        ],
+    )?;
+    if name == "rocprof-json" {
+        let said = report(madengine, dir, inv, "rocprof", &[("rocprof", 1)], cpu)?;
+        if cpu {
+            return Ok(said);
+        }
+        // The native summary tells which GPU the process ran on and,
+        // with two GPUs, a 2-rank job's processes apart by their GPUs.
+        gpus_of(madengine, dir, "rocprof_output", 1)?;
+        // rocprofv3's default output, its rocpd database, read as its JSON.
+        let said = format!("{said}; {}", read_as_json(madengine, dir, w, "rocpd")?);
+        let said = format!("{said}; {}", tracelens_reads_rocpd(madengine, dir, inv)?);
+        if !gpus_for_nccl(inv) {
+            return Ok(said);
+        }
+        let argv = two_ranks(w, &torchrun());
+        let rocprof = ["--kernel-trace", "--output-format", "json", "-d", "rocprof_2rank"];
+        let args: Vec<&str> =
+            rocprof.into_iter().chain(["--"]).chain(argv.iter().map(String::as_str)).collect();
+        step(dir, Path::new("rocprofv3"), &args)?;
+        let gpus = gpus_of(madengine, dir, "rocprof_2rank", 2)?;
+        Ok(format!("{said}; report summary: the 2-rank job's processes on GPUs {gpus:?}"))
+    } else {
+        let tools = [("hip_activity", 1), ("hip_api", 1), ("memory_copy", 1)];
+        let said = report(madengine, dir, inv, "pftrace", &tools, cpu)?;
+        if cpu {
+            return Ok(said);
+        }
+        // `report summary` reads the pftrace without traceconv.
+        Ok(format!("{said}; {}", read_as_json(madengine, dir, w, "pftrace")?))
+    }
+}
+
+/// `torch-native`: one process and the 2-rank job traced by torch.profiler, summarized and compared
+/// natively, and a job of two profiling cycles.
+fn torch_native(dir: &Path, madengine: &Path, w: &str, cpu: bool) -> Result<String, String> {
+    let single = [w, "--steps", "6", "--profile-dir", "single"];
+    step(dir, Path::new("python3"), &single)?;
+    let argv = two_ranks(w, &torchrun());
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    step(dir, Path::new(&argv[0]), &args)?;
+    let args = ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
+    let out = step(dir, madengine, &args)?;
+    let summary: Value =
+        serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+    let said = check_native(&summary, dir, cpu)?;
+    if cpu {
+        return Ok(said);
+    }
+    // The one process against rank 0 of the job: the same steps, the
+    // job's all-reduce added.
+    let rank0 = summary["traces"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["rank"] == 0))
+        .and_then(|t| t["trace"].as_str())
+        .ok_or("no rank 0 in the summary")?
+        .to_string();
+    let args = ["report", "diff", "single", &rank0, "--json", "--html", "diff.html"];
+    let out = step(dir, madengine, &args)?;
+    let diff: Value = serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
+    let rows = diff["timeline"].as_array().map_or(0, Vec::len);
+    let steps = (&diff["baseline"]["steps"], &diff["new"]["steps"]);
+    if rows == 0 || steps != (&3.into(), &3.into()) || !dir.join("diff.html").is_file() {
+        return Err(format!(
+            "report diff single {rank0}: {rows} timeline rows, steps {steps:?}, page \
+             written: {}",
+            dir.join("diff.html").is_file()
+        ));
+    }
+    let said = format!("{said}; report diff of one process and rank 0: {rows} timeline rows");
+    // torch.profiler's schedule repeated: a trace per rank each
+    // cycle in one directory, each cycle a run of its own.
+    let job = [&torchrun(), "--nproc-per-node", "2", w, "--distributed", "--steps", "10"];
+    let job: Vec<&str> =
+        job.into_iter().chain(["--cycles", "2", "--profile-dir", "cycles"]).collect();
+    step(dir, Path::new(job[0]), &job[1..])?;
+    let args = ["report", "summary", "cycles", "-o", "cycles_summary", "--json"];
+    let out = step(dir, madengine, &args)?;
+    let summary: Value =
+        serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+    let cycles = check_cycles(&summary)?;
+    // Its last cycle against the one-cycle job, rank by rank.
+    let args = ["report", "diff", "torch_profiler_output", "cycles", "--cycle", "last"];
+    let out = step(dir, madengine, &[&args[..], &["--json"]].concat())?;
+    let diff: Value = serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
+    let ranks = diff["ranks"].as_array().map_or(0, Vec::len);
+    if diff["new"]["cycle"] != serde_json::json!({"number": 2, "of": 2}) || ranks != 2 {
+        return Err(format!("report diff --cycle last: {out}"));
+    }
+    Ok(format!("{said}; {cycles}, the last compared with the job's 2 ranks"))
+}
+
+/// `dynolog-profile`: `madengine profile` captures 3 iterations through dynolog; the native summary
+/// counts them as steps.
+fn dynolog_profile(
+    dir: &Path,
+    madengine: &Path,
+    w: &str,
+    inv: &Inventory,
+    cpu: bool,
+) -> Result<String, String> {
+    let dynolog = which("dynolog").ok_or("dynolog vanished")?;
+    step(
+        dir,
+        madengine,
+        &[
+            "profile",
+            "--dynolog-bin",
+            &dynolog,
+            "--warmup-s",
+            "10",
+            "--iterations",
+            "3",
+            "--",
+            "python3",
+            w,
+            "--steps",
+            "400",
+            "--sleep",
+            "0.05",
+        ],
+    )?;
+    let traces = dir.join("torch_profiler_output");
+    let steps = optimizer_steps(&traces)?;
+    if steps.is_empty() || steps.iter().any(|(_, n)| *n != 3) {
+        return Err(format!("asked for 3 iterations; optimizer steps traced: {steps:?}"));
+    }
+    if !cpu {
+        // The native summary counts those iterations as the trace's
+        // steps (it holds no ProfilerStep#).
+        let args = ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
+        let out = step(dir, madengine, &args)?;
+        let summary: Value =
+            serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+        let counted: Vec<(&Value, &Value)> = summary["traces"]
+            .as_array()
+            .map(|t| t.iter().map(|t| (&t["steps"], &t["steps_marked_by"])).collect())
+            .unwrap_or_default();
+        if counted.is_empty()
+            || counted.iter().any(|c| *c != (&3.into(), &"Optimizer.step#".into()))
+        {
+            return Err(format!("report summary counted (steps, marker): {counted:?}"));
+        }
+    }
+    let said = if cpu {
+        "3 optimizer steps traced".to_string()
+    } else {
+        "3 optimizer steps traced, and counted as its steps by report summary".to_string()
+    };
+    if inv.tracelens_python.is_none() {
+        return Ok(format!("{said}; no perf report: no TraceLens on this node"));
+    }
+    report(madengine, &traces, inv, "pytorch", &[("perf_report_pytorch", 1)], cpu)
+        .map(|r| format!("{said}; {r}"))
+}
+
+/// `torchrun-2rank`: the 2-rank job's traces reported by TraceLens, with its collective report
+/// where NCCL/RCCL ran.
+fn torchrun_2rank(
+    dir: &Path,
+    madengine: &Path,
+    w: &str,
+    inv: &Inventory,
+    cpu: bool,
+) -> Result<String, String> {
+    let argv = two_ranks(w, &torchrun());
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    step(dir, Path::new(&argv[0]), &args)?;
+    if !gpus_for_nccl(inv) && !cpu {
+        return report(madengine, dir, inv, "pytorch", &[("perf_report_pytorch", 2)], cpu)
+            .map(|r| format!("{r}; no collective report (gloo: one GPU)"));
+    }
+    let tools = [("perf_report_pytorch", 2), ("collective", 1)];
+    let said = report(madengine, dir, inv, "auto", &tools, cpu)?;
+    if !cpu {
+        // The native summary's collective calls (NCCL/RCCL kernels
+        // with PyTorch's collective args): said, not required, as
+        // only the PyTorch version decides whether it writes them.
+        let out = dir.join("summary_2rank").display().to_string();
+        let args =
+            ["report", "summary", "torch_profiler_output", "-o", &out, "--top", "1000", "--json"];
+        let json = step(dir, madengine, &args)?;
+        let summary: Value =
+            serde_json::from_str(&json).map_err(|e| format!("summary JSON: {e}: {json}"))?;
+        let calls: Vec<usize> = summary["traces"]
+            .as_array()
+            .map(|t| {
+                t.iter().map(|t| t["top_collectives"].as_array().map_or(0, Vec::len)).collect()
+            })
+            .unwrap_or_default();
+        return Ok(format!("{said}; report summary: collective calls per rank {calls:?}"));
+    }
+    Ok(said)
+}
+
+/// `slurm`: the 2-rank job submitted through SLURM, gathered and reported.
+fn slurm(
+    dir: &Path,
+    madengine: &Path,
+    w: &str,
+    inv: &Inventory,
+    cpu: bool,
+) -> Result<String, String> {
+    let python =
+        inv.tracelens_python.as_ref().expect("planned with TraceLens").display().to_string();
+    let job = two_ranks(w, &torchrun());
+    let mut args = vec![
+        "slurm",
+        "submit",
+        "--nodes",
+        "1",
+        "--results-dir",
+        "results",
+        "--wait",
+        "--timeout",
+        "900",
+        "--json",
+        "--",
+    ];
+    args.extend(job.iter().map(String::as_str));
+    let out = step(dir, madengine, &args)?;
+    let v: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
+    let results = v["results"].as_str().unwrap_or("").to_string();
+    step(dir, madengine, &["slurm", "gather", &results, "--report", "--python", &python])?;
+    let written = dir.join(&results).join("tracelens_report/tracelens_summary.json");
+    let summary: Value = std::fs::read(&written)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        .map_err(|e| format!("{}: {e}", written.display()))?;
+    let tools = [("perf_report_pytorch", 2), ("collective", 1)];
+    let rows = check_rows(&summary, &tools, cpu)?;
+    Ok(format!("job {} gathered; {rows}", v["job_id"]))
 }
 
 /// `report summary --json` of the 2-rank job's traces, run in `dir`: two

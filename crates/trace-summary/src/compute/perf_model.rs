@@ -647,7 +647,8 @@ fn vllm_dynamic_quant(a: &Args) -> Option<Model> {
     model(params, base(m, n, k, false, [e; 4]), spec("matrix", Some(t0)))
 }
 
-/// Transformer Engine's linear GEMMs (`_Linear*_mm`, `_LayerNormLinear*_mm`): A and B of one dtype, a 2-byte output.
+/// Transformer Engine's linear GEMMs (`_Linear*_mm`, `_LayerNormLinear*_mm`): A and B of one dtype,
+/// a 2-byte output.
 fn te_linear(a: &Args) -> Option<Model> {
     let (dim, ty) = (dims(a), types(a));
     let (m, k, n) = (dim(0, 0)?, dim(0, 1)?, dim(1, 1)?);
@@ -684,7 +685,8 @@ fn te_gemm_ts(a: &Args) -> Option<Model> {
     )
 }
 
-/// Primus Turbo's hipBLASLt FP8 and FP4 GEMMs: their transposes from their concrete args; FP4 packs two values per byte.
+/// Primus Turbo's hipBLASLt FP8 and FP4 GEMMs: their transposes from their concrete args; FP4 packs
+/// two values per byte.
 fn primus_hipblaslt(name: &str, a: &Args) -> Option<Model> {
     let (dim, ty) = (dims(a), types(a));
     let c = |i: usize| a.concrete.as_deref().and_then(|c| c.get(i)).and_then(Py::str);
