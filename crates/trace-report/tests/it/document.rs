@@ -178,3 +178,44 @@ fn a_comparison_reads_back_what_it_wrote() {
     let rank = &serde_json::from_str::<serde_json::Value>(&text).unwrap()["ranks"][0];
     assert_eq!((&rank["node"], &rank["gpu"], rank.get("rank")), (&1.into(), &3.into(), None));
 }
+
+/// `value` with each list cut to its first two items: a document's shape.
+fn shape(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => Value::Array(items.into_iter().take(2).map(shape).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, shape(v))).collect()),
+        other => other,
+    }
+}
+
+#[test]
+fn a_comparison_of_two_traces_keeps_its_shape() {
+    let Some(public) = test_support::public::public_fixtures() else {
+        test_support::skip::missing(
+            "the public traces (../shared/fixtures/public)",
+            "check out the shared fixtures beside the repository",
+        );
+        return;
+    };
+    struct Quiet;
+    impl trace_report::CompareEvents for Quiet {}
+    let dir = public.join("kineto-multirank/param-dlrm-8rank");
+    let (base, new) = (
+        dir.join("worker0_step_12.1694128201545.pt.trace.json"),
+        dir.join("worker1_step_12.1694128201556.pt.trace.json"),
+    );
+    let sides = trace_report::compare_sides(&base, &new, [None, None], &Quiet).unwrap();
+    let config = trace_report::CompareConfig { jobs: 2, ..trace_report::CompareConfig::new(sides) };
+    let compared = trace_report::compare(&config, &Quiet).unwrap().unwrap();
+    let regression = compared.regression(5.0);
+    let shapes = [compared.shape_regressions(0.0, false), compared.shape_regressions(0.0, true)];
+    let document =
+        compared.document(&[PathBuf::from("diff/kernel_diff.csv")], None, regression, shapes);
+    let text = serde_json::to_string_pretty(&document).unwrap();
+    assert_eq!(serde_json::from_str::<RunComparison>(&text).unwrap(), document);
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let text = serde_json::to_string_pretty(&shape(value)).unwrap();
+    let text = text.replace(&format!("{}/", dir.display()), "");
+    insta::assert_snapshot!("run_comparison", text);
+}
