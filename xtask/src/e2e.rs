@@ -421,8 +421,7 @@ fn report(
         madengine,
         &["report", "tracelens", "--root", ".", "--mode", mode, "--python", &python, "--json"],
     )?;
-    let summary: Value =
-        serde_json::from_str(&out).map_err(|e| format!("report JSON: {e}: {out}"))?;
+    let summary: Value = parsed("report", &out)?;
     check_rows(&summary, expect, cpu)
 }
 
@@ -467,14 +466,31 @@ fn run_scenario(
     cpu: bool,
 ) -> Result<String, String> {
     let w = workload.display().to_string();
+    let run = Setting { dir, madengine, w: &w, inv, cpu };
     match name {
-        "rocprof-json" | "rocprof-pftrace" => rocprof(name, dir, madengine, &w, inv, cpu),
-        "torch-native" => torch_native(dir, madengine, &w, cpu),
-        "dynolog-profile" => dynolog_profile(dir, madengine, &w, inv, cpu),
-        "torchrun-2rank" => torchrun_2rank(dir, madengine, &w, inv, cpu),
-        "slurm" => slurm(dir, madengine, &w, inv, cpu),
+        "rocprof-json" | "rocprof-pftrace" => rocprof(name, &run),
+        "torch-native" => torch_native(&run),
+        "dynolog-profile" => dynolog_profile(&run),
+        "torchrun-2rank" => torchrun_2rank(&run),
+        "slurm" => slurm(&run),
         other => Err(format!("unknown scenario {other}")),
     }
+}
+
+/// What a scenario runs in and with: its directory, the binary, the
+/// workload (`w`), the node's inventory, whether it has no GPU (`cpu`).
+#[derive(Clone, Copy)]
+struct Setting<'a> {
+    dir: &'a Path,
+    madengine: &'a Path,
+    w: &'a str,
+    inv: &'a Inventory,
+    cpu: bool,
+}
+
+/// `out`, a command's `--json`, parsed; else an error naming `what`.
+fn parsed(what: &str, out: &str) -> Result<Value, String> {
+    serde_json::from_str(out).map_err(|e| format!("{what} JSON: {e}: {out}"))
 }
 
 /// The torchrun to start the 2-rank job with.
@@ -493,14 +509,8 @@ fn two_ranks(w: &str, torchrun: &str) -> Vec<String> {
 
 /// `rocprof-json` and `rocprof-pftrace`: rocprofv3 traces of one process (and, with two GPUs, of
 /// the 2-rank job), reported by TraceLens and read natively.
-fn rocprof(
-    name: &str,
-    dir: &Path,
-    madengine: &Path,
-    w: &str,
-    inv: &Inventory,
-    cpu: bool,
-) -> Result<String, String> {
+fn rocprof(name: &str, run: &Setting<'_>) -> Result<String, String> {
+    let Setting { dir, madengine, w, inv, cpu } = *run;
     let format = if name == "rocprof-json" { "json" } else { "pftrace" };
     step(
         dir,
@@ -553,7 +563,8 @@ fn rocprof(
 
 /// `torch-native`: one process and the 2-rank job traced by torch.profiler, summarized and compared
 /// natively, and a job of two profiling cycles.
-fn torch_native(dir: &Path, madengine: &Path, w: &str, cpu: bool) -> Result<String, String> {
+fn torch_native(run: &Setting<'_>) -> Result<String, String> {
+    let Setting { dir, madengine, w, cpu, .. } = *run;
     let single = [w, "--steps", "6", "--profile-dir", "single"];
     step(dir, Path::new("python3"), &single)?;
     let argv = two_ranks(w, &torchrun());
@@ -561,8 +572,7 @@ fn torch_native(dir: &Path, madengine: &Path, w: &str, cpu: bool) -> Result<Stri
     step(dir, Path::new(&argv[0]), &args)?;
     let args = ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
     let out = step(dir, madengine, &args)?;
-    let summary: Value =
-        serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+    let summary: Value = parsed("summary", &out)?;
     let said = check_native(&summary, dir, cpu)?;
     if cpu {
         return Ok(said);
@@ -577,7 +587,7 @@ fn torch_native(dir: &Path, madengine: &Path, w: &str, cpu: bool) -> Result<Stri
         .to_string();
     let args = ["report", "diff", "single", &rank0, "--json", "--html", "diff.html"];
     let out = step(dir, madengine, &args)?;
-    let diff: Value = serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
+    let diff: Value = parsed("diff", &out)?;
     let rows = diff["timeline"].as_array().map_or(0, Vec::len);
     let steps = (&diff["baseline"]["steps"], &diff["new"]["steps"]);
     if rows == 0 || steps != (&3.into(), &3.into()) || !dir.join("diff.html").is_file() {
@@ -596,13 +606,12 @@ fn torch_native(dir: &Path, madengine: &Path, w: &str, cpu: bool) -> Result<Stri
     step(dir, Path::new(job[0]), &job[1..])?;
     let args = ["report", "summary", "cycles", "-o", "cycles_summary", "--json"];
     let out = step(dir, madengine, &args)?;
-    let summary: Value =
-        serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+    let summary: Value = parsed("summary", &out)?;
     let cycles = check_cycles(&summary)?;
     // Its last cycle against the one-cycle job, rank by rank.
     let args = ["report", "diff", "torch_profiler_output", "cycles", "--cycle", "last"];
     let out = step(dir, madengine, &[&args[..], &["--json"]].concat())?;
-    let diff: Value = serde_json::from_str(&out).map_err(|e| format!("diff JSON: {e}: {out}"))?;
+    let diff: Value = parsed("diff", &out)?;
     let ranks = diff["ranks"].as_array().map_or(0, Vec::len);
     if diff["new"]["cycle"] != serde_json::json!({"number": 2, "of": 2}) || ranks != 2 {
         return Err(format!("report diff --cycle last: {out}"));
@@ -612,13 +621,8 @@ fn torch_native(dir: &Path, madengine: &Path, w: &str, cpu: bool) -> Result<Stri
 
 /// `dynolog-profile`: `madengine profile` captures 3 iterations through dynolog; the native summary
 /// counts them as steps.
-fn dynolog_profile(
-    dir: &Path,
-    madengine: &Path,
-    w: &str,
-    inv: &Inventory,
-    cpu: bool,
-) -> Result<String, String> {
+fn dynolog_profile(run: &Setting<'_>) -> Result<String, String> {
+    let Setting { dir, madengine, w, inv, cpu } = *run;
     let dynolog = which("dynolog").ok_or("dynolog vanished")?;
     step(
         dir,
@@ -650,8 +654,7 @@ fn dynolog_profile(
         // steps (it holds no ProfilerStep#).
         let args = ["report", "summary", "torch_profiler_output", "-o", "summary", "--json"];
         let out = step(dir, madengine, &args)?;
-        let summary: Value =
-            serde_json::from_str(&out).map_err(|e| format!("summary JSON: {e}: {out}"))?;
+        let summary: Value = parsed("summary", &out)?;
         let counted: Vec<(&Value, &Value)> = summary["traces"]
             .as_array()
             .map(|t| t.iter().map(|t| (&t["steps"], &t["steps_marked_by"])).collect())
@@ -676,13 +679,8 @@ fn dynolog_profile(
 
 /// `torchrun-2rank`: the 2-rank job's traces reported by TraceLens, with its collective report
 /// where NCCL/RCCL ran.
-fn torchrun_2rank(
-    dir: &Path,
-    madengine: &Path,
-    w: &str,
-    inv: &Inventory,
-    cpu: bool,
-) -> Result<String, String> {
+fn torchrun_2rank(run: &Setting<'_>) -> Result<String, String> {
+    let Setting { dir, madengine, w, inv, cpu } = *run;
     let argv = two_ranks(w, &torchrun());
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
     step(dir, Path::new(&argv[0]), &args)?;
@@ -700,8 +698,7 @@ fn torchrun_2rank(
         let args =
             ["report", "summary", "torch_profiler_output", "-o", &out, "--top", "1000", "--json"];
         let json = step(dir, madengine, &args)?;
-        let summary: Value =
-            serde_json::from_str(&json).map_err(|e| format!("summary JSON: {e}: {json}"))?;
+        let summary: Value = parsed("summary", &json)?;
         let calls: Vec<usize> = summary["traces"]
             .as_array()
             .map(|t| {
@@ -714,13 +711,8 @@ fn torchrun_2rank(
 }
 
 /// `slurm`: the 2-rank job submitted through SLURM, gathered and reported.
-fn slurm(
-    dir: &Path,
-    madengine: &Path,
-    w: &str,
-    inv: &Inventory,
-    cpu: bool,
-) -> Result<String, String> {
+fn slurm(run: &Setting<'_>) -> Result<String, String> {
+    let Setting { dir, madengine, w, inv, cpu } = *run;
     let python =
         inv.tracelens_python.as_ref().expect("planned with TraceLens").display().to_string();
     let job = two_ranks(w, &torchrun());
@@ -1031,8 +1023,7 @@ fn gpus_of(madengine: &Path, dir: &Path, traces: &str, n: usize) -> Result<Vec<u
     let out = dir.join(format!("{traces}_summary"));
     let out = out.display().to_string();
     let json = step(dir, madengine, &["report", "summary", traces, "-o", &out, "--json"])?;
-    let summary: Value =
-        serde_json::from_str(&json).map_err(|e| format!("summary JSON: {e}: {json}"))?;
+    let summary: Value = parsed("summary", &json)?;
     let ran: Vec<&Value> = summary["traces"]
         .as_array()
         .map(|t| t.iter().filter(|t| t["outcome"] == "rocprofv3").collect())

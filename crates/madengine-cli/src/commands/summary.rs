@@ -425,11 +425,7 @@ pub(crate) fn failed(why: trace_summary::Failed, salvage: bool) -> String {
 
 /// The error and its causes on one line.
 pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    for cause in render::causes(err) {
-        text.push_str(&format!(": {cause}"));
-    }
-    text
+    trace_summary::one_line(err)
 }
 
 pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
