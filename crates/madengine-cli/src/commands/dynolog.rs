@@ -29,13 +29,13 @@ fn client(args: &DaemonArgs) -> Result<Client, Error> {
 
 pub(crate) fn status(args: &DaemonArgs) -> Result<Status, Error> {
     let status = client(args)?.status()?;
-    render::daemon_value(args.json, "status", &serde_json::json!(status))?;
+    render::daemon_value(args.json, &render::DaemonValue::Status(status))?;
     Ok(Status::Success)
 }
 
 pub(crate) fn version(args: &DaemonArgs) -> Result<Status, Error> {
     let version = client(args)?.version()?;
-    render::daemon_value(args.json, "version", &serde_json::json!(version))?;
+    render::daemon_value(args.json, &render::DaemonValue::Version(version))?;
     Ok(Status::Success)
 }
 
@@ -49,7 +49,7 @@ pub(crate) fn gputrace(args: &GputraceArgs) -> Result<Status, Error> {
         .map(|pid| kineto_trace_path(&request.log_file, *pid))
         .collect();
     if args.daemon.json {
-        render::json(&serde_json::json!({ "reply": reply, "files": files }))?;
+        render::json(&Triggered { files: &files, reply: &reply })?;
     } else {
         render::gputrace(&reply, &files)?;
     }
@@ -85,6 +85,63 @@ fn wait_for(files: &[String], timeout: Duration) -> Result<(), Error> {
 }
 
 /// A path as --json text: lossily where it is not UTF-8 (serde refuses it).
+/// `dynolog trigger` once (`dyno gputrace`), as `--json` prints it.
+#[derive(serde::Serialize)]
+struct Triggered<'a> {
+    /// The traces the processes triggered will write.
+    files: &'a [String],
+    /// The daemon's reply.
+    reply: &'a dynolog_client::TraceReply,
+}
+
+/// `dynolog start`'s session, as `--json` prints it.
+#[derive(serde::Serialize)]
+struct Session {
+    daemon_pid: Option<u32>,
+    /// Where the Kineto hook was installed.
+    hook_site: Option<String>,
+    port: u16,
+    state_dir: String,
+    trigger_log: Option<String>,
+    trigger_pid: Option<u32>,
+    /// What the workload's environment needs to register with the daemon.
+    workload_env: WorkloadEnv,
+}
+
+/// The environment a workload registers with the daemon under.
+#[derive(serde::Serialize)]
+struct WorkloadEnv {
+    #[serde(rename = "KINETO_IPC_SOCKET_DIR")]
+    ipc_socket_dir: String,
+    #[serde(rename = "KINETO_USE_DAEMON")]
+    use_daemon: &'static str,
+}
+
+/// How the trigger ended, as `--json` prints it.
+#[derive(serde::Serialize)]
+struct TriggerEnded<'a> {
+    outcome: &'a Outcome,
+    state_dir: String,
+}
+
+/// The traces a session captured, copied to `output_dir`, as `--json`
+/// prints them.
+#[derive(serde::Serialize)]
+struct Captured<'a> {
+    outcome: Option<&'a Outcome>,
+    output_dir: String,
+    traces: Vec<String>,
+}
+
+/// `setup dynolog`, as `--json` prints it.
+#[derive(serde::Serialize)]
+struct SetUp<'a> {
+    deb_url: String,
+    dyno: Option<String>,
+    dynolog: Option<String>,
+    outcome: &'a dynolog_client::Installed,
+}
+
 fn lossy(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
@@ -118,18 +175,18 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
     state.set_started(&started)?;
     let Err(err) = start_with(args, &state, &mut started) else {
         if args.json {
-            render::json(&serde_json::json!({
-                "state_dir": lossy(&state.dir),
-                "port": started.port,
-                "daemon_pid": started.daemon_pid,
-                "trigger_pid": started.trigger_pid,
-                "trigger_log": started.trigger_pid.map(|_| lossy(&state.trigger_log())),
-                "hook_site": started.hook_site.as_deref().map(lossy),
-                "workload_env": {
-                    "KINETO_USE_DAEMON": "1",
-                    "KINETO_IPC_SOCKET_DIR": lossy(&state.ipc_dir()),
+            render::json(&Session {
+                daemon_pid: started.daemon_pid,
+                hook_site: started.hook_site.as_deref().map(lossy),
+                port: started.port,
+                state_dir: lossy(&state.dir),
+                trigger_log: started.trigger_pid.map(|_| lossy(&state.trigger_log())),
+                trigger_pid: started.trigger_pid,
+                workload_env: WorkloadEnv {
+                    ipc_socket_dir: lossy(&state.ipc_dir()),
+                    use_daemon: "1",
                 },
-            }))?;
+            })?;
         }
         return Ok(Status::Success);
     };
@@ -354,7 +411,7 @@ pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {
         Arc::new(AtomicBool::new(false)),
     )?;
     if args.json {
-        render::json(&serde_json::json!({ "outcome": outcome, "state_dir": lossy(&state.dir) }))?;
+        render::json(&TriggerEnded { outcome: &outcome, state_dir: lossy(&state.dir) })?;
     }
     Ok(match outcome {
         Outcome::Accepted { .. } => Status::Success,
@@ -427,11 +484,11 @@ fn collect(
     }
     let outcome = state.outcome()?;
     if json {
-        render::json(&serde_json::json!({
-            "traces": copied.iter().map(|p| lossy(p)).collect::<Vec<_>>(),
-            "outcome": outcome,
-            "output_dir": lossy(output_dir),
-        }))?;
+        render::json(&Captured {
+            outcome: outcome.as_ref(),
+            output_dir: lossy(output_dir),
+            traces: copied.iter().map(|p| lossy(p)).collect(),
+        })?;
     }
     render::capture_report(&copied, output_dir, outcome.as_ref(), ended, state);
     Ok(copied)
@@ -605,12 +662,12 @@ pub(crate) fn setup(args: &SetupDynologArgs) -> Result<Status, Error> {
     )?;
     let find = |name| dynolog_client::find_on_path(name, path.as_deref());
     if args.json {
-        render::json(&serde_json::json!({
-            "outcome": done,
-            "dynolog": find("dynolog").as_deref().map(lossy),
-            "dyno": find("dyno").as_deref().map(lossy),
-            "deb_url": dynolog_client::redact(&args.deb_url),
-        }))?;
+        render::json(&SetUp {
+            deb_url: dynolog_client::redact(&args.deb_url),
+            dyno: find("dyno").as_deref().map(lossy),
+            dynolog: find("dynolog").as_deref().map(lossy),
+            outcome: &done,
+        })?;
     } else {
         render::note(match done {
             dynolog_client::Installed::AlreadyThere => "dynolog and dyno are already installed",

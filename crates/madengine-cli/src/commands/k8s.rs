@@ -57,6 +57,22 @@ fn kubectl(args: &KubectlArgs, namespace: &str) -> Kubectl {
     }
 }
 
+/// `k8s apply --json`: what was applied; with `--wait`, how the Job ended
+/// and, with `--results-dir`, what was gathered.
+#[derive(serde::Serialize)]
+struct Applied<'a> {
+    /// kubectl's lines.
+    applied: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gathered: Option<super::report::WithAnalyses<'a, collect_k8s::Gathered>>,
+    job: &'a str,
+    namespace: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a collect_k8s::JobStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timed_out: Option<bool>,
+}
+
 pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     if (args.report.report || args.report.summary) && args.results_dir.is_none() {
         return Err(Error::Usage(
@@ -75,11 +91,14 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
         .and_then(|o| o["metadata"]["name"].as_str())
         .expect("the rendered objects hold a named Job")
         .to_string();
-    let mut outcome = serde_json::json!({
-        "job": job,
-        "namespace": namespace,
-        "applied": out.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>(),
-    });
+    let mut outcome = Applied {
+        applied: out.lines().map(str::trim).filter(|l| !l.is_empty()).collect(),
+        gathered: None,
+        job: &job,
+        namespace: &namespace,
+        status: None,
+        timed_out: None,
+    };
     if args.json {
         if !args.wait {
             render::json(&outcome)?;
@@ -121,8 +140,8 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
         ));
     }
     let job_status = if status.complete() { Status::Success } else { Status::Findings };
-    outcome["status"] = serde_json::to_value(&status).expect("a status serializes");
-    outcome["timed_out"] = deleted.into();
+    outcome.status = Some(&status);
+    outcome.timed_out = Some(deleted);
     let Some(results_dir) = &args.results_dir else {
         render::note(&format!("{gather_later} collects its results"));
         if args.json {
@@ -145,7 +164,7 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
     let ended = if job_status == Status::Success { gathered_status(&gathered) } else { job_status };
     let status = analyzed.status(ended);
     if args.json {
-        outcome["gathered"] = analyzed.merged(&gathered);
+        let outcome = Applied { gathered: Some(analyzed.merged(&gathered)), ..outcome };
         render::json(&outcome)?;
     }
     Ok(status)

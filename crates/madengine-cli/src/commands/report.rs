@@ -8,21 +8,34 @@ use crate::{
     render, settings,
 };
 
+/// `report tracelens --discover-only --json`: what was found, and the jobs
+/// a run would start.
+#[derive(serde::Serialize)]
+struct Planned<'a> {
+    discovered: &'a std::collections::BTreeMap<String, usize>,
+    jobs: &'a [tracelens_driver::Job],
+    problems: &'a [trace_discover::Problem],
+    root: std::borrow::Cow<'a, str>,
+    skipped: &'a [tracelens_driver::Row],
+    traces: &'a [trace_discover::Trace],
+    unsupported: &'a [trace_discover::Unsupported],
+}
+
 pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     let mut config = settings::tracelens_config(args).map_err(Error::Usage)?;
     super::check_not_searched(&config.output_dir, &[&config.root])?;
     if args.discover_only {
         let (found, plan) = tracelens_driver::plan_only(&config)?;
         if args.json {
-            render::json(&serde_json::json!({
-                "root": found.root.to_string_lossy(),
-                "discovered": plan.discovered,
-                "traces": found.traces,
-                "unsupported": found.unsupported,
-                "problems": found.problems,
-                "jobs": plan.jobs,
-                "skipped": plan.skipped,
-            }))?;
+            render::json(&Planned {
+                discovered: &plan.discovered,
+                jobs: &plan.jobs,
+                problems: &found.problems,
+                root: found.root.to_string_lossy(),
+                skipped: &plan.skipped,
+                traces: &found.traces,
+                unsupported: &found.unsupported,
+            })?;
         } else {
             render::plan(&found, &plan)?;
         }
@@ -121,12 +134,27 @@ fn fewer_jobs(jobs: usize, wanted: usize, largest: u64, available: u64, choose: 
 
 /// What `gather --report` / `--summary` made of the gathered results.
 pub(crate) struct Analyzed {
-    /// What `--json` adds to the gather's object: `summary` (`report
-    /// summary --json`'s object), `tracelens` (`report tracelens --json`'s).
-    pub(crate) json: serde_json::Map<String, serde_json::Value>,
+    /// With `--json`, `gather --summary`'s run summary (`report summary
+    /// --json`'s object).
+    pub(crate) summary: Option<trace_report::RunSummary>,
+    /// With `--json`, `gather --report`'s TraceLens run (`report tracelens
+    /// --json`'s object).
+    pub(crate) tracelens: Option<tracelens_driver::Summary>,
     /// Findings when a TraceLens job failed or a trace could not be read;
     /// Interrupted on Ctrl-C.
     pub(crate) status: Status,
+}
+
+/// A gather's own document (`gathered`) with what the analyses add:
+/// `summary` and `tracelens`, where they ran.
+#[derive(serde::Serialize)]
+pub(crate) struct WithAnalyses<'a, T> {
+    #[serde(flatten)]
+    gathered: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a trace_report::RunSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tracelens: Option<tracelens_driver::Written<'a>>,
 }
 
 impl Analyzed {
@@ -145,12 +173,15 @@ impl Analyzed {
     }
 
     /// The gather's own object (`gathered`) with what the analyses add.
-    pub(crate) fn merged<T: serde::Serialize>(&self, gathered: &T) -> serde_json::Value {
-        let mut value = serde_json::to_value(gathered).expect("report types serialize");
-        if let Some(object) = value.as_object_mut() {
-            object.extend(self.json.clone());
+    pub(crate) fn merged<'a, T: serde::Serialize>(
+        &'a self,
+        gathered: &'a T,
+    ) -> WithAnalyses<'a, T> {
+        WithAnalyses {
+            gathered,
+            summary: self.summary.as_ref(),
+            tracelens: self.tracelens.as_ref().map(tracelens_driver::Summary::written),
         }
-        value
     }
 
     /// The analyses' status where they found problems (or were
@@ -169,7 +200,7 @@ pub(crate) fn analyze_gathered(
     args: &crate::cli::GatherReportArgs,
     json: bool,
 ) -> Result<Analyzed, Error> {
-    let mut analyzed = Analyzed { json: serde_json::Map::new(), status: Status::Success };
+    let mut analyzed = Analyzed { summary: None, tracelens: None, status: Status::Success };
     if args.summary {
         let summary_args = crate::cli::SummaryArgs {
             paths: vec![root.to_path_buf()],
@@ -198,26 +229,24 @@ pub(crate) fn analyze_gathered(
                 }
             },
         };
-        if json {
-            let value = serde_json::to_value(summarized.json()).expect("a summary serializes");
-            analyzed.json.insert("summary".into(), value);
-        } else {
-            summarized.print()?;
-        }
         if summarized.finish() != Status::Success {
             analyzed.status = Status::Findings;
+        }
+        if json {
+            analyzed.summary = Some(summarized.0);
+        } else {
+            summarized.print()?;
         }
     }
     if args.report {
         let report = report_gathered(root, args)?;
-        if json {
-            let value = serde_json::to_value(report.written()).expect("report types serialize");
-            analyzed.json.insert("tracelens".into(), value);
-        } else {
-            render::tracelens_summary(&report)?;
-        }
         if report.any_failed() {
             analyzed.status = Status::Findings;
+        }
+        if json {
+            analyzed.tracelens = Some(report);
+        } else {
+            render::tracelens_summary(&report)?;
         }
     }
     Ok(analyzed)

@@ -36,10 +36,13 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
     let submitted = collect_slurm::submit(&spec, &slurm)?;
     if !args.wait {
         if args.json {
-            render::json(&serde_json::json!({
-                "job_id": submitted.job_id,
-                "results": submitted.results.to_string_lossy(),
-            }))?;
+            render::json(&Submitted::<()> {
+                exit_code: None,
+                job_id: &submitted.job_id,
+                results: submitted.results.to_string_lossy(),
+                state: None,
+                summary: None,
+            })?;
         } else {
             render::raw(&format!("{}\n", submitted.job_id))?;
             render::note(&format!("results will be in {}", submitted.results.display()));
@@ -69,15 +72,30 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
     let analyzed = super::report::analyze_gathered(&submitted.results, &args.report, args.json)?;
     if args.json {
         // `summary` is what `slurm gather --json` prints.
-        render::json(&serde_json::json!({
-            "job_id": submitted.job_id,
-            "state": state.state,
-            "exit_code": state.exit_code,
-            "results": submitted.results.to_string_lossy(),
-            "summary": analyzed.merged(&summary),
-        }))?;
+        render::json(&Submitted {
+            exit_code: Some(state.exit_code),
+            job_id: &submitted.job_id,
+            results: submitted.results.to_string_lossy(),
+            state: Some(&state.state),
+            summary: Some(analyzed.merged(&summary)),
+        })?;
     }
     Ok(analyzed.status(job_status(&state)))
+}
+
+/// `slurm submit --json`: the job and where its results go; with
+/// `--wait`, how it ended and what was gathered (`slurm gather --json`'s
+/// object).
+#[derive(serde::Serialize)]
+struct Submitted<'a, T> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_code: Option<Option<i32>>,
+    job_id: &'a str,
+    results: std::borrow::Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<super::report::WithAnalyses<'a, T>>,
 }
 
 fn job_status(state: &JobState) -> Status {

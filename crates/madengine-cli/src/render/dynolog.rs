@@ -2,14 +2,23 @@
 
 use super::*;
 
-pub(crate) fn daemon_value(json: bool, key: &str, value: &serde_json::Value) -> Result<(), Error> {
+/// What the daemon answered to `getStatus` or `getVersion`: `status: 1`,
+/// or with `json` `{"status": 1}`.
+#[derive(serde::Serialize)]
+pub(crate) enum DaemonValue {
+    #[serde(rename = "status")]
+    Status(i64),
+    #[serde(rename = "version")]
+    Version(String),
+}
+
+pub(crate) fn daemon_value(json: bool, value: &DaemonValue) -> Result<(), Error> {
     if json {
-        self::json(&serde_json::json!({ key: value }))
-    } else {
-        out(&format!(
-            "{key}: {}\n",
-            value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())
-        ))
+        return self::json(value);
+    }
+    match value {
+        DaemonValue::Status(status) => out(&format!("status: {status}\n")),
+        DaemonValue::Version(version) => out(&format!("version: {version}\n")),
     }
 }
 
