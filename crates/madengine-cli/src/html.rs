@@ -12,10 +12,10 @@ use trace_report::{
 };
 
 use crate::{
-    commands::{KINETO_PARTS, ROCPROF_BAR, RunCollectives, ViewText},
     error::Error,
     render,
     render::diff::{counts_text, ratio_text},
+    render::{KINETO_PARTS, ROCPROF_BAR, ViewText},
 };
 
 /// A colour per part of the timeline, by label.
@@ -95,7 +95,7 @@ fn top_table(page: &mut String, title: &str, unit: &str, rows: &[TopRow]) {
         esc(title),
         esc(unit)
     );
-    let labels = crate::commands::labels(rows, |n| crate::render::demangled(n).into_owned());
+    let labels = crate::render::labels(rows, |n| crate::render::demangled(n).into_owned());
     for (row, label) in rows.iter().zip(labels) {
         let _ = write!(
             page,
@@ -230,14 +230,14 @@ fn rated_table(
             r#"<tr><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>"#,
             g.total_us,
             g.count,
-            crate::commands::shown(g.tflops_per_s, 1),
-            crate::commands::shown(g.tb_per_s, 2),
+            crate::render::shown(g.tflops_per_s, 1),
+            crate::render::shown(g.tb_per_s, 2),
         );
         if arch.is_some() {
             let _ = write!(
                 page,
                 "<td>{}</td><td>{}</td>",
-                crate::commands::shown(g.pct_roofline, 1),
+                crate::render::shown(g.pct_roofline, 1),
                 g.bound.map_or("-", trace_report::Bound::as_str)
             );
         }
@@ -485,7 +485,7 @@ pub(crate) fn page(
     ranks: &[RankRow],
     cycles: &[CycleRow],
     gpus: &[GpuRow],
-    collectives: &[RunCollectives],
+    collectives: &[trace_report::RunCollectives],
     left_out: &[trace_discover::Problem],
 ) -> String {
     let mut page =
@@ -541,14 +541,15 @@ pub(crate) fn write(
     ranks: &[RankRow],
     cycles: &[CycleRow],
     gpus: &[GpuRow],
-    collectives: &[RunCollectives],
+    collectives: &[trace_report::RunCollectives],
     left_out: &[trace_discover::Problem],
 ) -> Result<(), Error> {
     let page = page(views, ranks, cycles, gpus, collectives, left_out);
     crate::commands::write_atomic(path, page.as_bytes())
 }
 
-use crate::commands::{Object, number, shown};
+use crate::render::shown;
+use trace_report::{Object, number};
 
 /// One matched collective as a strip per rank: where each rank arrived and
 /// left, against the last arrival (the wait the others paid is the gap
@@ -617,7 +618,7 @@ fn strips(page: &mut String, c: &Object) {
 /// A multi-rank run's collective report: the matched collectives that
 /// cost the most, each a strip per rank (arrival to exit), and the
 /// straggler table.
-fn collectives_section(page: &mut String, r: &RunCollectives) {
+fn collectives_section(page: &mut String, r: &trace_report::RunCollectives) {
     let mut title = format!("Collectives matched across ranks, run {}", r.run.display());
     if let Some(cycle) = r.cycle {
         title.push_str(&format!(", {cycle}"));

@@ -5,7 +5,7 @@ use std::{path::PathBuf, sync::Mutex};
 
 use trace_report::{CompareError, CompareNote, Comparison, ShapeRegression, TraceView};
 
-use super::summary::ViewText;
+use crate::render::ViewText;
 use crate::{
     cli::DiffArgs,
     error::{Error, Status},

@@ -8,10 +8,7 @@ mod setup;
 mod slurm;
 mod summary;
 
-pub(crate) use summary::{
-    KINETO_PARTS, Object, ROCPROF_BAR, RunCollectives, ViewText, labels, number, shown,
-    write_atomic,
-};
+pub(crate) use summary::write_atomic;
 mod trace;
 
 use crate::{

@@ -366,7 +366,7 @@ fn rated_shapes(
     text.push_str(&format!(
         "\n{title}{over}, largest changes of time first (TFLOPS/s per side):\n"
     ));
-    let rate = |v: Option<f64>| crate::commands::shown(v, 1);
+    let rate = |v: Option<f64>| super::shown(v, 1);
     let rows: Vec<[String; 5]> = both
         .iter()
         .take(top)

@@ -89,9 +89,10 @@ mod slurm;
 mod summary;
 mod trace;
 mod tracelens;
+mod view;
 pub(crate) mod xlsx;
 
-pub(crate) use self::{diff::*, dynolog::*, slurm::*, summary::*, trace::*, tracelens::*};
+pub(crate) use self::{diff::*, dynolog::*, slurm::*, summary::*, trace::*, tracelens::*, view::*};
 
 pub(crate) fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }

@@ -1,7 +1,7 @@
 //! `report summary`: the per-trace tables, the cross-rank, cross-GPU and cycle tables, the collective report.
 
 use super::*;
-use crate::commands::ViewText;
+use crate::render::ViewText;
 
 /// Lines under a run's cross-rank table ([`trace_report::spread`]), so
 /// a run of many ranks need not be read row by row: its slowest rank against
@@ -65,8 +65,9 @@ pub(crate) fn left_out_of_gpus(left: &trace_report::LeftOut) -> String {
 /// Each multi-rank run's collective report: the matched collectives that
 /// cost the most, and the straggler table (who arrived last, how long the
 /// others waited).
-fn run_collectives(text: &mut String, reports: &[crate::commands::RunCollectives]) {
-    use crate::commands::{number as num, shown};
+fn run_collectives(text: &mut String, reports: &[trace_report::RunCollectives]) {
+    use crate::render::shown;
+    use trace_report::number as num;
     for r in reports {
         let mut heading = format!("collectives matched across ranks (µs), run {}", r.run.display());
         if let Some(cycle) = r.cycle {
@@ -155,7 +156,7 @@ pub(crate) fn summaries(
     ranks: &[trace_report::RankRow],
     cycles: &[trace_report::CycleRow],
     gpus: &[trace_report::GpuRow],
-    collectives: &[crate::commands::RunCollectives],
+    collectives: &[trace_report::RunCollectives],
 ) -> Result<(), Error> {
     let mut text = String::new();
     for v in views {
@@ -229,7 +230,7 @@ fn one_trace(text: &mut String, v: &trace_report::TraceView) {
         if !rows.is_empty() {
             text.push_str(&format!("   {title}:\n"));
         }
-        let labels = crate::commands::labels(rows, shorten);
+        let labels = crate::render::labels(rows, shorten);
         for (row, label) in rows.iter().zip(labels) {
             text.push_str(&format!(
                 "     {:>12}  {:>6}  {label}\n",
@@ -416,8 +417,8 @@ fn rated_shapes<'a>(
             "     {:>12}  {:>5}x  {:>7} TFLOPS/s  {:>6} TB/s{roof}  {}\n",
             py(g.total_us),
             g.count,
-            crate::commands::shown(g.tflops_per_s, 1),
-            crate::commands::shown(g.tb_per_s, 2),
+            crate::render::shown(g.tflops_per_s, 1),
+            crate::render::shown(g.tb_per_s, 2),
             shape
         ));
     }
