@@ -194,7 +194,7 @@ impl Analyzed {
 /// `gather --summary` (the native tables, in <root>/summary_output and
 /// <root>/summary.html) and `gather --report` (TraceLens, in
 /// <root>/tracelens_report) over the gathered `root`, each printed as it
-/// ends unless `json` (the caller prints [`Analyzed::json`] with its own).
+/// ends unless `json` (the caller prints them with its own: [`Analyzed::merged`]).
 pub(crate) fn analyze_gathered(
     root: &std::path::Path,
     args: &crate::cli::GatherReportArgs,
