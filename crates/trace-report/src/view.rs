@@ -697,33 +697,77 @@ pub const RECORD_VERSION: u32 = 1;
 
 /// What a trace's report keeps beside its CSVs ([`trace_summary::RECORD`],
 /// `summary.json`): the trace's view as `--json` gives it, and what a later
-/// run reads back: where the trace was, its collective kernels (for a run's
+/// run reads back: where the trace was, its collective kernels (the view's
+/// [`TraceView::collective_events`], which `--json` leaves out: for a run's
 /// collective report made from the records of reports made on the nodes),
 /// and why a later run that could not read the trace kept this report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Record {
     /// The version of this format ([`RECORD_VERSION`]); 0 in records
     /// written before it was kept.
     pub version: u32,
-    /// The trace's view.
-    #[serde(flatten)]
+    /// The trace's view, its collective kernels with it.
     pub view: TraceView,
     /// That trace's absolute path (symbolic links not followed: a link
     /// removed is a trace gone); absent in records written before it was
     /// kept.
+    pub trace_absolute: Option<PathBuf>,
+    /// Why the report is stale, where a later run could not read its trace
+    /// and kept this one (the last good report) rather than delete it.
+    pub stale: Option<String>,
+}
+
+/// A [`Record`] as it is written: the view's fields, then the collective
+/// kernels its `--json` leaves out.
+#[derive(Serialize)]
+struct Written<'a> {
+    version: u32,
+    #[serde(flatten)]
+    view: &'a TraceView,
     #[serde(
         serialize_with = "trace_discover::lossy::option",
         skip_serializing_if = "Option::is_none"
     )]
-    pub trace_absolute: Option<PathBuf>,
-    /// Its collective kernels ([`trace_summary::Summary::collective_events`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub collective_events: Vec<trace_summary::CollectiveKernel>,
-    /// Why the report is stale, where a later run could not read its trace
-    /// and kept this one (the last good report) rather than delete it.
+    trace_absolute: &'a Option<PathBuf>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    collective_events: &'a [trace_summary::CollectiveKernel],
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stale: Option<String>,
+    stale: &'a Option<String>,
+}
+
+/// A [`Record`] as it is read (every key optional: older records lack
+/// some).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Read {
+    version: u32,
+    #[serde(flatten)]
+    view: TraceView,
+    trace_absolute: Option<PathBuf>,
+    collective_events: Vec<trace_summary::CollectiveKernel>,
+    stale: Option<String>,
+}
+
+impl Serialize for Record {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Written {
+            version: self.version,
+            view: &self.view,
+            trace_absolute: &self.trace_absolute,
+            collective_events: &self.view.collective_events,
+            stale: &self.stale,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Record {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Record, D::Error> {
+        let Read { version, mut view, trace_absolute, collective_events, stale } =
+            Read::deserialize(deserializer)?;
+        view.collective_events = collective_events;
+        Ok(Record { version, view, trace_absolute, stale })
+    }
 }
 
 impl Record {
@@ -733,7 +777,6 @@ impl Record {
             version: RECORD_VERSION,
             view: view.clone(),
             trace_absolute: absolute,
-            collective_events: view.collective_events.clone(),
             stale: None,
         }
     }
@@ -751,10 +794,9 @@ impl Record {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(RecordError::Read { path: path.to_path_buf(), source }),
         };
-        let mut record: Record = serde_json::from_slice(&text)
-            .map_err(|source| RecordError::Format { path: path.to_path_buf(), source })?;
-        record.view.collective_events.clone_from(&record.collective_events);
-        Ok(Some(record))
+        serde_json::from_slice(&text)
+            .map(Some)
+            .map_err(|source| RecordError::Format { path: path.to_path_buf(), source })
     }
 
     /// As it is written: pretty JSON.

@@ -374,7 +374,8 @@ pub(crate) fn from_node_reports(root: &Path, out: &Path) -> Result<Option<Summar
         );
         // Its profiling cycle: as the traces' names tell them apart, below.
         timed.push(trace_report::Timed { trace, cycle: None, ..view.timed() });
-        kernels.push((record.collective_events, view.gpu_devices));
+        let gpu_devices = view.gpu_devices;
+        kernels.push((record.view.collective_events, gpu_devices));
         read.push(dir);
     }
     // Profiling cycles, as the traces' names tell them apart.
