@@ -1,13 +1,17 @@
 //! Output for a plain input file: the scan hands each chunk it read, as it
-//! is, to a writer thread (with the repairs to make in it) and goes on
-//! reading into a recycled buffer. The bytes are read once and written once,
-//! from a buffer still in cache, as `cat in > out` does; the scan runs
-//! alongside the writes.
+//! is, to a writer thread (with the repairs to make in it) and to a thread
+//! that follows the grammar of it, and goes on reading into a recycled
+//! buffer. The bytes are read once and written once, from a buffer still in
+//! cache, as `cat in > out` does; the scan, the writes and the grammar run
+//! side by side (the grammar, the slowest of the three, alone on a core
+//! where there is one).
 
 use std::{
-    fs::File,
     io::{self, Write},
-    sync::mpsc::{Receiver, SyncSender, sync_channel},
+    sync::{
+        Arc,
+        mpsc::{Receiver, SyncSender, sync_channel},
+    },
 };
 
 use crate::{
@@ -16,7 +20,7 @@ use crate::{
     stream::{ShapeSink, Sink, replay},
 };
 
-/// Chunks in flight between the scan and the writer.
+/// Chunks in flight between the scan and each reader of them.
 const DEPTH: usize = 8;
 
 /// A scanned chunk: `buf[..end]` with `edits` applied.
@@ -26,31 +30,37 @@ pub(crate) struct Chunk {
     edits: Vec<Edit>,
 }
 
-/// The chunk channel, or the one that brings buffers back.
+/// A chunk channel, or the one that brings buffers back.
 pub(crate) fn channel<T>() -> (SyncSender<T>, Receiver<T>) {
     sync_channel(DEPTH)
 }
 
-/// The scan side.
+/// The scan side: each chunk goes to every reader (the writer, the
+/// grammar's thread).
 pub(crate) struct ChunkSink {
-    tx: SyncSender<Chunk>,
+    readers: Vec<SyncSender<Arc<Chunk>>>,
     spare: Receiver<Vec<u8>>,
 }
 
 impl ChunkSink {
-    /// `spare` brings the writer's used buffers back.
-    pub(crate) fn new(tx: SyncSender<Chunk>, spare: Receiver<Vec<u8>>) -> ChunkSink {
-        ChunkSink { tx, spare }
+    /// `spare` brings the readers' used buffers back.
+    pub(crate) fn new(readers: Vec<SyncSender<Arc<Chunk>>>, spare: Receiver<Vec<u8>>) -> ChunkSink {
+        ChunkSink { readers, spare }
     }
 
     fn send(&mut self, chunk: Chunk) -> Result<()> {
-        // The writer only hangs up after an error, which the caller reports.
-        self.tx
-            .send(chunk)
-            .map_err(|_| Error::Write { offset: 0, source: io::Error::other("the writer stopped") })
+        let chunk = Arc::new(chunk);
+        for reader in &self.readers {
+            // A reader only hangs up after an error, which the caller
+            // reports.
+            reader.send(Arc::clone(&chunk)).map_err(|_| Error::Write {
+                offset: 0,
+                source: io::Error::other("the writer stopped"),
+            })?;
+        }
+        Ok(())
     }
 }
-
 impl Sink for ChunkSink {
     fn pass(&mut self, bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() {
@@ -81,28 +91,46 @@ impl Sink for ChunkSink {
     }
 }
 
-/// The writer side: writes the chunks, and passes them through `shape`
-/// (which follows the grammar while the scan goes on); returns their
-/// buffers through `back` and the bytes written.
+/// The last reader done with a chunk sends its buffer back for the scan to
+/// read into again.
+fn done(chunk: Arc<Chunk>, back: &SyncSender<Vec<u8>>) {
+    if let Some(chunk) = Arc::into_inner(chunk) {
+        let _ = back.try_send(chunk.buf);
+    }
+}
+
+/// The writer: writes the chunks, repaired, and returns the bytes written.
 pub(crate) fn write_chunks(
-    mut output: &File,
-    chunks: Receiver<Chunk>,
+    mut output: impl Write,
+    chunks: Receiver<Arc<Chunk>>,
     back: SyncSender<Vec<u8>>,
-    shape: &mut ShapeSink,
 ) -> io::Result<u64> {
     let mut written = 0u64;
-    for Chunk { buf, end, edits } in chunks {
+    for chunk in chunks {
+        let Chunk { buf, end, edits } = &*chunk;
         let mut at = 0;
-        for edit in &edits {
+        for edit in edits {
             output.write_all(&buf[at..edit.start])?;
             output.write_all(edit.with)?;
             written += (edit.start - at + edit.with.len()) as u64;
             at = edit.end;
         }
-        output.write_all(&buf[at..end])?;
+        output.write_all(&buf[at..*end])?;
         written += (end - at) as u64;
-        replay(shape, &buf[..end], &edits).map_err(io::Error::other)?;
-        let _ = back.try_send(buf);
+        done(chunk, &back);
     }
     Ok(written)
+}
+
+/// The grammar's reader: passes the chunks, repaired, through `shape`.
+pub(crate) fn follow_chunks(
+    chunks: Receiver<Arc<Chunk>>,
+    back: SyncSender<Vec<u8>>,
+    shape: &mut ShapeSink,
+) -> Result<()> {
+    for chunk in chunks {
+        replay(shape, &chunk.buf[..chunk.end], &chunk.edits)?;
+        done(chunk, &back);
+    }
+    Ok(())
 }

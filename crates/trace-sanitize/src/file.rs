@@ -73,9 +73,8 @@ pub fn default_output_path(input: &Path) -> PathBuf {
 /// Report what [`sanitize_file`] would repair in `input`, writing nothing.
 pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Result<FileReport> {
     let (file, size, compression, _) = open(input)?;
-    let mut sink = ShapeSink::new();
-    let report = scan_file(input, file, compression, &mut sink, options, size, None, progress)?;
-    let report = sink.finish(report)?;
+    let (report, shape) = scan_following(input, file, compression, options, size, progress)?;
+    let report = shape.finish(report)?;
     Ok(FileReport {
         input: input.to_path_buf(),
         output: None,
@@ -116,48 +115,23 @@ pub fn sanitize_file(
         };
         match (compression, out_compression, regular) {
             (Compression::None, Compression::None, true) => {
-                // Scan on this thread; a second one writes what it scanned.
-                let out = tmp;
-                std::thread::scope(|scope| {
-                    let (tx, rx) = copy::channel();
-                    let (back, spare) = copy::channel();
-                    // The writer follows the grammar too, alongside the scan.
-                    let writer = scope.spawn(move || {
-                        let mut shape = ShapeSink::new();
-                        copy::write_chunks(out, rx, back, &mut shape).map(|n| (n, shape))
-                    });
-                    let mut sink = copy::ChunkSink::new(tx, spare);
-                    let scanned = scan_file(
-                        input,
-                        file,
-                        compression,
-                        &mut sink,
-                        options,
-                        size,
-                        None,
-                        progress,
-                    );
-                    drop(sink);
-                    let written = writer
-                        .join()
-                        .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked")));
-                    match (scanned, written) {
-                        (Err(e @ Error::ReadFile { .. }), _) => Err(e),
-                        (_, Err(source)) => Err(write_err(source)),
-                        (Err(e), Ok(_)) => Err(e),
-                        (Ok(report), Ok((written, shape))) => {
-                            shape.onto(Report { bytes_written: written, ..report })
-                        }
+                // Scan on this thread; others write what it scanned and
+                // follow its grammar.
+                match scan_beside(input, file, compression, Some(tmp), options, size, progress) {
+                    Beside { scanned: Err(e @ Error::ReadFile { .. }), .. } => Err(e),
+                    Beside { written: Err(source), .. } => Err(write_err(source)),
+                    Beside { shape: Err(e), .. } | Beside { scanned: Err(e), .. } => Err(e),
+                    Beside { scanned: Ok(report), written: Ok(written), shape: Ok(shape) } => {
+                        shape.onto(Report { bytes_written: written, ..report })
                     }
-                })
+                }
             }
             (Compression::Gzip, Compression::Gzip, true) => {
                 // Most traces are clean: find out first, so a clean one is copied
                 // as it is instead of being decompressed and compressed again.
                 let first = Options { stop_at_first: true, ..options.clone() };
-                let mut shape = ShapeSink::new();
-                let probe =
-                    scan_file(input, file, compression, &mut shape, &first, size, None, progress)?;
+                let (probe, shape) =
+                    scan_following(input, file, compression, &first, size, progress)?;
                 let mut file = reopen(input)?;
                 if probe.needs_repair() {
                     return repair(file, progress);
@@ -353,6 +327,73 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// What [`scan_beside`] did: the scan's report, the bytes written (none
+/// without an output) and the shape the grammar's thread found.
+struct Beside {
+    scanned: Result<Report>,
+    written: io::Result<u64>,
+    shape: Result<ShapeSink>,
+}
+
+/// [`scan_file`] on this thread, while a second one follows the grammar of
+/// what it scanned (a [`ShapeSink`]) and, given an `output`, a third writes
+/// it there.
+fn scan_beside<W: Write + Send>(
+    path: &Path,
+    file: File,
+    compression: Compression,
+    output: Option<W>,
+    options: &Options,
+    size: u64,
+    progress: Progress<'_>,
+) -> Beside {
+    std::thread::scope(|scope| {
+        let (back, spare) = copy::channel();
+        let (to_follower, chunks) = copy::channel();
+        let follower = scope.spawn({
+            let back = back.clone();
+            move || {
+                let mut shape = ShapeSink::new();
+                copy::follow_chunks(chunks, back, &mut shape).map(|()| shape)
+            }
+        });
+        let mut readers = vec![to_follower];
+        let writer = output.map(|out| {
+            let (to_writer, chunks) = copy::channel();
+            readers.push(to_writer);
+            scope.spawn(move || copy::write_chunks(out, chunks, back))
+        });
+        let mut sink = copy::ChunkSink::new(readers, spare);
+        let scanned = scan_file(path, file, compression, &mut sink, options, size, None, progress);
+        drop(sink);
+        let written = writer.map_or(Ok(0), |w| joined(w.join()));
+        Beside { scanned, written, shape: joined(follower.join()) }
+    })
+}
+
+/// [`scan_beside`] with no output: the scan's report, and the shape of what
+/// it scanned, found on a second thread.
+fn scan_following(
+    path: &Path,
+    file: File,
+    compression: Compression,
+    options: &Options,
+    size: u64,
+    progress: Progress<'_>,
+) -> Result<(Report, ShapeSink)> {
+    let none: Option<io::Sink> = None;
+    match scan_beside(path, file, compression, none, options, size, progress) {
+        Beside { shape: Err(e), .. } | Beside { scanned: Err(e), .. } => Err(e),
+        Beside { scanned: Ok(report), shape: Ok(shape), .. } => Ok((report, shape)),
+    }
+}
+
+/// A thread's result. A panic there is a bug, as one on the scan's thread
+/// would be: it goes on.
+fn joined<T>(result: std::thread::Result<T>) -> T {
+    result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// Scan a file into `sink`. With `failed`, a read error ends the input
 /// there (it is kept in `failed`) instead of failing the scan.
 #[allow(clippy::too_many_arguments, reason = "one private helper for every file pass")]
@@ -466,5 +507,68 @@ mod tests {
         check("rank0.json.gz", "rank0.sanitized.json.gz");
         check("trace", "trace.sanitized");
         check(".json", ".json.sanitized");
+    }
+
+    /// A trace of `events` events, one invalid UTF-8 byte in the first.
+    fn trace(events: usize) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let mut text = b"{\"traceEvents\": [".to_vec();
+        for i in 0..events {
+            let name: &[u8] = if i == 0 { b"k\xff" } else { b"kernel" };
+            text.extend_from_slice(if i == 0 { b"" } else { b"," });
+            text.extend_from_slice(b"{\"name\": \"");
+            text.extend_from_slice(name);
+            text.extend_from_slice(format!("\", \"ts\": {i}, \"dur\": 1.5}}").as_bytes());
+        }
+        text.extend_from_slice(b"]}");
+        file.write_all(&text).unwrap();
+        file
+    }
+
+    /// What [`scan_beside`] gives for `path`, written to `output`.
+    fn beside(path: &Path, output: Option<impl Write + Send>) -> Beside {
+        let file = File::open(path).unwrap();
+        let size = file.metadata().unwrap().len();
+        let options = Options::default();
+        scan_beside(path, file, Compression::None, output, &options, size, &mut |_, _| {})
+    }
+
+    #[test]
+    fn the_writer_and_the_grammar_s_thread_see_every_chunk() {
+        // Many more chunks than are in flight, so that buffers come back.
+        let input = trace(200_000);
+        let expected = fs::read(input.path()).unwrap();
+        let mut written = Vec::new();
+        let Beside { scanned, written: n, shape } = beside(input.path(), Some(&mut written));
+        let report = shape.unwrap().onto(scanned.unwrap()).unwrap();
+        assert!(expected.len() > 20 * crate::stream::CHUNK, "{}", expected.len());
+        assert_eq!(n.unwrap(), written.len() as u64);
+        assert_eq!(written.len(), expected.len() + 2, "U+FFFD is 3 bytes for 1");
+        assert_eq!(report.complete, Some(true));
+        assert!(report.malformed.is_none() && report.counts.total() == 1, "{report:?}");
+        serde_json::from_slice::<serde::de::IgnoredAny>(&written).unwrap();
+    }
+
+    #[test]
+    fn a_writer_that_fails_stops_the_scan_and_says_why() {
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                if self.0 < buf.len() {
+                    return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
+                }
+                self.0 -= buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        // It fails after a few chunks: the scan, blocked on it, must end.
+        let input = trace(200_000);
+        let Beside { scanned, written, shape } = beside(input.path(), Some(Full(3 << 17)));
+        assert_eq!(written.unwrap_err().kind(), io::ErrorKind::StorageFull);
+        assert!(matches!(scanned, Err(Error::Write { .. })), "{scanned:?}");
+        shape.unwrap();
     }
 }
