@@ -61,6 +61,7 @@ impl ChunkSink {
         Ok(())
     }
 }
+
 impl Sink for ChunkSink {
     fn pass(&mut self, bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() {
