@@ -1,6 +1,6 @@
 //! The documents this crate owns (a trace's record, a run's summary, a
 //! comparison, a collective report's record) read back what they wrote, and keep their
-//! shape: a snapshot of a run's summary, made from public multi-rank traces.
+//! shape: a snapshot of each, made from public multi-rank traces.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +49,8 @@ fn a_trace_s_record_reads_back_what_it_wrote() {
     let read = Record::read(dir.path()).unwrap().unwrap();
     assert_eq!(read, record);
     assert_eq!(read.view.collective_events, view.collective_events);
+    let value: serde_json::Value = serde_json::from_slice(&record.to_bytes()).unwrap();
+    insta::assert_snapshot!("trace_record", serde_json::to_string_pretty(&shape(value)).unwrap());
     assert_eq!((read.version, read.view.rank, read.view.steps), (1, Some(1), view.steps));
     // No record: none; a record written before versions (fewer keys) reads.
     assert_eq!(Record::read(&dir.path().join("none")).unwrap(), None);
@@ -104,7 +106,10 @@ fn a_collective_report_s_record_reads_back_what_it_wrote() {
     let record = CollectivesRecord::new(Path::new("runs/ddp"), None);
     assert!(record.run_absolute.is_absolute() && record.run_absolute.ends_with("runs/ddp"));
     std::fs::write(dir.path().join(CollectivesRecord::FILE), record.to_bytes()).unwrap();
-    assert_eq!(CollectivesRecord::read(dir.path()), Some(record));
+    assert_eq!(CollectivesRecord::read(dir.path()), Some(record.clone()));
+    let cwd = std::env::current_dir().unwrap();
+    let text = String::from_utf8(record.to_bytes()).unwrap();
+    insta::assert_snapshot!("collectives_record", text.replace(&cwd.display().to_string(), "CWD"));
     // One without where its run was is not one to act on.
     std::fs::write(dir.path().join(CollectivesRecord::FILE), r#"{"run": "runs/ddp"}"#).unwrap();
     assert_eq!(CollectivesRecord::read(dir.path()), None);
