@@ -17,7 +17,7 @@ use std::{
 use crate::{
     Error, Result,
     engine::Edit,
-    stream::{ShapeSink, Sink, replay},
+    stream::{Sink, replay},
 };
 
 /// Chunks in flight between the scan and each reader of them.
@@ -123,11 +123,12 @@ pub(crate) fn write_chunks(
     Ok(written)
 }
 
-/// The grammar's reader: passes the chunks, repaired, through `shape`.
+/// The grammar's reader: passes the chunks, repaired, through `shape` (a
+/// [`crate::stream::ShapeSink`] that follows it, or a salvage's sink, which also writes).
 pub(crate) fn follow_chunks(
     chunks: Receiver<Arc<Chunk>>,
     back: SyncSender<Vec<u8>>,
-    shape: &mut ShapeSink,
+    shape: &mut impl Sink,
 ) -> Result<()> {
     for chunk in chunks {
         replay(shape, &chunk.buf[..chunk.end], &chunk.edits)?;

@@ -184,7 +184,7 @@ fn encoded(
     tmp: &File,
     encoding: Compression,
     output: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> Result<Report>,
+    fill: impl FnOnce(&mut (dyn Write + Send)) -> Result<Report>,
 ) -> Result<Report> {
     let write_err = |source| Error::WriteFile { path: output.to_path_buf(), source };
     let named = |e: Error| match e {
@@ -256,16 +256,31 @@ fn salvage_into(
     path: &Path,
     file: File,
     compression: Compression,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
     options: &Options,
     size: u64,
     progress: Progress<'_>,
 ) -> Result<Report> {
     let failed = RefCell::new(None);
-    let mut sink = ClosingSink::new(out);
-    let report =
-        scan_file(path, file, compression, &mut sink, options, size, Some(&failed), progress)?;
-    match finish_salvage(sink, report, failed.into_inner()) {
+    // Scan on this thread; a second one follows the grammar, which decides
+    // what is written (up to the last whole record), and writes it.
+    let (scanned, closed) = std::thread::scope(|scope| {
+        let (back, spare) = copy::channel();
+        let (to_closer, chunks) = copy::channel();
+        let closer = scope.spawn(move || {
+            let mut sink = ClosingSink::new(out);
+            copy::follow_chunks(chunks, back, &mut sink).map(|()| sink)
+        });
+        let mut chunks = copy::ChunkSink::new(vec![to_closer], spare);
+        let scanned =
+            scan_file(path, file, compression, &mut chunks, options, size, Some(&failed), progress);
+        drop(chunks);
+        (scanned, joined(closer.join()))
+    });
+    // The closer's error (a write that failed) first: the scan's is only
+    // that the closer stopped.
+    let sink = closed?;
+    match finish_salvage(sink, scanned?, failed.into_inner()) {
         Ok((_, report)) => Ok(report),
         Err(Error::NothingComplete { offset }) => {
             Err(Error::NothingToSalvage { path: path.to_path_buf(), offset })
@@ -549,26 +564,56 @@ mod tests {
         serde_json::from_slice::<serde::de::IgnoredAny>(&written).unwrap();
     }
 
+    /// An output that takes this many bytes, then fails.
+    struct Full(usize);
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.0 < buf.len() {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
+            }
+            self.0 -= buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn a_writer_that_fails_stops_the_scan_and_says_why() {
-        struct Full(usize);
-        impl Write for Full {
-            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                if self.0 < buf.len() {
-                    return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
-                }
-                self.0 -= buf.len();
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
         // It fails after a few chunks: the scan, blocked on it, must end.
         let input = trace(200_000);
         let Beside { scanned, written, shape } = beside(input.path(), Some(Full(3 << 17)));
         assert_eq!(written.unwrap_err().kind(), io::ErrorKind::StorageFull);
         assert!(matches!(scanned, Err(Error::Write { .. })), "{scanned:?}");
         shape.unwrap();
+    }
+
+    #[test]
+    fn a_salvage_is_closed_on_its_own_thread_and_its_write_error_told() {
+        let input = trace(200_000);
+        let mut text = fs::read(input.path()).unwrap();
+        text.truncate(text.len() - 20);
+        fs::write(input.path(), &text).unwrap();
+        let salvage = |out: &mut (dyn Write + Send)| {
+            let file = File::open(input.path()).unwrap();
+            let size = text.len() as u64;
+            let options = Options::default();
+            salvage_into(input.path(), file, Compression::None, out, &options, size, &mut |_, _| {})
+        };
+        let mut closed = Vec::new();
+        let report = salvage(&mut closed).unwrap();
+        let cut = report.cut.unwrap();
+        assert_eq!((cut.closed_with.as_str(), cut.at), ("]}", text.len() as u64));
+        assert_eq!(report.bytes_written, closed.len() as u64);
+        let events: serde_json::Value = serde_json::from_slice(&closed).unwrap();
+        assert_eq!(events["traceEvents"].as_array().unwrap().len(), 199_999);
+        // The closer's write error, not the scan's "the writer stopped".
+        let err = salvage(&mut Full(3 << 17)).unwrap_err();
+        assert!(
+            matches!(&err, Error::Write { source, .. } if source.kind() == io::ErrorKind::StorageFull),
+            "{err:?}"
+        );
     }
 }

@@ -63,8 +63,8 @@
 //!   ([`Report::complete`]): repairs cannot make a trace cut short, or one
 //!   with data after its end, parseable.
 //! - Every pass follows the JSON grammar token by token (a sanitize pass
-//!   over what it writes; [`check_file`] and [`sanitize_file`] on a thread
-//!   of its own, beside the scan and the writes): where a
+//!   over what it writes; [`check_file`], [`sanitize_file`] and
+//!   [`salvage_file`] on a thread of their own, beside the scan): where a
 //!   stray quote right before `,` `:` `}` or `]` ended a string early, or a
 //!   backslash at its end escaped its closing quote, the rest reads as
 //!   JSON in the wrong places. Every number is read to its end (`1.2.3`,
