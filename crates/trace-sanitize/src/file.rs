@@ -117,7 +117,18 @@ pub fn sanitize_file(
             (Compression::None, Compression::None, true) => {
                 // Scan on this thread; others write what it scanned and
                 // follow its grammar.
-                match scan_beside(input, file, compression, Some(tmp), options, size, progress) {
+                let (shape, out) = (ShapeSink::new(), Some(tmp));
+                match scan_beside(
+                    input,
+                    file,
+                    compression,
+                    shape,
+                    out,
+                    None,
+                    options,
+                    size,
+                    progress,
+                ) {
                     Beside { scanned: Err(e @ Error::ReadFile { .. }), .. } => Err(e),
                     Beside { written: Err(source), .. } => Err(write_err(source)),
                     Beside { shape: Err(e), .. } | Beside { scanned: Err(e), .. } => Err(e),
@@ -264,23 +275,14 @@ fn salvage_into(
     let failed = RefCell::new(None);
     // Scan on this thread; a second one follows the grammar, which decides
     // what is written (up to the last whole record), and writes it.
-    let (scanned, closed) = std::thread::scope(|scope| {
-        let (back, spare) = copy::channel();
-        let (to_closer, chunks) = copy::channel();
-        let closer = scope.spawn(move || {
-            let mut sink = ClosingSink::new(out);
-            copy::follow_chunks(chunks, back, &mut sink).map(|()| sink)
-        });
-        let mut chunks = copy::ChunkSink::new(vec![to_closer], spare);
-        let scanned =
-            scan_file(path, file, compression, &mut chunks, options, size, Some(&failed), progress);
-        drop(chunks);
-        (scanned, joined(closer.join()))
-    });
+    let closing = ClosingSink::new(out);
+    let none = None::<io::Sink>;
+    let beside =
+        scan_beside(path, file, compression, closing, none, Some(&failed), options, size, progress);
     // The closer's error (a write that failed) first: the scan's is only
     // that the closer stopped.
-    let sink = closed?;
-    match finish_salvage(sink, scanned?, failed.into_inner()) {
+    let sink = beside.shape?;
+    match finish_salvage(sink, beside.scanned?, failed.into_inner()) {
         Ok((_, report)) => Ok(report),
         Err(Error::NothingComplete { offset }) => {
             Err(Error::NothingToSalvage { path: path.to_path_buf(), offset })
@@ -343,34 +345,35 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// What [`scan_beside`] did: the scan's report, the bytes written (none
-/// without an output) and the shape the grammar's thread found.
-struct Beside {
+/// without an output) and the sink that followed the grammar.
+struct Beside<S> {
     scanned: Result<Report>,
     written: io::Result<u64>,
-    shape: Result<ShapeSink>,
+    shape: Result<S>,
 }
 
-/// [`scan_file`] on this thread, while a second one follows the grammar of
-/// what it scanned (a [`ShapeSink`]) and, given an `output`, a third writes
-/// it there.
-fn scan_beside<W: Write + Send>(
+/// [`scan_file`] on this thread, while a second one passes what it scanned
+/// through `follower` (a [`ShapeSink`] that follows the grammar, or a
+/// salvage's sink, which also writes) and, given an `output`, a third
+/// writes it there.
+#[allow(clippy::too_many_arguments, reason = "scan_file's, and what reads beside it")]
+fn scan_beside<S: Sink + Send, W: Write + Send>(
     path: &Path,
     file: File,
     compression: Compression,
+    mut follower: S,
     output: Option<W>,
+    failed: Option<&RefCell<Option<io::Error>>>,
     options: &Options,
     size: u64,
     progress: Progress<'_>,
-) -> Beside {
+) -> Beside<S> {
     std::thread::scope(|scope| {
         let (back, spare) = copy::channel();
         let (to_follower, chunks) = copy::channel();
         let follower = scope.spawn({
             let back = back.clone();
-            move || {
-                let mut shape = ShapeSink::new();
-                copy::follow_chunks(chunks, back, &mut shape).map(|()| shape)
-            }
+            move || copy::follow_chunks(chunks, back, &mut follower).map(|()| follower)
         });
         let mut readers = vec![to_follower];
         let writer = output.map(|out| {
@@ -379,7 +382,8 @@ fn scan_beside<W: Write + Send>(
             scope.spawn(move || copy::write_chunks(out, chunks, back))
         });
         let mut sink = copy::ChunkSink::new(readers, spare);
-        let scanned = scan_file(path, file, compression, &mut sink, options, size, None, progress);
+        let scanned =
+            scan_file(path, file, compression, &mut sink, options, size, failed, progress);
         drop(sink);
         let written = writer.map_or(Ok(0), |w| joined(w.join()));
         Beside { scanned, written, shape: joined(follower.join()) }
@@ -396,8 +400,8 @@ fn scan_following(
     size: u64,
     progress: Progress<'_>,
 ) -> Result<(Report, ShapeSink)> {
-    let none: Option<io::Sink> = None;
-    match scan_beside(path, file, compression, none, options, size, progress) {
+    let (shape, none) = (ShapeSink::new(), None::<io::Sink>);
+    match scan_beside(path, file, compression, shape, none, None, options, size, progress) {
         Beside { shape: Err(e), .. } | Beside { scanned: Err(e), .. } => Err(e),
         Beside { scanned: Ok(report), shape: Ok(shape), .. } => Ok((report, shape)),
     }
@@ -541,11 +545,12 @@ mod tests {
     }
 
     /// What [`scan_beside`] gives for `path`, written to `output`.
-    fn beside(path: &Path, output: Option<impl Write + Send>) -> Beside {
+    fn beside(path: &Path, output: Option<impl Write + Send>) -> Beside<ShapeSink> {
         let file = File::open(path).unwrap();
         let size = file.metadata().unwrap().len();
         let options = Options::default();
-        scan_beside(path, file, Compression::None, output, &options, size, &mut |_, _| {})
+        let (shape, progress) = (ShapeSink::new(), &mut |_, _| {});
+        scan_beside(path, file, Compression::None, shape, output, None, &options, size, progress)
     }
 
     #[test]
