@@ -59,7 +59,10 @@ pub use crate::{
         discover, job_memory, plan_only, run, tracelens_name,
     },
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
-    summary::{Counts, Durations, Repaired, Row, SUMMARY_CSV, Status, Summary, Written, read_csv},
+    summary::{
+        Counts, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_VERSION, Status, Summary, Written,
+        read_csv,
+    },
     tool::{Mode, Tool},
 };
 

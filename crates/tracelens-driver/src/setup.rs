@@ -44,7 +44,9 @@ pub struct SetupOutcome {
     pub installed: bool,
     /// Whether this run created the environment.
     pub created_venv: bool,
-    /// TraceLens' version.
+    /// TraceLens' version (`tracelens_version` in JSON: `version` is the
+    /// version of a document's shape).
+    #[serde(rename = "tracelens_version")]
     pub version: Option<String>,
     /// The spec, redacted.
     pub spec: String,

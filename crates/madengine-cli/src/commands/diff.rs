@@ -214,7 +214,7 @@ fn report(args: &DiffArgs, compared: &Comparison) -> Result<Status, Error> {
     }
     if args.json {
         let found = [gemm_regressions.clone(), shape_regressions.clone()];
-        render::json(&compared.document(&written, args.html.as_deref(), regression, found))?;
+        render::json_as_is(&compared.document(&written, args.html.as_deref(), regression, found))?;
     } else {
         render::diff(compared, args.top, &written, args.html.as_deref())?;
     }

@@ -40,7 +40,7 @@ pub(crate) fn render(args: &K8sRenderArgs) -> Result<Status, Error> {
                 render::note(&format!("wrote {}", path.display()));
             }
         }
-        None => render::json(
+        None => render::json_as_is(
             &serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": objects }),
         )?,
     }

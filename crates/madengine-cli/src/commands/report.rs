@@ -85,7 +85,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     let summary = summary?;
     render::left_out(&summary.problems);
     if args.json {
-        render::json(&summary.written())?;
+        render::json_as_is(&summary.written())?;
     } else {
         render::tracelens_summary(&summary)?;
     }

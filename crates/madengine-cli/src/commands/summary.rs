@@ -107,7 +107,7 @@ pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 pub(crate) fn summary(args: &SummaryArgs) -> Result<Status, Error> {
     let Some(summarized) = summarize(args)? else { return Ok(Status::Interrupted) };
     if args.json {
-        render::json(&summarized.json())?;
+        render::json_as_is(&summarized.json())?;
     } else {
         summarized.print()?;
     }

@@ -104,7 +104,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
     if args.json {
         match (&args.inputs[..], &written[..]) {
             ([one], [converted]) if !one.is_dir() => render::json(converted)?,
-            _ => render::json(&written)?,
+            _ => render::json(&render::Traces { traces: &written })?,
         }
     }
     if failed > 0 {
@@ -239,7 +239,7 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
         if single {
             render::json(&reports[0])?;
         } else {
-            render::json(&reports)?;
+            render::json(&render::Traces { traces: &reports })?;
         }
     }
     // A run's traces checked: the verdict in one line (which says what

@@ -3,12 +3,14 @@
 use super::*;
 
 /// What the daemon answered to `getStatus` or `getVersion`: `status: 1`,
-/// or with `json` `{"status": 1}`.
+/// or with `json` `{"version": 1, "status": 1}` (`version` is the
+/// document's; the daemon's is `dynolog_version`).
 #[derive(serde::Serialize)]
 pub(crate) enum DaemonValue {
     #[serde(rename = "status")]
     Status(i64),
-    #[serde(rename = "version")]
+    /// The daemon's version; `version` is the document's own.
+    #[serde(rename = "dynolog_version")]
     Version(String),
 }
 

@@ -278,7 +278,8 @@ fn status_version_and_gputrace() {
     exit code: 0
     ----- stdout -----
     {
-      "version": "0.6.0"
+      "version": 1,
+      "dynolog_version": "0.6.0"
     }
     ----- stderr -----
     "#);
@@ -289,6 +290,9 @@ fn status_version_and_gputrace() {
     no process matched: check --job-id and --pids, and that the workload runs with KINETO_USE_DAEMON=1
     ----- stderr -----
     ");
+    let args = ["dynolog", "gputrace", "--port", &port, "--log-file", "/tmp/x.json", "--json"];
+    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
+    insta::assert_snapshot!("json_shape_dynolog_gputrace", crate::json_shape(&text));
     // kineto would ignore this path: refused before anything is sent
     cli_snapshot!(dir.path(), ["dynolog", "gputrace", "--port", &port, "--log-file", "/workspace/trace.json"], @r"
     exit code: 2
@@ -323,6 +327,7 @@ fn a_trigger_run_by_hand_gives_its_outcome_as_json() {
     assert_eq!(
         json,
         serde_json::json!({
+            "version": 1,
             "outcome": {"result": "no_process", "attempts": 2},
             "state_dir": state.to_str().unwrap(),
         })
@@ -405,6 +410,8 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     let pth: Vec<_> = hook_files(&site).into_iter().filter(|n| n.ends_with(".pth")).collect();
     assert_eq!(pth.len(), 1, "{pth:?}");
     // --json: the session, as stop will find it.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    insta::assert_snapshot!("json_shape_dynolog_start", crate::json_shape(&stdout));
     let session: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(session["state_dir"], state.to_str().unwrap(), "{session}");
     assert_eq!(session["port"].to_string(), port, "{session}");
@@ -435,10 +442,13 @@ fn start_trigger_stop_as_pre_and_post_steps() {
             state.as_os_str(),
             "--port".as_ref(),
             port.as_ref(),
+            "--json".as_ref(),
         ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    insta::assert_snapshot!("json_shape_dynolog_stop", crate::json_shape(&stdout));
     assert!(
         stderr.contains("captured 1 torch.profiler trace(s)"),
         "{stderr}\ntrigger log:\n{}",
@@ -529,6 +539,7 @@ fn setup_dynolog_skips_when_installed_and_never_shows_the_token() {
     assert_eq!(
         json,
         serde_json::json!({
+            "version": 1,
             "outcome": "already_there",
             "dynolog": bin.join("dynolog"),
             "dyno": bin.join("dyno"),

@@ -274,6 +274,7 @@ fn apply_wait_follows_the_job_to_its_end() {
     let extra = ["--results-dir", "got", "--summary", "--json"];
     let text = apply_with(statuses, &extra, &[("FAKE_KUBECTL_TREE", pvc.to_str().unwrap())]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
+    insta::assert_snapshot!("json_shape_k8s_apply_wait", crate::json_shape(&text));
     let json = crate::stdout_json(&text);
     assert_eq!(json["status"]["ended"], "Complete", "{json}");
     assert_eq!(json["gathered"]["pods"][0]["name"], "bert-0-xyz", "{json}");
@@ -341,6 +342,7 @@ fn gather_summary_and_report_print_one_json_object() {
         .collect();
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
+    insta::assert_snapshot!("json_shape_k8s_gather", crate::json_shape(&text));
     let json = crate::stdout_json(&text);
     assert_eq!(json["pods"][0]["name"], "bert-0-xyz", "{json}");
     let traces = json["summary"]["traces"].as_array().unwrap();

@@ -137,6 +137,62 @@ pub(crate) fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The shape of the `--json` document a command printed (its stdout, or
+/// [`run_cli`]'s text): each key's path with the JSON types its values
+/// took (an array's items as `[]`), one line each, sorted;
+/// a snapshot of it changes when a key is added, renamed or removed. It
+/// checks what every document holds first: one object with one `version`
+/// key at its top.
+pub(crate) fn json_shape(text: &str) -> String {
+    let stdout = match text.split_once("----- stdout -----\n") {
+        Some((_, rest)) => rest.split("----- stderr -----").next().unwrap_or_default(),
+        None => text,
+    };
+    // Top-level keys, and only they, are indented by two spaces.
+    let versions = stdout.matches("\n  \"version\": ").count();
+    assert!(stdout.starts_with('{') && versions == 1, "{versions} versions at the top:\n{stdout}");
+    let mut shapes: Vec<(String, Vec<&'static str>)> = Vec::new();
+    let value: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    shape_of(&value, String::new(), &mut shapes);
+    shapes.sort();
+    shapes.iter().map(|(path, types)| format!("{path}: {}\n", types.join(" | "))).collect()
+}
+
+fn shape_of(
+    value: &serde_json::Value,
+    path: String,
+    shapes: &mut Vec<(String, Vec<&'static str>)>,
+) {
+    use serde_json::Value;
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    if !path.is_empty() {
+        match shapes.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, kinds)) if !kinds.contains(&kind) => kinds.push(kind),
+            Some(_) => {}
+            None => shapes.push((path.clone(), vec![kind])),
+        }
+    }
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| shape_of(v, format!("{path}[]"), shapes)),
+        // A document within (a run summary): its own snapshot keeps it.
+        Value::Object(map) if !path.is_empty() && map.contains_key("version") => {
+            shapes.last_mut().unwrap().1 = vec!["versioned document"];
+        }
+        Value::Object(map) => {
+            let dot = if path.is_empty() { "" } else { "." };
+            map.iter().for_each(|(k, v)| shape_of(v, format!("{path}{dot}{k}"), shapes))
+        }
+        _ => {}
+    }
+}
+
 /// The JSON a command printed, from [`run_cli`]'s text.
 pub(crate) fn stdout_json(text: &str) -> serde_json::Value {
     let stdout = text.split("----- stdout -----\n").nth(1).expect("a stdout section");

@@ -694,11 +694,18 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
             "--json".as_ref(),
         ],
     ];
-    for args in commands {
+    // Each document's shape is kept (but trace-report's, which its own
+    // snapshots keep: the run summary and the comparison).
+    let names = ["discover", "", "tracelens_planned", "sanitize", ""];
+    for (args, name) in commands.into_iter().zip(names) {
         let (text, _) = crate::run_cli(dir.path(), &args, &[]);
         assert!(text.starts_with("exit code: 0\n"), "{args:?}: {text}");
         let json = crate::stdout_json(&text).to_string();
         assert!(json.contains("r\u{fffd}sultat"), "{args:?}: {json}");
+        let shape = crate::json_shape(&text);
+        if !name.is_empty() {
+            insta::assert_snapshot!(format!("json_shape_{name}"), shape);
+        }
     }
     // The report summary kept records where its trace was, as text too.
     let record = dir.path().join("summary_output/rank0_trace/summary.json");
@@ -930,6 +937,7 @@ fn setup_tracelens_reads_the_originals_pip_spec_and_git_ref() {
     let (code, stdout, stderr) =
         with_env(dir.path(), &json, &[("TRACELENS_PIP_SPEC", wheel.to_str().unwrap())]);
     assert_eq!(code, 0, "{stdout}{stderr}");
+    insta::assert_snapshot!("json_shape_setup_tracelens", crate::json_shape(&stdout));
     let outcome: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(outcome["installed"], true, "{outcome}");
     assert_eq!(outcome["spec"], wheel.to_str().unwrap());

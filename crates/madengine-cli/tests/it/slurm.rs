@@ -103,6 +103,7 @@ fn submit_wait_gather_and_the_collective_plan() {
         &env,
     );
     assert!(text.starts_with("exit code: 0"), "{text}");
+    insta::assert_snapshot!("json_shape_slurm_submit_wait", crate::json_shape(&text));
     let json: serde_json::Value = crate::stdout_json(&text);
     assert_eq!(json["state"], "COMPLETED");
     let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
@@ -181,6 +182,7 @@ fn submit_wait_gather_and_the_collective_plan() {
         &env,
     );
     assert!(text.starts_with("exit code: 0"), "{text}");
+    insta::assert_snapshot!("json_shape_slurm_gather", crate::json_shape(&text));
     let json = crate::stdout_json(&text);
     assert_eq!(json["nodes"].as_array().unwrap().len(), 4, "{json}");
     let ranks: Vec<&serde_json::Value> =

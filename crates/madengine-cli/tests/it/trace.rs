@@ -1666,6 +1666,7 @@ fn convert_writes_a_database_as_rocprofv3_json() {
     exit code: 0
     ----- stdout -----
     {
+      "version": 1,
       "input": "host/1234_results.db",
       "output": "host/1234_results.json",
       "processes": 1,
@@ -1741,6 +1742,11 @@ fn convert_takes_a_run_directory() {
     error: 1 of 3 databases could not be converted
     ");
     assert!(!dir.path().join("run/node2/77_results.json").exists());
+    // With --json: one document, its traces listed.
+    let args = ["trace", "convert", "run", "--force", "--json"].map(std::ffi::OsStr::new);
+    let (text, _) = crate::run_cli(dir.path(), &args, &[]);
+    assert!(text.starts_with("exit code: 3\n"), "{text}");
+    insta::assert_snapshot!("json_shape_convert_several", crate::json_shape(&text));
 }
 
 #[test]
@@ -1770,6 +1776,24 @@ fn sanitize_writes_several_traces_into_a_directory() {
     assert_eq!(copied[..2], [0x1f, 0x8b]);
     let repaired = fs::read(dir.path().join("fixed/python_names.pt.trace.json")).unwrap();
     serde_json::from_slice::<serde_json::Value>(&repaired).expect("the repaired copy is JSON");
+    // With --json: one document, its traces listed in the order given.
+    let said = text(&[
+        "trace".as_ref(),
+        "sanitize".as_ref(),
+        broken.as_ref(),
+        gz.as_ref(),
+        "-o".as_ref(),
+        "fixed".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let inputs: Vec<serde_json::Value> = crate::stdout_json(&said)["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["input"].clone())
+        .collect();
+    assert_eq!(inputs, [broken.to_str().unwrap(), gz.to_str().unwrap()], "{said}");
+    insta::assert_snapshot!("json_shape_sanitize_several", crate::json_shape(&said));
     // A path ending in / is a directory, made when missing; two inputs of
     // one name are refused before anything is written.
     let twice = run.join("node_0/../node_0/rank0.json.gz");
