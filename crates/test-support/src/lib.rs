@@ -8,6 +8,7 @@
 //!   every reader;
 //! - [`edit`]: edits of a Kineto trace's text;
 //! - [`measured`]: a command run with its own peak memory measured;
+//! - [`rocprof`]: small rocprofv3 traces, one process each;
 //! - [`standin`]: the TraceLens stand-in, installed into virtual environments.
 //!
 //! Test code: it reads the environment, prints what it skipped and panics
@@ -19,6 +20,7 @@ pub mod edit;
 pub mod measured;
 pub mod public;
 pub mod required;
+pub mod rocprof;
 pub mod skip;
 pub mod standin;
 

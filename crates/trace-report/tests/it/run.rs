@@ -1,7 +1,9 @@
-//! A run summarized twice into one output directory: the second run tells
-//! what it did to the first one's reports ([`RunNote::Retired`]), keeps the
-//! last good report of a trace it cannot read (marked stale), and removes
-//! the report of a trace gone, and its run's collective report.
+//! Runs summarized with the library: which traces make which run's
+//! cross-rank (or cross-GPU) table and collective report, a run's spread,
+//! and a run summarized twice into one output directory, where the second
+//! tells what it did to the first one's reports ([`RunNote::Retired`]),
+//! keeps the last good report of a trace it cannot read (marked stale), and
+//! removes the report of a trace gone, and its run's collective report.
 
 use std::{
     path::{Path, PathBuf},
@@ -25,13 +27,19 @@ impl RunEvents for Kept {
     }
 }
 
+/// Summarize `paths` into `out`: the summary, and every note.
+pub(crate) fn summarized(paths: &[PathBuf], out: &Path, top: usize) -> (RunSummary, Vec<RunNote>) {
+    let events = Kept::default();
+    let found = run_inputs(paths, &[out.to_path_buf()], None, &events).unwrap();
+    let config = RunConfig { top, jobs: 2, ..RunConfig::new(found, out.to_path_buf()) };
+    let summary = summarize_run(&config, &events).unwrap().expect("not cancelled").summary;
+    (summary, events.0.into_inner().unwrap())
+}
+
 /// Summarize `root` into `out`: the summary, and what was retired.
 fn summarize(root: &Path, out: &Path) -> (RunSummary, Vec<Retired>) {
-    let events = Kept::default();
-    let found = run_inputs(&[root.to_path_buf()], &[out.to_path_buf()], None, &events).unwrap();
-    let config = RunConfig { top: 3, jobs: 2, ..RunConfig::new(found, out.to_path_buf()) };
-    let summary = summarize_run(&config, &events).unwrap().expect("not cancelled").summary;
-    let retired = events.0.into_inner().unwrap().into_iter().filter_map(|n| match n {
+    let (summary, notes) = summarized(&[root.to_path_buf()], out, 3);
+    let retired = notes.into_iter().filter_map(|n| match n {
         RunNote::Retired(r) => Some(r),
         _ => None,
     });
@@ -79,4 +87,127 @@ fn a_second_run_keeps_what_it_cannot_read_and_retires_what_is_gone() {
     assert!(kept.stale.unwrap().contains("could not be read by a later run"));
     assert_eq!(kept.view.timeline, first.traces[0].timeline);
     assert!(!reports[1].exists());
+}
+
+/// Under one root, each job's directory is a run of its own wherever a rank
+/// is claimed twice: each gets its cross-rank table and its collective
+/// report; a directory whose ranks cannot be told apart gets neither, and
+/// a note that says why.
+#[test]
+fn each_run_under_a_root_gets_its_own_cross_rank_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(
+        test_support::workspace_root()
+            .join("fixtures/synthetic/run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+    )
+    .unwrap();
+    for file in [
+        "job_a/rank0.json",
+        "job_a/rank1.json",
+        "job_b/node_0/rank0.json",
+        "job_b/node_1/rank1.json",
+        "job_b/node_1/rank2.json",
+        "job_c/rank0.json",
+        "job_c/retry_rank0.json",
+    ] {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, &good).unwrap();
+    }
+    let (summary, notes) = summarized(&[dir.path().to_path_buf()], &dir.path().join("out"), 0);
+    let runs: Vec<(PathBuf, u32)> = summary
+        .cross_rank
+        .iter()
+        .map(|r| (r.run.strip_prefix(dir.path()).unwrap().to_owned(), r.rank))
+        .collect();
+    let expected = [("job_a", 0), ("job_a", 1), ("job_b", 0), ("job_b", 1), ("job_b", 2)];
+    assert_eq!(runs, expected.map(|(run, rank)| (PathBuf::from(run), rank)));
+    let reports: Vec<&Path> = summary.collectives.iter().map(|c| c.csv_dir.as_path()).collect();
+    let out = dir.path().join("out");
+    assert_eq!(reports, [out.join("job_a_collectives"), out.join("job_b_collectives")]);
+    assert!(summary.collectives.iter().all(|c| c.matched == 1), "{:?}", summary.collectives);
+    let job_c = notes.iter().find_map(|n| match n {
+        RunNote::NoCrossRank { what, why } if what.contains("job_c") => Some(why.clone()),
+        _ => None,
+    });
+    assert!(job_c.is_some_and(|why| why.contains("rank 0 is claimed by 2 traces")), "{notes:?}");
+}
+
+/// rocprofv3 processes (no ranks) are set side by side GPU by GPU, per
+/// directory: the GPU with the least collective time marked; a process
+/// whose kernels ran on several GPUs is left out, and a directory where
+/// two processes ran on one GPU (a job run twice) makes no table.
+#[test]
+fn rocprofv3_processes_are_told_apart_by_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    test_support::rocprof::write_rocprof_processes(
+        dir.path(),
+        &[
+            ("node_a/101_results.json", 101, 1, 300, 100),
+            ("node_a/100_results.json", 100, 0, 200, 200),
+            ("node_a/102_results.json", 102, 2, 200, 200),
+            ("node_b/7_results.json", 7, 0, 200, 100),
+            ("retried/1_results.json", 1, 0, 200, 100),
+            ("retried/2_results.json", 2, 0, 250, 100),
+        ],
+    );
+    // A process that ran kernels on GPUs 0 and 3.
+    let one = test_support::rocprof::rocprof_process(103, 3, 100);
+    let at = one.find("kernel_dispatch").unwrap();
+    let dispatches = one[at..].replacen(r#"{"handle":13}"#, r#"{"handle":10}"#, 1);
+    std::fs::write(
+        dir.path().join("node_a/103_results.json"),
+        format!("{}{dispatches}", &one[..at]),
+    )
+    .unwrap();
+    let (summary, notes) = summarized(&[dir.path().to_path_buf()], &dir.path().join("out"), 1);
+    let gpus: Vec<(u32, f64, bool, bool)> = summary
+        .cross_gpu
+        .iter()
+        .map(|r| (r.gpu, r.comm, r.least_comm, r.run.ends_with("node_a")))
+        .collect();
+    assert_eq!(gpus, [(0, 0.2, false, true), (1, 0.1, true, true), (2, 0.2, false, true)]);
+    assert!(summary.cross_rank.is_empty());
+    let left_out: Vec<&trace_report::LeftOut> = notes
+        .iter()
+        .filter_map(|n| match n {
+            RunNote::LeftOutOfGpus(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(left_out[..], [
+        trace_report::LeftOut::SeveralGpus { trace: a },
+        trace_report::LeftOut::GpuTwice { gpu: 0, traces: 2, .. },
+    ] if a.ends_with("node_a/103_results.json")),
+        "{left_out:?}"
+    );
+}
+
+/// A real 8-rank DLRM job (public traces): its slowest rank against its
+/// fastest and the median, and the rank the others waited for (the least
+/// exposed communication); its collectives matched by order (the traces
+/// name no process group).
+#[test]
+fn a_runs_spread_and_whom_the_others_waited_for() {
+    let Some(public) = test_support::public::public_fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let run = public.join("kineto-multirank/param-dlrm-8rank");
+    let (summary, _) = summarized(&[run], &dir.path().join("out"), 0);
+    assert_eq!(summary.cross_rank.len(), 8);
+    let spread = trace_report::spread(&summary.cross_rank);
+    let (slowest, fastest) = spread.slowest.unwrap();
+    // In ms, as the terminal says them.
+    let ms = |v: f64| format!("{v:.3}");
+    assert_eq!((slowest.rank, ms(slowest.total)), (1, "18.467".into()));
+    assert_eq!((fastest.rank, ms(fastest.total)), (7, "10.967".into()));
+    assert_eq!(spread.median.map(ms).as_deref(), Some("14.700"));
+    let waited_for = spread.waited_for.unwrap();
+    assert_eq!((waited_for.rank, ms(waited_for.exposed_comm)), (7, "1.580".into()));
+    let flagged: Vec<u32> =
+        summary.cross_rank.iter().filter(|r| r.least_exposed_comm).map(|r| r.rank).collect();
+    assert_eq!(flagged, [7]);
+    let collectives = &summary.collectives[0];
+    assert_eq!((collectives.matched, collectives.simplified), (8, true));
+    assert_eq!(collectives.top.len(), trace_report::RunCollectives::TOP);
 }
