@@ -12,7 +12,7 @@ use crate::{Error, Kubectl, Result};
 pub const MAX_POLL: Duration = Duration::from_secs(10);
 
 /// Where a Job stands: its `.status` (and `.spec.completions`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct JobStatus {
     /// Pods running.
     pub active: u64,

@@ -169,7 +169,7 @@ fn check_label_value(what: &str, value: &str) -> Result<()> {
 }
 
 /// The files a tool set needs, as ConfigMap entries.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Bundle {
     /// `(key, path relative to the scripts dir)`, sorted by path.
     pub files: Vec<(String, String)>,

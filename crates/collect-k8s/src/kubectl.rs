@@ -132,7 +132,7 @@ fn stop(handle: &duct::Handle) {
 }
 
 /// One pod's gathered results.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PodResults {
     /// The pod (its directory under `/results`).
     pub name: String,
@@ -148,7 +148,7 @@ pub struct PodResults {
 }
 
 /// What gathering did, as written to `results_summary.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Gathered {
     /// The Job.
     pub job: String,

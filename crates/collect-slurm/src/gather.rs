@@ -26,7 +26,7 @@ pub struct JobRecord {
 }
 
 /// How a node's step went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeStatus {
     /// Exit code 0: logs and tool outputs collected.
@@ -40,7 +40,7 @@ pub enum NodeStatus {
 }
 
 /// A collected directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Collected {
     /// Its name (e.g. `torch_profiler_output`).
     pub dir: String,
@@ -51,7 +51,7 @@ pub struct Collected {
 }
 
 /// One node's results.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct NodeSummary {
     /// `node_<SLURM_NODEID>`.
     pub name: String,
@@ -69,7 +69,7 @@ pub struct NodeSummary {
 }
 
 /// The job's results, as written to `results_summary.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Summary {
     /// The job id.
     pub job_id: String,

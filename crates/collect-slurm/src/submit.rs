@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::{Error, JOB_FILE, JobRecord, JobSpec, JobState, Result, Slurm};
 
 /// A submitted job.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Submitted {
     /// The job id.
     pub job_id: String,

@@ -13,7 +13,7 @@ use crate::ProcFs;
 use crate::registry::Processes;
 
 /// A process listening on a port.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Holder {
     /// Its pid.
     pub pid: u32,

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 
 /// One `Registered process (...)` line of the daemon's log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Registration {
     /// The registrant first, then its ancestors.
     pub pids: Vec<u32>,

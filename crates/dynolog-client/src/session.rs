@@ -617,7 +617,7 @@ pub fn start_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<Wor
 }
 
 /// How stopping a process went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stopped {
     /// It ended after SIGTERM.

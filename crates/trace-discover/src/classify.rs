@@ -12,7 +12,9 @@ use memchr::memmem;
 use serde::Serialize;
 
 /// The kinds of trace TraceLens can read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TraceKind {
     /// Kineto / PyTorch profiler Chrome-trace JSON (`.json` or `.json.gz`).
@@ -41,7 +43,7 @@ impl std::fmt::Display for TraceKind {
 }
 
 /// How a trace was recognised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Claim {
     /// Its name matched one of the original's patterns.

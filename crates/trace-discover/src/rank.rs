@@ -35,7 +35,7 @@ fn ascii_digits(re: &str) -> String {
 }
 
 /// A trace's rank in its job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Rank {
     /// The rank.
     pub rank: u32,
@@ -46,7 +46,7 @@ pub struct Rank {
 }
 
 /// Where a rank was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RankSource {
     /// The file name matched [`RANK_REGEX`].

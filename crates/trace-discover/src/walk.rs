@@ -34,7 +34,7 @@ pub struct Options {
 }
 
 /// A trace TraceLens can read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Trace {
     /// `root` joined with the path below it.
     #[serde(serialize_with = "crate::lossy::path")]
@@ -50,13 +50,13 @@ pub struct Trace {
 }
 
 /// An artifact in a format TraceLens cannot read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Unsupported {
     /// `root` joined with the path below it.
     #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// Why, and what to do instead.
-    pub reason: &'static str,
+    pub reason: std::borrow::Cow<'static, str>,
 }
 
 /// A path that could not be looked at.
@@ -70,7 +70,7 @@ pub struct Problem {
 }
 
 /// Everything found under a root.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Discovery {
     /// The root as given.
     #[serde(serialize_with = "crate::lossy::path")]
@@ -272,11 +272,13 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
         };
     }
     found.traces.retain(|t| !left.contains_key(&t.path));
-    found.unsupported.extend(left.into_iter().map(|(path, reason)| Unsupported { path, reason }));
+    found
+        .unsupported
+        .extend(left.into_iter().map(|(path, reason)| Unsupported { path, reason: reason.into() }));
     found.traces.sort_by(|a, b| (a.kind, a.path.as_os_str()).cmp(&(b.kind, b.path.as_os_str())));
     found
         .unsupported
-        .sort_by(|a, b| (a.path.as_os_str(), a.reason).cmp(&(b.path.as_os_str(), b.reason)));
+        .sort_by(|a, b| (a.path.as_os_str(), &a.reason).cmp(&(b.path.as_os_str(), &b.reason)));
     found.problems.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
 }
@@ -438,7 +440,7 @@ fn classify_file(entry: &walkdir::DirEntry, rel: &Path, options: &Options, found
     }
     let Some((kind, claim)) = claim else {
         if globbed && let Some(reason) = unsupported_reason(name_bytes) {
-            found.unsupported.push(Unsupported { path: path.to_path_buf(), reason });
+            found.unsupported.push(Unsupported { path: path.to_path_buf(), reason: reason.into() });
         }
         return;
     };

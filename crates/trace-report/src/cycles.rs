@@ -207,7 +207,7 @@ fn untold(dir: &Path, why: &NoCycles) -> String {
 /// A profiling cycle of a job's directory (one directory, or the node
 /// directories of a multi-node job) that holds several: the one
 /// [`pick_cycle`] kept, or the one a trace belongs to ([`cycles_of`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Picked {
     /// The directory.
     #[serde(serialize_with = "trace_discover::lossy::path")]

@@ -175,7 +175,7 @@ pub(crate) fn searched(
     left_out.append(&mut found.problems);
     // Said, as it may surprise: its copy (or the trace) beside it is read.
     let copies = [trace_discover::SANITIZED_COPY, trace_discover::SANITIZED_ORIGINAL];
-    for copy in found.unsupported.iter().filter(|u| copies.contains(&u.reason)) {
+    for copy in found.unsupported.iter().filter(|u| copies.contains(&&*u.reason)) {
         tell(RunNote::Skipped(copy.clone()));
     }
     let found = found.with_databases();

@@ -17,7 +17,7 @@ fn members<S: serde::Serializer>(members: &[(u32, PathBuf)], s: S) -> Result<S::
 }
 
 /// The ranked traces of one run, as [`split_runs`] finds them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RankedRun {
     /// The directory (relative to the root) that holds them all.
     #[serde(serialize_with = "trace_discover::lossy::path")]
@@ -35,7 +35,7 @@ pub struct RankedRun {
     /// no trace (set by the caller, who knows the world; empty for a
     /// complete run). A consumer that needs ranks `0..n` reads the members
     /// as such, in rank order ([`RankedRun::renumbered`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<u32>,
 }
 

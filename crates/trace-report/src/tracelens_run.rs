@@ -17,7 +17,7 @@ pub const TRACELENS_SUMMARY_COLUMNS: [&str; 6] =
     ["trace_file", "kind", "tracelens_tool", "status", "output", "detail"];
 
 /// How a TraceLens job (or a skipped artifact) ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum JobStatus {
     /// TraceLens wrote its report.

@@ -42,7 +42,7 @@ pub struct TraceView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_devices: Option<usize>,
     /// The GPU models the trace names ([`trace_summary::Summary::gpus`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<String>,
     /// The GPU its kernels all ran on, by index among the node's GPUs
     /// ([`trace_summary::Summary::gpu_index`]: rocprofv3).
@@ -84,17 +84,17 @@ pub struct TraceView {
     pub malformed: Option<trace_sanitize::Malformed>,
     /// `traceEvents` lists before the last (the key given twice): not read,
     /// as TraceLens reads only the last.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub earlier_event_lists: u32,
     /// rocpd records left out for want of a time.
-    #[serde(skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub dropped_records: u64,
     /// GPU events with a negative duration.
-    #[serde(skip_serializing_if = "is_zero_usize")]
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
     pub negative_durations: usize,
     /// For rocprofv3: the lists its buffer_records hold; for Kineto without
     /// a traceEvents list: its top-level keys.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub record_lists: Vec<String>,
     /// Steps the trace holds, when it marks them ([`trace_summary::Steps`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -113,23 +113,23 @@ pub struct TraceView {
     pub top_ops: Vec<TopRow>,
     /// Op categories (`GEMM`, `SDPA_fwd`, ...) by the GPU ms their ops
     /// launched directly, largest first ([`trace_summary::op_categories`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_op_categories: Vec<TopRow>,
     /// For rocprofv3: kernel categories (`GEMM`, `Elementwise`, `COMM`, ...)
     /// by GPU ms, largest first ([`trace_summary::kernel_categories`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_kernel_categories: Vec<TopRow>,
     /// Collective calls by total kernel time, largest first
     /// ([`trace_summary::Summary::collective_summary`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_collectives: Vec<CollectiveRow>,
     /// GEMM shapes by total kernel time, largest first, with the TFLOPS/s
     /// and TB/s they reached ([`trace_summary::Summary::gemm`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_gemms: Vec<GemmRow>,
     /// Attention and convolution shapes by total kernel time, largest
     /// first, likewise ([`trace_summary::Summary::perf_sheets`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_shapes: Vec<ShapeRow>,
     /// Its op shapes against the roofline ([`Roofline`]), where any was
     /// modelled.
@@ -390,7 +390,7 @@ pub struct Roofline {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_tb_per_s: Option<f64>,
     /// Its compute roofs, `(Compute Spec, TFLOPS/s)`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compute_tflops_per_s: Vec<(String, f64)>,
     /// The shapes that took the most kernel time (at most
     /// [`Roofline::POINTS`]).
@@ -494,7 +494,7 @@ pub struct Truncated {
     pub events: usize,
     /// Not cut short: its last string never ends (the rest of the file
     /// reads as one string), and the tables stop before it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unclosed_string: bool,
 }
 

@@ -44,7 +44,7 @@ const MAX_PENDING: usize = 64 << 20;
 const SHOWN_NUMBER: usize = 32;
 
 /// How a cut trace was closed, or what followed the end of its document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Cut {
     /// What was wrong with the end of the input.
     pub kind: CutKind,
@@ -64,7 +64,7 @@ pub struct Cut {
 }
 
 /// What was wrong with the end of an input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CutKind {
     /// It ends inside an unfinished value: a profiler killed while writing,

@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// How a trace file is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Compression {
     /// Plain JSON.
@@ -28,7 +28,7 @@ pub enum Compression {
 }
 
 /// What [`sanitize_file`] or [`check_file`] did to one file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct FileReport {
     /// The input file (never modified).
     #[serde(serialize_with = "crate::lossy::path")]

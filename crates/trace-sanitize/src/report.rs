@@ -5,7 +5,7 @@ use std::{borrow::Cow, fmt::Write as _};
 use serde::{Deserialize, Serialize};
 
 /// The defects that make strict JSON parsers reject a trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Defect {
@@ -55,7 +55,7 @@ impl Defect {
 }
 
 /// One repair, as found in the input.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Repair {
     /// Byte offset in the input (the decompressed stream for `.json.gz`).
     pub offset: u64,
@@ -278,7 +278,7 @@ impl Counts {
 }
 
 /// What a sanitize or check pass found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Report {
     /// Input bytes scanned (decompressed bytes for `.json.gz`).
     pub bytes_read: u64,
@@ -319,12 +319,12 @@ pub struct Report {
     /// are not counted as control bytes, nor listed as repairs: they are no
     /// text of the trace (a copy escapes them all the same; a salvage drops
     /// them with the cut).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub zeros_at_end: u64,
     /// How many bare words that are not JSON the input holds where values
     /// go; no repair applies to them, so strict parsers reject the trace
     /// (and its repaired copy). Known after any whole pass.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub not_json: u64,
     /// The first of them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -340,7 +340,7 @@ pub struct Report {
     /// a quote inside one ended it early and the next one opened another),
     /// so that the rest of the file reads as one string. Known after any
     /// whole pass.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unclosed_string: bool,
 }
 

@@ -386,7 +386,7 @@ fn int(value: ValueRef<'_>) -> Option<u64> {
 }
 
 /// What [`crate::rocpd_to_json`] wrote: how many of each record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Converted {
     /// Processes of the database (their metadata merged into one).
     pub processes: u64,

@@ -27,7 +27,7 @@ pub struct CompareConfig {
 }
 
 /// How the comparison went.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CompareOutcome {
     /// The reports compared.
     #[serde(serialize_with = "trace_discover::lossy::paths")]

@@ -122,7 +122,7 @@ impl Config {
 }
 
 /// One planned TraceLens job.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Job {
     /// The entry point.
     pub tool: Tool,
@@ -144,7 +144,7 @@ pub struct Job {
 }
 
 /// The jobs of a run, in the order the summary lists them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Plan {
     /// Per-trace jobs (kinds alphabetically, traces sorted), then collective jobs.
     pub jobs: Vec<Job>,
@@ -328,7 +328,7 @@ pub fn plan(config: &Config, found: &Discovery) -> Plan {
         let label = rel.display().to_string();
         if !trace_discover::is_rocpd(&u.path) || !matches!(config.mode, Mode::Auto | Mode::Rocprof)
         {
-            skipped.push(Row::skipped(label, "unsupported", "", u.reason));
+            skipped.push(Row::skipped(label, "unsupported", "", &u.reason));
             continue;
         }
         if let Some(twin) =

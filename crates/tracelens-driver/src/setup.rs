@@ -32,7 +32,7 @@ pub struct SetupConfig {
 }
 
 /// How setup ended.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SetupOutcome {
     /// The environment.
     #[serde(serialize_with = "trace_discover::lossy::path")]

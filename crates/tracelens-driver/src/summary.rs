@@ -25,7 +25,7 @@ pub(crate) const SUMMARY_JSON: &str = trace_report::TRACELENS_SUMMARY_JSON;
 pub use trace_report::JobStatus as Status;
 
 /// One summary row. The CSV has exactly the first six fields.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Row {
     /// The original trace relative to the root (or a label such as `2 per-rank traces`).
     pub trace_file: String,
@@ -56,9 +56,10 @@ pub struct Row {
 }
 
 /// Why a row ended as it did, where the run acts on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum Cause {
-    /// Nothing the run acts on.
+    /// Nothing the run acts on (and a row read back).
+    #[default]
     Other,
     /// Its trace cannot be parsed (cut short, or data after its end): a
     /// collective over it is not run either.
@@ -86,7 +87,7 @@ impl Row {
 }
 
 /// Counts over all rows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Counts {
     /// `SUCCESS` rows.
     pub succeeded: usize,
@@ -97,7 +98,7 @@ pub struct Counts {
 }
 
 /// A trace analyzed through a sanitized copy.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Repaired {
     /// The original trace, relative to the root.
     pub trace_file: String,
@@ -106,7 +107,7 @@ pub struct Repaired {
 }
 
 /// What a run did, as written to `tracelens_summary.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Summary {
     /// The root, absolute.
     #[serde(serialize_with = "trace_discover::lossy::path")]
@@ -140,7 +141,7 @@ pub struct Summary {
 }
 
 /// Where the time went.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize)]
 pub struct Durations {
     /// Finding the traces.
     pub discovery_s: f64,

@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 /// A TraceLens console script driven by madengine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 pub enum Tool {
     /// `TraceLens_generate_perf_report_pytorch`.
     Pytorch,
@@ -67,7 +69,7 @@ impl Tool {
 }
 
 /// Which traces to analyze.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Every kind, plus the collective report.

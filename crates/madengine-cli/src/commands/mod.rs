@@ -34,7 +34,7 @@ fn json_traces(
     crate::render::left_out(&found.problems);
     // Said, as it may surprise: its copy (or the trace) beside it is read.
     let copies = [trace_discover::SANITIZED_COPY, trace_discover::SANITIZED_ORIGINAL];
-    for copy in found.unsupported.iter().filter(|u| copies.contains(&u.reason)) {
+    for copy in found.unsupported.iter().filter(|u| copies.contains(&&*u.reason)) {
         crate::render::note(&format!("left out {}: {}", copy.path.display(), copy.reason));
     }
     let (json, perfetto): (Vec<_>, Vec<_>) = found

@@ -293,6 +293,7 @@ fn status_version_and_gputrace() {
     let args = ["dynolog", "gputrace", "--port", &port, "--log-file", "/tmp/x.json", "--json"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     insta::assert_snapshot!("json_shape_dynolog_gputrace", crate::json_shape(&text));
+    crate::reads_back::<dynolog_client::TraceReply>(&crate::stdout_json(&text)["reply"]);
     // kineto would ignore this path: refused before anything is sent
     cli_snapshot!(dir.path(), ["dynolog", "gputrace", "--port", &port, "--log-file", "/workspace/trace.json"], @r"
     exit code: 2
@@ -449,6 +450,8 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     insta::assert_snapshot!("json_shape_dynolog_stop", crate::json_shape(&stdout));
+    let value: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    crate::reads_back::<dynolog_client::Outcome>(&value["outcome"]);
     assert!(
         stderr.contains("captured 1 torch.profiler trace(s)"),
         "{stderr}\ntrigger log:\n{}",

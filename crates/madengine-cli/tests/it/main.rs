@@ -196,6 +196,26 @@ fn shape_of(
     }
 }
 
+/// Read the `--json` document `json` (or the part of it under `key`) back
+/// with the library type `T` that owns its format, and check that `T`
+/// writes what was read as it was printed: every key `T` writes, with the
+/// same value (the keys the CLI adds around it, `version` among them, are
+/// not `T`'s).
+pub(crate) fn reads_back<T: serde::Serialize + serde::de::DeserializeOwned>(
+    json: &serde_json::Value,
+) -> T {
+    let read: T = serde_json::from_value(json.clone()).unwrap_or_else(|e| {
+        panic!("{} cannot read it back ({e}):\n{json:#}", std::any::type_name::<T>())
+    });
+    let written = serde_json::to_value(&read).unwrap();
+    let written = written.as_object().expect("a document is an object");
+    assert!(!written.is_empty());
+    for (key, value) in written {
+        assert_eq!(Some(value), json.get(key), "{key} of {}", std::any::type_name::<T>());
+    }
+    read
+}
+
 /// The JSON a command printed, from [`run_cli`]'s text.
 pub(crate) fn stdout_json(text: &str) -> serde_json::Value {
     let stdout = text.split("----- stdout -----\n").nth(1).expect("a stdout section");

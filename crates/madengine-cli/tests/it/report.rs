@@ -703,6 +703,17 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
         let json = crate::stdout_json(&text).to_string();
         assert!(json.contains("r\u{fffd}sultat"), "{args:?}: {json}");
         let shape = crate::json_shape(&text);
+        // Read back by the library type that owns the format.
+        let value = crate::stdout_json(&text);
+        match name {
+            "discover" => drop(crate::reads_back::<trace_discover::Discovery>(&value)),
+            "sanitize" => drop(crate::reads_back::<trace_sanitize::FileReport>(&value)),
+            "tracelens_planned" => drop(crate::reads_back::<trace_discover::Discovery>(&value)),
+            _ if args[1] == "summary" => {
+                drop(crate::reads_back::<trace_report::RunSummary>(&value))
+            }
+            _ => drop(crate::reads_back::<trace_report::RunComparison>(&value)),
+        }
         if !name.is_empty() {
             insta::assert_snapshot!(format!("json_shape_{name}"), shape);
         }
@@ -938,6 +949,8 @@ fn setup_tracelens_reads_the_originals_pip_spec_and_git_ref() {
         with_env(dir.path(), &json, &[("TRACELENS_PIP_SPEC", wheel.to_str().unwrap())]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     insta::assert_snapshot!("json_shape_setup_tracelens", crate::json_shape(&stdout));
+    let value = serde_json::from_str(&stdout).unwrap();
+    crate::reads_back::<tracelens_driver::SetupOutcome>(&value);
     let outcome: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(outcome["installed"], true, "{outcome}");
     assert_eq!(outcome["spec"], wheel.to_str().unwrap());

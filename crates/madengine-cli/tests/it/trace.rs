@@ -1794,6 +1794,9 @@ fn sanitize_writes_several_traces_into_a_directory() {
         .collect();
     assert_eq!(inputs, [broken.to_str().unwrap(), gz.to_str().unwrap()], "{said}");
     insta::assert_snapshot!("json_shape_sanitize_several", crate::json_shape(&said));
+    for trace in crate::stdout_json(&said)["traces"].as_array().unwrap() {
+        crate::reads_back::<trace_sanitize::FileReport>(trace);
+    }
     // A path ending in / is a directory, made when missing; two inputs of
     // one name are refused before anything is written.
     let twice = run.join("node_0/../node_0/rank0.json.gz");
