@@ -1757,14 +1757,11 @@ fn sanitize_writes_several_traces_into_a_directory() {
     let gz = run.join("traces/model_rank2.pt.trace.json.gz");
     fs::create_dir(dir.path().join("fixed")).unwrap();
     let text = |args: &[&std::ffi::OsStr]| crate::run_cli(dir.path(), args, &[]).0;
-    let said = text(&[
-        "trace".as_ref(),
-        "sanitize".as_ref(),
-        broken.as_ref(),
-        gz.as_ref(),
-        "-o".as_ref(),
-        "fixed".as_ref(),
-    ]);
+    let both = |more: &[&str]| {
+        let args = ["trace".as_ref(), "sanitize".as_ref(), broken.as_os_str(), gz.as_os_str()];
+        text(&[&args[..], &more.iter().map(std::ffi::OsStr::new).collect::<Vec<_>>()].concat())
+    };
+    let said = both(&["-o", "fixed"]);
     assert!(said.starts_with("exit code: 0\n"), "{said}");
     // Each under its input's name: still found by TraceLens' patterns, and
     // the copy of the .json.gz is gzip.
@@ -1777,24 +1774,13 @@ fn sanitize_writes_several_traces_into_a_directory() {
     let repaired = fs::read(dir.path().join("fixed/python_names.pt.trace.json")).unwrap();
     serde_json::from_slice::<serde_json::Value>(&repaired).expect("the repaired copy is JSON");
     // With --json: one document, its traces listed in the order given.
-    let said = text(&[
-        "trace".as_ref(),
-        "sanitize".as_ref(),
-        broken.as_ref(),
-        gz.as_ref(),
-        "-o".as_ref(),
-        "fixed".as_ref(),
-        "--json".as_ref(),
-    ]);
-    let inputs: Vec<serde_json::Value> = crate::stdout_json(&said)["traces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["input"].clone())
-        .collect();
-    assert_eq!(inputs, [broken.to_str().unwrap(), gz.to_str().unwrap()], "{said}");
+    let said = both(&["-o", "fixed", "--json"]);
     insta::assert_snapshot!("json_shape_sanitize_several", crate::json_shape(&said));
-    for trace in crate::stdout_json(&said)["traces"].as_array().unwrap() {
+    let json = crate::stdout_json(&said);
+    let traces = json["traces"].as_array().unwrap();
+    let inputs: Vec<&serde_json::Value> = traces.iter().map(|t| &t["input"]).collect();
+    assert_eq!(inputs, [broken.to_str().unwrap(), gz.to_str().unwrap()], "{said}");
+    for trace in traces {
         crate::reads_back::<trace_sanitize::FileReport>(trace);
     }
     // A path ending in / is a directory, made when missing; two inputs of
