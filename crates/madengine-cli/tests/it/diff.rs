@@ -766,35 +766,6 @@ fn a_report_directory_stands_for_its_trace() {
     ");
 }
 
-/// The reports of a run (`report summary`'s, one directory per trace,
-/// named by rank) compare with another run rank by rank, as its traces do.
-#[test]
-fn a_runs_reports_compare_rank_by_rank() {
-    let dir = runs();
-    let run = |args: &[&str]| {
-        let (text, _) = crate::run_cli(
-            dir.path(),
-            &args.iter().map(std::ffi::OsStr::new).collect::<Vec<_>>(),
-            &[],
-        );
-        assert!(text.starts_with("exit code: 0"), "{text}");
-        text
-    };
-    run(&["report", "summary", "base", "-o", "kept"]);
-    let from_reports = run(&["report", "diff", "kept", "new", "--json"]);
-    let from_traces = run(&["report", "diff", "base", "new", "--json"]);
-    let (reports, traces) = (crate::stdout_json(&from_reports), crate::stdout_json(&from_traces));
-    assert_eq!(reports["baseline"]["report"], true);
-    assert_eq!(reports["ranks"].as_array().unwrap().len(), 2, "{reports}");
-    for key in ["kernels", "ops"] {
-        assert_eq!(reports[key], traces[key], "{key}");
-    }
-    let timelines = |v: &serde_json::Value| {
-        v["ranks"].as_array().unwrap().iter().map(|r| r["timeline"].clone()).collect::<Vec<_>>()
-    };
-    assert_eq!(timelines(&reports), timelines(&traces));
-}
-
 /// `report summary -o` records each trace's rank and steps beside its CSVs
 /// (summary.json): a kept run whose traces carry their ranks only in their
 /// distributedInfo still compares rank by rank, and per step.

@@ -1080,16 +1080,7 @@ fn report_summary_gives_each_run_its_own_cross_rank_table() {
     ----- stderr -----
     [madengine] no cross-rank table for 2 ranked PyTorch traces in job_c: rank 0 is claimed by 2 traces (job_c/rank0.json, job_c/retry_rank0.json)
     ");
-    let args = ["report", "summary", "--json", "--output-dir", "out"];
-    let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
-    let json = crate::stdout_json(&text);
-    let runs: Vec<(&str, u64)> = json["cross_rank"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["run"].as_str().unwrap(), r["rank"].as_u64().unwrap()))
-        .collect();
-    assert_eq!(runs, [("job_a", 0), ("job_a", 1), ("job_b", 0), ("job_b", 1), ("job_b", 2)]);
+    // Which rows make which run's table: trace-report's tests (run.rs).
 }
 
 /// torch.profiler's schedule repeats unless `repeat=1`, and its
@@ -1477,18 +1468,8 @@ fn report_summary_tells_rocprofv3_processes_apart_by_gpu() {
     let args = ["report", "summary", "--json", "-o", "out"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     let json = crate::stdout_json(&text);
-    let gpus: Vec<(&str, u64, f64, bool)> = json["cross_gpu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let gpu = r["gpu"].as_u64().unwrap();
-            let comm = r["comm"].as_f64().unwrap();
-            (r["run"].as_str().unwrap(), gpu, comm, r["least_comm"].as_bool().unwrap())
-        })
-        .collect();
-    let expected = [("node_a", 0, 0.2, false), ("node_a", 1, 0.1, true), ("node_a", 2, 0.2, false)];
-    assert_eq!(gpus, expected);
+    // Which GPU is which row: trace-report's tests (run.rs).
+    assert_eq!(json["cross_gpu"][1]["run"], "node_a", "{json}");
     assert_eq!(json["traces"][0]["comm_ms"], 0.2, "{json}");
     assert_eq!(json["cross_rank"], serde_json::json!([]));
 }
