@@ -150,6 +150,10 @@ pub struct PodResults {
 /// What gathering did, as written to `results_summary.json`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Gathered {
+    /// [`collect_slurm::SUMMARY_VERSION`] (0: a file written before it had
+    /// one).
+    #[serde(default)]
+    pub version: u32,
     /// The Job.
     pub job: String,
     /// The namespace.
@@ -166,6 +170,7 @@ pub struct Gathered {
 impl Gathered {
     fn empty(job: &str, namespace: &str, results: &Path) -> Gathered {
         Gathered {
+            version: collect_slurm::SUMMARY_VERSION,
             job: job.to_string(),
             namespace: namespace.to_string(),
             results: results.to_path_buf(),

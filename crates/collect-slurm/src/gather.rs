@@ -68,9 +68,17 @@ pub struct NodeSummary {
     pub traces: BTreeMap<String, usize>,
 }
 
+/// The version of `results_summary.json`'s shape ([`Summary`], and
+/// collect-k8s' `Gathered`): raised when a key is renamed or removed or
+/// changes its meaning.
+pub const SUMMARY_VERSION: u32 = 1;
+
 /// The job's results, as written to `results_summary.json`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Summary {
+    /// [`SUMMARY_VERSION`] (0: a file written before it had one).
+    #[serde(default)]
+    pub version: u32,
     /// The job id.
     pub job_id: String,
     /// The job's final state, when known.
@@ -205,6 +213,7 @@ pub fn gather(job_dir: &Path, state: Option<JobState>) -> Result<Summary> {
         nodes.iter().filter(|n| want.contains(&n.status)).map(|n| n.name.clone()).collect()
     };
     let summary = Summary {
+        version: SUMMARY_VERSION,
         job_id,
         state,
         results: job_dir.to_path_buf(),

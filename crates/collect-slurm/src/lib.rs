@@ -40,7 +40,10 @@ pub mod tools;
 
 pub use crate::{
     error::{Error, Result},
-    gather::{Collected, JOB_FILE, JobRecord, NodeStatus, NodeSummary, SUMMARY, Summary, gather},
+    gather::{
+        Collected, JOB_FILE, JobRecord, NodeStatus, NodeSummary, SUMMARY, SUMMARY_VERSION, Summary,
+        gather,
+    },
     slurm::{JobState, MAX_POLL, Slurm},
     spec::{DEFAULT_COLLECT, JobSpec},
     submit::{Submitted, follow, follow_with, submit},

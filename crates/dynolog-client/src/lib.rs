@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod document;
 mod error;
 mod lossy;
 mod port;
@@ -50,6 +51,10 @@ mod trigger;
 
 pub use crate::{
     client::{Client, DEFAULT_PORT, MAX_REPLY, TraceReply},
+    document::{
+        Captured, DOCUMENT_VERSION, DaemonStatus, DaemonVersion, Session, SetUp, TriggerEnded,
+        Triggered, WorkloadEnv,
+    },
     error::{Error, Result},
     port::{Holder, listener_of, port_is_free},
     redact::redact,

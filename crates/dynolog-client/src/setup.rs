@@ -10,7 +10,7 @@ use crate::{redact::redact as redact_url, session::SessionError};
 pub const DEFAULT_DEB_URL: &str = "https://github.com/facebookincubator/dynolog/releases/download/v0.5.0/dynolog_0.5.0-0-amd64.deb";
 
 /// How setup ended.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Installed {
     /// `dynolog` and `dyno` were already on PATH.

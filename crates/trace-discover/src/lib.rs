@@ -53,8 +53,8 @@ pub use crate::{
     rank::{RANK_REGEX, Rank, RankSource, find_rank, rank_from_file_name},
     size::{at_once, json_size},
     walk::{
-        Discovery, Options, Problem, SANITIZED_COPY, SANITIZED_ORIGINAL, Trace, Unsupported,
-        classify, discover, special,
+        DISCOVERY_VERSION, Discovery, Options, Problem, SANITIZED_COPY, SANITIZED_ORIGINAL, Trace,
+        Unsupported, classify, discover, special,
     },
     written::export_time_from_file_name,
 };

@@ -69,9 +69,16 @@ pub struct Problem {
     pub message: String,
 }
 
+/// The version of [`Discovery`]'s shape, as `--json` prints it: raised when
+/// a key is renamed or removed or changes its meaning.
+pub const DISCOVERY_VERSION: u32 = 1;
+
 /// Everything found under a root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Discovery {
+    /// [`DISCOVERY_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
+    pub version: u32,
     /// The root as given.
     #[serde(serialize_with = "crate::lossy::path")]
     pub root: PathBuf,
@@ -168,6 +175,7 @@ pub fn discover(root: &Path, options: &Options) -> Result<Discovery> {
     };
 
     let mut found = Discovery {
+        version: DISCOVERY_VERSION,
         root: root.to_path_buf(),
         traces: vec![],
         unsupported: vec![],
@@ -295,6 +303,7 @@ pub fn classify(path: &Path, options: &Options) -> Result<Discovery> {
         return discover(path, options);
     }
     let mut found = Discovery {
+        version: DISCOVERY_VERSION,
         root: path.to_path_buf(),
         traces: vec![],
         unsupported: vec![],

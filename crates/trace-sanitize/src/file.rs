@@ -27,9 +27,17 @@ pub enum Compression {
     Gzip,
 }
 
+/// The version of [`FileReport`]'s and [`FileReports`]' shapes, as
+/// `--json` prints them: raised when a key is renamed or removed or
+/// changes its meaning.
+pub const REPORT_VERSION: u32 = 1;
+
 /// What [`sanitize_file`] or [`check_file`] did to one file.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct FileReport {
+    /// [`REPORT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
+    pub version: u32,
     /// The input file (never modified).
     #[serde(serialize_with = "crate::lossy::path")]
     pub input: PathBuf,
@@ -45,6 +53,23 @@ pub struct FileReport {
     pub input_size: u64,
     /// What was found and repaired. Offsets are in the decompressed content.
     pub report: Report,
+}
+
+/// Several files' reports, as one document.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct FileReports {
+    /// [`REPORT_VERSION`].
+    #[serde(default)]
+    pub version: u32,
+    /// Each file's, in the order given.
+    pub traces: Vec<FileReport>,
+}
+
+impl FileReports {
+    /// `traces`, as one document.
+    pub fn new(traces: Vec<FileReport>) -> FileReports {
+        FileReports { version: REPORT_VERSION, traces }
+    }
 }
 
 /// Progress of a file pass: bytes of the input file read so far, out of its size.
@@ -76,6 +101,7 @@ pub fn check_file(input: &Path, options: &Options, progress: Progress<'_>) -> Re
     let (report, shape) = scan_following(input, file, compression, options, size, progress)?;
     let report = shape.finish(report)?;
     Ok(FileReport {
+        version: REPORT_VERSION,
         input: input.to_path_buf(),
         output: None,
         compression,
@@ -252,6 +278,7 @@ fn write_output(
     let report = fill(file, &opened, out.file())?;
     persist(out, input, regular, output)?;
     Ok(FileReport {
+        version: REPORT_VERSION,
         input: input.to_path_buf(),
         output: Some(output.to_path_buf()),
         compression,

@@ -130,8 +130,8 @@ pub use crate::{
     close::{Cut, CutKind},
     error::{DisplayByte, Error, Result, decompress_command},
     file::{
-        Compression, FileReport, Progress, check_file, default_output_path, output_compression,
-        salvage_file, sanitize_file,
+        Compression, FileReport, FileReports, Progress, REPORT_VERSION, check_file,
+        default_output_path, output_compression, salvage_file, sanitize_file,
     },
     gunzip::{Gunzip, NotGzip, damaged_gzip},
     report::{Break, Counts, Defect, Malformed, NotJson, Repair, Report},

@@ -68,7 +68,7 @@ pub use crate::{
     error::{DatabaseError, Error, ParseError, Result, one_line},
     many::{Failed, Progress, summarize_files, summarize_files_into},
     record::RECORD,
-    rocpd::Converted,
+    rocpd::{CONVERTED_VERSION, Converted, ConvertedFile, ConvertedFiles},
     rocprof::truncated_kernel_name,
     summary::{
         Format, Options, Outcome, StepMarker, Steps, Summary, memory_needed, parse_file,

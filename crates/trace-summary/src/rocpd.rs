@@ -396,6 +396,44 @@ pub struct Converted {
     pub copies: u64,
 }
 
+/// The version of [`ConvertedFile`]'s and [`ConvertedFiles`]' shapes, as
+/// `--json` prints them: raised when a key is renamed or removed or
+/// changes its meaning.
+pub const CONVERTED_VERSION: u32 = 1;
+
+/// A database converted ([`crate::rocpd_to_json`]), as a document.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConvertedFile {
+    /// [`CONVERTED_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
+    pub version: u32,
+    /// The database.
+    #[serde(serialize_with = "lossy_path")]
+    pub input: std::path::PathBuf,
+    /// The JSON written.
+    #[serde(serialize_with = "lossy_path")]
+    pub output: std::path::PathBuf,
+    /// What it holds.
+    #[serde(flatten)]
+    pub records: Converted,
+}
+
+/// Several databases converted, as one document.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConvertedFiles {
+    /// [`CONVERTED_VERSION`].
+    #[serde(default)]
+    pub version: u32,
+    /// Each one's, in the order converted.
+    pub traces: Vec<ConvertedFile>,
+}
+
+/// A path as text, its bytes that are not UTF-8 as U+FFFD (serde refuses
+/// such a path).
+fn lossy_path<S: serde::Serializer>(path: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
 /// Why the JSON could not be written: reading the database, or writing.
 #[derive(Debug)]
 pub(crate) enum Written {

@@ -29,6 +29,9 @@ pub struct CompareConfig {
 /// How the comparison went.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CompareOutcome {
+    /// [`crate::DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
+    pub version: u32,
     /// The reports compared.
     #[serde(serialize_with = "trace_discover::lossy::paths")]
     pub reports: Vec<PathBuf>,
@@ -205,6 +208,7 @@ pub fn compare(config: &CompareConfig, probe: &Probe) -> Result<CompareOutcome> 
         .map_err(|source| Error::Python { python: probe.python.clone(), source })?;
     let ok = out.status.success();
     Ok(CompareOutcome {
+        version: crate::DOCUMENT_VERSION,
         reports: config.reports.clone(),
         output: config.output.clone(),
         status: if ok { Status::Success } else { Status::Failure },

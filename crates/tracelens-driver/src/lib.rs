@@ -52,7 +52,7 @@ pub use trace_report::{RunReports, SummaryCsvError, this_runs_reports};
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, compare},
     error::{Error, Result, SetupFailure},
-    plan::{Config, Job, Plan, ROCPD, plan},
+    plan::{Config, Job, Plan, Planned, ROCPD, plan},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{
         Event, NO_GPU_DETAIL, NO_GPU_EVENTS, NO_GPU_SEEN_DETAIL, NO_ROCPROF_PROCESS_DETAIL,
@@ -60,7 +60,7 @@ pub use crate::{
     },
     setup::{DEFAULT_SPEC, DEFAULT_VENV, SetupConfig, SetupOutcome, setup},
     summary::{
-        Counts, Durations, Repaired, Row, SUMMARY_CSV, SUMMARY_VERSION, Status, Summary, Written,
+        Counts, DOCUMENT_VERSION, Durations, Repaired, Row, SUMMARY_CSV, Status, Summary, Written,
         read_csv,
     },
     tool::{Mode, Tool},

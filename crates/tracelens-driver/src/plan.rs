@@ -499,3 +499,43 @@ pub(crate) fn partial_note(run: &RankedRun) -> Option<String> {
     note.push_str("; collectives that waited on a missing rank are measured from one side only");
     Some(note)
 }
+
+/// What a run found and the jobs it would start ([`crate::plan_only`]), as
+/// one document (`report tracelens --discover-only --json`).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Planned {
+    /// [`crate::DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
+    pub version: u32,
+    /// Traces found per kind ([`Plan::discovered`]).
+    pub discovered: BTreeMap<String, usize>,
+    /// The jobs a run would start.
+    pub jobs: Vec<Job>,
+    /// Paths that could not be looked at.
+    pub problems: Vec<trace_discover::Problem>,
+    /// The root searched.
+    #[serde(serialize_with = "trace_discover::lossy::path")]
+    pub root: PathBuf,
+    /// Rows for what will not run.
+    pub skipped: Vec<Row>,
+    /// The traces found.
+    pub traces: Vec<trace_discover::Trace>,
+    /// The artifacts TraceLens cannot read.
+    pub unsupported: Vec<trace_discover::Unsupported>,
+}
+
+impl Planned {
+    /// `plan` of what was `found`.
+    pub fn new(found: trace_discover::Discovery, plan: Plan) -> Planned {
+        Planned {
+            version: crate::DOCUMENT_VERSION,
+            discovered: plan.discovered,
+            jobs: plan.jobs,
+            problems: found.problems,
+            root: found.root,
+            skipped: plan.skipped,
+            traces: found.traces,
+            unsupported: found.unsupported,
+        }
+    }
+}

@@ -34,6 +34,9 @@ pub struct SetupConfig {
 /// How setup ended.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SetupOutcome {
+    /// [`crate::DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
+    pub version: u32,
     /// The environment.
     #[serde(serialize_with = "trace_discover::lossy::path")]
     pub venv: PathBuf,
@@ -44,10 +47,8 @@ pub struct SetupOutcome {
     pub installed: bool,
     /// Whether this run created the environment.
     pub created_venv: bool,
-    /// TraceLens' version (`tracelens_version` in JSON: `version` is the
-    /// version of a document's shape).
-    #[serde(rename = "tracelens_version")]
-    pub version: Option<String>,
+    /// TraceLens' version.
+    pub tracelens_version: Option<String>,
     /// The spec, redacted.
     pub spec: String,
 }
@@ -66,7 +67,8 @@ pub fn setup(config: &SetupConfig, progress: &mut dyn FnMut(&str)) -> Result<Set
             python,
             installed: false,
             created_venv: false,
-            version: tl.version,
+            version: crate::DOCUMENT_VERSION,
+            tracelens_version: tl.version,
             spec,
         });
     }
@@ -122,7 +124,8 @@ pub fn setup(config: &SetupConfig, progress: &mut dyn FnMut(&str)) -> Result<Set
         python,
         installed: true,
         created_venv: created,
-        version: tl.version,
+        version: crate::DOCUMENT_VERSION,
+        tracelens_version: tl.version,
         spec,
     })
 }

@@ -15,9 +15,11 @@ use crate::{Error, Result};
 /// The CSV summary's file name.
 pub const SUMMARY_CSV: &str = trace_report::TRACELENS_SUMMARY_CSV;
 /// The JSON summary's file name.
-/// The version of `tracelens_summary.json`'s shape ([`Written`]): raised
-/// when a key is renamed or removed or changes its meaning.
-pub const SUMMARY_VERSION: u32 = 1;
+/// The version of this crate's documents' shapes (`tracelens_summary.json`,
+/// [`Written`]; [`crate::SetupOutcome`], [`crate::CompareOutcome`],
+/// [`crate::Planned`]): raised when a key is renamed or removed or changes
+/// its meaning.
+pub const DOCUMENT_VERSION: u32 = 1;
 
 pub(crate) const SUMMARY_JSON: &str = trace_report::TRACELENS_SUMMARY_JSON;
 
@@ -163,7 +165,7 @@ impl Summary {
     /// --json`) writes it ([`Written`]).
     pub fn written(&self) -> Written<'_> {
         Written {
-            version: SUMMARY_VERSION,
+            version: DOCUMENT_VERSION,
             summary: self,
             succeeded: self.counts.succeeded,
             failed: self.counts.failed,
@@ -258,7 +260,7 @@ pub(crate) fn write_json(path: &Path, summary: &Summary) -> Result<()> {
 /// the `exit_code` its host wrapper added: 1 when a job failed).
 #[derive(Debug, Serialize)]
 pub struct Written<'a> {
-    /// The version of this file's shape ([`SUMMARY_VERSION`]); the original
+    /// The version of this file's shape ([`DOCUMENT_VERSION`]); the original
     /// madengine's file has none.
     pub version: u32,
     /// The summary.

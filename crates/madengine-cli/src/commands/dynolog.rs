@@ -49,7 +49,11 @@ pub(crate) fn gputrace(args: &GputraceArgs) -> Result<Status, Error> {
         .map(|pid| kineto_trace_path(&request.log_file, *pid))
         .collect();
     if args.daemon.json {
-        render::json(&Triggered { files: &files, reply: &reply })?;
+        render::json_as_is(&dynolog_client::Triggered {
+            version: dynolog_client::DOCUMENT_VERSION,
+            files: files.clone(),
+            reply: reply.clone(),
+        })?;
     } else {
         render::gputrace(&reply, &files)?;
     }
@@ -84,68 +88,6 @@ fn wait_for(files: &[String], timeout: Duration) -> Result<(), Error> {
     }
 }
 
-/// A path as --json text: lossily where it is not UTF-8 (serde refuses it).
-/// `dynolog trigger` once (`dyno gputrace`), as `--json` prints it.
-#[derive(serde::Serialize)]
-struct Triggered<'a> {
-    /// The traces the processes triggered will write.
-    files: &'a [String],
-    /// The daemon's reply.
-    reply: &'a dynolog_client::TraceReply,
-}
-
-/// `dynolog start`'s session, as `--json` prints it.
-#[derive(serde::Serialize)]
-struct Session {
-    daemon_pid: Option<u32>,
-    /// Where the Kineto hook was installed.
-    hook_site: Option<String>,
-    port: u16,
-    state_dir: String,
-    trigger_log: Option<String>,
-    trigger_pid: Option<u32>,
-    /// What the workload's environment needs to register with the daemon.
-    workload_env: WorkloadEnv,
-}
-
-/// The environment a workload registers with the daemon under.
-#[derive(serde::Serialize)]
-struct WorkloadEnv {
-    #[serde(rename = "KINETO_IPC_SOCKET_DIR")]
-    ipc_socket_dir: String,
-    #[serde(rename = "KINETO_USE_DAEMON")]
-    use_daemon: &'static str,
-}
-
-/// How the trigger ended, as `--json` prints it.
-#[derive(serde::Serialize)]
-struct TriggerEnded<'a> {
-    outcome: &'a Outcome,
-    state_dir: String,
-}
-
-/// The traces a session captured, copied to `output_dir`, as `--json`
-/// prints them.
-#[derive(serde::Serialize)]
-struct Captured<'a> {
-    outcome: Option<&'a Outcome>,
-    output_dir: String,
-    traces: Vec<String>,
-}
-
-/// `setup dynolog`, as `--json` prints it.
-#[derive(serde::Serialize)]
-struct SetUp<'a> {
-    deb_url: String,
-    dyno: Option<String>,
-    dynolog: Option<String>,
-    outcome: &'a dynolog_client::Installed,
-}
-
-fn lossy(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
-
 fn state_dir(args: &StateArgs) -> PathBuf {
     args.state
         .clone()
@@ -175,18 +117,7 @@ pub(crate) fn start(args: &StartArgs) -> Result<Status, Error> {
     state.set_started(&started)?;
     let Err(err) = start_with(args, &state, &mut started) else {
         if args.json {
-            render::json(&Session {
-                daemon_pid: started.daemon_pid,
-                hook_site: started.hook_site.as_deref().map(lossy),
-                port: started.port,
-                state_dir: lossy(&state.dir),
-                trigger_log: started.trigger_pid.map(|_| lossy(&state.trigger_log())),
-                trigger_pid: started.trigger_pid,
-                workload_env: WorkloadEnv {
-                    ipc_socket_dir: lossy(&state.ipc_dir()),
-                    use_daemon: "1",
-                },
-            })?;
+            render::json_as_is(&dynolog_client::Session::of(&state, &started))?;
         }
         return Ok(Status::Success);
     };
@@ -411,7 +342,7 @@ pub(crate) fn trigger(args: &TriggerArgs) -> Result<Status, Error> {
         Arc::new(AtomicBool::new(false)),
     )?;
     if args.json {
-        render::json(&TriggerEnded { outcome: &outcome, state_dir: lossy(&state.dir) })?;
+        render::json_as_is(&dynolog_client::TriggerEnded::new(outcome.clone(), &state))?;
     }
     Ok(match outcome {
         Outcome::Accepted { .. } => Status::Success,
@@ -484,11 +415,7 @@ fn collect(
     }
     let outcome = state.outcome()?;
     if json {
-        render::json(&Captured {
-            outcome: outcome.as_ref(),
-            output_dir: lossy(output_dir),
-            traces: copied.iter().map(|p| lossy(p)).collect(),
-        })?;
+        render::json_as_is(&dynolog_client::Captured::new(outcome.clone(), output_dir, &copied))?;
     }
     render::capture_report(&copied, output_dir, outcome.as_ref(), ended, state);
     Ok(copied)
@@ -662,12 +589,12 @@ pub(crate) fn setup(args: &SetupDynologArgs) -> Result<Status, Error> {
     )?;
     let find = |name| dynolog_client::find_on_path(name, path.as_deref());
     if args.json {
-        render::json(&SetUp {
-            deb_url: dynolog_client::redact(&args.deb_url),
-            dyno: find("dyno").as_deref().map(lossy),
-            dynolog: find("dynolog").as_deref().map(lossy),
-            outcome: &done,
-        })?;
+        render::json_as_is(&dynolog_client::SetUp::new(
+            &args.deb_url,
+            find("dyno").as_deref(),
+            find("dynolog").as_deref(),
+            done.clone(),
+        ))?;
     } else {
         render::note(match done {
             dynolog_client::Installed::AlreadyThere => "dynolog and dyno are already installed",

@@ -8,34 +8,13 @@ use crate::{
     render, settings,
 };
 
-/// `report tracelens --discover-only --json`: what was found, and the jobs
-/// a run would start.
-#[derive(serde::Serialize)]
-struct Planned<'a> {
-    discovered: &'a std::collections::BTreeMap<String, usize>,
-    jobs: &'a [tracelens_driver::Job],
-    problems: &'a [trace_discover::Problem],
-    root: std::borrow::Cow<'a, str>,
-    skipped: &'a [tracelens_driver::Row],
-    traces: &'a [trace_discover::Trace],
-    unsupported: &'a [trace_discover::Unsupported],
-}
-
 pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     let mut config = settings::tracelens_config(args).map_err(Error::Usage)?;
     super::check_not_searched(&config.output_dir, &[&config.root])?;
     if args.discover_only {
         let (found, plan) = tracelens_driver::plan_only(&config)?;
         if args.json {
-            render::json(&Planned {
-                discovered: &plan.discovered,
-                jobs: &plan.jobs,
-                problems: &found.problems,
-                root: found.root.to_string_lossy(),
-                skipped: &plan.skipped,
-                traces: &found.traces,
-                unsupported: &found.unsupported,
-            })?;
+            render::json_as_is(&tracelens_driver::Planned::new(found, plan))?;
         } else {
             render::plan(&found, &plan)?;
         }
@@ -114,7 +93,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
     let probe = tracelens_driver::probe(&python)?;
     let outcome = tracelens_driver::compare(&config, &probe)?;
     if args.json {
-        render::json(&outcome)?;
+        render::json_as_is(&outcome)?;
     } else {
         render::compare_outcome(&outcome)?;
     }
@@ -167,7 +146,7 @@ impl Analyzed {
         status: Status,
     ) -> Result<Status, Error> {
         if json {
-            render::json(&self.merged(gathered))?;
+            render::json_as_is(&self.merged(gathered))?;
         }
         Ok(self.status(status))
     }

@@ -10,7 +10,7 @@ pub(crate) fn tracelens(args: &SetupTracelensArgs) -> Result<Status, Error> {
     let config = settings::setup_config(args);
     let outcome = tracelens_driver::setup(&config, &mut |step| render::note(step))?;
     if args.json {
-        render::json(&outcome)?;
+        render::json_as_is(&outcome)?;
     } else {
         render::setup_outcome(&outcome)?;
     }

@@ -17,20 +17,11 @@ pub(crate) fn discover(args: &DiscoverArgs) -> Result<Status, Error> {
         false => trace_discover::discover(&args.root, &options)?,
     };
     if args.json {
-        render::json(&found)?;
+        render::json_as_is(&found)?;
     } else {
         render::discovery(&found, one_file)?;
     }
     Ok(Status::Success)
-}
-
-/// What `trace convert` wrote.
-#[derive(serde::Serialize)]
-struct Converted<'a> {
-    input: &'a std::path::Path,
-    output: &'a std::path::Path,
-    #[serde(flatten)]
-    records: trace_summary::Converted,
 }
 
 pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
@@ -99,12 +90,20 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<Status, Error> {
         if !args.json {
             render::converted(input, output, &records)?;
         }
-        written.push(Converted { input, output, records });
+        written.push(trace_summary::ConvertedFile {
+            version: trace_summary::CONVERTED_VERSION,
+            input: input.to_path_buf(),
+            output: output.to_path_buf(),
+            records,
+        });
     }
     if args.json {
         match (&args.inputs[..], &written[..]) {
-            ([one], [converted]) if !one.is_dir() => render::json(converted)?,
-            _ => render::json(&render::Traces { traces: &written })?,
+            ([one], [converted]) if !one.is_dir() => render::json_as_is(converted)?,
+            _ => render::json_as_is(&trace_summary::ConvertedFiles {
+                version: trace_summary::CONVERTED_VERSION,
+                traces: written,
+            })?,
         }
     }
     if failed > 0 {
@@ -237,9 +236,9 @@ pub(crate) fn sanitize(args: &SanitizeArgs) -> Result<Status, Error> {
     }
     if args.json {
         if single {
-            render::json(&reports[0])?;
+            render::json_as_is(&reports[0])?;
         } else {
-            render::json(&render::Traces { traces: &reports })?;
+            render::json_as_is(&trace_sanitize::FileReports::new(reports))?;
         }
     }
     // A run's traces checked: the verdict in one line (which says what

@@ -3,24 +3,26 @@
 use super::*;
 
 /// What the daemon answered to `getStatus` or `getVersion`: `status: 1`,
-/// or with `json` `{"version": 1, "status": 1}` (`version` is the
-/// document's; the daemon's is `dynolog_version`).
-#[derive(serde::Serialize)]
+/// or with `json` its document (`dynolog_client::DaemonStatus`,
+/// `DaemonVersion`).
 pub(crate) enum DaemonValue {
-    #[serde(rename = "status")]
     Status(i64),
-    /// The daemon's version; `version` is the document's own.
-    #[serde(rename = "dynolog_version")]
     Version(String),
 }
 
 pub(crate) fn daemon_value(json: bool, value: &DaemonValue) -> Result<(), Error> {
+    use dynolog_client::{DOCUMENT_VERSION as version, DaemonStatus, DaemonVersion};
     if json {
-        return self::json(value);
+        return match value {
+            DaemonValue::Status(status) => json_as_is(&DaemonStatus { version, status: *status }),
+            DaemonValue::Version(v) => {
+                json_as_is(&DaemonVersion { version, dynolog_version: v.clone() })
+            }
+        };
     }
     match value {
         DaemonValue::Status(status) => out(&format!("status: {status}\n")),
-        DaemonValue::Version(version) => out(&format!("version: {version}\n")),
+        DaemonValue::Version(v) => out(&format!("version: {v}\n")),
     }
 }
 

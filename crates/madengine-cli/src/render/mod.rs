@@ -66,10 +66,11 @@ pub(crate) fn causes<'a>(
     })
 }
 
-/// The version of the shape of the `--json` documents this CLI prints
-/// through [`json`]: raised when a key is renamed or removed or changes its
-/// meaning (a new key does not raise it). trace-report's documents (`report
-/// summary`, `report diff`) and TraceLens' run summary carry their own.
+/// The version of the shape of the `--json` documents this CLI assembles
+/// itself (`slurm submit`'s and `k8s apply`'s, a job and what was gathered
+/// and analyzed of it) and prints through [`json`]: raised when a key is
+/// renamed or removed or changes its meaning (a new key does not raise it).
+/// Every other document is a library's, with its own version.
 pub(crate) const JSON_VERSION: u32 = 1;
 
 /// A `--json` document: `version` first, then the document's own keys.
@@ -80,22 +81,15 @@ struct Versioned<'a, T> {
     document: &'a T,
 }
 
-/// Several traces' documents (`trace sanitize` or `trace convert` of more
-/// than one file), as one `--json` document.
-#[derive(Serialize)]
-pub(crate) struct Traces<'a, T> {
-    pub(crate) traces: &'a [T],
-}
-
 /// Print `document` (a struct or map) as a `--json` document: one object,
 /// with its shape's [`JSON_VERSION`] first.
 pub(crate) fn json<T: Serialize>(document: &T) -> Result<(), Error> {
     print_json(&Versioned { version: JSON_VERSION, document })
 }
 
-/// Print as it is a document that carries its own `version` (trace-report's,
-/// the TraceLens run summary), or one that is not this CLI's (a Kubernetes
-/// manifest, which has its own `apiVersion`).
+/// Print as it is a document that carries its own `version` (a library's),
+/// or one that is not this CLI's (a Kubernetes manifest, which has its own
+/// `apiVersion`).
 pub(crate) fn json_as_is<T: Serialize>(document: &T) -> Result<(), Error> {
     print_json(document)
 }

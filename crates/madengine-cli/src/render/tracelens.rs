@@ -130,7 +130,7 @@ pub(crate) fn compare_outcome(outcome: &tracelens_driver::CompareOutcome) -> Res
 }
 
 pub(crate) fn setup_outcome(outcome: &tracelens_driver::SetupOutcome) -> Result<(), Error> {
-    let version = outcome.version.as_deref().unwrap_or("(unknown version)");
+    let version = outcome.tracelens_version.as_deref().unwrap_or("(unknown version)");
     let what = if outcome.installed { "installed" } else { "already installed" };
     out(&format!(
         "TraceLens {version} {what} in {}\nuse it with: --python {}  or  export TRACELENS_VENV={}\n",

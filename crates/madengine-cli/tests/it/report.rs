@@ -708,7 +708,7 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
         match name {
             "discover" => drop(crate::reads_back::<trace_discover::Discovery>(&value)),
             "sanitize" => drop(crate::reads_back::<trace_sanitize::FileReport>(&value)),
-            "tracelens_planned" => drop(crate::reads_back::<trace_discover::Discovery>(&value)),
+            "tracelens_planned" => drop(crate::reads_back::<tracelens_driver::Planned>(&value)),
             _ if args[1] == "summary" => {
                 drop(crate::reads_back::<trace_report::RunSummary>(&value))
             }

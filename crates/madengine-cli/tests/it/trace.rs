@@ -1728,6 +1728,7 @@ fn convert_takes_a_run_directory() {
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 3\n"), "{text}");
     insta::assert_snapshot!("json_shape_convert_several", crate::json_shape(&text));
+    crate::reads_back::<trace_summary::ConvertedFiles>(&crate::stdout_json(&text));
 }
 
 #[test]
@@ -1761,9 +1762,7 @@ fn sanitize_writes_several_traces_into_a_directory() {
     let traces = json["traces"].as_array().unwrap();
     let inputs: Vec<&serde_json::Value> = traces.iter().map(|t| &t["input"]).collect();
     assert_eq!(inputs, [broken.to_str().unwrap(), gz.to_str().unwrap()], "{said}");
-    for trace in traces {
-        crate::reads_back::<trace_sanitize::FileReport>(trace);
-    }
+    crate::reads_back::<trace_sanitize::FileReports>(&json);
     // A path ending in / is a directory, made when missing; two inputs of
     // one name are refused before anything is written.
     let twice = run.join("node_0/../node_0/rank0.json.gz");

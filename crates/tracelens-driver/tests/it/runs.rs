@@ -1108,7 +1108,7 @@ fn setup_installs_the_spec_and_skips_when_ready() {
     let mut steps = Vec::new();
     let first = tracelens_driver::setup(&config, &mut |s| steps.push(s.to_string())).unwrap();
     assert!(first.installed && first.created_venv);
-    assert_eq!(first.version.as_deref(), Some("0.1.0+standin"));
+    assert_eq!(first.tracelens_version.as_deref(), Some("0.1.0+standin"));
     assert!(venv.join("bin/TraceLens_generate_perf_report_pytorch").is_file());
     let again = tracelens_driver::setup(&config, &mut |_| {}).unwrap();
     assert!(!again.installed);
