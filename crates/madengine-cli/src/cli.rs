@@ -1376,7 +1376,7 @@ for PyTorch and rocprofv3 JSON traces (as `trace discover`; the Perfetto
 traces found are named in a note); to repair, name the files. A check of
 several traces ends with one line: `29 traces checked: 27 clean, 1 needs
 repair, 1 TraceLens cannot parse`. --json prints one report object for a
-single file, else an array.
+single file, else one object whose `traces` lists them.
 
 With --salvage a trace cut short is closed after its last complete event and
 the report says where it was cut and what closed it; data after the end of the
@@ -1435,7 +1435,8 @@ pub(crate) struct ConvertArgs {
     /// Replace the output file if it exists.
     #[arg(long)]
     pub(crate) force: bool,
-    /// Print what was written as JSON on stdout.
+    /// Print what was written as JSON on stdout (several databases: one
+    /// object whose `traces` lists them).
     #[arg(long)]
     pub(crate) json: bool,
 }
