@@ -19,7 +19,8 @@ fn lossy(path: &Path) -> String {
 /// What the daemon answered to `getStatus`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DaemonStatus {
-    /// [`DOCUMENT_VERSION`].
+    /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
     pub version: u32,
     /// The daemon's status (1: running).
     pub status: i64,
@@ -28,7 +29,8 @@ pub struct DaemonStatus {
 /// What the daemon answered to `getVersion`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DaemonVersion {
-    /// [`DOCUMENT_VERSION`].
+    /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
     pub version: u32,
     /// The daemon's version (`version` is this document's).
     pub dynolog_version: String,
@@ -37,7 +39,8 @@ pub struct DaemonVersion {
 /// A trace request sent once (`dyno gputrace`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Triggered {
-    /// [`DOCUMENT_VERSION`].
+    /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
     pub version: u32,
     /// The traces the processes triggered will write.
     pub files: Vec<String>,
@@ -49,7 +52,8 @@ pub struct Triggered {
 /// workload's environment needs to register with the daemon.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
-    /// [`DOCUMENT_VERSION`].
+    /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
     pub version: u32,
     /// The daemon's pid.
     pub daemon_pid: Option<u32>,
@@ -100,7 +104,8 @@ impl Session {
 /// How a session's trigger ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerEnded {
-    /// [`DOCUMENT_VERSION`].
+    /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
     pub version: u32,
     /// How it ended.
     pub outcome: Outcome,
@@ -118,7 +123,8 @@ impl TriggerEnded {
 /// The traces a session captured, copied out of its state directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Captured {
-    /// [`DOCUMENT_VERSION`].
+    /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
     pub version: u32,
     /// How its trigger ended, where it did.
     pub outcome: Option<Outcome>,
@@ -147,7 +153,8 @@ impl Captured {
 /// dynolog set up from its package.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetUp {
-    /// [`DOCUMENT_VERSION`].
+    /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
+    #[serde(default)]
     pub version: u32,
     /// The package's URL, its credentials redacted.
     pub deb_url: String,
