@@ -1,8 +1,8 @@
 //! What a capture through dynolog tells a script: each step's `--json`
 //! document, versioned ([`DOCUMENT_VERSION`]) and read back as written.
-//! Paths are text, their bytes that are not UTF-8 as U+FFFD.
+//! Paths are text, their bytes that are not UTF-8 as U+FFFD ([`crate::lossy`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -11,10 +11,6 @@ use crate::{Installed, Outcome, RunState, Started, TraceReply};
 /// The version of these documents' shapes: raised when a key is renamed or
 /// removed or changes its meaning (a new key does not raise it).
 pub const DOCUMENT_VERSION: u32 = 1;
-
-fn lossy(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
 
 /// What the daemon answered to `getStatus`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,13 +54,16 @@ pub struct Session {
     /// The daemon's pid.
     pub daemon_pid: Option<u32>,
     /// Where the Kineto hook was installed.
-    pub hook_site: Option<String>,
+    #[serde(serialize_with = "crate::lossy::option")]
+    pub hook_site: Option<PathBuf>,
     /// The daemon's RPC port.
     pub port: u16,
     /// The session's state directory.
-    pub state_dir: String,
+    #[serde(serialize_with = "crate::lossy::path")]
+    pub state_dir: PathBuf,
     /// The background trigger's log, where one was started.
-    pub trigger_log: Option<String>,
+    #[serde(serialize_with = "crate::lossy::option")]
+    pub trigger_log: Option<PathBuf>,
     /// The background trigger's pid.
     pub trigger_pid: Option<u32>,
     /// The workload's environment.
@@ -75,8 +74,8 @@ pub struct Session {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkloadEnv {
     /// `KINETO_IPC_SOCKET_DIR`: the daemon's IPC sockets.
-    #[serde(rename = "KINETO_IPC_SOCKET_DIR")]
-    pub ipc_socket_dir: String,
+    #[serde(rename = "KINETO_IPC_SOCKET_DIR", serialize_with = "crate::lossy::path")]
+    pub ipc_socket_dir: PathBuf,
     /// `KINETO_USE_DAEMON`: `1`.
     #[serde(rename = "KINETO_USE_DAEMON")]
     pub use_daemon: String,
@@ -88,15 +87,12 @@ impl Session {
         Session {
             version: DOCUMENT_VERSION,
             daemon_pid: started.daemon_pid,
-            hook_site: started.hook_site.as_deref().map(lossy),
+            hook_site: started.hook_site.clone(),
             port: started.port,
-            state_dir: lossy(&state.dir),
-            trigger_log: started.trigger_pid.map(|_| lossy(&state.trigger_log())),
+            state_dir: state.dir.clone(),
+            trigger_log: started.trigger_pid.map(|_| state.trigger_log()),
             trigger_pid: started.trigger_pid,
-            workload_env: WorkloadEnv {
-                ipc_socket_dir: lossy(&state.ipc_dir()),
-                use_daemon: "1".into(),
-            },
+            workload_env: WorkloadEnv { ipc_socket_dir: state.ipc_dir(), use_daemon: "1".into() },
         }
     }
 }
@@ -110,13 +106,14 @@ pub struct TriggerEnded {
     /// How it ended.
     pub outcome: Outcome,
     /// The session's state directory.
-    pub state_dir: String,
+    #[serde(serialize_with = "crate::lossy::path")]
+    pub state_dir: PathBuf,
 }
 
 impl TriggerEnded {
     /// `outcome`, of the session in `state`.
     pub fn new(outcome: Outcome, state: &RunState) -> TriggerEnded {
-        TriggerEnded { version: DOCUMENT_VERSION, outcome, state_dir: lossy(&state.dir) }
+        TriggerEnded { version: DOCUMENT_VERSION, outcome, state_dir: state.dir.clone() }
     }
 }
 
@@ -129,9 +126,11 @@ pub struct Captured {
     /// How its trigger ended, where it did.
     pub outcome: Option<Outcome>,
     /// Where the traces were copied.
-    pub output_dir: String,
+    #[serde(serialize_with = "crate::lossy::path")]
+    pub output_dir: PathBuf,
     /// The copies.
-    pub traces: Vec<String>,
+    #[serde(serialize_with = "crate::lossy::paths")]
+    pub traces: Vec<PathBuf>,
 }
 
 impl Captured {
@@ -144,8 +143,8 @@ impl Captured {
         Captured {
             version: DOCUMENT_VERSION,
             outcome,
-            output_dir: lossy(output_dir),
-            traces: traces.iter().map(|t| lossy(t.as_ref())).collect(),
+            output_dir: output_dir.to_path_buf(),
+            traces: traces.iter().map(|t| t.as_ref().to_path_buf()).collect(),
         }
     }
 }
@@ -159,9 +158,11 @@ pub struct SetUp {
     /// The package's URL, its credentials redacted.
     pub deb_url: String,
     /// Where `dyno` is now, if on the path.
-    pub dyno: Option<String>,
+    #[serde(serialize_with = "crate::lossy::option")]
+    pub dyno: Option<PathBuf>,
     /// Where `dynolog` is now, if on the path.
-    pub dynolog: Option<String>,
+    #[serde(serialize_with = "crate::lossy::option")]
+    pub dynolog: Option<PathBuf>,
     /// Whether it was installed, or already there.
     pub outcome: Installed,
 }
@@ -178,8 +179,8 @@ impl SetUp {
         SetUp {
             version: DOCUMENT_VERSION,
             deb_url: crate::redact(deb_url),
-            dyno: dyno.map(lossy),
-            dynolog: dynolog.map(lossy),
+            dyno: dyno.map(Path::to_path_buf),
+            dynolog: dynolog.map(Path::to_path_buf),
             outcome,
         }
     }

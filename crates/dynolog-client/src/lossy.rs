@@ -4,13 +4,26 @@
 //! crates above it; this crate depends on none); [`exact`] writes one so
 //! that it reads back as it was.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serializer;
 
 /// A path.
 pub(crate) fn path<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&path.to_string_lossy())
+}
+
+/// A path, or `null`.
+pub(crate) fn option<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(path) => s.serialize_some(&*path.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}
+
+/// Paths.
+pub(crate) fn paths<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(paths.iter().map(|p| p.to_string_lossy()))
 }
 
 /// A path of a session's state, which must read back as it was written:
