@@ -53,6 +53,9 @@ pub(crate) fn ci(root: &Path) -> Result<(), String> {
         .run()
         .map_err(|e| format!("`cargo doc` failed (RUSTDOCFLAGS='-D warnings'): {e}"))?;
     test(root, &cargo, &["test", "--workspace", "--locked"], None, "tests")?;
+    // The CLI reference, the README's output and docs/schemas/ are what the
+    // code makes now.
+    crate::codegen::run(root, true)?;
     // The CLI's suite again, against `madengine` as `cargo install` builds
     // it: release, and no dev-dependency turning a dependency's feature on
     // (a regex the tests passed once panicked there).

@@ -4,7 +4,8 @@
 //! - `tidy`: the workspace shape rules of STYLE.md (also run by `cargo test`).
 //! - `fixtures [--check]`: write (or verify) the synthetic fixtures;
 //!   `fixtures --gpu [--dry-run]`: capture real ones on a GPU node.
-//! - `codegen [--check]`: the CLI reference in docs/, from `--help`.
+//! - `codegen [--check]`: the CLI reference in docs/, from `--help`; the JSON Schemas of the
+//!   documents in docs/schemas/, from the library types.
 //! - `trim IN -o OUT`: cut a real trace down to the fixture size cap.
 //! - `slurm up|down`: a private SLURM cluster for the tests.
 //! - `e2e [--dry-run]`: the whole path on a GPU node, with the real tools.
@@ -23,6 +24,8 @@ mod codegen;
 mod e2e;
 mod fixtures;
 mod gpu;
+#[cfg(feature = "schemas")]
+mod schemas;
 mod slurm;
 mod tidy;
 mod trim;
@@ -53,8 +56,15 @@ enum Task {
     Ci,
     /// Check the workspace shape (layers, lints, docs, test layout).
     Tidy,
-    /// Regenerate docs/cli-reference.md from the CLI's --help.
+    /// Regenerate docs/cli-reference.md from the CLI's --help, and docs/schemas/.
     Codegen {
+        /// Only check that it is up to date.
+        #[arg(long)]
+        check: bool,
+    },
+    /// docs/schemas/ alone (what `codegen` runs, built with the `schemas` feature).
+    #[command(hide = true)]
+    Schemas {
         /// Only check that it is up to date.
         #[arg(long)]
         check: bool,
@@ -119,6 +129,12 @@ fn main() -> ExitCode {
         Task::Ci => cmd::ci(&root),
         Task::Tidy => tidy::run(&root),
         Task::Codegen { check } => codegen::run(&root, check),
+        #[cfg(feature = "schemas")]
+        Task::Schemas { check } => schemas::run(&root, check),
+        #[cfg(not(feature = "schemas"))]
+        Task::Schemas { .. } => Err("this xtask was built without the `schemas` feature: run \
+                                     `cargo xtask codegen`"
+            .into()),
         Task::E2e(args) => e2e::run(&root, &args),
         Task::Fixtures { gpu: true, gpu_args, .. } => gpu::run(&root, &gpu_args),
         Task::Fixtures { check, .. } => fixtures::run(&root, check),

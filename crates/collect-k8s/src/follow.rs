@@ -13,6 +13,7 @@ pub const MAX_POLL: Duration = Duration::from_secs(10);
 
 /// Where a Job stands: its `.status` (and `.spec.completions`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct JobStatus {
     /// Pods running.
     pub active: u64,

@@ -133,6 +133,7 @@ fn stop(handle: &duct::Handle) {
 
 /// One pod's gathered results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PodResults {
     /// The pod (its directory under `/results`).
     pub name: String,
@@ -149,6 +150,7 @@ pub struct PodResults {
 
 /// What gathering did, as written to `results_summary.json`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Gathered {
     /// [`collect_slurm::SUMMARY_VERSION`] (0: a file written before it had
     /// one).

@@ -18,6 +18,7 @@ pub const JOB_FILE: &str = "job.json";
 
 /// What submission recorded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct JobRecord {
     /// The job id.
     pub job_id: String,
@@ -27,6 +28,7 @@ pub struct JobRecord {
 
 /// How a node's step went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum NodeStatus {
     /// Exit code 0: logs and tool outputs collected.
@@ -41,6 +43,7 @@ pub enum NodeStatus {
 
 /// A collected directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Collected {
     /// Its name (e.g. `torch_profiler_output`).
     pub dir: String,
@@ -52,6 +55,7 @@ pub struct Collected {
 
 /// One node's results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NodeSummary {
     /// `node_<SLURM_NODEID>`.
     pub name: String,
@@ -75,6 +79,7 @@ pub const SUMMARY_VERSION: u32 = 1;
 
 /// The job's results, as written to `results_summary.json`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Summary {
     /// [`SUMMARY_VERSION`] (0: a file written before it had one).
     #[serde(default)]

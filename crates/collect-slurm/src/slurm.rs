@@ -22,6 +22,7 @@ pub struct Slurm {
 
 /// How a job ended (or where it is).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct JobState {
     /// The job id.
     pub job_id: String,

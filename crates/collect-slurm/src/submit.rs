@@ -8,6 +8,7 @@ use crate::{Error, JOB_FILE, JobRecord, JobSpec, JobState, Result, Slurm};
 
 /// A submitted job.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Submitted {
     /// The job id.
     pub job_id: String,

@@ -26,6 +26,7 @@ pub struct Client {
 
 /// The reply to a trace request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TraceReply {
     /// Every registered process (leaf pid) that matched, not capped by the limit.

@@ -14,6 +14,7 @@ pub const DOCUMENT_VERSION: u32 = 1;
 
 /// What the daemon answered to `getStatus`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DaemonStatus {
     /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -24,6 +25,7 @@ pub struct DaemonStatus {
 
 /// What the daemon answered to `getVersion`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DaemonVersion {
     /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -34,6 +36,7 @@ pub struct DaemonVersion {
 
 /// A trace request sent once (`dyno gputrace`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Triggered {
     /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -47,6 +50,7 @@ pub struct Triggered {
 /// A session started: the daemon, the trigger and the hook, and what the
 /// workload's environment needs to register with the daemon.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Session {
     /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -72,6 +76,7 @@ pub struct Session {
 
 /// The environment a workload registers with the session's daemon under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WorkloadEnv {
     /// `KINETO_IPC_SOCKET_DIR`: the daemon's IPC sockets.
     #[serde(rename = "KINETO_IPC_SOCKET_DIR", serialize_with = "crate::lossy::path")]
@@ -99,6 +104,7 @@ impl Session {
 
 /// How a session's trigger ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TriggerEnded {
     /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -119,6 +125,7 @@ impl TriggerEnded {
 
 /// The traces a session captured, copied out of its state directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Captured {
     /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -151,6 +158,7 @@ impl Captured {
 
 /// dynolog set up from its package.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SetUp {
     /// [`DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]

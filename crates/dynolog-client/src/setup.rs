@@ -11,6 +11,7 @@ pub const DEFAULT_DEB_URL: &str = "https://github.com/facebookincubator/dynolog/
 
 /// How setup ended.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Installed {
     /// `dynolog` and `dyno` were already on PATH.

@@ -49,6 +49,7 @@ impl Default for Policy {
 
 /// How a trigger ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum Outcome {
     /// Processes matched: traces will be written.

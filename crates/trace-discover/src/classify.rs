@@ -15,6 +15,7 @@ use serde::Serialize;
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TraceKind {
     /// Kineto / PyTorch profiler Chrome-trace JSON (`.json` or `.json.gz`).
@@ -44,6 +45,7 @@ impl std::fmt::Display for TraceKind {
 
 /// How a trace was recognised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Claim {
     /// Its name matched one of the original's patterns.

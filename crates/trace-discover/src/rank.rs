@@ -36,6 +36,7 @@ fn ascii_digits(re: &str) -> String {
 
 /// A trace's rank in its job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Rank {
     /// The rank.
     pub rank: u32,
@@ -47,6 +48,7 @@ pub struct Rank {
 
 /// Where a rank was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RankSource {
     /// The file name matched [`RANK_REGEX`].

@@ -35,6 +35,7 @@ pub struct Options {
 
 /// A trace TraceLens can read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Trace {
     /// `root` joined with the path below it.
     #[serde(serialize_with = "crate::lossy::path")]
@@ -51,6 +52,7 @@ pub struct Trace {
 
 /// An artifact in a format TraceLens cannot read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Unsupported {
     /// `root` joined with the path below it.
     #[serde(serialize_with = "crate::lossy::path")]
@@ -61,6 +63,7 @@ pub struct Unsupported {
 
 /// A path that could not be looked at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Problem {
     /// The path.
     #[serde(serialize_with = "crate::lossy::path")]
@@ -75,6 +78,7 @@ pub const DISCOVERY_VERSION: u32 = 1;
 
 /// Everything found under a root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Discovery {
     /// [`DISCOVERY_VERSION`] (0: a document written before it had one).
     #[serde(default)]

@@ -61,6 +61,7 @@ impl Timed {
 
 /// One rank of a cross-rank table (ms).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RankRow {
     /// The run the rank belongs to: the directory its traces share.
     #[serde(serialize_with = "trace_discover::lossy::path")]
@@ -199,6 +200,7 @@ pub fn spread(run: &[RankRow]) -> Spread<'_> {
 /// One profiling cycle of a job that holds several: how its GPU time moved
 /// from cycle to cycle (warm-up, then steady state).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CycleRow {
     /// The job's directory (its node directories' parent, for a multi-node
     /// job).
@@ -289,6 +291,7 @@ pub fn vs_first(job: &[CycleRow]) -> Vec<Option<f64>> {
 /// one directory (`<hostname>/<pid>_results.json`), so a directory's
 /// processes are told apart by the GPU each ran its kernels on.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuRow {
     /// The directory its run's traces are in.
     #[serde(serialize_with = "trace_discover::lossy::path")]

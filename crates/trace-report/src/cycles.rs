@@ -14,6 +14,7 @@ use serde::Serialize;
 /// `tensorboard_trace_handler` writes a trace per rank each cycle, named by
 /// the time of its export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cycle {
     /// From 1, in the order the traces were written.
     pub number: usize,
@@ -208,6 +209,7 @@ fn untold(dir: &Path, why: &NoCycles) -> String {
 /// directories of a multi-node job) that holds several: the one
 /// [`pick_cycle`] kept, or the one a trace belongs to ([`cycles_of`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Picked {
     /// The directory.
     #[serde(serialize_with = "trace_discover::lossy::path")]

@@ -19,6 +19,7 @@ pub const SUMMARY_VERSION: u32 = 1;
 /// profiling-cycle tables across them, and each multi-rank run's collective
 /// report. Its fields are in the order the JSON gives them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct RunSummary {
     /// Each multi-rank run's collective report.
@@ -66,6 +67,7 @@ pub fn number(row: &Object, key: &str) -> Option<f64> {
 /// A multi-rank run's collective report ([`crate::collective_report`]),
 /// as a run's summary gives it; its CSVs are in `csv_dir`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunCollectives {
     /// The run: the directory its ranks' traces share.
     #[serde(serialize_with = "trace_discover::lossy::path")]
@@ -173,6 +175,7 @@ fn objects(table: &Table, n: usize, keep: impl Fn(&str) -> bool) -> Vec<Object> 
 /// ([`CollectivesRecord::FILE`]): the run it is of, as named and absolute,
 /// for a later run to retire it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct CollectivesRecord {
     /// The version of this format ([`SUMMARY_VERSION`]); 0 in records
@@ -230,6 +233,7 @@ pub(crate) fn pretty<T: Serialize>(document: &T) -> Vec<u8> {
 /// rates, and what the gates found. Its fields are in the order the JSON
 /// gives them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunComparison {
     /// The baseline.
     pub baseline: ComparedSide,
@@ -286,6 +290,7 @@ pub struct RunComparison {
 
 /// One side of a comparison (the baseline, or the new run).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ComparedSide {
     /// `baseline` or `new`.
     pub role: String,
@@ -315,6 +320,7 @@ pub struct ComparedSide {
 
 /// A row of both sides, with its delta and ratio.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ComparedRow {
     /// The row: its name and each side's time and count.
     #[serde(flatten)]
@@ -340,6 +346,7 @@ impl ComparedRow {
 /// An op shape of both sides: its row, the GFLOPs of one call, and each
 /// side's TFLOPS/s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ComparedShape {
     /// Its row (µs, calls).
     #[serde(flatten)]
@@ -370,6 +377,7 @@ impl ComparedShape {
 
 /// One rank (or GPU) of two runs compared rank by rank.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ComparedRank {
     /// Its rank, when the runs were paired by rank.
@@ -411,6 +419,7 @@ impl ComparedRank {
 
 /// The overall regression gate's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Regression {
     /// The limit asked for (%; negative: a gain asked for).
     pub limit_percent: f64,
@@ -422,6 +431,7 @@ pub struct Regression {
 
 /// An op shape whose TFLOPS/s fell by more than a gate's limit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ShapeRegression {
     /// The shape, as its row names it.
     pub shape: String,
@@ -435,6 +445,7 @@ pub struct ShapeRegression {
 
 /// What each side's search could not look at.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct SidesLeftOut {
     /// The baseline's.

@@ -18,6 +18,7 @@ fn members<S: serde::Serializer>(members: &[(u32, PathBuf)], s: S) -> Result<S::
 
 /// The ranked traces of one run, as [`split_runs`] finds them.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RankedRun {
     /// The directory (relative to the root) that holds them all.
     #[serde(serialize_with = "trace_discover::lossy::path")]

@@ -18,6 +18,7 @@ pub const TRACELENS_SUMMARY_COLUMNS: [&str; 6] =
 
 /// How a TraceLens job (or a skipped artifact) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "UPPERCASE")]
 pub enum JobStatus {
     /// TraceLens wrote its report.

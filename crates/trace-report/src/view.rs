@@ -12,6 +12,7 @@ use crate::Picked;
 
 /// What the terminal and JSON views show for one trace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct TraceView {
     /// The trace, as the run named it.
@@ -29,6 +30,7 @@ pub struct TraceView {
         skip_serializing_if = "Option::is_none",
         default
     )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<crate::Cycle>"))]
     pub cycle: Option<Picked>,
     /// What the trace was read as; `None` when it could not be read.
     pub format: Option<trace_summary::Format>,
@@ -170,6 +172,7 @@ fn cycle_read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Picked>, 
 
 /// A row of `collective_summary`: one distinct collective call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct CollectiveRow {
     /// The collective: `allreduce`, `allgather`, ...
@@ -222,6 +225,7 @@ impl CollectiveRow {
 /// A modelled op shape's kernel time, calls and rates, as a perf-model
 /// sheet's row gives them ([`GemmRow`], [`ShapeRow`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Rated {
     /// Its calls.
@@ -245,6 +249,7 @@ pub struct Rated {
 
 /// Which roof of the roofline bounds an op shape ([`Rated::bound`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Bound {
     /// Its arithmetic intensity is below the ridge point: memory bandwidth
@@ -292,6 +297,7 @@ impl Rated {
 
 /// A row of the `GEMM` sheet: one GEMM op and shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct GemmRow {
     /// The op.
@@ -340,6 +346,7 @@ impl GemmRow {
 /// A row of an attention or convolution perf-model sheet (`SDPA_fwd`,
 /// `SDPA_bwd`, `CONV_fwd`, `CONV_bwd`): one op and shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ShapeRow {
     /// The sheet it is of.
@@ -380,6 +387,7 @@ impl ShapeRow {
 /// op and shape of `unified_perf_summary` (its arithmetic intensity and
 /// rate), and the roofs of the spec it was compared with.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Roofline {
     /// The spec's name; `None` without one (points, no roofs).
@@ -399,6 +407,7 @@ pub struct Roofline {
 
 /// A point of [`Roofline`]: one op and shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct RooflinePoint {
     /// The op.
@@ -486,6 +495,7 @@ fn bytes_text(bytes: i64) -> String {
 
 /// A truncated trace, summarized from the events before the cut.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Truncated {
     /// Where its JSON text (decompressed) ends.
@@ -634,6 +644,7 @@ impl TraceView {
 
 /// One row of a top-N list.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct TopRow {
     /// The kernel, op or category.
@@ -720,6 +731,7 @@ pub struct Record {
 /// A [`Record`] as it is written: the view's fields, then the collective
 /// kernels its `--json` leaves out.
 #[derive(Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct Written<'a> {
     version: u32,
     #[serde(flatten)]
@@ -758,6 +770,17 @@ impl Serialize for Record {
             stale: &self.stale,
         }
         .serialize(serializer)
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Record {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Record".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Written::json_schema(generator)
     }
 }
 

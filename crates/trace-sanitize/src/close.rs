@@ -45,6 +45,7 @@ const SHOWN_NUMBER: usize = 32;
 
 /// How a cut trace was closed, or what followed the end of its document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cut {
     /// What was wrong with the end of the input.
     pub kind: CutKind,
@@ -65,6 +66,7 @@ pub struct Cut {
 
 /// What was wrong with the end of an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CutKind {
     /// It ends inside an unfinished value: a profiler killed while writing,

@@ -19,6 +19,7 @@ use crate::{
 
 /// How a trace file is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Compression {
     /// Plain JSON.
@@ -34,6 +35,7 @@ pub const REPORT_VERSION: u32 = 1;
 
 /// What [`sanitize_file`] or [`check_file`] did to one file.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FileReport {
     /// [`REPORT_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -57,6 +59,7 @@ pub struct FileReport {
 
 /// Several files' reports, as one document.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FileReports {
     /// [`REPORT_VERSION`].
     #[serde(default)]

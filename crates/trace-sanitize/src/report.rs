@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The defects that make strict JSON parsers reject a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Defect {
@@ -56,6 +57,7 @@ impl Defect {
 
 /// One repair, as found in the input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Repair {
     /// Byte offset in the input (the decompressed stream for `.json.gz`).
     pub offset: u64,
@@ -72,6 +74,7 @@ pub struct Repair {
 /// applies to (`undefined`, `None`): strict parsers reject the trace
 /// whatever else is repaired.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotJson {
     /// Byte offset in the input (the decompressed stream for `.json.gz`).
     pub offset: u64,
@@ -107,6 +110,7 @@ impl NotJson {
 /// (`1.2.3`), or one of orjson's limits passed. Strict parsers reject the
 /// trace whatever is repaired ([`Break`] says which).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Malformed {
     /// Byte offset of the token in the input (the decompressed stream for
     /// `.json.gz`).
@@ -138,6 +142,7 @@ impl Malformed {
 
 /// What breaks the JSON at a [`Malformed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Break {
@@ -193,6 +198,7 @@ impl Break {
 
 /// Counts per defect class.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Counts {
     /// Invalid UTF-8 sequences replaced.
     pub invalid_utf8: u64,
@@ -279,6 +285,7 @@ impl Counts {
 
 /// What a sanitize or check pass found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Report {
     /// Input bytes scanned (decompressed bytes for `.json.gz`).
     pub bytes_read: u64,

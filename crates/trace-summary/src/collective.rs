@@ -92,15 +92,19 @@ pub(crate) fn selected_kernels(p: &Parsed) -> usize {
 /// It serializes to JSON and back unchanged (`report summary` keeps each
 /// trace's in its record, for a run's collective report from the records).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CollectiveKernel {
     /// `ts` (µs), an integer or a float as the trace wrote it.
     #[serde(serialize_with = "cell_number", deserialize_with = "number_cell")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "cell_schema"))]
     pub ts: Cell,
     /// `dur` (µs), as `ts`.
     #[serde(serialize_with = "cell_number", deserialize_with = "number_cell")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "cell_schema"))]
     pub dur: Cell,
     /// `stream`: an integer, or text.
     #[serde(serialize_with = "cell_number", deserialize_with = "number_cell")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "cell_schema"))]
     pub stream: Cell,
     /// `Process Group Name`.
     pub process_group_name: Option<String>,
@@ -121,6 +125,12 @@ pub struct CollectiveKernel {
     pub in_split: Option<String>,
     /// `Out split size`, as written.
     pub out_split: Option<String>,
+}
+
+/// What [`cell_number`] writes, for the JSON Schema.
+#[cfg(feature = "schema")]
+fn cell_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": ["integer", "number", "string", "null"] })
 }
 
 /// A cell [`cell_number`] wrote: an integer, a float, text or null.

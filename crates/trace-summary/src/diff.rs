@@ -167,6 +167,7 @@ fn require(t: &Table, path: &Path, table: &'static str, columns: &[&'static str]
 
 /// A row's time (and count, where its table has one) in one trace.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Measure {
     /// Milliseconds for timeline rows and ops, microseconds for kernels.
     pub time: f64,
@@ -178,6 +179,7 @@ pub struct Measure {
 
 /// One name in both traces.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DiffRow {
     /// The timeline row type, kernel name or op name.
     pub name: String,
@@ -206,6 +208,7 @@ impl DiffRow {
 
 /// Where GPU time moved between two traces' tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Diff {
     /// `gpu_timeline` rows (ms), in the baseline's order, then rows only the
     /// new trace has.
@@ -252,6 +255,7 @@ pub struct Diff {
 /// One GEMM (or other modelled op) shape in both traces: its time and
 /// calls each side, and the FLOPs of one call, so each side's TFLOPS/s.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GemmDiffRow {
     /// Times (µs) and calls.
     #[serde(flatten)]

@@ -387,6 +387,7 @@ fn int(value: ValueRef<'_>) -> Option<u64> {
 
 /// What [`crate::rocpd_to_json`] wrote: how many of each record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Converted {
     /// Processes of the database (their metadata merged into one).
     pub processes: u64,
@@ -403,6 +404,7 @@ pub const CONVERTED_VERSION: u32 = 1;
 
 /// A database converted ([`crate::rocpd_to_json`]), as a document.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ConvertedFile {
     /// [`CONVERTED_VERSION`] (0: a document written before it had one).
     #[serde(default)]
@@ -420,6 +422,7 @@ pub struct ConvertedFile {
 
 /// Several databases converted, as one document.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ConvertedFiles {
     /// [`CONVERTED_VERSION`].
     #[serde(default)]

@@ -18,6 +18,7 @@ use crate::{
 
 /// Which rule produced the tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// TraceLens' rules applied: the tables are what TraceLens writes.
@@ -43,6 +44,7 @@ pub enum Outcome {
 
 /// The iterations a trace covers ([`Summary::steps`]), and what marked them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Steps {
     /// How many.
     pub count: usize,
@@ -52,6 +54,7 @@ pub struct Steps {
 
 /// The annotations a trace's steps were counted from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum StepMarker {
     /// `ProfilerStep#N`, which torch.profiler writes for each step it
     /// records: the distinct N are counted.
@@ -79,6 +82,7 @@ impl StepMarker {
 
 /// What a trace was read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
     /// A Kineto (PyTorch profiler) Chrome trace.

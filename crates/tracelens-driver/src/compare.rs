@@ -28,6 +28,7 @@ pub struct CompareConfig {
 
 /// How the comparison went.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompareOutcome {
     /// [`crate::DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]

@@ -123,6 +123,7 @@ impl Config {
 
 /// One planned TraceLens job.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Job {
     /// The entry point.
     pub tool: Tool,
@@ -145,6 +146,7 @@ pub struct Job {
 
 /// The jobs of a run, in the order the summary lists them.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Plan {
     /// Per-trace jobs (kinds alphabetically, traces sorted), then collective jobs.
     pub jobs: Vec<Job>,
@@ -503,6 +505,7 @@ pub(crate) fn partial_note(run: &RankedRun) -> Option<String> {
 /// What a run found and the jobs it would start ([`crate::plan_only`]), as
 /// one document (`report tracelens --discover-only --json`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Planned {
     /// [`crate::DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]

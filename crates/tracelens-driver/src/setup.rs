@@ -33,6 +33,7 @@ pub struct SetupConfig {
 
 /// How setup ended.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SetupOutcome {
     /// [`crate::DOCUMENT_VERSION`] (0: a document written before it had one).
     #[serde(default)]

@@ -28,6 +28,7 @@ pub use trace_report::JobStatus as Status;
 
 /// One summary row. The CSV has exactly the first six fields.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Row {
     /// The original trace relative to the root (or a label such as `2 per-rank traces`).
     pub trace_file: String,
@@ -90,6 +91,7 @@ impl Row {
 
 /// Counts over all rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Counts {
     /// `SUCCESS` rows.
     pub succeeded: usize,
@@ -101,6 +103,7 @@ pub struct Counts {
 
 /// A trace analyzed through a sanitized copy.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Repaired {
     /// The original trace, relative to the root.
     pub trace_file: String,
@@ -110,6 +113,7 @@ pub struct Repaired {
 
 /// What a run did, as written to `tracelens_summary.json`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Summary {
     /// The root, absolute.
     #[serde(serialize_with = "trace_discover::lossy::path")]
@@ -144,6 +148,7 @@ pub struct Summary {
 
 /// Where the time went.
 #[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Durations {
     /// Finding the traces.
     pub discovery_s: f64,
@@ -259,6 +264,7 @@ pub(crate) fn write_json(path: &Path, summary: &Summary) -> Result<()> {
 /// read them (its analyzer's `succeeded`, `failed` and `skipped` counts, and
 /// the `exit_code` its host wrapper added: 1 when a job failed).
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Written<'a> {
     /// The version of this file's shape ([`DOCUMENT_VERSION`]); the original
     /// madengine's file has none.

@@ -6,6 +6,7 @@ use serde::Serialize;
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Tool {
     /// `TraceLens_generate_perf_report_pytorch`.
     Pytorch,
@@ -70,6 +71,7 @@ impl Tool {
 
 /// Which traces to analyze.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Every kind, plus the collective report.

@@ -293,7 +293,7 @@ fn status_version_and_gputrace() {
     let args = ["dynolog", "gputrace", "--port", &port, "--log-file", "/tmp/x.json", "--json"];
     let (text, _) = crate::run_cli(dir.path(), &args.map(std::ffi::OsStr::new), &[]);
     insta::assert_snapshot!("json_shape_dynolog_gputrace", crate::json_shape(&text));
-    crate::reads_back::<dynolog_client::Triggered>(&crate::stdout_json(&text));
+    crate::reads_back::<dynolog_client::Triggered>(&crate::stdout_json(&text), "dynolog-gputrace");
     // kineto would ignore this path: refused before anything is sent
     cli_snapshot!(dir.path(), ["dynolog", "gputrace", "--port", &port, "--log-file", "/workspace/trace.json"], @r"
     exit code: 2
@@ -333,7 +333,7 @@ fn a_trigger_run_by_hand_gives_its_outcome_as_json() {
             "state_dir": state.to_str().unwrap(),
         })
     );
-    crate::reads_back::<dynolog_client::TriggerEnded>(&json);
+    crate::reads_back::<dynolog_client::TriggerEnded>(&json, "dynolog-trigger");
     drop(daemon);
 }
 
@@ -414,7 +414,10 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     // --json: the session, as stop will find it.
     let stdout = String::from_utf8_lossy(&out.stdout);
     insta::assert_snapshot!("json_shape_dynolog_start", crate::json_shape(&stdout));
-    crate::reads_back::<dynolog_client::Session>(&serde_json::from_str(&stdout).unwrap());
+    crate::reads_back::<dynolog_client::Session>(
+        &serde_json::from_str(&stdout).unwrap(),
+        "dynolog-start",
+    );
     let session: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(session["state_dir"], state.to_str().unwrap(), "{session}");
     assert_eq!(session["port"].to_string(), port, "{session}");
@@ -453,7 +456,7 @@ fn start_trigger_stop_as_pre_and_post_steps() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     insta::assert_snapshot!("json_shape_dynolog_stop", crate::json_shape(&stdout));
     let value: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    crate::reads_back::<dynolog_client::Captured>(&value);
+    crate::reads_back::<dynolog_client::Captured>(&value, "dynolog-stop");
     assert!(
         stderr.contains("captured 1 torch.profiler trace(s)"),
         "{stderr}\ntrigger log:\n{}",
@@ -551,7 +554,7 @@ fn setup_dynolog_skips_when_installed_and_never_shows_the_token() {
             "deb_url": "https://me:***@packages.example/dynolog.deb?token=***",
         })
     );
-    crate::reads_back::<dynolog_client::SetUp>(&json);
+    crate::reads_back::<dynolog_client::SetUp>(&json, "setup-dynolog");
 }
 
 /// `madengine profile` in its own process group with TMPDIR in `dir`, until

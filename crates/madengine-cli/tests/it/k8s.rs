@@ -344,8 +344,8 @@ fn gather_summary_and_report_print_one_json_object() {
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     insta::assert_snapshot!("json_shape_k8s_gather", crate::json_shape(&text));
     let value = crate::stdout_json(&text);
-    crate::reads_back::<collect_k8s::Gathered>(&value);
-    crate::reads_back::<tracelens_driver::Summary>(&value["tracelens"]);
+    crate::reads_back::<collect_k8s::Gathered>(&value, "k8s-gather");
+    crate::reads_back::<tracelens_driver::Summary>(&value["tracelens"], "report-tracelens");
     let json = crate::stdout_json(&text);
     assert_eq!(json["pods"][0]["name"], "bert-0-xyz", "{json}");
     let traces = json["summary"]["traces"].as_array().unwrap();

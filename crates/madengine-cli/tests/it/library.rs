@@ -62,6 +62,19 @@ fn same_as_the_cli(paths: &[PathBuf]) {
             .collect::<Vec<_>>()
     };
     assert_eq!(text(files(&by_library), &by_library), text(files(&by_cli), &by_cli));
+    // What was printed and every record written are what their schemas say.
+    crate::conforms(&expected, "report-summary");
+    let mut records = 0;
+    for (name, bytes) in files(&by_cli) {
+        let schema = match name.file_name().and_then(|n| n.to_str()) {
+            Some("summary.json") => "summary-record",
+            Some("collectives.json") => "collectives-record",
+            _ => continue,
+        };
+        crate::conforms(&serde_json::from_slice(&bytes).unwrap(), schema);
+        records += 1;
+    }
+    assert!(records > 0, "no record under {}", by_cli.display());
 }
 
 #[test]

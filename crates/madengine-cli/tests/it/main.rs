@@ -200,10 +200,13 @@ fn shape_of(
 /// with the library type `T` that owns its format, and check that `T`
 /// writes what was read as it was printed: every key `T` writes, with the
 /// same value (the keys the CLI adds around it, `version` among them, are
-/// not `T`'s).
+/// not `T`'s); and that it is what docs/schemas/`schema`.schema.json says
+/// ([`conforms`]).
 pub(crate) fn reads_back<T: serde::Serialize + serde::de::DeserializeOwned>(
     json: &serde_json::Value,
+    schema: &str,
 ) -> T {
+    conforms(json, schema);
     let read: T = serde_json::from_value(json.clone()).unwrap_or_else(|e| {
         panic!("{} cannot read it back ({e}):\n{json:#}", std::any::type_name::<T>())
     });
@@ -214,6 +217,60 @@ pub(crate) fn reads_back<T: serde::Serialize + serde::de::DeserializeOwned>(
         assert_eq!(Some(value), json.get(key), "{key} of {}", std::any::type_name::<T>());
     }
     read
+}
+
+/// Check `json` against the JSON Schema docs/schemas/`stem`.schema.json
+/// (`cargo xtask codegen` makes them from the library types) with Python's
+/// `jsonschema`, the reference validator, naming each place it breaks it.
+pub(crate) fn conforms(json: &serde_json::Value, stem: &str) {
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schemas")
+        .join(format!("{stem}.schema.json"));
+    let Some(python) = jsonschema() else {
+        test_support::skip::missing(
+            "Python's jsonschema (the documents' check against docs/schemas/)",
+            "apt install python3-jsonschema, or pip install jsonschema",
+        );
+        return;
+    };
+    let script = "import json, sys, jsonschema\n\
+        schema = json.load(open(sys.argv[1]))\n\
+        jsonschema.Draft202012Validator.check_schema(schema)\n\
+        errors = jsonschema.Draft202012Validator(schema).iter_errors(json.load(sys.stdin))\n\
+        broken = ['  at /' + '/'.join(map(str, e.absolute_path)) + ': ' + e.message for e in errors]\n\
+        print('\\n'.join(broken))\n\
+        sys.exit(1 if broken else 0)";
+    #[allow(clippy::disallowed_methods, reason = "the validator is Python's")]
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .arg(&schema)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    serde_json::to_writer(stdin, json).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the document breaks {}:\n{}{}\n{json:#}",
+        schema.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A Python that imports jsonschema, if this machine has one.
+fn jsonschema() -> Option<&'static str> {
+    static FOUND: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        ["python3", "/usr/bin/python3"].into_iter().find(|python| {
+            #[allow(clippy::disallowed_methods, reason = "a probe of the machine's Python")]
+            let probe = Command::new(python).args(["-c", "import jsonschema"]).output();
+            probe.is_ok_and(|o| o.status.success())
+        })
+    })
 }
 
 /// The JSON a command printed, from [`run_cli`]'s text.

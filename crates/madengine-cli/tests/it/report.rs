@@ -706,13 +706,16 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
         // Read back by the library type that owns the format.
         let value = crate::stdout_json(&text);
         match name {
-            "discover" => drop(crate::reads_back::<trace_discover::Discovery>(&value)),
-            "sanitize" => drop(crate::reads_back::<trace_sanitize::FileReport>(&value)),
-            "tracelens_planned" => drop(crate::reads_back::<tracelens_driver::Planned>(&value)),
+            "discover" => drop(crate::reads_back::<trace_discover::Discovery>(&value, "discover")),
+            "sanitize" => drop(crate::reads_back::<trace_sanitize::FileReport>(&value, "sanitize")),
+            "tracelens_planned" => drop(crate::reads_back::<tracelens_driver::Planned>(
+                &value,
+                "report-tracelens-plan",
+            )),
             _ if args[1] == "summary" => {
-                drop(crate::reads_back::<trace_report::RunSummary>(&value))
+                drop(crate::reads_back::<trace_report::RunSummary>(&value, "report-summary"))
             }
-            _ => drop(crate::reads_back::<trace_report::RunComparison>(&value)),
+            _ => drop(crate::reads_back::<trace_report::RunComparison>(&value, "report-diff")),
         }
         if !name.is_empty() {
             insta::assert_snapshot!(format!("json_shape_{name}"), shape);
@@ -721,6 +724,7 @@ fn paths_that_are_not_utf8_are_named_lossily_in_every_json() {
     // The report summary kept records where its trace was, as text too.
     let record = dir.path().join("summary_output/rank0_trace/summary.json");
     let record: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
+    crate::conforms(&record, "summary-record");
     assert!(
         record["trace_absolute"].as_str().unwrap().ends_with("r\u{fffd}sultat/rank0_trace.json")
     );
@@ -950,7 +954,7 @@ fn setup_tracelens_reads_the_originals_pip_spec_and_git_ref() {
     assert_eq!(code, 0, "{stdout}{stderr}");
     insta::assert_snapshot!("json_shape_setup_tracelens", crate::json_shape(&stdout));
     let value = serde_json::from_str(&stdout).unwrap();
-    crate::reads_back::<tracelens_driver::SetupOutcome>(&value);
+    crate::reads_back::<tracelens_driver::SetupOutcome>(&value, "setup-tracelens");
     let outcome: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(outcome["installed"], true, "{outcome}");
     assert_eq!(outcome["spec"], wheel.to_str().unwrap());

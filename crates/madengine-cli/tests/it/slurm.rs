@@ -184,8 +184,8 @@ fn submit_wait_gather_and_the_collective_plan() {
     assert!(text.starts_with("exit code: 0"), "{text}");
     insta::assert_snapshot!("json_shape_slurm_gather", crate::json_shape(&text));
     let value = crate::stdout_json(&text);
-    crate::reads_back::<collect_slurm::Summary>(&value);
-    crate::reads_back::<trace_report::RunSummary>(&value["summary"]);
+    crate::reads_back::<collect_slurm::Summary>(&value, "slurm-gather");
+    crate::reads_back::<trace_report::RunSummary>(&value["summary"], "report-summary");
     let json = crate::stdout_json(&text);
     assert_eq!(json["nodes"].as_array().unwrap().len(), 4, "{json}");
     let ranks: Vec<&serde_json::Value> =

@@ -1728,7 +1728,10 @@ fn convert_takes_a_run_directory() {
     let (text, _) = crate::run_cli(dir.path(), &args, &[]);
     assert!(text.starts_with("exit code: 3\n"), "{text}");
     insta::assert_snapshot!("json_shape_convert_several", crate::json_shape(&text));
-    crate::reads_back::<trace_summary::ConvertedFiles>(&crate::stdout_json(&text));
+    crate::reads_back::<trace_summary::ConvertedFiles>(
+        &crate::stdout_json(&text),
+        "convert-several",
+    );
 }
 
 #[test]
@@ -1762,7 +1765,7 @@ fn sanitize_writes_several_traces_into_a_directory() {
     let traces = json["traces"].as_array().unwrap();
     let inputs: Vec<&serde_json::Value> = traces.iter().map(|t| &t["input"]).collect();
     assert_eq!(inputs, [broken.to_str().unwrap(), gz.to_str().unwrap()], "{said}");
-    crate::reads_back::<trace_sanitize::FileReports>(&json);
+    crate::reads_back::<trace_sanitize::FileReports>(&json, "sanitize-several");
     // A path ending in / is a directory, made when missing; two inputs of
     // one name are refused before anything is written.
     let twice = run.join("node_0/../node_0/rank0.json.gz");

@@ -8,6 +8,7 @@ use super::CollectiveReport;
 
 /// One group of matched collectives (a type, dtype and size) in one run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CollectiveSide {
     /// How many were matched across the ranks.
     pub count: u64,
@@ -25,6 +26,7 @@ pub struct CollectiveSide {
 /// and `In msg nelems` as TraceLens groups them (`Unknown` where the
 /// traces do not say), with each run's figures where it has the group.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CollectiveDiff {
     /// `Collective name` (`Unknown` where not recorded).
     pub collective: String,

@@ -18,6 +18,7 @@ const BINS: usize = 100;
 /// The kernels shorter than 10 µs of a trace, in all: what
 /// `short_kernels_summary` details.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ShortKernels {
     /// How many were launched.
     pub launches: usize,
