@@ -170,6 +170,21 @@ impl Error {
                      {INSTALL_TRACELENS}"
                 ));
             }
+            Error::Tracelens(tracelens_driver::Error::ExtraArg { managed, .. }) => {
+                use tracelens_driver::Managed as M;
+                return Some(
+                    match managed {
+                        M::Output => "reports go under --output-dir (-o)",
+                        M::WorldSize => "use madengine's --world-size",
+                        M::GpuArch => "use madengine's --gpu-arch, which checks the name first",
+                        M::Traces | M::Staging => {
+                            "madengine gives TraceLens the traces it finds under --root"
+                        }
+                        _ => return None,
+                    }
+                    .into(),
+                );
+            }
             Error::Arch(trace_summary::ArchError::Unknown { .. }) => {
                 return Some(
                     "for another GPU, write its peaks as TraceLens' arch JSON (name, \

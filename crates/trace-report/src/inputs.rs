@@ -35,9 +35,51 @@ impl Inputs {
     }
 }
 
+/// An output directory that is, or holds, a directory to search: what lies
+/// in the output directory is left out of the search (reports are no
+/// traces), so none of the run's traces would be found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} {} the run directory {}: what lies in the output directory is never searched for \
+     traces, so none would be found",
+    output.display(),
+    if *is_run { "is" } else { "holds" },
+    run.display()
+)]
+pub struct HoldsRun {
+    /// The output directory, as given.
+    pub output: PathBuf,
+    /// The directory to search it is or holds, as given.
+    pub run: PathBuf,
+    /// Whether it is that directory (else it holds it).
+    pub is_run: bool,
+}
+
+/// Refuse an `output` directory that is, or holds, one of the directories
+/// `searched` ([`HoldsRun`]), before anything is read; paths compared with
+/// symbolic links resolved. One inside a run is fine: only it is left out.
+pub fn check_not_searched(output: &Path, searched: &[&Path]) -> Result<(), HoldsRun> {
+    let Ok(out) = output.canonicalize() else { return Ok(()) };
+    for run in searched {
+        let Ok(canonical) = run.canonicalize() else { continue };
+        if canonical.starts_with(&out) {
+            return Err(HoldsRun {
+                output: output.to_path_buf(),
+                run: run.to_path_buf(),
+                is_run: canonical == out,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Why a run's traces could not be found.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
+    /// A directory left out of the search (the output directory) is, or
+    /// holds, a directory to search.
+    #[error(transparent)]
+    HoldsRun(#[from] HoldsRun),
     /// A directory could not be searched.
     #[error(transparent)]
     Discover(#[from] trace_discover::Error),
@@ -48,7 +90,8 @@ pub enum InputError {
 
 /// The traces behind `paths` (the current directory when there is none):
 /// a directory is searched (`exclude` left out of the search: the output
-/// directory), a file taken as given. One directory alone names its traces'
+/// directory, refused where it is or holds one to search: [`HoldsRun`]), a
+/// file taken as given. One directory alone names its traces'
 /// reports from their paths below it; with several paths each directory's
 /// own name comes first, and a file given by an absolute path is named by
 /// its last two components. A trace named twice is read once. The PyTorch
@@ -67,6 +110,10 @@ pub fn run_inputs(
     // `./a/rank0.json` (as ripgrep does).
     let defaulted = paths.is_empty();
     let paths = if defaulted { vec![PathBuf::from(".")] } else { paths.to_vec() };
+    let dirs: Vec<&Path> = paths.iter().map(PathBuf::as_path).filter(|p| p.is_dir()).collect();
+    for excluded in exclude {
+        check_not_searched(excluded, &dirs)?;
+    }
     let alone = paths.len() == 1;
     let mut found = Inputs::default();
     let mut inputs = Vec::new();

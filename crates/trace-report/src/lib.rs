@@ -86,7 +86,7 @@ pub use crate::{
         Regression, RunCollectives, RunComparison, RunSummary, SUMMARY_VERSION, ShapeRegression,
         SidesLeftOut, number,
     },
-    inputs::{InputError, Inputs, run_inputs},
+    inputs::{HoldsRun, InputError, Inputs, check_not_searched, run_inputs},
     pairing::{
         Member, Nodes, PairError, PairedBy, Pairing, Unpaired, by_node, list_paths, pair, paired_by,
     },

@@ -10,6 +10,10 @@ pub enum Error {
     /// The traces could not be discovered (the root is missing or unreadable).
     #[error(transparent)]
     Discover(#[from] trace_discover::Error),
+    /// [`crate::Config::output_dir`] is, or holds, [`crate::Config::root`]:
+    /// nothing would be found.
+    #[error(transparent)]
+    HoldsRun(#[from] trace_report::HoldsRun),
     /// [`crate::Config::cycle`] names a profiling cycle a directory does not
     /// hold, or one its traces' names do not tell apart.
     #[error(transparent)]
@@ -72,13 +76,16 @@ pub enum Error {
         /// What is wrong with it, and what to do.
         reason: String,
     },
-    /// An extra TraceLens argument madengine cannot pass on.
-    #[error("cannot pass `{arg}` to TraceLens: {reason}")]
+    /// An extra TraceLens argument ([`crate::Config::extra_args`]) names an
+    /// option the driver sets itself.
+    #[error("cannot pass `{arg}` to TraceLens: the driver sets {option} itself ({managed})")]
     ExtraArg {
-        /// The option as given.
+        /// The option as given (an abbreviation, maybe).
         arg: String,
-        /// Why, and what to use instead.
-        reason: String,
+        /// The TraceLens option it names.
+        option: &'static str,
+        /// Why the driver sets it.
+        managed: Managed,
     },
     /// Bad compare arguments.
     #[error("{0}")]
@@ -128,3 +135,31 @@ fn missing_message(python: &std::path::Path, detail: &str, lowercase: Option<&st
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why the driver sets a TraceLens option itself ([`Error::ExtraArg`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Managed {
+    /// The trace a job reads: each one discovered under [`crate::Config::root`].
+    Traces,
+    /// The ranked traces a collective report reads: staged by the driver.
+    Staging,
+    /// Where a report goes: under [`crate::Config::output_dir`].
+    Output,
+    /// The world size: [`crate::Config::world_size`].
+    WorldSize,
+    /// The GPU arch: [`crate::Config::gpu_arch`], checked by name first.
+    GpuArch,
+}
+
+impl std::fmt::Display for Managed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Managed::Traces => "each job reads a trace discovered under the root",
+            Managed::Staging => "it stages the ranked traces for the collective report",
+            Managed::Output => "reports go under the output directory",
+            Managed::WorldSize => "the world size is a setting of the run",
+            Managed::GpuArch => "the GPU arch is a setting of the run, checked by name first",
+        })
+    }
+}

@@ -13,7 +13,7 @@
 
 use std::ffi::{OsStr, OsString};
 
-use crate::{Error, Result, tool::Tool};
+use crate::{Error, Managed, Result, tool::Tool};
 
 /// One option and the values after it, or leading positional values.
 #[derive(Debug)]
@@ -164,23 +164,23 @@ fn resolve(tool: Tool, name: &str) -> Option<&'static str> {
     }
 }
 
-/// Options madengine sets itself, and what to use instead.
-const MANAGED: &[(&str, &str)] = &[
-    ("--profile_json_path", "madengine passes each trace it discovers under --root"),
-    ("--trace_path", "madengine passes each trace it discovers under --root"),
-    ("--trace_dir", "madengine stages the ranked traces for the collective report"),
-    ("--trace_pattern", "madengine stages the ranked traces for the collective report"),
-    ("--trace_glob", "madengine stages the ranked traces for the collective report"),
-    ("--rank_regex", "madengine stages the ranked traces for the collective report"),
-    ("--output_xlsx_path", "reports go under --output-dir"),
-    ("--output_csvs_dir", "reports go under --output-dir"),
-    ("--output_md_path", "reports go under --output-dir"),
-    ("--world_size", "use madengine's --world-size"),
-    ("--gpu_arch_platform", "use madengine's --gpu-arch, which checks the name first"),
+/// Options the driver sets itself, and why.
+const MANAGED: &[(&str, Managed)] = &[
+    ("--profile_json_path", Managed::Traces),
+    ("--trace_path", Managed::Traces),
+    ("--trace_dir", Managed::Staging),
+    ("--trace_pattern", Managed::Staging),
+    ("--trace_glob", Managed::Staging),
+    ("--rank_regex", Managed::Staging),
+    ("--output_xlsx_path", Managed::Output),
+    ("--output_csvs_dir", Managed::Output),
+    ("--output_md_path", Managed::Output),
+    ("--world_size", Managed::WorldSize),
+    ("--gpu_arch_platform", Managed::GpuArch),
 ];
 
 /// Check the extra arguments before anything runs. Fails on an option
-/// madengine sets itself; returns the options no TraceLens tool documents
+/// the driver sets itself ([`Managed`]); returns the options no TraceLens tool documents
 /// (they go to every command).
 pub(crate) fn check_extra_args(extra: &[OsString]) -> Result<Vec<String>> {
     let mut unknown = Vec::new();
@@ -188,13 +188,10 @@ pub(crate) fn check_extra_args(extra: &[OsString]) -> Result<Vec<String>> {
         let Some(name) = group.option else { continue };
         let resolved: Vec<&str> =
             REPORT_TOOLS.iter().filter_map(|tool| resolve(*tool, &name)).collect();
-        if let Some((option, instead)) =
-            MANAGED.iter().find(|(managed, _)| resolved.contains(managed))
+        if let Some(&(option, managed)) =
+            MANAGED.iter().find(|(option, _)| resolved.contains(option))
         {
-            return Err(Error::ExtraArg {
-                arg: name,
-                reason: format!("madengine sets {option} itself ({instead})"),
-            });
+            return Err(Error::ExtraArg { arg: name, option, managed });
         }
         if resolved.is_empty() {
             unknown.push(name);

@@ -51,7 +51,7 @@ pub use trace_report::{RunReports, SummaryCsvError, this_runs_reports};
 
 pub use crate::{
     compare::{CompareConfig, CompareOutcome, compare},
-    error::{Error, Result, SetupFailure},
+    error::{Error, Managed, Result, SetupFailure},
     plan::{Config, Job, Plan, Planned, ROCPD, plan},
     python::{Probe, TraceLens, probe, resolve_interpreter},
     run::{

@@ -94,7 +94,8 @@ pub enum Event<'a> {
 
 /// Discover, plan, run TraceLens and write the summaries.
 ///
-/// Fails before anything runs when the root is missing, the interpreter
+/// Fails before anything runs when the output directory is or holds the
+/// root ([`Error::HoldsRun`]), the root is missing, the interpreter
 /// cannot run, TraceLens is missing or `gpu_arch` is unknown. Job failures
 /// are rows, not errors. Summaries left by an earlier run are removed first;
 /// the new ones are written atomically at the end. Each job's report (its
@@ -104,6 +105,7 @@ pub enum Event<'a> {
 /// every path out.
 pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary> {
     let started = Instant::now();
+    trace_report::check_not_searched(&config.output_dir, &[&config.root])?;
     let unknown = crate::extra::check_extra_args(&config.extra_args)?;
     if !config.root.is_dir() {
         // Let discovery produce the error that names the root as given.
@@ -422,6 +424,7 @@ pub fn discover(config: &Config) -> Result<trace_discover::Discovery> {
 
 /// The plan without running anything (no TraceLens needed).
 pub fn plan_only(config: &Config) -> Result<(trace_discover::Discovery, Plan)> {
+    trace_report::check_not_searched(&config.output_dir, &[&config.root])?;
     crate::extra::check_extra_args(&config.extra_args)?;
     let mut found = discover(config)?;
     let (other_cycles, cycles) = leave_other_cycles(config, &mut found)?;

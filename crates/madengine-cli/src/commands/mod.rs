@@ -132,29 +132,14 @@ pub(crate) fn check_not_an_input<'a>(
     Ok(())
 }
 
-/// Refuse an `--output-dir` that is, or holds, a directory to search: what
-/// lies in the output directory is never searched for traces (reports are
-/// no traces), so that run would find none (the original said "No
-/// supported trace artifacts found" and exited 0).
-pub(crate) fn check_not_searched(
-    output_dir: &std::path::Path,
-    searched: &[&std::path::Path],
-) -> Result<(), Error> {
-    let Ok(out) = output_dir.canonicalize() else { return Ok(()) };
-    for dir in searched {
-        let Ok(run) = dir.canonicalize() else { continue };
-        if run.starts_with(&out) {
-            let is = if run == out { "is" } else { "holds" };
-            return Err(Error::Usage(format!(
-                "--output-dir {} {is} the run directory {}: what lies in the output directory is \
-                 never searched for traces, so none would be found; name another directory \
-                 (one inside the run is fine)",
-                output_dir.display(),
-                dir.display()
-            )));
-        }
-    }
-    Ok(())
+/// An `--output-dir` that is, or holds, a directory to search
+/// ([`trace_report::HoldsRun`], refused before anything is read): a usage
+/// error (the original said "No supported trace artifacts found" and exited
+/// 0).
+pub(crate) fn holds_run(refused: &trace_report::HoldsRun) -> Error {
+    Error::Usage(format!(
+        "--output-dir {refused}; name another directory (one inside the run is fine)"
+    ))
 }
 
 /// Create `dir` and its parents (`-o DIR/`, a page's directory), then

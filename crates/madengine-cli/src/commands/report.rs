@@ -10,9 +10,8 @@ use crate::{
 
 pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     let mut config = settings::tracelens_config(args).map_err(Error::Usage)?;
-    super::check_not_searched(&config.output_dir, &[&config.root])?;
     if args.discover_only {
-        let (found, plan) = tracelens_driver::plan_only(&config)?;
+        let (found, plan) = tracelens_driver::plan_only(&config).map_err(refused)?;
         if args.json {
             render::json_as_is(&tracelens_driver::Planned::new(found, plan))?;
         } else {
@@ -61,7 +60,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
         _ => {}
     });
     drop(progress);
-    let summary = summary?;
+    let summary = summary.map_err(refused)?;
     render::left_out(&summary.problems);
     if args.json {
         render::json_as_is(&summary.written())?;
@@ -98,6 +97,14 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
         render::compare_outcome(&outcome)?;
     }
     Ok(if outcome.status == RowStatus::Success { Status::Success } else { Status::Findings })
+}
+
+/// The driver's error, an output directory that holds the run a usage error.
+fn refused(e: tracelens_driver::Error) -> Error {
+    match e {
+        tracelens_driver::Error::HoldsRun(refused) => super::holds_run(&refused),
+        e => e.into(),
+    }
 }
 
 /// Why fewer TraceLens jobs run at once than asked for.

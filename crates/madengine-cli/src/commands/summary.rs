@@ -26,14 +26,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     }
 }
 
-/// The directories a run searches, as given: its directory PATHs, or the
-/// current directory when none is given.
-fn searched(args: &SummaryArgs) -> Vec<&Path> {
-    let given: Vec<&Path> = args.root.iter().chain(&args.paths).map(PathBuf::as_path).collect();
-    let paths = if given.is_empty() { vec![Path::new(".")] } else { given };
-    paths.into_iter().filter(|p| p.is_dir()).collect()
-}
-
 /// One trace to read, and what names its CSV directory.
 pub(crate) type Input = trace_report::TraceInput;
 
@@ -47,6 +39,7 @@ fn inputs(args: &SummaryArgs) -> Result<trace_report::Inputs, Error> {
     let paths: Vec<PathBuf> = args.root.iter().chain(&args.paths).cloned().collect();
     let exclude = [args.output_dir.clone()];
     trace_report::run_inputs(&paths, &exclude, args.cycle, &Notes).map_err(|e| match e {
+        trace_report::InputError::HoldsRun(refused) => super::holds_run(&refused),
         trace_report::InputError::Discover(e) => Error::Discover(e),
         trace_report::InputError::Cycle(e) => Error::Usage(e.to_string()),
     })
@@ -178,8 +171,6 @@ pub(crate) fn summarize(args: &SummaryArgs) -> Result<Option<Summarized>, Error>
     let started = std::time::SystemTime::now();
     // Before reading traces (minutes for a large run), not after.
     super::check_output(&args.output_dir, true)?;
-    let searched = searched(args);
-    super::check_not_searched(&args.output_dir, &searched)?;
     for file in args.html.iter().chain(&args.xlsx) {
         super::check_output(file, false)?;
     }

@@ -305,7 +305,8 @@ fn bad_arguments_fail_before_anything_runs() {
     exit code: 2
     ----- stdout -----
     ----- stderr -----
-    error: cannot pass `--world` to TraceLens: madengine sets --world_size itself (use madengine's --world-size)
+    error: cannot pass `--world` to TraceLens: the driver sets --world_size itself (the world size is a setting of the run)
+    [madengine] use madengine's --world-size
     "
     );
     assert!(!dir.path().join("tracelens_output").exists(), "a refused run wrote output");

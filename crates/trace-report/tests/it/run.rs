@@ -2,8 +2,11 @@
 //! cross-rank (or cross-GPU) table and collective report, a run's spread,
 //! and a run summarized twice into one output directory, where the second
 //! tells what it did to the first one's reports ([`RunNote::Retired`]),
-//! keeps the last good report of a trace it cannot read (marked stale), and
-//! removes the report of a trace gone, and its run's collective report.
+//! keeps the last good report of a trace it cannot read (marked stale),
+//! removes the report of a trace gone, made none, reported elsewhere or no
+//! longer read, and its run's collective report, and writes a report again
+//! with only its own tables; an output directory that holds the run is
+//! refused.
 
 use std::{
     path::{Path, PathBuf},
@@ -210,4 +213,182 @@ fn a_runs_spread_and_whom_the_others_waited_for() {
     let collectives = &summary.collectives[0];
     assert_eq!((collectives.matched, collectives.simplified), (8, true));
     assert_eq!(collectives.top.len(), trace_report::RunCollectives::TOP);
+}
+
+/// An output directory that is, or holds, a directory to search is refused
+/// before anything is read (what lies in it is never searched, so nothing
+/// would be found), symbolic links resolved; one inside the run is fine.
+#[test]
+fn an_output_directory_that_holds_the_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::copy(
+        test_support::workspace_root()
+            .join("fixtures/synthetic/run/torch_profiler_output/libkineto_trace_rank0_1.json"),
+        run.join("rank0.json"),
+    )
+    .unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&run, &link).unwrap();
+    for (output, is_run) in [(run.clone(), true), (dir.path().to_path_buf(), false), (link, true)] {
+        let found = run_inputs(
+            std::slice::from_ref(&run),
+            std::slice::from_ref(&output),
+            None,
+            &Kept::default(),
+        );
+        let expected = trace_report::HoldsRun { output, run: run.clone(), is_run };
+        assert!(
+            matches!(&found, Err(trace_report::InputError::HoldsRun(r)) if *r == expected),
+            "{found:?}"
+        );
+    }
+    let inside =
+        run_inputs(std::slice::from_ref(&run), &[run.join("reports")], None, &Kept::default());
+    assert_eq!(inside.unwrap().inputs.len(), 1);
+}
+
+/// The names `dir` holds, sorted.
+fn listed(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Run again over a directory, the report of a trace that makes none now
+/// (read, without a GPU timeline) goes with its run's collective report,
+/// and a file of the user's own in it stays, with its directory.
+#[test]
+fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, out) = (dir.path().join("run"), dir.path().join("out"));
+    std::fs::create_dir(&root).unwrap();
+    let fixtures =
+        test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output");
+    std::fs::copy(fixtures.join("libkineto_trace_rank0_1.json"), root.join("rank0.json")).unwrap();
+    std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), root.join("rank1.json")).unwrap();
+    let (first, _) = summarize(&root, &out);
+    assert_eq!(listed(&out), ["rank0", "rank1", "run_collectives"]);
+    let rank1 = first.traces[1].csv_dir.clone().unwrap();
+    std::fs::write(out.join("rank0/notes.txt"), "mine").unwrap();
+    std::fs::write(out.join("rank1/notes.txt"), "mine").unwrap();
+    // Rank 1 now only its CPU side.
+    std::fs::copy(fixtures.join("libkineto_trace_4242.json"), root.join("rank1.json")).unwrap();
+    let (second, retired) = summarize(&root, &out);
+    assert_eq!((second.traces.len(), second.unreadable), (2, 0));
+    assert_eq!(second.traces[1].csv_dir, None);
+    assert_eq!(
+        retired,
+        [
+            Retired::Report { dir: rank1.clone(), why: Why::MadeNone(root.join("rank1.json")) },
+            Retired::Collectives { dir: out.join("run_collectives"), run: root.clone() },
+        ]
+    );
+    // Its files went; the user's stayed, and so did its directory.
+    assert_eq!(listed(&rank1), ["notes.txt"]);
+    assert!(listed(&out.join("rank0")).contains(&"notes.txt".to_string()));
+}
+
+/// Run again over a directory, the reports an earlier run left of traces
+/// it searched that this run did not write go, each with why: a trace gone
+/// (a link removed, though what it led to is there), one reported under
+/// another name now (given alone before), one no longer read (its
+/// sanitized copy is read instead). A report of a trace outside what this
+/// run searched stays.
+#[test]
+fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job");
+    let (root, other, out) = (job.join("run"), job.join("other"), dir.path().join("out"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    let fixtures =
+        test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output");
+    let trace = fixtures.join("libkineto_trace_rank0_1.json");
+    std::fs::copy(&trace, root.join("rank0.json")).unwrap();
+    std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), other.join("rank1.json")).unwrap();
+    // Rank 1 of this run, a link to a trace elsewhere (a scratch space).
+    std::os::unix::fs::symlink(other.join("rank1.json"), root.join("rank1.json")).unwrap();
+    summarize(&root, &out);
+    // rank 0 and the other directory's trace, given as files: named by
+    // their paths, a run of their own (their common directory).
+    summarized(&[root.join("rank0.json"), other.join("rank1.json")], &out, 0);
+    assert_eq!(
+        listed(&out),
+        ["job_collectives", "other_rank1", "rank0", "rank1", "run_collectives", "run_rank0"]
+    );
+
+    std::fs::remove_file(root.join("rank1.json")).unwrap();
+    let (_, retired) = summarize(&root, &out);
+    let reported = |name: &str| out.join(name);
+    assert_eq!(
+        retired,
+        [
+            Retired::Report { dir: reported("rank1"), why: Why::Gone(root.join("rank1.json")) },
+            // One rank left: the run makes no collective report now.
+            Retired::Collectives { dir: out.join("run_collectives"), run: root.clone() },
+            Retired::Report {
+                dir: reported("run_rank0"),
+                why: Why::ReportedIn { trace: root.join("rank0.json"), now: out.join("rank0") },
+            },
+        ]
+    );
+    // The other directory's trace was not searched: its report stays, as
+    // does the report of the run it was given in.
+    assert_eq!(listed(&out), ["job_collectives", "other_rank1", "rank0"]);
+
+    // Its sanitized copy beside it, written since, is read instead.
+    std::fs::copy(&trace, root.join("rank0.sanitized.json")).unwrap();
+    let (summary, retired) = summarize(&root, &out);
+    assert_eq!(summary.traces[0].trace, root.join("rank0.sanitized.json"));
+    assert_eq!(
+        retired,
+        [Retired::Report {
+            dir: out.join("rank0"),
+            why: Why::NoLongerRead(root.join("rank0.json"))
+        }]
+    );
+    assert_eq!(listed(&out), ["job_collectives", "other_rank1", "rank0.sanitized"]);
+}
+
+/// A trace's report written again holds only this run's tables: one the
+/// first run wrote and this one did not (`collective_summary.csv`, once
+/// the trace's collective kernels lack their arguments) is gone; a file of
+/// the user's own stays.
+#[test]
+fn a_report_written_again_holds_none_of_the_first_runs_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, out) = (dir.path().join("rank1.json"), dir.path().join("out"));
+    let fixtures =
+        test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output");
+    std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), &trace).unwrap();
+    let (first, _) = summarized(std::slice::from_ref(&trace), &out, 0);
+    let report = first.traces[0].csv_dir.clone().unwrap();
+    assert!(listed(&report).contains(&"collective_summary.csv".to_string()));
+    std::fs::write(report.join("notes.txt"), "mine").unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let args = r#""Collective name": "allreduce", "#;
+    assert!(text.contains(args));
+    std::fs::write(&trace, text.replace(args, "")).unwrap();
+    let (second, _) = summarized(std::slice::from_ref(&trace), &out, 0);
+    assert_eq!(second.traces[0].csv_dir.as_ref(), Some(&report));
+    assert_eq!(
+        listed(&report),
+        [
+            "gpu_timeline.csv",
+            "kernel_summary.csv",
+            "notes.txt",
+            "ops_summary.csv",
+            "ops_summary_by_category.csv",
+            "ops_unique_args.csv",
+            "short_kernel_histogram.csv",
+            "short_kernels_summary.csv",
+            "summary.json",
+            "unified_perf_summary.csv",
+        ]
+    );
 }

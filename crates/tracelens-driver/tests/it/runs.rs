@@ -665,10 +665,21 @@ fn extra_arguments_madengine_sets_fail_before_anything_runs() {
     case.fixture("model_rank0.pt.trace.json", GPU);
     case.config.extra_args = vec!["--output_csvs_dir".into(), "/elsewhere".into()];
     let err = tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            tracelens_driver::Error::ExtraArg {
+                option: "--output_csvs_dir",
+                managed: tracelens_driver::Managed::Output,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
-        "cannot pass `--output_csvs_dir` to TraceLens: madengine sets --output_csvs_dir itself \
-         (reports go under --output-dir)"
+        "cannot pass `--output_csvs_dir` to TraceLens: the driver sets --output_csvs_dir itself \
+         (reports go under the output directory)"
     );
     assert!(case.calls().is_empty());
 }
@@ -1432,4 +1443,28 @@ fn one_rank_per_node_folder_says_why_there_is_no_collective() {
     SKIPPED pytorch 1 ranked PyTorch trace in node_0 TraceLens_generate_multi_rank_collective_report_pytorch | rank 0 (node_0/rank0_trace.json) is the only ranked trace there, and a run needs two ranks or more; its directory was taken apart from the others because rank 0 is claimed by 2 traces (node_0/rank0_trace.json, node_1/rank0_trace.json)
     SKIPPED pytorch 1 ranked PyTorch trace in node_1 TraceLens_generate_multi_rank_collective_report_pytorch | rank 0 (node_1/rank0_trace.json) is the only ranked trace there, and a run needs two ranks or more; its directory was taken apart from the others because rank 0 is claimed by 2 traces (node_0/rank0_trace.json, node_1/rank0_trace.json)
     ");
+}
+
+/// An output directory that is, or holds, the root is refused before
+/// anything is discovered, planned or run: what lies in it is never
+/// searched, so no trace would be found. One inside the root is fine.
+#[test]
+fn an_output_directory_that_holds_the_root_is_refused() {
+    let mut case = Case::new();
+    case.fixture("model_rank0.pt.trace.json", GPU);
+    let root = case.config.root.clone();
+    for (output, is_run) in [(root.clone(), true), (case.dir.path().to_path_buf(), false)] {
+        case.config.output_dir = output.clone();
+        let refused = trace_report::HoldsRun { output, run: root.clone(), is_run };
+        for err in [
+            plan_only(&case.config).unwrap_err(),
+            tracelens_driver::run(&case.config, &mut |_| {}).unwrap_err(),
+        ] {
+            assert!(matches!(&err, Error::HoldsRun(r) if *r == refused), "{err:?}");
+        }
+    }
+    assert!(case.calls().is_empty());
+    case.config.output_dir = root.join("reports");
+    let (found, _) = plan_only(&case.config).unwrap();
+    assert_eq!(found.traces.len(), 1);
 }
