@@ -443,7 +443,7 @@ fn collective_groups(
             vec![],
             vec![(
                 label,
-                "--world-size is 1, but a collective report needs at least 2 ranks.".into(),
+                "the world size is 1, but a collective report needs at least 2 ranks.".into(),
             )],
         );
     }

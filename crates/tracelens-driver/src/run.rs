@@ -62,6 +62,12 @@ pub enum Event<'a> {
         /// [`Config::memory_available`].
         available: u64,
     },
+    /// [`Config::cycle`] picked this profiling cycle of a directory that
+    /// holds several.
+    CyclePicked(&'a trace_report::Picked),
+    /// [`Config::cycle`] left out this many PyTorch traces, of the other
+    /// profiling cycles.
+    OtherCycles(usize),
     /// The run's scratch directory was made (sanitized copies of traces,
     /// the collective report's staged inputs): it is removed when the run
     /// ends, however it ends, unless the process itself is killed or exits
@@ -128,16 +134,10 @@ pub fn run(config: &Config, events: &mut dyn FnMut(Event<'_>)) -> Result<Summary
 
     let plan = Plan { cycles, other_cycles, ..plan(config, &found) };
     for picked in &plan.cycles {
-        events(Event::Note(format!("{}: {} (--cycle)", picked.dir.display(), picked.cycle)));
+        events(Event::CyclePicked(picked));
     }
-    match plan.other_cycles {
-        0 => {}
-        1 => events(Event::Note(
-            "1 PyTorch trace of another profiling cycle left out (--cycle)".into(),
-        )),
-        n => events(Event::Note(format!(
-            "{n} PyTorch traces of other profiling cycles left out (--cycle)"
-        ))),
+    if plan.other_cycles > 0 {
+        events(Event::OtherCycles(plan.other_cycles));
     }
     for option in unknown {
         events(Event::Note(format!(
@@ -322,7 +322,7 @@ fn collective_inputs(
     };
     let unparseable: Vec<&str> = members
         .iter()
-        .filter(|r| r.cause == Cause::Unparseable)
+        .filter(|r| matches!(r.cause, Cause::Unparseable { .. }))
         .map(|r| r.trace_file.as_str())
         .collect();
     if !unparseable.is_empty() {
@@ -1144,15 +1144,14 @@ fn precheck(
         Some(not_run_row(job, log, started, (status, cause), detail, log_text))
     };
     // What is wrong, and what to do instead.
-    let unparseable = |what: String, remedy: &str| {
+    let failed = |what: String, remedy: &str, salvage: bool| {
         let detail = format!("{what}; TraceLens cannot parse it and was not run ({remedy})");
-        row(Status::Failure, Cause::Unparseable, detail.clone(), format!("madengine: {detail}\n"))
+        let cause = Cause::Unparseable { salvage };
+        row(Status::Failure, cause, detail.clone(), format!("madengine: {detail}\n"))
     };
+    let unparseable = |what: String, remedy: &str| failed(what, remedy, false);
     let cut_short = |what: String| {
-        unparseable(
-            format!("cut short: {what}"),
-            "`report tracelens --salvage` analyzes the events before the cut",
-        )
+        failed(format!("cut short: {what}"), "a salvage analyzes the events before the cut", true)
     };
     let not_json = |offset: u64, text: &str, key: Option<&str>, expected: &str| {
         let key = key.map(|k| format!(" (the value of \"{k}\")")).unwrap_or_default();
@@ -1222,9 +1221,10 @@ fn precheck(
         }
         Err(trace_summary::Error::DataAfterEnd { offset, .. }) => {
             let at = offset.map(|n| format!(", {n} bytes in")).unwrap_or_default();
-            return unparseable(
+            return failed(
                 format!("data after the end of its JSON document{at}"),
-                "`report tracelens --salvage` analyzes the document without it",
+                "a salvage analyzes the document without it",
+                true,
             );
         }
         Err(trace_summary::Error::NotJson { offset, text, key, expected, .. }) => {
@@ -1234,14 +1234,15 @@ fn precheck(
             return malformed(offset, &found, &expected, kind);
         }
         Err(trace_summary::Error::UnclosedString { .. }) => {
-            return unparseable(
+            return failed(
                 format!(
                     "not JSON: {} ({})",
                     trace_sanitize::Report::UNCLOSED_STRING,
                     trace_sanitize::Malformed::LIKELY
                 ),
-                "no repair applies: mend that string in a copy, or `report tracelens --salvage` \
-                 analyzes the events before it",
+                "no repair applies: mend that string in a copy, or a salvage analyzes the events \
+                 before it",
+                true,
             );
         }
         Err(trace_summary::Error::Read { gzip: true, source, .. }) => {

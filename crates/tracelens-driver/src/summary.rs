@@ -65,14 +65,25 @@ pub(crate) enum Cause {
     #[default]
     Other,
     /// Its trace cannot be parsed (cut short, or data after its end): a
-    /// collective over it is not run either.
-    Unparseable,
+    /// collective over it is not run either. `salvage`: whether
+    /// [`crate::Config::salvage`] would analyze what it holds.
+    Unparseable {
+        /// Whether a salvage reads it.
+        salvage: bool,
+    },
     /// Its job was stopped because the caller raised the cancel flag: no
     /// result, and not shown.
     Interrupted,
 }
 
 impl Row {
+    /// Whether its trace failed as one that [`crate::Config::salvage`]
+    /// would analyze (cut short, data after its end, a string never
+    /// closed). Not written out: false in a row read back.
+    pub fn salvageable(&self) -> bool {
+        self.cause == Cause::Unparseable { salvage: true }
+    }
+
     pub(crate) fn skipped(trace_file: String, kind: &str, tool: &str, detail: &str) -> Row {
         Row {
             trace_file,

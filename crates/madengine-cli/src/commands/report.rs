@@ -33,6 +33,7 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
     config.cancel = Some(interrupt.flag());
     let summary = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => render::note(&text),
+        Event::CyclePicked(_) | Event::OtherCycles(_) => cycle_note(&event),
         Event::Scratch(dir) => crate::interrupt::remove_on_quit(dir),
         Event::FewerJobs { jobs, wanted, largest, available } => {
             render::note(&fewer_jobs(jobs, wanted, largest, available, "--jobs to choose"))
@@ -66,6 +67,12 @@ pub(crate) fn tracelens(args: &TracelensArgs) -> Result<Status, Error> {
         render::json_as_is(&summary.written())?;
     } else {
         render::tracelens_summary(&summary)?;
+        if summary.results.iter().any(tracelens_driver::Row::salvageable) {
+            render::note(
+                "`madengine report tracelens --salvage` analyzes what such a trace holds: the \
+                 events before its cut, or its document without what follows it",
+            );
+        }
     }
     if summary.counts.failed > 0 {
         if args.no_fail {
@@ -97,6 +104,22 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<Status, Error> {
         render::compare_outcome(&outcome)?;
     }
     Ok(if outcome.status == RowStatus::Success { Status::Success } else { Status::Findings })
+}
+
+/// What `--cycle` picked, or left out.
+fn cycle_note(event: &Event<'_>) {
+    match event {
+        Event::CyclePicked(picked) => {
+            render::note(&format!("{}: {} (--cycle)", picked.dir.display(), picked.cycle))
+        }
+        Event::OtherCycles(1) => {
+            render::note("1 PyTorch trace of another profiling cycle left out (--cycle)")
+        }
+        Event::OtherCycles(n) => render::note(&format!(
+            "{n} PyTorch traces of other profiling cycles left out (--cycle)"
+        )),
+        _ => {}
+    }
 }
 
 /// The driver's error, an output directory that holds the run a usage error.
@@ -260,6 +283,7 @@ fn report_gathered(
     config.memory_available = settings::mem_available().map(|m| m / 2);
     let report = tracelens_driver::run(&config, &mut |event| match event {
         Event::Note(text) => render::note(&text),
+        Event::CyclePicked(_) | Event::OtherCycles(_) => cycle_note(&event),
         Event::Scratch(dir) => crate::interrupt::remove_on_quit(dir),
         Event::FewerJobs { jobs, wanted, largest, available } => render::note(&fewer_jobs(
             jobs,

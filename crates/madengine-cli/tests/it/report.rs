@@ -634,6 +634,12 @@ fn a_cut_trace_fails_and_salvage_analyzes_it() {
     let refused = run(args(false));
     assert!(refused.starts_with("exit code: 1\n"), "{refused}");
     assert!(refused.contains("cut short: its JSON ends after"), "{refused}");
+    // The library's row says a salvage would read it; madengine says how.
+    assert!(refused.contains("(a salvage analyzes the events before the cut)"), "{refused}");
+    assert!(
+        refused.contains("[madengine] `madengine report tracelens --salvage` analyzes what such"),
+        "{refused}"
+    );
     let salvaged = run(args(true));
     assert!(salvaged.starts_with("exit code: 0\n"), "{salvaged}");
     assert!(

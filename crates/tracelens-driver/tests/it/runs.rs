@@ -324,7 +324,7 @@ fn skip_reasons_say_why() {
     case.fixture("rank1_trace.json", GPU_RANK1);
     case.config.world_size = 1;
     let summary = case.run();
-    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | --world-size is 1, but a collective report needs at least 2 ranks.");
+    insta::assert_snapshot!(rows(&summary).last().unwrap(), @"SKIPPED pytorch 2 PyTorch traces TraceLens_generate_multi_rank_collective_report_pytorch | the world size is 1, but a collective report needs at least 2 ranks.");
 
     // two runs under one root: each complete one gets its own report; a clash is named
     let case = Case::new();
@@ -397,11 +397,15 @@ fn a_cut_trace_fails_with_why_and_is_salvaged_on_request() {
     let gz = gz.finish().unwrap();
     case.write("gz_rank1.pt.trace.json.gz", &gz[..gz.len() * 95 / 100]);
     let summary = case.run();
+    // Each of the two is one a salvage reads (the caller says how to ask).
+    let salvageable: Vec<bool> =
+        summary.results.iter().map(tracelens_driver::Row::salvageable).collect();
+    assert_eq!(salvageable.iter().filter(|s| **s).count(), 2, "{salvageable:?}");
     let rows = rows(&summary);
     assert_eq!(rows.len(), 3, "{rows:#?}");
     insta::assert_snapshot!(rows.join("\n"), @"
-    FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 2507 bytes, with 8 complete events before the cut; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
-    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 27588: incomplete deflate stream); TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)
+    FAILURE pytorch cut_rank0.pt.trace.json TraceLens_generate_perf_report_pytorch | cut short: its JSON ends after 2507 bytes, with 8 complete events before the cut; TraceLens cannot parse it and was not run (a salvage analyzes the events before the cut)
+    FAILURE pytorch gz_rank1.pt.trace.json.gz TraceLens_generate_perf_report_pytorch | cut short: its gzip stream ends early (failed to read the input at byte 27588: incomplete deflate stream); TraceLens cannot parse it and was not run (a salvage analyzes the events before the cut)
     FAILURE pytorch 2 per-rank traces TraceLens_generate_multi_rank_collective_report_pytorch | not run: TraceLens cannot parse per-rank trace(s) (cut_rank0.pt.trace.json, gz_rank1.pt.trace.json.gz)
     ");
     for row in &summary.results[..2] {
@@ -446,7 +450,7 @@ fn a_trace_with_data_after_its_end_fails_up_front_and_is_salvaged_on_request() {
         format!(
             "FAILURE pytorch tail.pt.trace.json TraceLens_generate_perf_report_pytorch | data after \
              the end of its JSON document, {} bytes in; TraceLens cannot parse it and was not run \
-             (`report tracelens --salvage` analyzes the document without it)",
+             (a salvage analyzes the document without it)",
             document + 1
         )
     );
@@ -508,7 +512,7 @@ fn strings_a_quote_or_backslash_broke_fail_up_front() {
     insta::assert_snapshot!(rows(&summary).join("\n"), @r"
     FAILURE pytorch early.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 727, `]` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend the string before it in a copy)
     FAILURE pytorch meta.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: at byte 2671, `:` where `,` or `}` goes (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend the string before it in a copy)
-    FAILURE pytorch open.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: its last string never ends, so the rest of the file reads as one string (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend that string in a copy, or `report tracelens --salvage` analyzes the events before it)
+    FAILURE pytorch open.pt.trace.json TraceLens_generate_perf_report_pytorch | not JSON: its last string never ends, so the rest of the file reads as one string (a quote inside a string that ended it early, or a backslash at its end that escaped its closing quote?); TraceLens cannot parse it and was not run (no repair applies: mend that string in a copy, or a salvage analyzes the events before it)
     ");
     for name in ["early.pt.trace.json", "open.pt.trace.json", "meta.pt.trace.json"] {
         assert!(!case.ran(name), "{name}: {:#?}", case.calls());
@@ -589,6 +593,8 @@ fn bare_words_that_are_not_json_fail_up_front() {
         "{:#?}",
         case.calls()
     );
+    // A bare word is not what a salvage mends.
+    assert!(!summary.results.iter().any(tracelens_driver::Row::salvageable));
     // The stand-in, like orjson, read the repaired copy of the N/A one.
     assert_eq!(summary.repairs.len(), 1, "{:#?}", summary.repairs);
     assert_eq!(summary.repairs[0].report.counts.unquoted_not_available, 1);
@@ -602,7 +608,7 @@ fn a_cut_rocprofv3_trace_fails_up_front_too() {
     let summary = case.run();
     let rows = rows(&summary);
     assert_eq!(rows.len(), 1, "{rows:#?}");
-    insta::assert_snapshot!(rows[0], @"FAILURE rocprof_json rocprof_output/9999_results.json TraceLens_generate_perf_report_rocprof | cut short: its JSON ends after 841 bytes; TraceLens cannot parse it and was not run (`report tracelens --salvage` analyzes the events before the cut)");
+    insta::assert_snapshot!(rows[0], @"FAILURE rocprof_json rocprof_output/9999_results.json TraceLens_generate_perf_report_rocprof | cut short: its JSON ends after 841 bytes; TraceLens cannot parse it and was not run (a salvage analyzes the events before the cut)");
     assert_eq!(summary.results[0].status, Status::Failure);
     assert!(!case.ran("generate_perf_report_rocprof"), "{:#?}", case.calls());
 
