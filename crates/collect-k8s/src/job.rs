@@ -189,6 +189,19 @@ pub struct Bundle {
     pub builtin: Vec<String>,
 }
 
+/// Kubernetes' `List` of objects ([`JobFile::render_list`]): its format is
+/// Kubernetes', not a madengine document (no `version` of ours).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct List {
+    /// `v1`.
+    pub api_version: String,
+    /// `List`.
+    pub kind: String,
+    /// The objects, in apply order.
+    pub items: Vec<Value>,
+}
+
 /// The bundle of a job without a scripts directory: every tool must be a
 /// built-in one.
 pub fn builtin_bundle(tools: &[String]) -> Result<Bundle> {
@@ -457,6 +470,12 @@ impl JobFile {
              exit \"$rc\"\n"
         ));
         s
+    }
+
+    /// Every object, in apply order, as one Kubernetes `List`: what
+    /// `kubectl apply -f -` reads.
+    pub fn render_list(&self, bundle: &Bundle) -> Result<List> {
+        Ok(List { api_version: "v1".into(), kind: "List".into(), items: self.render(bundle)? })
     }
 
     /// Every object, in apply order: ConfigMap, Service (more than one node),

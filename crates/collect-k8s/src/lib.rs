@@ -40,7 +40,8 @@ pub use crate::{
     error::{Error, Result},
     follow::{JobStatus, MAX_POLL, stuck_pods},
     job::{
-        Bundle, CONFIGMAP_LIMIT, DEFAULT_COLLECT, GpuVendor, JobFile, RENDEZVOUS_PORT, Toleration,
+        Bundle, CONFIGMAP_LIMIT, DEFAULT_COLLECT, GpuVendor, JobFile, List, RENDEZVOUS_PORT,
+        Toleration,
         builtin_bundle, bundle, check_dns_name, configmap_key,
     },
     kubectl::{Gathered, Kubectl, PodResults, gather, gather_live},

@@ -10,7 +10,7 @@ use crate::{
     render,
 };
 
-fn manifests(config: &std::path::Path) -> Result<Vec<serde_json::Value>, Error> {
+fn manifests(config: &std::path::Path) -> Result<collect_k8s::List, Error> {
     let job = JobFile::load(config)?;
     let bundle = match &job.scripts_dir {
         Some(dir) => {
@@ -23,16 +23,16 @@ fn manifests(config: &std::path::Path) -> Result<Vec<serde_json::Value>, Error> 
         }
         None => collect_k8s::builtin_bundle(&job.tools)?,
     };
-    Ok(job.render(&bundle)?)
+    Ok(job.render_list(&bundle)?)
 }
 
 pub(crate) fn render(args: &K8sRenderArgs) -> Result<Status, Error> {
-    let objects = manifests(&args.config)?;
+    let list = manifests(&args.config)?;
     match &args.output {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .map_err(|source| Error::Io { path: dir.clone(), source })?;
-            for (i, o) in objects.iter().enumerate() {
+            for (i, o) in list.items.iter().enumerate() {
                 let kind = o["kind"].as_str().unwrap_or("object").to_ascii_lowercase();
                 let path = dir.join(format!("{:02}-{kind}.json", i + 1));
                 let text = serde_json::to_vec_pretty(o).expect("json");
@@ -40,9 +40,7 @@ pub(crate) fn render(args: &K8sRenderArgs) -> Result<Status, Error> {
                 render::note(&format!("wrote {}", path.display()));
             }
         }
-        None => render::json_as_is(
-            &serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": objects }),
-        )?,
+        None => render::json_as_is(&list)?,
     }
     Ok(Status::Success)
 }
@@ -81,7 +79,7 @@ pub(crate) fn apply(args: &K8sApplyArgs) -> Result<Status, Error> {
                 .into(),
         ));
     }
-    let objects = manifests(&args.config)?;
+    let objects = manifests(&args.config)?.items;
     let namespace = objects[0]["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
     let k = kubectl(&args.kubectl, &namespace);
     let out = k.apply(&objects)?;
