@@ -41,8 +41,7 @@ pub use crate::{
     follow::{JobStatus, MAX_POLL, stuck_pods},
     job::{
         Bundle, CONFIGMAP_LIMIT, DEFAULT_COLLECT, GpuVendor, JobFile, List, RENDEZVOUS_PORT,
-        Toleration,
-        builtin_bundle, bundle, check_dns_name, configmap_key,
+        Toleration, builtin_bundle, bundle, check_dns_name, configmap_key,
     },
     kubectl::{Gathered, Kubectl, PodResults, gather, gather_live},
 };
