@@ -30,3 +30,14 @@ pub fn workspace_root() -> std::path::PathBuf {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     here.parent().and_then(std::path::Path::parent).expect("crates/test-support").to_path_buf()
 }
+
+/// The names `dir` holds, sorted (panics, naming `dir`, where it cannot be
+/// listed).
+pub fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}

@@ -130,15 +130,7 @@ pub(crate) fn run_cli(
     (text, filters)
 }
 
-/// The names of the entries of `dir`, sorted.
-pub(crate) fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
+pub(crate) use test_support::names_in;
 
 /// The shape of the `--json` document a command printed (its stdout, or
 /// [`run_cli`]'s text): each key's path with the JSON types its values

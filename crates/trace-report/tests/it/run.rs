@@ -13,6 +13,7 @@ use std::{
     sync::Mutex,
 };
 
+use test_support::names_in;
 use trace_report::{
     Record, Retired, RunConfig, RunEvents, RunNote, RunSummary, Why, run_inputs, summarize_run,
 };
@@ -249,16 +250,6 @@ fn an_output_directory_that_holds_the_run_is_refused() {
     assert_eq!(inside.unwrap().inputs.len(), 1);
 }
 
-/// The names `dir` holds, sorted.
-fn listed(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// Run again over a directory, the report of a trace that makes none now
 /// (read, without a GPU timeline) goes with its run's collective report,
 /// and a file of the user's own in it stays, with its directory.
@@ -272,7 +263,7 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     std::fs::copy(fixtures.join("libkineto_trace_rank0_1.json"), root.join("rank0.json")).unwrap();
     std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), root.join("rank1.json")).unwrap();
     let (first, _) = summarize(&root, &out);
-    assert_eq!(listed(&out), ["rank0", "rank1", "run_collectives"]);
+    assert_eq!(names_in(&out), ["rank0", "rank1", "run_collectives"]);
     let rank1 = first.traces[1].csv_dir.clone().unwrap();
     std::fs::write(out.join("rank0/notes.txt"), "mine").unwrap();
     std::fs::write(out.join("rank1/notes.txt"), "mine").unwrap();
@@ -289,8 +280,8 @@ fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
         ]
     );
     // Its files went; the user's stayed, and so did its directory.
-    assert_eq!(listed(&rank1), ["notes.txt"]);
-    assert!(listed(&out.join("rank0")).contains(&"notes.txt".to_string()));
+    assert_eq!(names_in(&rank1), ["notes.txt"]);
+    assert!(names_in(&out.join("rank0")).contains(&"notes.txt".to_string()));
 }
 
 /// Run again over a directory, the reports an earlier run left of traces
@@ -318,7 +309,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     // their paths, a run of their own (their common directory).
     summarized(&[root.join("rank0.json"), other.join("rank1.json")], &out, 0);
     assert_eq!(
-        listed(&out),
+        names_in(&out),
         ["job_collectives", "other_rank1", "rank0", "rank1", "run_collectives", "run_rank0"]
     );
 
@@ -339,7 +330,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     );
     // The other directory's trace was not searched: its report stays, as
     // does the report of the run it was given in.
-    assert_eq!(listed(&out), ["job_collectives", "other_rank1", "rank0"]);
+    assert_eq!(names_in(&out), ["job_collectives", "other_rank1", "rank0"]);
 
     // Its sanitized copy beside it, written since, is read instead.
     std::fs::copy(&trace, root.join("rank0.sanitized.json")).unwrap();
@@ -352,7 +343,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
             why: Why::NoLongerRead(root.join("rank0.json"))
         }]
     );
-    assert_eq!(listed(&out), ["job_collectives", "other_rank1", "rank0.sanitized"]);
+    assert_eq!(names_in(&out), ["job_collectives", "other_rank1", "rank0.sanitized"]);
 }
 
 /// A trace's report written again holds only this run's tables: one the
@@ -368,7 +359,7 @@ fn a_report_written_again_holds_none_of_the_first_runs_tables() {
     std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), &trace).unwrap();
     let (first, _) = summarized(std::slice::from_ref(&trace), &out, 0);
     let report = first.traces[0].csv_dir.clone().unwrap();
-    assert!(listed(&report).contains(&"collective_summary.csv".to_string()));
+    assert!(names_in(&report).contains(&"collective_summary.csv".to_string()));
     std::fs::write(report.join("notes.txt"), "mine").unwrap();
     let text = std::fs::read_to_string(&trace).unwrap();
     let args = r#""Collective name": "allreduce", "#;
@@ -377,7 +368,7 @@ fn a_report_written_again_holds_none_of_the_first_runs_tables() {
     let (second, _) = summarized(std::slice::from_ref(&trace), &out, 0);
     assert_eq!(second.traces[0].csv_dir.as_ref(), Some(&report));
     assert_eq!(
-        listed(&report),
+        names_in(&report),
         [
             "gpu_timeline.csv",
             "kernel_summary.csv",

@@ -8,6 +8,7 @@ use std::{
 };
 
 use flate2::{Compression as Level, write::GzEncoder};
+use test_support::names_in;
 use trace_sanitize::{Compression, CutKind, Error, Options, check_file, sanitize_file};
 
 use crate::damage::gunzip;
@@ -26,15 +27,6 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
 
 fn no_progress() -> impl FnMut(u64, u64) {
     |_, _| {}
-}
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
