@@ -1,8 +1,7 @@
 //! `cargo xtask codegen [--check]`: docs/cli-reference.md from the CLI's own
 //! `--help` (clap), and the output shown in README.md from the commands
 //! themselves, so neither can drift from the binary; then docs/schemas/
-//! (`crate::schemas`, built with the `schemas` feature: this runs `cargo
-//! xtask` again with it where it was built without).
+//! ([`crate::schemas`]).
 
 use std::{fs, path::Path};
 
@@ -87,28 +86,7 @@ pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
         fs::write(&path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {target}");
     }
-    schemas(root, check)
-}
-
-#[cfg(feature = "schemas")]
-fn schemas(root: &Path, check: bool) -> Result<(), String> {
     crate::schemas::run(root, check)
-}
-
-/// `cargo xtask schemas`, built with the `schemas` feature (the libraries'
-/// types with their JSON Schemas), which the tests build without.
-#[cfg(not(feature = "schemas"))]
-fn schemas(root: &Path, check: bool) -> Result<(), String> {
-    let mut args = vec!["run", "--quiet", "--locked", "-p", "xtask", "--features", "schemas", "--"];
-    args.push("schemas");
-    if check {
-        args.push("--check");
-    }
-    cmd(cargo(), &args)
-        .dir(root)
-        .run()
-        .map(drop)
-        .map_err(|e| format!("`cargo {}` failed: {e}", args.join(" ")))
 }
 
 const README: &str = "README.md";

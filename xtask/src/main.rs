@@ -5,7 +5,7 @@
 //! - `fixtures [--check]`: write (or verify) the synthetic fixtures;
 //!   `fixtures --gpu [--dry-run]`: capture real ones on a GPU node.
 //! - `codegen [--check]`: the CLI reference in docs/, from `--help`; the JSON Schemas of the
-//!   documents in docs/schemas/, from the library types.
+//!   documents in docs/schemas/, from the types that write them.
 //! - `trim IN -o OUT`: cut a real trace down to the fixture size cap.
 //! - `slurm up|down`: a private SLURM cluster for the tests.
 //! - `e2e [--dry-run]`: the whole path on a GPU node, with the real tools.
@@ -24,7 +24,6 @@ mod codegen;
 mod e2e;
 mod fixtures;
 mod gpu;
-#[cfg(feature = "schemas")]
 mod schemas;
 mod slurm;
 mod tidy;
@@ -58,13 +57,6 @@ enum Task {
     Tidy,
     /// Regenerate docs/cli-reference.md from the CLI's --help, and docs/schemas/.
     Codegen {
-        /// Only check that it is up to date.
-        #[arg(long)]
-        check: bool,
-    },
-    /// docs/schemas/ alone (what `codegen` runs, built with the `schemas` feature).
-    #[command(hide = true)]
-    Schemas {
         /// Only check that it is up to date.
         #[arg(long)]
         check: bool,
@@ -129,12 +121,6 @@ fn main() -> ExitCode {
         Task::Ci => cmd::ci(&root),
         Task::Tidy => tidy::run(&root),
         Task::Codegen { check } => codegen::run(&root, check),
-        #[cfg(feature = "schemas")]
-        Task::Schemas { check } => schemas::run(&root, check),
-        #[cfg(not(feature = "schemas"))]
-        Task::Schemas { .. } => Err("this xtask was built without the `schemas` feature: run \
-                                     `cargo xtask codegen`"
-            .into()),
         Task::E2e(args) => e2e::run(&root, &args),
         Task::Fixtures { gpu: true, gpu_args, .. } => gpu::run(&root, &gpu_args),
         Task::Fixtures { check, .. } => fixtures::run(&root, check),

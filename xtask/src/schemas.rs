@@ -1,94 +1,47 @@
-//! The JSON Schema of each document madengine prints with `--json` or
-//! writes for scripts (docs/schemas/), from the library types that write
-//! them (each library's `schema` feature, `schemars`), so a change to a
-//! document shows in review and `cargo xtask codegen --check` catches one
-//! left out.
+//! docs/schemas/: the JSON Schema of each document madengine prints with
+//! `--json` or writes for scripts, as `madengine schemas` gives them (a
+//! hidden command built with madengine-cli's `schema` feature, which turns
+//! on each library's: the schemas come from the types that write the
+//! documents), and an index of which command prints which. A change to a
+//! document shows in review; `cargo xtask codegen --check` (run by `cargo
+//! xtask ci`) catches one left out.
 
 use std::{fs, path::Path};
 
-use schemars::{JsonSchema, Schema, generate::SchemaSettings};
+use serde::Deserialize;
+
+use crate::cmd::{cargo, cmd};
 
 /// Where the schemas go.
 const DIR: &str = "docs/schemas";
 
-/// One document: its file's stem, what prints or writes it, its schema.
+/// One document, as `madengine schemas` lists it.
+#[derive(Deserialize)]
 struct Document {
-    stem: &'static str,
-    printed_by: &'static str,
-    schema: Schema,
+    stem: String,
+    printed_by: String,
+    /// The schema file.
+    text: String,
 }
 
-/// The schema of `T` as serde_json writes it: fields skipped when empty
-/// are optional, the rest required.
-fn of<T: JsonSchema>(stem: &'static str, printed_by: &'static str) -> Document {
-    let schema =
-        SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>();
-    Document { stem, printed_by, schema }
-}
-
-/// Every document a library owns, in the order docs/schemas/README.md
-/// lists them. The CLI's own three (`slurm submit --json`, `k8s apply
-/// --json`, and a gather's `--json` with its analyses) join these and are
-/// kept by the CLI tests' shape snapshots.
-fn documents() -> Vec<Document> {
-    vec![
-        of::<trace_discover::Discovery>("discover", "`trace discover --json`"),
-        of::<trace_sanitize::FileReport>(
-            "sanitize",
-            "`trace sanitize --json` (one trace), `trace sanitize --check --json`",
-        ),
-        of::<trace_sanitize::FileReports>(
-            "sanitize-several",
-            "`trace sanitize --json` (several traces)",
-        ),
-        of::<trace_summary::ConvertedFile>("convert", "`trace convert --json` (one database)"),
-        of::<trace_summary::ConvertedFiles>(
-            "convert-several",
-            "`trace convert --json` (a directory, or several)",
-        ),
-        of::<trace_report::RunSummary>("report-summary", "`report summary --json`"),
-        of::<trace_report::Record>("summary-record", "`summary.json`, beside each trace's report"),
-        of::<trace_report::CollectivesRecord>(
-            "collectives-record",
-            "`collectives.json`, beside a run's collective report",
-        ),
-        of::<trace_report::RunComparison>("report-diff", "`report diff --json`"),
-        of::<tracelens_driver::Planned>(
-            "report-tracelens-plan",
-            "`report tracelens --discover-only --json`",
-        ),
-        of::<tracelens_driver::Written<'static>>(
-            "report-tracelens",
-            "`report tracelens --json`, `tracelens_summary.json`",
-        ),
-        of::<tracelens_driver::CompareOutcome>(
-            "compare-tracelens",
-            "`report tracelens-compare --json`",
-        ),
-        of::<tracelens_driver::SetupOutcome>("setup-tracelens", "`setup tracelens --json`"),
-        of::<dynolog_client::DaemonStatus>("dynolog-status", "`dynolog status --json`"),
-        of::<dynolog_client::DaemonVersion>("dynolog-version", "`dynolog version --json`"),
-        of::<dynolog_client::Triggered>("dynolog-gputrace", "`dynolog gputrace --json`"),
-        of::<dynolog_client::Session>("dynolog-start", "`dynolog start --json`"),
-        of::<dynolog_client::TriggerEnded>("dynolog-trigger", "`dynolog trigger --json`"),
-        of::<dynolog_client::Captured>("dynolog-stop", "`dynolog stop --json`"),
-        of::<dynolog_client::SetUp>("setup-dynolog", "`setup dynolog --json`"),
-        of::<collect_slurm::Summary>(
-            "slurm-gather",
-            "`results_summary.json` of a SLURM gather (`slurm gather --json` adds the analyses)",
-        ),
-        of::<collect_k8s::Gathered>(
-            "k8s-gather",
-            "`results_summary.json` of a Kubernetes gather (`k8s gather --json` adds the analyses)",
-        ),
-    ]
+/// `madengine schemas`, built with the `schema` feature (the tests and the
+/// shipped binary are built without it).
+fn documents(root: &Path) -> Result<Vec<Document>, String> {
+    let args = ["run", "--quiet", "--locked", "-p", "madengine-cli", "--features", "schema"];
+    let args = [&args[..], &["--", "schemas"]].concat();
+    let text = cmd(cargo(), &args)
+        .dir(root)
+        .read()
+        .map_err(|e| format!("`cargo {}` failed: {e}", args.join(" ")))?;
+    serde_json::from_str(&text).map_err(|e| format!("`madengine schemas` printed no list: {e}"))
 }
 
 /// docs/schemas/README.md: which command prints which schema's document.
 fn index(documents: &[Document]) -> String {
     let mut text = String::from(
         "# JSON Schemas of madengine's documents\n\n\
-         <!-- Generated by `cargo xtask codegen` from the library types; do not edit. -->\n\n\
+         <!-- Generated by `cargo xtask codegen` from the types that write them; do not edit. \
+         -->\n\n\
          Each file is the [JSON Schema](https://json-schema.org/draft/2020-12) (2020-12) of one \
          document, made from the Rust type that writes it. Every document has a top-level \
          `version`; a change that is not additive raises it. Keys a schema does not list as \
@@ -101,25 +54,15 @@ fn index(documents: &[Document]) -> String {
             d.stem, d.printed_by
         ));
     }
-    text.push_str(
-        "\n`slurm submit --json`, `k8s apply --json` and the gathers' `--json` (the gather's \
-         document with `summary`, `report summary`'s, and `tracelens`, `report tracelens`', \
-         where they ran) are assembled by the CLI from these.\n",
-    );
     text
 }
 
 /// Write docs/schemas/ (each document's schema and the index), removing
 /// files no document has; with `check`, only say whether it is current.
 pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
-    let documents = documents();
-    let mut files: Vec<(String, String)> = documents
-        .iter()
-        .map(|d| {
-            let text = serde_json::to_string_pretty(&d.schema).expect("a schema is JSON");
-            (format!("{}.schema.json", d.stem), text + "\n")
-        })
-        .collect();
+    let documents = documents(root)?;
+    let mut files: Vec<(String, String)> =
+        documents.iter().map(|d| (format!("{}.schema.json", d.stem), d.text.clone())).collect();
     files.push(("README.md".into(), index(&documents)));
     let dir = root.join(DIR);
     for entry in fs::read_dir(&dir).into_iter().flatten() {

@@ -104,6 +104,10 @@ pub(crate) enum Command {
     /// Print a shell completion script for madengine.
     #[command(after_help = brief(COMPLETIONS_HELP), after_long_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
+    /// The JSON Schema of every --json document (for `cargo xtask codegen`).
+    #[cfg(feature = "schema")]
+    #[command(hide = true)]
+    Schemas,
 }
 
 const COMPLETIONS_HELP: &str = "\

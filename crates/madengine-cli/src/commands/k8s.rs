@@ -58,7 +58,8 @@ fn kubectl(args: &KubectlArgs, namespace: &str) -> Kubectl {
 /// `k8s apply --json`: what was applied; with `--wait`, how the Job ended
 /// and, with `--results-dir`, what was gathered.
 #[derive(serde::Serialize)]
-struct Applied<'a> {
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub(crate) struct Applied<'a> {
     /// kubectl's lines.
     applied: Vec<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -4,6 +4,8 @@ mod diff;
 mod dynolog;
 mod k8s;
 mod report;
+#[cfg(feature = "schema")]
+mod schemas;
 mod setup;
 mod slurm;
 mod summary;
@@ -190,6 +192,8 @@ pub(crate) fn run(cli: Cli) -> Result<Status, Error> {
         Command::K8s(K8sCommand::Apply(args)) => k8s::apply(&args),
         Command::K8s(K8sCommand::Gather(args)) => k8s::gather(&args),
         Command::Completions(args) => completions(&args),
+        #[cfg(feature = "schema")]
+        Command::Schemas => schemas::schemas(),
     }
 }
 

@@ -157,6 +157,7 @@ pub(crate) struct Analyzed {
 /// A gather's own document (`gathered`) with what the analyses add:
 /// `summary` and `tracelens`, where they ran.
 #[derive(serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub(crate) struct WithAnalyses<'a, T> {
     #[serde(flatten)]
     gathered: &'a T,

@@ -87,7 +87,8 @@ pub(crate) fn submit(args: &SlurmSubmitArgs) -> Result<Status, Error> {
 /// `--wait`, how it ended and what was gathered (`slurm gather --json`'s
 /// object).
 #[derive(serde::Serialize)]
-struct Submitted<'a, T> {
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub(crate) struct Submitted<'a, T> {
     #[serde(skip_serializing_if = "Option::is_none")]
     exit_code: Option<Option<i32>>,
     job_id: &'a str,

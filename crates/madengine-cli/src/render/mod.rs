@@ -75,7 +75,8 @@ pub(crate) const JSON_VERSION: u32 = 1;
 
 /// A `--json` document: `version` first, then the document's own keys.
 #[derive(Serialize)]
-struct Versioned<'a, T> {
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub(crate) struct Versioned<'a, T> {
     version: u32,
     #[serde(flatten)]
     document: &'a T,

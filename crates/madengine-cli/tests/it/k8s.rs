@@ -275,6 +275,7 @@ fn apply_wait_follows_the_job_to_its_end() {
     let text = apply_with(statuses, &extra, &[("FAKE_KUBECTL_TREE", pvc.to_str().unwrap())]);
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     insta::assert_snapshot!("json_shape_k8s_apply_wait", crate::json_shape(&text));
+    crate::conforms(&crate::stdout_json(&text), "k8s-apply");
     let json = crate::stdout_json(&text);
     assert_eq!(json["status"]["ended"], "Complete", "{json}");
     assert_eq!(json["gathered"]["pods"][0]["name"], "bert-0-xyz", "{json}");

@@ -104,6 +104,7 @@ fn submit_wait_gather_and_the_collective_plan() {
     );
     assert!(text.starts_with("exit code: 0"), "{text}");
     insta::assert_snapshot!("json_shape_slurm_submit_wait", crate::json_shape(&text));
+    crate::conforms(&crate::stdout_json(&text), "slurm-submit");
     let json: serde_json::Value = crate::stdout_json(&text);
     assert_eq!(json["state"], "COMPLETED");
     let results = Path::new(json["results"].as_str().unwrap()).to_path_buf();
