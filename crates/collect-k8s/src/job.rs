@@ -16,7 +16,6 @@ use crate::{Error, Result};
 
 /// Which GPU resource the pods request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum GpuVendor {
     /// `amd.com/gpu`.
@@ -27,7 +26,6 @@ pub enum GpuVendor {
 
 /// A toleration, as Kubernetes spells it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Toleration {
     /// The taint key.
@@ -50,7 +48,6 @@ pub struct Toleration {
 /// The job file (`madengine k8s render --config job.json`). Unknown keys are
 /// an error that names them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobFile {
     /// Base name of every object (DNS-1123, at most 52 characters so suffixes fit).
@@ -173,7 +170,6 @@ fn check_label_value(what: &str, value: &str) -> Result<()> {
 
 /// The files a tool set needs, as ConfigMap entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Bundle {
     /// `(key, path relative to the scripts dir)`, sorted by path.
     pub files: Vec<(String, String)>,

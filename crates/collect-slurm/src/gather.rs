@@ -18,7 +18,6 @@ pub const JOB_FILE: &str = "job.json";
 
 /// What submission recorded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct JobRecord {
     /// The job id.
     pub job_id: String,

@@ -17,7 +17,6 @@ pub const DEFAULT_COLLECT: [&str; 5] = [
 
 /// A profiled multi-node run. Unknown keys in a JSON job file are an error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct JobSpec {
     /// `--job-name`.

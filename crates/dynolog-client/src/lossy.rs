@@ -46,18 +46,6 @@ pub(crate) mod exact {
         }
     }
 
-    /// What [`option`] writes, for the JSON Schema.
-    #[cfg(feature = "schema")]
-    pub(crate) fn option_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "anyOf": [
-                { "type": "string" },
-                { "type": "array", "items": { "type": "integer", "minimum": 0, "maximum": 255 } },
-                { "type": "null" }
-            ]
-        })
-    }
-
     /// What [`option`] wrote.
     pub(crate) fn read_option<'de, D: Deserializer<'de>>(
         d: D,

@@ -14,7 +14,6 @@ use crate::registry::Processes;
 
 /// A process listening on a port.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Holder {
     /// Its pid.
     pub pid: u32,

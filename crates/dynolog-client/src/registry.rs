@@ -6,7 +6,6 @@ use serde::Serialize;
 
 /// One `Registered process (...)` line of the daemon's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Registration {
     /// The registrant first, then its ancestors.
     pub pids: Vec<u32>,

@@ -6,7 +6,6 @@ use crate::{Error, Result};
 
 /// When the trace window opens and how long it lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Window {
     /// A time window (`--duration-ms`, `--profile-start-time`).
@@ -28,7 +27,6 @@ pub enum Window {
 
 /// What `dyno gputrace` asks for, as typed data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TraceRequest {
     /// `ACTIVITIES_LOG_FILE`: where kineto writes (it inserts `_<pid>`).
     pub log_file: String,

@@ -144,7 +144,6 @@ fn log_said(log: &Path, tail: &str) -> String {
 /// The files of one capture session, all under one directory, so two
 /// profiled runs on one host never share state, traces or daemon.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunState {
     /// The directory.
     #[serde(serialize_with = "crate::lossy::path")]
@@ -153,7 +152,6 @@ pub struct RunState {
 
 /// What `start` recorded, for `trigger` and `stop`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Started {
     /// The daemon's pid.
     pub daemon_pid: Option<u32>,
@@ -168,7 +166,6 @@ pub struct Started {
         deserialize_with = "crate::lossy::exact::read_option",
         default
     )]
-    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::lossy::exact::option_schema"))]
     pub hook_site: Option<PathBuf>,
 }
 
@@ -621,7 +618,6 @@ pub fn start_workload(argv: &[OsString], env: &[(&str, OsString)]) -> Result<Wor
 
 /// How stopping a process went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Stopped {
     /// It ended after SIGTERM.

@@ -209,7 +209,6 @@ fn untold(dir: &Path, why: &NoCycles) -> String {
 /// directories of a multi-node job) that holds several: the one
 /// [`pick_cycle`] kept, or the one a trace belongs to ([`cycles_of`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Picked {
     /// The directory.
     #[serde(serialize_with = "trace_discover::lossy::path")]

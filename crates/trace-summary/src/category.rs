@@ -14,7 +14,6 @@ use crate::compute::Table;
 /// One category's GPU time: of the kernels its ops launched directly
 /// ([`op_categories`]), or of its kernels ([`kernel_categories`]).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Category {
     /// The category: an op category (`GEMM`, `CONV_fwd`, `elementwise`,
     /// `other`, ...; ops of one name whose launches fell in several, as

@@ -208,7 +208,6 @@ impl DiffRow {
 
 /// Where GPU time moved between two traces' tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Diff {
     /// `gpu_timeline` rows (ms), in the baseline's order, then rows only the
     /// new trace has.
@@ -255,7 +254,6 @@ pub struct Diff {
 /// One GEMM (or other modelled op) shape in both traces: its time and
 /// calls each side, and the FLOPs of one call, so each side's TFLOPS/s.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GemmDiffRow {
     /// Times (µs) and calls.
     #[serde(flatten)]

@@ -44,7 +44,6 @@ pub enum Outcome {
 
 /// The iterations a trace covers ([`Summary::steps`]), and what marked them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Steps {
     /// How many.
     pub count: usize,

@@ -146,7 +146,6 @@ pub struct Job {
 
 /// The jobs of a run, in the order the summary lists them.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Plan {
     /// Per-trace jobs (kinds alphabetically, traces sorted), then collective jobs.
     pub jobs: Vec<Job>,

@@ -27,7 +27,6 @@ pub fn resolve_interpreter(explicit: Option<&Path>, venv: Option<&Path>) -> Path
 
 /// What the interpreter reported about itself and TraceLens.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Probe {
     /// The interpreter as chosen.
     #[serde(serialize_with = "trace_discover::lossy::path")]
@@ -45,7 +44,6 @@ pub struct Probe {
 
 /// An importable TraceLens.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TraceLens {
     /// Its distribution version, if installed with metadata.
     pub version: Option<String>,

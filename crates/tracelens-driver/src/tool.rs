@@ -71,7 +71,6 @@ impl Tool {
 
 /// Which traces to analyze.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Every kind, plus the collective report.

@@ -50,19 +50,24 @@ fn summarize(root: &Path, out: &Path) -> (RunSummary, Vec<Retired>) {
     (summary, retired.collect())
 }
 
+/// The project's synthetic Kineto trace `name` (two ranks: `libkineto_trace_rank0_1.json`,
+/// `libkineto_trace_rank1_2.json`; a CPU-only one: `libkineto_trace_4242.json`).
+fn kineto(name: &str) -> PathBuf {
+    test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output").join(name)
+}
+
+/// `root` made, holding the two ranks of a run as `rank0.json` and `rank1.json`.
+fn two_ranks(root: &Path) {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::copy(kineto("libkineto_trace_rank0_1.json"), root.join("rank0.json")).unwrap();
+    std::fs::copy(kineto("libkineto_trace_rank1_2.json"), root.join("rank1.json")).unwrap();
+}
+
 #[test]
 fn a_second_run_keeps_what_it_cannot_read_and_retires_what_is_gone() {
     let dir = tempfile::tempdir().unwrap();
     let (root, out) = (dir.path().join("run"), dir.path().join("out"));
-    std::fs::create_dir(&root).unwrap();
-    let fixtures =
-        test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output");
-    for (from, to) in [
-        ("libkineto_trace_rank0_1.json", "rank0.json"),
-        ("libkineto_trace_rank1_2.json", "rank1.json"),
-    ] {
-        std::fs::copy(fixtures.join(from), root.join(to)).unwrap();
-    }
+    two_ranks(&root);
     let (first, retired) = summarize(&root, &out);
     assert_eq!((first.traces.len(), first.unreadable, first.cross_rank.len()), (2, 0, 2));
     assert_eq!(retired, []);
@@ -100,11 +105,7 @@ fn a_second_run_keeps_what_it_cannot_read_and_retires_what_is_gone() {
 #[test]
 fn each_run_under_a_root_gets_its_own_cross_rank_table() {
     let dir = tempfile::tempdir().unwrap();
-    let good = std::fs::read(
-        test_support::workspace_root()
-            .join("fixtures/synthetic/run/torch_profiler_output/libkineto_trace_rank0_1.json"),
-    )
-    .unwrap();
+    let good = std::fs::read(kineto("libkineto_trace_rank0_1.json")).unwrap();
     for file in [
         "job_a/rank0.json",
         "job_a/rank1.json",
@@ -224,12 +225,7 @@ fn an_output_directory_that_holds_the_run_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     std::fs::create_dir(&run).unwrap();
-    std::fs::copy(
-        test_support::workspace_root()
-            .join("fixtures/synthetic/run/torch_profiler_output/libkineto_trace_rank0_1.json"),
-        run.join("rank0.json"),
-    )
-    .unwrap();
+    std::fs::copy(kineto("libkineto_trace_rank0_1.json"), run.join("rank0.json")).unwrap();
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&run, &link).unwrap();
     for (output, is_run) in [(run.clone(), true), (dir.path().to_path_buf(), false), (link, true)] {
@@ -257,18 +253,14 @@ fn an_output_directory_that_holds_the_run_is_refused() {
 fn a_trace_that_makes_no_report_now_takes_its_earlier_one_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let (root, out) = (dir.path().join("run"), dir.path().join("out"));
-    std::fs::create_dir(&root).unwrap();
-    let fixtures =
-        test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output");
-    std::fs::copy(fixtures.join("libkineto_trace_rank0_1.json"), root.join("rank0.json")).unwrap();
-    std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), root.join("rank1.json")).unwrap();
+    two_ranks(&root);
     let (first, _) = summarize(&root, &out);
     assert_eq!(names_in(&out), ["rank0", "rank1", "run_collectives"]);
     let rank1 = first.traces[1].csv_dir.clone().unwrap();
     std::fs::write(out.join("rank0/notes.txt"), "mine").unwrap();
     std::fs::write(out.join("rank1/notes.txt"), "mine").unwrap();
     // Rank 1 now only its CPU side.
-    std::fs::copy(fixtures.join("libkineto_trace_4242.json"), root.join("rank1.json")).unwrap();
+    std::fs::copy(kineto("libkineto_trace_4242.json"), root.join("rank1.json")).unwrap();
     let (second, retired) = summarize(&root, &out);
     assert_eq!((second.traces.len(), second.unreadable), (2, 0));
     assert_eq!(second.traces[1].csv_dir, None);
@@ -297,11 +289,9 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
     let (root, other, out) = (job.join("run"), job.join("other"), dir.path().join("out"));
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir(&other).unwrap();
-    let fixtures =
-        test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output");
-    let trace = fixtures.join("libkineto_trace_rank0_1.json");
+    let trace = kineto("libkineto_trace_rank0_1.json");
     std::fs::copy(&trace, root.join("rank0.json")).unwrap();
-    std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), other.join("rank1.json")).unwrap();
+    std::fs::copy(kineto("libkineto_trace_rank1_2.json"), other.join("rank1.json")).unwrap();
     // Rank 1 of this run, a link to a trace elsewhere (a scratch space).
     std::os::unix::fs::symlink(other.join("rank1.json"), root.join("rank1.json")).unwrap();
     summarize(&root, &out);
@@ -354,9 +344,7 @@ fn a_report_this_run_did_not_write_of_a_trace_it_searched_goes() {
 fn a_report_written_again_holds_none_of_the_first_runs_tables() {
     let dir = tempfile::tempdir().unwrap();
     let (trace, out) = (dir.path().join("rank1.json"), dir.path().join("out"));
-    let fixtures =
-        test_support::workspace_root().join("fixtures/synthetic/run/torch_profiler_output");
-    std::fs::copy(fixtures.join("libkineto_trace_rank1_2.json"), &trace).unwrap();
+    std::fs::copy(kineto("libkineto_trace_rank1_2.json"), &trace).unwrap();
     let (first, _) = summarized(std::slice::from_ref(&trace), &out, 0);
     let report = first.traces[0].csv_dir.clone().unwrap();
     assert!(names_in(&report).contains(&"collective_summary.csv".to_string()));
